@@ -1,0 +1,26 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Keychain",
+    products: [
+        .library(name: "Keychain", targets: ["Keychain"]),
+        .library(name: "KeychainCore", targets: ["KeychainCore"]),
+    ],
+    targets: [
+        // System libraries, reached through module maps only.
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // The Linux calls Swift cannot make: variadic syscall(2) and prctl(2).
+        .target(name: "CLinux"),
+
+        // The engine: no Foundation, so the helpers and the PAM module stay small and start fast.
+        .target(name: "KeychainCore", dependencies: ["CSQLite", "COpenSSL", "CLinux"]),
+        // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
+        .target(name: "Keychain", dependencies: ["KeychainCore"]),
+
+        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
+        .testTarget(name: "KeychainTests", dependencies: ["Keychain"]),
+    ],
+    swiftLanguageModes: [.v5]
+)

@@ -1,0 +1,138 @@
+/// A SecItem dictionary, checked and translated for the engine. Anything malformed is errSecParam.
+struct SecItemRequest {
+    enum Limit: Equatable { case one, count(Int), all }
+
+    var itemClass: ItemClass
+    var attributes: [String: AttributeValue] = [:]
+    var synchronizable: Query.Synchronizable?
+    var secret: Bytes?
+    var returnData = false
+    var returnAttributes = false
+    var returnRef = false
+    var returnPersistentRef = false
+    var limit: Limit?
+    var caseInsensitive = false
+    var rows: [Int64]?
+    var keychain: SecKeychain?
+
+    var returnCount: Int { [returnData, returnAttributes, returnRef, returnPersistentRef].filter { $0 }.count }
+
+    /// Keys that ask for behaviour this engine gives anyway, or that only mean something on Apple's
+    /// systems (the data-protection keychain is the only kind here; there is no UI to suppress).
+    private static let accepted: Set<String> = ["nleg", "u_AuthUI", "u_OpPrompt", "u_NoAuthUI", "u_CallerName", "u_AuthCtx"]
+
+    init(_ dictionary: [String: Any]) throws {
+        guard let raw = dictionary["class"] else { throw KeychainError.param("the dictionary has no kSecClass") }
+        guard let name = raw as? String, let cls = ItemClass(rawValue: name) else {
+            throw KeychainError.param("unknown kSecClass \(raw)")
+        }
+        itemClass = cls
+        for (key, value) in dictionary where key != "class" {
+            try take(key, value)
+        }
+    }
+
+    private mutating func take(_ key: String, _ value: Any) throws {
+        switch key {
+        case "r_Data": returnData = try Self.flag(value, key)
+        case "r_Attributes": returnAttributes = try Self.flag(value, key)
+        case "r_Ref": returnRef = try Self.flag(value, key)
+        case "r_PersistentRef": returnPersistentRef = try Self.flag(value, key)
+        case "m_CaseInsensitive": caseInsensitive = try Self.flag(value, key)
+        case "m_Limit": limit = try Self.limit(value)
+        case "v_Data":
+            guard let data = value as? Data else { throw KeychainError.param("kSecValueData must be Data") }
+            secret = Array(data)
+        case "v_PersistentRef":
+            addRows([try Self.row(fromPersistentRef: value)])
+        case "v_Ref":
+            guard let ref = value as? SecKeychainItem else { throw KeychainError.param("kSecValueRef must be an item reference") }
+            addRows([ref.rowID])
+        case "m_ItemList":
+            guard let list = value as? [Any], !list.isEmpty else { throw KeychainError.param("kSecMatchItemList must be a non-empty array") }
+            addRows(try list.map { entry in
+                if let ref = entry as? SecKeychainItem { return ref.rowID }
+                return try Self.row(fromPersistentRef: entry)
+            })
+        case "u_Keychain":
+            guard let kc = value as? SecKeychain else { throw KeychainError.param("kSecUseKeychain must be a SecKeychain") }
+            keychain = kc
+        case "sync":
+            if let s = value as? String {
+                guard s == "syna" else { throw KeychainError.param("kSecAttrSynchronizable must be a boolean or kSecAttrSynchronizableAny") }
+                synchronizable = .any
+            } else {
+                synchronizable = try Self.flag(value, key) ? .yes : .no
+            }
+        case "accc":
+            throw KeychainError(.unimplemented, "kSecAttrAccessControl is not supported; use kSecAttrAccessible")
+        case _ where Self.accepted.contains(key):
+            break
+        case _ where key.hasPrefix("m_") || key.hasPrefix("r_") || key.hasPrefix("u_") || key.hasPrefix("v_"):
+            throw KeychainError(.unimplemented, "\(key) is not supported for \(itemClass.rawValue) items")
+        default:
+            guard let converted = Self.attributeValue(value) else {
+                throw KeychainError.param("attribute \(key) has a value of an unsupported type")
+            }
+            attributes[key] = converted
+        }
+    }
+
+    private mutating func addRows(_ new: [Int64]) {
+        rows = (rows ?? []) + new
+    }
+
+    /// The engine's query for this dictionary's search part.
+    var query: Query {
+        var q = Query(itemClass: itemClass, attributes: attributes)
+        q.synchronizable = synchronizable ?? .no
+        q.caseInsensitive = caseInsensitive
+        q.rows = rows
+        return q
+    }
+
+    static func flag(_ value: Any, _ key: String) throws -> Bool {
+        if let n = value as? NSNumber, type(of: value) != String.self { return n.boolValue }
+        throw KeychainError.param("\(key) must be a boolean")
+    }
+
+    static func limit(_ value: Any) throws -> Limit {
+        if let s = value as? String {
+            switch s {
+            case "m_LimitOne": return .one
+            case "m_LimitAll": return .all
+            default: throw KeychainError.param("unknown kSecMatchLimit \(s)")
+            }
+        }
+        guard type(of: value) != Bool.self, let n = value as? NSNumber, String(cString: n.objCType) != "c" || n.intValue > 1,
+              n.doubleValue == n.doubleValue.rounded(), n.int64Value >= 1 else {
+            throw KeychainError.param("kSecMatchLimit must be kSecMatchLimitOne, kSecMatchLimitAll or a number of at least 1")
+        }
+        return n.int64Value == 1 ? .one : .count(Int(clamping: n.int64Value))
+    }
+
+    static func row(fromPersistentRef value: Any) throws -> Int64 {
+        guard let data = value as? Data, let ref = PersistentReference(bytes: Array(data)) else {
+            throw KeychainError.param("not a persistent reference")
+        }
+        return ref.rowID
+    }
+
+    /// CF values to engine values. Linux Foundation has no CFBoolean, but an NSNumber made from a
+    /// Bool reports the objCType "c", which tells booleans from numbers.
+    static func attributeValue(_ value: Any) -> AttributeValue? {
+        switch value {
+        case let s as String: return .string(s)
+        case let d as Data: return .data(Array(d))
+        case let d as Date: return .date(d.timeIntervalSince1970)
+        default: break
+        }
+        if type(of: value) == Bool.self, let b = value as? Bool { return .bool(b) }
+        if let n = value as? NSNumber {
+            if String(cString: n.objCType) == "c", n.int64Value == 0 || n.int64Value == 1 { return .bool(n.boolValue) }
+            if n.doubleValue != n.doubleValue.rounded() { return nil }
+            return .int(n.int64Value)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,87 @@
+import COpenSSL
+
+/// Secrets travel as byte arrays rather than Foundation.Data so that the engine links without Foundation.
+public typealias Bytes = [UInt8]
+
+extension Array where Element == UInt8 {
+    /// Overwrites the buffer in place; OPENSSL_cleanse cannot be optimized away.
+    mutating func wipe() {
+        withUnsafeMutableBytes { raw in
+            if let base = raw.baseAddress { OPENSSL_cleanse(base, raw.count) }
+        }
+    }
+
+    init(bigEndian value: UInt64) {
+        self = (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * UInt64($0))) }
+    }
+
+    var hex: String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(count * 2)
+        for byte in self {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// Compares in time that does not depend on where the first difference is.
+func constantTimeEqual(_ a: Bytes, _ b: Bytes) -> Bool {
+    guard a.count == b.count else { return false }
+    var diff: UInt8 = 0
+    for i in 0..<a.count { diff |= a[i] ^ b[i] }
+    return diff == 0
+}
+
+/// A little writer/reader pair for the engine's own binary records (attributes, keybag fields).
+struct ByteWriter {
+    private(set) var bytes = Bytes()
+
+    mutating func u8(_ v: UInt8) { bytes.append(v) }
+    mutating func u32(_ v: UInt32) { for s in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: v >> UInt32(s))) } }
+    mutating func u64(_ v: UInt64) { bytes.append(contentsOf: Bytes(bigEndian: v)) }
+    mutating func blob(_ b: Bytes) { u32(UInt32(b.count)); bytes.append(contentsOf: b) }
+    mutating func string(_ s: String) { blob(Array(s.utf8)) }
+}
+
+struct ByteReader {
+    private let bytes: Bytes
+    private var offset = 0
+
+    init(_ bytes: Bytes) { self.bytes = bytes }
+
+    var isAtEnd: Bool { offset == bytes.count }
+
+    mutating func u8() throws -> UInt8 {
+        guard offset < bytes.count else { throw KeychainError.decode("truncated record") }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func u32() throws -> UInt32 {
+        var v: UInt32 = 0
+        for _ in 0..<4 { v = v << 8 | UInt32(try u8()) }
+        return v
+    }
+
+    mutating func u64() throws -> UInt64 {
+        var v: UInt64 = 0
+        for _ in 0..<8 { v = v << 8 | UInt64(try u8()) }
+        return v
+    }
+
+    mutating func blob() throws -> Bytes {
+        let n = Int(try u32())
+        guard n <= bytes.count - offset else { throw KeychainError.decode("truncated record") }
+        defer { offset += n }
+        return Array(bytes[offset..<offset + n])
+    }
+
+    mutating func string() throws -> String {
+        let b = try blob()
+        guard let s = String(validating: b, as: UTF8.self) else { throw KeychainError.decode("invalid UTF-8 in record") }
+        return s
+    }
+}

@@ -1,0 +1,82 @@
+/// A keychain item as the engine hands it out: attributes with defaults filled in, and the secret
+/// when it was asked for.
+public struct Item: Sendable {
+    public var itemClass: ItemClass
+    public var attributes: [String: AttributeValue]
+    public var secret: Bytes?
+    public internal(set) var rowID: Int64 = 0
+
+    public init(itemClass: ItemClass, attributes: [String: AttributeValue] = [:], secret: Bytes? = nil) {
+        self.itemClass = itemClass
+        self.attributes = attributes
+        self.secret = secret
+    }
+
+    public subscript(key: String) -> AttributeValue? {
+        get { attributes[key] }
+        set { attributes[key] = newValue }
+    }
+
+    public var protection: Protection {
+        attributes["pdmn"]?.stringValue.flatMap(Protection.init(rawValue:)) ?? .whenUnlocked
+    }
+
+    public var persistentReference: PersistentReference { PersistentReference(itemClass: itemClass, rowID: rowID) }
+
+    /// The value that counts for matching and uniqueness: the stored one or the class default.
+    public func effectiveValue(_ key: String) -> AttributeValue {
+        attributes[key] ?? AttributeSchema.defaultValue(key, kind: AttributeSchema.kind(key, for: itemClass))
+    }
+}
+
+/// Apple's persistent reference: the class code and the row, stable across processes.
+/// Rows are never reused (AUTOINCREMENT), so an old reference cannot name a newer item.
+public struct PersistentReference: Equatable, Hashable, Sendable {
+    public var itemClass: ItemClass
+    public var rowID: Int64
+
+    public init(itemClass: ItemClass, rowID: Int64) {
+        self.itemClass = itemClass
+        self.rowID = rowID
+    }
+
+    public init?(bytes: Bytes) {
+        guard bytes.count == 12, let cls = ItemClass(rawValue: String(decoding: bytes[0..<4], as: UTF8.self)) else { return nil }
+        var row: UInt64 = 0
+        for b in bytes[4..<12] { row = row << 8 | UInt64(b) }
+        guard row > 0, row <= UInt64(Int64.max) else { return nil }
+        itemClass = cls
+        rowID = Int64(row)
+    }
+
+    public var bytes: Bytes { Array(itemClass.rawValue.utf8) + Bytes(bigEndian: UInt64(rowID)) }
+}
+
+/// What a search asks for. Attributes absent from `attributes` are wildcards.
+public struct Query: Sendable {
+    public enum Synchronizable: Sendable { case no, yes, any }
+
+    public var itemClass: ItemClass
+    public var attributes: [String: AttributeValue]
+    public var synchronizable: Synchronizable = .no
+    public var caseInsensitive = false
+    /// kSecMatchItemList / kSecValuePersistentRef: only these rows.
+    public var rows: [Int64]?
+
+    public init(itemClass: ItemClass, attributes: [String: AttributeValue] = [:]) {
+        self.itemClass = itemClass
+        self.attributes = attributes
+    }
+
+    func matches(_ item: Item) -> Bool {
+        switch synchronizable {
+        case .any: break
+        case .no: if item.effectiveValue("sync").boolValue == true { return false }
+        case .yes: if item.effectiveValue("sync").boolValue != true { return false }
+        }
+        for (key, wanted) in attributes where !item.effectiveValue(key).matches(wanted, caseInsensitive: caseInsensitive) {
+            return false
+        }
+        return true
+    }
+}

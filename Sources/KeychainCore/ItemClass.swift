@@ -1,0 +1,63 @@
+/// The five item classes of Keychain Services, by Apple's raw values.
+public enum ItemClass: String, CaseIterable, Sendable {
+    case genericPassword = "genp"
+    case internetPassword = "inet"
+    case certificate = "cert"
+    case key = "keys"
+    case identity = "idnt"
+
+    /// Stored in the `class` column; numbers never change once a file exists.
+    var code: Int64 {
+        switch self {
+        case .genericPassword: return 1
+        case .internetPassword: return 2
+        case .certificate: return 3
+        case .key: return 4
+        case .identity: return 5
+        }
+    }
+
+    init?(code: Int64) {
+        guard let match = ItemClass.allCases.first(where: { $0.code == code }) else { return nil }
+        self = match
+    }
+}
+
+/// kSecAttrAccessible values. ThisDeviceOnly variants lock like their siblings; they differ in export.
+public enum Protection: String, CaseIterable, Sendable {
+    case whenUnlocked = "ak"
+    case afterFirstUnlock = "ck"
+    case always = "dk"
+    case whenUnlockedThisDeviceOnly = "aku"
+    case afterFirstUnlockThisDeviceOnly = "cku"
+    case alwaysThisDeviceOnly = "dku"
+    case whenPasscodeSetThisDeviceOnly = "akpu"
+
+    public var lockClass: LockClass {
+        switch self {
+        case .whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly: return .whenUnlocked
+        case .afterFirstUnlock, .afterFirstUnlockThisDeviceOnly: return .afterFirstUnlock
+        case .always, .alwaysThisDeviceOnly: return .always
+        }
+    }
+
+    public var isThisDeviceOnly: Bool { rawValue.hasSuffix("u") }
+}
+
+/// The three states a class key can be in, as Apple's data-protection classes A, C and D.
+public enum LockClass: Int64, CaseIterable, Sendable {
+    /// Key in the kernel from unlock until lock.
+    case whenUnlocked = 1
+    /// Key in the kernel from the first unlock until reboot.
+    case afterFirstUnlock = 2
+    /// Key in the file: protected by file permissions only (Apple deprecated these).
+    case always = 3
+
+    var letter: String {
+        switch self {
+        case .whenUnlocked: return "A"
+        case .afterFirstUnlock: return "C"
+        case .always: return "D"
+        }
+    }
+}

@@ -1,0 +1,246 @@
+/// SecItemAdd, CopyMatching, Update and Delete, as the engine does them.
+extension KeychainStore {
+    /// Adds one item. Missing attributes get Apple's defaults (WhenUnlocked, not synchronizable);
+    /// creation and modification dates are set here.
+    @discardableResult
+    public func add(_ item: Item) throws -> Item {
+        var item = try Self.normalized(item)
+        let stamp = AttributeValue.date(now())
+        item.attributes["cdat"] = stamp
+        item.attributes["mdat"] = stamp
+        item.attributes["pdmn"] = .string(item.protection.rawValue)
+        if item.attributes["sync"] == nil { item.attributes["sync"] = .bool(false) }
+        let secret = item.secret ?? []
+        item.attributes["sha1"] = .data(Crypto.sha1(secret))
+        return try withLock {
+            var keys = currentKeys()
+            defer { keys.wipe() }
+            guard keys.has(item.protection.lockClass), keys.indexKey(KeySpace(item.protection.lockClass)) != nil else {
+                throw KeychainError.locked("keychain is locked: cannot add a \(item.protection.rawValue) item")
+            }
+            return try db.transaction {
+                try checkUnique(item, keys: keys, excluding: nil)
+                let rowID = try nextRowID()
+                let sealed = try seal(item, rowID: rowID, secret: secret, keys: keys)
+                try db.statement("""
+                    INSERT INTO items(rowid, class, lockclass, space, pk, account, service, metadata, secret)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """).run([.int(rowID), .int(item.itemClass.code), .int(item.protection.lockClass.rawValue),
+                              .int(KeySpace(item.protection.lockClass).rawValue), .blob(sealed.pk), .blob(sealed.account),
+                              .blob(sealed.service), .blob(sealed.metadata), .blob(sealed.secret)])
+                var stored = item
+                stored.rowID = rowID
+                return stored
+            }
+        }
+    }
+
+    /// The items that match, oldest first, at most `limit` (nil: all). Throws errSecItemNotFound
+    /// when none match, and errSecInteractionNotAllowed when none match among the unlocked items
+    /// but locked ones might.
+    public func find(_ query: Query, limit: Int? = 1, includeSecret: Bool = false) throws -> [Item] {
+        let query = try Self.normalized(query)
+        return try withLock {
+            var keys = currentKeys()
+            defer { keys.wipe() }
+            let (rows, lockedSpace) = try candidates(query, keys: keys)
+            var found: [Item] = []
+            var skippedLocked = false
+            for row in rows {
+                if let limit, found.count >= limit { break }
+                guard keys.has(row.lockClass) else {
+                    skippedLocked = true
+                    continue
+                }
+                var item = try openAttributes(row, keys: keys)
+                guard query.matches(item) else { continue }
+                if includeSecret { item.secret = try openSecret(row, keys: keys) }
+                found.append(item)
+            }
+            if found.isEmpty {
+                if skippedLocked || lockedSpace { throw KeychainError.locked() }
+                throw KeychainError(.itemNotFound)
+            }
+            return found
+        }
+    }
+
+    /// Changes every matching item; returns how many. Refuses (and changes nothing) when a
+    /// matching candidate is locked or when a change would make two items equal.
+    @discardableResult
+    public func update(_ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil) throws -> Int {
+        let query = try Self.normalized(query)
+        var changes = try changes.reduce(into: [String: AttributeValue]()) { out, pair in
+            guard !["cdat", "mdat", "sha1"].contains(pair.key) else { return }
+            out[pair.key] = try AttributeSchema.normalize(pair.key, pair.value, for: query.itemClass)
+        }
+        if let secret { changes["sha1"] = .data(Crypto.sha1(secret)) }
+        return try withLock {
+            var keys = currentKeys()
+            defer { keys.wipe() }
+            return try db.transaction {
+                let matches = try lockedAwareMatches(query, keys: keys)
+                for (row, old) in matches {
+                    var item = old
+                    for (k, v) in changes { item.attributes[k] = v }
+                    item.attributes["mdat"] = .date(now())
+                    let lockClass = item.protection.lockClass
+                    guard keys.has(lockClass), keys.indexKey(KeySpace(lockClass)) != nil else { throw KeychainError.locked() }
+                    try checkUnique(item, keys: keys, excluding: row.rowID)
+                    var plain = try secret ?? openSecret(row, keys: keys)
+                    defer { plain.wipe() }
+                    let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
+                    try db.statement("""
+                        UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ?
+                        WHERE rowid = ?
+                        """).run([.int(lockClass.rawValue), .int(KeySpace(lockClass).rawValue), .blob(sealed.pk),
+                                  .blob(sealed.account), .blob(sealed.service), .blob(sealed.metadata),
+                                  .blob(sealed.secret), .int(row.rowID)])
+                }
+                return matches.count
+            }
+        }
+    }
+
+    /// Deletes every matching item; returns how many.
+    @discardableResult
+    public func delete(_ query: Query) throws -> Int {
+        let query = try Self.normalized(query)
+        return try withLock {
+            var keys = currentKeys()
+            defer { keys.wipe() }
+            return try db.transaction {
+                let matches = try lockedAwareMatches(query, keys: keys)
+                let stmt = try db.statement("DELETE FROM items WHERE rowid = ?")
+                for (row, _) in matches { try stmt.run([.int(row.rowID)]) }
+                return matches.count
+            }
+        }
+    }
+
+    /// The secret of one item found earlier.
+    public func secret(of item: Item) throws -> Bytes {
+        var query = Query(itemClass: item.itemClass)
+        query.rows = [item.rowID]
+        query.synchronizable = .any
+        guard let found = try find(query, limit: 1, includeSecret: true).first?.secret else { throw KeychainError(.itemNotFound) }
+        return found
+    }
+
+    /// How many rows the file holds, locked or not (for `show-keychain-info` and tests).
+    public func count() throws -> Int {
+        try withLock {
+            let stmt = try db.statement("SELECT count(*) FROM items")
+            _ = try stmt.step()
+            defer { stmt.reset() }
+            return Int(stmt.int(0))
+        }
+    }
+
+    // MARK: Internals
+
+    /// Matches for update and delete, which must not act on a part of the matches only.
+    private func lockedAwareMatches(_ query: Query, keys: ClassKeys) throws -> [(Row, Item)] {
+        let (rows, lockedSpace) = try candidates(query, keys: keys)
+        var matches: [(Row, Item)] = []
+        for row in rows {
+            guard keys.has(row.lockClass) else { throw KeychainError.locked() }
+            let item = try openAttributes(row, keys: keys)
+            if query.matches(item) { matches.append((row, item)) }
+        }
+        if matches.isEmpty {
+            throw lockedSpace ? KeychainError.locked() : KeychainError(.itemNotFound)
+        }
+        return matches
+    }
+
+    /// Rows the indexes say may match, in insertion order. `lockedSpace` is true when a whole key
+    /// space could not be searched and holds rows of this class.
+    private func candidates(_ query: Query, keys: ClassKeys) throws -> (rows: [Row], lockedSpace: Bool) {
+        var rows: [Row] = []
+        var lockedSpace = false
+        let serviceName = AttributeSchema.serviceKey(for: query.itemClass)
+        for space in KeySpace.allCases {
+            guard let indexKey = keys.indexKey(space) else {
+                let probe = try db.statement("SELECT 1 FROM items WHERE space = ? AND class = ? LIMIT 1")
+                probe.bind([.int(space.rawValue), .int(query.itemClass.code)])
+                if try probe.step() { lockedSpace = true }
+                probe.reset()
+                continue
+            }
+            var sql = "SELECT rowid, lockclass, metadata, secret FROM items WHERE space = ? AND class = ?"
+            var values: [SQLiteValue] = [.int(space.rawValue), .int(query.itemClass.code)]
+            if !query.caseInsensitive {
+                if let service = query.attributes[serviceName] {
+                    sql += " AND service = ?"
+                    values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: serviceName, value: service)))
+                }
+                if let account = query.attributes["acct"] {
+                    sql += " AND account = ?"
+                    values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: "acct", value: account)))
+                }
+            }
+            if let wanted = query.rows {
+                sql += " AND rowid = ?"
+                for rowID in Set(wanted) {
+                    try collect(sql, values + [.int(rowID)], query.itemClass, space, into: &rows)
+                }
+            } else {
+                try collect(sql + " ORDER BY rowid", values, query.itemClass, space, into: &rows)
+            }
+        }
+        rows.sort { $0.rowID < $1.rowID }
+        return (rows, lockedSpace)
+    }
+
+    private func collect(_ sql: String, _ values: [SQLiteValue], _ itemClass: ItemClass, _ space: KeySpace, into rows: inout [Row]) throws {
+        let stmt = try db.statement(sql)
+        stmt.bind(values)
+        defer { stmt.reset() }
+        while try stmt.step() {
+            guard let lockClass = LockClass(rawValue: stmt.int(1)), KeySpace(lockClass) == space else {
+                throw KeychainError.decode("row \(stmt.int(0)) has an invalid protection class")
+            }
+            rows.append(Row(rowID: stmt.int(0), itemClass: itemClass, lockClass: lockClass, space: space,
+                            metadata: stmt.blob(2), secret: stmt.blob(3)))
+        }
+    }
+
+    /// errSecDuplicateItem if another item has the same primary key, in either key space that can
+    /// be searched now.
+    private func checkUnique(_ item: Item, keys: ClassKeys, excluding rowID: Int64?) throws {
+        let stmt = try db.statement("SELECT rowid FROM items WHERE space = ? AND class = ? AND pk = ?")
+        for space in KeySpace.allCases {
+            guard let indexKey = keys.indexKey(space) else { continue }
+            stmt.bind([.int(space.rawValue), .int(item.itemClass.code), .blob(Self.primaryKeyHash(indexKey, item: item))])
+            defer { stmt.reset() }
+            while try stmt.step() {
+                if stmt.int(0) != rowID { throw KeychainError(.duplicateItem) }
+            }
+        }
+    }
+
+    /// Row ids are chosen before the insert because they are part of every ciphertext's additional data.
+    private func nextRowID() throws -> Int64 {
+        let stmt = try db.statement("SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'items'), 0) + 1")
+        defer { stmt.reset() }
+        _ = try stmt.step()
+        return stmt.int(0)
+    }
+
+    static func normalized(_ item: Item) throws -> Item {
+        var out = item
+        for (key, value) in item.attributes {
+            out.attributes[key] = try AttributeSchema.normalize(key, value, for: item.itemClass)
+        }
+        return out
+    }
+
+    static func normalized(_ query: Query) throws -> Query {
+        var out = query
+        for (key, value) in query.attributes {
+            out.attributes[key] = try AttributeSchema.normalize(key, value, for: query.itemClass)
+        }
+        return out
+    }
+}

@@ -1,0 +1,91 @@
+import Glibc
+
+/// Where keychains live and the file-system rules they obey.
+public enum KeychainFile {
+    /// `$KEYCHAIN_PATH`, else `$XDG_DATA_HOME/keychains/login.keychain-db`, else under ~/.local/share.
+    public static func defaultPath() -> String {
+        if let p = environment("KEYCHAIN_PATH"), !p.isEmpty { return p }
+        return directory() + "/login.keychain-db"
+    }
+
+    /// The folder that holds the user's keychains.
+    public static func directory() -> String {
+        if let x = environment("XDG_DATA_HOME"), x.hasPrefix("/") { return x + "/keychains" }
+        return homeDirectory() + "/.local/share/keychains"
+    }
+
+    public static func homeDirectory() -> String {
+        if let h = environment("HOME"), !h.isEmpty { return h }
+        if let pw = getpwuid(geteuid()), let dir = pw.pointee.pw_dir { return String(cString: dir) }
+        return "/"
+    }
+
+    static func environment(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
+    public static func exists(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    /// Makes the folder (and missing parents) 0700, and refuses one that others could write to.
+    static func prepareDirectory(for path: String) throws {
+        let dir = parent(of: path)
+        var st = stat()
+        if stat(dir, &st) != 0 {
+            try prepareDirectory(for: dir)
+            guard mkdir(dir, 0o700) == 0 || errno == EEXIST else {
+                throw KeychainError(.io, "cannot create \(dir): \(String(cString: strerror(errno)))")
+            }
+        }
+        try checkOwnership(dir, isDirectory: true)
+    }
+
+    /// A keychain or its folder must belong to the user and be writable by nobody else; a
+    /// symbolic link is followed only if it, too, belongs to the user or to root.
+    static func checkOwnership(_ path: String, isDirectory: Bool) throws {
+        var lst = stat()
+        guard lstat(path, &lst) == 0 else { throw KeychainError(.noSuchKeychain, "no keychain at \(path)") }
+        if lst.st_mode & S_IFMT == S_IFLNK, lst.st_uid != geteuid(), lst.st_uid != 0 {
+            throw KeychainError(.param, "refusing \(path): it is a symbolic link owned by another user")
+        }
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw KeychainError(.noSuchKeychain, "no keychain at \(path)") }
+        if isDirectory {
+            // Parents such as /tmp are shared; only the keychain's own folder has to be private.
+            guard st.st_mode & S_IFMT == S_IFDIR else { throw KeychainError(.param, "\(path) is not a folder") }
+            if st.st_mode & 0o002 != 0, st.st_mode & S_ISVTX != 0 { return }
+        } else {
+            guard st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.param, "refusing \(path): not a regular file") }
+        }
+        guard st.st_uid == geteuid() else {
+            throw KeychainError(.param, "refusing \(path): it belongs to uid \(st.st_uid), not to you")
+        }
+        guard st.st_mode & 0o022 == 0 else {
+            throw KeychainError(.param, "refusing \(path): it is writable by group or others (chmod go-w)")
+        }
+    }
+
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let p = String(path[..<slash])
+        return p.isEmpty ? "/" : p
+    }
+
+    /// Creates the empty file 0600 whatever the umask; fails if something is already there.
+    static func createFile(_ path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)") }
+            throw KeychainError(.io, "cannot create \(path): \(String(cString: strerror(errno)))")
+        }
+        fchmod(fd, 0o600)
+        close(fd)
+    }
+
+    public static func remove(_ path: String) throws {
+        try checkOwnership(path, isDirectory: false)
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+    }
+}

@@ -1,0 +1,108 @@
+/// How one item becomes one row: attributes sealed under the class's metadata key, the secret
+/// under a random per-item key that is itself wrapped under the class key, and keyed hashes of
+/// the attributes lookups use. Every ciphertext carries the row's identity as additional data,
+/// so a ciphertext moved to another row, class or keychain fails to open.
+struct Row {
+    var rowID: Int64
+    var itemClass: ItemClass
+    var lockClass: LockClass
+    var space: KeySpace
+    var metadata: Bytes
+    var secret: Bytes
+}
+
+struct SealedRow {
+    var pk: Bytes
+    var account: Bytes
+    var service: Bytes
+    var metadata: Bytes
+    var secret: Bytes
+}
+
+extension KeychainStore {
+    func additionalData(rowID: Int64, itemClass: ItemClass, lockClass: LockClass, field: String) -> Bytes {
+        var w = ByteWriter()
+        w.string("keychain-row-v1")
+        w.blob(keybag.uuid)
+        w.u64(UInt64(rowID))
+        w.u64(UInt64(itemClass.code))
+        w.u64(UInt64(lockClass.rawValue))
+        w.string(field)
+        return w.bytes
+    }
+
+    /// Keyed hash of one attribute: equal values give equal hashes, and without the index key
+    /// nothing can be learned from them.
+    static func indexHash(_ indexKey: Bytes, itemClass: ItemClass, name: String, value: AttributeValue) -> Bytes {
+        var w = ByteWriter()
+        w.u64(UInt64(itemClass.code))
+        w.string(name)
+        canonical(value, name: name, itemClass: itemClass).write(to: &w)
+        return Array(Crypto.hmacSHA256(key: indexKey, w.bytes).prefix(16))
+    }
+
+    static func primaryKeyHash(_ indexKey: Bytes, item: Item) -> Bytes {
+        var w = ByteWriter()
+        w.u64(UInt64(item.itemClass.code))
+        for name in AttributeSchema.primaryKey(for: item.itemClass) {
+            w.string(name)
+            canonical(item.effectiveValue(name), name: name, itemClass: item.itemClass).write(to: &w)
+        }
+        return Crypto.hmacSHA256(key: indexKey, w.bytes)
+    }
+
+    /// One spelling per value, so that "acct" as a string and as the same bytes hash alike.
+    static func canonical(_ value: AttributeValue, name: String, itemClass: ItemClass) -> AttributeValue {
+        switch (AttributeSchema.kind(name, for: itemClass), value) {
+        case (.blob?, .string(let s)): return .data(Array(s.utf8))
+        case (.bool?, .int(let i)): return .bool(i != 0)
+        case (.code?, .string(let s)) where s.isEmpty: return .int(0)
+        default: return value
+        }
+    }
+
+    func seal(_ item: Item, rowID: Int64, secret: Bytes, keys: ClassKeys) throws -> SealedRow {
+        let lockClass = item.protection.lockClass
+        let space = KeySpace(lockClass)
+        guard let metadataKey = keys.metadataKey(lockClass), let wrappingKey = keys.wrappingKey(lockClass),
+              let indexKey = keys.indexKey(space)
+        else { throw KeychainError.locked() }
+        let cls = item.itemClass
+        let serviceName = AttributeSchema.serviceKey(for: cls)
+        var itemKey = try Crypto.random(Crypto.keyLength)
+        defer { itemKey.wipe() }
+        var body = ByteWriter()
+        body.blob(try Crypto.seal(itemKey, key: wrappingKey, aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key")))
+        body.blob(try Crypto.seal(secret, key: itemKey, aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "secret")))
+        return SealedRow(
+            pk: Self.primaryKeyHash(indexKey, item: item),
+            account: Self.indexHash(indexKey, itemClass: cls, name: "acct", value: item.effectiveValue("acct")),
+            service: Self.indexHash(indexKey, itemClass: cls, name: serviceName, value: item.effectiveValue(serviceName)),
+            metadata: try Crypto.seal(encodeAttributes(item.attributes), key: metadataKey,
+                                      aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "metadata")),
+            secret: body.bytes)
+    }
+
+    func openAttributes(_ row: Row, keys: ClassKeys) throws -> Item {
+        guard let key = keys.metadataKey(row.lockClass) else { throw KeychainError.locked() }
+        let plain = try Crypto.open(row.metadata, key: key,
+                                    aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, field: "metadata"))
+        var item = Item(itemClass: row.itemClass, attributes: try decodeAttributes(plain))
+        item.rowID = row.rowID
+        // The stored protection must agree with the key that opened the row.
+        guard item.protection.lockClass == row.lockClass else { throw KeychainError.decode("item protection does not match its row") }
+        return item
+    }
+
+    func openSecret(_ row: Row, keys: ClassKeys) throws -> Bytes {
+        guard let wrappingKey = keys.wrappingKey(row.lockClass) else { throw KeychainError.locked() }
+        var r = ByteReader(row.secret)
+        let wrapped = try r.blob(), body = try r.blob()
+        guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in secret") }
+        var itemKey = try Crypto.open(wrapped, key: wrappingKey,
+                                      aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, field: "item-key"))
+        defer { itemKey.wipe() }
+        return try Crypto.open(body, key: itemKey,
+                               aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, field: "secret"))
+    }
+}
