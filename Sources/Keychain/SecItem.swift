@@ -8,7 +8,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
         if request.synchronizable == .any { throw KeychainError.param("kSecAttrSynchronizableAny in SecItemAdd") }
         if request.synchronizable == .yes { request.attributes["sync"] = .bool(true) }
         let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
-        var item = Item(itemClass: request.itemClass, attributes: request.attributes.filter { $0.key != "cdat" && $0.key != "mdat" })
+        var item = Item(itemClass: request.itemClass, attributes: request.attributes)
         item.secret = request.secret ?? []
         let stored = try keychain.store.add(item)
         if let result {

@@ -82,6 +82,13 @@ enum Crypto {
         hmacSHA256(key: key, Array(purpose.utf8) + [1])
     }
 
+    static func sha256(_ data: Bytes) -> Bytes {
+        var out = Bytes(repeating: 0, count: 32)
+        var len: UInt32 = 0
+        _ = EVP_Digest(data, data.count, &out, &len, EVP_sha256(), nil)
+        return out
+    }
+
     static func sha1(_ data: Bytes) -> Bytes {
         var out = Bytes(repeating: 0, count: 20)
         var len: UInt32 = 0

@@ -11,6 +11,7 @@ extension KeychainStore {
         item.attributes["pdmn"] = .string(item.protection.rawValue)
         if item.attributes["sync"] == nil { item.attributes["sync"] = .bool(false) }
         let secret = item.secret ?? []
+        try Self.checkSize(secret)
         item.attributes["sha1"] = .data(Crypto.sha1(secret))
         return try withLock {
             var keys = currentKeys()
@@ -74,7 +75,10 @@ extension KeychainStore {
             guard !["cdat", "mdat", "sha1"].contains(pair.key) else { return }
             out[pair.key] = try AttributeSchema.normalize(pair.key, pair.value, for: query.itemClass)
         }
-        if let secret { changes["sha1"] = .data(Crypto.sha1(secret)) }
+        if let secret {
+            try Self.checkSize(secret)
+            changes["sha1"] = .data(Crypto.sha1(secret))
+        }
         return try withLock {
             var keys = currentKeys()
             defer { keys.wipe() }
@@ -226,6 +230,16 @@ extension KeychainStore {
         defer { stmt.reset() }
         _ = try stmt.step()
         return stmt.int(0)
+    }
+
+    /// The largest secret an item may hold. Keychains keep passwords, keys and certificates; a
+    /// larger value is refused with errSecAllocate before any memory is spent on encrypting it.
+    public static let maximumSecretSize = 64 << 20
+
+    static func checkSize(_ secret: Bytes) throws {
+        guard secret.count <= maximumSecretSize else {
+            throw KeychainError(.allocate, "the item's data is larger than \(maximumSecretSize >> 20) MiB")
+        }
     }
 
     static func normalized(_ item: Item) throws -> Item {

@@ -29,12 +29,13 @@ struct Keybag {
         guard scrypt.isSane, salt.count >= 16 else { throw KeychainError(.authFailed, "the keybag is damaged") }
         var kek = try Crypto.scrypt(password: password, salt: salt, parameters: scrypt)
         defer { kek.wipe() }
-        do {
-            let a = try Crypto.open(wrappedA, key: kek, aad: aad(.whenUnlocked))
-            let c = try Crypto.open(wrappedC, key: kek, aad: aad(.afterFirstUnlock))
-            return (a, c)
-        } catch {
-            throw KeychainError(.authFailed, "wrong password for this keychain")
+        let a = try? Crypto.open(wrappedA, key: kek, aad: aad(.whenUnlocked))
+        let c = try? Crypto.open(wrappedC, key: kek, aad: aad(.afterFirstUnlock))
+        switch (a, c) {
+        case let (a?, c?): return (a, c)
+        case (nil, nil): throw KeychainError(.authFailed, "wrong password for this keychain")
+        // The password opened one class key and not the other: the keybag was changed.
+        default: throw KeychainError(.decode, "the keybag is damaged")
         }
     }
 
@@ -64,9 +65,9 @@ struct Keybag {
     }
 
     static func load(from db: SQLiteDatabase) throws -> Keybag {
-        let stmt = try db.statement("SELECT name, value FROM keychain")
         var fields: [String: Bytes] = [:]
         do {
+            let stmt = try db.statement("SELECT name, value FROM keychain")
             while try stmt.step() { fields[stmt.text(0)] = stmt.blob(1) }
         } catch let error as KeychainError where error.code == .io {
             throw KeychainError(.decode, "not a keychain file (\(error.detail))")
@@ -81,20 +82,37 @@ struct Keybag {
         var r = ByteReader(kdf)
         let params = ScryptParameters(n: try r.u64(), r: try r.u64(), p: try r.u64())
         let salt = try r.blob()
-        let settings = try fields["settings"].map(KeychainSettings.init(bytes:)) ?? KeychainSettings()
+        guard r.isAtEnd, let rawSettings = fields["settings"], let sum = fields["checksum"],
+              constantTimeEqual(sum, checksum([uuid, kdf, a, c, d, rawSettings]))
+        else { throw KeychainError(.decode, "the keybag is damaged") }
+        let settings = try KeychainSettings(bytes: rawSettings)
         return Keybag(uuid: uuid, scrypt: params, salt: salt, wrappedA: a, wrappedC: c, keyD: d, settings: settings)
     }
 
-    func save(to db: SQLiteDatabase) throws {
+    /// An unkeyed checksum over the stored bytes cannot stop a forger, and does not try to (the
+    /// wrapped keys' tags do that); it tells a damaged keybag from a wrong password, for the user.
+    private static func checksum(_ fields: [Bytes]) -> Bytes {
+        var w = ByteWriter()
+        for field in fields { w.blob(field) }
+        return Crypto.sha256(w.bytes)
+    }
+
+    private var kdfRecord: Bytes {
         var kdf = ByteWriter()
         kdf.u64(scrypt.n)
         kdf.u64(scrypt.r)
         kdf.u64(scrypt.p)
         kdf.blob(salt)
+        return kdf.bytes
+    }
+
+    func save(to db: SQLiteDatabase) throws {
+        let kdf = kdfRecord
         let insert = try db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES (?, ?)")
         for (name, value) in [("version", Bytes(bigEndian: UInt64(Keybag.formatVersion))), ("uuid", uuid),
-                              ("kdf", kdf.bytes), ("wrap.A", wrappedA), ("wrap.C", wrappedC),
-                              ("key.D", keyD), ("settings", settings.bytes)] {
+                              ("kdf", kdf), ("wrap.A", wrappedA), ("wrap.C", wrappedC),
+                              ("key.D", keyD), ("settings", settings.bytes),
+                              ("checksum", Keybag.checksum([uuid, kdf, wrappedA, wrappedC, keyD, settings.bytes]))] {
             try insert.run([.text(name), .blob(value)])
         }
     }
@@ -115,7 +133,9 @@ public struct KeychainSettings: Equatable, Sendable {
     init(bytes: Bytes) throws {
         var r = ByteReader(bytes)
         idleTimeout = try r.u32()
-        lockOnSessionEnd = try r.u8() != 0
+        let flag = try r.u8()
+        guard flag <= 1, r.isAtEnd else { throw KeychainError.decode("the keybag settings are damaged") }
+        lockOnSessionEnd = flag == 1
     }
 
     var bytes: Bytes {

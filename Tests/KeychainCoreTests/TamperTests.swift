@@ -1,0 +1,155 @@
+@testable import KeychainCore
+import XCTest
+
+/// A changed byte anywhere must give errSecDecode (or errSecAuthFailed, where a changed keybag
+/// cannot be told from a wrong password), never another item's data and never a crash.
+final class TamperTests: XCTestCase {
+    var scratch: Scratch!
+
+    override func setUp() { scratch = Scratch() }
+    override func tearDown() { scratch.remove() }
+
+    private func column(_ store: KeychainStore, _ name: String, row: Int64) throws -> Bytes {
+        let stmt = try store.db.statement("SELECT \(name) FROM items WHERE rowid = ?")
+        stmt.bind([.int(row)])
+        defer { stmt.reset() }
+        XCTAssertTrue(try stmt.step())
+        return stmt.blob(0)
+    }
+
+    private func setColumn(_ store: KeychainStore, _ name: String, row: Int64, _ value: SQLiteValue) throws {
+        try store.db.statement("UPDATE items SET \(name) = ? WHERE rowid = ?").run([value, .int(row)])
+    }
+
+    func testEveryFlippedByteOfARowIsDetected() throws {
+        let store = try scratch.create()
+        let item = try store.add(generic("alice", secret: "alice-secret"))
+        for name in ["metadata", "secret"] {
+            let original = try column(store, name, row: item.rowID)
+            for i in 0..<original.count {
+                var bad = original
+                bad[i] ^= 0x01
+                try setColumn(store, name, row: item.rowID, .blob(bad))
+                XCTAssertStatus(try store.find(query("alice"), includeSecret: true), .decode, "\(name) byte \(i)")
+            }
+            try setColumn(store, name, row: item.rowID, .blob(original))
+        }
+        XCTAssertEqual(try secretString(store, query("alice")), "alice-secret")
+    }
+
+    func testSwappedRowsAreDetected() throws {
+        let store = try scratch.create()
+        let a = try store.add(generic("alice", secret: "alice-secret"))
+        let b = try store.add(generic("bob", secret: "bob-secret"))
+        // Swap the secrets only: bob's ciphertext under alice's row.
+        let sa = try column(store, "secret", row: a.rowID), sb = try column(store, "secret", row: b.rowID)
+        try setColumn(store, "secret", row: a.rowID, .blob(sb))
+        try setColumn(store, "secret", row: b.rowID, .blob(sa))
+        XCTAssertStatus(try store.find(query("alice"), includeSecret: true), .decode)
+        XCTAssertStatus(try store.find(query("bob"), includeSecret: true), .decode)
+        try setColumn(store, "secret", row: a.rowID, .blob(sa))
+        try setColumn(store, "secret", row: b.rowID, .blob(sb))
+
+        // Swap metadata and index columns together: the row id in the additional data gives it away.
+        for name in ["metadata", "account", "service", "pk"] {
+            let va = try column(store, name, row: a.rowID), vb = try column(store, name, row: b.rowID)
+            try setColumn(store, name, row: a.rowID, .blob([0]))  // the unique index forbids a moment with two equal keys
+            try setColumn(store, name, row: b.rowID, .blob(va))
+            try setColumn(store, name, row: a.rowID, .blob(vb))
+        }
+        XCTAssertStatus(try store.find(query("alice"), includeSecret: true), .decode)
+    }
+
+    func testChangedIndexColumnsNeverYieldAnotherItem() throws {
+        let store = try scratch.create()
+        let a = try store.add(generic("alice", secret: "alice-secret"))
+        _ = try store.add(generic("bob", secret: "bob-secret"))
+        // Point alice's account hash at bob's: a lookup of bob now also finds alice's row, whose
+        // decrypted attributes say "alice", so only bob's item comes back.
+        let bobHash = try column(store, "account", row: a.rowID + 1)
+        try setColumn(store, "account", row: a.rowID, .blob(bobHash))
+        let found = try store.find(query("bob"), limit: nil, includeSecret: true)
+        XCTAssertEqual(found.map { String(decoding: $0.secret!, as: UTF8.self) }, ["bob-secret"])
+    }
+
+    func testChangedProtectionClassIsDetected() throws {
+        let store = try scratch.create()
+        let a = try store.add(generic("alice", protection: .afterFirstUnlock))
+        try setColumn(store, "lockclass", row: a.rowID, .int(LockClass.whenUnlocked.rawValue))
+        XCTAssertStatus(try store.find(query("alice")), .decode)
+        try setColumn(store, "lockclass", row: a.rowID, .int(99))
+        XCTAssertStatus(try store.find(query("alice")), .decode)
+        try setColumn(store, "lockclass", row: a.rowID, .int(LockClass.always.rawValue))
+        XCTAssertStatus(try store.find(query("alice")), .decode, "claims the Always space but sits in the protected one")
+    }
+
+    func testEveryFlippedByteOfTheKeybagIsDetected() throws {
+        _ = try scratch.create(password: "pw")
+        let store = try scratch.open()
+        let names = ["uuid", "kdf", "wrap.A", "wrap.C", "key.D", "settings", "checksum", "version"]
+        for name in names {
+            let stmt = try store.db.statement("SELECT value FROM keychain WHERE name = ?")
+            stmt.bind([.text(name)])
+            XCTAssertTrue(try stmt.step())
+            let original = stmt.blob(0)
+            stmt.reset()
+            for i in 0..<original.count {
+                var bad = original
+                bad[i] ^= 0x80
+                try store.db.statement("UPDATE keychain SET value = ? WHERE name = ?").run([.blob(bad), .text(name)])
+                XCTAssertThrowsError(try KeychainStore.open(at: scratch.path(), storage: .process).unlock(password: Array("pw".utf8)),
+                                     "\(name) byte \(i)") { error in
+                    XCTAssertEqual((error as? KeychainError)?.code, .decode, "\(name) byte \(i): \(error)")
+                }
+            }
+            try store.db.statement("UPDATE keychain SET value = ? WHERE name = ?").run([.blob(original), .text(name)])
+        }
+        XCTAssertNoThrow(try KeychainStore.open(at: scratch.path(), storage: .process).unlock(password: Array("pw".utf8)))
+    }
+
+    func testAForgedKeybagChecksumStillFailsToUnlock() throws {
+        _ = try scratch.create(password: "pw")
+        let store = try scratch.open()
+        // An attacker who rewrites wrap.A and recomputes the checksum gets the damaged-keybag error
+        // at unlock (C opens, A does not), never access.
+        var bag = store.keybag
+        bag.wrappedA[20] ^= 1
+        try bag.save(to: store.db)
+        XCTAssertStatus(try KeychainStore.open(at: scratch.path(), storage: .process).unlock(password: Array("pw".utf8)), .decode)
+        bag.wrappedC[20] ^= 1
+        try bag.save(to: store.db)
+        XCTAssertStatus(try KeychainStore.open(at: scratch.path(), storage: .process).unlock(password: Array("pw".utf8)), .authFailed)
+    }
+
+    func testGarbageFileIsDecodeError() throws {
+        let store = try scratch.create()
+        store.lockAll()
+        let path = scratch.path("garbage")
+        FileManagerless.write(path, Bytes(repeating: 0x41, count: 8192))
+        XCTAssertStatus(try KeychainStore.open(at: path, storage: .process), .decode)
+        FileManagerless.write(path, [])
+        XCTAssertStatus(try KeychainStore.open(at: path, storage: .process), .decode)
+    }
+}
+
+enum FileManagerless {
+    static func write(_ path: String, _ bytes: Bytes) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+
+    static func read(_ path: String) -> Bytes {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var out = Bytes()
+        var buffer = Bytes(repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            out.append(contentsOf: buffer[0..<n])
+        }
+        return out
+    }
+}
