@@ -6,6 +6,10 @@ let package = Package(
     products: [
         .library(name: "Keychain", targets: ["Keychain"]),
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
+        .executable(name: "security", targets: ["security"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
         // System libraries, reached through module maps only.
@@ -18,6 +22,11 @@ let package = Package(
         .target(name: "KeychainCore", dependencies: ["CSQLite", "COpenSSL", "CLinux"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
         .target(name: "Keychain", dependencies: ["KeychainCore"]),
+
+        // The command-line tool, a front end over the engine.
+        .executableTarget(name: "security", dependencies: [
+            "KeychainCore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
 
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
         .testTarget(name: "KeychainTests", dependencies: ["Keychain"]),

@@ -5,7 +5,7 @@ public typealias Bytes = [UInt8]
 
 extension Array where Element == UInt8 {
     /// Overwrites the buffer in place; OPENSSL_cleanse cannot be optimized away.
-    mutating func wipe() {
+    public mutating func wipe() {
         withUnsafeMutableBytes { raw in
             if let base = raw.baseAddress { OPENSSL_cleanse(base, raw.count) }
         }
@@ -53,6 +53,7 @@ struct ByteReader {
     init(_ bytes: Bytes) { self.bytes = bytes }
 
     var isAtEnd: Bool { offset == bytes.count }
+    var remaining: Int { bytes.count - offset }
 
     mutating func u8() throws -> UInt8 {
         guard offset < bytes.count else { throw KeychainError.decode("truncated record") }

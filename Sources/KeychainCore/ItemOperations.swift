@@ -3,11 +3,14 @@ extension KeychainStore {
     /// Adds one item. Missing attributes get Apple's defaults (WhenUnlocked, not synchronizable);
     /// creation and modification dates are set here.
     @discardableResult
-    public func add(_ item: Item) throws -> Item {
+    public func add(_ item: Item) throws -> Item { try add(item, keepingDates: false) }
+
+    /// `keepingDates` is for restoring a backup, whose items keep the dates they had.
+    func add(_ item: Item, keepingDates: Bool) throws -> Item {
         var item = try Self.normalized(item)
         let stamp = AttributeValue.date(now())
-        item.attributes["cdat"] = stamp
-        item.attributes["mdat"] = stamp
+        if !keepingDates || item.attributes["cdat"] == nil { item.attributes["cdat"] = stamp }
+        if !keepingDates || item.attributes["mdat"] == nil { item.attributes["mdat"] = stamp }
         item.attributes["pdmn"] = .string(item.protection.rawValue)
         if item.attributes["sync"] == nil { item.attributes["sync"] = .bool(false) }
         let secret = item.secret ?? []

@@ -2,10 +2,72 @@ import Glibc
 
 /// Where keychains live and the file-system rules they obey.
 public enum KeychainFile {
-    /// `$KEYCHAIN_PATH`, else `$XDG_DATA_HOME/keychains/login.keychain-db`, else under ~/.local/share.
+    /// `$KEYCHAIN_PATH`, else the keychain chosen with `security default-keychain -s`, else
+    /// `$XDG_DATA_HOME/keychains/login.keychain-db` (~/.local/share without XDG_DATA_HOME).
     public static func defaultPath() -> String {
         if let p = environment("KEYCHAIN_PATH"), !p.isEmpty { return p }
+        if let chosen = readSmallFile(defaultChoiceFile()), chosen.hasPrefix("/") { return chosen }
         return directory() + "/login.keychain-db"
+    }
+
+    /// Where `security default-keychain -s` records its choice.
+    public static func defaultChoiceFile() -> String {
+        let config = environment("XDG_CONFIG_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil } ?? homeDirectory() + "/.config"
+        return config + "/keychain/default-keychain"
+    }
+
+    public static func setDefaultPath(_ path: String?) throws {
+        let file = defaultChoiceFile()
+        guard let path else {
+            unlink(file)
+            return
+        }
+        try prepareDirectory(for: file)
+        let temporary = file + ".tmp"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot write \(file): \(String(cString: strerror(errno)))") }
+        let bytes = Array((path + "\n").utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == bytes.count, rename(temporary, file) == 0 else {
+            unlink(temporary)
+            throw KeychainError(.io, "cannot write \(file)")
+        }
+    }
+
+    /// A keychain named as macOS names them: a path as it is, a bare name in the keychains folder
+    /// ("work" and "work.keychain" both mean work.keychain-db there).
+    public static func resolve(_ name: String) -> String {
+        if name.contains("/") { return name }
+        if name.hasSuffix(".keychain-db") { return directory() + "/" + name }
+        if name.hasSuffix(".keychain") { return directory() + "/" + name + "-db" }
+        return directory() + "/" + name + ".keychain-db"
+    }
+
+    /// The keychains in the keychains folder, and the default one wherever it is.
+    public static func list() -> [String] {
+        var found: [String] = []
+        if let dir = opendir(directory()) {
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+                if name.hasSuffix(".keychain-db") { found.append(directory() + "/" + name) }
+            }
+            closedir(dir)
+        }
+        let chosen = defaultPath()
+        if exists(chosen), !found.contains(chosen) { found.append(chosen) }
+        return found.sorted()
+    }
+
+    static func readSmallFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        return String(decoding: buffer[0..<n], as: UTF8.self).trimmingNewlines()
     }
 
     /// The folder that holds the user's keychains.
@@ -20,7 +82,7 @@ public enum KeychainFile {
         return "/"
     }
 
-    static func environment(_ name: String) -> String? {
+    public static func environment(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }
 
@@ -87,5 +149,13 @@ public enum KeychainFile {
     public static func remove(_ path: String) throws {
         try checkOwnership(path, isDirectory: false)
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+    }
+}
+
+extension String {
+    func trimmingNewlines() -> String {
+        var s = Substring(self)
+        while let last = s.last, last == "\n" || last == "\r" || last == " " { s.removeLast() }
+        return String(s)
     }
 }

@@ -1,0 +1,38 @@
+import ArgumentParser
+import KeychainCore
+
+/// Turns engine errors into one line on stderr and macOS's exit status (the OSStatus's low byte).
+enum Failure {
+    static func report(_ error: Error, context: String? = nil) -> ExitCode {
+        guard let error = error as? KeychainError else {
+            Terminal.error("security: \(error)")
+            return .failure
+        }
+        var line = "security: "
+        if let context { line += context + ": " }
+        line += error.description
+        if let hint = hint(for: error.code) { line += "; " + hint }
+        line += " (\(KeychainError.name(for: error.status)))"
+        Terminal.error(line)
+        return ExitCode(Int32(UInt8(truncatingIfNeeded: error.status)))
+    }
+
+    static func hint(for code: KeychainError.Code) -> String? {
+        switch code {
+        case .interactionNotAllowed: return "run `security unlock-keychain`"
+        case .authFailed: return "check the password"
+        case .noSuchKeychain, .notAvailable: return "create one with `security create-keychain`"
+        case .decode: return "the keychain file is damaged; restore it from a backup (`security import`)"
+        default: return nil
+        }
+    }
+}
+
+/// Runs a command body, reporting engine errors the same way everywhere.
+func perform(_ context: String? = nil, _ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let error as KeychainError {
+        throw Failure.report(error, context: context)
+    }
+}

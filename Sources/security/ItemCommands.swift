@@ -1,0 +1,144 @@
+import ArgumentParser
+import KeychainCore
+
+/// Adding, finding and deleting are the same for both password classes but for their attributes.
+enum PasswordCommand {
+    static func add(_ query: Query, _ options: NewPasswordOptions, _ target: KeychainArgument) throws {
+        try perform(context(query.itemClass, "add")) {
+            let store = try target.open()
+            var secret = try options.secret()
+            defer { secret.wipe() }
+            var item = Item(itemClass: query.itemClass, attributes: query.attributes, secret: secret)
+            item["pdmn"] = .string(options.protection!.rawValue)
+            do {
+                try store.add(item)
+            } catch let error as KeychainError where error.code == .duplicateItem && options.update {
+                try store.update(uniqueKey(of: item, in: store), attributes: item.attributes, secret: secret)
+            }
+        }
+    }
+
+    /// The query that names exactly the item `item` collides with: every primary-key attribute,
+    /// defaults included.
+    static func uniqueKey(of item: Item, in store: KeychainStore) -> Query {
+        var q = Query(itemClass: item.itemClass)
+        let keys: [String] = item.itemClass == .genericPassword
+            ? ["acct", "svce", "agrp"] : ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path", "agrp"]
+        for key in keys { q.attributes[key] = item.effectiveValue(key) }
+        return q
+    }
+
+    static func find(_ query: Query, _ output: FindOutputOptions, _ target: KeychainArgument) throws {
+        try perform(context(query.itemClass, "find")) {
+            let store = try target.open()
+            let wantSecret = output.showPassword || output.passwordOnly
+            guard let item = try store.find(query, limit: 1, includeSecret: wantSecret).first else { return }
+            if output.passwordOnly {
+                Terminal.out(ItemFormat.passwordText(item.secret ?? []))
+                return
+            }
+            Terminal.out(ItemFormat.describe(item, keychain: store.path))
+            if output.showPassword { Terminal.error("password: " + ItemFormat.passwordValue(item.secret ?? [])) }
+        }
+    }
+
+    /// Deletes the first matching item, as macOS does, and shows what was deleted.
+    static func delete(_ query: Query, _ target: KeychainArgument) throws {
+        try perform(context(query.itemClass, "delete")) {
+            let store = try target.open()
+            guard let item = try store.find(query, limit: 1).first else { return }
+            var exact = Query(itemClass: item.itemClass)
+            exact.rows = [item.rowID]
+            exact.synchronizable = .any
+            try store.delete(exact)
+            Terminal.out(ItemFormat.describe(item, keychain: store.path))
+            Terminal.out("password has been deleted.")
+        }
+    }
+
+    static func context(_ itemClass: ItemClass, _ verb: String) -> String {
+        "\(verb)-\(itemClass == .genericPassword ? "generic" : "internet")-password"
+    }
+}
+
+struct AddGenericPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "add-generic-password", abstract: "Add a generic password item.")
+    @OptionGroup var attributes: GenericAttributes
+    @OptionGroup var options: NewPasswordOptions
+    @OptionGroup var target: KeychainArgument
+    func run() throws { try PasswordCommand.add(attributes.query, options, target) }
+}
+
+struct AddInternetPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "add-internet-password", abstract: "Add an internet password item.")
+    @OptionGroup var attributes: InternetAttributes
+    @OptionGroup var options: NewPasswordOptions
+    @OptionGroup var target: KeychainArgument
+    func run() throws { try PasswordCommand.add(attributes.query, options, target) }
+}
+
+struct FindGenericPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "find-generic-password", abstract: "Find a generic password item.")
+    @OptionGroup var attributes: GenericAttributes
+    @OptionGroup var output: FindOutputOptions
+    @OptionGroup var target: KeychainArgument
+    func run() throws { try PasswordCommand.find(attributes.query, output, target) }
+}
+
+struct FindInternetPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "find-internet-password", abstract: "Find an internet password item.")
+    @OptionGroup var attributes: InternetAttributes
+    @OptionGroup var output: FindOutputOptions
+    @OptionGroup var target: KeychainArgument
+    func run() throws { try PasswordCommand.find(attributes.query, output, target) }
+}
+
+struct DeleteGenericPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "delete-generic-password", abstract: "Delete a generic password item.")
+    @OptionGroup var attributes: GenericAttributes
+    @OptionGroup var target: KeychainArgument
+    func run() throws { try PasswordCommand.delete(attributes.query, target) }
+}
+
+struct DeleteInternetPassword: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "delete-internet-password", abstract: "Delete an internet password item.")
+    @OptionGroup var attributes: InternetAttributes
+    @OptionGroup var target: KeychainArgument
+    func run() throws { try PasswordCommand.delete(attributes.query, target) }
+}
+
+struct DumpKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "dump-keychain", abstract: "Show every item a keychain holds (locked items are counted, not shown).")
+
+    @Flag(name: .customShort("d"), help: "Show the passwords too.") var data = false
+    @Flag(name: .customShort("a"), help: "Accepted for macOS compatibility.") var accessControl = false
+    @Flag(name: .customShort("i"), help: "Accepted for macOS compatibility.") var interactive = false
+    @Flag(name: .customShort("r"), help: "Accepted for macOS compatibility.") var raw = false
+    @OptionGroup var target: KeychainArgument
+
+    func run() throws {
+        try perform("dump-keychain") {
+            let store = try target.open()
+            var shown = 0
+            for itemClass in [ItemClass.genericPassword, .internetPassword] {
+                var query = Query(itemClass: itemClass)
+                query.synchronizable = .any
+                let items: [Item]
+                do {
+                    items = try store.find(query, limit: nil, includeSecret: data)
+                } catch let error as KeychainError where error.code == .itemNotFound || error.code == .interactionNotAllowed {
+                    continue
+                }
+                for item in items {
+                    Terminal.out(ItemFormat.describe(item, keychain: store.path))
+                    if data { Terminal.out("data:\n" + ItemFormat.passwordValue(item.secret ?? [])) }
+                    shown += 1
+                }
+            }
+            let total = try store.count()
+            if total > shown {
+                Terminal.error("security: \(total - shown) item(s) not shown: locked; run `security unlock-keychain`")
+            }
+        }
+    }
+}

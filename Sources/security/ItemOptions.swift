@@ -1,0 +1,124 @@
+import ArgumentParser
+import KeychainCore
+
+/// Attributes both password classes share, with macOS's letters.
+struct CommonAttributes: ParsableArguments {
+    @Option(name: .customShort("a"), help: "Account name.") var account: String?
+    @Option(name: .customShort("c"), help: "Creator (four-character code).") var creator: String?
+    @Option(name: .customShort("C"), help: "Type (four-character code).") var type: String?
+    @Option(name: .customShort("D"), help: "Kind (description).") var kind: String?
+    @Option(name: .customShort("j"), help: "Comment.") var comment: String?
+    @Option(name: .customShort("l"), help: "Label.") var label: String?
+
+    var attributes: [String: AttributeValue] {
+        var out: [String: AttributeValue] = [:]
+        out["acct"] = account.map(AttributeValue.string)
+        out["crtr"] = creator.map(AttributeValue.string)
+        out["type"] = type.map(AttributeValue.string)
+        out["desc"] = kind.map(AttributeValue.string)
+        out["icmt"] = comment.map(AttributeValue.string)
+        out["labl"] = label.map(AttributeValue.string)
+        return out
+    }
+}
+
+struct GenericAttributes: ParsableArguments {
+    @OptionGroup var common: CommonAttributes
+    @Option(name: .customShort("s"), help: "Service name.") var service: String?
+    @Option(name: .customShort("G"), help: "Generic attribute value.") var generic: String?
+
+    var query: Query {
+        var attributes = common.attributes
+        attributes["svce"] = service.map(AttributeValue.string)
+        attributes["gena"] = generic.map { .data(Array($0.utf8)) }
+        return Query(itemClass: .genericPassword, attributes: attributes)
+    }
+}
+
+struct InternetAttributes: ParsableArguments {
+    @OptionGroup var common: CommonAttributes
+    @Option(name: .customShort("s"), help: "Server name.") var server: String?
+    @Option(name: .customShort("d"), help: "Security domain.") var securityDomain: String?
+    @Option(name: .customShort("p"), help: "Path.") var path: String?
+    @Option(name: .customShort("P"), help: "Port number.") var port: Int?
+    @Option(name: .customShort("r"), help: "Protocol (four-character code, such as htps, http, ftp, ssh, imps, smtp).") var protocolCode: String?
+    @Option(name: .customShort("t"), help: "Authentication type (four-character code, such as dflt, http, form, ntlm).") var authenticationType: String?
+
+    func validate() throws {
+        if let port, !(0...65535).contains(port) { throw ValidationError("port must be between 0 and 65535") }
+        for code in [protocolCode, authenticationType].compactMap({ $0 }) where code.utf8.count > 4 || code.isEmpty {
+            throw ValidationError("\(code) is not a four-character code")
+        }
+    }
+
+    var query: Query {
+        var attributes = common.attributes
+        attributes["srvr"] = server.map(AttributeValue.string)
+        attributes["sdmn"] = securityDomain.map(AttributeValue.string)
+        attributes["path"] = path.map(AttributeValue.string)
+        attributes["port"] = port.map { .int(Int64($0)) }
+        attributes["ptcl"] = protocolCode.map { .string(Self.fourCharacters($0)) }
+        attributes["atyp"] = authenticationType.map { .string(Self.fourCharacters($0)) }
+        return Query(itemClass: .internetPassword, attributes: attributes)
+    }
+
+    /// macOS codes are four characters; "ftp" and "ssh" are "ftp " and "ssh " (kSecAttrProtocolFTP).
+    static func fourCharacters(_ code: String) -> String {
+        code.utf8.count >= 4 ? code : code + String(repeating: " ", count: 4 - code.utf8.count)
+    }
+}
+
+/// How an add command gets its password, and the flags macOS accepts there.
+struct NewPasswordOptions: ParsableArguments {
+    @Option(name: .customShort("w"), help: "The password. Put -w last to be prompted, or to read it from standard input in a pipe.")
+    var password: String?
+    @Flag(name: .customLong("prompt-password"), help: .hidden) var promptPassword = false
+    @Option(name: .customShort("X"), help: "The password as hexadecimal bytes.") var hexPassword: String?
+    @Flag(name: .customShort("U"), help: "Update the item if it exists.") var update = false
+    @Flag(name: .customShort("A"), help: "Accepted for macOS compatibility (every process of the user has access).") var anyApplication = false
+    @Option(name: .customShort("T"), help: "Accepted for macOS compatibility (no per-application access lists on Linux).") var applications: [String] = []
+    @Option(name: .customLong("accessibility"), help: "Protection class: whenUnlocked (default), afterFirstUnlock, always, or one of these with ThisDeviceOnly; Apple's codes (ak, ck, dk, aku, cku, dku) work too.")
+    var accessibility: String?
+
+    func validate() throws {
+        if accessibility != nil, protection == nil { throw ValidationError("unknown accessibility \(accessibility!)") }
+        if let hexPassword, Self.decodeHex(hexPassword) == nil { throw ValidationError("-X takes an even number of hexadecimal digits") }
+    }
+
+    var protection: Protection? {
+        guard let accessibility else { return .whenUnlocked }
+        if let p = Protection(rawValue: accessibility) { return p }
+        let names: [String: Protection] = [
+            "whenunlocked": .whenUnlocked, "afterfirstunlock": .afterFirstUnlock, "always": .always,
+            "whenunlockedthisdeviceonly": .whenUnlockedThisDeviceOnly,
+            "afterfirstunlockthisdeviceonly": .afterFirstUnlockThisDeviceOnly, "alwaysthisdeviceonly": .alwaysThisDeviceOnly,
+        ]
+        return names[accessibility.lowercased()]
+    }
+
+    func secret() throws -> Bytes {
+        if let password { return Array(password.utf8) }
+        if let hexPassword, let bytes = Self.decodeHex(hexPassword) { return bytes }
+        if promptPassword { return try Terminal.readSecret(prompt: "password data for new item: ", confirm: "retype password for new item: ") }
+        return []
+    }
+
+    static func decodeHex(_ text: String) -> Bytes? {
+        let digits = Array(text.hasPrefix("0x") ? text.utf8.dropFirst(2) : text.utf8[...])
+        guard digits.count % 2 == 0 else { return nil }
+        var out = Bytes()
+        var i = 0
+        while i < digits.count {
+            guard let byte = UInt8(String(decoding: digits[i..<(i + 2)], as: UTF8.self), radix: 16) else { return nil }
+            out.append(byte)
+            i += 2
+        }
+        return out
+    }
+}
+
+/// What a find command prints.
+struct FindOutputOptions: ParsableArguments {
+    @Flag(name: .customShort("g"), help: "Show the password too (on standard error, as macOS does).") var showPassword = false
+    @Flag(name: .customShort("w"), help: "Print only the password.") var passwordOnly = false
+}
