@@ -26,6 +26,11 @@ struct SecItemRequest {
         guard let name = raw as? String, let cls = ItemClass(rawValue: name) else {
             throw KeychainError.param("unknown kSecClass \(raw)")
         }
+        // Certificates, keys and identities need their attributes derived from the DER
+        // (OpenSSL); until that exists they are refused rather than stored unchecked.
+        guard cls == .genericPassword || cls == .internetPassword else {
+            throw KeychainError(.unimplemented, "\(cls.rawValue) items are not supported yet")
+        }
         itemClass = cls
         for (key, value) in dictionary where key != "class" {
             try take(key, value)

@@ -304,6 +304,13 @@ final class SecItemTests: XCTestCase {
         XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword], nil), errSecItemNotFound, "nothing was added")
     }
 
+    func testCertificateKeyAndIdentityClassesAreNotYetSupported() {
+        for cls in [kSecClassCertificate, kSecClassKey, kSecClassIdentity] {
+            XCTAssertEqual(SecItemAdd([kSecClass: cls, kSecValueData: Data("not a certificate".utf8)], nil), errSecUnimplemented, cls)
+            XCTAssertEqual(SecItemCopyMatching([kSecClass: cls], nil), errSecUnimplemented, cls)
+        }
+    }
+
     func testOversizedSecretIsAllocationFailure() {
         let big = Data(count: KeychainStore.maximumSecretSize + 1)
         XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecValueData: big], nil), errSecAllocate)

@@ -1,0 +1,52 @@
+# Keychain for Linux. `make demo` and `make test` are the two set-up commands of the README.
+SHELL := /bin/bash
+PREFIX ?= /usr/local
+SWIFT ?= swift
+export PATH := /opt/swift/usr/bin:$(PATH)
+
+# Debian packages the build and the tests need.
+DEBS := libsqlite3-dev libssl-dev pkg-config keyutils python3 binutils sqlite3
+
+.PHONY: deps build release test test-unit test-cli demo install uninstall clean
+
+deps:
+	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(MAKE) --no-print-directory test-unit test-cli
+
+test-unit:
+	$(SWIFT) test --skip-build
+
+test-cli:
+	bash Tests/cli/run.sh .build/debug/security
+
+demo: build
+	bash Tests/demo.sh .build/debug/security
+
+install: release
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 .build/release/security $(DESTDIR)$(PREFIX)/bin/security
+	# The persistent keyring (where AfterFirstUnlock keys live until reboot) expires after three
+	# days unused by default; raise that so "until reboot" holds.
+	install -d $(DESTDIR)/etc/sysctl.d
+	echo 'kernel.keys.persistent_keyring_expiry = 31536000' > $(DESTDIR)/etc/sysctl.d/60-keychain.conf
+	-[ -z "$(DESTDIR)" ] && sysctl -q -p /etc/sysctl.d/60-keychain.conf
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)/etc/sysctl.d/60-keychain.conf
+
+clean:
+	rm -rf .build

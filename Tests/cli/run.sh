@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# Drives the built `security` binary as a user would: real processes, real files, the real kernel
+# keyring. Each case gets its own HOME and XDG folders; every keychain made is deleted (and its
+# kernel keys removed) at the end of its case.
+set -uo pipefail
+security=$(realpath "${1:-.build/debug/security}")
+here=$(cd "$(dirname "$0")" && pwd)
+pass=0 fail=0 failures=()
+
+fresh() {
+    case_dir=$(mktemp -d /tmp/security-cli-XXXXXX)
+    export HOME=$case_dir XDG_DATA_HOME=$case_dir/data XDG_CONFIG_HOME=$case_dir/config
+    unset KEYCHAIN_PATH
+}
+
+finish() {
+    for kc in "$XDG_DATA_HOME"/keychains/*.keychain-db; do
+        [ -e "$kc" ] && "$security" delete-keychain "$kc" >/dev/null 2>&1
+    done
+    rm -rf "$case_dir"
+}
+
+# check NAME COMMAND...: the case passes when COMMAND succeeds.
+check() {
+    local name=$1; shift
+    fresh
+    if ( set -e; "$@" ) > "$case_dir.log" 2>&1; then
+        pass=$((pass + 1)); echo "ok   $name"
+    else
+        fail=$((fail + 1)); failures+=("$name"); echo "FAIL $name"; sed 's/^/     /' "$case_dir.log"
+    fi
+    finish
+    rm -f "$case_dir.log"
+}
+
+expect() { # expect EXPECTED ACTUAL [what]
+    if [ "$1" != "$2" ]; then echo "expected ${3:-}: [$1]"; echo "got: [$2]"; return 1; fi
+}
+
+status_of() { "$@" >/dev/null 2>&1; echo $?; }
+
+make_keychain() { printf '%s\n' "${2:-pw}" | "$security" create-keychain "${1:-login}"; }
+
+# --- cases ---------------------------------------------------------------------------------
+
+macos_script_line() {
+    make_keychain
+    out=$("$security" add-internet-password -a alice -s example.com -r htps -w s3cret && "$security" find-internet-password -s example.com -w)
+    expect "s3cret" "$out" "the macOS script's output"
+}
+
+not_found_exit_code() {
+    make_keychain
+    expect 44 "$(status_of "$security" find-generic-password -s nothing)"
+    expect 44 "$(status_of "$security" find-internet-password -s nothing)"
+    expect 44 "$(status_of "$security" delete-generic-password -s nothing)"
+    expect 44 "$(status_of "$security" delete-internet-password -s nothing)"
+    err=$("$security" find-generic-password -s nothing 2>&1 >/dev/null || true)
+    expect 1 "$(echo "$err" | wc -l)" "one line of error"
+    [[ "$err" == *errSecItemNotFound* ]]
+}
+
+duplicate_and_update() {
+    make_keychain
+    "$security" add-generic-password -a a -s s -w one
+    expect 45 "$(status_of "$security" add-generic-password -a a -s s -w two)"
+    expect one "$("$security" find-generic-password -a a -s s -w)"
+    "$security" add-generic-password -U -a a -s s -w two -l "new label"
+    expect two "$("$security" find-generic-password -a a -s s -w)"
+    "$security" find-generic-password -a a -s s | grep -q '0x00000007 <blob>="new label"'
+    expect 1 "$("$security" dump-keychain | grep -c '^class: "genp"')" "one item after -U"
+}
+
+find_output_format() {
+    make_keychain
+    "$security" add-internet-password -a alice -s example.com -r htps -P 8443 -p /repo -d realm -t dflt -j note -l Label -w pw
+    out=$("$security" find-internet-password -s example.com -g 2>"$case_dir/err")
+    echo "$out" | grep -qx 'class: "inet"'
+    echo "$out" | grep -qx '    "acct"<blob>="alice"'
+    echo "$out" | grep -qx '    "srvr"<blob>="example.com"'
+    echo "$out" | grep -qx '    "ptcl"<uint32>="htps"'
+    echo "$out" | grep -qx '    "port"<uint32>=0x000020FB '
+    echo "$out" | grep -qx '    "path"<blob>="/repo"'
+    echo "$out" | grep -qx '    "sdmn"<blob>="realm"'
+    echo "$out" | grep -qx '    "icmt"<blob>="note"'
+    echo "$out" | grep -qx '    0x00000007 <blob>="Label"'
+    expect 'password: "pw"' "$(cat "$case_dir/err")" "-g prints the password on stderr"
+    ! echo "$out" | grep -q pw\"
+    # Filters narrow: another port or protocol does not match.
+    expect 44 "$(status_of "$security" find-internet-password -s example.com -P 443)"
+    expect 44 "$(status_of "$security" find-internet-password -s example.com -r http)"
+    expect pw "$("$security" find-internet-password -a alice -s example.com -r htps -P 8443 -p /repo -w)"
+}
+
+generic_attributes() {
+    make_keychain
+    "$security" add-generic-password -a a -s svc -G gen -D kind -c abcd -C wxyz -j comment -w pw
+    out=$("$security" find-generic-password -s svc -D kind)
+    echo "$out" | grep -qx '    "gena"<blob>="gen"'
+    echo "$out" | grep -qx '    "desc"<blob>="kind"'
+    echo "$out" | grep -qx '    "crtr"<uint32>="abcd"'
+    echo "$out" | grep -qx '    "type"<uint32>="wxyz"'
+    expect pw "$("$security" find-generic-password -c abcd -w)"
+    expect 44 "$(status_of "$security" find-generic-password -s svc -G other)"
+}
+
+delete_removes_one() {
+    make_keychain
+    "$security" add-generic-password -a a -s s -w 1
+    "$security" add-generic-password -a b -s s -w 2
+    out=$("$security" delete-generic-password -s s)
+    echo "$out" | tail -1 | grep -qx 'password has been deleted.'
+    expect 2 "$("$security" find-generic-password -s s -w)"
+    "$security" add-internet-password -a a -s h -w 3
+    "$security" delete-internet-password -s h >/dev/null
+    expect 44 "$(status_of "$security" find-internet-password -s h)"
+}
+
+lock_states() {
+    make_keychain login "the password"
+    "$security" add-generic-password -a wu -s s -w wu-secret
+    "$security" add-generic-password -a afu -s s --accessibility afterFirstUnlock -w afu-secret
+    "$security" add-generic-password -a always -s s --accessibility always -w always-secret
+    "$security" status | grep -q '^WhenUnlocked: *unlocked'
+    "$security" lock-keychain
+    "$security" status | grep -q '^WhenUnlocked: *locked'
+    "$security" status | grep -q '^AfterFirstUnlock: *unlocked'
+    expect 36 "$(status_of "$security" find-generic-password -a wu -w)" "WhenUnlocked refused"
+    "$security" find-generic-password -a wu -w 2>&1 | grep -q 'security unlock-keychain'
+    expect afu-secret "$("$security" find-generic-password -a afu -w)"
+    expect always-secret "$("$security" find-generic-password -a always -w)"
+    expect 36 "$(status_of "$security" add-generic-password -a new -s s -w x)"
+    expect 51 "$(printf 'wrong\n' | status_of "$security" unlock-keychain)" "wrong password"
+    printf 'the password\n' | "$security" unlock-keychain
+    expect wu-secret "$("$security" find-generic-password -a wu -w)"
+    "$security" unlock-keychain -p "the password"
+}
+
+lock_all() {
+    make_keychain one
+    make_keychain two
+    "$security" add-generic-password -a a -s s -w x one
+    "$security" add-generic-password -a a -s s -w x two
+    "$security" lock-keychain -a
+    expect 36 "$(status_of "$security" find-generic-password -a a one)"
+    expect 36 "$(status_of "$security" find-generic-password -a a two)"
+}
+
+keychain_management() {
+    make_keychain work
+    [ -f "$XDG_DATA_HOME/keychains/work.keychain-db" ]
+    expect 600 "$(stat -c %a "$XDG_DATA_HOME/keychains/work.keychain-db")"
+    expect 700 "$(stat -c %a "$XDG_DATA_HOME/keychains")"
+    "$security" list-keychains | grep -qx "    \"$XDG_DATA_HOME/keychains/work.keychain-db\""
+    "$security" default-keychain | grep -qx "    \"$XDG_DATA_HOME/keychains/login.keychain-db\""
+    "$security" default-keychain -s work
+    "$security" default-keychain | grep -qx "    \"$XDG_DATA_HOME/keychains/work.keychain-db\""
+    "$security" add-generic-password -a a -s s -w in-work
+    expect in-work "$("$security" find-generic-password -a a -w work.keychain)"
+    expect 1 "$(status_of "$security" create-keychain -p x work)" "create over an existing keychain fails"
+    "$security" show-keychain-info | grep -q 'no-timeout'
+    "$security" set-keychain-settings -l -t 600
+    "$security" show-keychain-info | grep -q 'lock-on-session-end timeout=600s'
+    "$security" set-keychain-settings
+    "$security" show-keychain-info | grep -qv 'lock-on-session-end'
+    "$security" delete-keychain work
+    [ ! -e "$XDG_DATA_HOME/keychains/work.keychain-db" ]
+    expect "" "$("$security" list-keychains)"
+}
+
+keychain_password_change() {
+    make_keychain login old
+    "$security" add-generic-password -a a -s s -w kept
+    "$security" set-keychain-password -o old -p new
+    "$security" lock-keychain
+    expect 51 "$(printf 'old\n' | status_of "$security" unlock-keychain)"
+    printf 'new\n' | "$security" unlock-keychain
+    expect kept "$("$security" find-generic-password -a a -w)"
+    expect 51 "$(status_of "$security" set-keychain-password -o wrong -p x)"
+}
+
+prompts_on_a_terminal() {
+    drive="python3 $here/pty_drive.py"
+    out=$($drive "password for new keychain: =tty secret" "retype password for new keychain: =tty secret" -- "$security" create-keychain)
+    ! echo "$out" | grep -q 'tty secret'   # nothing is echoed
+    "$security" lock-keychain
+    $drive "password to unlock $XDG_DATA_HOME/keychains/login.keychain-db: =tty secret" -- "$security" unlock-keychain >/dev/null
+    "$security" status | grep -q '^WhenUnlocked: *unlocked'
+    # -w as the last argument prompts twice, as on macOS.
+    out=$($drive "password data for new item: =item pw" "retype password for new item: =item pw" -- "$security" add-generic-password -a a -s s -w)
+    ! echo "$out" | grep -q 'item pw'
+    expect "item pw" "$("$security" find-generic-password -a a -s s -w)"
+    # A mismatch is refused and nothing is stored.
+    set +e
+    $drive "password data for new item: =one" "retype password for new item: =two" -- "$security" add-generic-password -a b -s s -w >/dev/null
+    rc=$?
+    set -e
+    expect 206 "$rc" "mismatched retype is errSecParam"
+    expect 44 "$(status_of "$security" find-generic-password -a b -s s)"
+    $drive "Old Password: =tty secret" "New Password: =next" "Retype New Password: =next" -- "$security" set-keychain-password >/dev/null
+    "$security" unlock-keychain -p next
+}
+
+secrets_from_standard_input() {
+    printf 'stdin pw\n' | "$security" create-keychain
+    printf 'item secret\n' | "$security" add-generic-password -a a -s s -w
+    expect "item secret" "$("$security" find-generic-password -a a -s s -w)"
+    printf 'stdin pw\n' | "$security" unlock-keychain
+    # No terminal and no standard input: a clear error, no hang.
+    expect 206 "$(status_of "$security" add-generic-password -a b -s s -w </dev/null)"
+}
+
+hex_password() {
+    make_keychain
+    "$security" add-generic-password -a a -s s -X 00ff41
+    expect 00FF41 "$("$security" find-generic-password -a a -w)" "binary passwords print as hex"
+    "$security" find-generic-password -a a -g 2>&1 >/dev/null | grep -q '^password: 0x00FF41'
+}
+
+dump_keychain() {
+    make_keychain
+    "$security" add-generic-password -a a -s s -w one
+    "$security" add-internet-password -a b -s h -w two
+    "$security" add-generic-password -a c -s s --accessibility afterFirstUnlock -w three
+    out=$("$security" dump-keychain)
+    expect 2 "$(echo "$out" | grep -c '^class: "genp"')"
+    expect 1 "$(echo "$out" | grep -c '^class: "inet"')"
+    ! echo "$out" | grep -q one
+    "$security" dump-keychain -d | grep -qx '"two"'
+    "$security" lock-keychain
+    out=$("$security" dump-keychain 2>"$case_dir/err")
+    expect 1 "$(echo "$out" | grep -c '^class: ')" "only the AfterFirstUnlock item shows while locked"
+    grep -q '2 item(s) not shown: locked' "$case_dir/err"
+}
+
+export_import_round_trip() {
+    make_keychain source
+    make_keychain target other
+    "$security" add-generic-password -a portable -s s -w p1 source
+    "$security" add-internet-password -a web -s example.com -r htps -P 8080 -w p2 -l "Web" source
+    "$security" add-generic-password -a local -s s --accessibility whenUnlockedThisDeviceOnly -w p3 source
+    "$security" add-generic-password -a local2 -s s --accessibility afterFirstUnlockThisDeviceOnly -w p4 source
+    "$security" export -k source -o "$case_dir/backup" -P "backup pass" 2>"$case_dir/err"
+    grep -q '2 item(s) exported, 2 ThisDeviceOnly item(s) left out' "$case_dir/err"
+    expect 600 "$(stat -c %a "$case_dir/backup")"
+    ! grep -q -a -e example.com -e p2 -e portable "$case_dir/backup"
+    expect 51 "$(status_of "$security" import "$case_dir/backup" -k target -P wrong)"
+    printf 'backup pass\n' | "$security" import "$case_dir/backup" -k target 2>"$case_dir/err"
+    grep -q '2 item(s) imported, 0 already present' "$case_dir/err"
+    expect p1 "$("$security" find-generic-password -a portable -w target)"
+    expect p2 "$("$security" find-internet-password -s example.com -P 8080 -w target)"
+    "$security" find-internet-password -s example.com target | grep -q '0x00000007 <blob>="Web"'
+    expect 44 "$(status_of "$security" find-generic-password -a local target)"
+    expect 44 "$(status_of "$security" find-generic-password -a local2 target)"
+    "$security" import "$case_dir/backup" -k target -P "backup pass" 2>"$case_dir/err"
+    grep -q '0 item(s) imported, 2 already present' "$case_dir/err"
+    # Export refuses while items are locked rather than writing a partial backup.
+    "$security" lock-keychain source
+    expect 36 "$(status_of "$security" export -k source -o "$case_dir/partial" -P x)"
+    [ ! -e "$case_dir/partial" ]
+}
+
+bad_input() {
+    make_keychain
+    expect 64 "$(status_of "$security" add-internet-password -s h -P 70000 -w x)" "port out of range is a usage error"
+    expect 64 "$(status_of "$security" add-internet-password -s h -r toolong -w x)"
+    expect 64 "$(status_of "$security" add-generic-password --accessibility sometimes -w x)"
+    expect 64 "$(status_of "$security" add-generic-password -X 0g -a a)"
+    expect 64 "$(status_of "$security" no-such-command)"
+    chmod 666 "$XDG_DATA_HOME/keychains/login.keychain-db"
+    err=$("$security" find-generic-password -s s 2>&1 || true)
+    [[ "$err" == *"writable by group or others"* ]]
+    chmod 600 "$XDG_DATA_HOME/keychains/login.keychain-db"
+    printf 'garbage' > "$case_dir/bad.keychain-db"; chmod 600 "$case_dir/bad.keychain-db"
+    expect 93 "$(status_of "$security" find-generic-password -s s "$case_dir/bad.keychain-db")" "not a keychain is errSecDecode"
+    rm "$case_dir/bad.keychain-db"
+    expect 50 "$(status_of "$security" find-generic-password -s s "$case_dir/missing.keychain-db")" "missing keychain is errSecNoSuchKeychain"
+}
+
+help_and_completion() {
+    for sub in create-keychain delete-keychain list-keychains default-keychain unlock-keychain lock-keychain \
+               show-keychain-info set-keychain-settings set-keychain-password status add-generic-password \
+               add-internet-password find-generic-password find-internet-password delete-generic-password \
+               delete-internet-password dump-keychain export import; do
+        "$security" help "$sub" | grep -q 'USAGE: security '"$sub" || { echo "no help for $sub"; return 1; }
+        "$security" "$sub" --help >/dev/null
+    done
+    "$security" --generate-completion-script bash | grep -q 'find-internet-password'
+    "$security" --generate-completion-script zsh | grep -q 'find-internet-password'
+    "$security" --generate-completion-script fish | grep -q 'find-internet-password'
+}
+
+keys_are_cleaned_up() {
+    make_keychain
+    "$security" add-generic-password -a a -s s -w x
+    id=$(sqlite3 "$XDG_DATA_HOME/keychains/login.keychain-db" "select hex(value) from keychain where name='uuid'" | tr A-F a-f)
+    [ ${#id} -eq 32 ]
+    # Look in the persistent keyring from a throwaway session keyring, leaving the caller's alone.
+    in_kernel() { keyctl session - sh -c 'keyctl search "$(keyctl get_persistent @s)" user "$1" >/dev/null 2>&1' sh "$1"; }
+    in_kernel "keychain:$id:A"
+    in_kernel "keychain:$id:C"
+    "$security" lock-keychain
+    ! in_kernel "keychain:$id:A"
+    in_kernel "keychain:$id:C"
+    "$security" delete-keychain
+    ! in_kernel "keychain:$id:C"
+}
+
+check "macOS script line prints s3cret" macos_script_line
+check "not found exits 44 with one line" not_found_exit_code
+check "duplicates exit 45; -U updates" duplicate_and_update
+check "find output and filters as macOS" find_output_format
+check "generic attributes" generic_attributes
+check "delete removes one item" delete_removes_one
+check "lock: WhenUnlocked refused, AfterFirstUnlock served" lock_states
+check "lock-keychain -a" lock_all
+check "create, list, default, settings, delete" keychain_management
+check "set-keychain-password" keychain_password_change
+check "prompts on a terminal, without echo" prompts_on_a_terminal
+check "secrets from standard input" secrets_from_standard_input
+check "hex passwords" hex_password
+check "dump-keychain" dump_keychain
+check "export/import drops ThisDeviceOnly" export_import_round_trip
+check "bad input gets clear errors" bad_input
+check "help and completion for every subcommand" help_and_completion
+check "kernel keys removed with the keychain" keys_are_cleaned_up
+
+echo
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
