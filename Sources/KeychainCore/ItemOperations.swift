@@ -74,6 +74,7 @@ extension KeychainStore {
     @discardableResult
     public func update(_ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil) throws -> Int {
         let query = try Self.normalized(query)
+        try Self.checkAttributesSize(changes)
         var changes = try changes.reduce(into: [String: AttributeValue]()) { out, pair in
             guard !["cdat", "mdat", "sha1"].contains(pair.key) else { return }
             out[pair.key] = try AttributeSchema.normalize(pair.key, pair.value, for: query.itemClass)
@@ -245,7 +246,27 @@ extension KeychainStore {
         }
     }
 
+    /// Attributes are small by nature; this bound keeps every length field of the row format far
+    /// from overflow whatever a caller passes.
+    public static let maximumAttributesSize = 16 << 20
+
+    static func checkAttributesSize(_ attributes: [String: AttributeValue]) throws {
+        var total = 0
+        for (key, value) in attributes {
+            total += key.utf8.count + 16
+            switch value {
+            case .string(let s): total += s.utf8.count
+            case .data(let d): total += d.count
+            default: break
+            }
+        }
+        guard total <= maximumAttributesSize else {
+            throw KeychainError(.allocate, "the item's attributes are larger than \(maximumAttributesSize >> 20) MiB")
+        }
+    }
+
     static func normalized(_ item: Item) throws -> Item {
+        try checkAttributesSize(item.attributes)
         var out = item
         for (key, value) in item.attributes {
             out.attributes[key] = try AttributeSchema.normalize(key, value, for: item.itemClass)
@@ -254,6 +275,7 @@ extension KeychainStore {
     }
 
     static func normalized(_ query: Query) throws -> Query {
+        try checkAttributesSize(query.attributes)
         var out = query
         for (key, value) in query.attributes {
             out.attributes[key] = try AttributeSchema.normalize(key, value, for: query.itemClass)

@@ -316,6 +316,14 @@ final class SecItemTests: XCTestCase {
         XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecValueData: big], nil), errSecAllocate)
         XCTAssertEqual(addGeneric("a"), errSecSuccess)
         XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassGenericPassword], [kSecValueData: big]), errSecAllocate)
+        let hugeAccount = String(repeating: "a", count: KeychainStore.maximumAttributesSize + 1)
+        XCTAssertEqual(addGeneric(hugeAccount), errSecAllocate)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: hugeAccount], nil), errSecAllocate)
+        XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassGenericPassword], [kSecAttrLabel: hugeAccount]), errSecAllocate)
+        // Large but allowed values round-trip.
+        let longAccount = String(repeating: "b", count: 60_000)
+        XCTAssertEqual(addGeneric(longAccount), errSecSuccess)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: longAccount], nil), errSecSuccess)
     }
 
     func testNoKeychainIsNotAvailable() {
