@@ -5,9 +5,9 @@ SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Debian packages the build and the tests need.
-DEBS := libsqlite3-dev libssl-dev pkg-config keyutils python3 binutils sqlite3
+DEBS := libsqlite3-dev libssl-dev pkg-config keyutils python3 binutils sqlite3 git
 
-.PHONY: deps build release test test-unit test-cli demo install uninstall clean
+.PHONY: deps build release test test-unit test-cli test-git demo install uninstall clean
 
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -25,7 +25,7 @@ release: deps
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(MAKE) --no-print-directory test-unit test-cli
+	$(MAKE) --no-print-directory test-unit test-cli test-git
 
 test-unit:
 	$(SWIFT) test --skip-build
@@ -33,12 +33,16 @@ test-unit:
 test-cli:
 	bash Tests/cli/run.sh .build/debug/security
 
+test-git:
+	bash Tests/git/run.sh .build/debug
+
 demo: build
 	bash Tests/demo.sh .build/debug/security
 
 install: release
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 .build/release/security $(DESTDIR)$(PREFIX)/bin/security
+	install -m 0755 .build/release/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/git-credential-keychain
 	# The persistent keyring (where AfterFirstUnlock keys live until reboot) expires after three
 	# days unused by default; raise that so "until reboot" holds.
 	install -d $(DESTDIR)/etc/sysctl.d
@@ -46,7 +50,7 @@ install: release
 	-[ -z "$(DESTDIR)" ] && sysctl -q -p /etc/sysctl.d/60-keychain.conf
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)/etc/sysctl.d/60-keychain.conf
+	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)$(PREFIX)/bin/git-credential-keychain $(DESTDIR)/etc/sysctl.d/60-keychain.conf
 
 clean:
 	rm -rf .build

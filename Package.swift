@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "Keychain", targets: ["Keychain"]),
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .executable(name: "security", targets: ["security"]),
+        .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -27,6 +28,13 @@ let package = Package(
         .executableTarget(name: "security", dependencies: [
             "KeychainCore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+
+        // Credential helpers: small processes started once per fetch or pull, so they link the
+        // engine only (no Foundation) and the Swift runtime statically.
+        .target(name: "CredentialHelperSupport", dependencies: ["KeychainCore"], path: "helpers/CredentialHelperSupport"),
+        .executableTarget(name: "git-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore"],
+                          path: "helpers/git-credential-keychain",
+                          linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
 
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
         .testTarget(name: "KeychainTests", dependencies: ["Keychain"]),

@@ -28,7 +28,7 @@ struct Security: ParsableCommand {
         if let first = arguments.first, first.hasPrefix("add-"), arguments.last == "-w" {
             arguments[arguments.count - 1] = "--prompt-password"
         }
-        Terminal.becomeUndumpable()
+        ProcessHardening.becomeUndumpable()
         do {
             var command = try parseAsRoot(arguments)
             try command.run()

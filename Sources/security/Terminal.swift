@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import KeychainCore
 
@@ -11,11 +10,6 @@ enum Terminal {
 
     static func out(_ line: String) {
         fputs(line + "\n", stdout)
-    }
-
-    /// Keys in memory stay out of core files and out of reach of ptrace by other processes.
-    static func becomeUndumpable() {
-        _ = clinux_set_dumpable(0)
     }
 
     /// A secret from the terminal (no echo), or the first line of standard input in a pipe.

@@ -1,0 +1,60 @@
+/// URL schemes and Apple's kSecAttrProtocol four-character codes, both ways, so that git, docker
+/// and `security find-internet-password -r htps` name the same items.
+public enum ProtocolCodes {
+    static let byScheme: [String: String] = [
+        "https": "htps", "http": "http", "ftp": "ftp ", "ftps": "ftps", "imap": "imap", "imaps": "imps",
+        "smtp": "smtp", "ssh": "ssh ", "pop3": "pop3", "pop3s": "pops", "ldap": "ldap", "ldaps": "ldps",
+        "telnet": "teln", "telnets": "tels", "irc": "irc ", "ircs": "ircs", "nntp": "nntp", "nntps": "ntps",
+        "socks": "sox ", "afp": "afp ", "smb": "smb ", "rtsp": "rtsp", "ipp": "ipp ", "daap": "daap", "eppc": "eppc",
+    ]
+    static let byCode: [String: String] = Dictionary(uniqueKeysWithValues: byScheme.map { ($1, $0) })
+
+    /// Apple's code for a scheme; a scheme without one is stored as it is, not dropped.
+    public static func code(forScheme scheme: String) -> String {
+        byScheme[scheme.lowercased()] ?? scheme.lowercased()
+    }
+
+    public static func scheme(forCode code: String) -> String {
+        byCode[code] ?? code
+    }
+}
+
+/// `host`, `host:port`, `[v6]`, `[v6]:port` as git and docker write them.
+public struct HostAndPort: Equatable, Sendable {
+    public var server: String
+    public var port: Int?
+
+    public init(server: String, port: Int?) {
+        self.server = server
+        self.port = port
+    }
+
+    public init(parsing text: String) {
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            server = String(text[text.index(after: text.startIndex)..<close])
+            let rest = text[text.index(after: close)...]
+            port = rest.hasPrefix(":") ? Self.port(rest.dropFirst()) : nil
+            if port == nil, !rest.isEmpty { server = text }
+            return
+        }
+        if let colon = text.lastIndex(of: ":"), text.firstIndex(of: ":") == colon, let p = Self.port(text[text.index(after: colon)...]) {
+            server = String(text[..<colon])
+            port = p
+        } else {
+            server = text
+            port = nil
+        }
+    }
+
+    private static func port(_ digits: Substring) -> Int? {
+        guard !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let p = Int(digits), p <= 65535 else { return nil }
+        return p
+    }
+
+    /// The form git and docker expect back: brackets around IPv6 addresses, the port when set.
+    public var text: String {
+        let host = server.contains(":") ? "[\(server)]" : server
+        guard let port, port != 0 else { return host }
+        return "\(host):\(port)"
+    }
+}
