@@ -25,10 +25,10 @@ release: deps
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(MAKE) --no-print-directory test-unit test-cli test-git
+	bash Tests/run-all.sh
 
 test-unit:
-	$(SWIFT) test --skip-build
+	$(SWIFT) test --skip-build --disable-swift-testing
 
 test-cli:
 	bash Tests/cli/run.sh .build/debug/security
