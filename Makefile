@@ -5,12 +5,14 @@ SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Debian packages the build and the tests need.
-DEBS := libsqlite3-dev libssl-dev pkg-config keyutils python3 binutils sqlite3 git
+DEBS := libsqlite3-dev libssl-dev pkg-config keyutils python3 binutils sqlite3 git curl \
+        docker-registry apache2-utils skopeo
 
-.PHONY: deps build release test test-unit test-cli test-git demo install uninstall clean
+.PHONY: deps build release test test-unit test-cli test-git test-docker demo install uninstall clean
 
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	command -v docker >/dev/null || missing="$$missing docker.io"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
@@ -36,6 +38,9 @@ test-cli:
 test-git:
 	bash Tests/git/run.sh .build/debug
 
+test-docker:
+	bash Tests/docker/run.sh .build/debug
+
 demo: build
 	bash Tests/demo.sh .build/debug/security
 
@@ -43,6 +48,7 @@ install: release
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 .build/release/security $(DESTDIR)$(PREFIX)/bin/security
 	install -m 0755 .build/release/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/git-credential-keychain
+	install -m 0755 .build/release/docker-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain
 	# The persistent keyring (where AfterFirstUnlock keys live until reboot) expires after three
 	# days unused by default; raise that so "until reboot" holds.
 	install -d $(DESTDIR)/etc/sysctl.d
@@ -50,7 +56,7 @@ install: release
 	-[ -z "$(DESTDIR)" ] && sysctl -q -p /etc/sysctl.d/60-keychain.conf
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)$(PREFIX)/bin/git-credential-keychain $(DESTDIR)/etc/sysctl.d/60-keychain.conf
+	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)$(PREFIX)/bin/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain $(DESTDIR)/etc/sysctl.d/60-keychain.conf
 
 clean:
 	rm -rf .build

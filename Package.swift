@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .executable(name: "security", targets: ["security"]),
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
+        .executable(name: "docker-credential-keychain", targets: ["docker-credential-keychain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -35,9 +36,13 @@ let package = Package(
         .executableTarget(name: "git-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore"],
                           path: "helpers/git-credential-keychain",
                           linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
+        .executableTarget(name: "docker-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore"],
+                          path: "helpers/docker-credential-keychain",
+                          linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
 
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
         .testTarget(name: "KeychainTests", dependencies: ["Keychain"]),
+        .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
     ],
     swiftLanguageModes: [.v5]
 )

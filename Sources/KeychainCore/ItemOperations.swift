@@ -7,36 +7,64 @@ extension KeychainStore {
 
     /// `keepingDates` is for restoring a backup, whose items keep the dates they had.
     func add(_ item: Item, keepingDates: Bool) throws -> Item {
-        var item = try Self.normalized(item)
+        let (prepared, secret) = try Self.prepareNew(item, keepingDates: keepingDates)
+        return try withLock {
+            var keys = currentKeys()
+            defer { keys.wipe() }
+            return try db.transaction { try insert(prepared, secret: secret, keys: keys) }
+        }
+    }
+
+    /// Removes what `query` matches (nothing is fine) and adds `item`, in one transaction: other
+    /// processes see the old item or the new one, never neither.
+    @discardableResult
+    public func replace(_ query: Query, with item: Item) throws -> Item {
+        let query = try Self.normalized(query)
+        let (prepared, secret) = try Self.prepareNew(item, keepingDates: false)
+        return try withLock {
+            var keys = currentKeys()
+            defer { keys.wipe() }
+            return try db.transaction {
+                do {
+                    let stmt = try db.statement("DELETE FROM items WHERE rowid = ?")
+                    for (row, _) in try lockedAwareMatches(query, keys: keys) { try stmt.run([.int(row.rowID)]) }
+                } catch let error as KeychainError where error.code == .itemNotFound {}
+                return try insert(prepared, secret: secret, keys: keys)
+            }
+        }
+    }
+
+    /// Defaults, dates and the secret's hash for a new item.
+    private static func prepareNew(_ item: Item, keepingDates: Bool) throws -> (Item, Bytes) {
+        var item = try normalized(item)
         let stamp = AttributeValue.date(now())
         if !keepingDates || item.attributes["cdat"] == nil { item.attributes["cdat"] = stamp }
         if !keepingDates || item.attributes["mdat"] == nil { item.attributes["mdat"] = stamp }
         item.attributes["pdmn"] = .string(item.protection.rawValue)
         if item.attributes["sync"] == nil { item.attributes["sync"] = .bool(false) }
         let secret = item.secret ?? []
-        try Self.checkSize(secret)
+        try checkSize(secret)
         item.attributes["sha1"] = .data(Crypto.sha1(secret))
-        return try withLock {
-            var keys = currentKeys()
-            defer { keys.wipe() }
-            guard keys.has(item.protection.lockClass), keys.indexKey(KeySpace(item.protection.lockClass)) != nil else {
-                throw KeychainError.locked("keychain is locked: cannot add a \(item.protection.rawValue) item")
-            }
-            return try db.transaction {
-                try checkUnique(item, keys: keys, excluding: nil)
-                let rowID = try nextRowID()
-                let sealed = try seal(item, rowID: rowID, secret: secret, keys: keys)
-                try db.statement("""
-                    INSERT INTO items(rowid, class, lockclass, space, pk, account, service, metadata, secret)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """).run([.int(rowID), .int(item.itemClass.code), .int(item.protection.lockClass.rawValue),
-                              .int(KeySpace(item.protection.lockClass).rawValue), .blob(sealed.pk), .blob(sealed.account),
-                              .blob(sealed.service), .blob(sealed.metadata), .blob(sealed.secret)])
-                var stored = item
-                stored.rowID = rowID
-                return stored
-            }
+        return (item, secret)
+    }
+
+    /// Inserts inside the caller's transaction.
+    private func insert(_ item: Item, secret: Bytes, keys: ClassKeys) throws -> Item {
+        guard keys.has(item.protection.lockClass), keys.indexKey(KeySpace(item.protection.lockClass)) != nil else {
+            throw KeychainError.locked("keychain is locked: cannot add a \(item.protection.rawValue) item")
         }
+        try checkUnique(item, keys: keys, excluding: nil)
+        let rowID = try nextRowID()
+        let sealed = try seal(item, rowID: rowID, secret: secret, keys: keys)
+        try db.statement("""
+            INSERT INTO items(rowid, class, lockclass, space, pk, account, service, metadata, secret)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).run([.int(rowID), .int(item.itemClass.code), .int(item.protection.lockClass.rawValue),
+                      .int(KeySpace(item.protection.lockClass).rawValue), .blob(sealed.pk), .blob(sealed.account),
+                      .blob(sealed.service), .blob(sealed.metadata), .blob(sealed.secret)])
+        var stored = item
+        stored.rowID = rowID
+        return stored
     }
 
     /// The items that match, oldest first, at most `limit` (nil: all). Throws errSecItemNotFound

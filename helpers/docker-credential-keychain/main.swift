@@ -1,0 +1,48 @@
+import CredentialHelperSupport
+import Glibc
+import KeychainCore
+
+// docker-credential-keychain store|get|erase|list|version: registry logins in the user's login
+// keychain. Errors go to stdout with exit status 1, in docker-credential-helpers' words.
+
+ProcessHardening.becomeUndumpable()
+
+let usage = "Usage: \(DockerCredentialHelper.name) <store|get|erase|list|version>"
+
+func finish(_ output: String, status: Int32) -> Never {
+    fputs(output, stdout)
+    exit(status)
+}
+
+func readStandardInput() -> Bytes {
+    var input = Bytes()
+    var buffer = Bytes(repeating: 0, count: 1 << 16)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+        if n <= 0 { break }
+        input += buffer[0..<n]
+        if input.count > 16 << 20 { break }   // far beyond any credential; refuse to grow without bound
+    }
+    return input
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 2 else { finish(usage + "\n", status: 1) }
+
+let helper = DockerCredentialHelper(store: { try HelperKeychain.open() })
+do {
+    switch arguments[1] {
+    case "store": try helper.store(readStandardInput())
+    case "get": finish(try helper.get(readStandardInput()), status: 0)
+    case "erase": try helper.erase(readStandardInput())
+    case "list": finish(try helper.list(), status: 0)
+    case "version", "--version", "-v": finish("\(DockerCredentialHelper.name) (keychain-for-linux) 0.1.0\n", status: 0)
+    case "--help", "-h": finish(usage + "\n", status: 0)
+    default: finish("Unknown credential action `\(arguments[1])`\n", status: 1)
+    }
+} catch let failure as DockerCredentialHelper.Failure {
+    finish(failure.message + "\n", status: 1)
+} catch {
+    finish(HelperKeychain.explain(error, helper: DockerCredentialHelper.name) + "\n", status: 1)
+}
+exit(0)
