@@ -13,14 +13,14 @@ enum PasswordCommand {
             do {
                 try store.add(item)
             } catch let error as KeychainError where error.code == .duplicateItem && options.update {
-                try store.update(uniqueKey(of: item, in: store), attributes: item.attributes, secret: secret)
+                try store.update(uniqueKey(of: item), attributes: item.attributes, secret: secret)
             }
         }
     }
 
     /// The query that names exactly the item `item` collides with: every primary-key attribute,
     /// defaults included.
-    static func uniqueKey(of item: Item, in store: KeychainStore) -> Query {
+    static func uniqueKey(of item: Item) -> Query {
         var q = Query(itemClass: item.itemClass)
         let keys: [String] = item.itemClass == .genericPassword
             ? ["acct", "svce", "agrp"] : ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path", "agrp"]

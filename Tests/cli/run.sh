@@ -5,7 +5,7 @@
 set -uo pipefail
 security=$(realpath "${1:-.build/debug/security}")
 here=$(cd "$(dirname "$0")" && pwd)
-pass=0 fail=0 failures=()
+. "$here/../lib.sh"
 
 fresh() {
     case_dir=$(mktemp -d /tmp/security-cli-XXXXXX)
@@ -20,24 +20,8 @@ finish() {
     rm -rf "$case_dir"
 }
 
-# check NAME COMMAND...: the case passes when COMMAND succeeds.
-check() {
-    local name=$1; shift
-    fresh
-    if ( set -e; "$@" ) > "$case_dir.log" 2>&1; then
-        pass=$((pass + 1)); echo "ok   $name"
-    else
-        fail=$((fail + 1)); failures+=("$name"); echo "FAIL $name"; sed 's/^/     /' "$case_dir.log"
-    fi
-    finish
-    rm -f "$case_dir.log"
-}
 
-expect() { # expect EXPECTED ACTUAL [what]
-    if [ "$1" != "$2" ]; then echo "expected ${3:-}: [$1]"; echo "got: [$2]"; return 1; fi
-}
 
-status_of() { "$@" >/dev/null 2>&1; echo $?; }
 
 make_keychain() { printf '%s\n' "${2:-pw}" | "$security" create-keychain "${1:-login}"; }
 
@@ -325,6 +309,4 @@ check "bad input gets clear errors" bad_input
 check "help and completion for every subcommand" help_and_completion
 check "kernel keys removed with the keychain" keys_are_cleaned_up
 
-echo
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

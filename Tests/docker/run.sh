@@ -8,7 +8,7 @@ bin=$(realpath "${1:-.build/debug}")
 here=$(cd "$(dirname "$0")" && pwd)
 export PATH="$bin:$PATH"
 helper=docker-credential-keychain
-pass=0 fail=0
+. "$here/../lib.sh"
 
 fresh() {
     case_dir=$(mktemp -d /tmp/docker-credential-XXXXXX)
@@ -26,19 +26,7 @@ finish() {
     rm -rf "$case_dir"
 }
 
-check() {
-    local name=$1; shift
-    fresh
-    if ( set -e; "$@" ) > "$case_dir.log" 2>&1; then
-        pass=$((pass + 1)); echo "ok   $name"
-    else
-        fail=$((fail + 1)); echo "FAIL $name"; sed 's/^/     /' "$case_dir.log"
-    fi
-    finish
-    rm -f "$case_dir.log"
-}
 
-expect() { if [ "$1" != "$2" ]; then echo "expected ${3:-}: [$1]"; echo "got: [$2]"; return 1; fi; }
 
 # Starts docker-registry on a free loopback port with htpasswd auth for reguser / "reg pass".
 start_registry() {
@@ -205,6 +193,4 @@ check "errors in the helpers' words" errors_in_the_helpers_words
 check "locked keychain: one line, no hang" locked_is_one_line
 command -v docker >/dev/null || echo "note: no docker CLI; its three cases were not run"
 
-echo
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

@@ -7,7 +7,7 @@ set -uo pipefail
 bin=$(realpath "${1:-.build/debug}")
 here=$(cd "$(dirname "$0")" && pwd)
 export PATH="$bin:$PATH" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
-pass=0 fail=0
+. "$here/../lib.sh"
 
 fresh() {
     case_dir=$(mktemp -d /tmp/git-credential-XXXXXX)
@@ -24,19 +24,7 @@ finish() {
     rm -rf "$case_dir"
 }
 
-check() {
-    local name=$1; shift
-    fresh
-    if ( set -e; "$@" ) > "$case_dir.log" 2>&1; then
-        pass=$((pass + 1)); echo "ok   $name"
-    else
-        fail=$((fail + 1)); echo "FAIL $name"; sed 's/^/     /' "$case_dir.log"
-    fi
-    finish
-    rm -f "$case_dir.log"
-}
 
-expect() { if [ "$1" != "$2" ]; then echo "expected ${3:-}: [$1]"; echo "got: [$2]"; return 1; fi; }
 
 approve() { printf '%s\n' "$@" "" | git credential approve; }
 reject() { printf '%s\n' "$@" "" | git credential reject; }
@@ -247,6 +235,4 @@ check "capabilities, ephemeral, ignored keys" capabilities
 check "quiet when well, one line when locked" quiet_and_locked
 check "clone and push over HTTP with basic auth" clone_and_push_over_http
 
-echo
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

@@ -1,0 +1,31 @@
+# The harness the shell suites share. A suite defines `fresh` (set up a case: its own HOME, XDG
+# folders, keychain, and `case_dir`) and `finish` (tear it down), then calls `check NAME FUNCTION`
+# for each case and `summary` at the end.
+pass=0 fail=0
+
+# check NAME COMMAND...: the case passes when COMMAND succeeds under `set -e`.
+check() {
+    local name=$1; shift
+    fresh
+    if ( set -e; "$@" ) > "$case_dir.log" 2>&1; then
+        pass=$((pass + 1)); echo "ok   $name"
+    else
+        fail=$((fail + 1)); echo "FAIL $name"; sed 's/^/     /' "$case_dir.log"
+    fi
+    finish
+    rm -f "$case_dir.log"
+}
+
+# expect EXPECTED ACTUAL [WHAT]
+expect() {
+    if [ "$1" != "$2" ]; then echo "expected ${3:-}: [$1]"; echo "got: [$2]"; return 1; fi
+}
+
+# status_of COMMAND...: the command's exit status, its output dropped.
+status_of() { "$@" >/dev/null 2>&1; echo $?; }
+
+summary() {
+    echo
+    echo "$pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+}
