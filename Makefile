@@ -1,14 +1,16 @@
 # Keychain for Linux. `make demo` and `make test` are the two set-up commands of the README.
 SHELL := /bin/bash
 PREFIX ?= /usr/local
+MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+PAMDIR ?= /usr/lib/$(MULTIARCH)/security
 SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Debian packages the build and the tests need.
-DEBS := libsqlite3-dev libssl-dev pkg-config keyutils python3 binutils sqlite3 git curl \
-        docker-registry apache2-utils skopeo
+DEBS := libsqlite3-dev libssl-dev libpam0g-dev pkg-config keyutils python3 binutils sqlite3 git curl \
+        docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux
 
-.PHONY: deps build release test test-unit test-cli test-git test-docker demo install uninstall clean
+.PHONY: deps build release test test-unit test-cli test-git test-docker test-pam demo install uninstall clean
 
 deps:
 	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
@@ -41,6 +43,9 @@ test-git:
 test-docker:
 	bash Tests/docker/run.sh .build/debug
 
+test-pam:
+	bash Tests/pam/run.sh .build/debug
+
 demo: build
 	bash Tests/demo.sh .build/debug/security
 
@@ -49,13 +54,19 @@ install: release
 	install -m 0755 .build/release/security $(DESTDIR)$(PREFIX)/bin/security
 	install -m 0755 .build/release/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/git-credential-keychain
 	install -m 0755 .build/release/docker-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain
+	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)/usr/share/pam-configs
+	install -m 0644 .build/release/libpam_keychain.so $(DESTDIR)$(PAMDIR)/pam_keychain.so
+	# Offered to pam-auth-update, not enabled: `sudo pam-auth-update --enable keychain`.
+	install -m 0644 pam/pam-configs-keychain $(DESTDIR)/usr/share/pam-configs/keychain
 	# The persistent keyring (where AfterFirstUnlock keys live until reboot) expires after three
 	# days unused by default; raise that so "until reboot" holds.
 	install -d $(DESTDIR)/etc/sysctl.d
 	echo 'kernel.keys.persistent_keyring_expiry = 31536000' > $(DESTDIR)/etc/sysctl.d/60-keychain.conf
-	-[ -z "$(DESTDIR)" ] && sysctl -q -p /etc/sysctl.d/60-keychain.conf
+	if [ -z "$(DESTDIR)" ]; then sysctl -q -p /etc/sysctl.d/60-keychain.conf || true; fi
 
 uninstall:
+	if [ -z "$(DESTDIR)" ] && command -v pam-auth-update >/dev/null; then pam-auth-update --package --remove keychain; fi
+	rm -f $(DESTDIR)/usr/share/pam-configs/keychain $(DESTDIR)$(PAMDIR)/pam_keychain.so
 	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)$(PREFIX)/bin/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain $(DESTDIR)/etc/sysctl.d/60-keychain.conf
 
 clean:

@@ -9,6 +9,8 @@ let package = Package(
         .executable(name: "security", targets: ["security"]),
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
         .executable(name: "docker-credential-keychain", targets: ["docker-credential-keychain"]),
+        // pam_keychain.so: self-contained (Swift runtime linked in), exporting only pam_sm_*.
+        .library(name: "pam_keychain", type: .dynamic, targets: ["PAMKeychain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -17,6 +19,7 @@ let package = Package(
         // System libraries, reached through module maps only.
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
         // The Linux calls Swift cannot make: variadic syscall(2) and prctl(2).
         .target(name: "CLinux"),
 
@@ -39,6 +42,15 @@ let package = Package(
         .executableTarget(name: "docker-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore"],
                           path: "helpers/docker-credential-keychain",
                           linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
+
+        // The PAM module: Swift logic behind a C shim that owns the exported entry points.
+        .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),
+        .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "CPAM"], path: "pam/Sources/PAMKeychain",
+                linkerSettings: [.unsafeFlags([
+                    "-static-stdlib",
+                    "-Xlinker", "--version-script=\(Context.packageDirectory)/pam/pam_keychain.map",
+                    "-Xlinker", "-z", "-Xlinker", "nodelete",
+                ])]),
 
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
         .testTarget(name: "KeychainTests", dependencies: ["Keychain"]),

@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# pam_keychain.so under real PAM: pamtester as root with a throwaway user and pam_unix, and
+# cwrap's pam_wrapper (pam_matrix + pam_set_items) run as that unprivileged user. Every case makes
+# and removes its own user, its own /etc/pam.d service file and the user's kernel keys; the
+# machine's own PAM stack is never touched.
+set -uo pipefail
+bin=$(realpath "${1:-.build/debug}")
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+module=$bin/libpam_keychain.so
+wrapper_lib=$(ls /usr/lib/*/libpam_wrapper.so 2>/dev/null | head -1)
+wrapper_modules=$(dirname "${wrapper_lib:-/x}")/pam_wrapper
+
+if [ "$(id -u)" != 0 ]; then
+    echo "skipped: the PAM suite makes users and /etc/pam.d files, and needs root"
+    summary
+    exit 0
+fi
+
+# Our own /dev/log when the machine has no syslog, so the module's lines can be read.
+devlog=
+if [ ! -e /dev/log ]; then
+    devlog=$(mktemp /tmp/pam-devlog-XXXXXX)
+    python3 "$here/devlog.py" "$devlog" 900 &
+    devlog_pid=$!
+    for _ in $(seq 50); do [ -S /dev/log ] && break; sleep 0.1; done
+    trap 'kill $devlog_pid 2>/dev/null' EXIT
+fi
+
+password='Login-pass-1'
+
+# A service file: $1 = auth/session option line suffix, $2 = control for our module.
+write_service() {
+    local control=${2:-optional} extra=${1:-}
+    cat > "/etc/pam.d/$service" <<PAM
+auth     required  pam_unix.so
+auth     $control  $module debug $extra
+account  required  pam_unix.so
+password required  pam_unix.so yescrypt
+password $control  $module debug $extra
+session  required  pam_unix.so
+session  $control  $module debug auto_create lock_on_close $extra
+PAM
+}
+
+fresh() {
+    case_dir=$(mktemp -d /tmp/pam-case-XXXXXX)
+    chmod 755 "$case_dir"
+    user=kct$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    service=keychain-test-$user
+    useradd -m -s /bin/sh "$user"
+    echo "$user:$password" | chpasswd
+    uid=$(id -u "$user") gid=$(id -g "$user") home=$(getent passwd "$user" | cut -d: -f6)
+    keychain=$home/.local/share/keychains/login.keychain-db
+    write_service
+    [ -n "$devlog" ] && : > "$devlog"
+}
+
+finish() {
+    as_user keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
+    mountpoint -q "$home" 2>/dev/null && umount "$home"
+    userdel -r "$user" >/dev/null 2>&1
+    rm -rf "$home" "/etc/pam.d/$service" "$case_dir"
+}
+
+# Runs a command as the user, as a process of theirs would run (setpriv opens no PAM session).
+as_user() {
+    setpriv --reuid="$uid" --regid="$gid" --init-groups env -i HOME="$home" PATH="$bin:/usr/bin:/bin" "$@"
+}
+
+login() { printf '%s\n' "${1:-$password}" | pamtester "$service" "$user" authenticate open_session >/dev/null; }
+logout() { pamtester "$service" "$user" close_session >/dev/null; }
+state() { as_user security status 2>/dev/null | awk -v c="$1:" '$1 == c { print $2 }'; }
+logged() { [ -z "$devlog" ] || grep -q "$1" "$devlog"; }
+digest() { sha256sum "$1" | cut -d' ' -f1; }
+
+# --- flows with pamtester and pam_unix -----------------------------------------------------
+
+first_login_creates_and_unlocks() {
+    [ ! -e "$keychain" ]
+    login
+    [ -f "$keychain" ]
+    expect "$user 600" "$(stat -c '%U %a' "$keychain")"
+    expect unlocked "$(state WhenUnlocked)"
+    expect unlocked "$(state AfterFirstUnlock)"
+    logged 'open_session: done'
+}
+
+sessions_are_counted() {
+    login
+    as_user security add-generic-password -a wu -s s -w wu-secret
+    as_user security add-generic-password -a afu -s s --accessibility afterFirstUnlock -w afu-secret
+    login
+    logout
+    expect unlocked "$(state WhenUnlocked)" "one session still open"
+    logout
+    expect locked "$(state WhenUnlocked)" "the last session locks WhenUnlocked"
+    expect unlocked "$(state AfterFirstUnlock)" "AfterFirstUnlock stays until reboot"
+    expect 36 "$(status_of as_user security find-generic-password -a wu -w)"
+    expect afu-secret "$(as_user security find-generic-password -a afu -w)"
+    login
+    expect wu-secret "$(as_user security find-generic-password -a wu -w)"
+}
+
+change_password_rekeys() {
+    login
+    as_user security add-generic-password -a a -s s -w kept
+    printf '%s\n%s\n%s\n' "$password" 'New-pass-2-xyz' 'New-pass-2-xyz' |
+        setpriv --ruid="$uid" --regid="$gid" --init-groups --euid=0 pamtester "$service" "$user" chauthtok >/dev/null
+    as_user security lock-keychain
+    expect 51 "$(printf '%s\n' "$password" | status_of as_user security unlock-keychain)" "the old password no longer opens it"
+    printf 'New-pass-2-xyz\n' | as_user security unlock-keychain
+    expect kept "$(as_user security find-generic-password -a a -w)"
+    logout
+    login 'New-pass-2-xyz'
+    expect unlocked "$(state WhenUnlocked)" "the new login password unlocks at login"
+}
+
+root_reset_then_unlock_rekeys() {
+    login
+    logout
+    # root sets a new password: no old token, so the keybag keeps the old one.
+    printf 'Reset-pass-3-xyz\nReset-pass-3-xyz\n' | pamtester "$service" "$user" chauthtok >/dev/null
+    logged 'no old password'
+    as_user security lock-keychain
+    login 'Reset-pass-3-xyz'
+    expect locked "$(state WhenUnlocked)" "the new login password does not open the old keybag"
+    logged 'does not open the login keychain'
+    out=$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)
+    [[ "$out" == *"now your current login password"* ]]
+    as_user security lock-keychain
+    printf 'Reset-pass-3-xyz\n' | as_user security unlock-keychain
+    expect unlocked "$(state WhenUnlocked)"
+}
+
+screen_unlock_in_authenticate() {
+    login
+    as_user security lock-keychain
+    expect locked "$(state WhenUnlocked)"
+    # A screen locker only authenticates; the user has a session, so the keychain opens at once.
+    printf '%s\n' "$password" | pamtester "$service" "$user" authenticate >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+    # A wrong password is refused by pam_unix and unlocks nothing.
+    as_user security lock-keychain
+    ! printf 'wrong\n' | pamtester "$service" "$user" authenticate >/dev/null 2>&1
+    expect locked "$(state WhenUnlocked)"
+}
+
+only_if_other_service() {
+    write_service "only_if=sshd,gdm-password"
+    login
+    [ ! -e "$keychain" ]
+}
+
+# --- failures never block a login ----------------------------------------------------------
+
+required_everywhere() { write_service "" required; }
+
+no_password_sso() {
+    required_everywhere
+    pamtester "$service" "$user" open_session close_session >/dev/null
+    [ ! -e "$keychain" ] || return 1
+}
+
+wrong_keychain_password() {
+    required_everywhere
+    printf 'other password\n' | as_user security create-keychain
+    as_user security lock-keychain
+    before=$(digest "$keychain")
+    login
+    expect locked "$(state WhenUnlocked)"
+    expect "$before" "$(digest "$keychain")"
+    logout
+}
+
+corrupt_keybag() {
+    required_everywhere
+    login
+    as_user sqlite3 "$keychain" "update keychain set value = x'00' where name = 'wrap.A'"
+    as_user security lock-keychain
+    before=$(digest "$keychain")
+    login
+    logout
+    printf '%s\n%s\n%s\n' "$password" 'New-pass-2-xyz' 'New-pass-2-xyz' |
+        setpriv --ruid="$uid" --regid="$gid" --init-groups --euid=0 pamtester "$service" "$user" chauthtok >/dev/null
+    expect "$before" "$(digest "$keychain")" "the damaged keychain is left as it was"
+    logged 'failed'
+}
+
+missing_home() {
+    required_everywhere
+    rm -rf "$home"
+    login
+    logout
+    [ ! -e "$home" ]
+}
+
+full_disk() {
+    required_everywhere
+    rm -rf "$home"
+    mkdir -p "$home"
+    mount -t tmpfs -o size=256k,mode=0755 tmpfs "$home"
+    chown "$uid:$gid" "$home"
+    as_user sh -c 'head -c 300000 /dev/zero > "$HOME/fill" 2>/dev/null; true'
+    login
+    logout
+    [ ! -s "$keychain" ] || [ "$(as_user security status >/dev/null 2>&1; echo $?)" != 0 ]
+}
+
+keychain_of_another_user() {
+    required_everywhere
+    login
+    logout
+    chown root:root "$keychain"
+    before=$(digest "$keychain")
+    login
+    logout
+    expect "$before" "$(digest "$keychain")"
+    expect root "$(stat -c %U "$keychain")"
+}
+
+toolchain_hidden() {
+    # The module needs nothing from /opt/swift at run time.
+    ! ldd "$module" | grep -qi swift
+    unshare -m sh -c "mount -t tmpfs none /opt/swift && printf '%s\n' '$password' | pamtester '$service' '$user' authenticate open_session" >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+}
+
+exports_only_pam_entry_points() {
+    expect "pam_sm_authenticate pam_sm_chauthtok pam_sm_close_session pam_sm_open_session pam_sm_setcred" \
+        "$(nm -D --defined-only "$module" | awk '$2 ~ /^[A-Z]$/ { print $3 }' | sort | tr '\n' ' ' | sed 's/ $//')"
+    readelf -d "$module" | grep -q NODELETE
+}
+
+# --- the same flows under pam_wrapper, without root ----------------------------------------
+
+wrapper_flows() {
+    [ -n "$wrapper_lib" ] || { echo "libpam-wrapper is not installed"; return 1; }
+    dir=$case_dir/pamd
+    mkdir -p "$dir"
+    echo "$user:$password:keychain" > "$case_dir/passdb"
+    chmod 644 "$case_dir/passdb"
+    cat > "$dir/keychain" <<PAM
+auth     required  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
+auth     required  $wrapper_modules/pam_set_items.so
+auth     optional  $module debug
+account  required  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
+password required  $wrapper_modules/pam_set_items.so
+password optional  $module debug
+session  required  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
+session  optional  $module debug auto_create lock_on_close
+PAM
+    chmod -R a+rX "$dir"
+    wrapped() {
+        setpriv --reuid="$uid" --regid="$gid" --init-groups env -i HOME="$home" PATH="$bin:/usr/bin:/bin" \
+            LD_PRELOAD="$wrapper_lib" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$dir" "$@"
+    }
+    printf '%s\n' "$password" | wrapped PAM_AUTHTOK="$password" pamtester keychain "$user" authenticate open_session >/dev/null
+    expect unlocked "$(state WhenUnlocked)" "created and unlocked without root"
+    as_user security add-generic-password -a afu -s s --accessibility afterFirstUnlock -w afu-secret
+    printf '%s\n' "$password" | wrapped PAM_AUTHTOK="$password" pamtester keychain "$user" authenticate open_session >/dev/null
+    wrapped pamtester keychain "$user" close_session >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+    wrapped pamtester keychain "$user" close_session >/dev/null
+    expect locked "$(state WhenUnlocked)"
+    expect afu-secret "$(as_user security find-generic-password -a afu -w)"
+    wrapped PAM_OLDAUTHTOK="$password" PAM_AUTHTOK='Wrapped-new-4' pamtester keychain "$user" chauthtok >/dev/null
+    expect 51 "$(printf '%s\n' "$password" | status_of as_user security unlock-keychain)"
+    printf 'Wrapped-new-4\n' | as_user security unlock-keychain
+    expect unlocked "$(state WhenUnlocked)"
+}
+
+check "first login creates the keychain and unlocks both classes" first_login_creates_and_unlocks
+check "sessions are counted; the last close locks WhenUnlocked only" sessions_are_counted
+check "chauthtok re-keys: the new password unlocks, the old does not" change_password_rekeys
+check "a reset by root keeps the keybag; unlock-keychain re-keys it" root_reset_then_unlock_rekeys
+check "a screen unlock (authenticate only) unlocks at once" screen_unlock_in_authenticate
+check "only_if limits the module to the services named" only_if_other_service
+check "no password (SSH key, auto-login): nothing touched" no_password_sso
+check "wrong keychain password: login goes on, keychain untouched" wrong_keychain_password
+check "corrupt keybag: login and password change go on, file untouched" corrupt_keybag
+check "missing home: login goes on" missing_home
+check "full disk: login goes on" full_disk
+check "keychain owned by someone else: refused, login goes on" keychain_of_another_user
+check "works with the Swift toolchain hidden" toolchain_hidden
+check "exports only the five pam_sm_* symbols, NODELETE" exports_only_pam_entry_points
+check "pam_wrapper (pam_matrix, pam_set_items) flows without root" wrapper_flows
+
+summary
