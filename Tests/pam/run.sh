@@ -133,17 +133,29 @@ root_reset_then_unlock_rekeys() {
     expect unlocked "$(state WhenUnlocked)"
 }
 
-screen_unlock_in_authenticate() {
+screen_unlock() {
     login
     as_user security lock-keychain
     expect locked "$(state WhenUnlocked)"
-    # A screen locker only authenticates; the user has a session, so the keychain opens at once.
-    printf '%s\n' "$password" | pamtester "$service" "$user" authenticate >/dev/null
+    # A screen locker authenticates and refreshes credentials; the user has a session, so the
+    # keychain opens at once, without a new session.
+    printf '%s\n' "$password" | pamtester "$service" "$user" authenticate 'setcred(PAM_REFRESH_CRED)' >/dev/null
     expect unlocked "$(state WhenUnlocked)"
-    # A wrong password is refused by pam_unix and unlocks nothing.
+    # Authentication alone unlocks nothing: the stash is only trusted once the stack succeeded.
     as_user security lock-keychain
-    ! printf 'wrong\n' | pamtester "$service" "$user" authenticate >/dev/null 2>&1
+    printf '%s\n' "$password" | pamtester "$service" "$user" authenticate >/dev/null
     expect locked "$(state WhenUnlocked)"
+}
+
+rejected_password_is_not_trusted() {
+    # The keychain's password is not the login password, and pam_unix is `required`, so PAM still
+    # runs this module after pam_unix rejects what was typed. A session is open, as when a
+    # screen locker asks.
+    login
+    as_user security set-keychain-password -o "$password" -p 'Keychain-only-9'
+    as_user security lock-keychain
+    ! printf 'Keychain-only-9\n' | pamtester "$service" "$user" authenticate 'setcred(PAM_REFRESH_CRED)' open_session >/dev/null 2>&1
+    expect locked "$(state WhenUnlocked)" "a password pam_unix rejected never unlocks the keychain"
 }
 
 only_if_other_service() {
@@ -274,7 +286,8 @@ check "first login creates the keychain and unlocks both classes" first_login_cr
 check "sessions are counted; the last close locks WhenUnlocked only" sessions_are_counted
 check "chauthtok re-keys: the new password unlocks, the old does not" change_password_rekeys
 check "a reset by root keeps the keybag; unlock-keychain re-keys it" root_reset_then_unlock_rekeys
-check "a screen unlock (authenticate only) unlocks at once" screen_unlock_in_authenticate
+check "a screen unlock (authenticate + setcred) unlocks at once" screen_unlock
+check "a password rejected by pam_unix is never used" rejected_password_is_not_trusted
 check "only_if limits the module to the services named" only_if_other_service
 check "no password (SSH key, auto-login): nothing touched" no_password_sso
 check "wrong keychain password: login goes on, keychain untouched" wrong_keychain_password

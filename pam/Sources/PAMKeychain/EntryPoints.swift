@@ -19,7 +19,7 @@ func keychainPAMAuthenticate(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int
 
 @_cdecl("keychain_pam_setcred")
 func keychainPAMSetcred(_ pamh: OpaquePointer?, _ flags: Int32, _ argc: Int32, _ argv: UnsafePointer<UnsafePointer<CChar>?>?) -> Int32 {
-    PAM_IGNORE
+    hooks(pamh, argc, argv)?.setCredentials(flags: flags) ?? PAM_IGNORE
 }
 
 @_cdecl("keychain_pam_open_session")

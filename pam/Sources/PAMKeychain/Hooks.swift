@@ -28,20 +28,28 @@ struct Hooks {
         }
     }
 
-    /// Keeps the password for open_session; if the user already has a session and WhenUnlocked
-    /// is locked (a screen locker asking), unlocks at once.
+    /// Keeps the password for setcred and open_session, and nothing else: PAM runs later modules
+    /// even after a `required` one has rejected the password, so it is not to be used here.
     func authenticate() -> Int32 {
         guard let token = pam.authToken else {
             pam.debug("authenticate: no password from an earlier module")
             return PAM_IGNORE
         }
         pam.stash(token)
-        guard let account = account() else { return PAM_IGNORE }
+        return PAM_IGNORE
+    }
+
+    /// Applications call setcred only after the whole auth stack succeeded, so the stashed password
+    /// is now trusted: if the user already has a session and WhenUnlocked is locked (a screen locker
+    /// asking), the keychain unlocks at once.
+    func setCredentials(flags: Int32) -> Int32 {
+        let refresh = Int32(PAM_ESTABLISH_CRED | PAM_REINITIALIZE_CRED | PAM_REFRESH_CRED)
+        guard flags & refresh != 0, let token = pam.stashed, let account = account() else { return PAM_IGNORE }
         let outcome = AsUser.run(account) {
             guard Sessions.count > 0 else { return .done }
             return Self.unlock(account, password: token, create: false, rememberOnMismatch: false)
         }
-        report(outcome, "authenticate")
+        report(outcome, "setcred")
         return PAM_IGNORE
     }
 
