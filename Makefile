@@ -7,7 +7,7 @@ SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Debian packages the build and the tests need.
-DEBS := libsqlite3-dev libssl-dev libpam0g-dev pkg-config keyutils python3 binutils sqlite3 git curl \
+DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev pkg-config keyutils python3 binutils sqlite3 git curl \
         docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux
 
 .PHONY: deps build release test test-unit test-cli test-git test-docker test-pam demo install uninstall clean

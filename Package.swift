@@ -1,6 +1,13 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// A helper runs once per git fetch or docker pull, so start-up is most of its cost: linked fully
+// static (Swift runtime, SQLite and libcrypto included), it starts like a C program.
+let helperLinking: [LinkerSetting] = [
+    .unsafeFlags(["-static-executable"]),
+    .linkedLibrary("dl"), .linkedLibrary("pthread"),
+]
+
 let package = Package(
     name: "Keychain",
     products: [
@@ -20,11 +27,12 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // The Linux calls Swift cannot make: variadic syscall(2) and prctl(2).
         .target(name: "CLinux"),
 
         // The engine: no Foundation, so the helpers and the PAM module stay small and start fast.
-        .target(name: "KeychainCore", dependencies: ["CSQLite", "COpenSSL", "CLinux"]),
+        .target(name: "KeychainCore", dependencies: ["CSQLite", "CSodium", "COpenSSL", "CLinux"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
         .target(name: "Keychain", dependencies: ["KeychainCore"]),
 
@@ -38,10 +46,10 @@ let package = Package(
         .target(name: "CredentialHelperSupport", dependencies: ["KeychainCore"], path: "helpers/CredentialHelperSupport"),
         .executableTarget(name: "git-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore"],
                           path: "helpers/git-credential-keychain",
-                          linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
+                          linkerSettings: helperLinking),
         .executableTarget(name: "docker-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore"],
                           path: "helpers/docker-credential-keychain",
-                          linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
+                          linkerSettings: helperLinking),
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),
