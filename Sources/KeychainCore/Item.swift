@@ -68,6 +68,16 @@ public struct Query: Sendable {
         self.attributes = attributes
     }
 
+    /// The query that names exactly the item `item` would collide with: every attribute of its
+    /// class's primary key, with the default an absent one stands for.
+    public init(identifying item: Item) {
+        self.init(itemClass: item.itemClass)
+        for name in AttributeSchema.primaryKey(for: item.itemClass) where name != "sync" {
+            attributes[name] = item.effectiveValue(name)
+        }
+        synchronizable = item.effectiveValue("sync").boolValue == true ? .yes : .no
+    }
+
     func matches(_ item: Item) -> Bool {
         switch synchronizable {
         case .any: break

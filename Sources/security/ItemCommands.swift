@@ -13,19 +13,9 @@ enum PasswordCommand {
             do {
                 try store.add(item)
             } catch let error as KeychainError where error.code == .duplicateItem && options.update {
-                try store.update(uniqueKey(of: item), attributes: item.attributes, secret: secret)
+                try store.update(Query(identifying: item), attributes: item.attributes, secret: secret)
             }
         }
-    }
-
-    /// The query that names exactly the item `item` collides with: every primary-key attribute,
-    /// defaults included.
-    static func uniqueKey(of item: Item) -> Query {
-        var q = Query(itemClass: item.itemClass)
-        let keys: [String] = item.itemClass == .genericPassword
-            ? ["acct", "svce", "agrp"] : ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path", "agrp"]
-        for key in keys { q.attributes[key] = item.effectiveValue(key) }
-        return q
     }
 
     static func find(_ query: Query, _ output: FindOutputOptions, _ target: KeychainArgument) throws {

@@ -65,19 +65,12 @@ struct GitCredentialHelper {
         secret.extras["password_expiry_utc"] = request["password_expiry_utc"]
         secret.extras["oauth_refresh_token"] = request["oauth_refresh_token"]
 
-        // The exact item: every part of the key, with the defaults an absent part stands for.
-        var exact = attributes
-        for (key, value) in [("port", AttributeValue.int(0)), ("path", .string("")), ("acct", .string("")),
-                             ("sdmn", .string("")), ("atyp", .string(""))] where exact[key] == nil {
-            exact[key] = value
-        }
         let label = (request["protocol"].map { "\($0)://" } ?? "") + (request["host"] ?? "") + " (git)"
+        var item = Item(itemClass: .internetPassword, attributes: attributes, secret: secret.bytes)
+        item["labl"] = .string(label)
         do {
-            try store.update(Query(itemClass: .internetPassword, attributes: exact),
-                             attributes: ["labl": .string(label)], secret: secret.bytes)
+            try store.update(Query(identifying: item), attributes: ["labl": .string(label)], secret: secret.bytes)
         } catch let error as KeychainError where error.code == .itemNotFound {
-            var item = Item(itemClass: .internetPassword, attributes: attributes, secret: secret.bytes)
-            item["labl"] = .string(label)
             try store.add(item)
         }
     }
