@@ -20,6 +20,9 @@ struct ClassKeys {
 
     func has(_ lockClass: LockClass) -> Bool { keys[lockClass] != nil }
 
+    /// Writing an item needs its class key and the index key of its space.
+    func canWrite(_ lockClass: LockClass) -> Bool { has(lockClass) && indexKey(KeySpace(lockClass)) != nil }
+
     func metadataKey(_ lockClass: LockClass) -> Bytes? { keys[lockClass].map { Crypto.deriveKey($0, purpose: "metadata") } }
     func wrappingKey(_ lockClass: LockClass) -> Bytes? { keys[lockClass].map { Crypto.deriveKey($0, purpose: "item-keys") } }
 

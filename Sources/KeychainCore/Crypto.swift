@@ -19,12 +19,12 @@ enum Crypto {
         OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_LOAD_CONFIG) | UInt64(OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS), nil) == 1
     }()
 
-    /// sodium_init is idempotent and cheap; AES-GCM in libsodium needs AES-NI and PCLMUL.
-    /// Tests turn it off to check that the OpenSSL fallback reads and writes the same bytes.
-    nonisolated(unsafe) static var sodiumAESGCM: Bool = {
-        guard sodium_init() >= 0 else { return false }
-        return crypto_aead_aes256gcm_is_available() == 1
-    }()
+    /// libsodium picks its implementations in sodium_init, which must come before any other call.
+    private static let sodiumReady: Bool = sodium_init() >= 0
+
+    /// AES-GCM in libsodium needs AES-NI and PCLMUL. Tests turn it off to check that the OpenSSL
+    /// fallback reads and writes the same bytes.
+    nonisolated(unsafe) static var sodiumAESGCM: Bool = sodiumReady && crypto_aead_aes256gcm_is_available() == 1
 
     private static func fetchDigest(_ name: String) -> OpaquePointer? {
         _ = ready
@@ -38,7 +38,7 @@ enum Crypto {
     }()
 
     static func random(_ count: Int) throws -> Bytes {
-        guard sodium_init() >= 0 else { throw KeychainError(.allocate, "no randomness available") }
+        guard sodiumReady else { throw KeychainError(.allocate, "no randomness available") }
         var out = Bytes(repeating: 0, count: count)
         randombytes_buf(&out, count)
         return out
@@ -127,7 +127,7 @@ enum Crypto {
 
     /// HMAC-SHA-256 with keys of any length (checked against RFC 4231's vectors in the tests).
     static func hmacSHA256(key: Bytes, _ message: Bytes) -> Bytes {
-        _ = sodiumAESGCM
+        _ = sodiumReady
         var state = crypto_auth_hmacsha256_state()
         var out = Bytes(repeating: 0, count: 32)
         crypto_auth_hmacsha256_init(&state, key, key.count)
@@ -143,7 +143,7 @@ enum Crypto {
     }
 
     static func sha256(_ data: Bytes) -> Bytes {
-        _ = sodiumAESGCM
+        _ = sodiumReady
         var out = Bytes(repeating: 0, count: 32)
         crypto_hash_sha256(&out, data, UInt64(data.count))
         return out
@@ -159,7 +159,7 @@ enum Crypto {
     }
 
     static func scrypt(password: Bytes, salt: Bytes, parameters p: ScryptParameters) throws -> Bytes {
-        _ = sodiumAESGCM
+        _ = sodiumReady
         var key = Bytes(repeating: 0, count: keyLength)
         guard crypto_pwhash_scryptsalsa208sha256_ll(password, password.count, salt, salt.count, p.n, UInt32(p.r), UInt32(p.p), &key, key.count) == 0 else {
             throw KeychainError(.allocate, "scrypt failed (parameters N=\(p.n) r=\(p.r) p=\(p.p))")

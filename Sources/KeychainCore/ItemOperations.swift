@@ -26,8 +26,7 @@ extension KeychainStore {
             defer { keys.wipe() }
             return try db.transaction {
                 do {
-                    let stmt = try db.statement("DELETE FROM items WHERE rowid = ?")
-                    for (row, _) in try lockedAwareMatches(query, keys: keys) { try stmt.run([.int(row.rowID)]) }
+                    try deleteRows(try lockedAwareMatches(query, keys: keys).map { $0.0.rowID })
                 } catch let error as KeychainError where error.code == .itemNotFound {}
                 return try insert(prepared, secret: secret, keys: keys)
             }
@@ -50,7 +49,7 @@ extension KeychainStore {
 
     /// Inserts inside the caller's transaction.
     private func insert(_ item: Item, secret: Bytes, keys: ClassKeys) throws -> Item {
-        guard keys.has(item.protection.lockClass), keys.indexKey(KeySpace(item.protection.lockClass)) != nil else {
+        guard keys.canWrite(item.protection.lockClass) else {
             throw KeychainError.locked("keychain is locked: cannot add a \(item.protection.rawValue) item")
         }
         try checkUnique(item, keys: keys, excluding: nil)
@@ -121,7 +120,7 @@ extension KeychainStore {
                     for (k, v) in changes { item.attributes[k] = v }
                     item.attributes["mdat"] = .date(now())
                     let lockClass = item.protection.lockClass
-                    guard keys.has(lockClass), keys.indexKey(KeySpace(lockClass)) != nil else { throw KeychainError.locked() }
+                    guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
                     try checkUnique(item, keys: keys, excluding: row.rowID)
                     var plain = try secret ?? openSecret(row, keys: keys)
                     defer { plain.wipe() }
@@ -147,8 +146,7 @@ extension KeychainStore {
             defer { keys.wipe() }
             return try db.transaction {
                 let matches = try lockedAwareMatches(query, keys: keys)
-                let stmt = try db.statement("DELETE FROM items WHERE rowid = ?")
-                for (row, _) in matches { try stmt.run([.int(row.rowID)]) }
+                try deleteRows(matches.map { $0.0.rowID })
                 return matches.count
             }
         }
@@ -174,6 +172,11 @@ extension KeychainStore {
     }
 
     // MARK: Internals
+
+    private func deleteRows(_ rowIDs: [Int64]) throws {
+        let stmt = try db.statement("DELETE FROM items WHERE rowid = ?")
+        for rowID in rowIDs { try stmt.run([.int(rowID)]) }
+    }
 
     /// Matches for update and delete, which must not act on a part of the matches only.
     private func lockedAwareMatches(_ query: Query, keys: ClassKeys) throws -> [(Row, Item)] {
