@@ -60,6 +60,9 @@ let package = Package(
                     "-Xlinker", "-z", "-Xlinker", "nodelete",
                 ])]),
 
+        // `make bench`'s in-process figures (not a product: nothing to install).
+        .executableTarget(name: "keychain-bench", dependencies: ["Keychain", "CSQLite"], path: "bench/Sources/keychain-bench"),
+
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
         .testTarget(name: "KeychainTests", dependencies: ["Keychain"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),

@@ -28,22 +28,23 @@ enum AttributeSchema {
         "crtr": .number,
     ]
 
-    static func kinds(for itemClass: ItemClass) -> [String: Kind] {
-        switch itemClass {
-        case .genericPassword:
-            return common.merging(password) { a, _ in a }.merging(["svce": .blob, "gena": .data]) { a, _ in a }
-        case .internetPassword:
-            return common.merging(password) { a, _ in a }.merging([
-                "sdmn": .string, "srvr": .string, "ptcl": .code, "atyp": .code, "port": .number, "path": .string,
-            ]) { a, _ in a }
-        case .certificate:
-            return common.merging(certificate) { a, _ in a }
-        case .key:
-            return common.merging(key) { a, _ in a }
-        case .identity:
-            return common.merging(certificate) { a, _ in a }.merging(key) { a, _ in a }
+    /// Built once: every add, lookup and primary-key hash asks for these.
+    private static let byClass: [ItemClass: [String: Kind]] = {
+        func merged(_ tables: [String: Kind]...) -> [String: Kind] {
+            tables.reduce(into: [:]) { all, table in all.merge(table) { first, _ in first } }
         }
-    }
+        return [
+            .genericPassword: merged(common, password, ["svce": .blob, "gena": .data]),
+            .internetPassword: merged(common, password, [
+                "sdmn": .string, "srvr": .string, "ptcl": .code, "atyp": .code, "port": .number, "path": .string,
+            ]),
+            .certificate: merged(common, certificate),
+            .key: merged(common, key),
+            .identity: merged(common, certificate, key),
+        ]
+    }()
+
+    static func kinds(for itemClass: ItemClass) -> [String: Kind] { byClass[itemClass]! }
 
     /// Apple's primary keys: two items that agree on all of these are duplicates.
     static func primaryKey(for itemClass: ItemClass) -> [String] {

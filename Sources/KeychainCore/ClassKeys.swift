@@ -6,35 +6,56 @@ public enum KeyStorage: Sendable {
     case process
 }
 
-/// The class keys one operation can use, and the subkeys derived from them. An index key exists
-/// per key space: AC items are indexed under a key from C, so a lookup can tell "locked" from
-/// "not found" while only WhenUnlocked is locked; Always items under a key from D.
+/// The class keys one operation can use, as their subkeys. An index key exists per key space: AC
+/// items are indexed under a key from C, so a lookup can tell "locked" from "not found" while only
+/// WhenUnlocked is locked; Always items under a key from D.
 struct ClassKeys {
-    private var keys: [LockClass: Bytes] = [:]
+    private let subkeys: [LockClass: Subkeys]
 
-    init(a: Bytes?, c: Bytes?, d: Bytes) {
-        keys[.whenUnlocked] = a
-        keys[.afterFirstUnlock] = c
-        keys[.always] = d
-    }
+    init(_ subkeys: [LockClass: Subkeys]) { self.subkeys = subkeys }
 
-    func has(_ lockClass: LockClass) -> Bool { keys[lockClass] != nil }
+    func has(_ lockClass: LockClass) -> Bool { subkeys[lockClass] != nil }
 
     /// Writing an item needs its class key and the index key of its space.
     func canWrite(_ lockClass: LockClass) -> Bool { has(lockClass) && indexKey(KeySpace(lockClass)) != nil }
 
-    func metadataKey(_ lockClass: LockClass) -> Bytes? { keys[lockClass].map { Crypto.deriveKey($0, purpose: "metadata") } }
-    func wrappingKey(_ lockClass: LockClass) -> Bytes? { keys[lockClass].map { Crypto.deriveKey($0, purpose: "item-keys") } }
+    func metadataKey(_ lockClass: LockClass) -> Bytes? { subkeys[lockClass]?.metadata }
+    func wrappingKey(_ lockClass: LockClass) -> Bytes? { subkeys[lockClass]?.wrapping }
 
-    func indexKey(_ space: KeySpace) -> Bytes? {
+    func indexKey(_ space: KeySpace) -> Crypto.HMACKey? {
         switch space {
-        case .protected: return keys[.afterFirstUnlock].map { Crypto.deriveKey($0, purpose: "index") }
-        case .always: return keys[.always].map { Crypto.deriveKey($0, purpose: "index") }
+        case .protected: return subkeys[.afterFirstUnlock]?.index
+        case .always: return subkeys[.always]?.index
         }
     }
+}
 
-    mutating func wipe() {
-        for k in keys.keys { keys[k]!.wipe() }
+/// The three subkeys of one class key: HKDF-Expand (one block each) with the class key as PRK.
+/// Deriving them is four HMACs, more than a whole lookup's other crypto, so a store keeps them
+/// while the kernel keeps handing out the same class key (`matches`), and wipes them when the key
+/// is gone or replaced and when the last reference goes.
+final class Subkeys {
+    private var classKey: Bytes
+    private(set) var metadata: Bytes
+    private(set) var wrapping: Bytes
+    let index: Crypto.HMACKey
+
+    init(classKey: Bytes) {
+        self.classKey = classKey
+        metadata = Crypto.deriveKey(classKey, purpose: "metadata")
+        wrapping = Crypto.deriveKey(classKey, purpose: "item-keys")
+        var indexKey = Crypto.deriveKey(classKey, purpose: "index")
+        index = Crypto.HMACKey(indexKey)
+        indexKey.wipe()
+    }
+
+    /// Constant time: the class key is compared with one just read from the kernel.
+    func matches(_ key: Bytes) -> Bool { Crypto.equal(classKey, key) }
+
+    deinit {
+        classKey.wipe()
+        metadata.wipe()
+        wrapping.wipe()
     }
 }
 

@@ -137,9 +137,37 @@ enum Crypto {
         return out
     }
 
+    /// HMAC-SHA-256 under a key fixed in advance: the key's inner and outer pads are hashed once,
+    /// so each MAC costs the message's blocks and one more (the index hashes of every lookup).
+    final class HMACKey {
+        private var state = crypto_auth_hmacsha256_state()
+
+        init(_ key: Bytes) {
+            _ = sodiumReady
+            crypto_auth_hmacsha256_init(&state, key, key.count)
+        }
+
+        func mac(_ message: Bytes) -> Bytes {
+            var copy = state
+            var out = Bytes(repeating: 0, count: 32)
+            crypto_auth_hmacsha256_update(&copy, message, UInt64(message.count))
+            crypto_auth_hmacsha256_final(&copy, &out)
+            withUnsafeMutableBytes(of: &copy) { sodium_memzero($0.baseAddress, $0.count) }
+            return out
+        }
+
+        deinit { withUnsafeMutableBytes(of: &state) { sodium_memzero($0.baseAddress, $0.count) } }
+    }
+
     /// A subkey for one purpose: HKDF-Expand (RFC 5869) of one block, with the class key as PRK.
     static func deriveKey(_ key: Bytes, purpose: String) -> Bytes {
         hmacSHA256(key: key, Array(purpose.utf8) + [1])
+    }
+
+    /// Compares in time that does not depend on where the inputs differ.
+    static func equal(_ a: Bytes, _ b: Bytes) -> Bool {
+        _ = sodiumReady
+        return a.count == b.count && sodium_memcmp(a, b, a.count) == 0
     }
 
     static func sha256(_ data: Bytes) -> Bytes {

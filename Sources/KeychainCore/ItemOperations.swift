@@ -9,8 +9,7 @@ extension KeychainStore {
     func add(_ item: Item, keepingDates: Bool) throws -> Item {
         let (prepared, secret) = try Self.prepareNew(item, keepingDates: keepingDates)
         return try withLock {
-            var keys = currentKeys()
-            defer { keys.wipe() }
+            let keys = currentKeys()
             return try db.transaction { try insert(prepared, secret: secret, keys: keys) }
         }
     }
@@ -22,8 +21,7 @@ extension KeychainStore {
         let query = try Self.normalized(query)
         let (prepared, secret) = try Self.prepareNew(item, keepingDates: false)
         return try withLock {
-            var keys = currentKeys()
-            defer { keys.wipe() }
+            let keys = currentKeys()
             return try db.transaction {
                 do {
                     try deleteRows(try lockedAwareMatches(query, keys: keys).map { $0.0.rowID })
@@ -72,8 +70,7 @@ extension KeychainStore {
     public func find(_ query: Query, limit: Int? = 1, includeSecret: Bool = false) throws -> [Item] {
         let query = try Self.normalized(query)
         return try withLock {
-            var keys = currentKeys()
-            defer { keys.wipe() }
+            let keys = currentKeys()
             let (rows, lockedSpace) = try candidates(query, keys: keys)
             var found: [Item] = []
             var skippedLocked = false
@@ -111,8 +108,7 @@ extension KeychainStore {
             changes["sha1"] = .data(Crypto.sha1(secret))
         }
         return try withLock {
-            var keys = currentKeys()
-            defer { keys.wipe() }
+            let keys = currentKeys()
             return try db.transaction {
                 let matches = try lockedAwareMatches(query, keys: keys)
                 for (row, old) in matches {
@@ -142,8 +138,7 @@ extension KeychainStore {
     public func delete(_ query: Query) throws -> Int {
         let query = try Self.normalized(query)
         return try withLock {
-            var keys = currentKeys()
-            defer { keys.wipe() }
+            let keys = currentKeys()
             return try db.transaction {
                 let matches = try lockedAwareMatches(query, keys: keys)
                 try deleteRows(matches.map { $0.0.rowID })

@@ -12,6 +12,7 @@ public struct KernelKeyring: Sendable {
     private static let keyctlInvalidate: Int32 = 21
     private static let keyctlGetPersistent: Int32 = 22
     private static let processKeyring: Int32 = -2
+    private static let serials = SerialCache()
 
     /// The keyring's serial, or an error saying in one line why the kernel refused it.
     public static func persistent() throws -> Int32 {
@@ -26,6 +27,7 @@ public struct KernelKeyring: Sendable {
     public static func store(_ payload: Bytes, description: String) throws {
         let ring = try persistent()
         let id = clinux_add_key("user", description, payload, payload.count, ring)
+        serials.forget(description)
         guard id >= 0 else {
             let reason = errno == EDQUOT ? "key quota exceeded" : String(cString: strerror(errno))
             throw KeychainError(.notAvailable, "cannot store a key in the kernel keyring: \(reason)")
@@ -40,11 +42,28 @@ public struct KernelKeyring: Sendable {
                 clinux_keyctl(keyctlSearch, UInt(bitPattern: Int(ring)), UInt(bitPattern: type), UInt(bitPattern: desc), 0)
             }
         }
-        return id >= 0 ? Int32(id) : nil
+        guard id >= 0 else {
+            serials.forget(description)
+            return nil
+        }
+        serials.remember(description, Int32(id))
+        return Int32(id)
     }
 
+    /// The key's payload. Every call asks the kernel, since another process may have locked the
+    /// keychain a moment ago; a serial found earlier makes that one KEYCTL_READ instead of three
+    /// calls, and an invalidated, revoked or expired key fails that read, which sends us back to
+    /// the search.
     public static func read(_ description: String) -> Bytes? {
+        if let id = serials.serial(of: description) {
+            if let key = read(serial: id) { return key }
+            serials.forget(description)
+        }
         guard let id = find(description) else { return nil }
+        return read(serial: id)
+    }
+
+    private static func read(serial id: Int32) -> Bytes? {
         var buffer = Bytes(repeating: 0, count: 64)
         let n = buffer.withUnsafeMutableBytes { raw in
             clinux_keyctl(keyctlRead, UInt(id), UInt(bitPattern: raw.baseAddress), UInt(raw.count), 0)
@@ -60,6 +79,7 @@ public struct KernelKeyring: Sendable {
 
     /// Invalidation removes the key from every keyring at once, not only from this one.
     public static func remove(_ description: String) {
+        defer { serials.forget(description) }
         while let id = find(description) {
             if clinux_keyctl(keyctlInvalidate, UInt(id), 0, 0, 0) < 0 {
                 if let ring = try? persistent() {
@@ -75,4 +95,35 @@ public struct KernelKeyring: Sendable {
         guard let id = find(description) else { return }
         _ = clinux_keyctl(keyctlSetTimeout, UInt(id), UInt(seconds), 0, 0)
     }
+}
+
+/// Serials of keys this process has found, by description. Only ever a shortcut to a KEYCTL_READ
+/// the kernel still checks; dropped whenever the effective uid changes (the PAM module switches
+/// identity) so one user's serial is never tried for another.
+private final class SerialCache: @unchecked Sendable {
+    private let mutex = Mutex()
+    private var serials: [String: Int32] = [:]
+    private var uid = geteuid()
+
+    func serial(of description: String) -> Int32? {
+        mutex.withLock {
+            forgetAllIfIdentityChanged()
+            return serials[description]
+        }
+    }
+
+    func remember(_ description: String, _ serial: Int32) {
+        mutex.withLock {
+            forgetAllIfIdentityChanged()
+            serials[description] = serial
+        }
+    }
+
+    private func forgetAllIfIdentityChanged() {
+        guard uid != geteuid() else { return }
+        serials.removeAll()
+        uid = geteuid()
+    }
+
+    func forget(_ description: String) { mutex.withLock { _ = serials.removeValue(forKey: description) } }
 }

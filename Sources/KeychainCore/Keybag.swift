@@ -150,13 +150,18 @@ extension ScryptParameters {
     /// Parameters that take about 0.1-0.25 s on this machine: the cost of every guess at the password.
     public static func tuned(target: Double = 0.15) -> ScryptParameters {
         var params = ScryptParameters(n: 1 << 14)
-        let password = Array("calibration".utf8), salt = Bytes(repeating: 7, count: 16)
-        var elapsed = measure { _ = try? Crypto.scrypt(password: password, salt: salt, parameters: params) }
+        var elapsed = params.secondsPerGuess()
         while elapsed < target / 1.5, params.n < 1 << 20 {
             params.n <<= 1
             elapsed *= 2
         }
         return params
+    }
+
+    /// Seconds one derivation takes here: what every guess at the password costs.
+    public func secondsPerGuess() -> Double {
+        let password = Array("calibration".utf8), salt = Bytes(repeating: 7, count: 16)
+        return Self.measure { _ = try? Crypto.scrypt(password: password, salt: salt, parameters: self) }
     }
 
     static func measure(_ body: () -> Void) -> Double {

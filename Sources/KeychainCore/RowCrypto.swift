@@ -33,22 +33,22 @@ extension KeychainStore {
 
     /// Keyed hash of one attribute: equal values give equal hashes, and without the index key
     /// nothing can be learned from them.
-    static func indexHash(_ indexKey: Bytes, itemClass: ItemClass, name: String, value: AttributeValue) -> Bytes {
+    static func indexHash(_ indexKey: Crypto.HMACKey, itemClass: ItemClass, name: String, value: AttributeValue) -> Bytes {
         var w = ByteWriter()
         w.u64(UInt64(itemClass.code))
         w.string(name)
         canonical(value, name: name, itemClass: itemClass).write(to: &w)
-        return Array(Crypto.hmacSHA256(key: indexKey, w.bytes).prefix(16))
+        return Array(indexKey.mac(w.bytes).prefix(16))
     }
 
-    static func primaryKeyHash(_ indexKey: Bytes, item: Item) -> Bytes {
+    static func primaryKeyHash(_ indexKey: Crypto.HMACKey, item: Item) -> Bytes {
         var w = ByteWriter()
         w.u64(UInt64(item.itemClass.code))
         for name in AttributeSchema.primaryKey(for: item.itemClass) {
             w.string(name)
             canonical(item.effectiveValue(name), name: name, itemClass: item.itemClass).write(to: &w)
         }
-        return Crypto.hmacSHA256(key: indexKey, w.bytes)
+        return indexKey.mac(w.bytes)
     }
 
     /// One spelling per value, so that "acct" as a string and as the same bytes hash alike.

@@ -1,0 +1,105 @@
+import Glibc
+import Keychain
+
+// In-process figures for `make bench`: SecItem calls on a throwaway keychain whose class keys are
+// in the kernel keyring, as in real use. Prints `name value` lines for bench/run.sh to tabulate.
+//
+//   keychain-bench items N     add N internet passwords, then time lookup/update/delete among them
+//                              and a bare SQLite lookup in a table of N rows (the floor)
+//   keychain-bench scrypt PATH the time of one key derivation with PATH's parameters
+
+func emit(_ name: String, _ value: Double) {
+    print(name, value)
+    fflush(stdout)
+}
+
+func fail(_ message: String) -> Never {
+    fputs("keychain-bench: \(message)\n", stderr)
+    exit(2)
+}
+
+func server(_ i: Int) -> String { "host\(i).example.com" }
+func account(_ i: Int) -> String { "user\(i)" }
+
+func itemQuery(_ i: Int) -> [String: Any] {
+    [kSecClass as String: kSecClassInternetPassword,
+     kSecAttrServer as String: server(i),
+     kSecAttrAccount as String: account(i),
+     kSecAttrProtocol as String: kSecAttrProtocolHTTPS]
+}
+
+func expect(_ status: OSStatus, _ what: String) {
+    if status != errSecSuccess { fail("\(what): \(SecCopyErrorMessageString(status, nil) as String? ?? "\(status)")") }
+}
+
+func benchItems(count: Int) {
+    var template = Array("/tmp/keychain-bench-XXXXXX".utf8CString)
+    guard let dir = mkdtemp(&template) else { fail("mkdtemp") }
+    let directory = String(cString: dir)
+    defer { _ = system("rm -rf '\(directory)'") }
+    let keychain: SecKeychain
+    do {
+        keychain = try SecKeychain.create(at: directory + "/bench.keychain-db", password: "bench", scrypt: .fastForTesting)
+    } catch { fail("cannot create a keychain: \(error)") }
+    SecKeychain.setDefault(keychain)
+    defer { keychain.store.lockAll() }
+
+    let secret = Array("a password of a usual length, 40 bytes..".utf8)
+    let start = seconds()
+    for i in 0..<count {
+        var attributes = itemQuery(i)
+        attributes[kSecValueData as String] = Data(secret)
+        attributes[kSecAttrPath as String] = "/"
+        expect(SecItemAdd(attributes as CFDictionary, nil), "SecItemAdd")
+    }
+    let addTotal = seconds() - start
+    emit("add_total_s", addTotal)
+    emit("add_per_item_us", addTotal / Double(count) * 1e6)
+
+    var random = SeededGenerator(state: UInt64(count))
+    let picks = (0..<4096).map { _ in Int.random(in: 0..<count, using: &random) }
+    emit("lookup_us", medianMicroseconds(perBatch: 400) { n in
+        var query = itemQuery(picks[n % picks.count])
+        query[kSecReturnData as String] = true
+        var result: CFTypeRef?
+        expect(SecItemCopyMatching(query as CFDictionary, &result), "SecItemCopyMatching")
+    })
+    if getenv("BENCH_BREAKDOWN") != nil {
+        let store = keychain.store
+        emit("breakdown_status_us", medianMicroseconds(perBatch: 400) { _ in _ = store.status })
+        emit("breakdown_engine_find_us", medianMicroseconds(perBatch: 400) { n in
+            let i = picks[n % picks.count]
+            let query = Query(itemClass: .internetPassword, attributes: [
+                "srvr": .string(server(i)), "acct": .string(account(i)), "ptcl": .string("htps")])
+            _ = try! store.find(query, includeSecret: true)
+        })
+    }
+    // Each update and delete acts on a different item, so none of them finds a warm, changed row.
+    let updated = Array("another password".utf8)
+    emit("update_us", medianMicroseconds(batches: 9, perBatch: 100) { n in
+        expect(SecItemUpdate(itemQuery(n) as CFDictionary, [kSecValueData as String: Data(updated)] as CFDictionary), "SecItemUpdate")
+    })
+    emit("delete_us", medianMicroseconds(batches: 9, perBatch: 100) { n in
+        expect(SecItemDelete(itemQuery(count - 1 - n) as CFDictionary), "SecItemDelete")
+    })
+
+    let floor = SQLiteFloor(path: directory + "/floor.sqlite", count: count)
+    defer { floor.close() }
+    var checksum = 0
+    emit("floor_us", medianMicroseconds(perBatch: 400) { n in checksum &+= floor.lookup(picks[n % picks.count]) })
+    if checksum < 0 { fail("floor lookups missed") }
+}
+
+let arguments = CommandLine.arguments
+switch arguments.count == 3 ? arguments[1] : "" {
+case "items":
+    guard let count = Int(arguments[2]), count > 1000 || count == 1000 else { fail("items: a count of at least 1000") }
+    benchItems(count: count)
+case "scrypt":
+    do {
+        let store = try KeychainStore.open(at: arguments[2])
+        emit("scrypt_s", store.scryptParameters.secondsPerGuess())
+    } catch { fail("cannot open \(arguments[2]): \(error)") }
+default:
+    fail("usage: keychain-bench items N | scrypt PATH")
+}
