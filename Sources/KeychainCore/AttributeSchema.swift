@@ -9,42 +9,76 @@ enum AttributeSchema {
         case protection
     }
 
-    static let common: [String: Kind] = [
-        "pdmn": .protection, "agrp": .string, "cdat": .date, "mdat": .date, "labl": .string, "sync": .bool,
-    ]
+    // Switches rather than dictionaries: a helper process asks for a handful of kinds once, and
+    // building dictionaries of enums costs it more (runtime metadata lookups) than the lookups.
+    // When tables overlap, the first one named wins.
 
-    static let password: [String: Kind] = [
-        "desc": .string, "icmt": .string, "crtr": .number, "type": .number, "invi": .bool, "nega": .bool,
-        "acct": .blob,
-    ]
-
-    static let certificate: [String: Kind] = [
-        "ctyp": .number, "cenc": .number, "subj": .data, "issr": .data, "slnr": .data, "skid": .data, "pkhh": .data,
-    ]
-
-    static let key: [String: Kind] = [
-        "kcls": .number, "klbl": .data, "perm": .bool, "atag": .blob, "type": .number, "bsiz": .number, "esiz": .number,
-        "encr": .bool, "decr": .bool, "drve": .bool, "sign": .bool, "vrfy": .bool, "wrap": .bool, "unwp": .bool,
-        "crtr": .number,
-    ]
-
-    /// Built once: every add, lookup and primary-key hash asks for these.
-    private static let byClass: [ItemClass: [String: Kind]] = {
-        func merged(_ tables: [String: Kind]...) -> [String: Kind] {
-            tables.reduce(into: [:]) { all, table in all.merge(table) { first, _ in first } }
+    private static func commonKind(_ key: String) -> Kind? {
+        switch key {
+        case "pdmn": return .protection
+        case "agrp", "labl": return .string
+        case "cdat", "mdat": return .date
+        case "sync": return .bool
+        default: return nil
         }
-        return [
-            .genericPassword: merged(common, password, ["svce": .blob, "gena": .data]),
-            .internetPassword: merged(common, password, [
-                "sdmn": .string, "srvr": .string, "ptcl": .code, "atyp": .code, "port": .number, "path": .string,
-            ]),
-            .certificate: merged(common, certificate),
-            .key: merged(common, key),
-            .identity: merged(common, certificate, key),
-        ]
-    }()
+    }
 
-    static func kinds(for itemClass: ItemClass) -> [String: Kind] { byClass[itemClass]! }
+    private static func passwordKind(_ key: String) -> Kind? {
+        switch key {
+        case "desc", "icmt": return .string
+        case "crtr", "type": return .number
+        case "invi", "nega": return .bool
+        case "acct": return .blob
+        default: return nil
+        }
+    }
+
+    private static func genericPasswordKind(_ key: String) -> Kind? {
+        switch key {
+        case "svce": return .blob
+        case "gena": return .data
+        default: return nil
+        }
+    }
+
+    private static func internetPasswordKind(_ key: String) -> Kind? {
+        switch key {
+        case "sdmn", "srvr", "path": return .string
+        case "ptcl", "atyp": return .code
+        case "port": return .number
+        default: return nil
+        }
+    }
+
+    private static func certificateKind(_ key: String) -> Kind? {
+        switch key {
+        case "ctyp", "cenc": return .number
+        case "subj", "issr", "slnr", "skid", "pkhh": return .data
+        default: return nil
+        }
+    }
+
+    private static func keyKind(_ key: String) -> Kind? {
+        switch key {
+        case "kcls", "type", "bsiz", "esiz", "crtr": return .number
+        case "klbl": return .data
+        case "atag": return .blob
+        case "perm", "encr", "decr", "drve", "sign", "vrfy", "wrap", "unwp": return .bool
+        default: return nil
+        }
+    }
+
+    /// The attribute's type in this class, or nil if the class has no such attribute.
+    static func kind(_ key: String, for itemClass: ItemClass) -> Kind? {
+        if let kind = commonKind(key) { return kind }
+        switch itemClass {
+        case .genericPassword: return passwordKind(key) ?? genericPasswordKind(key)
+        case .internetPassword: return passwordKind(key) ?? internetPasswordKind(key)
+        case .certificate: return certificateKind(key)
+        case .key: return keyKind(key)
+        case .identity: return certificateKind(key) ?? keyKind(key)
+        }
+    }
 
     /// Apple's primary keys: two items that agree on all of these are duplicates.
     static func primaryKey(for itemClass: ItemClass) -> [String] {
@@ -85,7 +119,7 @@ enum AttributeSchema {
 
     /// Checks and normalizes one value; a wrong type is errSecParam, never a crash or a silent cast.
     static func normalize(_ key: String, _ value: AttributeValue, for itemClass: ItemClass) throws -> AttributeValue {
-        guard let kind = kinds(for: itemClass)[key] else {
+        guard let kind = kind(key, for: itemClass) else {
             throw KeychainError.param("attribute \(key) does not belong to class \(itemClass.rawValue)")
         }
         switch (kind, value) {
@@ -111,5 +145,4 @@ enum AttributeSchema {
         }
     }
 
-    static func kind(_ key: String, for itemClass: ItemClass) -> Kind? { kinds(for: itemClass)[key] }
 }

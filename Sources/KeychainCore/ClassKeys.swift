@@ -31,22 +31,40 @@ struct ClassKeys {
 }
 
 /// The three subkeys of one class key: HKDF-Expand (one block each) with the class key as PRK.
-/// Deriving them is four HMACs, more than a whole lookup's other crypto, so a store keeps them
-/// while the kernel keeps handing out the same class key (`matches`), and wipes them when the key
-/// is gone or replaced and when the last reference goes.
+/// Each is derived on first use (a helper process needs one or two of the nine) and a store keeps
+/// them while the kernel keeps handing out the same class key (`matches`): deriving is two HMACs,
+/// more than a whole lookup's other crypto. Wiped when the key is gone or replaced and when the
+/// last reference goes.
+/// Used only under the store's lock, like the rest of an operation.
 final class Subkeys {
     private var classKey: Bytes
-    private(set) var metadata: Bytes
-    private(set) var wrapping: Bytes
-    let index: Crypto.HMACKey
+    private var metadataKey: Bytes?
+    private var wrappingKey: Bytes?
+    private var indexKey: Crypto.HMACKey?
 
-    init(classKey: Bytes) {
-        self.classKey = classKey
-        metadata = Crypto.deriveKey(classKey, purpose: "metadata")
-        wrapping = Crypto.deriveKey(classKey, purpose: "item-keys")
-        var indexKey = Crypto.deriveKey(classKey, purpose: "index")
-        index = Crypto.HMACKey(indexKey)
-        indexKey.wipe()
+    init(classKey: Bytes) { self.classKey = classKey }
+
+    var metadata: Bytes {
+        if let metadataKey { return metadataKey }
+        let key = Crypto.deriveKey(classKey, purpose: "metadata")
+        metadataKey = key
+        return key
+    }
+
+    var wrapping: Bytes {
+        if let wrappingKey { return wrappingKey }
+        let key = Crypto.deriveKey(classKey, purpose: "item-keys")
+        wrappingKey = key
+        return key
+    }
+
+    var index: Crypto.HMACKey {
+        if let indexKey { return indexKey }
+        var key = Crypto.deriveKey(classKey, purpose: "index")
+        defer { key.wipe() }
+        let mac = Crypto.HMACKey(key)
+        indexKey = mac
+        return mac
     }
 
     /// Constant time: the class key is compared with one just read from the kernel.
@@ -54,8 +72,8 @@ final class Subkeys {
 
     deinit {
         classKey.wipe()
-        metadata.wipe()
-        wrapping.wipe()
+        metadataKey?.wipe()
+        wrappingKey?.wipe()
     }
 }
 

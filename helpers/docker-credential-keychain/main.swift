@@ -26,19 +26,18 @@ func readStandardInput() -> Bytes {
     return input
 }
 
-let arguments = CommandLine.arguments
-guard arguments.count == 2 else { finish(usage + "\n", status: 1) }
+guard let action = HelperArguments.action else { finish(usage + "\n", status: 1) }
 
 let helper = DockerCredentialHelper(store: { try HelperKeychain.open() })
 do {
-    switch arguments[1] {
+    switch action {
     case "store": try helper.store(readStandardInput())
     case "get": finish(try helper.get(readStandardInput()), status: 0)
     case "erase": try helper.erase(readStandardInput())
     case "list": finish(try helper.list(), status: 0)
     case "version", "--version", "-v": finish("\(DockerCredentialHelper.name) (keychain-for-linux) 0.1.0\n", status: 0)
     case "--help", "-h": finish(usage + "\n", status: 0)
-    default: finish("Unknown credential action `\(arguments[1])`\n", status: 1)
+    default: finish("Unknown credential action `\(action)`\n", status: 1)
     }
 } catch let failure as DockerCredentialHelper.Failure {
     finish(failure.message + "\n", status: 1)

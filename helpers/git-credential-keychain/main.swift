@@ -7,21 +7,20 @@ import KeychainCore
 
 ProcessHardening.becomeUndumpable()
 
-let arguments = CommandLine.arguments
-guard arguments.count == 2, ["get", "store", "erase"].contains(arguments[1]) else {
+guard let action = HelperArguments.action, action == "get" || action == "store" || action == "erase" else {
     HelperKeychain.printError("usage: git-credential-keychain get|store|erase  (set credential.helper=keychain)")
-    exit(arguments.count == 2 ? 0 : 1)   // git may call future actions; ignoring them is the protocol's rule
+    exit(HelperArguments.count == 2 ? 0 : 1)   // git may call future actions; ignoring them is the protocol's rule
 }
 
 let helper = GitCredentialHelper(request: CredentialMessage.read(from: stdin))
 do {
     let store = try HelperKeychain.open()
-    switch arguments[1] {
+    switch action {
     case "get": try helper.get(store)
     case "store": try helper.store(store)
     default: try helper.erase(store)
     }
-} catch let error as KeychainError where arguments[1] == "get" && (error.code == .noSuchKeychain || error.code == .notAvailable) {
+} catch let error as KeychainError where action == "get" && (error.code == .noSuchKeychain || error.code == .notAvailable) {
     // No keychain yet: git simply asks the user, as with an empty store.
 } catch {
     HelperKeychain.printError(HelperKeychain.explain(error, helper: GitCredentialHelper.name))
