@@ -10,10 +10,20 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev pkg-config keyutils python3 binutils sqlite3 git curl \
         docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux
 
-.PHONY: deps build release test test-unit test-cli test-git test-docker test-pam demo install uninstall clean
+# What `make bench` adds: the peers it measures against, and what builds them.
+BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecret-1-dev libsecret-tools dbus-daemon \
+              libglib2.0-dev gcc make
+
+.PHONY: deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam demo install uninstall clean
 
 deps:
-	@missing=$$(for p in $(DEBS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEBS)"
+
+bench-deps: deps
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BENCH_DEBS)"
+
+install-debs:
+	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	command -v docker >/dev/null || missing="$$missing docker.io"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
@@ -45,6 +55,10 @@ test-docker:
 
 test-pam:
 	bash Tests/pam/run.sh .build/debug
+
+# Not part of `make test`: figures against the peers, printed as one table (see README).
+bench: bench-deps release
+	bash bench/run.sh
 
 demo: build
 	bash Tests/demo.sh .build/debug/security

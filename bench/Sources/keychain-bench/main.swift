@@ -7,6 +7,8 @@ import Keychain
 //   keychain-bench items N     add N internet passwords, then time lookup/update/delete among them
 //                              and a bare SQLite lookup in a table of N rows (the floor)
 //   keychain-bench scrypt PATH the time of one key derivation with PATH's parameters
+//   keychain-bench fill PATH N create PATH (password on stdin, KDF tuned as `security` does)
+//                              holding N internet passwords as git-credential-keychain stores them
 
 func emit(_ name: String, _ value: Double) {
     print(name, value)
@@ -90,16 +92,32 @@ func benchItems(count: Int) {
     if checksum < 0 { fail("floor lookups missed") }
 }
 
+/// What the process-level figures look up: host<i>.example.com, user<i>, pass<i>.
+func fill(path: String, count: Int) {
+    guard let password = readLine(strippingNewline: true), !password.isEmpty else { fail("fill: a password on stdin") }
+    do {
+        let store = try KeychainStore.create(at: path, password: Array(password.utf8))
+        for i in 0..<count {
+            try store.add(Item(itemClass: .internetPassword, attributes: [
+                "srvr": .string(server(i)), "ptcl": .string("htps"), "acct": .string(account(i)), "labl": .string(server(i)),
+            ], secret: Array("pass\(i)".utf8)))
+        }
+    } catch { fail("fill: \(error)") }
+}
+
 let arguments = CommandLine.arguments
-switch arguments.count == 3 ? arguments[1] : "" {
-case "items":
+switch arguments.count >= 3 ? arguments[1] : "" {
+case "fill" where arguments.count == 4:
+    guard let count = Int(arguments[3]), count >= 0 else { fail("fill: a count") }
+    fill(path: arguments[2], count: count)
+case "items" where arguments.count == 3:
     guard let count = Int(arguments[2]), count > 1000 || count == 1000 else { fail("items: a count of at least 1000") }
     benchItems(count: count)
-case "scrypt":
+case "scrypt" where arguments.count == 3:
     do {
         let store = try KeychainStore.open(at: arguments[2])
         emit("scrypt_s", store.scryptParameters.secondsPerGuess())
     } catch { fail("cannot open \(arguments[2]): \(error)") }
 default:
-    fail("usage: keychain-bench items N | scrypt PATH")
+    fail("usage: keychain-bench items N | scrypt PATH | fill PATH N")
 }

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Turns bench/run.sh's measurements into one table: our figure, the peer's, the ratio, the bar."""
+import json, os, statistics, sys
+
+work, store_items, gnome_items, big, note = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+proc = json.load(open(os.path.join(work, "process.json")))
+ms = lambda name: proc[name]["median_ms"]
+rounds = proc["helper/keychain"]["runs"]
+
+
+def kv(path):
+    values = {}
+    if os.path.exists(path):
+        for line in open(path):
+            key, value = line.split()
+            values[key] = float(value)
+    return values
+
+
+inproc = {**kv(os.path.join(work, "small.txt")), **kv(os.path.join(work, "big.txt"))}
+rss = {json.loads(l)["figure"]: json.loads(l)["ours"] for l in open(os.path.join(work, "results.jsonl"))}
+
+rows = []  # (figure, ours, peer, ratio text, bar text, met)
+
+
+def add(figure, ours, peer, ratio, bar, met):
+    rows.append((figure, ours, peer, ratio, bar, "yes" if met else "**no**"))
+
+
+r = ms("helper/keychain") / ms("helper/store")
+add(f"git helper `get`, {store_items:,} items vs credential-store", f"{ms('helper/keychain'):.2f} ms",
+    f"{ms('helper/store'):.2f} ms", f"{r:.2f}x", "<= 1.3x", r <= 1.3)
+r = ms("helper/libsecret") / ms("helper/keychain")
+add(f"git helper `get` vs libsecret + gnome-keyring ({gnome_items:,} items)", f"{ms('helper/keychain'):.2f} ms",
+    f"{ms('helper/libsecret'):.2f} ms", f"{r:.1f}x faster", ">= 5x faster", r >= 5)
+r = ms("fill/keychain") / ms("fill/store")
+add("`git credential fill` vs credential-store", f"{ms('fill/keychain'):.2f} ms", f"{ms('fill/store'):.2f} ms",
+    f"{r:.2f}x", "<= 1.1x", r <= 1.1)
+r = ms("fill/libsecret") / ms("fill/keychain")
+add("`git credential fill` vs libsecret", f"{ms('fill/keychain'):.2f} ms", f"{ms('fill/libsecret'):.2f} ms",
+    f"{r:.1f}x faster", "(no bar)", True)
+r = ms("docker/pass") / ms("docker/keychain")
+add("docker helper `get` vs docker-credential-pass", f"{ms('docker/keychain'):.2f} ms", f"{ms('docker/pass'):.2f} ms",
+    f"{r:.1f}x faster", ">= 10x faster", r >= 10)
+r = ms("docker/secretservice") / ms("docker/keychain")
+add("docker helper `get` vs docker-credential-secretservice", f"{ms('docker/keychain'):.2f} ms",
+    f"{ms('docker/secretservice'):.2f} ms", f"{r:.1f}x faster", "(no bar)", True)
+
+small, large, floor = inproc["small_lookup_us"], inproc["big_lookup_us"], inproc["big_floor_us"]
+add(f"SecItemCopyMatching, {big:,} vs 1,000 items", f"{large:.1f} us", f"{small:.1f} us", f"{large / small:.2f}x",
+    "<= 1.5x", large / small <= 1.5)
+add(f"SecItemCopyMatching vs bare indexed SQLite select ({big:,} rows)", f"{large:.1f} us", f"{floor:.1f} us",
+    f"{large / floor:.1f}x", "<= 3x", large / floor <= 3)
+add(f"SecItemAdd of {big:,} items, in all", f"{inproc['big_add_total_s']:.1f} s", "", f"{inproc['big_add_per_item_us']:.0f} us each",
+    "< 10 s", inproc["big_add_total_s"] < 10)
+for op in ("update", "delete"):
+    v = inproc[f"big_{op}_us"]
+    add(f"SecItem{op.capitalize()} of one item among {big:,}", f"{v:.1f} us", f"{large:.1f} us (lookup)",
+        f"{v / large:.1f}x", "same order (< 10x)", v / large < 10)
+
+opens = [float(x) for x in open(os.path.join(work, "open.txt"))] if os.path.exists(os.path.join(work, "open.txt")) else []
+scrypts = [float(x) for x in open(os.path.join(work, "scrypt.txt"))] if os.path.exists(os.path.join(work, "scrypt.txt")) else []
+if opens and scrypts:
+    o, k = statistics.median(opens), statistics.median(scrypts)
+    add("unlock: PAM open_session vs its scrypt", f"{o:.1f} ms", f"{k:.1f} ms (scrypt)", f"+{o - k:.1f} ms",
+        "scrypt 100-250 ms, + <= 20 ms", 100 <= k <= 250 and o - k <= 20)
+
+for helper in ("git-credential-keychain", "docker-credential-keychain"):
+    kib = rss[f"rss/{helper}"]
+    add(f"peak RSS of `{helper} get`", f"{kib / 1024:.1f} MiB", "", "", "<= 15 MiB", kib <= 15 * 1024)
+peers = ", ".join(f"{k[4:]} {v / 1024:.1f} MiB" for k, v in rss.items() if not k.endswith("-keychain"))
+
+cpus = os.cpu_count()
+mem = next((int(l.split()[1]) // 1024 // 1024 for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
+model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+print(f"\nmake bench, {os.popen('date -u +%Y-%m-%d').read().strip()}: {cpus} cores ({model}), {mem} GiB; "
+      f"process figures are medians of {rounds} runs per case after 5 warm-ups, cases interleaved.\n")
+print("| figure | ours | peer | ratio | bar | met |")
+print("|---|---|---|---|---|---|")
+for row in rows:
+    print("| " + " | ".join(row) + " |")
+print(f"\nPeers' peak RSS for comparison: {peers}.")
+if note:
+    print(note)

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# make bench: our helpers and engine against what people use today, side by side in one run.
+# Peers come from Debian: git credential-store, git-credential-libsecret (built from the source
+# Debian ships) with gnome-keyring-daemon in a private D-Bus session, docker-credential-pass
+# (throwaway GnuPG key, no passphrase) and docker-credential-secretservice. Prints one table of
+# medians and ratios; every run must succeed and print the expected secret to count.
+#
+# Environment: BENCH_ROUNDS (default 40, after 5 warm-ups), BENCH_STORE_ITEMS (10000),
+# BENCH_GNOME_ITEMS (1000: gnome-keyring rewrites its file on every store, so filling it
+# takes ~25 ms per item), BENCH_BIG (100000).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+bin=$root/.build/release
+
+# gnome-keyring and the libsecret clients need a session bus of their own.
+if [ -z "${KEYCHAIN_BENCH_BUS:-}" ]; then
+    exec env KEYCHAIN_BENCH_BUS=1 dbus-run-session -- bash "$0" "$@" 2> >(grep -v '^dbus-daemon\[' >&2)
+fi
+
+rounds=${BENCH_ROUNDS:-40}
+store_items=${BENCH_STORE_ITEMS:-10000}
+gnome_items=${BENCH_GNOME_ITEMS:-1000}
+big=${BENCH_BIG:-100000}
+target=$((store_items / 2))        # the item every lookup asks for
+gnome_target=$((gnome_items / 2))
+
+work=$(mktemp -d /tmp/keychain-bench-XXXXXX)
+chmod 755 "$work"
+export HOME=$work/home GNUPGHOME=$work/gnupg PASSWORD_STORE_DIR=$work/pass
+export XDG_DATA_HOME=$HOME/.local/share XDG_CONFIG_HOME=$HOME/.config XDG_RUNTIME_DIR=$work/run
+export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 KEYCHAIN_PATH=$work/bench.keychain-db
+mkdir -p "$HOME" "$GNUPGHOME" "$XDG_RUNTIME_DIR"
+chmod 700 "$GNUPGHOME" "$XDG_RUNTIME_DIR"
+pam_user= pam_service=
+cleanup() {
+    "$bin/security" delete-keychain "$KEYCHAIN_PATH" >/dev/null 2>&1 || true
+    gpgconf --kill gpg-agent 2>/dev/null || true
+    if [ -n "$pam_user" ]; then
+        runuser -u "$pam_user" -- keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1 || true
+        userdel -r "$pam_user" >/dev/null 2>&1 || true
+        rm -f "/etc/pam.d/$pam_service"
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+say() { printf '%s\n' "$*" >&2; }
+results=$work/results.jsonl
+record() { printf '%s\n' "$1" >> "$results"; }   # one JSON object per figure
+
+# --- peers and tools ------------------------------------------------------------------------
+say "building the peers and our release binaries"
+gcc -O2 -o "$work/peakrss" "$here/peakrss.c"
+gcc -O2 -Wall -o "$work/pam_timer" "$here/pam_timer.c" -lpam
+libsecret_src=/usr/share/doc/git/contrib/credential/libsecret
+make -s -C "$work" -f "$libsecret_src/Makefile" VPATH="$libsecret_src" >/dev/null
+libsecret=$work/git-credential-libsecret
+
+# --- the stores, each holding the same kind of credentials ----------------------------------
+say "filling: keychain $store_items items, credential-store $store_items lines, gnome-keyring $gnome_items items"
+printf 'bench password\n' | "$bin/keychain-bench" fill "$KEYCHAIN_PATH" "$store_items"
+for ((i = 0; i < store_items; i++)); do
+    printf 'https://user%d:pass%d@host%d.example.com\n' "$i" "$i" "$i"
+done > "$work/credential-store"
+chmod 600 "$work/credential-store"
+
+# Started (and its login keyring made) before any client asks, so D-Bus activation starts no
+# second one; it exits with the session bus.
+printf 'gnome' | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1
+for ((i = 0; i < gnome_items; i++)); do
+    printf 'protocol=https\nhost=host%d.example.com\nusername=user%d\npassword=pass%d\n\n' "$i" "$i" "$i" | "$libsecret" store >/dev/null
+done
+
+gpg --batch --quiet --passphrase '' --quick-gen-key bench@keychain.invalid default default never 2>/dev/null
+pass init bench@keychain.invalid >/dev/null
+docker_json='{"ServerURL":"https://registry.example.com","Username":"robot","Secret":"docker-pass"}'
+for helper in docker-credential-keychain docker-credential-pass docker-credential-secretservice; do
+    path=$helper; [ "$helper" = docker-credential-keychain ] && path=$bin/$helper
+    printf '%s' "$docker_json" | "$path" store
+done
+
+# --- process figures: the helpers as git and docker start them ------------------------------
+git_get=$(printf 'protocol=https\nhost=host%d.example.com\n\n' "$target")
+git_get_gnome=$(printf 'protocol=https\nhost=host%d.example.com\n\n' "$gnome_target")
+spec=$work/spec.json
+python3 - "$spec" <<PY
+import json, sys
+bin, work, rounds = "$bin", "$work", $rounds
+git_get, git_gnome = """$git_get\n\n""", """$git_get_gnome\n\n"""
+fill = lambda helper: ["git", "-c", "credential.helper=", "-c", "credential.helper=" + helper, "credential", "fill"]
+cases = {
+    "helper/keychain": {"argv": [bin + "/git-credential-keychain", "get"], "stdin": git_get, "expect": "password=pass$target"},
+    "helper/store": {"argv": ["git", "credential-store", "--file=" + work + "/credential-store", "get"], "stdin": git_get, "expect": "password=pass$target"},
+    "helper/libsecret": {"argv": [work + "/git-credential-libsecret", "get"], "stdin": git_gnome, "expect": "password=pass$gnome_target"},
+    "fill/keychain": {"argv": fill(bin + "/git-credential-keychain"), "stdin": git_get, "expect": "password=pass$target"},
+    "fill/store": {"argv": fill("store --file=" + work + "/credential-store"), "stdin": git_get, "expect": "password=pass$target"},
+    "fill/libsecret": {"argv": fill(work + "/git-credential-libsecret"), "stdin": git_gnome, "expect": "password=pass$gnome_target"},
+    "docker/keychain": {"argv": [bin + "/docker-credential-keychain", "get"], "stdin": "https://registry.example.com", "expect": "docker-pass"},
+    "docker/pass": {"argv": ["docker-credential-pass", "get"], "stdin": "https://registry.example.com", "expect": "docker-pass"},
+    "docker/secretservice": {"argv": ["docker-credential-secretservice", "get"], "stdin": "https://registry.example.com", "expect": "docker-pass"},
+}
+json.dump({"rounds": rounds, "warmup": 5, "cases": cases}, open(sys.argv[1], "w"))
+PY
+say "timing the helpers: $rounds rounds of every case in turn"
+python3 "$here/timing.py" "$spec" > "$work/process.json"
+
+# Peak memory: a few runs each through peakrss, the largest kept.
+for helper in git-credential-keychain docker-credential-keychain; do
+    input=$work/$helper.in
+    if [ "$helper" = git-credential-keychain ]; then printf '%s\n\n' "$git_get" > "$input"; else printf 'https://registry.example.com' > "$input"; fi
+    peak=0
+    for _ in 1 2 3 4 5; do
+        kib=$("$work/peakrss" "$input" "$bin/$helper" get)
+        [ "$kib" -gt "$peak" ] && peak=$kib
+    done
+    record "{\"figure\": \"rss/$helper\", \"ours\": $peak}"
+done
+for peer in "git credential-store --file=$work/credential-store get" "$libsecret get"; do
+    printf '%s\n\n' "$git_get" > "$work/peer.in"
+    record "{\"figure\": \"rss/$(basename "${peer%% *}")\", \"ours\": $("$work/peakrss" "$work/peer.in" $peer)}"
+done
+
+# --- in-process figures ---------------------------------------------------------------------
+say "in-process: SecItem calls at 1,000 and $big items (each keychain made and filled here)"
+keyctl session - "$bin/keychain-bench" items 1000 | sed 's/^/small_/' > "$work/small.txt"
+keyctl session - "$bin/keychain-bench" items "$big" | sed 's/^/big_/' > "$work/big.txt"
+
+# --- unlock through PAM ---------------------------------------------------------------------
+unlock_note=""
+if [ "$(id -u)" = 0 ]; then
+    say "unlock: pam_open_session of pam_keychain.so against its scrypt time"
+    pam_user=kcb$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    pam_service=keychain-bench-$pam_user
+    useradd -m -s /bin/sh "$pam_user"
+    echo "$pam_user:Bench-login-1" | chpasswd
+    cat > "/etc/pam.d/$pam_service" <<PAM
+auth     required  pam_unix.so
+auth     optional  $bin/libpam_keychain.so
+account  required  pam_unix.so
+session  optional  $bin/libpam_keychain.so auto_create lock_on_close
+PAM
+    # The first login creates the keychain (tuned KDF); the rest unlock it.
+    printf 'Bench-login-1\n' | "$work/pam_timer" "$pam_service" "$pam_user" 12 | tail -n +3 > "$work/open.txt"
+    user_home=$(getent passwd "$pam_user" | cut -d: -f6)
+    for _ in $(seq 7); do
+        runuser -u "$pam_user" -- "$bin/keychain-bench" scrypt "$user_home/.local/share/keychains/login.keychain-db"
+    done | awk '{print $2 * 1000}' > "$work/scrypt.txt"
+else
+    unlock_note="unlock: skipped (needs root to make a user and a PAM service)"
+fi
+
+# --- the table ------------------------------------------------------------------------------
+python3 "$here/report.py" "$work" "$store_items" "$gnome_items" "$big" "$unlock_note"
