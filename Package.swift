@@ -63,6 +63,9 @@ let package = Package(
         // `make bench`'s in-process figures (not a product: nothing to install).
         .executableTarget(name: "keychain-bench", dependencies: ["Keychain", "CSQLite"], path: "bench/Sources/keychain-bench"),
 
+        // Tests/stress: the writer that crash.py kills at random moments.
+        .executableTarget(name: "keychain-stress-writer", dependencies: ["KeychainCore"], path: "Tests/stress/writer"),
+
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
         .testTarget(name: "KeychainTests", dependencies: ["Keychain"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),

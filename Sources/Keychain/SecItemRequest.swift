@@ -24,7 +24,9 @@ struct SecItemRequest {
     init(_ dictionary: [String: Any]) throws {
         guard let raw = dictionary["class"] else { throw KeychainError.param("the dictionary has no kSecClass") }
         guard let name = raw as? String, let cls = ItemClass(rawValue: name) else {
-            throw KeychainError.param("unknown kSecClass \(raw)")
+            // The type, not the value: describing an arbitrary caller value can itself trap
+            // (a Date of NaN seconds does).
+            throw KeychainError.param("unknown kSecClass (a \(type(of: raw)))")
         }
         // Certificates, keys and identities need their attributes derived from the DER
         // (OpenSSL); until that exists they are refused rather than stored unchecked.
@@ -110,10 +112,10 @@ struct SecItemRequest {
             }
         }
         guard type(of: value) != Bool.self, let n = value as? NSNumber, String(cString: n.objCType) != "c" || n.intValue > 1,
-              n.doubleValue == n.doubleValue.rounded(), n.int64Value >= 1 else {
+              let count = integer(n), count >= 1 else {
             throw KeychainError.param("kSecMatchLimit must be kSecMatchLimitOne, kSecMatchLimitAll or a number of at least 1")
         }
-        return n.int64Value == 1 ? .one : .count(Int(clamping: n.int64Value))
+        return count == 1 ? .one : .count(Int(clamping: count))
     }
 
     static func row(fromPersistentRef value: Any) throws -> Int64 {
@@ -129,15 +131,30 @@ struct SecItemRequest {
         switch value {
         case let s as String: return .string(s)
         case let d as Data: return .data(Array(d))
-        case let d as Date: return .date(d.timeIntervalSince1970)
+        case let d as Date: return d.timeIntervalSince1970.isFinite ? .date(d.timeIntervalSince1970) : nil
         default: break
         }
         if type(of: value) == Bool.self, let b = value as? Bool { return .bool(b) }
         if let n = value as? NSNumber {
             if String(cString: n.objCType) == "c", n.int64Value == 0 || n.int64Value == 1 { return .bool(n.boolValue) }
-            if n.doubleValue != n.doubleValue.rounded() { return nil }
-            return .int(n.int64Value)
+            return integer(n).map { .int($0) }
         }
         return nil
+    }
+
+    /// A number as Int64, or nil for NaN, infinities, fractions and integers beyond Int64 (a
+    /// large UInt64 would otherwise wrap around, and converting a non-finite double traps).
+    static func integer(_ n: NSNumber) -> Int64? {
+        switch String(cString: n.objCType) {
+        case "f", "d":
+            let double = n.doubleValue
+            guard double.isFinite, double == double.rounded(), double >= -9.223372036854775808e18,
+                  double < 9.223372036854775808e18 else { return nil }
+            return Int64(double)
+        case "Q", "L", "I", "S", "C":
+            return n.uint64Value <= UInt64(Int64.max) ? Int64(n.uint64Value) : nil
+        default:
+            return n.int64Value
+        }
     }
 }

@@ -186,8 +186,16 @@ enum Crypto {
         return out
     }
 
+    /// How many derivations this process has run: tests prove with it that every password guess
+    /// pays for one (no shortcut, no cache of failures).
+    nonisolated(unsafe) static var derivations = 0
+
     static func scrypt(password: Bytes, salt: Bytes, parameters p: ScryptParameters) throws -> Bytes {
+        // scrypt keys HMAC with the password, and HMAC pads short keys with zeros: "pw" and
+        // "pw\0" would derive the same key. Terminals and PAM cannot carry a NUL anyway.
+        guard !password.contains(0) else { throw KeychainError.param("a password cannot contain a NUL byte") }
         _ = sodiumReady
+        derivations += 1
         var key = Bytes(repeating: 0, count: keyLength)
         guard crypto_pwhash_scryptsalsa208sha256_ll(password, password.count, salt, salt.count, p.n, UInt32(p.r), UInt32(p.p), &key, key.count) == 0 else {
             throw KeychainError(.allocate, "scrypt failed (parameters N=\(p.n) r=\(p.r) p=\(p.p))")

@@ -17,6 +17,27 @@ final class KeybagTests: XCTestCase {
         XCTAssertEqual(try secretString(reopened, query("a")), "kept")
     }
 
+    func testAThousandWrongPasswordsNeverUnlockAndEachPaysTheKDF() throws {
+        let store = try scratch.create(password: "right")
+        try store.add(generic("a", secret: "kept"))
+        store.lockAll()
+        let before = Crypto.derivations
+        for n in 0..<1000 {
+            // Near misses too: a prefix, the password with a suffix, other case, empty.
+            let guess = ["righ", "right ", "Right", "", "wrong\(n)", "righT"][n % 6]
+            XCTAssertStatus(try store.unlock(password: Array(guess.utf8)), .authFailed, "guess \(guess)")
+            XCTAssertFalse(store.status.whenUnlocked || store.status.afterFirstUnlock, "unlocked by \(guess)")
+        }
+        XCTAssertEqual(Crypto.derivations - before, 1000, "every guess runs the password KDF once")
+        // HMAC inside scrypt pads its key with zeros, so a NUL after the password is refused
+        // outright rather than accepted as the same password.
+        XCTAssertStatus(try store.unlock(password: Array("right\u{0}".utf8)), .param)
+        XCTAssertStatus(try store.changePassword(from: Array("right".utf8), to: Array("new\u{0}".utf8)), .param)
+        XCTAssertStatus(try store.find(query("a")), .interactionNotAllowed)
+        try store.unlock(password: Array("right".utf8))
+        XCTAssertEqual(try secretString(store, query("a")), "kept")
+    }
+
     func testChangePasswordNeedsTheOldOne() throws {
         let store = try scratch.create(password: "old")
         XCTAssertStatus(try store.changePassword(from: Array("guess".utf8), to: Array("new".utf8)), .authFailed)
