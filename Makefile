@@ -14,7 +14,7 @@ DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev pkg-config keyutils
 BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecret-1-dev libsecret-tools dbus-daemon \
               libglib2.0-dev gcc make
 
-.PHONY: deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam demo install uninstall clean
+.PHONY: deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam stress demo install uninstall clean
 
 deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEBS)"
@@ -55,6 +55,11 @@ test-docker:
 
 test-pam:
 	bash Tests/pam/run.sh .build/debug
+
+# The long hardening run (about 10 minutes); `make test` runs the same cases with small counts.
+stress: deps
+	$(SWIFT) build --build-tests
+	bash Tests/stress/run.sh .build/debug --long
 
 # Not part of `make test`: figures against the peers, printed as one table (see README).
 bench: bench-deps release
