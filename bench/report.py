@@ -18,7 +18,7 @@ def kv(path):
 
 
 inproc = {**kv(os.path.join(work, "small.txt")), **kv(os.path.join(work, "big.txt"))}
-rss = {json.loads(l)["figure"]: json.loads(l)["ours"] for l in open(os.path.join(work, "results.jsonl"))}
+rss = {r["figure"]: r["ours"] for r in map(json.loads, open(os.path.join(work, "results.jsonl")))}
 
 rows = []  # (figure, ours, peer, ratio text, bar text, met)
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Runs whole processes side by side and reports medians and peak memory.
+"""Runs whole processes side by side and reports their median wall times.
 
 Usage: timing.py SPEC.json > RESULT.json
 SPEC: {"rounds": 40, "warmup": 5, "cases": {NAME: {"argv": [...], "stdin": "...", "expect": "..."}}}
 
 Cases run in turn within each round (a, b, c, a, b, c, ...), so a slow moment of the machine
 falls on every case alike. Every run must exit 0 and print `expect`: a helper that fails fast
-would otherwise look fast. Peak memory comes from peakrss (a small C launcher): a child forked
-from Python would carry Python's own high-water mark through exec.
+would otherwise look fast. Peak memory is peakrss.c's job, not this one's: a child forked from
+Python would carry Python's own high-water mark through exec.
 """
 import json, os, statistics, subprocess, sys, time
 

@@ -11,12 +11,10 @@ locked database; at the end every key holds what a serial replay of each worker'
 gives, and the keychain holds exactly that many items (no duplicates). Then eight `security`
 processes race to add the same item: exactly one succeeds, seven get errSecDuplicateItem (45).
 """
-import os, random, subprocess, sys, tempfile, threading
+import random, subprocess, sys, threading
+from throwaway import throwaway_keychain
 
 bin, ops, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-home = tempfile.mkdtemp(prefix="keychain-concurrency-")
-env = {**os.environ, "HOME": home, "XDG_DATA_HOME": home + "/data", "XDG_CONFIG_HOME": home + "/config"}
-env.pop("KEYCHAIN_PATH", None)
 failures, lock = [], threading.Lock()
 
 
@@ -109,9 +107,7 @@ def work(front, rng, model):
 
 
 security = bin + "/security"
-assert subprocess.run([security, "create-keychain", "stress"], input=b"stress password\n", env=env).returncode == 0
-assert subprocess.run([security, "default-keychain", "-s", "stress"], env=env).returncode == 0
-try:
+with throwaway_keychain(bin, "stress") as env:
     fronts = [Git(), Docker(), Security(1), Security(2)]
     models = [{} for _ in fronts]
     threads = [threading.Thread(target=work, args=(f, random.Random(seed * 10 + i), models[i])) for i, f in enumerate(fronts)]
@@ -136,9 +132,6 @@ try:
     codes = sorted(racer.wait() for racer in racers)
     if codes != [0] + [45] * 7:
         fail(f"race: exit statuses {codes}, expected one 0 and seven 45")
-finally:
-    subprocess.run([security, "delete-keychain", "stress"], env=env, capture_output=True)
-    subprocess.run(["rm", "-rf", home])
 
 for failure in failures[:20]:
     print(failure)

@@ -11,13 +11,11 @@ NUL bytes, invalid UTF-8 and 1 MB lines. Every run must end within 20 s, by exit
 signal), with 0 (git) or 0/1 (docker), and git's answer must be key=value lines only.
 The seed makes a failure reproducible: it is printed with the case.
 """
-import json, os, random, subprocess, sys, tempfile
+import json, random, subprocess, sys
+from throwaway import throwaway_keychain
 
 bin, cases, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rng = random.Random(seed)
-home = tempfile.mkdtemp(prefix="keychain-fuzz-")
-env = {**os.environ, "HOME": home, "XDG_DATA_HOME": home + "/data", "XDG_CONFIG_HOME": home + "/config"}
-env.pop("KEYCHAIN_PATH", None)
 failures = []
 
 ATOMS = [b"", b"a", b"example.com", b"host:8080", b"[::1]:443", b"[fe80::1", b"]", b":", b"host:-1", b"host:0",
@@ -83,10 +81,7 @@ def check(argv, data, allowed, parse_git=False):
         failures.append(f"malformed answer {result.stdout[:120]!r}: {argv[-2:]} on {data[:80]!r}")
 
 
-security = bin + "/security"
-assert subprocess.run([security, "create-keychain", "fuzz"], input=b"fuzz password\n", env=env).returncode == 0
-assert subprocess.run([security, "default-keychain", "-s", "fuzz"], env=env).returncode == 0
-try:
+with throwaway_keychain(bin, "fuzz") as env:
     for n in range(cases):
         action = rng.choice(["get", "store", "erase"])
         check([bin + "/git-credential-keychain", action], git_message(), {0}, parse_git=action == "get")
@@ -97,9 +92,6 @@ try:
     got = subprocess.run([bin + "/git-credential-keychain", "get"], input=b"protocol=https\nhost=after.example.com\n\n", env=env, capture_output=True)
     if ok.returncode != 0 or b"password=p\n" not in got.stdout:
         failures.append("the keychain does not work after the fuzzing")
-finally:
-    subprocess.run([security, "delete-keychain", "fuzz"], env=env, capture_output=True)
-    subprocess.run(["rm", "-rf", home])
 
 for failure in failures[:20]:
     print(failure)
