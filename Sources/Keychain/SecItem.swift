@@ -4,18 +4,48 @@
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     secStatus {
         var request = try SecItemRequest(attributes)
-        guard request.rows == nil, request.limit == nil else { throw KeychainError.param("search keys in SecItemAdd") }
+        guard request.rows == nil, request.limit == nil, request.certificateFilter == nil else {
+            throw KeychainError.param("search keys in SecItemAdd")
+        }
         if request.synchronizable == .any { throw KeychainError.param("kSecAttrSynchronizableAny in SecItemAdd") }
         if request.synchronizable == .yes { request.attributes["sync"] = .bool(true) }
         let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
-        var item = Item(itemClass: request.itemClass, attributes: request.attributes)
-        item.secret = request.secret ?? []
-        let stored = try keychain.store.add(item)
-        if let result {
-            if request.returnCount == 0 { request.returnRef = true }
-            result.pointee = SecItemResult.build(stored, request: request, keychain: keychain)
+        if request.returnCount == 0 { request.returnRef = true }
+        if request.itemClass == .identity {
+            let identity = try addIdentity(request, to: keychain)
+            result?.pointee = SecItemResult.build(identity, request: request, keychain: keychain)
+            return
         }
+        var item = Item(itemClass: request.itemClass, attributes: request.attributes)
+        item.secret = try request.secret ?? valueData(of: request)
+        let stored = try keychain.store.add(item)
+        result?.pointee = SecItemResult.build(stored, request: request, keychain: keychain)
     }
+}
+
+/// The data a kSecValueRef stands for: a certificate's DER, a key's external representation.
+private func valueData(of request: SecItemRequest) throws -> Bytes {
+    switch (request.itemClass, request.valueRef) {
+    case (_, nil): return []
+    case (.certificate, let certificate as SecCertificate): return certificate.certificate.der
+    case (.key, let key as SecKey): return key.data
+    default: throw KeychainError.param("kSecValueRef does not fit kSecClass \(request.itemClass.rawValue)")
+    }
+}
+
+/// An identity is stored as its certificate and private key, together or not at all.
+private func addIdentity(_ request: SecItemRequest, to keychain: SecKeychain) throws -> Identity {
+    guard let identity = request.valueRef as? SecIdentity, request.secret == nil else {
+        throw KeychainError.param("an identity is added as a SecIdentity in kSecValueRef")
+    }
+    var certificate = Item(itemClass: .certificate, secret: identity.certificate.certificate.der)
+    var key = Item(itemClass: .key, secret: identity.privateKey.data)
+    key["kcls"] = .int(KeyClass.private.rawValue)
+    for (name, value) in request.attributes {
+        if ItemClass.certificate.has(name) { certificate[name] = value }
+        if ItemClass.key.has(name) { key[name] = value }
+    }
+    return try keychain.store.addIdentity(certificate: certificate, privateKey: key)
 }
 
 /// Finds items. One result unless kSecMatchLimit asks for more; several return types give a
@@ -33,9 +63,18 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         case .count(let n): limit = n
         case .all: limit = nil
         }
-        let items = try keychain.store.find(request.query, limit: limit, includeSecret: request.returnData)
+        let built: [AnyObject]
+        if request.itemClass == .identity {
+            let identities = try keychain.store.findIdentities(request.query, limit: limit, includeKeyData: request.returnRef)
+            built = identities.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
+        } else {
+            // References to certificates and keys are made from their data.
+            let needData = request.returnData || (request.returnRef && request.itemClass != .genericPassword
+                                                  && request.itemClass != .internetPassword)
+            let items = try keychain.store.find(request.query, limit: limit, includeSecret: needData)
+            built = items.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
+        }
         guard let result, request.returnCount > 0 else { return }
-        let built = items.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
         if request.limit == nil || request.limit == .one {
             result.pointee = built.first
         } else {
@@ -56,6 +95,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
         changesDictionary["class"] = request.itemClass.rawValue
         let changes = try SecItemRequest(changesDictionary)
         guard changes.returnCount == 0, changes.limit == nil, changes.rows == nil, changes.keychain == nil,
+              changes.valueRef == nil, changes.certificateFilter == nil,
               !changes.caseInsensitive, changes.synchronizable != .any
         else { throw KeychainError.param("only attributes and kSecValueData can be updated") }
         var newAttributes = changes.attributes
@@ -65,13 +105,17 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
     }
 }
 
-/// Deletes every item the query matches.
+/// Deletes every item the query matches; for identities, their certificates and private keys.
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     secStatus {
         let request = try SecItemRequest(query)
         guard request.limit == nil else { throw KeychainError.param("kSecMatchLimit in SecItemDelete") }
         let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
-        try keychain.store.delete(request.query)
+        if request.itemClass == .identity {
+            try keychain.store.deleteIdentities(request.query)
+        } else {
+            try keychain.store.delete(request.query)
+        }
     }
 }

@@ -14,6 +14,9 @@ struct SecItemRequest {
     var caseInsensitive = false
     var rows: [Int64]?
     var keychain: SecKeychain?
+    /// kSecValueRef of a certificate, key or identity: what SecItemAdd stores, what a search names.
+    var valueRef: AnyObject?
+    var certificateFilter: CertificateFilter?
 
     var returnCount: Int { [returnData, returnAttributes, returnRef, returnPersistentRef].filter { $0 }.count }
 
@@ -22,21 +25,41 @@ struct SecItemRequest {
     private static let accepted: Set<String> = ["nleg", "u_AuthUI", "u_OpPrompt", "u_NoAuthUI", "u_CallerName", "u_AuthCtx"]
 
     init(_ dictionary: [String: Any]) throws {
-        guard let raw = dictionary["class"] else { throw KeychainError.param("the dictionary has no kSecClass") }
+        // Apple lets kSecValueRef stand for kSecClass.
+        guard let raw = dictionary["class"] ?? dictionary["v_Ref"].flatMap(Self.itemClass(of:))?.rawValue else {
+            throw KeychainError.param("the dictionary has no kSecClass")
+        }
         guard let name = raw as? String, let cls = ItemClass(rawValue: name) else {
             // The type, not the value: describing an arbitrary caller value can itself trap
             // (a Date of NaN seconds does).
             throw KeychainError.param("unknown kSecClass (a \(type(of: raw)))")
         }
-        // Certificates, keys and identities need their attributes derived from the DER
-        // (OpenSSL); until that exists they are refused rather than stored unchecked.
-        guard cls == .genericPassword || cls == .internetPassword else {
-            throw KeychainError(.unimplemented, "\(cls.rawValue) items are not supported yet")
-        }
         itemClass = cls
         for (key, value) in dictionary where key != "class" {
             try take(key, value)
         }
+        if let filter = certificateFilter, cls != .certificate && cls != .identity,
+           filter.subjectContains != nil || filter.emailAddressIfPresent != nil || filter.issuers != nil {
+            throw KeychainError.param("certificate search keys in a search for \(cls.rawValue) items")
+        }
+        if cls != .certificate && cls != .identity { certificateFilter = nil }
+        certificateFilter?.caseInsensitive = caseInsensitive
+    }
+
+    static func itemClass(of reference: Any) -> ItemClass? {
+        switch reference {
+        case is SecCertificate: return .certificate
+        case is SecKey: return .key
+        case is SecIdentity: return .identity
+        case let item as SecKeychainItem: return item.itemClass
+        default: return nil
+        }
+    }
+
+    private mutating func filter(_ change: (inout CertificateFilter) -> Void) {
+        var filter = certificateFilter ?? CertificateFilter()
+        change(&filter)
+        certificateFilter = filter
     }
 
     private mutating func take(_ key: String, _ value: Any) throws {
@@ -53,14 +76,49 @@ struct SecItemRequest {
         case "v_PersistentRef":
             addRows([try Self.row(fromPersistentRef: value)])
         case "v_Ref":
-            guard let ref = value as? SecKeychainItem else { throw KeychainError.param("kSecValueRef must be an item reference") }
-            addRows([ref.rowID])
+            if let ref = value as? SecKeychainItem {
+                addRows([ref.rowID])
+            } else if value is SecCertificate || value is SecKey || value is SecIdentity {
+                valueRef = value as AnyObject
+            } else {
+                throw KeychainError.param("kSecValueRef must be an item, certificate, key or identity reference")
+            }
         case "m_ItemList":
             guard let list = value as? [Any], !list.isEmpty else { throw KeychainError.param("kSecMatchItemList must be a non-empty array") }
             addRows(try list.map { entry in
                 if let ref = entry as? SecKeychainItem { return ref.rowID }
+                if let stored = Self.storedReference(entry) { return stored.rowID }
+                if entry is SecCertificate || entry is SecKey || entry is SecIdentity {
+                    throw KeychainError(.unimplemented, "kSecMatchItemList with references to items in no keychain")
+                }
                 return try Self.row(fromPersistentRef: entry)
             })
+        case "m_SubjectContains":
+            guard let text = value as? String else { throw KeychainError.param("kSecMatchSubjectContains must be a string") }
+            filter { $0.subjectContains = text }
+        case "m_EmailAddressIfPresent":
+            guard let text = value as? String else { throw KeychainError.param("kSecMatchEmailAddressIfPresent must be a string") }
+            filter { $0.emailAddressIfPresent = text }
+        case "m_Issuers":
+            guard let list = value as? [Any], !list.isEmpty,
+                  case let names = list.compactMap({ $0 as? Data }), names.count == list.count else {
+                throw KeychainError.param("kSecMatchIssuers must be a non-empty array of X.500 names (Data)")
+            }
+            filter { $0.issuers = names.map { Array($0) } }
+        case "m_ValidOnDate":
+            let seconds: Double
+            if value is NSNull {
+                seconds = Date().timeIntervalSince1970
+            } else if let date = value as? Date, date.timeIntervalSince1970.isFinite {
+                seconds = date.timeIntervalSince1970
+            } else {
+                throw KeychainError.param("kSecMatchValidOnDate must be a date or kCFNull")
+            }
+            filter { $0.validOn = seconds }
+        case "m_TrustedOnly":
+            if try Self.flag(value, key) {
+                throw KeychainError(.unimplemented, "kSecMatchTrustedOnly: trust settings are not kept in this keychain")
+            }
         case "u_Keychain":
             guard let kc = value as? SecKeychain else { throw KeychainError.param("kSecUseKeychain must be a SecKeychain") }
             keychain = kc
@@ -89,13 +147,35 @@ struct SecItemRequest {
         rows = (rows ?? []) + new
     }
 
-    /// The engine's query for this dictionary's search part.
+    /// The engine's query for this dictionary's search part. A reference from a keychain names
+    /// its row; one made in memory names what makes its item unique.
     var query: Query {
         var q = Query(itemClass: itemClass, attributes: attributes)
         q.synchronizable = synchronizable ?? .no
         q.caseInsensitive = caseInsensitive
         q.rows = rows
+        q.certificateFilter = certificateFilter
+        if let valueRef {
+            if let stored = Self.storedReference(valueRef) {
+                q.rows = (q.rows ?? []) + [stored.rowID]
+            } else if let certificate = (valueRef as? SecCertificate) ?? (valueRef as? SecIdentity)?.certificate {
+                q.attributes["issr"] = .data(certificate.certificate.issuer)
+                q.attributes["slnr"] = .data(certificate.certificate.serialNumber)
+            } else if let key = valueRef as? SecKey {
+                if let label = key.attributes["klbl"] { q.attributes["klbl"] = label }
+                if let keyClass = key.attributes["kcls"] { q.attributes["kcls"] = keyClass }
+            }
+        }
         return q
+    }
+
+    static func storedReference(_ reference: Any) -> StoredReference? {
+        switch reference {
+        case let certificate as SecCertificate: return certificate.stored
+        case let key as SecKey: return key.stored
+        case let identity as SecIdentity: return identity.certificate.stored
+        default: return nil
+        }
     }
 
     static func flag(_ value: Any, _ key: String) throws -> Bool {

@@ -50,9 +50,47 @@ enum SecItemResult {
         return out
     }
 
+    /// What kSecReturnRef gives: a SecCertificate or SecKey made from the item's data, a
+    /// SecKeychainItem for passwords.
+    static func reference(_ item: Item, keychain: SecKeychain) -> AnyObject {
+        let stored = StoredReference(rowID: item.rowID, keychainPath: keychain.path)
+        switch item.itemClass {
+        case .certificate:
+            if let certificate = try? Certificate(der: item.secret ?? []) { return SecCertificate(certificate, stored: stored) }
+        case .key:
+            if item.effectiveValue("kcls").intValue == KeyClass.symmetric.rawValue {
+                return SecKey(symmetric: item.secret ?? [], attributes: item.attributes, stored: stored)
+            }
+            let keyClass = item.effectiveValue("kcls").intValue.flatMap(KeyClass.init(rawValue:))
+            if let material = try? KeyMaterial(data: item.secret ?? [], keyClass: keyClass) {
+                return SecKey(material, attributes: item.attributes, stored: stored)
+            }
+        default:
+            break
+        }
+        return SecKeychainItem(itemClass: item.itemClass, rowID: item.rowID, keychainPath: keychain.path)
+    }
+
+    /// An identity's results: its certificate's data, both halves' attributes, a SecIdentity.
+    static func build(_ identity: Identity, request: SecItemRequest, keychain: SecKeychain) -> AnyObject? {
+        var merged = identity.certificate
+        merged.itemClass = .identity
+        for (name, value) in identity.privateKey.attributes where merged.attributes[name] == nil && ItemClass.key.has(name) {
+            merged.attributes[name] = value
+        }
+        return build(merged, request: request, keychain: keychain) { () -> AnyObject in
+            guard let certificate = reference(identity.certificate, keychain: keychain) as? SecCertificate,
+                  let key = reference(identity.privateKey, keychain: keychain) as? SecKey else { return NSNull() }
+            return SecIdentity(certificate: certificate, privateKey: key)
+        }
+    }
+
     /// One result per item: a single value for one return type, a dictionary for several.
     static func build(_ item: Item, request: SecItemRequest, keychain: SecKeychain) -> AnyObject? {
-        let ref = { SecKeychainItem(itemClass: item.itemClass, rowID: item.rowID, keychainPath: keychain.path) }
+        build(item, request: request, keychain: keychain) { reference(item, keychain: keychain) }
+    }
+
+    private static func build(_ item: Item, request: SecItemRequest, keychain: SecKeychain, reference ref: () -> AnyObject) -> AnyObject? {
         let persistent = { Data(item.persistentReference.bytes) }
         if request.returnCount > 1 {
             var dict: [String: Any] = request.returnAttributes ? attributes(item) : [:]

@@ -2,6 +2,8 @@
 enum AttributeSchema {
     enum Kind {
         case string, data, number, bool, date
+        /// A number that Apple's constants give as decimal text (kSecAttrKeyTypeRSA is "42").
+        case decimal
         /// A four-character code such as kSecAttrProtocolHTTPS ("htps"); numbers are accepted too.
         case code
         /// String or data (Apple stores account and service as blobs).
@@ -60,7 +62,8 @@ enum AttributeSchema {
 
     private static func keyKind(_ key: String) -> Kind? {
         switch key {
-        case "kcls", "type", "bsiz", "esiz", "crtr": return .number
+        case "kcls", "type", "bsiz", "esiz": return .decimal
+        case "crtr": return .number
         case "klbl": return .data
         case "atag": return .blob
         case "perm", "encr", "decr", "drve", "sign", "vrfy", "wrap", "unwp": return .bool
@@ -109,7 +112,7 @@ enum AttributeSchema {
         default: break
         }
         switch kind {
-        case .number?: return .int(0)
+        case .number?, .decimal?: return .int(0)
         case .bool?: return .bool(false)
         case .data?: return .data([])
         case .date?: return .date(0)
@@ -135,6 +138,11 @@ enum AttributeSchema {
         case (.number, .string(let s)) where s.utf8.count == 4:
             // Creator and type are four-character codes held in a number, as on macOS.
             return .int(Int64(s.utf8.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }))
+        case (.decimal, .int):
+            return value
+        case (.decimal, .string(let s)):
+            guard let number = Int64(s) else { throw KeychainError.param("attribute \(key) must be a number") }
+            return .int(number)
         case (.code, .string), (.code, .int):
             return value
         case (.protection, .string(let s)):

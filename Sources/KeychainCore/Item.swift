@@ -62,6 +62,8 @@ public struct Query: Sendable {
     public var caseInsensitive = false
     /// kSecMatchItemList / kSecValuePersistentRef: only these rows.
     public var rows: [Int64]?
+    /// kSecMatchSubjectContains, kSecMatchIssuers, ...: conditions on a certificate's data.
+    public var certificateFilter: CertificateFilter?
 
     public init(itemClass: ItemClass, attributes: [String: AttributeValue] = [:]) {
         self.itemClass = itemClass

@@ -17,6 +17,14 @@ public enum ItemClass: String, CaseIterable, Sendable {
         }
     }
 
+    /// Whether items of this class have the attribute `key`.
+    public func has(_ key: String) -> Bool { AttributeSchema.kind(key, for: self) != nil }
+
+    /// `value` checked and converted as the engine stores it for `key` (errSecParam if it cannot be).
+    public func normalize(_ key: String, _ value: AttributeValue) throws -> AttributeValue {
+        try AttributeSchema.normalize(key, value, for: self)
+    }
+
     init?(code: Int64) {
         guard let match = ItemClass.allCases.first(where: { $0.code == code }) else { return nil }
         self = match

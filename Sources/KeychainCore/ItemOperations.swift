@@ -14,6 +14,17 @@ extension KeychainStore {
         }
     }
 
+    /// Adds several items in one transaction: all of them or, on any error, none (an identity is
+    /// a certificate and a private key that must not be stored apart).
+    @discardableResult
+    public func add(_ items: [Item]) throws -> [Item] {
+        let prepared = try items.map { try Self.prepareNew($0, keepingDates: false) }
+        return try withLock {
+            let keys = currentKeys()
+            return try db.transaction { try prepared.map { try insert($0.0, secret: $0.1, keys: keys) } }
+        }
+    }
+
     /// Removes what `query` matches (nothing is fine) and adds `item`, in one transaction: other
     /// processes see the old item or the new one, never neither.
     @discardableResult
@@ -33,13 +44,13 @@ extension KeychainStore {
 
     /// Defaults, dates and the secret's hash for a new item.
     private static func prepareNew(_ item: Item, keepingDates: Bool) throws -> (Item, Bytes) {
-        var item = try normalized(item)
+        var (item, secret) = try DerivedAttributes.apply(to: normalized(item), secret: item.secret ?? [])
         let stamp = AttributeValue.date(now())
         if !keepingDates || item.attributes["cdat"] == nil { item.attributes["cdat"] = stamp }
         if !keepingDates || item.attributes["mdat"] == nil { item.attributes["mdat"] = stamp }
         item.attributes["pdmn"] = .string(item.protection.rawValue)
         if item.attributes["sync"] == nil { item.attributes["sync"] = .bool(false) }
-        let secret = item.secret ?? []
+        item.secret = secret
         try checkSize(secret)
         item.attributes["sha1"] = .data(Crypto.sha1(secret))
         return (item, secret)
@@ -74,6 +85,7 @@ extension KeychainStore {
             let (rows, lockedSpace) = try candidates(query, keys: keys)
             var found: [Item] = []
             var skippedLocked = false
+            var chain = CertificateChainSource(store: self, keys: keys)
             for row in rows {
                 if let limit, found.count >= limit { break }
                 guard keys.has(row.lockClass) else {
@@ -82,7 +94,13 @@ extension KeychainStore {
                 }
                 var item = try openAttributes(row, keys: keys)
                 guard query.matches(item) else { continue }
-                if includeSecret { item.secret = try openSecret(row, keys: keys) }
+                if let filter = query.certificateFilter, query.itemClass == .certificate {
+                    let der = try openSecret(row, keys: keys)
+                    guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
+                    if includeSecret { item.secret = der }
+                } else if includeSecret {
+                    item.secret = try openSecret(row, keys: keys)
+                }
                 found.append(item)
             }
             if found.isEmpty {
@@ -99,6 +117,12 @@ extension KeychainStore {
     public func update(_ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil) throws -> Int {
         let query = try Self.normalized(query)
         try Self.checkAttributesSize(changes)
+        if query.itemClass == .identity {
+            throw KeychainError.param("identities are updated through their certificate or key")
+        }
+        if query.itemClass == .certificate, let key = changes.keys.first(where: DerivedAttributes.certificateReadOnly.contains) {
+            throw KeychainError.param("\(key) is read-only: it comes from the certificate's data")
+        }
         var changes = try changes.reduce(into: [String: AttributeValue]()) { out, pair in
             guard !["cdat", "mdat", "sha1"].contains(pair.key) else { return }
             out[pair.key] = try AttributeSchema.normalize(pair.key, pair.value, for: query.itemClass)
@@ -115,11 +139,16 @@ extension KeychainStore {
                     var item = old
                     for (k, v) in changes { item.attributes[k] = v }
                     item.attributes["mdat"] = .date(now())
+                    var plain = try secret ?? openSecret(row, keys: keys)
+                    defer { plain.wipe() }
+                    if secret != nil {
+                        // New data for a certificate or key brings its own derived attributes.
+                        (item, plain) = try DerivedAttributes.apply(to: item, secret: plain)
+                        item.attributes["sha1"] = .data(Crypto.sha1(plain))
+                    }
                     let lockClass = item.protection.lockClass
                     guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
                     try checkUnique(item, keys: keys, excluding: row.rowID)
-                    var plain = try secret ?? openSecret(row, keys: keys)
-                    defer { plain.wipe() }
                     let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
                     try db.statement("""
                         UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ?
@@ -147,6 +176,22 @@ extension KeychainStore {
         }
     }
 
+    /// Deletes the items these references name, in one transaction; returns how many existed.
+    @discardableResult
+    public func delete(references: [PersistentReference]) throws -> Int {
+        try withLock {
+            try db.transaction {
+                let stmt = try db.statement("DELETE FROM items WHERE rowid = ? AND class = ?")
+                var deleted = 0
+                for reference in Set(references) {
+                    try stmt.run([.int(reference.rowID), .int(reference.itemClass.code)])
+                    deleted += Int(db.changes)
+                }
+                return deleted
+            }
+        }
+    }
+
     /// The secret of one item found earlier.
     public func secret(of item: Item) throws -> Bytes {
         var query = Query(itemClass: item.itemClass)
@@ -167,6 +212,12 @@ extension KeychainStore {
     }
 
     // MARK: Internals
+
+    /// Every certificate that can be read now, for chain walks; runs under the caller's lock.
+    func readableCertificates(keys: ClassKeys) throws -> [Certificate] {
+        let (rows, _) = try candidates(Query(itemClass: .certificate), keys: keys)
+        return try rows.filter { keys.has($0.lockClass) }.map { try Certificate(der: openSecret($0, keys: keys)) }
+    }
 
     private func deleteRows(_ rowIDs: [Int64]) throws {
         let stmt = try db.statement("DELETE FROM items WHERE rowid = ?")

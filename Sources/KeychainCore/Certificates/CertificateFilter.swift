@@ -1,0 +1,65 @@
+/// The search keys that look inside a certificate rather than at its stored attributes.
+public struct CertificateFilter: Sendable {
+    /// kSecMatchSubjectContains: some attribute value of the subject contains this text.
+    public var subjectContains: String?
+    /// kSecMatchEmailAddressIfPresent: the certificate has this address, or has no address at all.
+    public var emailAddressIfPresent: String?
+    /// kSecMatchIssuers: DER Names, one of which must issue a certificate of the chain.
+    public var issuers: [Bytes]?
+    /// kSecMatchValidOnDate: seconds since 1970 that must fall within the validity period.
+    public var validOn: Double?
+    /// kSecMatchCaseInsensitive applies to kSecMatchSubjectContains too.
+    public var caseInsensitive = false
+
+    public init() {}
+
+    func accepts(_ certificate: Certificate, chain: inout CertificateChainSource) throws -> Bool {
+        if let validOn, !certificate.isValid(at: validOn) { return false }
+        if let wanted = subjectContains {
+            let needle = caseInsensitive ? wanted.lowercased() : wanted
+            let found = certificate.subjectValues.contains { value in
+                (caseInsensitive ? value.lowercased() : value).contains(needle)
+            }
+            if !found { return false }
+        }
+        if let wanted = emailAddressIfPresent, !certificate.emailAddresses.isEmpty {
+            // RFC 5321: the domain is case-insensitive; in practice so is the whole address.
+            let address = wanted.lowercased()
+            if !certificate.emailAddresses.contains(where: { $0.lowercased() == address }) { return false }
+        }
+        if let issuers {
+            let chainIssuers = try chain.issuerNames(of: certificate)
+            if !issuers.contains(where: { wanted in chainIssuers.contains { Certificate.sameName($0, wanted) } }) { return false }
+        }
+        return true
+    }
+}
+
+/// The certificates of the keychain that can be read now, loaded once per search and only when
+/// kSecMatchIssuers needs to walk up a chain.
+struct CertificateChainSource {
+    let store: KeychainStore
+    let keys: ClassKeys
+    private var loaded: [Certificate]?
+
+    init(store: KeychainStore, keys: ClassKeys) {
+        self.store = store
+        self.keys = keys
+    }
+
+    /// The issuer of `certificate`, then the issuer of that issuer's certificate when the
+    /// keychain holds it, and so on up to a self-issued root (at most 16 steps: a loop or a
+    /// hostile chain ends there).
+    mutating func issuerNames(of certificate: Certificate) throws -> [Bytes] {
+        var names = [certificate.issuer]
+        var current = certificate
+        for _ in 0..<16 where !current.isSelfIssued {
+            if loaded == nil { loaded = try store.readableCertificates(keys: keys) }
+            guard let parent = loaded!.first(where: { Certificate.sameName($0.subject, current.issuer) && $0.der != current.der })
+            else { break }
+            names.append(parent.issuer)
+            current = parent
+        }
+        return names
+    }
+}

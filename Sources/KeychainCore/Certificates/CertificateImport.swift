@@ -1,0 +1,72 @@
+/// What an import stored, and what it found already there.
+public struct ImportedItems: Sendable {
+    public var identities = 0
+    public var certificates = 0
+    public var keys = 0
+    public var alreadyPresent = 0
+
+    public var stored: Int { identities + certificates + keys }
+
+    mutating func record(_ added: Bool, as kind: WritableKeyPath<ImportedItems, Int>) {
+        if added { self[keyPath: kind] += 1 } else { alreadyPresent += 1 }
+    }
+}
+
+/// Storing certificates and keys read from files (PEM, DER, PKCS#12): `security import` and
+/// SecPKCS12Import with kSecImportExportKeychain.
+extension KeychainStore {
+    /// The private key and its certificate together, then the rest of the chain. Items already in
+    /// the keychain are counted, not replaced; errSecDuplicateItem when nothing was new.
+    @discardableResult
+    public func importBundle(_ bundle: PKCS12Bundle, label: String? = nil, protection: Protection? = nil) throws -> ImportedItems {
+        var summary = ImportedItems()
+        var rest = bundle.chain
+        if let key = bundle.privateKey, let certificate = bundle.certificate {
+            let name = label ?? bundle.label ?? certificate.subjectSummary
+            let certificateItem = Self.item(certificate, label: name, protection: protection)
+            let keyItem = Self.item(key, label: name, protection: protection)
+            do {
+                try add([keyItem, certificateItem])
+                summary.identities += 1
+            } catch let error as KeychainError where error.code == .duplicateItem {
+                // One half is there already: store the other, so that the identity is complete.
+                summary.record(try addUnlessPresent(keyItem), as: \.keys)
+                summary.record(try addUnlessPresent(certificateItem), as: \.certificates)
+            }
+        } else if let key = bundle.privateKey {
+            summary.record(try addUnlessPresent(Self.item(key, label: label ?? bundle.label, protection: protection)), as: \.keys)
+        } else if let certificate = bundle.certificate {
+            rest.insert(certificate, at: 0)
+        }
+        for certificate in rest {
+            summary.record(try addUnlessPresent(Self.item(certificate, label: nil, protection: protection)), as: \.certificates)
+        }
+        if summary.stored == 0 && summary.alreadyPresent > 0 { throw KeychainError(.duplicateItem) }
+        return summary
+    }
+
+    static func item(_ certificate: Certificate, label: String?, protection: Protection?) -> Item {
+        var item = Item(itemClass: .certificate, secret: certificate.der)
+        if let label { item["labl"] = .string(label) }
+        if let protection { item["pdmn"] = .string(protection.rawValue) }
+        return item
+    }
+
+    static func item(_ key: KeyMaterial, label: String?, protection: Protection?) -> Item {
+        var item = Item(itemClass: .key, secret: key.external)
+        item["kcls"] = .int(key.keyClass.rawValue)
+        if let label { item["labl"] = .string(label) }
+        if let protection { item["pdmn"] = .string(protection.rawValue) }
+        return item
+    }
+
+    /// False when an equal item (same primary key) is there already.
+    private func addUnlessPresent(_ item: Item) throws -> Bool {
+        do {
+            try add(item)
+            return true
+        } catch let error as KeychainError where error.code == .duplicateItem {
+            return false
+        }
+    }
+}

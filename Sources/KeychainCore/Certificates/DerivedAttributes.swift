@@ -1,0 +1,48 @@
+/// Certificates and keys carry attributes that come from their data, not from the caller: they
+/// are derived whenever the data is stored, so a search by them can be trusted.
+enum DerivedAttributes {
+    /// A certificate's attributes that only its DER decides (read-only in Apple's documentation).
+    static let certificateReadOnly: Set<String> = ["subj", "issr", "slnr", "skid", "pkhh", "ctyp", "cenc"]
+
+    /// The item with its derived attributes, and the data to store. Throws errSecDecode for data
+    /// that is not a certificate or key, errSecParam for attributes that contradict it.
+    static func apply(to item: Item, secret: Bytes) throws -> (Item, Bytes) {
+        var item = item
+        switch item.itemClass {
+        case .genericPassword, .internetPassword:
+            return (item, secret)
+        case .certificate:
+            let certificate = try Certificate(der: secret)
+            for key in certificateReadOnly { item.attributes[key] = nil }
+            item.attributes.merge(certificate.derivedAttributes) { _, derived in derived }
+            if item.attributes["labl"] == nil { item.attributes["labl"] = .string(certificate.subjectSummary) }
+            return (item, secret)
+        case .key:
+            if item.attributes["kcls"]?.intValue == KeyClass.symmetric.rawValue {
+                guard !secret.isEmpty else { throw KeychainError.param("a symmetric key needs kSecValueData") }
+                let bits = AttributeValue.int(Int64(secret.count) * 8)
+                if item.attributes["bsiz"] == nil { item.attributes["bsiz"] = bits }
+                if item.attributes["esiz"] == nil { item.attributes["esiz"] = item.attributes["bsiz"] }
+                return (item, secret)
+            }
+            let wantedClass = try item.attributes["kcls"].map { value -> KeyClass in
+                guard let raw = value.intValue, let keyClass = KeyClass(rawValue: raw) else {
+                    throw KeychainError.param("unknown kSecAttrKeyClass")
+                }
+                return keyClass
+            }
+            let wantedType = try item.attributes["type"].map { value -> KeyAlgorithm in
+                guard let raw = value.intValue, let algorithm = KeyAlgorithm(rawValue: raw) else {
+                    throw KeychainError.param("kSecAttrKeyType must be kSecAttrKeyTypeRSA or kSecAttrKeyTypeECSECPrimeRandom")
+                }
+                return algorithm
+            }
+            let material = try KeyMaterial(data: secret, keyClass: wantedClass, algorithm: wantedType)
+            item.attributes.merge(material.derivedAttributes) { _, derived in derived }
+            item.attributes.merge(material.defaultCapabilities) { given, _ in given }
+            return (item, material.external)
+        case .identity:
+            throw KeychainError.param("an identity is stored as its certificate and private key: add a SecIdentity with kSecValueRef")
+        }
+    }
+}

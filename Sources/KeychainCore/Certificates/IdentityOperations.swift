@@ -1,0 +1,80 @@
+/// A certificate and the private key whose public half it certifies.
+public struct Identity: Sendable {
+    public var certificate: Item
+    public var privateKey: Item
+
+    /// An identity's persistent reference names its certificate's row under the class "idnt".
+    public var persistentReference: PersistentReference { PersistentReference(itemClass: .identity, rowID: certificate.rowID) }
+}
+
+/// kSecClassIdentity: identities are not stored as such (as on Apple's systems) but found by
+/// pairing certificates with private keys whose kSecAttrApplicationLabel equals the
+/// certificate's kSecAttrPublicKeyHash.
+extension KeychainStore {
+    /// The identities that match, in certificate order, at most `limit`. Query attributes of the
+    /// key class select the key, all others the certificate; `rows` name certificates.
+    public func findIdentities(_ query: Query, limit: Int? = 1, includeKeyData: Bool = false) throws -> [Identity] {
+        let (certificateQuery, keyQuery) = try Self.split(query)
+        let certificates = try find(certificateQuery, limit: nil, includeSecret: true)
+        let privateKeys = try find(keyQuery, limit: nil, includeSecret: includeKeyData)
+        var keysByLabel: [AttributeValue: Item] = [:]
+        for key in privateKeys where keysByLabel[key.effectiveValue("klbl")] == nil {
+            keysByLabel[key.effectiveValue("klbl")] = key
+        }
+        var found: [Identity] = []
+        for certificate in certificates {
+            if let limit, found.count >= limit { break }
+            if let key = keysByLabel[certificate.effectiveValue("pkhh")] {
+                found.append(Identity(certificate: certificate, privateKey: key))
+            }
+        }
+        guard !found.isEmpty else { throw KeychainError(.itemNotFound) }
+        return found
+    }
+
+    /// Deletes the certificate and the private key of every matching identity, in one transaction.
+    @discardableResult
+    public func deleteIdentities(_ query: Query) throws -> Int {
+        let identities = try findIdentities(query, limit: nil)
+        try delete(references: identities.flatMap { [$0.certificate.persistentReference, $0.privateKey.persistentReference] })
+        return identities.count
+    }
+
+    /// Adds a certificate and its private key together; errSecParam if they do not belong together.
+    @discardableResult
+    public func addIdentity(certificate: Item, privateKey: Item) throws -> Identity {
+        guard certificate.itemClass == .certificate, privateKey.itemClass == .key else {
+            throw KeychainError.param("an identity is a certificate and a key")
+        }
+        let parsed = try Certificate(der: certificate.secret ?? [])
+        let material = try KeyMaterial(data: privateKey.secret ?? [], keyClass: .private)
+        guard material.applicationLabel == parsed.publicKeyHash else {
+            throw KeychainError.param("the private key does not belong to the certificate")
+        }
+        let stored = try add([privateKey, certificate])
+        return Identity(certificate: stored[1], privateKey: stored[0])
+    }
+
+    /// The certificate half and the key half of an identity query.
+    static func split(_ query: Query) throws -> (Query, Query) {
+        var certificateQuery = Query(itemClass: .certificate)
+        var keyQuery = Query(itemClass: .key)
+        for (name, value) in query.attributes {
+            if AttributeSchema.kind(name, for: .certificate) != nil {
+                certificateQuery.attributes[name] = value
+            } else if AttributeSchema.kind(name, for: .key) != nil {
+                keyQuery.attributes[name] = value
+            } else {
+                throw KeychainError.param("attribute \(name) does not belong to identities")
+            }
+        }
+        keyQuery.attributes["kcls"] = .int(KeyClass.private.rawValue)
+        certificateQuery.rows = query.rows
+        certificateQuery.certificateFilter = query.certificateFilter
+        certificateQuery.synchronizable = query.synchronizable
+        keyQuery.synchronizable = query.synchronizable
+        certificateQuery.caseInsensitive = query.caseInsensitive
+        keyQuery.caseInsensitive = query.caseInsensitive
+        return (certificateQuery, keyQuery)
+    }
+}
