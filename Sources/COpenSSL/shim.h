@@ -17,3 +17,9 @@
 /* Selections built from other macros, which Swift does not import. */
 static const int KEYCHAIN_EVP_PKEY_KEYPAIR = EVP_PKEY_KEYPAIR;
 static const int KEYCHAIN_EVP_PKEY_PUBLIC_KEY = EVP_PKEY_PUBLIC_KEY;
+
+/* OSSL_PARAM_BLD keeps the key pointers it is given; Swift passes a macro string as a temporary
+ * copy, so the builder's keys must be these, which live as long as the program. */
+static const char *const KEYCHAIN_PARAM_GROUP_NAME = OSSL_PKEY_PARAM_GROUP_NAME;
+static const char *const KEYCHAIN_PARAM_PUB_KEY = OSSL_PKEY_PARAM_PUB_KEY;
+static const char *const KEYCHAIN_PARAM_PRIV_KEY = OSSL_PKEY_PARAM_PRIV_KEY;

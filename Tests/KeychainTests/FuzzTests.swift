@@ -24,14 +24,24 @@ final class FuzzTests: XCTestCase {
         kSecValueRef, kSecValuePersistentRef, kSecReturnData, kSecReturnAttributes, kSecReturnRef,
         kSecReturnPersistentRef, kSecMatchLimit, kSecMatchCaseInsensitive, kSecMatchItemList, kSecUseKeychain,
         kSecAttrAccessControl, kSecUseDataProtectionKeychain, kSecAttrKeyType, kSecAttrApplicationTag, "", "bogus", "\u{0}",
+        kSecAttrKeyClass, kSecAttrKeySizeInBits, kSecAttrCanSign, kSecAttrSubject, kSecAttrSerialNumber,
+        kSecMatchSubjectContains, kSecMatchIssuers, kSecMatchEmailAddressIfPresent, kSecMatchValidOnDate, kSecMatchTrustedOnly,
+        kSecValueData, kSecValueData,
     ]
 
     static let constants: [Any] = [
         kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey, kSecClassIdentity,
         kSecMatchLimitOne, kSecMatchLimitAll, kSecAttrAccessibleWhenUnlocked, kSecAttrAccessibleAfterFirstUnlock,
         kSecAttrAccessibleAlwaysThisDeviceOnly, kSecAttrProtocolHTTPS, kSecAttrAuthenticationTypeHTTPBasic,
-        kSecAttrSynchronizableAny,
+        kSecAttrSynchronizableAny, kSecAttrKeyTypeRSA, kSecAttrKeyTypeEC, kSecAttrKeyClassPrivate, kSecAttrKeyClassPublic,
     ]
+
+    /// Real certificates and keys (made by openssl), whole or damaged, for OpenSSL's parsers.
+    static let materials: [Data] = {
+        guard let fixtures = try? OpenSSLFixtures.get() else { return [] }
+        return ["alice.der", "ca.der", "alice.key.der", "expired.key.der", "bob.key.p8", "alice.p12", "alice.pem"]
+            .compactMap { try? fixtures.data($0) }
+    }()
 
     struct Generator: RandomNumberGenerator {
         var state: UInt64
@@ -45,7 +55,7 @@ final class FuzzTests: XCTestCase {
     }
 
     func randomValue(_ g: inout Generator, depth: Int = 0) -> Any {
-        switch Int.random(in: 0..<14, using: &g) {
+        switch Int.random(in: 0..<15, using: &g) {
         case 0: return Self.constants.randomElement(using: &g)!
         case 1: return ["", "a", "example.com", "\u{0}x", "ü€𝄞", String(repeating: "s", count: 70_000)].randomElement(using: &g)!
         case 2: return [0, 1, -1, Int.max, Int.min, 65_536, 443].randomElement(using: &g)!
@@ -59,6 +69,14 @@ final class FuzzTests: XCTestCase {
         case 10: return Data(repeating: 7, count: [0, 1, 1 << 16].randomElement(using: &g)!)
         case 11: return UInt64.max
         case 12: return NSNumber(value: Bool.random(using: &g))
+        case 13 where !Self.materials.isEmpty:
+            var material = Self.materials.randomElement(using: &g)!
+            switch Int.random(in: 0..<3, using: &g) {
+            case 0: material[Int.random(in: 0..<material.count, using: &g)] ^= UInt8.random(in: 1...255, using: &g)
+            case 1: material = material.prefix(Int.random(in: 0..<material.count, using: &g))
+            default: break
+            }
+            return material
         default: return "item\(Int.random(in: 0..<4, using: &g))"
         }
     }
@@ -66,7 +84,8 @@ final class FuzzTests: XCTestCase {
     func randomDictionary(_ g: inout Generator) -> [String: Any] {
         var dictionary: [String: Any] = [:]
         if Int.random(in: 0..<4, using: &g) != 0 {
-            dictionary[kSecClass] = [kSecClassGenericPassword, kSecClassInternetPassword].randomElement(using: &g)!
+            dictionary[kSecClass] = [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey,
+                                     kSecClassIdentity].randomElement(using: &g)!
         }
         for _ in 0..<Int.random(in: 0..<7, using: &g) {
             dictionary[Self.keys.randomElement(using: &g)!] = randomValue(&g)

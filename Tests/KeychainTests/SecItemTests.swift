@@ -304,10 +304,11 @@ final class SecItemTests: XCTestCase {
         XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword], nil), errSecItemNotFound, "nothing was added")
     }
 
-    func testCertificateKeyAndIdentityClassesAreNotYetSupported() {
-        for cls in [kSecClassCertificate, kSecClassKey, kSecClassIdentity] {
-            XCTAssertEqual(SecItemAdd([kSecClass: cls, kSecValueData: Data("not a certificate".utf8)], nil), errSecUnimplemented, cls)
-            XCTAssertEqual(SecItemCopyMatching([kSecClass: cls], nil), errSecUnimplemented, cls)
+    func testDataOfTheWrongKindIsNeverStoredAsACertificateKeyOrIdentity() {
+        let expected: [(String, OSStatus)] = [(kSecClassCertificate, errSecDecode), (kSecClassKey, errSecDecode), (kSecClassIdentity, errSecParam)]
+        for (cls, status) in expected {
+            XCTAssertEqual(SecItemAdd([kSecClass: cls, kSecValueData: Data("not a certificate".utf8)], nil), status, cls)
+            XCTAssertEqual(SecItemCopyMatching([kSecClass: cls], nil), errSecItemNotFound, cls)
         }
     }
 

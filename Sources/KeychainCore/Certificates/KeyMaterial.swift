@@ -106,9 +106,10 @@ public struct KeyMaterial: Sendable {
     private static func decode(_ data: Bytes, wantedClass: KeyClass?) -> (OpaquePointer, Bool)? {
         defer { OpenSSLErrors.clear() }
         if let der = PEM.firstBlock(in: data)?.der { return decode(der, wantedClass: wantedClass) }
-        if wantedClass != .public, let key = decodeDER(data, d2i_AutoPrivateKey) { return (key, true) }
-        if wantedClass != .private, let key = decodeDER(data, d2i_PUBKEY) { return (key, false) }
-        if wantedClass != .private, let key = decodeDER(data, { d2i_PublicKey(EVP_PKEY_RSA, $0, $1, $2) }) { return (key, false) }
+        // DER says what it holds; the caller's class is checked against it afterwards.
+        if let key = decodeDER(data, d2i_AutoPrivateKey) { return (key, true) }
+        if let key = decodeDER(data, d2i_PUBKEY) { return (key, false) }
+        if let key = decodeDER(data, { d2i_PublicKey(EVP_PKEY_RSA, $0, $1, $2) }) { return (key, false) }
         return decodeX963(data, wantedClass: wantedClass)
     }
 
@@ -139,20 +140,28 @@ public struct KeyMaterial: Sendable {
             .sorted { !$0.1 && $1.1 }
         guard let (curve, isPrivate) = candidates.first else { return nil }
         let pointLength = 1 + 2 * curve.bytes
-        guard let builder = OSSL_PARAM_BLD_new() else { return nil }
-        defer { OSSL_PARAM_BLD_free(builder) }
-        var scalar: OpaquePointer?
-        defer { if let scalar { BN_clear_free(scalar) } }
         let point = Array(data[0..<pointLength])
-        guard OSSL_PARAM_BLD_push_utf8_string(builder, OSSL_PKEY_PARAM_GROUP_NAME, curve.name, 0) == 1,
-              OSSL_PARAM_BLD_push_octet_string(builder, OSSL_PKEY_PARAM_PUB_KEY, point, point.count) == 1 else { return nil }
+        var scalar: OpaquePointer?
         if isPrivate {
             let d = Array(data[pointLength...])
-            guard let bn = BN_bin2bn(d, Int32(d.count), nil) else { return nil }
-            scalar = bn
-            guard OSSL_PARAM_BLD_push_BN(builder, OSSL_PKEY_PARAM_PRIV_KEY, bn) == 1 else { return nil }
+            scalar = BN_bin2bn(d, Int32(d.count), nil)
+            if scalar == nil { return nil }
         }
-        guard let params = OSSL_PARAM_BLD_to_param(builder) else { return nil }
+        defer { if let scalar { BN_clear_free(scalar) } }
+        // The builder keeps pointers to what it is given (keys included) until
+        // OSSL_PARAM_BLD_to_param copies them, so none of them may be a temporary.
+        let params: UnsafeMutablePointer<OSSL_PARAM>? = curve.name.withCString { name in
+            point.withUnsafeBytes { pointBytes in
+                guard let builder = OSSL_PARAM_BLD_new() else { return nil }
+                defer { OSSL_PARAM_BLD_free(builder) }
+                guard OSSL_PARAM_BLD_push_utf8_string(builder, KEYCHAIN_PARAM_GROUP_NAME, name, 0) == 1,
+                      OSSL_PARAM_BLD_push_octet_string(builder, KEYCHAIN_PARAM_PUB_KEY, pointBytes.baseAddress, pointBytes.count) == 1,
+                      scalar == nil || OSSL_PARAM_BLD_push_BN(builder, KEYCHAIN_PARAM_PRIV_KEY, scalar) == 1
+                else { return nil }
+                return OSSL_PARAM_BLD_to_param(builder)
+            }
+        }
+        guard let params else { return nil }
         defer { OSSL_PARAM_free(params) }
         guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { return nil }
         defer { EVP_PKEY_CTX_free(context) }
