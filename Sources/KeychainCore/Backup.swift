@@ -3,6 +3,9 @@
 extension KeychainStore {
     static let backupMagic = Array("keychain-backup-v1\n".utf8)
 
+    /// Whether `bytes` are a backup made by exportBackup (rather than a certificate or key file).
+    public static func isBackup(_ bytes: Bytes) -> Bool { bytes.starts(with: backupMagic) }
+
     public struct ExportSummary: Sendable {
         public var backup: Bytes
         public var exported: Int

@@ -110,18 +110,19 @@ struct DumpKeychain: ParsableCommand {
         try perform("dump-keychain") {
             let store = try target.open()
             var shown = 0
-            for itemClass in [ItemClass.genericPassword, .internetPassword] {
+            for itemClass in [ItemClass.genericPassword, .internetPassword, .certificate, .key] {
                 var query = Query(itemClass: itemClass)
                 query.synchronizable = .any
                 let items: [Item]
                 do {
-                    items = try store.find(query, limit: nil, includeSecret: data)
+                    // A certificate's data is public, and its description is made from it.
+                    items = try store.find(query, limit: nil, includeSecret: data || itemClass == .certificate)
                 } catch let error as KeychainError where error.code == .itemNotFound || error.code == .interactionNotAllowed {
                     continue
                 }
                 for item in items {
                     Terminal.out(ItemFormat.describe(item, keychain: store.path))
-                    if data { Terminal.out("data:\n" + ItemFormat.passwordValue(item.secret ?? [])) }
+                    if data && item.itemClass != .key { Terminal.out("data:\n" + ItemFormat.passwordValue(item.secret ?? [])) }
                     shown += 1
                 }
             }

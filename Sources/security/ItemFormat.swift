@@ -17,7 +17,40 @@ enum ItemFormat {
         ("prot", .blob), ("ptcl", .uint32), ("scrp", .sint32), ("sdmn", .blob), ("srvr", .blob), ("type", .uint32),
     ]
 
+    /// macOS's names for a certificate's attributes (the CSSM schema), mapped to Apple's SecItem keys.
+    private static let certificateLayout: [(String, String?, Kind)] = [
+        ("alis", nil, .blob), ("cenc", "cenc", .uint32), ("ctyp", "ctyp", .uint32), ("hpky", "pkhh", .blob),
+        ("issu", "issr", .blob), ("labl", "labl", .blob), ("skid", "skid", .blob), ("snbr", "slnr", .blob), ("subj", "subj", .blob),
+    ]
+
+    private static let keyLayout: [(String, Kind)] = [
+        ("kcls", .uint32), ("labl", .blob), ("klbl", .blob), ("atag", .blob), ("type", .uint32), ("bsiz", .uint32),
+        ("esiz", .uint32), ("perm", .sint32), ("encr", .sint32), ("decr", .sint32), ("drve", .sint32), ("sign", .sint32),
+        ("vrfy", .sint32), ("wrap", .sint32), ("unwp", .sint32),
+    ]
+
     static func describe(_ item: Item, keychain: String) -> String {
+        switch item.itemClass {
+        case .certificate:
+            var lines = ["keychain: \"\(keychain)\"", "version: 512", "class: 0x80001000 ", "attributes:"]
+            let email = item.secret.flatMap { try? Certificate(der: $0) }?.emailAddresses.first
+            for (name, key, kind) in certificateLayout {
+                let v = key.map { item[$0] } ?? email.map { AttributeValue.string($0) }
+                lines.append("    \"\(name)\"<\(kind.rawValue)>=" + value(v, name: name, kind: kind))
+            }
+            return lines.joined(separator: "\n")
+        case .key:
+            // CSSM_DL_DB_RECORD_PUBLIC_KEY, _PRIVATE_KEY, _SYMMETRIC_KEY
+            let recordType = ["0x0000000F", "0x00000010", "0x00000011"][Int(item.effectiveValue("kcls").intValue ?? 0).clamped]
+            var lines = ["keychain: \"\(keychain)\"", "version: 512", "class: \(recordType) ", "attributes:"]
+            for (name, kind) in keyLayout {
+                let v = item[name]
+                lines.append("    \"\(name)\"<\(kind.rawValue)>=" + (kind == .uint32 ? number(v) : value(v, name: name, kind: kind)))
+            }
+            return lines.joined(separator: "\n")
+        default:
+            break
+        }
         var lines = ["keychain: \"\(keychain)\"", "version: 512", "class: \"\(item.itemClass.rawValue)\"", "attributes:"]
         lines.append("    0x00000007 <blob>=" + blob(item["labl"]))
         if item.itemClass == .internetPassword { lines.append("    0x00000008 <blob>=<NULL>") }
@@ -79,6 +112,12 @@ enum ItemFormat {
         return secret.map { hex2($0) }.joined()
     }
 
+    /// Sizes and classes print as numbers, never as four-character codes.
+    private static func number(_ v: AttributeValue?) -> String {
+        guard case .int(let i)? = v else { return "<NULL>" }
+        return "0x" + String(UInt32(truncatingIfNeeded: i), radix: 16, uppercase: true).leftPadded(8) + " "
+    }
+
     private static func hex2(_ b: UInt8) -> String { String(b, radix: 16, uppercase: true).leftPadded(2) }
 
     private static func timestamp(_ t: Double) -> String {
@@ -89,6 +128,10 @@ enum ItemFormat {
         strftime(&buffer, buffer.count, "%Y%m%d%H%M%SZ", &parts)
         return String(cString: buffer)
     }
+}
+
+private extension Int {
+    var clamped: Int { Swift.min(Swift.max(self, 0), 2) }
 }
 
 private extension String {

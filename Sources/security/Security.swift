@@ -19,6 +19,7 @@ struct Security: ParsableCommand {
             FindGenericPassword.self, FindInternetPassword.self,
             DeleteGenericPassword.self, DeleteInternetPassword.self,
             DumpKeychain.self, Export.self, Import.self,
+            FindCertificate.self, FindIdentity.self, DeleteCertificate.self,
         ])
 
     /// macOS lets `-w` end an add command to mean "prompt for the password"; an option that

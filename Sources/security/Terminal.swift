@@ -8,8 +8,20 @@ enum Terminal {
         fputs(line + "\n", stderr)
     }
 
-    static func out(_ line: String) {
-        fputs(line + "\n", stdout)
+    static func out(_ line: String, terminator: String = "\n") {
+        fputs(line + terminator, stdout)
+    }
+
+    static func write(_ bytes: Bytes) {
+        _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, stdout) }
+    }
+
+    /// A passphrase as text (PKCS#12 passphrases are strings).
+    static func readSecretText(prompt: String, confirm: String? = nil) throws -> String {
+        var bytes = try readSecret(prompt: prompt, confirm: confirm)
+        defer { bytes.wipe() }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw KeychainError(.param, "the passphrase is not UTF-8 text") }
+        return text
     }
 
     /// A secret from the terminal (no echo), or the first line of standard input in a pipe.

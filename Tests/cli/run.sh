@@ -23,6 +23,30 @@ finish() {
 
 
 
+# Certificates made once per run by openssl (before the cases, which run in subshells): a root
+# CA, Alice (EC key, email in subject and subjectAltName) and an expired certificate issued by
+# it, and a PKCS#12 of Alice's identity.
+make_pki() {
+    pki=$(mktemp -d /tmp/security-cli-pki-XXXXXX)
+    (
+        cd "$pki" && mkdir db && : > db/index.txt && echo 1000 > db/serial
+        printf '%s\n' '[ca]' 'default_ca = t' '[t]' 'database = db/index.txt' 'new_certs_dir = db' 'serial = db/serial' \
+            'default_md = sha256' 'policy = any' 'unique_subject = no' 'copy_extensions = copy' \
+            '[any]' 'commonName = supplied' 'emailAddress = optional' > ca.cnf
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 3650 -subj "/CN=CLI Test Root" 2>/dev/null
+        openssl ecparam -name prime256v1 -genkey -noout -out alice.key
+        openssl req -new -key alice.key -subj "/CN=Alice Example/emailAddress=alice@example.com" \
+            -addext "subjectAltName=email:alice@example.org" -out alice.csr
+        openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in alice.csr -out alice.pem -days 30 -notext 2>/dev/null
+        openssl req -new -newkey rsa:2048 -nodes -keyout old.key -subj "/CN=Expired Service" -out old.csr 2>/dev/null
+        openssl ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in old.csr -out old.pem \
+            -startdate 20200101000000Z -enddate 20210101000000Z -notext 2>/dev/null
+        openssl x509 -in ca.pem -outform DER -out ca.der
+        openssl pkcs12 -export -in alice.pem -inkey alice.key -certfile ca.pem -name "Alice Identity" \
+            -passout pass:p12pass -out alice.p12
+    ) || { echo "openssl could not make the test certificates" >&2; return 1; }
+}
+
 make_keychain() { printf '%s\n' "${2:-pw}" | "$security" create-keychain "${1:-login}"; }
 
 # --- cases ---------------------------------------------------------------------------------
@@ -290,6 +314,63 @@ keys_are_cleaned_up() {
     ! in_kernel "keychain:$id:C"
 }
 
+certificate_import_and_find() {
+    make_keychain
+    expect 51 "$(status_of "$security" import "$pki/alice.p12" -P wrong)" "wrong PKCS#12 passphrase: errSecAuthFailed"
+    expect 0 "$("$security" dump-keychain 2>/dev/null | grep -c '^class')" "nothing stored by a refused import"
+    expect "$(printf '1 identity imported.\n1 certificate imported.')" "$("$security" import "$pki/alice.p12" -P p12pass -f pkcs12)"
+    expect "1 certificate imported." "$("$security" import "$pki/old.pem")" "PEM"
+    expect 45 "$(status_of "$security" import "$pki/ca.der")" "DER, already there from the PKCS#12 chain"
+    expect 3 "$("$security" find-certificate -a | grep -c '^class: 0x80001000')"
+    # -c: common name, any case; -e: an address of the certificate; -a: all of them.
+    "$security" find-certificate -c "alice ex" | grep -qx '    "labl"<blob>="Alice Example"'
+    expect 44 "$(status_of "$security" find-certificate -c "nobody")"
+    expect 44 "$(status_of "$security" find-certificate -e "bob@example.com")"
+    expect "email addresses: alice@example.com, alice@example.org" "$("$security" find-certificate -e ALICE@example.org -m | head -1)"
+    # -p: PEM that openssl reads back as the same certificate; -Z: the hashes openssl computes.
+    "$security" find-certificate -c alice -p > "$case_dir/alice.pem"
+    expect "$(openssl x509 -in "$pki/alice.pem" -noout -fingerprint -sha1)" "$(openssl x509 -in "$case_dir/alice.pem" -noout -fingerprint -sha1)"
+    sha1=$(openssl x509 -in "$pki/alice.pem" -noout -fingerprint -sha1 | cut -d= -f2 | tr -d :)
+    sha256=$(openssl x509 -in "$pki/alice.pem" -noout -fingerprint -sha256 | cut -d= -f2 | tr -d :)
+    expect "$(printf 'SHA-256 hash: %s\nSHA-1 hash: %s' "$sha256" "$sha1")" "$("$security" find-certificate -c alice -Z | head -2)"
+    expect 3 "$("$security" find-certificate -a -p | grep -c 'BEGIN CERTIFICATE')"
+}
+
+certificate_identities_export_delete() {
+    make_keychain
+    "$security" import "$pki/alice.p12" -P p12pass >/dev/null
+    "$security" import "$pki/old.pem" >/dev/null
+    "$security" import "$pki/old.key" >/dev/null
+    out=$("$security" find-identity)
+    echo "$out" | grep -q '^  1) [0-9A-F]\{40\} "Alice Example"$'
+    echo "$out" | grep -q '"Expired Service" (CSSMERR_TP_CERT_EXPIRED)$'
+    echo "$out" | grep -qx '     2 identities found'
+    echo "$out" | grep -qx '     1 valid identities found'
+    expect 1 "$("$security" find-identity -v | grep -c '^  [0-9])')" "-v: valid only"
+    # Export: certificates as PEM; the identity only in a PKCS#12 that openssl opens.
+    expect 3 "$("$security" export -t certs -p | grep -c 'BEGIN CERTIFICATE')"
+    expect 1 "$(status_of "$security" export -t identities -P out -o "$case_dir/one.p12")" "two identities do not fit one file"
+    "$security" delete-certificate -c "Expired"
+    "$security" export -t identities -P out -o "$case_dir/alice.p12"
+    openssl pkcs12 -in "$case_dir/alice.p12" -passin pass:out -nodes 2>/dev/null | grep -q 'BEGIN PRIVATE KEY'
+    expect "$(openssl pkey -in "$pki/alice.key" -pubout)" "$(openssl pkcs12 -in "$case_dir/alice.p12" -passin pass:out -nocerts -nodes 2>/dev/null | openssl pkey -pubout)"
+    # delete-certificate: by name (exactly one), by SHA-1 hash; a name matching several is refused.
+    expect 206 "$(status_of "$security" delete-certificate -c "e")" "ambiguous name"
+    sha1=$(openssl x509 -in "$pki/ca.pem" -noout -fingerprint -sha1 | cut -d= -f2)
+    "$security" delete-certificate -Z "$sha1"
+    expect 44 "$(status_of "$security" delete-certificate -Z "$sha1")"
+    expect 1 "$("$security" find-certificate -a | grep -c '^class: 0x80001000')"
+}
+
+certificate_bad_input() {
+    make_keychain
+    printf 'hello' > "$case_dir/junk.pem"
+    expect 11 "$(status_of "$security" import "$case_dir/junk.pem")" "not a certificate: errSecDecode (-26275)"
+    head -c 200 "$pki/alice.p12" > "$case_dir/cut.p12"
+    expect 11 "$(status_of "$security" import "$case_dir/cut.p12" -P p12pass)" "a truncated PKCS#12"
+    expect 0 "$("$security" dump-keychain 2>/dev/null | grep -c '^class')" "nothing stored"
+}
+
 check "macOS script line prints s3cret" macos_script_line
 check "not found exits 44 with one line" not_found_exit_code
 check "duplicates exit 45; -U updates" duplicate_and_update
@@ -308,5 +389,10 @@ check "export/import drops ThisDeviceOnly" export_import_round_trip
 check "bad input gets clear errors" bad_input
 check "help and completion for every subcommand" help_and_completion
 check "kernel keys removed with the keychain" keys_are_cleaned_up
+make_pki
+trap 'rm -rf "$pki"' EXIT
+check "certificates: import PEM/DER/PKCS#12, find-certificate -c -e -a -p -Z -m" certificate_import_and_find
+check "identities: find-identity, export, delete-certificate" certificate_identities_export_delete
+check "certificates: bad files refused, nothing stored" certificate_bad_input
 
 summary

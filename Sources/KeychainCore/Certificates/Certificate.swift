@@ -84,6 +84,19 @@ public struct Certificate: Sendable {
     /// Issued by itself: the issuer Name is the subject Name.
     public var isSelfIssued: Bool { Self.sameName(subject, issuer) }
 
+    /// The issuers of this certificate among `candidates`, nearest first, up to a self-issued
+    /// root; at most 16, so that a loop or a hostile set ends.
+    public func issuers(among candidates: [Certificate]) -> [Certificate] {
+        var chain: [Certificate] = []
+        var current = self
+        while !current.isSelfIssued, chain.count < 16,
+              let issuer = candidates.first(where: { Self.sameName($0.subject, current.issuer) && $0.der != current.der }) {
+            chain.append(issuer)
+            current = issuer
+        }
+        return chain
+    }
+
     public func isValid(at time: Double) -> Bool { notBefore <= time && time <= notAfter }
 
     /// The attributes SecItemAdd derives; they replace whatever the caller passed for them.

@@ -47,19 +47,10 @@ struct CertificateChainSource {
         self.keys = keys
     }
 
-    /// The issuer of `certificate`, then the issuer of that issuer's certificate when the
-    /// keychain holds it, and so on up to a self-issued root (at most 16 steps: a loop or a
-    /// hostile chain ends there).
+    /// The issuer of `certificate`, then the issuers of the issuers the keychain holds.
     mutating func issuerNames(of certificate: Certificate) throws -> [Bytes] {
-        var names = [certificate.issuer]
-        var current = certificate
-        for _ in 0..<16 where !current.isSelfIssued {
-            if loaded == nil { loaded = try store.readableCertificates(keys: keys) }
-            guard let parent = loaded!.first(where: { Certificate.sameName($0.subject, current.issuer) && $0.der != current.der })
-            else { break }
-            names.append(parent.issuer)
-            current = parent
-        }
-        return names
+        if certificate.isSelfIssued { return [certificate.issuer] }
+        if loaded == nil { loaded = try store.readableCertificates(keys: keys) }
+        return [certificate.issuer] + certificate.issuers(among: loaded!).map(\.issuer)
     }
 }

@@ -21,10 +21,11 @@ extension KeychainStore {
     public func importBundle(_ bundle: PKCS12Bundle, label: String? = nil, protection: Protection? = nil) throws -> ImportedItems {
         var summary = ImportedItems()
         var rest = bundle.chain
-        if let key = bundle.privateKey, let certificate = bundle.certificate {
-            let name = label ?? bundle.label ?? certificate.subjectSummary
-            let certificateItem = Self.item(certificate, label: name, protection: protection)
-            let keyItem = Self.item(key, label: name, protection: protection)
+        if let key = bundle.privateKey, key.keyClass == .private, let certificate = bundle.certificate {
+            // As macOS does: the certificate is labelled by its subject, the key by the file's
+            // friendlyName when it has one.
+            let certificateItem = Self.item(certificate, label: label, protection: protection)
+            let keyItem = Self.item(key, label: label ?? bundle.label ?? certificate.subjectSummary, protection: protection)
             do {
                 try add([keyItem, certificateItem])
                 summary.identities += 1
@@ -33,10 +34,11 @@ extension KeychainStore {
                 summary.record(try addUnlessPresent(keyItem), as: \.keys)
                 summary.record(try addUnlessPresent(certificateItem), as: \.certificates)
             }
-        } else if let key = bundle.privateKey {
-            summary.record(try addUnlessPresent(Self.item(key, label: label ?? bundle.label, protection: protection)), as: \.keys)
-        } else if let certificate = bundle.certificate {
-            rest.insert(certificate, at: 0)
+        } else {
+            if let key = bundle.privateKey {
+                summary.record(try addUnlessPresent(Self.item(key, label: label ?? bundle.label, protection: protection)), as: \.keys)
+            }
+            if let certificate = bundle.certificate { rest.insert(certificate, at: 0) }
         }
         for certificate in rest {
             summary.record(try addUnlessPresent(Self.item(certificate, label: nil, protection: protection)), as: \.certificates)

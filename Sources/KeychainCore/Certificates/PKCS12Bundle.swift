@@ -10,6 +10,14 @@ public struct PKCS12Bundle: Sendable {
     /// The friendlyName bag attribute, when the file has one (kSecImportItemLabel).
     public var label: String?
 
+    /// What a PEM file or a set of DER files hold, grouped the same way.
+    public init(privateKey: KeyMaterial?, certificate: Certificate?, chain: [Certificate], label: String? = nil) {
+        self.privateKey = privateKey
+        self.certificate = certificate
+        self.chain = chain
+        self.label = label
+    }
+
     /// errSecDecode when `data` is not PKCS#12; errSecAuthFailed when the passphrase does not
     /// open it (a wrong passphrase is never read as "no items").
     public init(data: Bytes, passphrase: String?) throws {
@@ -80,4 +88,43 @@ public struct PKCS12Bundle: Sendable {
         }
         return (pkey, x509, stack)
     }
+}
+
+extension PKCS12Bundle {
+    /// A PKCS#12 file of one private key, its certificate and the chain, protected by
+    /// `passphrase` with OpenSSL 3's defaults (AES-256-CBC, PBKDF2, HMAC-SHA-256), which every
+    /// current tool reads.
+    public static func encode(privateKey: KeyMaterial, certificate: Certificate?, chain: [Certificate], label: String?,
+                              passphrase: String) throws -> Bytes {
+        defer { OpenSSLErrors.clear() }
+        guard !passphrase.isEmpty, !passphrase.utf8.contains(0) else { throw KeychainError.param("a PKCS#12 file needs a passphrase") }
+        let pkey = try privateKey.makePKey()
+        defer { EVP_PKEY_free(pkey) }
+        let x509 = try certificate.map { try X509Object(der: $0.der) }
+        let others = try chain.map { try X509Object(der: $0.der) }
+        guard let stack = OPENSSL_sk_new_null() else { throw KeychainError(.allocate) }
+        defer { OPENSSL_sk_free(stack) }
+        for other in others { OPENSSL_sk_push(stack, UnsafeRawPointer(other.pointer)) }
+        let iterations: Int32 = 2048
+        guard let p12 = PKCS12_create(passphrase, label, pkey, x509?.pointer, stack, 0, 0, iterations, iterations, 0) else {
+            throw KeychainError(.allocate, "cannot make the PKCS#12 file")
+        }
+        defer { PKCS12_free(p12) }
+        return try withExtendedLifetime((x509, others)) { try OpenSSLEncoding.der(of: p12, i2d_PKCS12) }
+    }
+}
+
+/// An X509 object owned by Swift, for calls that take OpenSSL's own types.
+final class X509Object {
+    let pointer: OpaquePointer
+
+    init(der: Bytes) throws {
+        guard let x509 = der.withUnsafeBufferPointer({ buffer -> OpaquePointer? in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_X509(nil, &cursor, buffer.count)
+        }) else { throw KeychainError(.decode, "the data is not a DER certificate") }
+        pointer = x509
+    }
+
+    deinit { X509_free(pointer) }
 }
