@@ -7,7 +7,10 @@ pass=0 fail=0
 check() {
     local name=$1; shift
     fresh
-    if ( set -e; "$@" ) > "$case_dir.log" 2>&1; then
+    # Not `if ( set -e; ... )`: bash ignores -e for everything run as an if condition, so a case
+    # would then fail only when its last command did.
+    ( set -e; "$@" ) > "$case_dir.log" 2>&1
+    if [ $? -eq 0 ]; then
         pass=$((pass + 1)); echo "ok   $name"
     else
         fail=$((fail + 1)); echo "FAIL $name"; sed 's/^/     /' "$case_dir.log"

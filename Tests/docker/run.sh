@@ -161,7 +161,7 @@ errors_in_the_helpers_words() {
     expect 'json: cannot unmarshal number into Go struct field Credentials.Username of type string' \
         "$(echo '{"ServerURL":"r","Username":5}' | $helper store)"
     expect 'json: cannot unmarshal array into Go value of type credentials.Credentials' "$(echo '[]' | $helper store)"
-    $helper store <<<'{"ServerURL":' | grep -q 'unexpected EOF'
+    { $helper store <<<'{"ServerURL":' || true; } | grep -q 'unexpected EOF'
     expect 'docker-credential-keychain (keychain-for-linux) 0.1.0' "$($helper version)"
     expect '{}' "$($helper list)"
 }
@@ -170,8 +170,8 @@ locked_is_one_line() {
     echo '{"ServerURL":"r.example","Username":"u","Secret":"s"}' | $helper store
     security lock-keychain
     for action in get erase; do
-        out=$(echo r.example | timeout 10 $helper $action)
-        expect 1 "$?" "$action exits 1"
+        out=$(echo r.example | timeout 10 $helper $action) && status=0 || status=$?
+        expect 1 "$status" "$action exits 1"
         expect 1 "$(echo "$out" | wc -l)"
         echo "$out" | grep -q 'security unlock-keychain'
     done

@@ -135,7 +135,9 @@ expiry_and_refresh_tokens() {
     expect fresh "$(echo "$out" | field password)"
     expect $((now + 3600)) "$(echo "$out" | field password_expiry_utc)"
     expect refresh-1 "$(echo "$out" | field oauth_refresh_token)"
-    expect fresh "$(security find-internet-password -s example.com -w | head -1)" "the password is the secret's first line"
+    # Several lines are not plain text, so -w prints hex, as macOS does.
+    first=$(security find-internet-password -s example.com -w | python3 -c 'import sys; print(bytes.fromhex(sys.stdin.read().strip()).decode().splitlines()[0])')
+    expect fresh "$first" "the password is the secret's first line"
     helper store protocol=https host=example.com username=a password=stale "password_expiry_utc=$((now - 10))" oauth_refresh_token=refresh-2
     expect "" "$(helper get protocol=https host=example.com)" "an expired password is not returned"
     helper store protocol=https host=other.example username=a password=plain
@@ -185,7 +187,7 @@ quiet_and_locked() {
 clone_and_push_over_http() {
     root=$case_dir/srv
     mkdir -p "$root"
-    git init -q --bare "$root/repo.git"
+    git init -q --bare -b main "$root/repo.git"
     git -C "$root/repo.git" config http.receivepack true
     seed=$case_dir/seed
     git init -q -b main "$seed"
