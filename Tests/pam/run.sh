@@ -188,8 +188,8 @@ wrong_keychain_password() {
 corrupt_keybag() {
     required_everywhere
     login
-    as_user sqlite3 "$keychain" "update keychain set value = x'00' where name = 'wrap.A'"
     as_user security lock-keychain
+    as_user sqlite3 "$keychain" "update keychain set value = x'00' where name = 'wrap.A'"
     before=$(digest "$keychain")
     login
     logout
@@ -259,10 +259,12 @@ auth     optional  $module debug
 account  required  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
 password required  $wrapper_modules/pam_set_items.so
 password optional  $module debug
-session  required  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
+session  optional  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
 session  optional  $module debug auto_create lock_on_close
 PAM
     chmod -R a+rX "$dir"
+    # pam_matrix's close_session deletes the HOMEDIR its open_session set, which a second pamtester
+    # process does not have (PAM_BAD_ITEM): it is optional in the session stack for that reason.
     wrapped() {
         setpriv --reuid="$uid" --regid="$gid" --init-groups env -i HOME="$home" PATH="$bin:/usr/bin:/bin" \
             LD_PRELOAD="$wrapper_lib" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$dir" "$@"
