@@ -11,7 +11,8 @@ enum Failure {
         var line = "security: "
         if let context { line += context + ": " }
         line += error.description
-        if let hint = hint(for: error.code) { line += "; " + hint }
+        // A file given to import that is not a certificate is not a damaged keychain.
+        if let hint = hint(for: error.code), !(context == "import" && error.code == .decode) { line += "; " + hint }
         line += " (\(KeychainError.name(for: error.status)))"
         Terminal.error(line)
         return ExitCode(Int32(UInt8(truncatingIfNeeded: error.status)))
