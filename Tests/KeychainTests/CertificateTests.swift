@@ -2,17 +2,8 @@ import Keychain
 import XCTest
 
 /// kSecClassCertificate: attributes derived from the DER, uniqueness, the certificate search keys.
-final class CertificateTests: XCTestCase {
-    var keychain: TestKeychain!
-    var fixtures: OpenSSLFixtures!
+final class CertificateTests: OpenSSLTestCase {
     static let all = ["ca", "alice", "expired", "intermediate", "server", "bob"]
-
-    override func setUpWithError() throws {
-        fixtures = try OpenSSLFixtures.get()
-        keychain = try TestKeychain()
-    }
-
-    override func tearDown() { keychain.tearDown() }
 
     @discardableResult
     func addCertificate(_ name: String, extra: [String: Any] = [:]) throws -> OSStatus {

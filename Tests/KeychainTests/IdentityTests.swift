@@ -2,17 +2,7 @@ import Keychain
 import XCTest
 
 /// kSecClassIdentity and PKCS#12: a certificate is an identity only where its private key is stored.
-final class IdentityTests: XCTestCase {
-    var keychain: TestKeychain!
-    var fixtures: OpenSSLFixtures!
-
-    override func setUpWithError() throws {
-        fixtures = try OpenSSLFixtures.get()
-        keychain = try TestKeychain()
-    }
-
-    override func tearDown() { keychain.tearDown() }
-
+final class IdentityTests: OpenSSLTestCase {
     func add(certificate name: String) throws {
         XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate, kSecValueData: try fixtures.data("\(name).der")], nil), errSecSuccess)
     }

@@ -2,17 +2,7 @@ import Keychain
 import XCTest
 
 /// kSecClassKey: RSA and EC keys made by openssl, stored in Apple's external representation.
-final class KeyTests: XCTestCase {
-    var keychain: TestKeychain!
-    var fixtures: OpenSSLFixtures!
-
-    override func setUpWithError() throws {
-        fixtures = try OpenSSLFixtures.get()
-        keychain = try TestKeychain()
-    }
-
-    override func tearDown() { keychain.tearDown() }
-
+final class KeyTests: OpenSSLTestCase {
     func addKey(_ data: Data, _ extra: [String: Any] = [:]) -> OSStatus {
         var item: [String: Any] = [kSecClass: kSecClassKey, kSecValueData: data]
         item.merge(extra) { _, b in b }

@@ -143,6 +143,19 @@ final class OpenSSLFixtures {
     }
 }
 
+/// A throwaway keychain and the openssl-made fixtures, for the certificate, key and identity tests.
+class OpenSSLTestCase: XCTestCase {
+    var keychain: TestKeychain!
+    var fixtures: OpenSSLFixtures!
+
+    override func setUpWithError() throws {
+        fixtures = try OpenSSLFixtures.get()
+        keychain = try TestKeychain()
+    }
+
+    override func tearDown() { keychain.tearDown() }
+}
+
 extension Data {
     init(hex: String) {
         var bytes: [UInt8] = []
