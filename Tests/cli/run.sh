@@ -134,7 +134,7 @@ lock_states() {
     "$security" status | grep -q '^WhenUnlocked: *locked'
     "$security" status | grep -q '^AfterFirstUnlock: *unlocked'
     expect 36 "$(status_of "$security" find-generic-password -a wu -w)" "WhenUnlocked refused"
-    "$security" find-generic-password -a wu -w 2>&1 | grep -q 'security unlock-keychain'
+    { "$security" find-generic-password -a wu -w 2>&1 || true; } | grep -q 'security unlock-keychain'
     expect afu-secret "$("$security" find-generic-password -a afu -w)"
     expect always-secret "$("$security" find-generic-password -a always -w)"
     expect 36 "$(status_of "$security" add-generic-password -a new -s s -w x)"
@@ -165,7 +165,7 @@ keychain_management() {
     "$security" default-keychain | grep -qx "    \"$XDG_DATA_HOME/keychains/work.keychain-db\""
     "$security" add-generic-password -a a -s s -w in-work
     expect in-work "$("$security" find-generic-password -a a -w work.keychain)"
-    expect 1 "$(status_of "$security" create-keychain -p x work)" "create over an existing keychain fails"
+    expect 48 "$(status_of "$security" create-keychain -p x work)" "create over an existing keychain: errSecDuplicateKeychain"
     "$security" show-keychain-info | grep -q 'no-timeout'
     "$security" set-keychain-settings -l -t 600
     "$security" show-keychain-info | grep -q 'lock-on-session-end timeout=600s'
@@ -349,7 +349,7 @@ certificate_identities_export_delete() {
     expect 1 "$("$security" find-identity -v | grep -c '^  [0-9])')" "-v: valid only"
     # Export: certificates as PEM; the identity only in a PKCS#12 that openssl opens.
     expect 3 "$("$security" export -t certs -p | grep -c 'BEGIN CERTIFICATE')"
-    expect 1 "$(status_of "$security" export -t identities -P out -o "$case_dir/one.p12")" "two identities do not fit one file"
+    expect 206 "$(status_of "$security" export -t identities -P out -o "$case_dir/one.p12")" "two identities do not fit one file"
     "$security" delete-certificate -c "Expired"
     "$security" export -t identities -P out -o "$case_dir/alice.p12"
     openssl pkcs12 -in "$case_dir/alice.p12" -passin pass:out -nodes 2>/dev/null | grep -q 'BEGIN PRIVATE KEY'
@@ -365,9 +365,9 @@ certificate_identities_export_delete() {
 certificate_bad_input() {
     make_keychain
     printf 'hello' > "$case_dir/junk.pem"
-    expect 11 "$(status_of "$security" import "$case_dir/junk.pem")" "not a certificate: errSecDecode (-26275)"
+    expect 93 "$(status_of "$security" import "$case_dir/junk.pem")" "not a certificate: errSecDecode (-26275)"
     head -c 200 "$pki/alice.p12" > "$case_dir/cut.p12"
-    expect 11 "$(status_of "$security" import "$case_dir/cut.p12" -P p12pass)" "a truncated PKCS#12"
+    expect 93 "$(status_of "$security" import "$case_dir/cut.p12" -P p12pass)" "a truncated PKCS#12"
     expect 0 "$("$security" dump-keychain 2>/dev/null | grep -c '^class')" "nothing stored"
 }
 
