@@ -78,7 +78,7 @@ struct SecItemRequest {
         case "v_Ref":
             if let ref = value as? SecKeychainItem {
                 addRows([ref.rowID])
-            } else if value is SecCertificate || value is SecKey || value is SecIdentity {
+            } else if Self.itemClass(of: value) != nil {
                 valueRef = value as AnyObject
             } else {
                 throw KeychainError.param("kSecValueRef must be an item, certificate, key or identity reference")
@@ -88,7 +88,7 @@ struct SecItemRequest {
             addRows(try list.map { entry in
                 if let ref = entry as? SecKeychainItem { return ref.rowID }
                 if let stored = Self.storedReference(entry) { return stored.rowID }
-                if entry is SecCertificate || entry is SecKey || entry is SecIdentity {
+                if Self.itemClass(of: entry) != nil {
                     throw KeychainError(.unimplemented, "kSecMatchItemList with references to items in no keychain")
                 }
                 return try Self.row(fromPersistentRef: entry)

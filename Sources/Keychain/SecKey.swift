@@ -46,15 +46,9 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
             guard let converted = SecItemRequest.attributeValue(value) else { throw KeychainError.param("attribute \(name) has an unsupported type") }
             typed[name] = try ItemClass.key.normalize(name, converted)
         }
-        let keyClass = try typed["kcls"].map { v -> KeyClass in
-            guard let c = v.intValue.flatMap(KeyClass.init(rawValue:)) else { throw KeychainError.param("unknown kSecAttrKeyClass") }
-            return c
-        }
+        let keyClass = try KeyClass.named(by: typed["kcls"])
         if keyClass == .symmetric { return SecKey(symmetric: Array(keyData), attributes: typed, stored: nil) }
-        let algorithm = try typed["type"].map { v -> KeyAlgorithm in
-            guard let a = v.intValue.flatMap(KeyAlgorithm.init(rawValue:)) else { throw KeychainError.param("unsupported kSecAttrKeyType") }
-            return a
-        }
+        let algorithm = try KeyAlgorithm.named(by: typed["type"])
         return SecKey(try KeyMaterial(data: Array(keyData), keyClass: keyClass, algorithm: algorithm), attributes: typed)
     } catch let caught {
         report(caught, error)

@@ -25,18 +25,8 @@ enum DerivedAttributes {
                 if item.attributes["esiz"] == nil { item.attributes["esiz"] = item.attributes["bsiz"] }
                 return (item, secret)
             }
-            let wantedClass = try item.attributes["kcls"].map { value -> KeyClass in
-                guard let raw = value.intValue, let keyClass = KeyClass(rawValue: raw) else {
-                    throw KeychainError.param("unknown kSecAttrKeyClass")
-                }
-                return keyClass
-            }
-            let wantedType = try item.attributes["type"].map { value -> KeyAlgorithm in
-                guard let raw = value.intValue, let algorithm = KeyAlgorithm(rawValue: raw) else {
-                    throw KeychainError.param("kSecAttrKeyType must be kSecAttrKeyTypeRSA or kSecAttrKeyTypeECSECPrimeRandom")
-                }
-                return algorithm
-            }
+            let wantedClass = try KeyClass.named(by: item.attributes["kcls"])
+            let wantedType = try KeyAlgorithm.named(by: item.attributes["type"])
             let material = try KeyMaterial(data: secret, keyClass: wantedClass, algorithm: wantedType)
             item.attributes.merge(material.derivedAttributes) { _, derived in derived }
             item.attributes.merge(material.defaultCapabilities) { given, _ in given }

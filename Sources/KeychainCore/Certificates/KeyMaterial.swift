@@ -7,10 +7,30 @@ public enum KeyClass: Int64, Sendable {
     case symmetric = 2
 }
 
+extension KeyClass {
+    /// The class a kSecAttrKeyClass attribute names, nil when absent; errSecParam when unknown.
+    public static func named(by value: AttributeValue?) throws -> KeyClass? {
+        guard let value else { return nil }
+        guard let keyClass = value.intValue.flatMap(KeyClass.init(rawValue:)) else { throw KeychainError.param("unknown kSecAttrKeyClass") }
+        return keyClass
+    }
+}
+
 /// kSecAttrKeyType values this engine understands for asymmetric keys (CSSM_ALGID numbers).
 public enum KeyAlgorithm: Int64, Sendable {
     case rsa = 42
     case ec = 73
+}
+
+extension KeyAlgorithm {
+    /// The algorithm a kSecAttrKeyType attribute names, nil when absent; errSecParam when unsupported.
+    public static func named(by value: AttributeValue?) throws -> KeyAlgorithm? {
+        guard let value else { return nil }
+        guard let algorithm = value.intValue.flatMap(KeyAlgorithm.init(rawValue:)) else {
+            throw KeychainError.param("kSecAttrKeyType must be kSecAttrKeyTypeRSA or kSecAttrKeyTypeECSECPrimeRandom")
+        }
+        return algorithm
+    }
 }
 
 /// An RSA or EC key, read from any of the forms people have and kept in Apple's external
