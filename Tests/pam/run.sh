@@ -17,14 +17,30 @@ if [ "$(id -u)" != 0 ]; then
     exit 0
 fi
 
+devlog= devlog_pid= stage=
+cleanup() {
+    [ -z "$devlog_pid" ] || kill "$devlog_pid" 2>/dev/null
+    [ -z "$devlog" ] || rm -f "$devlog"
+    [ -z "$stage" ] || rm -rf "$stage"
+}
+trap cleanup EXIT
+
+# The throwaway users run `security` and pam_wrapper loads the module in their processes, and
+# they may not be able to reach the checkout (a clone under /root is 0700): they get copies in a
+# folder anyone can read, and every command starts from /, not from a folder they cannot enter.
+stage=$(mktemp -d /tmp/pam-bin-XXXXXX)
+cp "$bin/security" "$bin/libpam_keychain.so" "$stage/"
+chmod 755 "$stage" "$stage/security" "$stage/libpam_keychain.so"
+bin=$stage
+module=$bin/libpam_keychain.so
+cd /
+
 # Our own /dev/log when the machine has no syslog, so the module's lines can be read.
-devlog=
 if [ ! -e /dev/log ]; then
     devlog=$(mktemp /tmp/pam-devlog-XXXXXX)
     python3 "$here/devlog.py" "$devlog" 900 &
     devlog_pid=$!
     for _ in $(seq 50); do [ -S /dev/log ] && break; sleep 0.1; done
-    trap 'kill $devlog_pid 2>/dev/null' EXIT
 fi
 
 password='Login-pass-1'
