@@ -23,10 +23,11 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
     }
 }
 
-/// The data a kSecValueRef stands for: a certificate's DER, a key's external representation.
-private func valueData(of request: SecItemRequest) throws -> Bytes {
+/// The data a kSecValueRef stands for: a certificate's DER, a key's external representation;
+/// nil without one (the item then has no data, as on Apple's systems).
+private func valueData(of request: SecItemRequest) throws -> Bytes? {
     switch (request.itemClass, request.valueRef) {
-    case (_, nil): return []
+    case (_, nil): return nil
     case (.certificate, let certificate as SecCertificate): return certificate.certificate.der
     case (.key, let key as SecKey): return key.data
     default: throw KeychainError.param("kSecValueRef does not fit kSecClass \(request.itemClass.rawValue)")
@@ -87,6 +88,8 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     secStatus {
+        // Apple's s3dl_query_update (SecItemDb.c) refuses any match key, kSecMatchLimit included.
+        if let key = query.keys.first(where: { $0.hasPrefix("m_") }) { throw KeychainError.param("\(key) in SecItemUpdate") }
         let request = try SecItemRequest(query)
         guard request.returnCount == 0 else { throw KeychainError.param("kSecReturn* keys in SecItemUpdate") }
         guard !attributesToUpdate.isEmpty else { throw KeychainError.param("nothing to update") }

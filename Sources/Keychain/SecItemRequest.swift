@@ -13,6 +13,8 @@ struct SecItemRequest {
     var limit: Limit?
     var caseInsensitive = false
     var rows: [Int64]?
+    /// kSecValuePersistentRef: names its item by itself, class included.
+    var reference: PersistentReference?
     var keychain: SecKeychain?
     /// kSecValueRef of a certificate, key or identity: what SecItemAdd stores, what a search names.
     var valueRef: AnyObject?
@@ -25,8 +27,9 @@ struct SecItemRequest {
     private static let accepted: Set<String> = ["nleg", "u_AuthUI", "u_OpPrompt", "u_NoAuthUI", "u_CallerName", "u_AuthCtx"]
 
     init(_ dictionary: [String: Any]) throws {
-        // Apple lets kSecValueRef stand for kSecClass.
-        guard let raw = dictionary["class"] ?? dictionary["v_Ref"].flatMap(Self.itemClass(of:))?.rawValue else {
+        // Apple lets kSecValueRef and kSecValuePersistentRef stand for kSecClass.
+        guard let raw = dictionary["class"] ?? dictionary["v_Ref"].flatMap(Self.itemClass(of:))?.rawValue
+                ?? dictionary["v_PersistentRef"].flatMap({ try? Self.persistentReference($0) })?.itemClass.rawValue else {
             throw KeychainError.param("the dictionary has no kSecClass")
         }
         guard let name = raw as? String, let cls = ItemClass(rawValue: name) else {
@@ -74,7 +77,9 @@ struct SecItemRequest {
             guard let data = value as? Data else { throw KeychainError.param("kSecValueData must be Data") }
             secret = Array(data)
         case "v_PersistentRef":
-            addRows([try Self.row(fromPersistentRef: value)])
+            let ref = try Self.persistentReference(value)
+            reference = ref
+            addRows([ref.rowID])
         case "v_Ref":
             if let ref = value as? SecKeychainItem {
                 addRows([ref.rowID])
@@ -91,7 +96,7 @@ struct SecItemRequest {
                 if Self.itemClass(of: entry) != nil {
                     throw KeychainError(.unimplemented, "kSecMatchItemList with references to items in no keychain")
                 }
-                return try Self.row(fromPersistentRef: entry)
+                return try Self.persistentReference(entry).rowID
             })
         case "m_SubjectContains":
             guard let text = value as? String else { throw KeychainError.param("kSecMatchSubjectContains must be a string") }
@@ -150,8 +155,11 @@ struct SecItemRequest {
     /// The engine's query for this dictionary's search part. A reference from a keychain names
     /// its row; one made in memory names what makes its item unique.
     var query: Query {
-        var q = Query(itemClass: itemClass, attributes: attributes)
-        q.synchronizable = synchronizable ?? .no
+        var q = reference.map(Query.init(reference:)) ?? Query(itemClass: itemClass)
+        // A kSecClass other than the reference's own matches nothing.
+        q.itemClass = itemClass
+        q.attributes = attributes
+        if let synchronizable { q.synchronizable = synchronizable }
         q.caseInsensitive = caseInsensitive
         q.rows = rows
         q.certificateFilter = certificateFilter
@@ -198,11 +206,11 @@ struct SecItemRequest {
         return count == 1 ? .one : .count(Int(clamping: count))
     }
 
-    static func row(fromPersistentRef value: Any) throws -> Int64 {
+    static func persistentReference(_ value: Any) throws -> PersistentReference {
         guard let data = value as? Data, let ref = PersistentReference(bytes: Array(data)) else {
             throw KeychainError.param("not a persistent reference")
         }
-        return ref.rowID
+        return ref
     }
 
     /// CF values to engine values. Linux Foundation has no CFBoolean, but an NSNumber made from a

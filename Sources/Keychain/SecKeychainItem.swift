@@ -95,7 +95,8 @@ enum SecItemResult {
         if request.returnCount > 1 {
             var dict: [String: Any] = request.returnAttributes ? attributes(item) : [:]
             if request.returnAttributes { dict["class"] = item.itemClass.rawValue }
-            if request.returnData { dict["v_Data"] = Data(item.secret ?? []) }
+            // An item without data has no kSecValueData key (Apple's handle_result, SecItemDb.c).
+            if request.returnData, let secret = item.secret { dict["v_Data"] = Data(secret) }
             if request.returnRef { dict["v_Ref"] = ref() }
             if request.returnPersistentRef { dict["v_PersistentRef"] = persistent() }
             return NSDictionary(dictionary: dict)

@@ -3,6 +3,7 @@
 public struct Item: Sendable {
     public var itemClass: ItemClass
     public var attributes: [String: AttributeValue]
+    /// nil when not asked for, and for an item that has no data (added without any).
     public var secret: Bytes?
     public internal(set) var rowID: Int64 = 0
 
@@ -68,6 +69,15 @@ public struct Query: Sendable {
     public init(itemClass: ItemClass, attributes: [String: AttributeValue] = [:]) {
         self.itemClass = itemClass
         self.attributes = attributes
+    }
+
+    /// The one item a persistent reference names, whether it is synchronizable or not: Apple adds
+    /// no kSecAttrSynchronizable filter to a query that holds one (SecDbQuery.c,
+    /// query_create_with_limit).
+    public init(reference: PersistentReference) {
+        self.init(itemClass: reference.itemClass)
+        rows = [reference.rowID]
+        synchronizable = .any
     }
 
     /// The query that names exactly the item `item` would collide with: every attribute of its

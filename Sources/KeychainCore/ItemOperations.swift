@@ -42,8 +42,10 @@ extension KeychainStore {
         }
     }
 
-    /// Defaults, dates and the secret's hash for a new item.
-    private static func prepareNew(_ item: Item, keepingDates: Bool) throws -> (Item, Bytes) {
+    /// Defaults, dates and the secret's hash for a new item. An item given no secret keeps none
+    /// (a password added without kSecValueData); certificates and keys cannot be made without.
+    private static func prepareNew(_ item: Item, keepingDates: Bool) throws -> (Item, Bytes?) {
+        let hasData = item.secret != nil
         var (item, secret) = try DerivedAttributes.apply(to: normalized(item), secret: item.secret ?? [])
         let stamp = AttributeValue.date(now())
         if !keepingDates || item.attributes["cdat"] == nil { item.attributes["cdat"] = stamp }
@@ -53,11 +55,11 @@ extension KeychainStore {
         item.secret = secret
         try checkSize(secret)
         item.attributes["sha1"] = .data(Crypto.sha1(secret))
-        return (item, secret)
+        return (item, hasData ? secret : nil)
     }
 
     /// Inserts inside the caller's transaction.
-    private func insert(_ item: Item, secret: Bytes, keys: ClassKeys) throws -> Item {
+    private func insert(_ item: Item, secret: Bytes?, keys: ClassKeys) throws -> Item {
         guard keys.canWrite(item.protection.lockClass) else {
             throw KeychainError.locked("keychain is locked: cannot add a \(item.protection.rawValue) item")
         }
@@ -95,7 +97,7 @@ extension KeychainStore {
                 var item = try openAttributes(row, keys: keys)
                 guard query.matches(item) else { continue }
                 if let filter = query.certificateFilter, query.itemClass == .certificate {
-                    let der = try openSecret(row, keys: keys)
+                    let der = try openSecret(row, keys: keys) ?? []
                     guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
                     if includeSecret { item.secret = der }
                 } else if includeSecret {
@@ -140,11 +142,13 @@ extension KeychainStore {
                     for (k, v) in changes { item.attributes[k] = v }
                     item.attributes["mdat"] = .date(now())
                     var plain = try secret ?? openSecret(row, keys: keys)
-                    defer { plain.wipe() }
-                    if secret != nil {
+                    defer { plain?.wipe() }
+                    if let secret {
                         // New data for a certificate or key brings its own derived attributes.
-                        (item, plain) = try DerivedAttributes.apply(to: item, secret: plain)
-                        item.attributes["sha1"] = .data(Crypto.sha1(plain))
+                        let derived: Bytes
+                        (item, derived) = try DerivedAttributes.apply(to: item, secret: secret)
+                        item.attributes["sha1"] = .data(Crypto.sha1(derived))
+                        plain = derived
                     }
                     let lockClass = item.protection.lockClass
                     guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
@@ -192,13 +196,13 @@ extension KeychainStore {
         }
     }
 
-    /// The secret of one item found earlier.
+    /// The secret of one item found earlier: empty for an item that has no data, as Apple's
+    /// kSecReturnData alone gives.
     public func secret(of item: Item) throws -> Bytes {
-        var query = Query(itemClass: item.itemClass)
-        query.rows = [item.rowID]
-        query.synchronizable = .any
-        guard let found = try find(query, limit: 1, includeSecret: true).first?.secret else { throw KeychainError(.itemNotFound) }
-        return found
+        guard let found = try find(Query(reference: item.persistentReference), limit: 1, includeSecret: true).first else {
+            throw KeychainError(.itemNotFound)
+        }
+        return found.secret ?? []
     }
 
     /// How many rows the file holds, locked or not (for `show-keychain-info` and tests).
@@ -216,7 +220,7 @@ extension KeychainStore {
     /// Every certificate that can be read now, for chain walks; runs under the caller's lock.
     func readableCertificates(keys: ClassKeys) throws -> [Certificate] {
         let (rows, _) = try candidates(Query(itemClass: .certificate), keys: keys)
-        return try rows.filter { keys.has($0.lockClass) }.map { try Certificate(der: openSecret($0, keys: keys)) }
+        return try rows.filter { keys.has($0.lockClass) }.map { try Certificate(der: openSecret($0, keys: keys) ?? []) }
     }
 
     private func deleteRows(_ rowIDs: [Int64]) throws {

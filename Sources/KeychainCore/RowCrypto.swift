@@ -61,7 +61,13 @@ extension KeychainStore {
         }
     }
 
-    func seal(_ item: Item, rowID: Int64, secret: Bytes, keys: ClassKeys) throws -> SealedRow {
+    /// The additional-data field of an item's sealed data. An item added without kSecValueData
+    /// has none at all (not empty data: Apple returns no kSecValueData key for it); its sealed
+    /// body is the empty plaintext under the other field, so neither can pass for the other.
+    private static func secretField(hasData: Bool) -> String { hasData ? "secret" : "no-secret" }
+
+    /// `secret` nil: the item has no data.
+    func seal(_ item: Item, rowID: Int64, secret: Bytes?, keys: ClassKeys) throws -> SealedRow {
         let lockClass = item.protection.lockClass
         let space = KeySpace(lockClass)
         guard let metadataKey = keys.metadataKey(lockClass), let wrappingKey = keys.wrappingKey(lockClass),
@@ -73,7 +79,9 @@ extension KeychainStore {
         defer { itemKey.wipe() }
         var body = ByteWriter()
         body.blob(try Crypto.seal(itemKey, key: wrappingKey, aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key")))
-        body.blob(try Crypto.seal(secret, key: itemKey, aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "secret")))
+        body.blob(try Crypto.seal(secret ?? [], key: itemKey,
+                                  aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass,
+                                                      field: Self.secretField(hasData: secret != nil))))
         return SealedRow(
             pk: Self.primaryKeyHash(indexKey, item: item),
             account: Self.indexHash(indexKey, itemClass: cls, name: "acct", value: item.effectiveValue("acct")),
@@ -94,7 +102,8 @@ extension KeychainStore {
         return item
     }
 
-    func openSecret(_ row: Row, keys: ClassKeys) throws -> Bytes {
+    /// The item's data, or nil for an item that has none.
+    func openSecret(_ row: Row, keys: ClassKeys) throws -> Bytes? {
         guard let wrappingKey = keys.wrappingKey(row.lockClass) else { throw KeychainError.locked() }
         var r = ByteReader(row.secret)
         let wrapped = try r.blob(), body = try r.blob()
@@ -102,7 +111,16 @@ extension KeychainStore {
         var itemKey = try Crypto.open(wrapped, key: wrappingKey,
                                       aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, field: "item-key"))
         defer { itemKey.wipe() }
-        return try Crypto.open(body, key: itemKey,
-                               aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, field: "secret"))
+        func open(hasData: Bool) throws -> Bytes {
+            try Crypto.open(body, key: itemKey, aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass,
+                                                                    field: Self.secretField(hasData: hasData)))
+        }
+        do {
+            return try open(hasData: true)
+        } catch where body.count == Crypto.nonceLength + Crypto.tagLength {
+            // An empty plaintext: empty data, or no data at all.
+            _ = try open(hasData: false)
+            return nil
+        }
     }
 }
