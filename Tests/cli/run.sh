@@ -293,9 +293,13 @@ help_and_completion() {
         "$security" help "$sub" | grep -q 'USAGE: security '"$sub" || { echo "no help for $sub"; return 1; }
         "$security" "$sub" --help >/dev/null
     done
-    "$security" --generate-completion-script bash | grep -q 'find-internet-password'
-    "$security" --generate-completion-script zsh | grep -q 'find-internet-password'
-    "$security" --generate-completion-script fish | grep -q 'find-internet-password'
+    # Captured, not piped into grep -q: grep stops at the first match, and a script written in
+    # several chunks then ends with SIGPIPE, which pipefail counts as a failure.
+    local shell script
+    for shell in bash zsh fish; do
+        script=$("$security" --generate-completion-script "$shell")
+        [[ "$script" == *find-internet-password* ]] || { echo "no completion for $shell"; return 1; }
+    done
 }
 
 keys_are_cleaned_up() {

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# `make install` as a machine without the Swift toolchain gets it: the staged `security`, both
+# credential helpers and pam_keychain.so are stripped and work with /opt/swift hidden (a tmpfs
+# over it in a private mount namespace). Builds the release products through `make install`.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+. "$here/../lib.sh"
+
+if [ "$(id -u)" != 0 ]; then
+    echo "skipped: hiding /opt/swift takes a mount namespace, and the PAM case a user: both need root"
+    summary
+    exit 0
+fi
+
+stage= install_log=
+cleanup() { [ -z "$stage" ] || rm -rf "$stage"; [ -z "$install_log" ] || rm -f "$install_log"; }
+trap cleanup EXIT
+# Anyone can read it: the PAM case runs the staged `security` as a throwaway user.
+stage=$(mktemp -d /tmp/kc-install-XXXXXX)
+chmod 755 "$stage"
+install_log=$(mktemp /tmp/kc-install-log-XXXXXX)
+cd /
+
+installed=false
+if make -s -C "$repo" install DESTDIR="$stage" > "$install_log" 2>&1; then installed=true; fi
+bin=$stage/usr/local/bin
+module=$(find "$stage" -name pam_keychain.so | head -1)
+tools="$bin/security $bin/git-credential-keychain $bin/docker-credential-keychain"
+for f in $tools $module; do [ -f "$f" ] && echo "staged $(du -k "$f" | cut -f1) KiB  ${f#"$stage"}"; done
+
+# Runs a command in a mount namespace where /opt/swift is an empty tmpfs.
+hidden() { unshare -m bash -c 'mount -t tmpfs none /opt/swift && exec "$@"' hidden "$@"; }
+
+fresh() {
+    case_dir=$(mktemp -d /tmp/kc-install-case-XXXXXX)
+    export HOME=$case_dir XDG_DATA_HOME=$case_dir/data XDG_CONFIG_HOME=$case_dir/config
+    unset KEYCHAIN_PATH
+    # Only the PAM case makes this user and service; finish removes them if they exist.
+    user=kci$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    service=keychain-install-test-$user
+}
+
+finish() {
+    hidden "$bin/security" delete-keychain >/dev/null 2>&1
+    if id "$user" >/dev/null 2>&1; then
+        setpriv --reuid="$user" --regid="$user" --init-groups keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
+        userdel -r "$user" >/dev/null 2>&1
+    fi
+    rm -f "/etc/pam.d/$service"
+    rm -rf "$case_dir"
+}
+
+make_install() {
+    $installed || { cat "$install_log"; return 1; }
+    for f in $tools $module; do [ -f "$f" ] || { echo "missing: $f"; return 1; }; done
+}
+
+stripped() {
+    for f in $tools $module; do
+        if readelf -SW "$f" | grep -qE '\.symtab|\.debug_'; then echo "not stripped: $f"; return 1; fi
+    done
+    # The module keeps its dynamic symbols: PAM finds pam_sm_* through them.
+    nm -D --defined-only "$module" | grep -q ' pam_sm_authenticate$'
+}
+
+self_contained() {
+    for f in $tools; do
+        if readelf -lW "$f" | grep -q 'program interpreter'; then echo "dynamically linked: $f"; return 1; fi
+    done
+    if readelf -dW "$module" | grep NEEDED | grep -qi swift; then echo "the module needs a Swift library"; return 1; fi
+    # The control: the toolchain itself does not start where these tools must.
+    ! hidden /opt/swift/usr/bin/swift --version >/dev/null 2>&1
+}
+
+tools_without_toolchain() {
+    [[ "$(hidden "$bin/security" --help)" == OVERVIEW:* ]]
+    printf 'pw\n' | hidden "$bin/security" create-keychain
+    hidden "$bin/security" add-generic-password -a alice -s staged -w 'staged secret'
+    expect 'staged secret' "$(hidden "$bin/security" find-generic-password -a alice -s staged -w)"
+
+    printf 'protocol=https\nhost=git.example.org\nusername=bob\npassword=git-secret\n\n' | hidden "$bin/git-credential-keychain" store
+    out=$(printf 'protocol=https\nhost=git.example.org\n\n' | hidden "$bin/git-credential-keychain" get)
+    expect git-secret "$(echo "$out" | sed -n 's/^password=//p')" "password from git-credential-keychain get"
+
+    echo '{"ServerURL":"https://registry.example.org","Username":"carol","Secret":"docker-secret"}' |
+        hidden "$bin/docker-credential-keychain" store
+    out=$(echo https://registry.example.org | hidden "$bin/docker-credential-keychain" get)
+    [[ "$out" == *'"Secret":"docker-secret"'* && "$out" == *'"Username":"carol"'* ]] || { echo "get gave: $out"; return 1; }
+    expect 'docker-secret' "$(hidden "$bin/security" find-internet-password -s registry.example.org -w)"
+}
+
+module_without_toolchain() {
+    local password='Install-pass-1'
+    useradd -m -s /bin/sh "$user"
+    echo "$user:$password" | chpasswd
+    local home keychain
+    home=$(getent passwd "$user" | cut -d: -f6)
+    keychain=$home/.local/share/keychains/login.keychain-db
+    cat > "/etc/pam.d/$service" <<PAM
+auth     required  pam_unix.so
+auth     optional  $module
+account  required  pam_unix.so
+session  required  pam_unix.so
+session  optional  $module auto_create
+PAM
+    printf '%s\n' "$password" | hidden pamtester "$service" "$user" authenticate open_session >/dev/null
+    [ -f "$keychain" ] || { echo "no keychain was created at login"; return 1; }
+    state=$(hidden setpriv --reuid="$user" --regid="$user" --init-groups env -i HOME="$home" "$bin/security" status |
+        awk '$1 == "WhenUnlocked:" { print $2 }')
+    expect unlocked "$state" "WhenUnlocked after a login through the staged module"
+}
+
+check "make install DESTDIR=... stages the tools and the PAM module" make_install
+check "the staged binaries and module are stripped" stripped
+check "the staged tools are static; the module needs no Swift library" self_contained
+check "with /opt/swift hidden: security, git and docker helpers work" tools_without_toolchain
+check "with /opt/swift hidden: pam_keychain.so creates and unlocks the login keychain" module_without_toolchain
+
+summary
