@@ -76,10 +76,27 @@ public enum KeychainFile {
         return homeDirectory() + "/.local/share/keychains"
     }
 
+    /// $HOME, else the home folder /etc/passwd gives the user. Not getpwuid(3): in the statically
+    /// linked tools it would load glibc's NSS modules at run time, which must then be of the glibc
+    /// the tool was linked with. A user known only through NSS (LDAP, sssd) gets $HOME from login.
     public static func homeDirectory() -> String {
         if let h = environment("HOME"), !h.isEmpty { return h }
-        if let pw = getpwuid(geteuid()), let dir = pw.pointee.pw_dir { return String(cString: dir) }
-        return "/"
+        return passwdHome(uid: geteuid()) ?? "/"
+    }
+
+    /// The home folder of `uid` in a passwd(5) file.
+    static func passwdHome(uid: uid_t, passwd: String = "/etc/passwd") -> String? {
+        guard let file = fopen(passwd, "re") else { return nil }
+        defer { fclose(file) }
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(line) }
+        while getline(&line, &capacity, file) > 0, let line {
+            // name:password:uid:gid:gecos:home:shell
+            let fields = String(cString: line).split(separator: ":", omittingEmptySubsequences: false)
+            if fields.count >= 6, UInt32(fields[2]) == uid, fields[5].hasPrefix("/") { return String(fields[5]) }
+        }
+        return nil
     }
 
     public static func environment(_ name: String) -> String? {
