@@ -52,10 +52,10 @@ extension KeychainStore {
         if !keepingDates || item.attributes["mdat"] == nil { item.attributes["mdat"] = stamp }
         item.attributes["pdmn"] = .string(item.protection.rawValue)
         if item.attributes["sync"] == nil { item.attributes["sync"] = .bool(false) }
-        item.secret = secret
+        item.secret = hasData ? secret : nil
         try checkSize(secret)
         item.attributes["sha1"] = .data(Crypto.sha1(secret))
-        return (item, hasData ? secret : nil)
+        return (item, item.secret)
     }
 
     /// Inserts inside the caller's transaction.
