@@ -55,7 +55,7 @@ enum ItemExport {
         let certificate = try Certificate(der: identity.certificate.secret ?? [])
         let key = try KeyMaterial(data: identity.privateKey.secret ?? [], keyClass: .private)
         let stored = try StoredCertificates.all(in: store).map(\.certificate)
-        let chain = certificate.issuers(among: try StoredCertificates.all(in: store).map(\.certificate))
+        let chain = certificate.issuers(among: stored)
         let label = identity.certificate["labl"]?.stringValue
         return try PKCS12Bundle.encode(privateKey: key, certificate: certificate, chain: chain, label: label, passphrase: passphrase())
     }
