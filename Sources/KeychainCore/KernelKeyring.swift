@@ -148,6 +148,20 @@ extension KernelKeyring {
         _ = clinux_keyctl(keyctlInvalidate, UInt(bitPattern: Int(key.serial)), 0, 0, 0)
     }
 
+    /// Root only: the payload of the `user` key owned by root named `description` in `uid`'s
+    /// persistent keyring (as `storeOwnedByRoot` left it), if it is still there.
+    public static func readOwnedByRoot(description: String, forUser uid: uid_t, capacity: Int) -> Bytes? {
+        guard geteuid() == 0 else { return nil }
+        let ring = clinux_keyctl(keyctlGetPersistent, UInt(uid), UInt(bitPattern: Int(processKeyring)), 0, 0)
+        guard ring >= 0 else { return nil }
+        defer { _ = clinux_keyctl(keyctlUnlink, UInt(ring), UInt(bitPattern: Int(processKeyring)), 0, 0) }
+        for serial in serials(in: ring) {
+            guard let key = describe(serial: serial), key.type == "user", key.uid == 0, key.description == description else { continue }
+            return read(serial: serial, capacity: capacity)
+        }
+        return nil
+    }
+
     /// Root only: puts a `user` key owned by root (uid 0) in `uid`'s persistent keyring. The user's
     /// processes possess it there and may read it, search it and invalidate it, but cannot change
     /// its payload, its permissions or its timeout; nor can they make a key of their own that looks

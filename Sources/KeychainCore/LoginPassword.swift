@@ -49,6 +49,17 @@ public struct LoginPasswordReset: Sendable {
         try KernelKeyring.storeOwnedByRoot(bytes, description: Self.description(keychain: keychain), forUser: uid, seconds: Self.lifetime)
     }
 
+    /// Root only: the reset root left for `keychain` in `uid`'s persistent keyring, if any.
+    public static func left(forUser uid: uid_t, keychain: String) -> LoginPasswordReset? {
+        guard var bytes = KernelKeyring.readOwnedByRoot(description: description(keychain: keychain), forUser: uid, capacity: 4096)
+        else { return nil }
+        defer { bytes.wipe() }
+        return LoginPasswordReset(payload: bytes).flatMap { $0.keychain == keychain ? $0 : nil }
+    }
+
+    /// Whether `password` is the one root set, compared in constant time.
+    public func isPassword(_ password: Bytes) -> Bool { constantTimeEqual(self.password, password) }
+
     /// The reset waiting for `keychain` in the caller's persistent keyring, if one was left by root,
     /// names this keychain and is less than `lifetime` old. Keys of that name the user's own
     /// processes made are ignored.
@@ -94,7 +105,7 @@ extension KeychainStore {
     public func adoptLoginPasswordReset(current: Bytes, announce: (String) -> Void) throws -> Bool {
         guard var reset = pendingLoginPasswordReset else { return false }
         defer { reset.wipe() }
-        if constantTimeEqual(reset.password, current) {
+        if reset.isPassword(current) {
             discardLoginPasswordReset()
             return false
         }

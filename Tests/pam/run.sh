@@ -123,7 +123,7 @@ root_reset_then_unlock_rekeys() {
     # the new one in the user's kernel keyring in a key root owns.
     printf 'Reset-pass-3-xyz\nReset-pass-3-xyz\n' | pamtester "$service" "$user" chauthtok >/dev/null
     logged 'a reset by root'
-    grep -q '^user;0;0;[0-9a-f]*;keychain:[0-9a-f]*:login-reset$' <<< "$(kernel_keys)"
+    grep -q '^user;0;[0-9]*;[0-9a-f]*;keychain:[0-9a-f]*:login-reset$' <<< "$(kernel_keys)"
     as_user security lock-keychain
     login 'Reset-pass-3-xyz'
     expect locked "$(state WhenUnlocked)" "the new login password does not open the old keybag"
@@ -136,6 +136,24 @@ root_reset_then_unlock_rekeys() {
     expect 51 "$(printf '%s\n' "$password" | status_of as_user security unlock-keychain)" "the old password no longer opens it"
     printf 'Reset-pass-3-xyz\n' | as_user security unlock-keychain
     expect unlocked "$(state WhenUnlocked)"
+}
+
+reset_then_user_changes_it() {
+    login
+    logout
+    printf 'Reset-pass-3-xyz\nReset-pass-3-xyz\n' | pamtester "$service" "$user" chauthtok >/dev/null
+    # The user changes the password root set (as `chage -d 0` makes them at the next login)
+    # before the keychain followed it: the reset moves on to the user's new password.
+    printf '%s\n%s\n%s\n' 'Reset-pass-3-xyz' 'Mine-pass-7-xyz' 'Mine-pass-7-xyz' |
+        setpriv --ruid="$uid" --regid="$gid" --init-groups --euid=0 pamtester "$service" "$user" chauthtok >/dev/null
+    logged "before the login keychain followed it"
+    grep -q '^user;0;[0-9]*;[0-9a-f]*;keychain:[0-9a-f]*:login-reset$' <<< "$(kernel_keys)"
+    as_user security lock-keychain
+    out=$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)
+    [[ "$out" == *"re-keyed from its current password to it" ]]
+    as_user security lock-keychain
+    expect 51 "$(printf 'Reset-pass-3-xyz\n' | status_of as_user security unlock-keychain)" "not the password root set"
+    printf 'Mine-pass-7-xyz\n' | as_user security unlock-keychain
 }
 
 screen_unlock() {
@@ -328,6 +346,28 @@ login_with_other_password_does_not_rekey() {
     printf 'Keychain-only-9\n' | as_user security unlock-keychain
 }
 
+# pam-auth-update with this profile, in a mount namespace of its own over copies of /etc/pam.d,
+# /usr/share/pam-configs and /var/lib/pam: the machine's own files are never touched.
+profile_is_interactive_only() {
+    unshare -m --propagation private bash -c '
+        set -e
+        for d in /etc/pam.d /usr/share/pam-configs /var/lib/pam; do
+            mkdir -p "$d"
+            copy=$(mktemp -d)
+            cp -a "$d/." "$copy/"
+            mount -t tmpfs none "$d"
+            cp -a "$copy/." "$d/"
+            rm -rf "$copy"
+        done
+        install -m 0644 "$1" /usr/share/pam-configs/keychain
+        pam-auth-update --package --enable keychain
+        cat /etc/pam.d/common-session > "$2/interactive"
+        cat /etc/pam.d/common-session-noninteractive > "$2/noninteractive"
+    ' - "$here/../../pam/pam-configs-keychain" "$case_dir"
+    grep -q 'pam_keychain.so auto_create lock_on_close' "$case_dir/interactive"
+    refute grep -q pam_keychain "$case_dir/noninteractive"
+}
+
 # --- another user, sudo's order of calls, the worker's inheritance ---------------------------
 
 # Fails when the command succeeds (`! cmd` never fails a case: set -e ignores it).
@@ -398,6 +438,7 @@ check "first login creates the keychain and unlocks both classes" first_login_cr
 check "sessions are counted; the last close locks WhenUnlocked only" sessions_are_counted
 check "chauthtok re-keys: the new password unlocks, the old does not" change_password_rekeys
 check "a reset by root keeps the keybag; unlock-keychain says so and re-keys it" root_reset_then_unlock_rekeys
+check "a reset the user then changes: unlock-keychain re-keys to the user's password" reset_then_user_changes_it
 check "a screen unlock (authenticate + setcred) unlocks at once" screen_unlock
 check "a password rejected by pam_unix is never used" rejected_password_is_not_trusted
 check "only_if limits the module to the services named" only_if_other_service
@@ -415,5 +456,6 @@ check "sudo -u: another user's keychain and kernel keyring stay untouched" sudo_
 check "the worker inherits no descriptor (/etc/shadow) and no environment" worker_inherits_no_descriptor_or_environment
 check "a reset planted by the user's own process is ignored; nothing re-keyed" planted_reset_is_ignored
 check "a login whose password does not open the keychain re-keys nothing" login_with_other_password_does_not_rekey
+check "pam-auth-update: the session line stays out of sudo's and cron's stack" profile_is_interactive_only
 
 summary

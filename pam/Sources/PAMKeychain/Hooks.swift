@@ -109,20 +109,44 @@ struct Hooks {
         defer { new.wipe() }
         guard var old = pam.oldAuthToken else { return rememberReset(account, password: new) }
         defer { old.wipe() }
-        let outcome = AsUser.run(account) {
+        let (outcome, reply) = AsUser.runReplying(account) { reply in
             defer { old.wipe(); new.wipe() }
             guard KeychainFile.exists(account.loginKeychain) else { return .noKeychain }
             do {
-                try KeychainStore.open(at: account.loginKeychain, storage: .kernel).changePassword(from: old, to: new)
-                return .done
-            } catch let error as KeychainError where error.code == .authFailed {
-                return .wrongPassword
+                let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
+                do {
+                    try store.changePassword(from: old, to: new)
+                    return .done
+                } catch let error as KeychainError where error.code == .authFailed {
+                    reply(Array(store.identifier.utf8))
+                    return .wrongPassword
+                }
             } catch {
                 return .failed
             }
         }
+        if outcome == .wrongPassword, !reply.isEmpty,
+           followReset(account, keychain: String(decoding: reply, as: UTF8.self), old: old, new: new) {
+            return PAM_IGNORE
+        }
         report(outcome, "chauthtok")
         return outcome == .done ? PAM_SUCCESS : PAM_IGNORE
+    }
+
+    /// After a reset by root, the user often changes the password root set before the keychain
+    /// has followed it (`chage -d 0` forces that at the next login): the password root left then
+    /// moves on to the new one, which pam_unix accepted from the user in exchange for it.
+    private func followReset(_ account: AsUser.Account, keychain: String, old: [UInt8], new: [UInt8]) -> Bool {
+        guard geteuid() == 0, var reset = LoginPasswordReset.left(forUser: account.uid, keychain: keychain) else { return false }
+        defer { reset.wipe() }
+        guard reset.isPassword(old) else { return false }
+        do {
+            try LoginPasswordReset(password: new, keychain: keychain, time: reset.time).remember(forUser: account.uid)
+            pam.log(LOG_NOTICE, "chauthtok: the password root set is changed before the login keychain followed it; `security unlock-keychain` now re-keys it to the new one")
+        } catch {
+            pam.log(LOG_WARNING, "chauthtok: cannot pass the reset on to the new password: \(error)")
+        }
+        return true
     }
 
     /// A new password without the old one. Only a root caller sets one that way (pam_unix asks
