@@ -54,7 +54,12 @@ public struct LoginPasswordReset: Sendable {
         guard var bytes = KernelKeyring.readOwnedByRoot(description: description(keychain: keychain), forUser: uid, capacity: 4096)
         else { return nil }
         defer { bytes.wipe() }
-        return LoginPasswordReset(payload: bytes).flatMap { $0.keychain == keychain ? $0 : nil }
+        guard var reset = LoginPasswordReset(payload: bytes) else { return nil }
+        guard reset.keychain == keychain else {
+            reset.wipe()
+            return nil
+        }
+        return reset
     }
 
     /// Whether `password` is the one root set, compared in constant time.
@@ -68,9 +73,11 @@ public struct LoginPasswordReset: Sendable {
         for key in KernelKeyring.members() where key.type == "user" && key.uid == 0 && key.description == name {
             guard var bytes = KernelKeyring.read(key, capacity: 4096) else { continue }
             defer { bytes.wipe() }
-            guard let reset = LoginPasswordReset(payload: bytes), reset.keychain == keychain,
-                  reset.time <= now + 60, now - reset.time <= Int(lifetime)
-            else { continue }
+            guard var reset = LoginPasswordReset(payload: bytes) else { continue }
+            guard reset.keychain == keychain, reset.time <= now + 60, now - reset.time <= Int(lifetime) else {
+                reset.wipe()
+                continue
+            }
             return reset
         }
         return nil
@@ -97,6 +104,12 @@ public struct LoginPasswordReset: Sendable {
 extension KeychainStore {
     /// The login password root set for this keychain's owner, if one is waiting (see `LoginPasswordReset`).
     public var pendingLoginPasswordReset: LoginPasswordReset? { LoginPasswordReset.pending(keychain: identifier) }
+
+    public var hasPendingLoginPasswordReset: Bool {
+        guard var reset = pendingLoginPasswordReset else { return false }
+        reset.wipe()
+        return true
+    }
 
     /// Re-wraps the keybag from `current` (just proven by an unlock) to the login password root set,
     /// and drops the record. `announce` receives one line saying what is about to happen, before

@@ -293,9 +293,9 @@ help_and_completion() {
         "$security" help "$sub" | grep -q 'USAGE: security '"$sub" || { echo "no help for $sub"; return 1; }
         "$security" "$sub" --help >/dev/null
     done
-    "$security" --generate-completion-script bash | grep -q 'find-internet-password'
-    "$security" --generate-completion-script zsh | grep -q 'find-internet-password'
-    "$security" --generate-completion-script fish | grep -q 'find-internet-password'
+    "$security" --generate-completion-script bash | grep 'find-internet-password' >/dev/null
+    "$security" --generate-completion-script zsh | grep 'find-internet-password' >/dev/null
+    "$security" --generate-completion-script fish | grep 'find-internet-password' >/dev/null
 }
 
 keys_are_cleaned_up() {

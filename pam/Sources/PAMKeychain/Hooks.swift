@@ -67,8 +67,9 @@ struct Hooks {
         let outcome = AsUser.run(account) {
             defer { token?.wipe() }
             Sessions.set(Sessions.count + 1)
-            guard let token else { return .done }
-            return Self.unlock(account, password: token, create: create)
+            // Not `guard let`: a second reference would make the wipe above copy, not overwrite.
+            guard token != nil else { return .done }
+            return Self.unlock(account, password: token!, create: create)
         }
         report(outcome, "open_session")
         return PAM_SUCCESS
@@ -193,7 +194,7 @@ struct Hooks {
                 store.discardLoginPasswordReset()
                 return .done
             } catch let error as KeychainError where error.code == .authFailed {
-                return store.pendingLoginPasswordReset == nil ? .wrongPassword : .resetPending
+                return store.hasPendingLoginPasswordReset ? .resetPending : .wrongPassword
             }
         } catch {
             return .failed
