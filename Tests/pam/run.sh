@@ -73,6 +73,8 @@ logout() { pamtester "$service" "$user" close_session >/dev/null; }
 state() { as_user security status 2>/dev/null | awk -v c="$1:" '$1 == c { print $2 }'; }
 logged() { [ -z "$devlog" ] || grep -q "$1" "$devlog"; }
 digest() { sha256sum "$1" | cut -d' ' -f1; }
+# Fails when the command succeeds (`! cmd` never fails a case: set -e ignores it).
+refute() { if "$@"; then echo "unexpectedly true: $*"; return 1; fi; }
 
 # --- flows with pamtester and pam_unix -----------------------------------------------------
 
@@ -177,7 +179,7 @@ rejected_password_is_not_trusted() {
     login
     as_user security set-keychain-password -o "$password" -p 'Keychain-only-9'
     as_user security lock-keychain
-    ! printf 'Keychain-only-9\n' | pamtester "$service" "$user" authenticate 'setcred(PAM_REFRESH_CRED)' open_session >/dev/null 2>&1
+    refute pamtester "$service" "$user" authenticate 'setcred(PAM_REFRESH_CRED)' open_session <<< 'Keychain-only-9' >/dev/null 2>&1
     expect locked "$(state WhenUnlocked)" "a password pam_unix rejected never unlocks the keychain"
 }
 
@@ -256,7 +258,7 @@ keychain_of_another_user() {
 
 toolchain_hidden() {
     # The module needs nothing from /opt/swift at run time.
-    ! ldd "$module" | grep -qi swift
+    refute grep -qi swift <<< "$(ldd "$module")"
     unshare -m sh -c "mount -t tmpfs none /opt/swift && printf '%s\n' '$password' | pamtester '$service' '$user' authenticate open_session" >/dev/null
     expect unlocked "$(state WhenUnlocked)"
 }
@@ -369,9 +371,6 @@ profile_is_interactive_only() {
 }
 
 # --- another user, sudo's order of calls, the worker's inheritance ---------------------------
-
-# Fails when the command succeeds (`! cmd` never fails a case: set -e ignores it).
-refute() { if "$@"; then echo "unexpectedly true: $*"; return 1; fi; }
 
 # The suite's PAM application (pam-app.c), built for the case.
 pam_app() {
