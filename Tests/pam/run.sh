@@ -332,6 +332,35 @@ planted_reset_is_ignored() {
     printf '%s\n' "$password" | as_user security unlock-keychain
 }
 
+# Root leaves a reset record by hand: $1 = the keychain named in the payload, $2 = its time.
+root_leaves_reset() {
+    keyctl session - sh -c '
+        ring=$(keyctl get_persistent @s "$1")
+        printf "keychain-login-reset 1\n%s\n%s\n%s" "$3" "$4" "$5" | keyctl padd user "keychain:$2:login-reset" "$ring"' \
+        sh "$uid" "$id" "$2" "$1" 'Root-set-8-xyz' >/dev/null 2>&1
+}
+
+stale_or_foreign_reset_is_ignored() {
+    login
+    id=$(sed -n 's/^user;.*;keychain:\([0-9a-f]*\):A$/\1/p' <<< "$(kernel_keys)")
+    [ -n "$id" ]
+    as_user security lock-keychain
+    # Owned by root, but two days old: ignored.
+    root_leaves_reset "$id" $(( $(date +%s) - 172800 ))
+    grep -q "^user;0;.*:login-reset$" <<< "$(kernel_keys)"
+    expect "" "$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)" "a stale reset is ignored"
+    as_user security lock-keychain
+    # Owned by root and fresh, but naming another keychain: ignored.
+    root_leaves_reset 00112233445566778899aabbccddeeff "$(date +%s)"
+    expect "" "$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)" "a reset for another keychain is ignored"
+    as_user security lock-keychain
+    # The same by root, fresh and naming this keychain, is taken: the checks above were the difference.
+    root_leaves_reset "$id" "$(date +%s)"
+    [[ "$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)" == *"re-keyed from its current password to it" ]]
+    as_user security lock-keychain
+    printf 'Root-set-8-xyz\n' | as_user security unlock-keychain
+}
+
 login_with_other_password_does_not_rekey() {
     login
     as_user security set-keychain-password -o "$password" -p 'Keychain-only-9'
@@ -454,6 +483,7 @@ check "sudo -u: another user's session never gets the password (no keychain)" su
 check "sudo -u: another user's keychain and kernel keyring stay untouched" sudo_to_another_user_with_keychain
 check "the worker inherits no descriptor (/etc/shadow) and no environment" worker_inherits_no_descriptor_or_environment
 check "a reset planted by the user's own process is ignored; nothing re-keyed" planted_reset_is_ignored
+check "a reset record by root that is stale or names another keychain is ignored" stale_or_foreign_reset_is_ignored
 check "a login whose password does not open the keychain re-keys nothing" login_with_other_password_does_not_rekey
 check "pam-auth-update: the session line stays out of sudo's and cron's stack" profile_is_interactive_only
 
