@@ -8,7 +8,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Debian packages the build and the tests need.
 DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev pkg-config keyutils python3 binutils sqlite3 git curl \
-        docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux openssl
+        docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux openssl gcc
 
 # What `make bench` adds: the peers it measures against, and what builds them.
 BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecret-1-dev libsecret-tools dbus-daemon \

@@ -5,6 +5,9 @@ import Glibc
 /// forgotten at reboot, which is exactly the lifetime of an AfterFirstUnlock class key.
 public struct KernelKeyring: Sendable {
     // From <linux/keyctl.h>.
+    private static let keyctlSetPerm: Int32 = 5
+    private static let keyctlDescribe: Int32 = 6
+    private static let keyctlLink: Int32 = 8
     private static let keyctlUnlink: Int32 = 9
     private static let keyctlSearch: Int32 = 10
     private static let keyctlRead: Int32 = 11
@@ -63,8 +66,8 @@ public struct KernelKeyring: Sendable {
         return read(serial: id)
     }
 
-    private static func read(serial id: Int32) -> Bytes? {
-        var buffer = Bytes(repeating: 0, count: 64)
+    private static func read(serial id: Int32, capacity: Int = 64) -> Bytes? {
+        var buffer = Bytes(repeating: 0, count: capacity)
         let n = buffer.withUnsafeMutableBytes { raw in
             clinux_keyctl(keyctlRead, UInt(id), UInt(bitPattern: raw.baseAddress), UInt(raw.count), 0)
         }
@@ -94,6 +97,104 @@ public struct KernelKeyring: Sendable {
     public static func setTimeout(_ description: String, seconds: UInt32) {
         guard let id = find(description) else { return }
         _ = clinux_keyctl(keyctlSetTimeout, UInt(id), UInt(seconds), 0, 0)
+    }
+}
+
+// MARK: Keys that root leaves for a user
+
+extension KernelKeyring {
+    /// Who owns a key, from KEYCTL_DESCRIBE ("type;uid;gid;perm;description").
+    public struct KeyInfo: Sendable, Equatable {
+        public var serial: Int32
+        public var type: String
+        public var uid: uid_t
+        public var description: String
+    }
+
+    public static func describe(serial: Int32) -> KeyInfo? {
+        var buffer = Bytes(repeating: 0, count: 4096)
+        let n = buffer.withUnsafeMutableBytes { raw in
+            clinux_keyctl(keyctlDescribe, UInt(bitPattern: Int(serial)), UInt(bitPattern: raw.baseAddress), UInt(raw.count), 0)
+        }
+        guard n > 0, n <= buffer.count else { return nil }
+        // The kernel counts the terminating NUL; the description may itself hold ';'.
+        let fields = buffer[0..<(n - 1)].split(separator: UInt8(ascii: ";"), maxSplits: 4, omittingEmptySubsequences: false)
+        guard fields.count == 5, let uid = UInt32(String(decoding: fields[1], as: UTF8.self)) else { return nil }
+        return KeyInfo(serial: serial, type: String(decoding: fields[0], as: UTF8.self), uid: uid,
+                       description: String(decoding: fields[4], as: UTF8.self))
+    }
+
+    /// The keys linked directly in the caller's persistent keyring (not in keyrings nested in it,
+    /// where a search would also look).
+    public static func members() -> [KeyInfo] {
+        guard let ring = try? persistent() else { return [] }
+        return serials(in: Int(ring)).compactMap { describe(serial: $0) }
+    }
+
+    private static func serials(in ring: Int) -> [Int32] {
+        // A user may hold at most 200 keys (kernel.keys.maxkeys).
+        var serials = [Int32](repeating: 0, count: 1024)
+        let n = serials.withUnsafeMutableBytes { raw in
+            clinux_keyctl(keyctlRead, UInt(bitPattern: ring), UInt(bitPattern: raw.baseAddress), UInt(raw.count), 0)
+        }
+        return n < 0 ? [] : Array(serials.prefix(min(n, serials.count * 4) / 4))
+    }
+
+    /// A key's payload by serial, up to `capacity` bytes.
+    public static func read(_ key: KeyInfo, capacity: Int) -> Bytes? { read(serial: key.serial, capacity: capacity) }
+
+    /// Invalidation removes the key from every keyring at once.
+    public static func invalidate(_ key: KeyInfo) {
+        _ = clinux_keyctl(keyctlInvalidate, UInt(bitPattern: Int(key.serial)), 0, 0, 0)
+    }
+
+    /// Root only: the payload of the `user` key owned by root named `description` in `uid`'s
+    /// persistent keyring (as `storeOwnedByRoot` left it), if it is still there.
+    public static func readOwnedByRoot(description: String, forUser uid: uid_t, capacity: Int) -> Bytes? {
+        guard geteuid() == 0 else { return nil }
+        let ring = clinux_keyctl(keyctlGetPersistent, UInt(uid), UInt(bitPattern: Int(processKeyring)), 0, 0)
+        guard ring >= 0 else { return nil }
+        defer { _ = clinux_keyctl(keyctlUnlink, UInt(ring), UInt(bitPattern: Int(processKeyring)), 0, 0) }
+        for serial in serials(in: ring) {
+            guard let key = describe(serial: serial), key.type == "user", key.uid == 0, key.description == description else { continue }
+            return read(serial: serial, capacity: capacity)
+        }
+        return nil
+    }
+
+    /// Root only: puts a `user` key owned by root (uid 0) in `uid`'s persistent keyring. The user's
+    /// processes possess it there and may read it, search it and invalidate it, but cannot change
+    /// its payload, its permissions or its timeout; nor can they make a key of their own that looks
+    /// like it, because the kernel sets a key's owner from its creator and only CAP_SYS_ADMIN may
+    /// chown a key. Replaces any key of that description already there, whoever made it.
+    public static func storeOwnedByRoot(_ payload: Bytes, description: String, forUser uid: uid_t, seconds: UInt32) throws {
+        guard geteuid() == 0 else { throw KeychainError(.notAvailable, "only root can leave a key owned by root") }
+        func failure(_ what: String) -> KeychainError {
+            KeychainError(.notAvailable, "cannot leave a key for uid \(uid): \(what): \(String(cString: strerror(errno)))")
+        }
+        // Made and sealed in this process's own keyring, out of the user's reach, then linked:
+        // the user never sees the key while it is still writable.
+        let key = clinux_add_key("user", description, payload, payload.count, processKeyring)
+        guard key >= 0 else { throw failure("add_key") }
+        defer { _ = clinux_keyctl(keyctlUnlink, UInt(key), UInt(bitPattern: Int(processKeyring)), 0, 0) }
+        let possessorViewReadSearch: UInt = 0x0b00_0000
+        let ownerViewReadSearchLink: UInt = 0x001b_0000
+        guard clinux_keyctl(keyctlSetTimeout, UInt(key), UInt(seconds), 0, 0) == 0,
+              clinux_keyctl(keyctlSetPerm, UInt(key), possessorViewReadSearch | ownerViewReadSearchLink, 0, 0) == 0
+        else {
+            _ = clinux_keyctl(keyctlInvalidate, UInt(key), 0, 0, 0)
+            throw failure("sealing the key")
+        }
+        let ring = clinux_keyctl(keyctlGetPersistent, UInt(uid), UInt(bitPattern: Int(processKeyring)), 0, 0)
+        guard ring >= 0 else { throw failure("the user's persistent keyring") }
+        defer { _ = clinux_keyctl(keyctlUnlink, UInt(ring), UInt(bitPattern: Int(processKeyring)), 0, 0) }
+        for old in serials(in: ring) where describe(serial: old)?.description == description {
+            _ = clinux_keyctl(keyctlInvalidate, UInt(bitPattern: Int(old)), 0, 0, 0)
+        }
+        guard clinux_keyctl(keyctlLink, UInt(key), UInt(ring), 0, 0) == 0 else {
+            _ = clinux_keyctl(keyctlInvalidate, UInt(key), 0, 0, 0)
+            throw failure("linking the key")
+        }
     }
 }
 

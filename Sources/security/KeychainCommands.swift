@@ -104,11 +104,10 @@ struct UnlockKeychain: ParsableCommand {
             var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password to unlock \(store.path): ")
             defer { secret.wipe() }
             try store.unlock(password: secret)
-            // After a password reset by root, the PAM module left the new login password in the
-            // kernel; the old password just proved the user's claim, so the keybag moves to it.
-            if try store.adoptRememberedLoginPassword(current: secret) {
-                Terminal.error("security: the keychain's password is now your current login password")
-            }
+            // After a password reset by root, the PAM module (as root) left the new login password
+            // in the kernel; the password just typed proved the user's claim, so the keybag moves
+            // to it, said on stderr before it happens.
+            try store.adoptLoginPasswordReset(current: secret) { Terminal.error("security: \($0)") }
         }
     }
 }

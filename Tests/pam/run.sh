@@ -89,6 +89,8 @@ logout() { pamtester "$service" "$user" close_session >/dev/null; }
 state() { as_user security status 2>/dev/null | awk -v c="$1:" '$1 == c { print $2 }'; }
 logged() { [ -z "$devlog" ] || grep -q "$1" "$devlog"; }
 digest() { sha256sum "$1" | cut -d' ' -f1; }
+# Fails when the command succeeds (`! cmd` never fails a case: set -e ignores it).
+refute() { if "$@"; then echo "unexpectedly true: $*"; return 1; fi; }
 
 # --- flows with pamtester and pam_unix -----------------------------------------------------
 
@@ -135,18 +137,41 @@ change_password_rekeys() {
 root_reset_then_unlock_rekeys() {
     login
     logout
-    # root sets a new password: no old token, so the keybag keeps the old one.
+    # root sets a new password: no old token, so the keybag keeps the old one, and root leaves
+    # the new one in the user's kernel keyring in a key root owns.
     printf 'Reset-pass-3-xyz\nReset-pass-3-xyz\n' | pamtester "$service" "$user" chauthtok >/dev/null
-    logged 'no old password'
+    logged 'a reset by root'
+    grep -q '^user;0;[0-9]*;[0-9a-f]*;keychain:[0-9a-f]*:login-reset$' <<< "$(kernel_keys)"
     as_user security lock-keychain
     login 'Reset-pass-3-xyz'
     expect locked "$(state WhenUnlocked)" "the new login password does not open the old keybag"
-    logged 'does not open the login keychain'
+    logged 'since root reset it'
     out=$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)
-    [[ "$out" == *"now your current login password"* ]]
+    echo "$out"
+    [[ "$out" == "security: the login password was reset by root at 20"*" UTC; this keychain is re-keyed from its current password to it" ]]
+    refute grep -q ':login-reset$' <<< "$(kernel_keys)"
     as_user security lock-keychain
+    expect 51 "$(printf '%s\n' "$password" | status_of as_user security unlock-keychain)" "the old password no longer opens it"
     printf 'Reset-pass-3-xyz\n' | as_user security unlock-keychain
     expect unlocked "$(state WhenUnlocked)"
+}
+
+reset_then_user_changes_it() {
+    login
+    logout
+    printf 'Reset-pass-3-xyz\nReset-pass-3-xyz\n' | pamtester "$service" "$user" chauthtok >/dev/null
+    # The user changes the password root set (as `chage -d 0` makes them at the next login)
+    # before the keychain followed it: the reset moves on to the user's new password.
+    printf '%s\n%s\n%s\n' 'Reset-pass-3-xyz' 'Mine-pass-7-xyz' 'Mine-pass-7-xyz' |
+        setpriv --ruid="$uid" --regid="$gid" --init-groups --euid=0 pamtester "$service" "$user" chauthtok >/dev/null
+    logged "before the login keychain followed it"
+    grep -q '^user;0;[0-9]*;[0-9a-f]*;keychain:[0-9a-f]*:login-reset$' <<< "$(kernel_keys)"
+    as_user security lock-keychain
+    out=$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)
+    [[ "$out" == *"re-keyed from its current password to it" ]]
+    as_user security lock-keychain
+    expect 51 "$(printf 'Reset-pass-3-xyz\n' | status_of as_user security unlock-keychain)" "not the password root set"
+    printf 'Mine-pass-7-xyz\n' | as_user security unlock-keychain
 }
 
 screen_unlock() {
@@ -170,7 +195,7 @@ rejected_password_is_not_trusted() {
     login
     as_user security set-keychain-password -o "$password" -p 'Keychain-only-9'
     as_user security lock-keychain
-    ! printf 'Keychain-only-9\n' | pamtester "$service" "$user" authenticate 'setcred(PAM_REFRESH_CRED)' open_session >/dev/null 2>&1
+    refute pamtester "$service" "$user" authenticate 'setcred(PAM_REFRESH_CRED)' open_session <<< 'Keychain-only-9' >/dev/null 2>&1
     expect locked "$(state WhenUnlocked)" "a password pam_unix rejected never unlocks the keychain"
 }
 
@@ -249,7 +274,7 @@ keychain_of_another_user() {
 
 toolchain_hidden() {
     # The module needs nothing from /opt/swift at run time.
-    ! ldd "$module" | grep -qi swift
+    refute grep -qi swift <<< "$(ldd "$module")"
     unshare -m sh -c "mount -t tmpfs none /opt/swift && printf '%s\n' '$password' | pamtester '$service' '$user' authenticate open_session" >/dev/null
     expect unlocked "$(state WhenUnlocked)"
 }
@@ -300,10 +325,164 @@ PAM
     expect unlocked "$(state WhenUnlocked)"
 }
 
+# "type;uid;gid;perm;description" of every key in the user's persistent keyring.
+kernel_keys() {
+    as_user keyctl session - sh -c 'r=$(keyctl get_persistent @s); for k in $(keyctl rlist "$r"); do keyctl rdescribe "$k"; echo; done' 2>/dev/null
+}
+
+planted_reset_is_ignored() {
+    login
+    id=$(sed -n 's/^user;.*;keychain:\([0-9a-f]*\):A$/\1/p' <<< "$(kernel_keys)")
+    [ -n "$id" ]
+    # A process of the user's plants a "reset" with a password of its choosing, in the format
+    # root uses and in the one this module used before.
+    as_user keyctl session - sh -c "r=\$(keyctl get_persistent @s)
+        printf 'keychain-login-reset 1\n%s\n%s\nPlanted-pass-6' \$(date +%s) $id | keyctl padd user keychain:$id:login-reset \$r
+        printf 'Planted-pass-6' | keyctl padd user keychain:$id:login \$r" >/dev/null 2>&1
+    grep -q "^user;$uid;.*:login-reset$" <<< "$(kernel_keys)"
+    as_user security lock-keychain
+    out=$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)
+    expect "" "$out" "unlock-keychain says nothing and re-keys nothing"
+    as_user security lock-keychain
+    expect 51 "$(printf 'Planted-pass-6\n' | status_of as_user security unlock-keychain)" "the planted password does not open it"
+    printf '%s\n' "$password" | as_user security unlock-keychain
+}
+
+# Root leaves a reset record by hand: $1 = the keychain named in the payload, $2 = its time.
+root_leaves_reset() {
+    keyctl session - sh -c '
+        ring=$(keyctl get_persistent @s "$1")
+        printf "keychain-login-reset 1\n%s\n%s\n%s" "$3" "$4" "$5" | keyctl padd user "keychain:$2:login-reset" "$ring"' \
+        sh "$uid" "$id" "$2" "$1" 'Root-set-8-xyz' >/dev/null 2>&1
+}
+
+stale_or_foreign_reset_is_ignored() {
+    login
+    id=$(sed -n 's/^user;.*;keychain:\([0-9a-f]*\):A$/\1/p' <<< "$(kernel_keys)")
+    [ -n "$id" ]
+    as_user security lock-keychain
+    # Owned by root, but two days old: ignored.
+    root_leaves_reset "$id" $(( $(date +%s) - 172800 ))
+    grep -q "^user;0;.*:login-reset$" <<< "$(kernel_keys)"
+    expect "" "$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)" "a stale reset is ignored"
+    as_user security lock-keychain
+    # Owned by root and fresh, but naming another keychain: ignored.
+    root_leaves_reset 00112233445566778899aabbccddeeff "$(date +%s)"
+    expect "" "$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)" "a reset for another keychain is ignored"
+    as_user security lock-keychain
+    # The same by root, fresh and naming this keychain, is taken: the checks above were the difference.
+    root_leaves_reset "$id" "$(date +%s)"
+    [[ "$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)" == *"re-keyed from its current password to it" ]]
+    as_user security lock-keychain
+    printf 'Root-set-8-xyz\n' | as_user security unlock-keychain
+}
+
+login_with_other_password_does_not_rekey() {
+    login
+    as_user security set-keychain-password -o "$password" -p 'Keychain-only-9'
+    as_user security lock-keychain
+    logout
+    login
+    expect locked "$(state WhenUnlocked)"
+    logged 'does not open the login keychain'
+    refute grep -qF "$password" <(as_user keyctl session - sh -c 'r=$(keyctl get_persistent @s); for k in $(keyctl rlist "$r"); do keyctl pipe "$k"; echo; done' 2>/dev/null)
+    out=$(printf 'Keychain-only-9\n' | as_user security unlock-keychain 2>&1)
+    expect "" "$out"
+    as_user security lock-keychain
+    expect 51 "$(printf '%s\n' "$password" | status_of as_user security unlock-keychain)" "still not the login password"
+    printf 'Keychain-only-9\n' | as_user security unlock-keychain
+}
+
+# pam-auth-update with this profile, in a mount namespace of its own over copies of /etc/pam.d,
+# /usr/share/pam-configs and /var/lib/pam: the machine's own files are never touched.
+profile_is_interactive_only() {
+    unshare -m --propagation private bash -c '
+        set -e
+        for d in /etc/pam.d /usr/share/pam-configs /var/lib/pam; do
+            mkdir -p "$d"
+            copy=$(mktemp -d)
+            cp -a "$d/." "$copy/"
+            mount -t tmpfs none "$d"
+            cp -a "$copy/." "$d/"
+            rm -rf "$copy"
+        done
+        install -m 0644 "$1" /usr/share/pam-configs/keychain
+        pam-auth-update --package --enable keychain
+        cat /etc/pam.d/common-session > "$2/interactive"
+        cat /etc/pam.d/common-session-noninteractive > "$2/noninteractive"
+    ' - "$here/../../pam/pam-configs-keychain" "$case_dir"
+    grep -q 'pam_keychain.so auto_create lock_on_close' "$case_dir/interactive"
+    refute grep -q pam_keychain "$case_dir/noninteractive"
+}
+
+# --- another user, sudo's order of calls, the worker's inheritance ---------------------------
+
+# The suite's PAM application (pam-app.c), built for the case.
+pam_app() {
+    [ -x "$case_dir/pam-app" ] || gcc -Wall -Werror -rdynamic -o "$case_dir/pam-app" "$here/pam-app.c" -lpam -ldl
+    "$case_dir/pam-app" "$@"
+}
+
+# A second user, $other, with password $1; removed with its keys when the case ends.
+second_user() {
+    other=kct$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    useradd -m -s /bin/sh "$other"
+    echo "$other:$1" | chpasswd
+    other_uid=$(id -u "$other") other_gid=$(id -g "$other") other_home=$(getent passwd "$other" | cut -d: -f6)
+    other_keychain=$other_home/.local/share/keychains/login.keychain-db
+    trap 'as_other keyctl session - sh -c '\''keyctl clear "$(keyctl get_persistent @s)"'\'' >/dev/null 2>&1; userdel -r "$other" >/dev/null 2>&1; rm -rf "$other_home"' EXIT
+}
+
+as_other() {
+    setpriv --reuid="$other_uid" --regid="$other_gid" --init-groups env -i HOME="$other_home" PATH="$bin:/usr/bin:/bin" "$@"
+}
+
+# Every payload in the second user's persistent keyring, one per line.
+other_kernel_payloads() {
+    as_other keyctl session - sh -c 'r=$(keyctl get_persistent @s); for k in $(keyctl rlist "$r"); do keyctl pipe "$k" 2>/dev/null; echo; done'
+}
+
+sudo_to_another_user_without_keychain() {
+    second_user 'Bob-pass-5-xyz'
+    # alice (the case's user) types her password; the session is opened for bob, as `sudo -u bob`.
+    printf '%s\n' "$password" | pam_app "$service" "$user" --as "$other"
+    [ ! -e "$other_keychain" ] || { echo "bob's keychain was created with alice's password"; return 1; }
+    refute grep -qF "$password" <(other_kernel_payloads)
+    logged 'typed for another user'
+    # The same calls without the change of user still unlock alice's own keychain.
+    printf '%s\n' "$password" | pam_app "$service" "$user"
+    expect unlocked "$(state WhenUnlocked)"
+}
+
+sudo_to_another_user_with_keychain() {
+    second_user 'Bob-pass-5-xyz'
+    printf 'Bob-pass-5-xyz\n' | as_other security create-keychain
+    as_other security lock-keychain
+    before=$(digest "$other_keychain")
+    printf '%s\n' "$password" | pam_app "$service" "$user" --as "$other"
+    refute grep -qF "$password" <(other_kernel_payloads)
+    expect "$before" "$(digest "$other_keychain")"
+    # bob's next unlock keeps bob's password.
+    printf 'Bob-pass-5-xyz\n' | as_other security unlock-keychain
+    as_other security lock-keychain
+    printf 'Bob-pass-5-xyz\n' | as_other security unlock-keychain
+}
+
+worker_inherits_no_descriptor_or_environment() {
+    printf '%s\n' "$password" | KEYCHAIN_TEST_SECRET=from-the-application pam_app "$service" "$user" --hold /etc/shadow 2> "$case_dir/worker"
+    grep -q '^worker-observed' "$case_dir/worker"
+    expect unlocked "$(state WhenUnlocked)" "the worker still did its work"
+    refute grep -q '^worker-fd .* /etc/shadow$' "$case_dir/worker"
+    refute grep -q '^worker-env KEYCHAIN_TEST_SECRET' "$case_dir/worker"
+    # Nothing beyond stdin, stdout, stderr and the worker's own reply pipe.
+    expect "" "$(awk '$1 == "worker-fd" && $2 > 2 && $3 != "this-listing" && !($2 == 3 && $3 ~ /^pipe:/)' "$case_dir/worker")"
+}
+
 check "first login creates the keychain and unlocks both classes" first_login_creates_and_unlocks
 check "sessions are counted; the last close locks WhenUnlocked only" sessions_are_counted
 check "chauthtok re-keys: the new password unlocks, the old does not" change_password_rekeys
-check "a reset by root keeps the keybag; unlock-keychain re-keys it" root_reset_then_unlock_rekeys
+check "a reset by root keeps the keybag; unlock-keychain says so and re-keys it" root_reset_then_unlock_rekeys
+check "a reset the user then changes: unlock-keychain re-keys to the user's password" reset_then_user_changes_it
 check "a screen unlock (authenticate + setcred) unlocks at once" screen_unlock
 check "a password rejected by pam_unix is never used" rejected_password_is_not_trusted
 check "only_if limits the module to the services named" only_if_other_service
@@ -316,5 +495,12 @@ check "keychain owned by someone else: refused, login goes on" keychain_of_anoth
 check "works with the Swift toolchain hidden" toolchain_hidden
 check "exports only the five pam_sm_* symbols, NODELETE" exports_only_pam_entry_points
 check "pam_wrapper (pam_matrix, pam_set_items) flows without root" wrapper_flows
+check "sudo -u: another user's session never gets the password (no keychain)" sudo_to_another_user_without_keychain
+check "sudo -u: another user's keychain and kernel keyring stay untouched" sudo_to_another_user_with_keychain
+check "the worker inherits no descriptor (/etc/shadow) and no environment" worker_inherits_no_descriptor_or_environment
+check "a reset planted by the user's own process is ignored; nothing re-keyed" planted_reset_is_ignored
+check "a reset record by root that is stale or names another keychain is ignored" stale_or_foreign_reset_is_ignored
+check "a login whose password does not open the keychain re-keys nothing" login_with_other_password_does_not_rekey
+check "pam-auth-update: the session line stays out of sudo's and cron's stack" profile_is_interactive_only
 
 summary

@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import PAMKeychainShim
 
 /// Runs work in a child process with the user's identity, so the keychain file and the kernel
 /// keyring are touched only as the user, never as root following paths the user controls.
@@ -12,6 +13,7 @@ enum AsUser {
         case locked = 12
         case failed = 13
         case cannotBecomeUser = 14
+        case resetPending = 15
         case timedOut = 100
         case cannotFork = 101
     }
@@ -38,28 +40,57 @@ enum AsUser {
     }
 
     static func run(_ account: Account, timeout: Double = 20, _ work: () -> Outcome) -> Outcome {
+        runReplying(account, timeout: timeout) { _ in work() }.outcome
+    }
+
+    /// Like `run`, and `work` may hand the parent a few bytes (at most `replyLimit`) through `reply`.
+    /// The child is a fork of the application without exec: before anything else it closes every
+    /// descriptor the application had open above stderr (an application may hold /etc/shadow)
+    /// and clears its environment, then drops to the user.
+    static func runReplying(_ account: Account, timeout: Double = 20,
+                            _ work: (_ reply: ([UInt8]) -> Void) -> Outcome) -> (outcome: Outcome, reply: [UInt8]) {
+        var fds: [Int32] = [-1, -1]
+        let piped = pam_keychain_pipe(&fds) == 0
         let pid = fork()
-        if pid < 0 { return .cannotFork }
-        if pid == 0 {
-            guard become(account) else { _exit(Outcome.cannotBecomeUser.rawValue) }
-            _exit(work().rawValue)
+        if pid < 0 {
+            if piped { close(fds[0]); close(fds[1]) }
+            return (.cannotFork, [])
         }
+        if pid == 0 {
+            ProcessHardening.becomeUndumpable()
+            guard pam_keychain_isolate_worker(piped ? fds[1] : -1) == 0, become(account) else { _exit(Outcome.cannotBecomeUser.rawValue) }
+            let outcome = work { bytes in
+                guard piped, bytes.count <= replyLimit else { return }
+                _ = bytes.withUnsafeBytes { write(replyDescriptor, $0.baseAddress, $0.count) }
+            }
+            _exit(outcome.rawValue)
+        }
+        if piped { close(fds[1]) }
+        defer { if piped { close(fds[0]) } }
         var status: Int32 = 0
         var waited = 0.0
         while waitpid(pid, &status, WNOHANG) == 0 {
             if waited >= timeout {
                 kill(pid, SIGKILL)
                 waitpid(pid, &status, 0)
-                return .timedOut
+                return (.timedOut, [])
             }
             usleep(10_000)
             waited += 0.01
         }
         let exited = status & 0x7f == 0
-        return exited ? Outcome(rawValue: (status >> 8) & 0xff) ?? .failed : .failed
+        let outcome = exited ? Outcome(rawValue: (status >> 8) & 0xff) ?? .failed : .failed
+        // The child has exited and wrote less than a pipe holds, so this read cannot block.
+        var reply = [UInt8](repeating: 0, count: replyLimit)
+        let n = piped ? read(fds[0], &reply, reply.count) : 0
+        return (outcome, n > 0 ? Array(reply.prefix(n)) : [])
     }
 
-    /// Drops to the user for good (real, effective and saved ids), with a clean environment.
+    static let replyLimit = 4096
+    /// Where `pam_keychain_isolate_worker` puts the reply pipe in the child.
+    private static let replyDescriptor: Int32 = 3
+
+    /// Drops to the user for good (real, effective and saved ids).
     private static func become(_ account: Account) -> Bool {
         if geteuid() == 0 {
             guard initgroups(account.name, account.gid) == 0 || setgroups(1, [account.gid]) == 0,
@@ -70,7 +101,7 @@ enum AsUser {
         }
         // No way back to root: a child that could regain it must not touch the user's files.
         guard getuid() == account.uid, geteuid() == account.uid, account.uid == 0 || setuid(0) != 0 else { return false }
-        for name in ["KEYCHAIN_PATH", "XDG_DATA_HOME", "XDG_CONFIG_HOME"] { unsetenv(name) }
+        // The environment was cleared; the engine needs only HOME (the default keychain folder).
         setenv("HOME", account.home, 1)
         ProcessHardening.becomeUndumpable()
         return true

@@ -20,6 +20,7 @@ struct Hooks {
         case .done: pam.debug("\(what): done")
         case .noKeychain: pam.debug("\(what): no login keychain")
         case .wrongPassword: pam.log(LOG_NOTICE, "\(what): the login password does not open the login keychain; run `security unlock-keychain`")
+        case .resetPending: pam.log(LOG_NOTICE, "\(what): the login password does not open the login keychain since root reset it; `security unlock-keychain` with the keychain's old password re-keys it to the login password")
         case .locked: pam.log(LOG_NOTICE, "\(what): the keychain is locked")
         case .failed: pam.log(LOG_WARNING, "\(what): failed (see the keychain file and the kernel keyring)")
         case .cannotBecomeUser: pam.log(LOG_WARNING, "\(what): cannot switch to the user's identity")
@@ -28,14 +29,11 @@ struct Hooks {
         }
     }
 
-    /// Keeps the password for setcred and open_session, and nothing else: PAM runs later modules
-    /// even after a `required` one has rejected the password, so it is not to be used here.
+    /// Keeps the password, with the user it was typed for, for setcred and open_session, and
+    /// nothing else: PAM runs later modules even after a `required` one has rejected the
+    /// password, so it is not to be used here.
     func authenticate() -> Int32 {
-        guard let token = pam.authToken else {
-            pam.debug("authenticate: no password from an earlier module")
-            return PAM_IGNORE
-        }
-        pam.stash(token)
+        pam.stash()
         return PAM_IGNORE
     }
 
@@ -44,26 +42,34 @@ struct Hooks {
     /// asking), the keychain unlocks at once.
     func setCredentials(flags: Int32) -> Int32 {
         let refresh = Int32(PAM_ESTABLISH_CRED | PAM_REINITIALIZE_CRED | PAM_REFRESH_CRED)
-        guard flags & refresh != 0, let token = pam.stashed, let account = account() else { return PAM_IGNORE }
+        guard flags & refresh != 0, var token = pam.stashed else { return PAM_IGNORE }
+        defer { token.wipe() }
+        guard let account = account() else { return PAM_IGNORE }
         let outcome = AsUser.run(account) {
+            defer { token.wipe() }
             guard Sessions.count > 0 else { return .done }
-            return Self.unlock(account, password: token, create: false, rememberOnMismatch: false)
+            return Self.unlock(account, password: token, create: false)
         }
         report(outcome, "setcred")
         return PAM_IGNORE
     }
 
     /// Unlocks (or, with auto_create, creates) the login keychain with the stashed password,
-    /// and counts the session.
+    /// and counts the session. Only the stash is used, never PAM_AUTHTOK itself: after sudo's
+    /// pam_set_item(PAM_USER), PAM_AUTHTOK is still the invoking user's password, and nothing
+    /// here could tell whose it is.
     func openSession() -> Int32 {
         defer { pam.unstash() }
         guard let account = account() else { return PAM_SUCCESS }
-        let token = pam.stashed ?? pam.authToken
+        var token = pam.stashed
+        defer { token?.wipe() }
         let create = pam.options.autoCreate
         let outcome = AsUser.run(account) {
+            defer { token?.wipe() }
             Sessions.set(Sessions.count + 1)
-            guard let token else { return .done }
-            return Self.unlock(account, password: token, create: create, rememberOnMismatch: true)
+            // Not `guard let`: a second reference would make the wipe above copy, not overwrite.
+            guard token != nil else { return .done }
+            return Self.unlock(account, password: token!, create: create)
         }
         report(outcome, "open_session")
         return PAM_SUCCESS
@@ -91,35 +97,90 @@ struct Hooks {
     }
 
     /// Re-wraps the keybag from the old password to the new one, atomically. Without the old
-    /// password (a reset by root) the keybag is left as it is.
+    /// password (root's `passwd USER`) the keybag is left as it is, and root leaves the new login
+    /// password for the user's next `security unlock-keychain` (see `LoginPasswordReset`).
+    /// Never uses the stash: the tokens here are the password stack's own.
     func changePassword(flags: Int32) -> Int32 {
         if flags & PAM_PRELIM_CHECK != 0 { return PAM_SUCCESS }
         guard flags & PAM_UPDATE_AUTHTOK != 0, let account = account() else { return PAM_IGNORE }
-        guard let new = pam.authToken else {
+        guard var new = pam.authToken else {
             pam.debug("chauthtok: no new password")
             return PAM_IGNORE
         }
-        guard let old = pam.oldAuthToken else {
-            pam.log(LOG_NOTICE, "chauthtok: no old password (a reset by root?); the login keychain keeps its password until `security unlock-keychain`")
-            return PAM_IGNORE
-        }
-        let outcome = AsUser.run(account) {
+        defer { new.wipe() }
+        guard var old = pam.oldAuthToken else { return rememberReset(account, password: new) }
+        defer { old.wipe() }
+        let (outcome, reply) = AsUser.runReplying(account) { reply in
+            defer { old.wipe(); new.wipe() }
             guard KeychainFile.exists(account.loginKeychain) else { return .noKeychain }
             do {
-                try KeychainStore.open(at: account.loginKeychain, storage: .kernel).changePassword(from: old, to: new)
-                return .done
-            } catch let error as KeychainError where error.code == .authFailed {
-                return .wrongPassword
+                let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
+                do {
+                    try store.changePassword(from: old, to: new)
+                    return .done
+                } catch let error as KeychainError where error.code == .authFailed {
+                    reply(Array(store.identifier.utf8))
+                    return .wrongPassword
+                }
             } catch {
                 return .failed
             }
+        }
+        if outcome == .wrongPassword, !reply.isEmpty,
+           followReset(account, keychain: String(decoding: reply, as: UTF8.self), old: old, new: new) {
+            return PAM_IGNORE
         }
         report(outcome, "chauthtok")
         return outcome == .done ? PAM_SUCCESS : PAM_IGNORE
     }
 
-    /// Runs as the user, in the child.
-    static func unlock(_ account: AsUser.Account, password: [UInt8], create: Bool, rememberOnMismatch: Bool) -> AsUser.Outcome {
+    /// After a reset by root, the user often changes the password root set before the keychain
+    /// has followed it (`chage -d 0` forces that at the next login): the password root left then
+    /// moves on to the new one, which pam_unix accepted from the user in exchange for it.
+    private func followReset(_ account: AsUser.Account, keychain: String, old: [UInt8], new: [UInt8]) -> Bool {
+        guard geteuid() == 0, var reset = LoginPasswordReset.left(forUser: account.uid, keychain: keychain) else { return false }
+        defer { reset.wipe() }
+        guard reset.isPassword(old) else { return false }
+        do {
+            try LoginPasswordReset(password: new, keychain: keychain, time: reset.time).remember(forUser: account.uid)
+            pam.log(LOG_NOTICE, "chauthtok: the password root set is changed before the login keychain followed it; `security unlock-keychain` now re-keys it to the new one")
+        } catch {
+            pam.log(LOG_WARNING, "chauthtok: cannot pass the reset on to the new password: \(error)")
+        }
+        return true
+    }
+
+    /// A new password without the old one. Only a root caller sets one that way (pam_unix asks
+    /// everyone else for the old password), and only root can leave the key the user's
+    /// `security unlock-keychain` trusts; the worker, as the user, only names the keychain.
+    private func rememberReset(_ account: AsUser.Account, password: [UInt8]) -> Int32 {
+        guard getuid() == 0, geteuid() == 0 else {
+            pam.log(LOG_NOTICE, "chauthtok: no old password and not run by root; the login keychain keeps its password")
+            return PAM_IGNORE
+        }
+        let (outcome, reply) = AsUser.runReplying(account) { reply in
+            guard KeychainFile.exists(account.loginKeychain) else { return .noKeychain }
+            guard let store = try? KeychainStore.open(at: account.loginKeychain, storage: .kernel) else { return .failed }
+            reply(Array(store.identifier.utf8))
+            return .done
+        }
+        guard outcome == .done, !reply.isEmpty else {
+            report(outcome, "chauthtok")
+            return PAM_IGNORE
+        }
+        let keychain = String(decoding: reply, as: UTF8.self)
+        do {
+            try LoginPasswordReset(password: password, keychain: keychain).remember(forUser: account.uid)
+            pam.log(LOG_NOTICE, "chauthtok: a reset by root (no old password); the login keychain keeps its password until `security unlock-keychain` re-keys it to the new login password (within \(LoginPasswordReset.lifetime / 3600) hours)")
+        } catch {
+            pam.log(LOG_WARNING, "chauthtok: a reset by root (no old password); cannot leave the new password for `security unlock-keychain`: \(error)")
+        }
+        return PAM_IGNORE
+    }
+
+    /// Runs as the user, in the child. A password that does not open the keychain changes
+    /// nothing: it may be a separate keychain password the user chose.
+    static func unlock(_ account: AsUser.Account, password: [UInt8], create: Bool) -> AsUser.Outcome {
         do {
             guard KeychainFile.exists(account.loginKeychain) else {
                 guard create else { return .noKeychain }
@@ -129,10 +190,11 @@ struct Hooks {
             let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
             do {
                 try store.unlock(password: password)
+                // The login password opens it: a reset left for this keychain has nothing left to do.
+                store.discardLoginPasswordReset()
                 return .done
             } catch let error as KeychainError where error.code == .authFailed {
-                if rememberOnMismatch { try? store.rememberLoginPassword(password) }
-                return .wrongPassword
+                return store.hasPendingLoginPasswordReset ? .resetPending : .wrongPassword
             }
         } catch {
             return .failed

@@ -21,12 +21,21 @@ struct PAMHandle {
         return String(cString: value.assumingMemoryBound(to: CChar.self))
     }
 
-    /// The password an earlier module collected, if any; this module never prompts.
+    /// The password an earlier module collected, if any; this module never prompts. A copy the
+    /// caller wipes after use.
     func secret(_ item: Int32) -> [UInt8]? {
         var value: UnsafeRawPointer?
         guard pam_get_item(raw, item, &value) == PAM_SUCCESS, let value else { return nil }
-        let bytes = Array(UnsafeBufferPointer(start: value.assumingMemoryBound(to: UInt8.self), count: strlen(value.assumingMemoryBound(to: CChar.self))))
-        return bytes.isEmpty ? nil : bytes
+        return Self.copy(value.assumingMemoryBound(to: CChar.self))
+    }
+
+    private static func copy(_ text: UnsafePointer<CChar>) -> [UInt8]? {
+        let count = strlen(text)
+        guard count > 0 else { return nil }
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            memcpy(buffer.baseAddress!, text, count)
+            initialized = count
+        }
     }
 
     var user: String? { string(PAM_USER) }
@@ -34,17 +43,22 @@ struct PAMHandle {
     var authToken: [UInt8]? { secret(PAM_AUTHTOK) }
     var oldAuthToken: [UInt8]? { secret(PAM_OLDAUTHTOK) }
 
-    func stash(_ token: [UInt8]) {
-        var copy = token.map { CChar(bitPattern: $0) } + [0]
-        let rc = pam_keychain_stash(raw, copy)
-        for i in copy.indices { copy[i] = 0 }
-        if rc != PAM_SUCCESS { log(LOG_WARNING, "cannot keep the password for the session (\(rc))") }
+    /// Keeps PAM_AUTHTOK and the user it was typed for, in C memory PAM's cleanup wipes.
+    func stash() {
+        let rc = pam_keychain_stash(raw)
+        if rc == PAM_IGNORE { debug("authenticate: no password from an earlier module") }
+        else if rc != PAM_SUCCESS { log(LOG_WARNING, "cannot keep the password for the session (\(rc))") }
     }
 
+    /// The stashed password, a copy the caller wipes, only while PAM_USER is still the user who
+    /// typed it: sudo authenticates the invoking user, then opens the target user's session.
     var stashed: [UInt8]? {
-        guard let p = pam_keychain_stashed(raw) else { return nil }
-        let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p)))
-        return bytes.isEmpty ? nil : bytes
+        var forOtherUser: Int32 = 0
+        let token = pam_keychain_stashed(raw, &forOtherUser)
+        if forOtherUser != 0 {
+            log(LOG_NOTICE, "the password was typed for another user (sudo -u?); not used for \(user ?? "nobody")")
+        }
+        return token.flatMap(Self.copy)
     }
 
     func unstash() { pam_keychain_unstash(raw) }
