@@ -21,7 +21,6 @@ public final class KeychainStore: @unchecked Sendable {
         self.db = db
         self.keybag = keybag
         self.storage = storage
-        dataVersion = (try? currentDataVersion()) ?? 0
     }
 
     deinit {
@@ -46,7 +45,11 @@ public final class KeychainStore: @unchecked Sendable {
         try KeychainFile.checkOwnership(path, isDirectory: false)
         let db = try SQLiteDatabase(path: path)
         try configure(db)
-        return KeychainStore(path: path, db: db, keybag: try Keybag.load(from: db), storage: storage)
+        // Read before the keybag: a commit in between makes the next call read the keybag again.
+        let version = try dataVersion(of: db)
+        let store = KeychainStore(path: path, db: db, keybag: try Keybag.load(from: db), storage: storage)
+        store.dataVersion = version
+        return store
     }
 
     /// Creates a keychain file 0600 in a 0700 folder and leaves it unlocked in `storage`.
@@ -113,15 +116,25 @@ public final class KeychainStore: @unchecked Sendable {
     /// A keychain made by an earlier version is upgraded in place first, in one transaction.
     public func unlock(password: Bytes) throws {
         try withLock {
-            var bag = try Keybag.load(from: db)
-            var kek = try bag.deriveKEK(password: password)
-            defer { kek.wipe() }
-            var (a, c) = try bag.unwrap(kek: kek)
-            defer { a.wipe(); c.wipe() }
-            if bag.version < Keybag.formatVersion { bag = try upgrade(bag, kek: kek, a: a, c: c) }
-            keybag = bag
-            dataVersion = try currentDataVersion()
-            try install(a: a, c: c)
+            // The derivation takes a while; if another process re-keyed the keychain meanwhile,
+            // the keys it gave are stale and must not reach the kernel: derive again.
+            for _ in 0..<3 {
+                let version = try currentDataVersion()
+                var bag = try Keybag.load(from: db)
+                var kek = try bag.deriveKEK(password: password)
+                defer { kek.wipe() }
+                var (a, c) = try bag.unwrap(kek: kek)
+                defer { a.wipe(); c.wipe() }
+                if bag.version < Keybag.formatVersion { bag = try upgrade(bag, kek: kek, a: a, c: c) }
+                let now = try Keybag.load(from: db)
+                guard now.wrappedA == bag.wrappedA, now.wrappedC == bag.wrappedC else { continue }
+                keybag = bag
+                dataVersion = version
+                subkeyCache.removeAll()
+                settingsCheck = nil
+                return try install(a: a, c: c)
+            }
+            throw KeychainError(.io, "the keychain's keys kept changing while it was being unlocked; try again")
         }
     }
 
@@ -280,7 +293,9 @@ public final class KeychainStore: @unchecked Sendable {
 
     /// What SQLite's data_version says about commits by other connections: it changes when one
     /// has committed since this connection last asked, and costs no I/O.
-    func currentDataVersion() throws -> Int64 {
+    func currentDataVersion() throws -> Int64 { try Self.dataVersion(of: db) }
+
+    private static func dataVersion(of db: SQLiteDatabase) throws -> Int64 {
         let stmt = try db.statement("PRAGMA data_version")
         defer { stmt.reset() }
         _ = try stmt.step()
@@ -289,9 +304,9 @@ public final class KeychainStore: @unchecked Sendable {
 
     /// Reloads the keybag when another process has committed since it was read: a rotation or a
     /// password change elsewhere must be seen before this process seals anything under a key.
-    private func refreshKeybag() throws {
+    private func refreshKeybag(force: Bool = false) throws {
         let version = try currentDataVersion()
-        guard version != dataVersion else { return }
+        guard version != dataVersion || force else { return }
         let bag = try Keybag.load(from: db)
         if bag.checkA != keybag.checkA || bag.checkC != keybag.checkC || bag.keyD != keybag.keyD || bag.version != keybag.version {
             subkeyCache.removeAll()
@@ -325,8 +340,8 @@ public final class KeychainStore: @unchecked Sendable {
                 c = nil
             }
         case .kernel:
-            a = trustedKernelKey(.whenUnlocked)
-            c = trustedKernelKey(.afterFirstUnlock)
+            a = try trustedKernelKey(.whenUnlocked)
+            c = try trustedKernelKey(.afterFirstUnlock)
         }
         let keys = classKeys(a: a, c: c)
         if let a, settingsCheck == nil {
@@ -346,8 +361,11 @@ public final class KeychainStore: @unchecked Sendable {
         return keybag.matches(key, lockClass)
     }
 
-    private func trustedKernelKey(_ lockClass: LockClass) -> Bytes? {
+    private func trustedKernelKey(_ lockClass: LockClass) throws -> Bytes? {
         guard var entry = KernelKeyring.readEntry(kernelName(lockClass)) else { return nil }
+        if isTrusted(entry.key, lockClass) { return entry.key }
+        // Before removing a key, make sure the keybag it failed against is the one in the file.
+        try refreshKeybag(force: true)
         if isTrusted(entry.key, lockClass) { return entry.key }
         entry.key.wipe()
         // A keychain of the previous format has no check values: its kernel keys wait for the
