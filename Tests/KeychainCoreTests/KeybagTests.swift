@@ -96,6 +96,20 @@ final class KeybagTests: XCTestCase {
 
     /// The keybag edited to ask for absurd parameters, with its checksum recomputed so that only
     /// the bounds stand in the way: errSecDecode before any derivation, at open and at unwrap.
+    func testAbsurdKDFParametersAreNeverWritten() throws {
+        var before = Crypto.derivations
+        XCTAssertStatus(try KeychainStore.create(at: scratch.path(), password: Array("pw".utf8), scrypt: ScryptParameters(n: 1 << 21),
+                                                 storage: .process), .param)
+        XCTAssertEqual(Crypto.derivations, before)
+        XCTAssertFalse(KeychainFile.exists(scratch.path()), "nothing left behind")
+        let store = try scratch.create(password: "pw")
+        before = Crypto.derivations
+        XCTAssertStatus(try store.changePassword(from: Array("pw".utf8), to: Array("x".utf8), scrypt: ScryptParameters(n: 1 << 20, r: 8, p: 2)), .param)
+        XCTAssertStatus(try store.exportBackup(password: Array("b".utf8), scrypt: ScryptParameters(n: 3)), .param)
+        XCTAssertEqual(Crypto.derivations - before, 1, "only the unwrap of the password change derived")
+        try store.unlock(password: Array("pw".utf8))
+    }
+
     func testAbsurdKDFParametersInTheKeybagAreRefusedBeforeDeriving() throws {
         _ = try scratch.create(password: "pw")
         let original = try scratch.open().keybag
