@@ -39,7 +39,7 @@ extension KeychainStore {
         var plain = payload.bytes
         defer { plain.wipe() }
         let params = scrypt ?? .tuned()
-        guard params.isSane else { throw KeychainError.param("KDF parameters out of bounds (N a power of two, 128·N·r at most 1 GiB)") }
+        try params.checkWritable()
         let salt = try Crypto.random(16)
         var key = try Crypto.scrypt(password: password, salt: salt, parameters: params)
         defer { key.wipe() }

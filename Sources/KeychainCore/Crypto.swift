@@ -234,6 +234,12 @@ public struct ScryptParameters: Equatable, Sendable {
         return 128 * n * r <= Self.maximumMemory && n * r * p <= Self.maximumWork
     }
 
+    /// errSecParam for parameters nothing may be written with: a keybag or backup that could not
+    /// be opened again.
+    func checkWritable() throws {
+        guard isSane else { throw KeychainError.param("KDF parameters out of bounds (N a power of two, 128·N·r at most 1 GiB)") }
+    }
+
     /// The bytes one derivation holds: what an unlock costs in memory.
     public var memory: UInt64 { 128 * n * r }
 

@@ -77,7 +77,7 @@ struct Keybag {
     /// needs no item re-encryption; a key rotation gives new keys here.
     mutating func rewrap(a: Bytes, c: Bytes, password: Bytes, scrypt: ScryptParameters) throws {
         // Never write a keybag that could not be opened again.
-        guard scrypt.isSane else { throw KeychainError.param("KDF parameters out of bounds (N a power of two, 128·N·r at most 1 GiB)") }
+        try scrypt.checkWritable()
         let newSalt = try Crypto.random(16)
         var kek = try Crypto.scrypt(password: password, salt: newSalt, parameters: scrypt)
         defer { kek.wipe() }
