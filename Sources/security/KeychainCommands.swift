@@ -104,6 +104,8 @@ struct UnlockKeychain: ParsableCommand {
             var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password to unlock \(store.path): ")
             defer { secret.wipe() }
             try store.unlock(password: secret)
+            // Changed settings lose their idle timeout and lock-at-logout choice: say so at once.
+            if store.status.settingsIntegrity == .damaged, let note = settingsNote(.damaged) { Terminal.error("security: \(note)") }
             // After a password reset by root, the PAM module left the new login password in the
             // kernel; the old password just proved the user's claim, so the keybag moves to it.
             if try store.adoptRememberedLoginPassword(current: secret) {

@@ -440,7 +440,8 @@ settings_are_authenticated() {
     # Another process of the user rewrites them in the file: no lock at logout, no timeout.
     sqlite3 "$XDG_DATA_HOME/keychains/login.keychain-db" "update keychain set value = x'0000000000' where name = 'settings'"
     "$security" show-keychain-info 2>&1 | grep 'unverified while the keychain is locked' >/dev/null
-    printf 'pw\n' | "$security" unlock-keychain
+    printf 'pw\n' | "$security" unlock-keychain 2>"$case_dir/err"
+    grep -q 'changed without the keychain' "$case_dir/err"
     "$security" show-keychain-info 2>"$case_dir/err" | grep 'lock-on-session-end no-timeout' >/dev/null
     grep -q 'changed without the keychain' "$case_dir/err"
     "$security" status | grep '^lock at logout: *yes' >/dev/null
