@@ -39,6 +39,7 @@ extension KeychainStore {
         var plain = payload.bytes
         defer { plain.wipe() }
         let params = scrypt ?? .tuned()
+        try params.checkWritable()
         let salt = try Crypto.random(16)
         var key = try Crypto.scrypt(password: password, salt: salt, parameters: params)
         defer { key.wipe() }

@@ -20,6 +20,8 @@ struct ClassKeys {
     func canWrite(_ lockClass: LockClass) -> Bool { has(lockClass) && indexKey(KeySpace(lockClass)) != nil }
 
     func metadataKey(_ lockClass: LockClass) -> Bytes? { subkeys[lockClass]?.metadata }
+    /// The key of the settings MAC, when WhenUnlocked is open (`Keybag.settingsKey`).
+    var settingsKey: Bytes? { subkeys[.whenUnlocked]?.settings }
     func wrappingKey(_ lockClass: LockClass) -> Bytes? { subkeys[lockClass]?.wrapping }
 
     func indexKey(_ space: KeySpace) -> Crypto.HMACKey? {
@@ -67,6 +69,9 @@ final class Subkeys {
         return mac
     }
 
+    /// Not kept: settings change rarely.
+    var settings: Bytes { Keybag.settingsKey(a: classKey) }
+
     /// Constant time: the class key is compared with one just read from the kernel.
     func matches(_ key: Bytes) -> Bool { Crypto.equal(classKey, key) }
 
@@ -90,5 +95,7 @@ public struct LockStatus: Equatable, Sendable {
     public var whenUnlocked: Bool
     public var afterFirstUnlock: Bool
     public var storage: KeyStorage
+    /// What is in force (see `KeychainStore.settings`).
     public var settings: KeychainSettings
+    public var settingsIntegrity: SettingsIntegrity
 }

@@ -216,10 +216,32 @@ public struct ScryptParameters: Equatable, Sendable {
         self.p = p
     }
 
-    /// Refuses parameters a tampered file could use to exhaust memory or time, or to weaken the KDF.
+    /// The most memory one derivation may take, 128·N·r bytes: what the largest tuning asks
+    /// for (N = 2^20, r = 8). A keybag or backup asking for more is damaged or hostile.
+    public static let maximumMemory: UInt64 = 1 << 30
+
+    /// The most work one derivation may take, N·r·p: the largest tuning's, about 4 s on the
+    /// 2-core machine of the README. Parallelism does not buy memory here: libsodium runs the
+    /// p lanes one after the other, so without this bound p would multiply the time of a guess
+    /// that the memory cap already allows.
+    static let maximumWork: UInt64 = 1 << 23
+
+    /// Refuses parameters a tampered file or a hostile backup could use to exhaust memory or
+    /// time, before any derivation runs. N must be a power of two (scrypt's definition); r up
+    /// to 32 covers every published tuning (8 is the norm), p up to 16 (1 is ours).
     var isSane: Bool {
-        n >= 2 && n & (n - 1) == 0 && n <= 1 << 22 && r >= 1 && r <= 32 && p >= 1 && p <= 16
+        guard n >= 2, n & (n - 1) == 0, (1...32).contains(r), (1...16).contains(p), n <= Self.maximumMemory else { return false }
+        return 128 * n * r <= Self.maximumMemory && n * r * p <= Self.maximumWork
     }
+
+    /// errSecParam for parameters nothing may be written with: a keybag or backup that could not
+    /// be opened again.
+    func checkWritable() throws {
+        guard isSane else { throw KeychainError.param("KDF parameters out of bounds (N a power of two, 128·N·r at most 1 GiB)") }
+    }
+
+    /// The bytes one derivation holds: what an unlock costs in memory.
+    public var memory: UInt64 { 128 * n * r }
 
     /// Fast parameters for tests and throwaway keychains only.
     public static let fastForTesting = ScryptParameters(n: 1 << 10)

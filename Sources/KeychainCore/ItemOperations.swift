@@ -9,8 +9,7 @@ extension KeychainStore {
     func add(_ item: Item, keepingDates: Bool) throws -> Item {
         let (prepared, secret) = try Self.prepareNew(item, keepingDates: keepingDates)
         return try withLock {
-            let keys = currentKeys()
-            return try db.transaction { try insert(prepared, secret: secret, keys: keys) }
+            try db.transaction { try insert(prepared, secret: secret, keys: try currentKeys()) }
         }
     }
 
@@ -20,8 +19,10 @@ extension KeychainStore {
     public func add(_ items: [Item]) throws -> [Item] {
         let prepared = try items.map { try Self.prepareNew($0, keepingDates: false) }
         return try withLock {
-            let keys = currentKeys()
-            return try db.transaction { try prepared.map { try insert($0.0, secret: $0.1, keys: keys) } }
+            try db.transaction {
+                let keys = try currentKeys()
+                return try prepared.map { try insert($0.0, secret: $0.1, keys: keys) }
+            }
         }
     }
 
@@ -32,8 +33,8 @@ extension KeychainStore {
         let query = try Self.normalized(query)
         let (prepared, secret) = try Self.prepareNew(item, keepingDates: false)
         return try withLock {
-            let keys = currentKeys()
-            return try db.transaction {
+            try db.transaction {
+                let keys = try currentKeys()
                 do {
                     try deleteRows(try lockedAwareMatches(query, keys: keys).map { $0.0.rowID })
                 } catch let error as KeychainError where error.code == .itemNotFound {}
@@ -83,7 +84,7 @@ extension KeychainStore {
     public func find(_ query: Query, limit: Int? = 1, includeSecret: Bool = false) throws -> [Item] {
         let query = try Self.normalized(query)
         return try withLock {
-            let keys = currentKeys()
+            let keys = try currentKeys()
             let (rows, lockedSpace) = try candidates(query, keys: keys)
             var found: [Item] = []
             var skippedLocked = false
@@ -134,8 +135,8 @@ extension KeychainStore {
             changes["sha1"] = .data(Crypto.sha1(secret))
         }
         return try withLock {
-            let keys = currentKeys()
-            return try db.transaction {
+            try db.transaction {
+                let keys = try currentKeys()
                 let matches = try lockedAwareMatches(query, keys: keys)
                 for (row, old) in matches {
                     var item = old
@@ -171,8 +172,8 @@ extension KeychainStore {
     public func delete(_ query: Query) throws -> Int {
         let query = try Self.normalized(query)
         return try withLock {
-            let keys = currentKeys()
-            return try db.transaction {
+            try db.transaction {
+                let keys = try currentKeys()
                 let matches = try lockedAwareMatches(query, keys: keys)
                 try deleteRows(matches.map { $0.0.rowID })
                 return matches.count

@@ -57,13 +57,17 @@ public struct KernelKeyring: Sendable {
     /// keychain a moment ago; a serial found earlier makes that one KEYCTL_READ instead of three
     /// calls, and an invalidated, revoked or expired key fails that read, which sends us back to
     /// the search.
-    public static func read(_ description: String) -> Bytes? {
+    public static func read(_ description: String) -> Bytes? { readEntry(description)?.key }
+
+    /// The key's payload and the serial it was read from, so that a key found wrong can be
+    /// removed without touching one stored under the same name a moment later.
+    static func readEntry(_ description: String) -> (serial: Int32, key: Bytes)? {
         if let id = serials.serial(of: description) {
-            if let key = read(serial: id) { return key }
+            if let key = read(serial: id) { return (id, key) }
             serials.forget(description)
         }
-        guard let id = find(description) else { return nil }
-        return read(serial: id)
+        guard let id = find(description), let key = read(serial: id) else { return nil }
+        return (id, key)
     }
 
     private static func read(serial id: Int32, capacity: Int = 64) -> Bytes? {
@@ -90,6 +94,14 @@ public struct KernelKeyring: Sendable {
                 }
                 return
             }
+        }
+    }
+
+    /// Invalidates one key by serial: a key of the same name stored since is left alone.
+    static func remove(serial id: Int32, description: String) {
+        serials.forget(description)
+        if clinux_keyctl(keyctlInvalidate, UInt(id), 0, 0, 0) < 0, let ring = try? persistent() {
+            _ = clinux_keyctl(keyctlUnlink, UInt(id), UInt(bitPattern: Int(ring)), 0, 0)
         }
     }
 

@@ -1,68 +1,178 @@
 import Glibc
 
-/// The keybag: class keys A and C wrapped under the key derived from the password, class key D in
-/// the clear (Always items are protected by file permissions only), and the scrypt parameters.
+/// The keybag: class keys A and C wrapped under the key derived from the password, a check value
+/// of each, class key D in the clear (Always items are protected by file permissions only), the
+/// scrypt parameters, and the keychain's settings with their MAC.
+///
+/// Version 2 added the key check values (so a key planted in the kernel is recognised) and the
+/// settings MAC (so settings cannot be changed without class key A). A version 1 keybag is still
+/// read; the next unlock with the password upgrades it in place (`upgrade(kek:a:c:)`).
 struct Keybag {
-    static let formatVersion: UInt32 = 1
+    static let formatVersion: UInt32 = 2
 
+    var version: UInt32
     var uuid: Bytes
     var scrypt: ScryptParameters
     var salt: Bytes
     var wrappedA: Bytes
     var wrappedC: Bytes
+    /// Key check values of A and C (`keyCheck`); empty in a version 1 keybag.
+    var checkA: Bytes
+    var checkC: Bytes
     var keyD: Bytes
+    /// As stored: trusted only once `settingsMAC` verifies under class key A (`verifiedSettings`).
     var settings: KeychainSettings
+    /// Empty in a version 1 keybag.
+    var settingsMAC: Bytes
 
     /// A new keybag with fresh random class keys; returns the unwrapped A and C keys too.
     static func make(password: Bytes, scrypt: ScryptParameters) throws -> (Keybag, a: Bytes, c: Bytes) {
-        var bag = Keybag(uuid: try Crypto.random(16), scrypt: scrypt, salt: [], wrappedA: [], wrappedC: [],
-                         keyD: try Crypto.random(Crypto.keyLength), settings: KeychainSettings())
+        var bag = Keybag(version: formatVersion, uuid: try Crypto.random(16), scrypt: scrypt, salt: [], wrappedA: [],
+                         wrappedC: [], checkA: [], checkC: [], keyD: try Crypto.random(Crypto.keyLength),
+                         settings: KeychainSettings(), settingsMAC: [])
         let a = try Crypto.random(Crypto.keyLength)
         let c = try Crypto.random(Crypto.keyLength)
         try bag.rewrap(a: a, c: c, password: password, scrypt: scrypt)
+        bag.authenticateSettings(a: a)
         return (bag, a, c)
+    }
+
+    /// The key-encryption key. Parameters out of bounds are refused before scrypt runs: a
+    /// tampered keybag must not cost gigabytes or minutes per attempt.
+    func deriveKEK(password: Bytes) throws -> Bytes {
+        guard scrypt.isSane, salt.count >= 16 else {
+            throw KeychainError(.decode, "the keybag is damaged (KDF parameters out of bounds)")
+        }
+        return try Crypto.scrypt(password: password, salt: salt, parameters: scrypt)
     }
 
     /// Opens A and C with the password. A wrong password and a changed keybag look the same to
     /// AES-GCM, and both are errSecAuthFailed.
     func unwrap(password: Bytes) throws -> (a: Bytes, c: Bytes) {
-        guard scrypt.isSane, salt.count >= 16 else { throw KeychainError(.authFailed, "the keybag is damaged") }
-        var kek = try Crypto.scrypt(password: password, salt: salt, parameters: scrypt)
+        var kek = try deriveKEK(password: password)
         defer { kek.wipe() }
+        return try unwrap(kek: kek)
+    }
+
+    func unwrap(kek: Bytes) throws -> (a: Bytes, c: Bytes) {
         let a = try? Crypto.open(wrappedA, key: kek, aad: aad(.whenUnlocked))
         let c = try? Crypto.open(wrappedC, key: kek, aad: aad(.afterFirstUnlock))
         switch (a, c) {
-        case let (a?, c?): return (a, c)
+        case (var a?, var c?):
+            // The check values are authenticated with the wrapped keys; one that does not fit its
+            // key was written so by someone holding the password-derived key.
+            guard version < 2 || (matches(a, .whenUnlocked) && matches(c, .afterFirstUnlock)) else {
+                a.wipe()
+                c.wipe()
+                throw KeychainError(.decode, "the keybag is damaged (key check values)")
+            }
+            return (a, c)
         case (nil, nil): throw KeychainError(.authFailed, "wrong password for this keychain")
         // The password opened one class key and not the other: the keybag was changed.
         default: throw KeychainError(.decode, "the keybag is damaged")
         }
     }
 
-    /// Wraps the same class keys under a new password, with a new salt: items need no re-encryption.
+    /// Wraps class keys A and C under a new password, with a new salt. A password change alone
+    /// needs no item re-encryption; a key rotation gives new keys here.
     mutating func rewrap(a: Bytes, c: Bytes, password: Bytes, scrypt: ScryptParameters) throws {
+        // Never write a keybag that could not be opened again.
+        try scrypt.checkWritable()
         let newSalt = try Crypto.random(16)
         var kek = try Crypto.scrypt(password: password, salt: newSalt, parameters: scrypt)
         defer { kek.wipe() }
         self.scrypt = scrypt
         salt = newSalt
+        try wrap(a: a, c: c, kek: kek)
+    }
+
+    /// Seals A and C under `kek` (of this keybag's salt and parameters) in the current format.
+    private mutating func wrap(a: Bytes, c: Bytes, kek: Bytes) throws {
+        version = Self.formatVersion
+        checkA = Self.keyCheck(a, uuid: uuid, .whenUnlocked)
+        checkC = Self.keyCheck(c, uuid: uuid, .afterFirstUnlock)
         wrappedA = try Crypto.seal(a, key: kek, aad: aad(.whenUnlocked))
         wrappedC = try Crypto.seal(c, key: kek, aad: aad(.afterFirstUnlock))
     }
 
-    /// The additional data binds each wrapped key to this keychain, its class and the KDF settings,
-    /// so lowering the parameters in the file breaks the tag instead of weakening the KDF.
+    /// Brings a version 1 keybag to the current format with the key its password gave: the same
+    /// class keys, salt and KDF cost, now with check values and authenticated settings. The
+    /// settings a version 1 file held were never authenticated; they are kept as the owner's.
+    mutating func upgrade(kek: Bytes, a: Bytes, c: Bytes) throws {
+        guard version < Self.formatVersion else { return }
+        try wrap(a: a, c: c, kek: kek)
+        authenticateSettings(a: a)
+    }
+
+    /// The additional data binds each wrapped key to this keychain, its class, the KDF settings
+    /// and (version 2) the key's check value, so lowering the parameters in the file or swapping
+    /// a check value breaks the tag instead of weakening the KDF or vouching for another key.
     private func aad(_ lockClass: LockClass) -> Bytes {
         var w = ByteWriter()
-        w.string("keychain-keybag-v1")
+        w.string(version < 2 ? "keychain-keybag-v1" : "keychain-keybag-v2")
         w.blob(uuid)
         w.string(lockClass.letter)
         w.u64(scrypt.n)
         w.u64(scrypt.r)
         w.u64(scrypt.p)
         w.blob(salt)
+        if version >= 2 { w.blob(lockClass == .whenUnlocked ? checkA : checkC) }
         return w.bytes
     }
+
+    // MARK: Key check values
+
+    /// A truncated HMAC of a fixed label, this keychain's uuid and the class, under the class key:
+    /// tells whether a key found in the kernel is this keychain's key without revealing it.
+    static func keyCheck(_ key: Bytes, uuid: Bytes, _ lockClass: LockClass) -> Bytes {
+        var w = ByteWriter()
+        w.string("keychain-key-check-v2")
+        w.blob(uuid)
+        w.string(lockClass.letter)
+        return Array(Crypto.hmacSHA256(key: key, w.bytes).prefix(16))
+    }
+
+    /// Whether `key` is this keychain's class key. A version 1 keybag has no check values and
+    /// vouches for no key: its keys are trusted only as they come from the password.
+    func matches(_ key: Bytes, _ lockClass: LockClass) -> Bool {
+        guard version >= 2 else { return false }
+        let stored = lockClass == .whenUnlocked ? checkA : checkC
+        return Crypto.equal(stored, Self.keyCheck(key, uuid: uuid, lockClass))
+    }
+
+    // MARK: Settings
+
+    /// The key of the settings MAC, derived from class key A: only someone who could read
+    /// WhenUnlocked items can change when they lock.
+    static func settingsKey(a: Bytes) -> Bytes { Crypto.deriveKey(a, purpose: "settings") }
+
+    static func settingsMAC(_ settings: KeychainSettings, uuid: Bytes, key: Bytes) -> Bytes {
+        var w = ByteWriter()
+        w.string("keychain-settings-v2")
+        w.blob(uuid)
+        w.blob(settings.bytes)
+        return Crypto.hmacSHA256(key: key, w.bytes)
+    }
+
+    /// The stored settings if their MAC verifies under `a`; nil when they were changed without it.
+    func verifiedSettings(a: Bytes) -> KeychainSettings? {
+        guard version >= 2 else { return nil }
+        var key = Self.settingsKey(a: a)
+        defer { key.wipe() }
+        return Crypto.equal(settingsMAC, Self.settingsMAC(settings, uuid: uuid, key: key)) ? settings : nil
+    }
+
+    mutating func authenticateSettings(key: Bytes) {
+        settingsMAC = Self.settingsMAC(settings, uuid: uuid, key: key)
+    }
+
+    mutating func authenticateSettings(a: Bytes) {
+        var key = Self.settingsKey(a: a)
+        defer { key.wipe() }
+        authenticateSettings(key: key)
+    }
+
+    // MARK: Storage
 
     static func load(from db: SQLiteDatabase) throws -> Keybag {
         var fields: [String: Bytes] = [:]
@@ -72,32 +182,55 @@ struct Keybag {
         } catch let error as KeychainError where error.code == .io {
             throw KeychainError(.decode, "not a keychain file (\(error.detail))")
         }
-        guard let version = fields["version"], version == Bytes(bigEndian: UInt64(formatVersion)) else {
-            throw KeychainError(.decode, "not a keychain file, or one of an unknown version")
-        }
+        guard let rawVersion = fields["version"], rawVersion.count == 8,
+              let version = [1, 2].first(where: { rawVersion == Bytes(bigEndian: UInt64($0)) })
+        else { throw KeychainError(.decode, "not a keychain file, or one of an unknown version") }
         guard let uuid = fields["uuid"], uuid.count == 16,
               let kdf = fields["kdf"], let a = fields["wrap.A"], let c = fields["wrap.C"],
               let d = fields["key.D"], d.count == Crypto.keyLength
         else { throw KeychainError(.decode, "the keybag is incomplete") }
+        let rawSettings = fields["settings"] ?? []
+        let checkA = fields["check.A"] ?? [], checkC = fields["check.C"] ?? [], mac = fields["settings.mac"] ?? []
+        if version >= 2 {
+            guard checkA.count == 16, checkC.count == 16 else { throw KeychainError(.decode, "the keybag is incomplete") }
+        }
+        let summed = version >= 2 ? [uuid, kdf, a, c, checkA, checkC, d] : [uuid, kdf, a, c, d, rawSettings]
+        guard let sum = fields["checksum"], constantTimeEqual(sum, checksum(summed)) else {
+            throw KeychainError(.decode, "the keybag is damaged")
+        }
         var r = ByteReader(kdf)
         let params = ScryptParameters(n: try r.u64(), r: try r.u64(), p: try r.u64())
         let salt = try r.blob()
-        guard r.isAtEnd, let rawSettings = fields["settings"], let sum = fields["checksum"],
-              constantTimeEqual(sum, checksum([uuid, kdf, a, c, d, rawSettings]))
-        else { throw KeychainError(.decode, "the keybag is damaged") }
-        let settings = try KeychainSettings(bytes: rawSettings)
-        return Keybag(uuid: uuid, scrypt: params, salt: salt, wrappedA: a, wrappedC: c, keyD: d, settings: settings)
+        guard r.isAtEnd else { throw KeychainError(.decode, "the keybag is damaged") }
+        // Checked here as well as before each derivation, so a keychain asking for an absurd KDF
+        // is reported as damaged when it is opened, not when someone types a password.
+        guard params.isSane, salt.count >= 16 else {
+            throw KeychainError(.decode, "the keybag is damaged (KDF parameters out of bounds)")
+        }
+        // Settings are authenticated by their own MAC, not by the checksum: changed ones cost the
+        // owner their settings (the safe defaults apply, and are reported), not the keychain.
+        var settings = KeychainSettings.safeDefaults, settingsMAC = mac
+        if let stored = try? KeychainSettings(bytes: rawSettings) {
+            settings = stored
+        } else if version >= 2 {
+            settingsMAC = []
+        } else {
+            throw KeychainError.decode("the keybag settings are damaged")
+        }
+        return Keybag(version: UInt32(version), uuid: uuid, scrypt: params, salt: salt, wrappedA: a, wrappedC: c,
+                      checkA: checkA, checkC: checkC, keyD: d, settings: settings, settingsMAC: settingsMAC)
     }
 
-    /// An unkeyed checksum over the stored bytes cannot stop a forger, and does not try to (the
-    /// wrapped keys' tags do that); it tells a damaged keybag from a wrong password, for the user.
-    private static func checksum(_ fields: [Bytes]) -> Bytes {
+    /// An unkeyed checksum over the stored key material cannot stop a forger, and does not try to
+    /// (the wrapped keys' tags and the check values inside them do that); it tells a damaged
+    /// keybag from a wrong password, for the user.
+    static func checksum(_ fields: [Bytes]) -> Bytes {
         var w = ByteWriter()
         for field in fields { w.blob(field) }
         return Crypto.sha256(w.bytes)
     }
 
-    private var kdfRecord: Bytes {
+    var kdfRecord: Bytes {
         var kdf = ByteWriter()
         kdf.u64(scrypt.n)
         kdf.u64(scrypt.r)
@@ -106,51 +239,36 @@ struct Keybag {
         return kdf.bytes
     }
 
+    /// Writes the whole keybag, in the current format only (a version 1 keybag is upgraded
+    /// before anything else is written).
     func save(to db: SQLiteDatabase) throws {
+        precondition(version == Self.formatVersion, "a keybag is upgraded before it is saved")
         let kdf = kdfRecord
+        let sum = Keybag.checksum([uuid, kdf, wrappedA, wrappedC, checkA, checkC, keyD])
         let insert = try db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES (?, ?)")
-        for (name, value) in [("version", Bytes(bigEndian: UInt64(Keybag.formatVersion))), ("uuid", uuid),
-                              ("kdf", kdf), ("wrap.A", wrappedA), ("wrap.C", wrappedC),
-                              ("key.D", keyD), ("settings", settings.bytes),
-                              ("checksum", Keybag.checksum([uuid, kdf, wrappedA, wrappedC, keyD, settings.bytes]))] {
+        for (name, value) in [("version", Bytes(bigEndian: UInt64(version))), ("uuid", uuid), ("kdf", kdf),
+                              ("wrap.A", wrappedA), ("wrap.C", wrappedC), ("check.A", checkA), ("check.C", checkC),
+                              ("key.D", keyD), ("settings", settings.bytes), ("settings.mac", settingsMAC),
+                              ("checksum", sum)] {
             try insert.run([.text(name), .blob(value)])
         }
     }
 }
 
-/// `security set-keychain-settings`: how long WhenUnlocked stays open, and whether it closes with
-/// the user's last session.
-public struct KeychainSettings: Equatable, Sendable {
-    /// Seconds without use after which the WhenUnlocked key expires; 0 means never.
-    public var idleTimeout: UInt32 = 0
-    public var lockOnSessionEnd = true
-
-    public init(idleTimeout: UInt32 = 0, lockOnSessionEnd: Bool = true) {
-        self.idleTimeout = idleTimeout
-        self.lockOnSessionEnd = lockOnSessionEnd
-    }
-
-    init(bytes: Bytes) throws {
-        var r = ByteReader(bytes)
-        idleTimeout = try r.u32()
-        let flag = try r.u8()
-        guard flag <= 1, r.isAtEnd else { throw KeychainError.decode("the keybag settings are damaged") }
-        lockOnSessionEnd = flag == 1
-    }
-
-    var bytes: Bytes {
-        var w = ByteWriter()
-        w.u32(idleTimeout)
-        w.u8(lockOnSessionEnd ? 1 : 0)
-        return w.bytes
-    }
-}
-
 extension ScryptParameters {
-    /// Parameters that take about 0.1-0.25 s on this machine: the cost of every guess at the password.
+    /// The least cost a keychain or backup gets by default: N = 2^17, r = 8, p = 1 (128 MiB),
+    /// current guidance for scrypt (OWASP's password storage cheat sheet). Explicit parameters
+    /// (tests, `make bench`) may be lower; tuning never is.
+    public static let floor = ScryptParameters(n: 1 << 17)
+
+    /// The floor, or more where this machine derives it in under `target` / 1.5 seconds (up to
+    /// N = 2^20, 1 GiB): the cost of every guess at the password.
     public static func tuned(target: Double = 0.15) -> ScryptParameters {
-        var params = ScryptParameters(n: 1 << 14)
-        var elapsed = params.secondsPerGuess()
+        // Measured at 2^14 (16 MiB, tens of milliseconds) and scaled: scrypt's time is linear in
+        // N, and measuring at the floor would cost as much as the derivation it calibrates.
+        let probe = ScryptParameters(n: 1 << 14, r: floor.r, p: floor.p)
+        var elapsed = probe.secondsPerGuess() * Double(floor.n / probe.n)
+        var params = floor
         while elapsed < target / 1.5, params.n < 1 << 20 {
             params.n <<= 1
             elapsed *= 2

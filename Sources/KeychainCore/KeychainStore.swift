@@ -7,9 +7,13 @@ public final class KeychainStore: @unchecked Sendable {
     public let storage: KeyStorage
     let db: SQLiteDatabase
     var keybag: Keybag
-    private var processKeys: (a: Bytes?, c: Bytes?) = (nil, nil)
+    var processKeys: (a: Bytes?, c: Bytes?) = (nil, nil)
     /// Subkeys of the class keys last seen, by lock class; only used while the same key is seen again.
-    private var subkeyCache: [LockClass: Subkeys] = [:]
+    var subkeyCache: [LockClass: Subkeys] = [:]
+    /// The settings in force and whether their MAC verified, once class key A was seen.
+    private var settingsCheck: (settings: KeychainSettings, integrity: SettingsIntegrity)?
+    /// SQLite's data_version when the keybag was last read (`refreshKeybag`).
+    private var dataVersion: Int64 = 0
     private let mutex = Mutex()
 
     init(path: String, db: SQLiteDatabase, keybag: Keybag, storage: KeyStorage) {
@@ -41,7 +45,11 @@ public final class KeychainStore: @unchecked Sendable {
         try KeychainFile.checkOwnership(path, isDirectory: false)
         let db = try SQLiteDatabase(path: path)
         try configure(db)
-        return KeychainStore(path: path, db: db, keybag: try Keybag.load(from: db), storage: storage)
+        // Read before the keybag: a commit in between makes the next call read the keybag again.
+        let version = try dataVersion(of: db)
+        let store = KeychainStore(path: path, db: db, keybag: try Keybag.load(from: db), storage: storage)
+        store.dataVersion = version
+        return store
     }
 
     /// Creates a keychain file 0600 in a 0700 folder and leaves it unlocked in `storage`.
@@ -102,28 +110,74 @@ public final class KeychainStore: @unchecked Sendable {
 
     // MARK: Lock state
 
-    private func kernelName(_ lockClass: LockClass) -> String { "keychain:\(identifier):\(lockClass.letter)" }
+    func kernelName(_ lockClass: LockClass) -> String { "keychain:\(identifier):\(lockClass.letter)" }
 
     /// Derives the key from the password and puts the class keys where every call will find them.
+    /// A keychain made by an earlier version is upgraded in place first, in one transaction.
     public func unlock(password: Bytes) throws {
         try withLock {
-            keybag = try Keybag.load(from: db)
-            var (a, c) = try keybag.unwrap(password: password)
-            defer { a.wipe(); c.wipe() }
-            try install(a: a, c: c)
+            // The derivation takes a while; if another process re-keyed the keychain meanwhile,
+            // the keys it gave are stale and must not reach the kernel: derive again.
+            for _ in 0..<3 {
+                let version = try currentDataVersion()
+                var bag = try Keybag.load(from: db)
+                var kek = try bag.deriveKEK(password: password)
+                defer { kek.wipe() }
+                var (a, c) = try bag.unwrap(kek: kek)
+                defer { a.wipe(); c.wipe() }
+                if bag.version < Keybag.formatVersion { bag = try upgrade(bag, kek: kek, a: a, c: c) }
+                let now = try Keybag.load(from: db)
+                guard now.wrappedA == bag.wrappedA, now.wrappedC == bag.wrappedC else { continue }
+                keybag = bag
+                dataVersion = version
+                subkeyCache.removeAll()
+                settingsCheck = nil
+                return try install(a: a, c: c)
+            }
+            throw KeychainError(.io, "the keychain's keys kept changing while it was being unlocked; try again")
         }
     }
 
-    private func install(a: Bytes, c: Bytes) throws {
+    /// Writes the upgraded keybag, unless another process changed the keybag since it was read
+    /// (then the keybag now in the file is used: it, too, must open with these keys).
+    private func upgrade(_ old: Keybag, kek: Bytes, a: Bytes, c: Bytes) throws -> Keybag {
+        try db.transaction {
+            var bag = try Keybag.load(from: db)
+            if bag.version < Keybag.formatVersion {
+                guard bag.wrappedA == old.wrappedA, bag.wrappedC == old.wrappedC, bag.salt == old.salt else {
+                    throw KeychainError.param("the keychain's password changed while it was being unlocked; try again")
+                }
+                try bag.upgrade(kek: kek, a: a, c: c)
+                try bag.save(to: db)
+            } else if !bag.matches(a, .whenUnlocked) || !bag.matches(c, .afterFirstUnlock) {
+                throw KeychainError.param("the keychain's keys changed while it was being unlocked; try again")
+            }
+            return bag
+        }
+    }
+
+    /// Puts keys the password (or a rotation) just gave into their place. A key already in the
+    /// kernel under the same name is invalidated first, so every key stored has a new serial and
+    /// a process that found the old one wrong can only ever remove the old one.
+    func install(a: Bytes, c: Bytes) throws {
+        subkeyCache.removeAll()
+        settingsCheck = nil
+        let idle = (keybag.verifiedSettings(a: a) ?? .safeDefaults).idleTimeout
         switch storage {
         case .process:
+            processKeys.a?.wipe()
+            processKeys.c?.wipe()
             processKeys = (a, c)
         case .kernel:
+            for lockClass in [LockClass.afterFirstUnlock, .whenUnlocked] {
+                if let old = KernelKeyring.readEntry(kernelName(lockClass)),
+                   !Crypto.equal(old.key, lockClass == .whenUnlocked ? a : c) {
+                    KernelKeyring.remove(serial: old.serial, description: kernelName(lockClass))
+                }
+            }
             try KernelKeyring.store(c, description: kernelName(.afterFirstUnlock))
             try KernelKeyring.store(a, description: kernelName(.whenUnlocked))
-            if keybag.settings.idleTimeout > 0 {
-                KernelKeyring.setTimeout(kernelName(.whenUnlocked), seconds: keybag.settings.idleTimeout)
-            }
+            if idle > 0 { KernelKeyring.setTimeout(kernelName(.whenUnlocked), seconds: idle) }
         }
     }
 
@@ -131,6 +185,7 @@ public final class KeychainStore: @unchecked Sendable {
     public func lock() {
         withLock {
             subkeyCache[.whenUnlocked] = nil
+            settingsCheck = nil
             switch storage {
             case .process:
                 processKeys.a?.wipe()
@@ -158,9 +213,10 @@ public final class KeychainStore: @unchecked Sendable {
 
     public var status: LockStatus {
         withLock {
-            let keys = currentKeys()
+            let keys = (try? currentKeys()) ?? ClassKeys([:])
+            let (settings, integrity) = settingsInForce(keys)
             return LockStatus(whenUnlocked: keys.has(.whenUnlocked), afterFirstUnlock: keys.has(.afterFirstUnlock),
-                              storage: storage, settings: keybag.settings)
+                              storage: storage, settings: settings, settingsIntegrity: integrity)
         }
     }
 
@@ -172,29 +228,62 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// Re-wraps the class keys under a new password in one transaction: a crash leaves either the
-    /// old keybag or the new one, never neither.
-    public func changePassword(from old: Bytes, to new: Bytes, scrypt: ScryptParameters? = nil) throws {
+    /// old keybag or the new one, never neither. The items stay under the same class keys, so a
+    /// copy of the file taken before still opens with the old password, and so do items added
+    /// later if the attacker also gets the new file: `rotatingKeys` (see `rotateKeys`) closes that.
+    /// Without `scrypt`, the stored cost is kept, or raised to the tuned floor if below it.
+    public func changePassword(from old: Bytes, to new: Bytes, scrypt: ScryptParameters? = nil,
+                               rotatingKeys: Bool = false) throws {
+        if rotatingKeys { return try rotateKeys(password: old, newPassword: new, scrypt: scrypt) }
         try withLock {
             try db.transaction {
                 var bag = try Keybag.load(from: db)
-                var (a, c) = try bag.unwrap(password: old)
+                var kek = try bag.deriveKEK(password: old)
+                defer { kek.wipe() }
+                var (a, c) = try bag.unwrap(kek: kek)
                 defer { a.wipe(); c.wipe() }
-                try bag.rewrap(a: a, c: c, password: new, scrypt: scrypt ?? bag.scrypt)
+                try bag.upgrade(kek: kek, a: a, c: c)
+                try bag.rewrap(a: a, c: c, password: new, scrypt: scrypt ?? bag.scrypt.raisedToFloor())
                 try bag.save(to: db)
                 keybag = bag
+                dataVersion = try currentDataVersion()
             }
         }
     }
 
-    public var settings: KeychainSettings { withLock { keybag.settings } }
+    /// The settings in force: verified under class key A, or the safe defaults when their MAC
+    /// fails; while WhenUnlocked is locked, the stored ones (unverified, and acted on by nothing).
+    public var settings: KeychainSettings { status.settings }
 
-    public func setSettings(_ settings: KeychainSettings) throws {
+    /// Changes the settings. Needs class key A: from the kernel (the keychain is unlocked) or
+    /// from `password`. Locked and no password: errSecInteractionNotAllowed.
+    public func setSettings(_ settings: KeychainSettings, password: Bytes? = nil) throws {
         try withLock {
             try db.transaction {
-                var bag = try Keybag.load(from: db)
+                var bag: Keybag
+                var settingsKey: Bytes
+                if let password {
+                    bag = try Keybag.load(from: db)
+                    var kek = try bag.deriveKEK(password: password)
+                    defer { kek.wipe() }
+                    var (a, c) = try bag.unwrap(kek: kek)
+                    defer { a.wipe(); c.wipe() }
+                    try bag.upgrade(kek: kek, a: a, c: c)
+                    settingsKey = Keybag.settingsKey(a: a)
+                } else {
+                    guard let key = try currentKeys().settingsKey else {
+                        throw KeychainError.locked("the keychain is locked: its settings change with its password or once it is unlocked")
+                    }
+                    bag = keybag
+                    settingsKey = key
+                }
+                defer { settingsKey.wipe() }
                 bag.settings = settings
+                bag.authenticateSettings(key: settingsKey)
                 try bag.save(to: db)
                 keybag = bag
+                settingsCheck = nil
+                dataVersion = try currentDataVersion()
             }
             if storage == .kernel, KernelKeyring.find(kernelName(.whenUnlocked)) != nil {
                 KernelKeyring.setTimeout(kernelName(.whenUnlocked), seconds: settings.idleTimeout)
@@ -202,22 +291,92 @@ public final class KeychainStore: @unchecked Sendable {
         }
     }
 
+    /// What SQLite's data_version says about commits by other connections: it changes when one
+    /// has committed since this connection last asked, and costs no I/O.
+    func currentDataVersion() throws -> Int64 { try Self.dataVersion(of: db) }
+
+    private static func dataVersion(of db: SQLiteDatabase) throws -> Int64 {
+        let stmt = try db.statement("PRAGMA data_version")
+        defer { stmt.reset() }
+        _ = try stmt.step()
+        return stmt.int(0)
+    }
+
+    /// Reloads the keybag when another process has committed since it was read: a rotation or a
+    /// password change elsewhere must be seen before this process seals anything under a key.
+    private func refreshKeybag(force: Bool = false) throws {
+        let version = try currentDataVersion()
+        guard version != dataVersion || force else { return }
+        let bag = try Keybag.load(from: db)
+        if bag.checkA != keybag.checkA || bag.checkC != keybag.checkC || bag.keyD != keybag.keyD || bag.version != keybag.version {
+            subkeyCache.removeAll()
+        }
+        if bag.settingsMAC != keybag.settingsMAC || bag.settings != keybag.settings { settingsCheck = nil }
+        keybag = bag
+        dataVersion = version
+    }
+
     /// The keys as they are right now: read from the kernel on every call, so a lock by another
-    /// process takes effect at once.
-    func currentKeys() -> ClassKeys {
+    /// process takes effect at once. A key that does not match its check value in the keybag
+    /// (planted by another process, or left over from before a rotation) is treated as locked
+    /// and removed. Writers call this inside their transaction, so the keybag they check against
+    /// is the one their rows will be committed with.
+    func currentKeys() throws -> ClassKeys {
+        try refreshKeybag()
+        var a: Bytes?, c: Bytes?
+        defer { a?.wipe(); c?.wipe() }
         switch storage {
         case .process:
-            return classKeys(a: processKeys.a, c: processKeys.c)
-        case .kernel:
-            var a = KernelKeyring.read(kernelName(.whenUnlocked))
-            var c = KernelKeyring.read(kernelName(.afterFirstUnlock))
-            defer { a?.wipe(); c?.wipe() }
-            if a != nil, keybag.settings.idleTimeout > 0 {
-                // Each use restarts the idle clock.
-                KernelKeyring.setTimeout(kernelName(.whenUnlocked), seconds: keybag.settings.idleTimeout)
+            a = processKeys.a
+            c = processKeys.c
+            if let key = a, !isTrusted(key, .whenUnlocked) {
+                processKeys.a?.wipe()
+                processKeys.a = nil
+                a = nil
             }
-            return classKeys(a: a, c: c)
+            if let key = c, !isTrusted(key, .afterFirstUnlock) {
+                processKeys.c?.wipe()
+                processKeys.c = nil
+                c = nil
+            }
+        case .kernel:
+            a = try trustedKernelKey(.whenUnlocked)
+            c = try trustedKernelKey(.afterFirstUnlock)
         }
+        let keys = classKeys(a: a, c: c)
+        if let a, settingsCheck == nil {
+            let verified = keybag.verifiedSettings(a: a)
+            settingsCheck = (verified ?? .safeDefaults, verified == nil ? .damaged : .verified)
+        }
+        if storage == .kernel, a != nil, let idle = settingsCheck?.settings.idleTimeout, idle > 0 {
+            // Each use restarts the idle clock.
+            KernelKeyring.setTimeout(kernelName(.whenUnlocked), seconds: idle)
+        }
+        return keys
+    }
+
+    /// A key already checked (the cached subkeys hold the same bytes) or one whose check value fits.
+    private func isTrusted(_ key: Bytes, _ lockClass: LockClass) -> Bool {
+        if let cached = subkeyCache[lockClass], cached.matches(key) { return true }
+        return keybag.matches(key, lockClass)
+    }
+
+    private func trustedKernelKey(_ lockClass: LockClass) throws -> Bytes? {
+        guard var entry = KernelKeyring.readEntry(kernelName(lockClass)) else { return nil }
+        if isTrusted(entry.key, lockClass) { return entry.key }
+        // Before removing a key, make sure the keybag it failed against is the one in the file.
+        try refreshKeybag(force: true)
+        if isTrusted(entry.key, lockClass) { return entry.key }
+        entry.key.wipe()
+        // A keychain of the previous format has no check values: its kernel keys wait for the
+        // upgrade at the next unlock with the password, and are left for that version's tools.
+        if keybag.version >= 2 { KernelKeyring.remove(serial: entry.serial, description: kernelName(lockClass)) }
+        return nil
+    }
+
+    private func settingsInForce(_ keys: ClassKeys) -> (KeychainSettings, SettingsIntegrity) {
+        guard keys.has(.whenUnlocked), let check = settingsCheck else { return (keybag.settings, .unverified) }
+        return check
     }
 
     private func classKeys(a: Bytes?, c: Bytes?) -> ClassKeys {
@@ -236,5 +395,12 @@ public final class KeychainStore: @unchecked Sendable {
             }
         }
         return ClassKeys(present)
+    }
+}
+
+extension ScryptParameters {
+    /// These parameters, or the tuned ones if these cost less than the floor.
+    func raisedToFloor() -> ScryptParameters {
+        n * r * p < Self.floor.n * Self.floor.r * Self.floor.p ? .tuned() : self
     }
 }

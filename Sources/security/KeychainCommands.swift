@@ -104,6 +104,8 @@ struct UnlockKeychain: ParsableCommand {
             var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password to unlock \(store.path): ")
             defer { secret.wipe() }
             try store.unlock(password: secret)
+            // Changed settings lose their idle timeout and lock-at-logout choice: say so at once.
+            if store.status.settingsIntegrity == .damaged, let note = settingsNote(.damaged) { Terminal.error("security: \(note)") }
             // After a password reset by root, the PAM module (as root) left the new login password
             // in the kernel; the password just typed proved the user's claim, so the keybag moves
             // to it, said on stderr before it happens.
@@ -136,17 +138,29 @@ struct ShowKeychainInfo: ParsableCommand {
     func run() throws {
         try perform(target.path) {
             let store = try target.open()
-            let s = store.settings
+            let status = store.status
+            let s = status.settings
             let timeout = s.idleTimeout == 0 ? "no-timeout" : "timeout=\(s.idleTimeout)s"
             Terminal.out("Keychain \"\(store.path)\"\(s.lockOnSessionEnd ? " lock-on-session-end" : "") \(timeout)")
+            if let note = settingsNote(status.settingsIntegrity) { Terminal.error("security: \(note)") }
         }
+    }
+}
+
+/// One line about settings that are not what they seem; nil when their MAC verified.
+func settingsNote(_ integrity: SettingsIntegrity) -> String? {
+    switch integrity {
+    case .verified: return nil
+    case .unverified: return "the settings shown are unverified while the keychain is locked"
+    case .damaged: return "the stored settings were changed without the keychain's key; the defaults are in force (set them again with set-keychain-settings)"
     }
 }
 
 struct SetKeychainSettings: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set-keychain-settings",
-        abstract: "Set when a keychain locks itself. With no option: never by itself.")
+        abstract: "Set when a keychain locks itself. With no option: never by itself.",
+        discussion: "The settings are authenticated under the keychain's WhenUnlocked key: a locked keychain asks for its password (terminal or standard input), as macOS does.")
 
     @Flag(name: .customShort("l"), help: "Lock when the user's last session ends (macOS: on sleep).") var lockOnSessionEnd = false
     @Flag(name: .customShort("u"), help: "Lock after the idle timeout.") var lockAfterTimeout = false
@@ -156,16 +170,39 @@ struct SetKeychainSettings: ParsableCommand {
     func run() throws {
         try perform(target.path) {
             let idle = timeout ?? (lockAfterTimeout ? 300 : 0)
-            try target.open().setSettings(KeychainSettings(idleTimeout: idle, lockOnSessionEnd: lockOnSessionEnd))
+            let settings = KeychainSettings(idleTimeout: idle, lockOnSessionEnd: lockOnSessionEnd)
+            let store = try target.open()
+            if store.status.whenUnlocked {
+                try store.setSettings(settings)
+                return
+            }
+            var secret: Bytes
+            do {
+                secret = try Terminal.readSecret(prompt: "password to unlock \(store.path): ")
+            } catch let error as KeychainError where error.code == .param {
+                throw KeychainError.locked("the keychain is locked and no password was given")
+            }
+            defer { secret.wipe() }
+            try store.setSettings(settings, password: secret)
         }
     }
 }
 
 struct SetKeychainPassword: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "set-keychain-password", abstract: "Change a keychain's password (items are not re-encrypted).")
+    static let configuration = CommandConfiguration(
+        commandName: "set-keychain-password",
+        abstract: "Change a keychain's password (items are not re-encrypted unless --rotate-keys).",
+        discussion: """
+            A password change re-wraps the class keys only: a copy of the file taken before still opens \
+            with the old password, including items added later to the new file if that file leaks too. \
+            --rotate-keys also makes new class keys and re-encrypts every item under them in one \
+            transaction, so nothing from before opens anything after (use it after a compromise; give \
+            the same password twice to rotate without changing it).
+            """)
 
     @Option(name: .customShort("o"), help: "Old password.") var old: String?
     @Option(name: .customShort("p"), help: "New password.") var new: String?
+    @Flag(name: .customLong("rotate-keys"), help: "Also make new class keys and re-encrypt every item under them.") var rotateKeys = false
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
@@ -174,7 +211,7 @@ struct SetKeychainPassword: ParsableCommand {
             var oldSecret = try old.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "Old Password: ")
             var newSecret = try new.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "New Password: ", confirm: "Retype New Password: ")
             defer { oldSecret.wipe(); newSecret.wipe() }
-            try store.changePassword(from: oldSecret, to: newSecret)
+            try store.changePassword(from: oldSecret, to: newSecret, rotatingKeys: rotateKeys)
         }
     }
 }
@@ -202,6 +239,7 @@ struct Status: ParsableCommand {
             let idle = status.settings.idleTimeout
             Terminal.out("idle timeout:      \(idle == 0 ? "none" : "\(idle)s")")
             Terminal.out("lock at logout:    \(status.settings.lockOnSessionEnd ? "yes (with the PAM module)" : "no")")
+            if let note = settingsNote(status.settingsIntegrity) { Terminal.out("settings:          \(note)") }
             Terminal.out("items:             \(try store.count())")
         }
     }

@@ -10,7 +10,7 @@ final class KeybagTests: XCTestCase {
     func testChangePasswordRewrapsAndKeepsItems() throws {
         let store = try scratch.create(password: "old")
         try store.add(generic("a", secret: "kept"))
-        try store.changePassword(from: Array("old".utf8), to: Array("new".utf8))
+        try store.changePassword(from: Array("old".utf8), to: Array("new".utf8), scrypt: .fastForTesting)
         let reopened = try scratch.open()
         XCTAssertStatus(try reopened.unlock(password: Array("old".utf8)), .authFailed)
         try reopened.unlock(password: Array("new".utf8))
@@ -53,21 +53,158 @@ final class KeybagTests: XCTestCase {
         XCTAssertNoThrow(try reopened.unlock(password: Array("pw2".utf8)))
     }
 
-    func testTunedParametersArePowersOfTwoInRange() {
+    func testTunedParametersStartAtTheFloor() {
         // How long they take is measured by `make bench`, not asserted here.
         let tuned = ScryptParameters.tuned()
         XCTAssertTrue(tuned.isSane)
-        XCTAssertGreaterThanOrEqual(tuned.n, 1 << 14)
-        XCTAssertLessThanOrEqual(tuned.n, 1 << 20)
+        XCTAssertGreaterThanOrEqual(tuned.n, 1 << 17, "never below current guidance")
+        XCTAssertEqual(tuned.r, 8)
+        XCTAssertLessThanOrEqual(tuned.memory, ScryptParameters.maximumMemory)
+        XCTAssertEqual(ScryptParameters.floor.memory, 128 << 20)
     }
 
-    func testInsaneParametersInTheFileAreRefused() throws {
+    func testAPasswordChangeRaisesACostBelowTheFloor() throws {
+        let store = try scratch.create(password: "pw")
+        try store.changePassword(from: Array("pw".utf8), to: Array("pw2".utf8))
+        XCTAssertGreaterThanOrEqual(try scratch.open().keybag.scrypt.n, 1 << 17)
+    }
+
+    func testInsaneParametersInMemoryAreRefusedBeforeDeriving() throws {
         _ = try scratch.create(password: "pw")
         let store = try scratch.open()
+        let before = Crypto.derivations
         store.keybag.scrypt = ScryptParameters(n: 1 << 40)
-        XCTAssertStatus(try store.keybag.unwrap(password: Array("pw".utf8)), .authFailed)
+        XCTAssertStatus(try store.keybag.unwrap(password: Array("pw".utf8)), .decode)
         store.keybag.scrypt = ScryptParameters(n: 1000)
-        XCTAssertStatus(try store.keybag.unwrap(password: Array("pw".utf8)), .authFailed)
+        XCTAssertStatus(try store.keybag.unwrap(password: Array("pw".utf8)), .decode)
+        XCTAssertEqual(Crypto.derivations, before)
+    }
+
+    /// Parameters the KDF must never be asked to run: more than 1 GiB, more work than the largest
+    /// tuning, not a power of two, or outside scrypt's definition.
+    static let absurd: [ScryptParameters] = [
+        ScryptParameters(n: 1 << 34), ScryptParameters(n: 1 << 20, r: 16), ScryptParameters(n: 1 << 21),
+        ScryptParameters(n: 1 << 20, r: 8, p: 2), ScryptParameters(n: 1 << 10, r: 8, p: 17), ScryptParameters(n: 1 << 10, r: 33),
+        ScryptParameters(n: 1000), ScryptParameters(n: 1), ScryptParameters(n: 0), ScryptParameters(n: 1 << 10, r: 0),
+        ScryptParameters(n: 1 << 10, r: 8, p: 0), ScryptParameters(n: 1 << 63), ScryptParameters(n: 1 << 62, r: 1 << 40, p: 1 << 40),
+    ]
+
+    func testBoundsAcceptEveryTuningAndRefuseTheAbsurd() {
+        for n in 1...20 { XCTAssertTrue(ScryptParameters(n: 1 << UInt64(n)).isSane, "2^\(n)") }
+        for params in Self.absurd { XCTAssertFalse(params.isSane, "\(params)") }
+    }
+
+    /// The keybag edited to ask for absurd parameters, with its checksum recomputed so that only
+    /// the bounds stand in the way: errSecDecode before any derivation, at open and at unwrap.
+    func testAbsurdKDFParametersAreNeverWritten() throws {
+        var before = Crypto.derivations
+        XCTAssertStatus(try KeychainStore.create(at: scratch.path(), password: Array("pw".utf8), scrypt: ScryptParameters(n: 1 << 21),
+                                                 storage: .process), .param)
+        XCTAssertEqual(Crypto.derivations, before)
+        XCTAssertFalse(KeychainFile.exists(scratch.path()), "nothing left behind")
+        let store = try scratch.create(password: "pw")
+        before = Crypto.derivations
+        XCTAssertStatus(try store.changePassword(from: Array("pw".utf8), to: Array("x".utf8), scrypt: ScryptParameters(n: 1 << 20, r: 8, p: 2)), .param)
+        XCTAssertStatus(try store.exportBackup(password: Array("b".utf8), scrypt: ScryptParameters(n: 3)), .param)
+        XCTAssertEqual(Crypto.derivations - before, 1, "only the unwrap of the password change derived")
+        try store.unlock(password: Array("pw".utf8))
+    }
+
+    func testAbsurdKDFParametersInTheKeybagAreRefusedBeforeDeriving() throws {
+        _ = try scratch.create(password: "pw")
+        let original = try scratch.open().keybag
+        for params in Self.absurd {
+            var bag = original
+            bag.scrypt = params
+            let db = try SQLiteDatabase(path: scratch.path())
+            try db.statement("UPDATE keychain SET value = ? WHERE name = ?").run([.blob(bag.kdfRecord), .text("kdf")])
+            try db.statement("UPDATE keychain SET value = ? WHERE name = ?")
+                .run([.blob(Keybag.checksum([bag.uuid, bag.kdfRecord, bag.wrappedA, bag.wrappedC, bag.checkA, bag.checkC, bag.keyD])), .text("checksum")])
+            let before = Crypto.derivations
+            XCTAssertStatus(try KeychainStore.open(at: scratch.path(), storage: .process), .decode, "\(params)")
+            XCTAssertStatus(try bag.unwrap(password: Array("pw".utf8)), .decode, "\(params)")
+            XCTAssertEqual(Crypto.derivations, before, "no derivation ran for \(params)")
+        }
+    }
+
+    func testAHostileBackupsKDFIsRefusedBeforeDeriving() throws {
+        let store = try scratch.create(password: "pw")
+        try store.add(generic("a", secret: "kept"))
+        let backup = try store.exportBackup(password: Array("backup pw".utf8), scrypt: .fastForTesting).backup
+        let header = KeychainStore.backupMagic.count
+        for params in Self.absurd {
+            var hostile = backup
+            var w = ByteWriter()
+            w.u64(params.n)
+            w.u64(params.r)
+            w.u64(params.p)
+            hostile.replaceSubrange(header..<(header + 24), with: w.bytes)
+            let before = Crypto.derivations
+            XCTAssertStatus(try store.importBackup(hostile, password: Array("backup pw".utf8)), .decode, "\(params)")
+            XCTAssertEqual(Crypto.derivations, before, "no derivation ran for \(params)")
+        }
+        XCTAssertEqual(try store.importBackup(backup, password: Array("backup pw".utf8)).alreadyPresent, 1)
+    }
+
+    /// A keychain as version 1 wrote it: the same rows, a keybag without check values or settings
+    /// MAC, its wrapped keys bound to the version 1 additional data. Written field by field from
+    /// the format, not through the code under test.
+    func writeVersion1Keybag(_ store: KeychainStore, password: String, settings: KeychainSettings) throws {
+        let bag = store.keybag
+        let (a, c) = try bag.unwrap(password: Array(password.utf8))
+        let salt = try Crypto.random(16)
+        let kek = try Crypto.scrypt(password: Array(password.utf8), salt: salt, parameters: bag.scrypt)
+        func aad(_ letter: String) -> Bytes {
+            var w = ByteWriter()
+            w.string("keychain-keybag-v1")
+            w.blob(bag.uuid)
+            w.string(letter)
+            w.u64(bag.scrypt.n)
+            w.u64(bag.scrypt.r)
+            w.u64(bag.scrypt.p)
+            w.blob(salt)
+            return w.bytes
+        }
+        var kdf = ByteWriter()
+        kdf.u64(bag.scrypt.n)
+        kdf.u64(bag.scrypt.r)
+        kdf.u64(bag.scrypt.p)
+        kdf.blob(salt)
+        let wrapA = try Crypto.seal(a, key: kek, aad: aad("A")), wrapC = try Crypto.seal(c, key: kek, aad: aad("C"))
+        var sum = ByteWriter()
+        for field in [bag.uuid, kdf.bytes, wrapA, wrapC, bag.keyD, settings.bytes] { sum.blob(field) }
+        try store.db.execute("DELETE FROM keychain")
+        let insert = try store.db.statement("INSERT INTO keychain(name, value) VALUES (?, ?)")
+        for (name, value) in [("version", Bytes(bigEndian: 1)), ("uuid", bag.uuid), ("kdf", kdf.bytes), ("wrap.A", wrapA),
+                              ("wrap.C", wrapC), ("key.D", bag.keyD), ("settings", settings.bytes), ("checksum", Crypto.sha256(sum.bytes))] {
+            try insert.run([.text(name), .blob(value)])
+        }
+    }
+
+    func testAVersion1KeychainIsUpgradedAtTheNextUnlock() throws {
+        let store = try scratch.create(password: "pw")
+        try store.add(generic("wu", secret: "s-wu"))
+        try store.add(generic("always", secret: "s-always", protection: .always))
+        let v1Settings = KeychainSettings(idleTimeout: 900, lockOnSessionEnd: false)
+        try writeVersion1Keybag(store, password: "pw", settings: v1Settings)
+
+        let old = try scratch.open()
+        XCTAssertEqual(old.keybag.version, 1)
+        XCTAssertEqual(try secretString(old, query("always")), "s-always", "Always items need no unlock")
+        XCTAssertStatus(try old.unlock(password: Array("wrong".utf8)), .authFailed)
+        XCTAssertEqual(try scratch.open().keybag.version, 1, "a wrong password upgrades nothing")
+
+        try old.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(try secretString(old, query("wu")), "s-wu")
+        let upgraded = try scratch.open()
+        XCTAssertEqual(upgraded.keybag.version, 2)
+        XCTAssertEqual(upgraded.keybag.checkA.count, 16)
+        XCTAssertEqual(upgraded.keybag.scrypt, .fastForTesting, "the same KDF cost; a password change raises it")
+        try upgraded.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(upgraded.settings, v1Settings, "the owner's settings, now authenticated")
+        XCTAssertEqual(upgraded.status.settingsIntegrity, .verified)
+        XCTAssertEqual(try secretString(upgraded, query("wu")), "s-wu")
+        XCTAssertEqual(try secretString(upgraded, query("always")), "s-always")
     }
 
     func testSettingsRoundTrip() throws {

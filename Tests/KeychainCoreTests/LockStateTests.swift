@@ -91,6 +91,41 @@ final class LockStateTests: XCTestCase {
         XCTAssertEqual(try scratch.open(storage: .kernel).settings.idleTimeout, 1, "settings persist in the file")
     }
 
+    /// A same-uid process plants a key of its choosing under the kernel name of a locked
+    /// keychain's class key, hoping new items get sealed under it. The key does not fit the
+    /// keybag's check value: the keychain stays locked and the planted key is removed.
+    func testAKeyPlantedInTheKernelIsNotTrusted() throws {
+        let store = try scratch.create(storage: .kernel)
+        try store.add(generic("wu", secret: "s-wu"))
+        try store.add(generic("afu", secret: "s-afu", protection: .afterFirstUnlock))
+        store.lockAll()
+        let planted = try Crypto.random(32)
+        try KernelKeyring.store(planted, description: "keychain:\(store.identifier):A")
+        let other = try scratch.open(storage: .kernel)
+        XCTAssertStatus(try other.add(generic("new", secret: "for the planter")), .interactionNotAllowed)
+        XCTAssertFalse(kernelHas(store, "A"), "the planted key is gone")
+        XCTAssertFalse(other.status.whenUnlocked)
+
+        try KernelKeyring.store(planted, description: "keychain:\(store.identifier):C")
+        XCTAssertStatus(try other.add(generic("new-afu", protection: .afterFirstUnlock)), .interactionNotAllowed)
+        XCTAssertFalse(kernelHas(store, "C"))
+        try KernelKeyring.store(planted, description: "keychain:\(store.identifier):C")
+        XCTAssertStatus(try other.find(query("afu"), includeSecret: true), .interactionNotAllowed)
+        XCTAssertFalse(kernelHas(store, "C"))
+        XCTAssertEqual(try other.count(), 2, "nothing was sealed under the planted key")
+
+        // A key that is not this keychain's own, even one of another keychain, fits no check value.
+        let neighbour = try scratch.create("neighbour", storage: .kernel)
+        let foreign = KernelKeyring.read("keychain:\(neighbour.identifier):A")!
+        try KernelKeyring.store(foreign, description: "keychain:\(store.identifier):A")
+        XCTAssertStatus(try other.add(generic("new")), .interactionNotAllowed)
+        XCTAssertFalse(kernelHas(store, "A"))
+
+        try store.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(try secretString(other, query("wu")), "s-wu")
+        try other.add(generic("new", secret: "ok"))
+    }
+
     func testEmbeddedModeNeverTouchesTheKernel() throws {
         let store = try scratch.create(storage: .process)
         XCTAssertFalse(kernelHas(store, "A"))

@@ -86,17 +86,26 @@ final class TamperTests: XCTestCase {
     func testEveryFlippedByteOfTheKeybagIsDetected() throws {
         _ = try scratch.create(password: "pw")
         let store = try scratch.open()
-        let names = ["uuid", "kdf", "wrap.A", "wrap.C", "key.D", "settings", "checksum", "version"]
+        let names = ["uuid", "kdf", "wrap.A", "wrap.C", "check.A", "check.C", "key.D", "settings", "settings.mac", "checksum", "version"]
         for name in names {
             let stmt = try store.db.statement("SELECT value FROM keychain WHERE name = ?")
             stmt.bind([.text(name)])
-            XCTAssertTrue(try stmt.step())
+            XCTAssertTrue(try stmt.step(), name)
             let original = stmt.blob(0)
             stmt.reset()
             for i in 0..<original.count {
                 var bad = original
                 bad[i] ^= 0x80
                 try store.db.statement("UPDATE keychain SET value = ? WHERE name = ?").run([.blob(bad), .text(name)])
+                if name.hasPrefix("settings") {
+                    // Settings carry their own MAC: changed ones give way to the safe defaults and
+                    // are reported, and the keychain keeps working.
+                    let reopened = try KeychainStore.open(at: scratch.path(), storage: .process)
+                    try reopened.unlock(password: Array("pw".utf8))
+                    XCTAssertEqual(reopened.status.settingsIntegrity, .damaged, "\(name) byte \(i)")
+                    XCTAssertEqual(reopened.settings, .safeDefaults, "\(name) byte \(i)")
+                    continue
+                }
                 XCTAssertThrowsError(try KeychainStore.open(at: scratch.path(), storage: .process).unlock(password: Array("pw".utf8)),
                                      "\(name) byte \(i)") { error in
                     XCTAssertEqual((error as? KeychainError)?.code, .decode, "\(name) byte \(i): \(error)")
@@ -105,6 +114,52 @@ final class TamperTests: XCTestCase {
             try store.db.statement("UPDATE keychain SET value = ? WHERE name = ?").run([.blob(original), .text(name)])
         }
         XCTAssertNoThrow(try KeychainStore.open(at: scratch.path(), storage: .process).unlock(password: Array("pw".utf8)))
+    }
+
+    /// The attack of a same-uid process while the keychain is locked: rewrite the settings so the
+    /// keychain no longer locks at logout and never times out. Without class key A it cannot
+    /// make their MAC, so the next unlock finds them damaged and applies the safe defaults.
+    func testSettingsChangedWithoutTheKeyAreRejected() throws {
+        let owner = try scratch.create(password: "pw")
+        try owner.setSettings(KeychainSettings(idleTimeout: 60, lockOnSessionEnd: true))
+        owner.lock()
+        let wanted = KeychainSettings(idleTimeout: 0, lockOnSessionEnd: false)
+        XCTAssertStatus(try owner.setSettings(wanted), .interactionNotAllowed, "locked: no change without the password")
+        XCTAssertStatus(try owner.setSettings(wanted, password: Array("guess".utf8)), .authFailed)
+        try owner.db.statement("UPDATE keychain SET value = ? WHERE name = 'settings'").run([.blob(wanted.bytes)])
+        XCTAssertEqual(try scratch.open().settings, wanted, "what the file says, shown as unverified while locked")
+        XCTAssertEqual(try scratch.open().status.settingsIntegrity, .unverified)
+
+        let reopened = try scratch.open()
+        try reopened.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(reopened.status.settingsIntegrity, .damaged)
+        XCTAssertEqual(reopened.settings, .safeDefaults)
+        XCTAssertTrue(reopened.settings.lockOnSessionEnd)
+
+        // The owner sets them again, with the password while locked or with the keychain unlocked.
+        try reopened.setSettings(KeychainSettings(idleTimeout: 30, lockOnSessionEnd: false))
+        XCTAssertEqual(reopened.status.settingsIntegrity, .verified)
+        reopened.lock()
+        try reopened.setSettings(KeychainSettings(idleTimeout: 45, lockOnSessionEnd: false), password: Array("pw".utf8))
+        try reopened.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(reopened.settings, KeychainSettings(idleTimeout: 45, lockOnSessionEnd: false))
+        XCTAssertEqual(reopened.status.settingsIntegrity, .verified)
+
+        // Settings and MAC copied from another keychain do not verify here either.
+        let other = try scratch.create("other", password: "pw")
+        try other.setSettings(wanted)
+        for name in ["settings", "settings.mac"] {
+            let stmt = try other.db.statement("SELECT value FROM keychain WHERE name = ?")
+            stmt.bind([.text(name)])
+            XCTAssertTrue(try stmt.step())
+            let value = stmt.blob(0)
+            stmt.reset()
+            try reopened.db.statement("UPDATE keychain SET value = ? WHERE name = ?").run([.blob(value), .text(name)])
+        }
+        let victim = try scratch.open()
+        try victim.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(victim.status.settingsIntegrity, .damaged)
+        XCTAssertEqual(victim.settings, .safeDefaults)
     }
 
     func testAForgedKeybagChecksumStillFailsToUnlock() throws {

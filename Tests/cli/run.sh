@@ -290,7 +290,7 @@ help_and_completion() {
                show-keychain-info set-keychain-settings set-keychain-password status add-generic-password \
                add-internet-password find-generic-password find-internet-password delete-generic-password \
                delete-internet-password dump-keychain export import; do
-        "$security" help "$sub" | grep -q 'USAGE: security '"$sub" || { echo "no help for $sub"; return 1; }
+        "$security" help "$sub" | grep 'USAGE: security '"$sub" >/dev/null || { echo "no help for $sub"; return 1; }
         "$security" "$sub" --help >/dev/null
     done
     # Captured, not piped into grep -q: grep stops at the first match, and a script written in
@@ -305,10 +305,8 @@ help_and_completion() {
 keys_are_cleaned_up() {
     make_keychain
     "$security" add-generic-password -a a -s s -w x
-    id=$(sqlite3 "$XDG_DATA_HOME/keychains/login.keychain-db" "select hex(value) from keychain where name='uuid'" | tr A-F a-f)
+    id=$(keychain_id)
     [ ${#id} -eq 32 ]
-    # Look in the persistent keyring from a throwaway session keyring, leaving the caller's alone.
-    in_kernel() { keyctl session - sh -c 'keyctl search "$(keyctl get_persistent @s)" user "$1" >/dev/null 2>&1' sh "$1"; }
     in_kernel "keychain:$id:A"
     in_kernel "keychain:$id:C"
     "$security" lock-keychain
@@ -375,6 +373,114 @@ certificate_bad_input() {
     expect 0 "$("$security" dump-keychain 2>/dev/null | grep -c '^class')" "nothing stored"
 }
 
+# The keychain's uuid, which names its keys in the kernel.
+keychain_id() { sqlite3 "$XDG_DATA_HOME/keychains/${1:-login}.keychain-db" "select hex(value) from keychain where name='uuid'" | tr A-F a-f; }
+# Look in the persistent keyring from a throwaway session keyring, leaving the caller's alone.
+in_kernel() { keyctl session - sh -c 'keyctl search "$(keyctl get_persistent @s)" user "$1" >/dev/null 2>&1' sh "$1"; }
+
+# The attacker's file: the current items under the keybag of an old copy, which the old password
+# opens. Built in the keychains folder so the case's clean-up deletes it and its kernel keys.
+splice_old_keybag() {
+    local old=$1 attack=$XDG_DATA_HOME/keychains/attack.keychain-db
+    sqlite3 "$XDG_DATA_HOME/keychains/login.keychain-db" ".backup '$attack'"
+    sqlite3 "$attack" "attach '$old' as o; delete from keychain; insert into keychain select * from o.keychain;"
+    printf 'old\n' | "$security" unlock-keychain attack
+}
+
+rotate_keys_locks_out_an_old_copy() {
+    make_keychain login old
+    "$security" add-generic-password -a before -s s -w kept-before
+    "$security" add-generic-password -a before-afu -s s -w kept-afu --accessibility afterFirstUnlock
+    sqlite3 "$XDG_DATA_HOME/keychains/login.keychain-db" ".backup '$case_dir/stolen.db'"
+    "$security" set-keychain-password --rotate-keys -o old -p new
+    "$security" add-generic-password -a after -s s -w added-after
+    # Every item survives, under the new password only.
+    expect kept-before "$("$security" find-generic-password -a before -w)"
+    expect kept-afu "$("$security" find-generic-password -a before-afu -w)"
+    "$security" lock-keychain
+    expect 51 "$(printf 'old\n' | status_of "$security" unlock-keychain)"
+    printf 'new\n' | "$security" unlock-keychain
+    expect added-after "$("$security" find-generic-password -a after -w)"
+    # The old copy and the old password open nothing of the rotated file, old items or new.
+    splice_old_keybag "$case_dir/stolen.db"
+    for account in before before-afu after; do
+        out=$("$security" find-generic-password -a "$account" -w attack 2>&1) && { echo "opened $account: $out"; return 1; }
+        [[ "$out" != *kept* && "$out" != *added* ]]
+    done
+    expect 93 "$(status_of "$security" dump-keychain -d attack)" "the old keys open no row: errSecDecode"
+}
+
+plain_password_change_leaves_old_copy_working() {
+    # What --rotate-keys closes, shown so the case above can fail.
+    make_keychain login old
+    sqlite3 "$XDG_DATA_HOME/keychains/login.keychain-db" ".backup '$case_dir/stolen.db'"
+    "$security" set-keychain-password -o old -p new
+    "$security" add-generic-password -a after -s s -w added-after
+    splice_old_keybag "$case_dir/stolen.db"
+    expect added-after "$("$security" find-generic-password -a after -w attack)"
+}
+
+planted_kernel_key_is_refused() {
+    make_keychain
+    "$security" add-generic-password -a a -s s -w x
+    id=$(keychain_id)
+    "$security" lock-keychain
+    head -c 32 /dev/urandom | keyctl session - sh -c 'keyctl padd user "$1" "$(keyctl get_persistent @s)" >/dev/null' sh "keychain:$id:A"
+    in_kernel "keychain:$id:A"
+    expect 36 "$(status_of "$security" add-generic-password -a new -s s -w for-the-planter)" "locked: errSecInteractionNotAllowed"
+    ! in_kernel "keychain:$id:A"
+    "$security" status | grep '^WhenUnlocked: *locked' >/dev/null
+    expect 1 "$("$security" status | sed -n 's/^items: *//p')" "nothing sealed under the planted key"
+}
+
+settings_are_authenticated() {
+    make_keychain
+    "$security" set-keychain-settings -l -t 600
+    "$security" show-keychain-info 2>"$case_dir/err" | grep 'lock-on-session-end timeout=600s' >/dev/null
+    [ ! -s "$case_dir/err" ]
+    "$security" lock-keychain
+    expect 36 "$(status_of "$security" set-keychain-settings -t 5 </dev/null)" "locked, no password: errSecInteractionNotAllowed"
+    expect 51 "$(printf 'wrong\n' | status_of "$security" set-keychain-settings -t 5)"
+    # Another process of the user rewrites them in the file: no lock at logout, no timeout.
+    sqlite3 "$XDG_DATA_HOME/keychains/login.keychain-db" "update keychain set value = x'0000000000' where name = 'settings'"
+    "$security" show-keychain-info 2>&1 | grep 'unverified while the keychain is locked' >/dev/null
+    printf 'pw\n' | "$security" unlock-keychain 2>"$case_dir/err"
+    grep -q 'changed without the keychain' "$case_dir/err"
+    "$security" show-keychain-info 2>"$case_dir/err" | grep 'lock-on-session-end no-timeout' >/dev/null
+    grep -q 'changed without the keychain' "$case_dir/err"
+    "$security" status | grep '^lock at logout: *yes' >/dev/null
+    # The owner sets them again: with the password while locked.
+    "$security" lock-keychain
+    printf 'pw\n' | "$security" set-keychain-settings -t 300
+    printf 'pw\n' | "$security" unlock-keychain
+    "$security" show-keychain-info 2>"$case_dir/err" | grep 'Keychain ".*" timeout=300s' >/dev/null
+    [ ! -s "$case_dir/err" ]
+}
+
+kdf_floor_and_bounds() {
+    make_keychain
+    kc=$XDG_DATA_HOME/keychains/login.keychain-db
+    n=$((16#$(sqlite3 "$kc" "select hex(substr(value, 1, 8)) from keychain where name = 'kdf'")))
+    [ "$n" -ge $((1 << 17)) ] || { echo "N = $n below the floor"; return 1; }
+    # A keybag asking for 16 GiB, its checksum made to fit: refused as damaged, no derivation run.
+    # (On a copy: the original's clean-up needs its keybag intact.)
+    bad=$case_dir/bad.keychain-db
+    sqlite3 "$kc" ".backup '$bad'"
+    /usr/bin/python3 - "$bad" <<'PY'
+import hashlib, sqlite3, struct, sys
+db = sqlite3.connect(sys.argv[1])
+f = dict(db.execute("select name, value from keychain"))
+f["kdf"] = struct.pack(">QQQ", 1 << 34, 8, 1) + f["kdf"][24:]
+s = b"".join(struct.pack(">I", len(f[k])) + f[k] for k in ["uuid", "kdf", "wrap.A", "wrap.C", "check.A", "check.C", "key.D"])
+db.execute("update keychain set value = ? where name = 'kdf'", (f["kdf"],))
+db.execute("update keychain set value = ? where name = 'checksum'", (hashlib.sha256(s).digest(),))
+db.commit()
+PY
+    expect 93 "$(printf 'pw\n' | status_of "$security" unlock-keychain "$bad")" "absurd KDF parameters: errSecDecode"
+    out=$(printf 'pw\n' | "$security" unlock-keychain "$bad" 2>&1 || true)
+    [[ "$out" == *"KDF parameters out of bounds"* ]]
+}
+
 check "macOS script line prints s3cret" macos_script_line
 check "not found exits 44 with one line" not_found_exit_code
 check "duplicates exit 45; -U updates" duplicate_and_update
@@ -393,6 +499,11 @@ check "export/import drops ThisDeviceOnly" export_import_round_trip
 check "bad input gets clear errors" bad_input
 check "help and completion for every subcommand" help_and_completion
 check "kernel keys removed with the keychain" keys_are_cleaned_up
+check "set-keychain-password --rotate-keys: an old copy and password open nothing" rotate_keys_locks_out_an_old_copy
+check "a plain password change: an old copy opens new items (documented)" plain_password_change_leaves_old_copy_working
+check "a key planted in the kernel is refused and removed" planted_kernel_key_is_refused
+check "settings: authenticated, changed only unlocked or with the password" settings_are_authenticated
+check "KDF: tuned at or above N=2^17; absurd parameters errSecDecode" kdf_floor_and_bounds
 make_pki
 trap 'rm -rf "$pki"' EXIT
 check "certificates: import PEM/DER/PKCS#12, find-certificate -c -e -a -p -Z -m" certificate_import_and_find

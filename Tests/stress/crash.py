@@ -4,9 +4,10 @@
 Usage: crash.py WRITER ROUNDS SEED
 
 Each round starts keychain-stress-writer on one keychain file, lets it add, update, delete and
-change the password for a random 5-250 ms, and kills it with SIGKILL. Then: PRAGMA
-integrity_check is ok; the keychain opens with the last acknowledged password or, if a password
-change was under way, with the one it was changing to (never neither); and every item holds
+change the password (half the time rotating the class keys) for a random 5-250 ms, and kills it
+with SIGKILL. Then: PRAGMA integrity_check is ok; the keychain opens with the last acknowledged
+password or, if a password change was under way, with the one it was changing to (never
+neither); and every item holds
 what the last acknowledged write gave it, except the one item a killed write was touching,
 which may hold its old or its new value. Prints one line per failure and a summary; exits 1
 on any failure.

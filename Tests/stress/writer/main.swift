@@ -7,6 +7,7 @@ import KeychainCore
 //
 //   keychain-stress-writer create PATH    make PATH (fast KDF) with the password on stdin
 //   keychain-stress-writer write PATH SEED  random adds, updates, deletes and password changes
+//                                         (half of them with a key rotation)
 //   keychain-stress-writer dump PATH      every generic password as `account value`, sorted;
 //                                         exit 51 if the password on stdin does not unlock
 
@@ -82,7 +83,10 @@ case "write" where arguments.count == 4:
             case 0..<3:
                 let next = "pw-\(seed)"
                 say("try passwd \(next)")
-                try store.changePassword(from: Array(current.utf8), to: Array(next.utf8), scrypt: .fastForTesting)
+                // Half of them rotate the class keys too: every row re-sealed in the same
+                // transaction, so a kill leaves all rows under the old keys or all under the new.
+                try store.changePassword(from: Array(current.utf8), to: Array(next.utf8), scrypt: .fastForTesting,
+                                         rotatingKeys: Bool.random(using: &random))
                 current = next
             case 3..<30 where exists:
                 say("try delete \(account)")

@@ -1,0 +1,70 @@
+/// Re-keying: new class keys for a keychain whose old keys (or an old copy of its file with the
+/// old password) may be in someone else's hands.
+extension KeychainStore {
+    /// Makes new class keys A, C and D, re-seals every item under them (a new item key, new
+    /// metadata and secret ciphertexts, new keyed-hash index columns) and wraps A and C under
+    /// `newPassword` (the same password if nil), all in one transaction: a crash leaves the old
+    /// keychain or the new one, never a mix. The new keys then replace the old ones in the
+    /// kernel (or in this process), leaving the keychain unlocked.
+    ///
+    /// D rotates too although it protects little: it is stored in the clear, so any copy of the
+    /// file holds the D of that copy. Rotating it means no key from before opens any row after.
+    public func rotateKeys(password: Bytes, newPassword: Bytes? = nil, scrypt: ScryptParameters? = nil) throws {
+        try withLock {
+            var newA = try Crypto.random(Crypto.keyLength)
+            var newC = try Crypto.random(Crypto.keyLength)
+            defer { newA.wipe(); newC.wipe() }
+            try db.transaction {
+                var bag = try Keybag.load(from: db)
+                var kek = try bag.deriveKEK(password: password)
+                defer { kek.wipe() }
+                var (a, c) = try bag.unwrap(kek: kek)
+                defer { a.wipe(); c.wipe() }
+                try bag.upgrade(kek: kek, a: a, c: c)
+                // Settings that fail their MAC are not carried over under the new keys.
+                let settings = bag.verifiedSettings(a: a) ?? .safeDefaults
+                let old = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                                     .always: Subkeys(classKey: bag.keyD)])
+                let newD = try Crypto.random(Crypto.keyLength)
+                let new = ClassKeys([.whenUnlocked: Subkeys(classKey: newA), .afterFirstUnlock: Subkeys(classKey: newC),
+                                     .always: Subkeys(classKey: newD)])
+                try resealAllRows(from: old, to: new)
+                bag.keyD = newD
+                try bag.rewrap(a: newA, c: newC, password: newPassword ?? password,
+                               scrypt: scrypt ?? bag.scrypt.raisedToFloor())
+                bag.settings = settings
+                bag.authenticateSettings(a: newA)
+                try bag.save(to: db)
+                keybag = bag
+            }
+            try install(a: newA, c: newC)
+        }
+    }
+
+    /// Opens each row with the old keys and seals it again, at the same row id, with the new
+    /// ones, through the same functions every add and update uses. A row that does not open is
+    /// damaged: the rotation stops and the transaction rolls back, rather than dropping an item.
+    private func resealAllRows(from old: ClassKeys, to new: ClassKeys) throws {
+        var rows: [Row] = []
+        let select = try db.statement("SELECT rowid, class, lockclass, metadata, secret FROM items ORDER BY rowid")
+        defer { select.reset() }
+        while try select.step() {
+            guard let itemClass = ItemClass(code: select.int(1)), let lockClass = LockClass(rawValue: select.int(2)) else {
+                throw KeychainError.decode("row \(select.int(0)) has an invalid class")
+            }
+            rows.append(Row(rowID: select.int(0), itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
+                            metadata: select.blob(3), secret: select.blob(4)))
+        }
+        let update = try db.statement("""
+            UPDATE items SET space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ? WHERE rowid = ?
+            """)
+        for row in rows {
+            let item = try openAttributes(row, keys: old)
+            var secret = try openSecret(row, keys: old)
+            defer { secret.wipe() }
+            let sealed = try seal(item, rowID: row.rowID, secret: secret, keys: new)
+            try update.run([.int(row.space.rawValue), .blob(sealed.pk), .blob(sealed.account), .blob(sealed.service),
+                            .blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)])
+        }
+    }
+}
