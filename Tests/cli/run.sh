@@ -402,4 +402,18 @@ check "certificates: import PEM/DER/PKCS#12, find-certificate -c -e -a -p -Z -m"
 check "identities: find-identity, export, delete-certificate" certificate_identities_export_delete
 check "certificates: bad files refused, nothing stored" certificate_bad_input
 
+. "$here/macos_cases.sh"
+check "search list and domains (keychain_list.c)" search_list_and_domains
+check "partition lists: password checked, nothing changed (keychain_find.c)" partition_lists
+check "getopt: values starting with -, attached values, -p as -w (keychain_add.c)" getopt_compatible_parsing
+check "command prefixes, -v -q -i -p -h (security.c)" prefixes_and_global_options
+check "unknown and macOS-only commands: one line, status 1 (security.c)" unknown_and_macos_only_commands
+check "no accidental deletes (keychain_find.c, keychain_delete.c)" no_accidental_deletes
+check "output scripts parse (identity_find.m, keychain_utilities.c, keychain_show_info.c)" output_scripts_parse
+check "Ctrl-C, SIGTERM, SIGHUP at a prompt restore echo" terminal_safety
+check "bytes are bytes: non-UTF-8 names refused, passwords kept" bytes_are_bytes
+check "argv secrets: warned about, wiped from /proc/PID/cmdline (issue 20.4/20.11)" argv_secrets
+check "README examples keep secrets out of argv (issue 20.4)" readme_examples
+check "GitHub's certificate recipe under set -e" github_certificate_recipe
+
 summary
