@@ -145,10 +145,10 @@ struct FindIdentity: ParsableCommand {
 struct DeleteCertificate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete-certificate",
-        abstract: "Delete a certificate, named by common name (-c) or SHA-1 hash (-Z).")
+        abstract: "Delete a certificate, named by common name (-c) or SHA-1 or SHA-256 hash (-Z).")
 
     @Option(name: .customShort("c"), parsing: .unconditional, help: "Common name of the certificate (must name exactly one).") var name: String?
-    @Option(name: .customShort("Z"), parsing: .unconditional, help: "SHA-1 hash of the certificate, as find-certificate -Z prints it.") var hash: String?
+    @Option(name: .customShort("Z"), parsing: .unconditional, help: "SHA-1 or SHA-256 hash of the certificate, as find-certificate -Z prints them.") var hash: String?
     @Flag(name: .customShort("t"), help: "Also delete user trust settings (there are none here; accepted for macOS compatibility).")
     var trust = false
     @OptionGroup var target: KeychainListArgument
@@ -160,7 +160,11 @@ struct DeleteCertificate: ParsableCommand {
     func run() throws {
         try perform("delete-certificate") {
             let matches = try target.all { try StoredCertificates.all(in: $0) }.filter { entry, _ in
-                if let hash { return StoredCertificates.hex(entry.certificate.sha1) == hash.uppercased().filter { $0 != ":" && $0 != " " } }
+                // keychain_find.c's find_unique_certificate: a SHA-1 or a SHA-256 hash.
+                if let hash {
+                    let wanted = hash.uppercased().filter { $0 != ":" && $0 != " " }
+                    return StoredCertificates.hex(wanted.count == 64 ? entry.certificate.sha256 : entry.certificate.sha1) == wanted
+                }
                 return StoredCertificates.commonName(entry.certificate, contains: name!)
             }
             guard let (match, store) = matches.first else { throw KeychainError(.itemNotFound, "no certificate matches") }

@@ -173,6 +173,10 @@ no_accidental_deletes() {
     expect keep-g "$("$security" find-generic-password -s s -w)"
     expect keep-i "$("$security" find-internet-password -s h.example -w)"
     expect 1 "$("$security" find-certificate -a | grep -c '^    "labl"<blob>="Alice Example"')"
+    # find_unique_certificate: -Z takes the SHA-256 hash as well as the SHA-1.
+    sha256=$(openssl x509 -in "$pki/alice.pem" -noout -fingerprint -sha256 | cut -d= -f2 | tr -d :)
+    "$security" delete-certificate -Z "$sha256"
+    expect 0 "$("$security" find-certificate -a 2>/dev/null | grep -c '^    "labl"<blob>="Alice Example"')"
 }
 
 # identity_find.m (headers only without -v, "%3d) "); keychain_utilities.c print_buffer (-g);
