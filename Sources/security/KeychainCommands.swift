@@ -133,10 +133,12 @@ struct ListKeychains: ParsableCommand {
             for path in SearchList.current() { Terminal.out("    \"\(path)\"") }
             return
         }
-        try perform("SecKeychainSetDomainSearchList \(domain.rawValue)") {
-            guard domain == .user else { throw KeychainError(.param, "only the user domain keeps a search list on Linux") }
-            try SearchList.set(keychains.map(KeychainFile.resolve))
+        // keychain_list.c: a failure to set the list is reported, status 1.
+        guard domain == .user else {
+            Terminal.error("security: SecKeychainSetDomainSearchList \(domain.rawValue): only the user domain keeps a search list on Linux")
+            throw ExitCode(1)
         }
+        try perform("SecKeychainSetSearchList") { try SearchList.set(keychains.map(KeychainFile.resolve)) }
     }
 }
 
@@ -149,8 +151,11 @@ struct DefaultKeychain: ParsableCommand {
 
     func run() throws {
         let domain = try PreferenceDomain.parse(domain)
-        try perform(domain == .user ? nil : "SecKeychainCopyDomainDefault \(domain.rawValue)") {
-            guard domain == .user else { throw KeychainError(.noSuchKeychain, "only the user domain has a default keychain on Linux") }
+        guard domain == .user else {
+            Terminal.error("security: SecKeychain\(set ? "Set" : "Copy")DomainDefault \(domain.rawValue): only the user domain has a default keychain on Linux")
+            throw ExitCode(1)
+        }
+        try perform {
             if set {
                 let path = keychain.map(KeychainFile.resolve)
                 if let path { _ = try KeychainStore.open(at: path, storage: .kernel) }

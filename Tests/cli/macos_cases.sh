@@ -35,6 +35,8 @@ search_list_and_domains() {
     expect 2 "$(status_of "$security" list-keychains -d nowhere)" "Invalid domain: usage"
     grep -q 'Invalid domain: nowhere' <<< "$("$security" list-keychains -d nowhere 2>&1)"
     expect 2 "$(status_of "$security" list-keychains "$work")" "operands without -s: usage"
+    expect 1 "$(status_of "$security" list-keychains -d system -s "$work")" "only the user's list can be set"
+    expect 1 "$(status_of "$security" default-keychain -d system)"
     # default-keychain -d user -s; login-keychain shows the login keychain, cannot be set (returns 1).
     "$security" default-keychain -d user -s work
     expect "    \"$work\"" "$("$security" default-keychain -d user)"
