@@ -63,8 +63,7 @@ enum PreferenceDomain: String, CaseIterable {
     static func parse(_ name: String?) throws -> PreferenceDomain {
         guard let name else { return .user }
         if let domain = allCases.first(where: { $0.rawValue.hasPrefix(name) }) { return domain }
-        Terminal.error("security: Invalid domain: \(name)")
-        throw ExitCode(2)
+        throw ValidationError("Invalid domain: \(name)")
     }
 }
 
@@ -127,7 +126,7 @@ struct ListKeychains: ParsableCommand {
     func run() throws {
         let domain = try PreferenceDomain.parse(domain)
         guard set else {
-            guard keychains.isEmpty else { throw ExitCode(2) }
+            guard keychains.isEmpty else { throw ValidationError("keychains are given with -s") }
             // System, common and dynamic (smart card) domains hold no keychains on Linux.
             guard domain == .user else { return }
             for path in SearchList.current() { Terminal.out("    \"\(path)\"") }
@@ -310,7 +309,7 @@ struct LoginKeychain: ParsableCommand {
         if let domain { _ = try PreferenceDomain.parse(domain) }
         if set || keychain != nil {
             // keychain_list.c's keychain_login: setting is compiled out (#if 0) and returns 1.
-            if !set { throw ExitCode(2) }
+            if !set { throw ValidationError("a keychain is given with -s") }
             Terminal.error("security: login-keychain -s: the login keychain is always login.keychain-db in the keychains folder")
             throw ExitCode(1)
         }
