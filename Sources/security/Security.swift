@@ -30,6 +30,9 @@ struct Security: ParsableCommand {
 
     static func main() {
         ProcessHardening.becomeUndumpable()
+        // A password piped in would otherwise stay in stdio's stdin buffer, which is freed (at
+        // exit) but never cleared; unbuffered, each byte goes straight into a buffer we wipe.
+        setvbuf(stdin, nil, _IONBF, 0)
         // argv as the kernel handed it: bytes, copied before the secrets in it are wiped.
         let arguments = CommandLine.rawArguments()
         var dispatcher = Dispatcher(argv: arguments)

@@ -41,6 +41,8 @@ enum Terminal {
         }
         guard let tty = fopen("/dev/tty", "r+") else { throw KeychainError(.interactionNotAllowed, "no terminal to ask for the password") }
         defer { fclose(tty) }
+        // Unbuffered, so that no stdio buffer keeps a copy of what was typed.
+        setvbuf(tty, nil, _IONBF, 0)
         var first = try ask(prompt, tty)
         if let confirm {
             var second = try ask(confirm, tty)

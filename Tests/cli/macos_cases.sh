@@ -330,3 +330,23 @@ RECIPE
     [ ! -e "$XDG_DATA_HOME/keychains/app-signing.keychain-db" ]
     expect "" "$("$security" list-keychains)"
 }
+
+# Issue 20, point 11: a password read from standard input or typed twice at the terminal leaves
+# no copy in the tool's memory once it is used. The attack: root reads /proc/PID/mem of a
+# `security create-keychain one two` that made "one" and waits for the second password.
+secrets_leave_memory() {
+    if [ "$(id -u)" != 0 ]; then echo "needs root to read an undumpable process's memory"; return 1; fi
+    mkfifo "$case_dir/fifo"
+    "$security" create-keychain one two < "$case_dir/fifo" 2>/dev/null &
+    pid=$!
+    exec 3>"$case_dir/fifo"
+    printf 'Piped-Secret-0815\n' >&3
+    for _ in $(seq 100); do [ -e "$XDG_DATA_HOME/keychains/one.keychain-db" ] && break; sleep 0.1; done
+    sleep 0.5
+    python3 "$here/memscan.py" "$pid" Piped-Secret-0815 || { kill $pid; return 1; }
+    printf 'second\n' >&3
+    exec 3>&-
+    wait $pid
+    # At the terminal: the password and its retyped copy.
+    python3 "$here/pty_memory.py" Typed-Secret-4711 -- "$security" create-keychain three four
+}
