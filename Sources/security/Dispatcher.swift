@@ -101,14 +101,6 @@ struct Dispatcher {
         }
         if verbose { echo(spec, parsed, leading: leading) }
         let argumentBase = argvOffset.map { $0 + 1 + leading.count }
-        let translated: [String]
-        do {
-            translated = try translate(spec, parsed, leading: leading)
-        } catch let error as KeychainError {
-            return Int32(Failure.report(error).rawValue)
-        } catch {
-            return 1
-        }
         // The secrets now live in this process's own copies; argv is wiped so that other users
         // reading /proc/PID/cmdline from now on see no secret (they may have seen it before).
         var warned = false
@@ -120,6 +112,14 @@ struct Dispatcher {
                 Terminal.error("security: warning: a password given with -\(option.name) is visible to other local users while the command starts (/proc/PID/cmdline); leave it out to be prompted, or pipe it on standard input")
                 warned = true
             }
+        }
+        let translated: [String]
+        do {
+            translated = try translate(spec, parsed, leading: leading)
+        } catch let error as KeychainError {
+            return Int32(Failure.report(error).rawValue)
+        } catch {
+            return 1
         }
         return Self.runParser([spec.name] + translated, spec: spec)
     }
