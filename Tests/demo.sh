@@ -23,8 +23,10 @@ run() {
 step "security create-keychain demo   # password from standard input, never in argv"
 printf 'demo password\n' | "$security" create-keychain demo && echo "(exit 0)"
 run "$security" default-keychain -s demo
-run "$security" add-internet-password -a alice -s git.example.com -r htps -w 'when-unlocked secret'
-run "$security" add-generic-password -a ci-bot -s deploy-token --accessibility afterFirstUnlock -w 'after-first-unlock secret'
+step "security add-internet-password -a alice -s git.example.com -r htps -w   # -w last: the password from standard input"
+printf 'when-unlocked secret\n' | "$security" add-internet-password -a alice -s git.example.com -r htps -w && echo "(exit 0)"
+step "security add-generic-password -a ci-bot -s deploy-token --accessibility afterFirstUnlock -w"
+printf 'after-first-unlock secret\n' | "$security" add-generic-password -a ci-bot -s deploy-token --accessibility afterFirstUnlock -w && echo "(exit 0)"
 run "$security" find-internet-password -s git.example.com -w
 run "$security" find-generic-password -s deploy-token -w
 run "$security" status

@@ -57,24 +57,30 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
     return secStatus {
         let request = try SecItemRequest(query)
         if request.returnCount > 0 && result == nil { throw KeychainError.param("a return type was asked for with no result pointer") }
-        let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
         let limit: Int?
         switch request.limit ?? .one {
         case .one: limit = 1
         case .count(let n): limit = n
         case .all: limit = nil
         }
-        let built: [AnyObject]
-        if request.itemClass == .identity {
-            let identities = try keychain.store.findIdentities(request.query, limit: limit, includeKeyData: request.returnRef)
-            built = identities.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
-        } else {
-            // References to certificates and keys are made from their data.
-            let needData = request.returnData || (request.returnRef && request.itemClass != .genericPassword
-                                                  && request.itemClass != .internetPassword)
-            let items = try keychain.store.find(request.query, limit: limit, includeSecret: needData)
-            built = items.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
+        // Without kSecUseKeychain, the search list in order; a keychain that cannot be searched
+        // is passed over, and its error reported only when nothing is found anywhere.
+        var built: [AnyObject] = []
+        var matched = false
+        var failure: Error?
+        for keychain in try request.keychain.map({ [$0] }) ?? SecKeychain.searchList() {
+            let remaining = limit.map { $0 - built.count }
+            if let remaining, remaining <= 0 { break }
+            do {
+                built += try find(request, in: keychain, limit: remaining)
+                matched = true
+            } catch let error as KeychainError where error.code == .itemNotFound {
+                continue
+            } catch {
+                if failure == nil { failure = error }
+            }
         }
+        if !matched { throw failure ?? KeychainError(.itemNotFound) }
         guard let result, request.returnCount > 0 else { return }
         if request.limit == nil || request.limit == .one {
             result.pointee = built.first
@@ -82,6 +88,18 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
             result.pointee = NSArray(array: built)
         }
     }
+}
+
+private func find(_ request: SecItemRequest, in keychain: SecKeychain, limit: Int?) throws -> [AnyObject] {
+    if request.itemClass == .identity {
+        let identities = try keychain.store.findIdentities(request.query, limit: limit, includeKeyData: request.returnRef)
+        return identities.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
+    }
+    // References to certificates and keys are made from their data.
+    let needData = request.returnData || (request.returnRef && request.itemClass != .genericPassword
+                                          && request.itemClass != .internetPassword)
+    let items = try keychain.store.find(request.query, limit: limit, includeSecret: needData)
+    return items.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
 }
 
 /// Changes every item the query matches. Only real attributes and kSecValueData may be changed.

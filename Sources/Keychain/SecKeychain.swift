@@ -44,6 +44,28 @@ public final class SecKeychain: @unchecked Sendable {
         return keychain
     }
 
+    nonisolated(unsafe) private static var opened: [String: SecKeychain] = [:]
+
+    /// The keychains a query that names none searches, in order: the user's search list
+    /// (KeychainCore's SearchList, which `security list-keychains -s` sets), as SecItem searches
+    /// it on macOS. A process that chose its default with SecKeychainSetDefault, or a user
+    /// without a list, searches the default keychain alone.
+    public static func searchList() throws -> [SecKeychain] {
+        registryLock.lock()
+        let chosen = chosenDefault
+        registryLock.unlock()
+        let paths = SearchList.searched()
+        if chosen != nil || paths == [KeychainFile.defaultPath()] { return [try defaultKeychain()] }
+        registryLock.lock()
+        defer { registryLock.unlock() }
+        return try paths.map { path in
+            if let keychain = opened[path] { return keychain }
+            let keychain = try SecKeychain.open(at: path)
+            opened[path] = keychain
+            return keychain
+        }
+    }
+
     public static func setDefault(_ keychain: SecKeychain?) {
         registryLock.lock()
         chosenDefault = keychain

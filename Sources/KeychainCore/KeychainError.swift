@@ -7,6 +7,7 @@ public struct KeychainError: Error, Equatable, CustomStringConvertible {
         case notAvailable = -25291
         case authFailed = -25293
         case noSuchKeychain = -25294
+        case invalidKeychain = -25295
         case duplicateKeychain = -25296
         case duplicateItem = -25299
         case itemNotFound = -25300
@@ -41,6 +42,7 @@ public struct KeychainError: Error, Equatable, CustomStringConvertible {
         case -25291: return "No keychain is available. You may need to restart your computer."
         case -25293: return "The user name or passphrase you entered is not correct."
         case -25294: return "The specified keychain could not be found."
+        case -25295: return "The specified keychain is not a valid keychain file."
         case -25296: return "A keychain with the same name already exists."
         case -25299: return "The specified item already exists in the keychain."
         case -25300: return "The specified item could not be found in the keychain."
@@ -61,6 +63,7 @@ public struct KeychainError: Error, Equatable, CustomStringConvertible {
         case -25291: return "errSecNotAvailable"
         case -25293: return "errSecAuthFailed"
         case -25294: return "errSecNoSuchKeychain"
+        case -25295: return "errSecInvalidKeychain"
         case -25296: return "errSecDuplicateKeychain"
         case -25299: return "errSecDuplicateItem"
         case -25300: return "errSecItemNotFound"

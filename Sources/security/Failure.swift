@@ -8,6 +8,12 @@ enum Failure {
             Terminal.error("security: \(error)")
             return .failure
         }
+        print(error, context: context)
+        return ExitCode(Int32(UInt8(truncatingIfNeeded: error.status)))
+    }
+
+    /// One line on stderr: "security: CONTEXT: what went wrong; what to do (errSecName)".
+    static func print(_ error: KeychainError, context: String? = nil) {
         var line = "security: "
         if let context { line += context + ": " }
         line += error.description
@@ -15,7 +21,6 @@ enum Failure {
         if let hint = hint(for: error.code), !(context == "import" && error.code == .decode) { line += "; " + hint }
         line += " (\(KeychainError.name(for: error.status)))"
         Terminal.error(line)
-        return ExitCode(Int32(UInt8(truncatingIfNeeded: error.status)))
     }
 
     static func hint(for code: KeychainError.Code) -> String? {

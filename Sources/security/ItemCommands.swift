@@ -4,11 +4,21 @@ import KeychainCore
 /// Adding, finding and deleting are the same for both password classes but for their attributes.
 enum PasswordCommand {
     static func add(_ query: Query, _ options: NewPasswordOptions, _ target: KeychainArgument) throws {
+        let nameKey = query.itemClass == .genericPassword ? "svce" : "srvr"
+        // keychain_add.c: an account and a service (or server) are required, else usage (2).
+        guard query.attributes["acct"] != nil, query.attributes[nameKey] != nil else {
+            throw ValidationError("give the account (-a) and the \(query.itemClass == .genericPassword ? "service" : "server") (-s)")
+        }
         try perform(context(query.itemClass, "add")) {
             let store = try target.open()
             var secret = try options.secret()
             defer { secret.wipe() }
-            var item = Item(itemClass: query.itemClass, attributes: query.attributes, secret: secret)
+            var attributes = query.attributes
+            // keychain_add.c: the label defaults to the service (or server) name; an internet
+            // password's authentication type defaults to "dflt".
+            if attributes["labl"] == nil { attributes["labl"] = attributes[nameKey] }
+            if query.itemClass == .internetPassword, attributes["atyp"] == nil { attributes["atyp"] = .string("dflt") }
+            var item = Item(itemClass: query.itemClass, attributes: attributes, secret: secret)
             item["pdmn"] = .string(options.protection!.rawValue)
             do {
                 try store.add(item)
@@ -18,11 +28,10 @@ enum PasswordCommand {
         }
     }
 
-    static func find(_ query: Query, _ output: FindOutputOptions, _ target: KeychainArgument) throws {
+    static func find(_ query: Query, _ output: FindOutputOptions, _ target: KeychainListArgument) throws {
         try perform(context(query.itemClass, "find")) {
-            let store = try target.open()
             let wantSecret = output.showPassword || output.passwordOnly
-            guard let item = try store.find(query, limit: 1, includeSecret: wantSecret).first else { return }
+            let (item, store) = try target.first { try $0.find(query, limit: 1, includeSecret: wantSecret).first }
             if output.passwordOnly {
                 Terminal.out(ItemFormat.passwordText(item.secret ?? []))
                 return
@@ -33,16 +42,18 @@ enum PasswordCommand {
     }
 
     /// Deletes the first matching item, as macOS does, and shows what was deleted.
-    static func delete(_ query: Query, _ target: KeychainArgument) throws {
+    static func delete(_ query: Query, _ target: KeychainListArgument) throws {
+        // keychain_find.c: with no attribute to match, the first item of the keychain would go;
+        // macOS shows the usage instead, and deletes nothing.
+        guard !query.attributes.isEmpty else { throw ValidationError("name the item to delete (-a, -s, -l, ...)") }
         try perform(context(query.itemClass, "delete")) {
-            let store = try target.open()
-            guard let item = try store.find(query, limit: 1).first else { return }
+            let (item, store) = try target.first { try $0.find(query, limit: 1).first }
             var exact = Query(itemClass: item.itemClass)
             exact.rows = [item.rowID]
             exact.synchronizable = .any
             try store.delete(exact)
             Terminal.out(ItemFormat.describe(item, keychain: store.path))
-            Terminal.out("password has been deleted.")
+            Terminal.error("password has been deleted.")
         }
     }
 
@@ -71,7 +82,7 @@ struct FindGenericPassword: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "find-generic-password", abstract: "Find a generic password item.")
     @OptionGroup var attributes: GenericAttributes
     @OptionGroup var output: FindOutputOptions
-    @OptionGroup var target: KeychainArgument
+    @OptionGroup var target: KeychainListArgument
     func run() throws { try PasswordCommand.find(attributes.query, output, target) }
 }
 
@@ -79,21 +90,21 @@ struct FindInternetPassword: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "find-internet-password", abstract: "Find an internet password item.")
     @OptionGroup var attributes: InternetAttributes
     @OptionGroup var output: FindOutputOptions
-    @OptionGroup var target: KeychainArgument
+    @OptionGroup var target: KeychainListArgument
     func run() throws { try PasswordCommand.find(attributes.query, output, target) }
 }
 
 struct DeleteGenericPassword: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "delete-generic-password", abstract: "Delete a generic password item.")
     @OptionGroup var attributes: GenericAttributes
-    @OptionGroup var target: KeychainArgument
+    @OptionGroup var target: KeychainListArgument
     func run() throws { try PasswordCommand.delete(attributes.query, target) }
 }
 
 struct DeleteInternetPassword: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "delete-internet-password", abstract: "Delete an internet password item.")
     @OptionGroup var attributes: InternetAttributes
-    @OptionGroup var target: KeychainArgument
+    @OptionGroup var target: KeychainListArgument
     func run() throws { try PasswordCommand.delete(attributes.query, target) }
 }
 
@@ -104,11 +115,16 @@ struct DumpKeychain: ParsableCommand {
     @Flag(name: .customShort("a"), help: "Accepted for macOS compatibility.") var accessControl = false
     @Flag(name: .customShort("i"), help: "Accepted for macOS compatibility.") var interactive = false
     @Flag(name: .customShort("r"), help: "Accepted for macOS compatibility.") var raw = false
-    @OptionGroup var target: KeychainArgument
+    @OptionGroup var target: KeychainListArgument
 
     func run() throws {
-        try perform("dump-keychain") {
-            let store = try target.open()
+        for path in target.paths {
+            try perform("dump-keychain") { try dump(try KeychainStore.open(at: path, storage: .kernel)) }
+        }
+    }
+
+    private func dump(_ store: KeychainStore) throws {
+        do {
             var shown = 0
             for itemClass in [ItemClass.genericPassword, .internetPassword, .certificate, .key] {
                 var query = Query(itemClass: itemClass)

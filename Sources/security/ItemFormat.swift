@@ -93,23 +93,31 @@ enum ItemFormat {
         }
     }
 
-    /// Printable text in quotes; anything else as hex followed by the escaped text, as macOS does.
+    /// keychain_utilities.c's print_buffer: bytes that are all printable ASCII (but for "\\") in
+    /// quotes, unescaped; otherwise the hex of every byte, then (when some byte is printable) the
+    /// bytes again in quotes with the others as octal escapes. A UTF-8 name thus prints as hex
+    /// and escapes, exactly as macOS prints it.
     private static func quoted(_ bytes: Bytes) -> String {
-        if let text = String(validating: bytes, as: UTF8.self), !bytes.contains(where: { $0 < 32 || $0 == 127 }) {
-            return "\"\(text.replacingBackslashesAndQuotes())\""
+        let printable: (UInt8) -> Bool = { $0 >= 32 && $0 <= 126 && $0 != 92 }
+        let anyPrintable = bytes.contains(where: printable)
+        let anyOther = bytes.contains(where: { !printable($0) })
+        var out = ""
+        if anyOther { out += "0x" + bytes.map { hex2($0) }.joined() + (anyPrintable ? "  " : " ") }
+        if anyPrintable {
+            out += "\"" + bytes.map { b -> String in
+                printable(b) ? String(UnicodeScalar(b)) : "\\" + String(b, radix: 8).leftPadded(3)
+            }.joined() + "\""
         }
-        let escaped = bytes.map { b -> String in
-            b >= 32 && b < 127 && b != 92 && b != 34 ? String(UnicodeScalar(b)) : "\\" + String(b, radix: 8).leftPadded(3)
-        }.joined()
-        return "0x" + bytes.map { hex2($0) }.joined() + "  \"\(escaped)\""
+        return out
     }
 
     static func passwordValue(_ secret: Bytes) -> String { quoted(secret) }
 
-    /// The password alone (-w): the text itself, or hex when it is not text, as macOS does.
+    /// The password alone (-w), as keychain_find.c prints it: the bytes themselves when every one
+    /// is printable ASCII (isprint in the C locale), else all of them in lowercase hex.
     static func passwordText(_ secret: Bytes) -> String {
-        if let text = String(validating: secret, as: UTF8.self), !secret.contains(where: { $0 < 32 && $0 != 9 }) { return text }
-        return secret.map { hex2($0) }.joined()
+        if secret.allSatisfy({ $0 >= 32 && $0 <= 126 }) { return String(decoding: secret, as: UTF8.self) }
+        return secret.map { hex2($0).lowercased() }.joined()
     }
 
     /// Sizes and classes print as numbers, never as four-character codes.
@@ -136,13 +144,4 @@ private extension Int {
 
 private extension String {
     func leftPadded(_ width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
-
-    func replacingBackslashesAndQuotes() -> String {
-        var out = ""
-        for c in self {
-            if c == "\\" || c == "\"" { out.append("\\") }
-            out.append(c)
-        }
-        return out
-    }
 }

@@ -3,12 +3,12 @@ import KeychainCore
 
 /// Attributes both password classes share, with macOS's letters.
 struct CommonAttributes: ParsableArguments {
-    @Option(name: .customShort("a"), help: "Account name.") var account: String?
-    @Option(name: .customShort("c"), help: "Creator (four-character code).") var creator: String?
-    @Option(name: .customShort("C"), help: "Type (four-character code).") var type: String?
-    @Option(name: .customShort("D"), help: "Kind (description).") var kind: String?
-    @Option(name: .customShort("j"), help: "Comment.") var comment: String?
-    @Option(name: .customShort("l"), help: "Label.") var label: String?
+    @Option(name: .customShort("a"), parsing: .unconditional, help: "Account name.") var account: String?
+    @Option(name: .customShort("c"), parsing: .unconditional, help: "Creator (four-character code).") var creator: String?
+    @Option(name: .customShort("C"), parsing: .unconditional, help: "Type (four-character code).") var type: String?
+    @Option(name: .customShort("D"), parsing: .unconditional, help: "Kind (description).") var kind: String?
+    @Option(name: .customShort("j"), parsing: .unconditional, help: "Comment.") var comment: String?
+    @Option(name: .customShort("l"), parsing: .unconditional, help: "Label.") var label: String?
 
     var attributes: [String: AttributeValue] {
         var out: [String: AttributeValue] = [:]
@@ -24,8 +24,8 @@ struct CommonAttributes: ParsableArguments {
 
 struct GenericAttributes: ParsableArguments {
     @OptionGroup var common: CommonAttributes
-    @Option(name: .customShort("s"), help: "Service name.") var service: String?
-    @Option(name: .customShort("G"), help: "Generic attribute value.") var generic: String?
+    @Option(name: .customShort("s"), parsing: .unconditional, help: "Service name.") var service: String?
+    @Option(name: .customShort("G"), parsing: .unconditional, help: "Generic attribute value.") var generic: String?
 
     var query: Query {
         var attributes = common.attributes
@@ -37,17 +37,20 @@ struct GenericAttributes: ParsableArguments {
 
 struct InternetAttributes: ParsableArguments {
     @OptionGroup var common: CommonAttributes
-    @Option(name: .customShort("s"), help: "Server name.") var server: String?
-    @Option(name: .customShort("d"), help: "Security domain.") var securityDomain: String?
-    @Option(name: .customShort("p"), help: "Path.") var path: String?
-    @Option(name: .customShort("P"), help: "Port number.") var port: Int?
-    @Option(name: .customShort("r"), help: "Protocol (four-character code, such as htps, http, ftp, ssh, imps, smtp).") var protocolCode: String?
-    @Option(name: .customShort("t"), help: "Authentication type (four-character code, such as dflt, http, form, ntlm).") var authenticationType: String?
+    @Option(name: .customShort("s"), parsing: .unconditional, help: "Server name.") var server: String?
+    @Option(name: .customShort("d"), parsing: .unconditional, help: "Security domain.") var securityDomain: String?
+    @Option(name: .customShort("p"), parsing: .unconditional, help: "Path.") var path: String?
+    @Option(name: .customShort("P"), parsing: .unconditional, help: "Port number.") var port: Int?
+    @Option(name: .customShort("r"), parsing: .unconditional, help: "Protocol (four-character code, such as htps, http, ftp, ssh, imps, smtp).") var protocolCode: String?
+    @Option(name: .customShort("t"), parsing: .unconditional, help: "Authentication type (four-character code, such as dflt, http, form, ntlm).") var authenticationType: String?
 
     func validate() throws {
         if let port, !(0...65535).contains(port) { throw ValidationError("port must be between 0 and 65535") }
         for code in [protocolCode, authenticationType].compactMap({ $0 }) where code.utf8.count > 4 || code.isEmpty {
-            throw ValidationError("\(code) is not a four-character code")
+            // keychain_utilities.c's parse_fourcharcode: its message, status 1. (Three characters
+            // are padded with a space here, where macOS suggests adding it.)
+            Terminal.error("Error: four-character types must be exactly 4 characters long.")
+            throw ExitCode(1)
         }
     }
 
@@ -70,13 +73,13 @@ struct InternetAttributes: ParsableArguments {
 
 /// How an add command gets its password, and the flags macOS accepts there.
 struct NewPasswordOptions: ParsableArguments {
-    @Option(name: .customShort("w"), help: "The password. Put -w last to be prompted, or to read it from standard input in a pipe.")
+    @Option(name: .customShort("w"), parsing: .unconditional, help: "The password. Put -w last to be prompted, or to read it from standard input in a pipe.")
     var password: String?
     @Flag(name: .customLong("prompt-password"), help: .hidden) var promptPassword = false
-    @Option(name: .customShort("X"), help: "The password as hexadecimal bytes.") var hexPassword: String?
+    @Option(name: .customShort("X"), parsing: .unconditional, help: "The password as hexadecimal bytes.") var hexPassword: String?
     @Flag(name: .customShort("U"), help: "Update the item if it exists.") var update = false
     @Flag(name: .customShort("A"), help: "Accepted for macOS compatibility (every process of the user has access).") var anyApplication = false
-    @Option(name: .customShort("T"), help: "Accepted for macOS compatibility (no per-application access lists on Linux).") var applications: [String] = []
+    @Option(name: .customShort("T"), parsing: .unconditionalSingleValue, help: "Accepted for macOS compatibility (no per-application access lists on Linux).") var applications: [String] = []
     @Option(name: .customLong("accessibility"), help: "Protection class: whenUnlocked (default), afterFirstUnlock, always, or one of these with ThisDeviceOnly; Apple's codes (ak, ck, dk, aku, cku, dku) work too.")
     var accessibility: String?
 

@@ -12,11 +12,66 @@ struct KeychainArgument: ParsableArguments {
     func open() throws -> KeychainStore { try KeychainStore.open(at: path, storage: .kernel) }
 }
 
+/// The keychains a search looks in: those named, in order, else the user's search list.
+struct KeychainListArgument: ParsableArguments {
+    @Argument(help: "Keychains to search, in order (default: the search list, `security list-keychains`).")
+    var keychains: [String] = []
+
+    var paths: [String] { keychains.isEmpty ? SearchList.searched() : keychains.map(KeychainFile.resolve) }
+
+    /// The first keychain, in order, where `body` finds something (keychain_find.c's
+    /// find_first_*: the first match of the list). A keychain that cannot be searched is passed
+    /// over; its error is reported only if nothing is found anywhere.
+    func first<T>(_ body: (KeychainStore) throws -> T?) throws -> (T, KeychainStore) {
+        var failure: KeychainError?
+        for path in paths {
+            do {
+                let store = try KeychainStore.open(at: path, storage: .kernel)
+                if let found = try body(store) { return (found, store) }
+            } catch let error as KeychainError where error.code == .itemNotFound {
+                continue
+            } catch let error as KeychainError {
+                if failure == nil { failure = error }
+            }
+        }
+        throw failure ?? KeychainError(.itemNotFound)
+    }
+
+    /// Everything `body` finds in each keychain, in order.
+    func all<T>(_ body: (KeychainStore) throws -> [T]) throws -> [(T, KeychainStore)] {
+        var failure: KeychainError?
+        var found: [(T, KeychainStore)] = []
+        for path in paths {
+            do {
+                let store = try KeychainStore.open(at: path, storage: .kernel)
+                found += try body(store).map { ($0, store) }
+            } catch let error as KeychainError where error.code == .itemNotFound {
+                continue
+            } catch let error as KeychainError {
+                if failure == nil { failure = error }
+            }
+        }
+        if found.isEmpty, let failure { throw failure }
+        return found
+    }
+}
+
+/// keychain_list.c's parse_domain: a prefix of user, system, common or dynamic.
+enum PreferenceDomain: String, CaseIterable {
+    case user, system, common, dynamic
+
+    static func parse(_ name: String?) throws -> PreferenceDomain {
+        guard let name else { return .user }
+        if let domain = allCases.first(where: { $0.rawValue.hasPrefix(name) }) { return domain }
+        throw ValidationError("Invalid domain: \(name)")
+    }
+}
+
 struct CreateKeychain: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "create-keychain", abstract: "Create keychains and leave them unlocked.")
 
     @Flag(name: .customShort("P"), help: "Prompt for the password.") var prompt = false
-    @Option(name: .customShort("p"), help: "The password (visible to other processes; prefer the prompt or standard input).") var password: String?
+    @Option(name: .customShort("p"), parsing: .unconditional, help: "The password (visible to other processes; prefer the prompt or standard input).") var password: String?
     @Argument(help: "Keychain names or paths.") var keychains: [String] = []
 
     func run() throws {
@@ -28,24 +83,30 @@ struct CreateKeychain: ParsableCommand {
                     ?? Terminal.readSecret(prompt: "password for new keychain: ", confirm: "retype password for new keychain: ")
                 defer { secret.wipe() }
                 _ = try KeychainStore.create(at: path, password: secret)
+                try SearchList.add(path)
             }
         }
     }
 }
 
 struct DeleteKeychain: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "delete-keychain", abstract: "Lock and delete keychains.")
+    static let configuration = CommandConfiguration(commandName: "delete-keychain", abstract: "Lock and delete keychains and remove them from the search list.")
 
-    @Argument(help: "Keychain names or paths.") var keychains: [String] = []
+    @Argument(help: "Keychain names or paths (required: there is no default to delete).") var keychains: [String] = []
 
     func run() throws {
-        let names = keychains.isEmpty ? [KeychainFile.defaultPath()] : keychains
-        for name in names {
+        // keychain_delete.c hands SecKeychainDelete no keychain, which refuses with
+        // errSecInvalidKeychain: a bare `delete-keychain` deletes nothing, here too.
+        guard !keychains.isEmpty else {
+            throw Failure.report(KeychainError(.invalidKeychain, "name the keychain to delete"), context: "SecKeychainDelete")
+        }
+        for name in keychains {
             let path = KeychainFile.resolve(name)
             try perform(path) {
                 let store = try KeychainStore.open(at: path, storage: .kernel)
                 store.lockAll()
                 try KeychainFile.remove(path)
+                try SearchList.remove(path)
                 if KeychainFile.defaultPath() == path, KeychainFile.environment("KEYCHAIN_PATH") == nil {
                     try KeychainFile.setDefaultPath(nil)
                 }
@@ -55,25 +116,44 @@ struct DeleteKeychain: ParsableCommand {
 }
 
 struct ListKeychains: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list-keychains", abstract: "List the user's keychains.")
+    static let configuration = CommandConfiguration(commandName: "list-keychains", abstract: "Display or set the keychain search list.")
 
-    @Option(name: .customShort("d"), help: "Preference domain (user, system, common, dynamic); only user has keychains here.")
-    var domain: String = "user"
+    @Option(name: .customShort("d"), parsing: .unconditional, help: "Preference domain (user, system, common, dynamic); only the user's list exists on Linux.")
+    var domain: String?
+    @Flag(name: .customShort("s"), help: "Set the search list to the keychains named (none: an empty list).") var set = false
+    @Argument(help: "Keychains for the search list, in order (with -s).") var keychains: [String] = []
 
     func run() throws {
-        guard domain == "user" || domain == "dynamic" else { return }
-        for path in KeychainFile.list() { Terminal.out("    \"\(path)\"") }
+        let domain = try PreferenceDomain.parse(domain)
+        guard set else {
+            guard keychains.isEmpty else { throw ValidationError("keychains are given with -s") }
+            // System, common and dynamic (smart card) domains hold no keychains on Linux.
+            guard domain == .user else { return }
+            for path in SearchList.current() { Terminal.out("    \"\(path)\"") }
+            return
+        }
+        // keychain_list.c: a failure to set the list is reported, status 1.
+        guard domain == .user else {
+            Terminal.error("security: SecKeychainSetDomainSearchList \(domain.rawValue): only the user domain keeps a search list on Linux")
+            throw ExitCode(1)
+        }
+        try perform("SecKeychainSetSearchList") { try SearchList.set(keychains.map(KeychainFile.resolve)) }
     }
 }
 
 struct DefaultKeychain: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "default-keychain", abstract: "Show or set the default keychain.")
 
-    @Option(name: .customShort("d"), help: "Preference domain; only user is kept.") var domain: String = "user"
+    @Option(name: .customShort("d"), parsing: .unconditional, help: "Preference domain; only user is kept.") var domain: String?
     @Flag(name: .customShort("s"), help: "Set the default keychain to the one named.") var set = false
     @Argument(help: "Keychain to make the default (with -s).") var keychain: String?
 
     func run() throws {
+        let domain = try PreferenceDomain.parse(domain)
+        guard domain == .user else {
+            Terminal.error("security: SecKeychain\(set ? "Set" : "Copy")DomainDefault \(domain.rawValue): only the user domain has a default keychain on Linux")
+            throw ExitCode(1)
+        }
         try perform {
             if set {
                 let path = keychain.map(KeychainFile.resolve)
@@ -95,7 +175,7 @@ struct UnlockKeychain: ParsableCommand {
         abstract: "Unlock a keychain: its class keys go to the kernel keyring until it is locked (WhenUnlocked) or the machine restarts (AfterFirstUnlock).")
 
     @Flag(name: .customShort("u"), help: "Accepted for macOS compatibility; a password is always needed.") var noPassword = false
-    @Option(name: .customShort("p"), help: "The password (visible to other processes; prefer the prompt or standard input).") var password: String?
+    @Option(name: .customShort("p"), parsing: .unconditional, help: "The password (visible to other processes; prefer the prompt or standard input).") var password: String?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
@@ -131,17 +211,24 @@ struct LockKeychain: ParsableCommand {
 }
 
 struct ShowKeychainInfo: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "show-keychain-info", abstract: "Show a keychain's settings.")
+    static let configuration = CommandConfiguration(
+        commandName: "show-keychain-info",
+        abstract: "Show a keychain's settings (on standard error, as macOS does); exit 36 while it is locked.")
 
+    @Flag(name: .customShort("s"), help: "Accepted for macOS compatibility (the salt is not shown).") var salt = false
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
-        try perform(target.path) {
+        try perform("SecKeychainCopySettings \(target.keychain ?? target.path)") {
             let store = try target.open()
+            // Scripts use this as the "is it locked?" test: SecKeychainCopySettings fails on a
+            // locked keychain with errSecInteractionNotAllowed.
             let status = store.status
-            let s = status.settings
-            let timeout = s.idleTimeout == 0 ? "no-timeout" : "timeout=\(s.idleTimeout)s"
-            Terminal.out("Keychain \"\(store.path)\"\(s.lockOnSessionEnd ? " lock-on-session-end" : "") \(timeout)")
+            guard status.whenUnlocked else { throw KeychainError(.interactionNotAllowed, "the keychain is locked") }
+            let s = store.settings
+            // keychain_show_info.c's words: -l is "lock-on-sleep" there (here: at the end of the session).
+            let timeout = s.idleTimeout == 0 ? " no-timeout" : " timeout=\(s.idleTimeout)s"
+            Terminal.error("Keychain \"\(target.keychain ?? store.path)\"\(s.lockOnSessionEnd ? " lock-on-sleep" : "")\(s.idleTimeout == 0 ? "" : " use-lock-interval")\(timeout)")
             if let note = settingsNote(status.settingsIntegrity) { Terminal.error("security: \(note)") }
         }
     }
@@ -164,13 +251,13 @@ struct SetKeychainSettings: ParsableCommand {
 
     @Flag(name: .customShort("l"), help: "Lock when the user's last session ends (macOS: on sleep).") var lockOnSessionEnd = false
     @Flag(name: .customShort("u"), help: "Lock after the idle timeout.") var lockAfterTimeout = false
-    @Option(name: .customShort("t"), help: "Idle timeout in seconds (implies -u; default 300).") var timeout: UInt32?
+    @Option(name: .customShort("t"), parsing: .unconditional, help: "Idle timeout in seconds (implies -u; without -t there is no timeout).") var timeout: UInt32?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
         try perform(target.path) {
-            let idle = timeout ?? (lockAfterTimeout ? 300 : 0)
-            let settings = KeychainSettings(idleTimeout: idle, lockOnSessionEnd: lockOnSessionEnd)
+            // keychain_set_settings.c: -t implies -u; without -t, -u alone means no timeout.
+            let settings = KeychainSettings(idleTimeout: timeout ?? 0, lockOnSessionEnd: lockOnSessionEnd)
             let store = try target.open()
             if store.status.whenUnlocked {
                 try store.setSettings(settings)
@@ -200,8 +287,8 @@ struct SetKeychainPassword: ParsableCommand {
             the same password twice to rotate without changing it).
             """)
 
-    @Option(name: .customShort("o"), help: "Old password.") var old: String?
-    @Option(name: .customShort("p"), help: "New password.") var new: String?
+    @Option(name: .customShort("o"), parsing: .unconditional, help: "Old password.") var old: String?
+    @Option(name: .customShort("p"), parsing: .unconditional, help: "New password.") var new: String?
     @Flag(name: .customLong("rotate-keys"), help: "Also make new class keys and re-encrypt every item under them.") var rotateKeys = false
     @OptionGroup var target: KeychainArgument
 
@@ -242,5 +329,30 @@ struct Status: ParsableCommand {
             if let note = settingsNote(status.settingsIntegrity) { Terminal.out("settings:          \(note)") }
             Terminal.out("items:             \(try store.count())")
         }
+    }
+}
+
+struct LoginKeychain: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login-keychain",
+        abstract: "Display the login keychain (the one the PAM module unlocks at login).")
+
+    @Option(name: .customShort("d"), parsing: .unconditional, help: "Preference domain: not supported, as on macOS.") var domain: String?
+    @Flag(name: .customShort("s"), help: "Set the login keychain: not supported, as on macOS.") var set = false
+    @Argument(help: "Keychain (with -s).") var keychain: String?
+
+    func run() throws {
+        if let domain { _ = try PreferenceDomain.parse(domain) }
+        if set || keychain != nil {
+            // keychain_list.c's keychain_login: setting is compiled out (#if 0) and returns 1.
+            if !set { throw ValidationError("a keychain is given with -s") }
+            Terminal.error("security: login-keychain -s: the login keychain is always login.keychain-db in the keychains folder")
+            throw ExitCode(1)
+        }
+        if domain != nil {
+            Terminal.error("security: login-keychain -d: not supported (as on macOS)")
+            throw ExitCode(1)
+        }
+        Terminal.out("    \"\(KeychainFile.directory())/login.keychain-db\"")
     }
 }

@@ -16,6 +16,16 @@ enum Terminal {
         _ = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, stdout) }
     }
 
+    static func writeAtOnce(_ text: String) {
+        fflush(stdout)
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let n = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            bytes = bytes.dropFirst(n)
+        }
+    }
+
     /// A passphrase as text (PKCS#12 passphrases are strings).
     static func readSecretText(prompt: String, confirm: String? = nil) throws -> String {
         var bytes = try readSecret(prompt: prompt, confirm: confirm)
@@ -31,12 +41,23 @@ enum Terminal {
         }
         guard let tty = fopen("/dev/tty", "r+") else { throw KeychainError(.interactionNotAllowed, "no terminal to ask for the password") }
         defer { fclose(tty) }
-        let first = try ask(prompt, tty)
+        // Unbuffered, so that no stdio buffer keeps a copy of what was typed.
+        setvbuf(tty, nil, _IONBF, 0)
+        var first = try ask(prompt, tty)
         if let confirm {
-            let second = try ask(confirm, tty)
-            guard first == second else { throw KeychainError(.param, "the passwords do not match") }
+            var second = try ask(confirm, tty)
+            defer { second.wipe() }
+            guard first == second else {
+                first.wipe()
+                throw KeychainError(.param, "the passwords do not match")
+            }
         }
         return first
+    }
+
+    /// One line of commands for `security -i`, or nil at the end of the input.
+    static func readCommandLine() -> Bytes? {
+        try? readLine(from: stdin)
     }
 
     private static func ask(_ prompt: String, _ tty: UnsafeMutablePointer<FILE>) throws -> Bytes {
@@ -48,10 +69,14 @@ enum Terminal {
         if hasTermios {
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
+            EchoGuard.arm(fd: fd, restoring: saved)
             tcsetattr(fd, TCSAFLUSH, &quiet)
         }
         defer {
-            if hasTermios { tcsetattr(fd, TCSAFLUSH, &saved) }
+            if hasTermios {
+                tcsetattr(fd, TCSAFLUSH, &saved)
+                EchoGuard.disarm()
+            }
             fputs("\n", tty)
         }
         return try readLine(from: tty)
@@ -71,5 +96,42 @@ enum Terminal {
         var bytes = Array(UnsafeRawBufferPointer(start: line, count: n))
         while let last = bytes.last, last == 10 || last == 13 { bytes.removeLast() }
         return bytes
+    }
+}
+
+/// While echo is off, a signal that ends the process (Ctrl-C, SIGTERM, a closed terminal) would
+/// leave the user's terminal without echo. These handlers put the terminal back first, then let
+/// the signal do what it would have done.
+private enum EchoGuard {
+    static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+    nonisolated(unsafe) static var fd: Int32 = -1
+    nonisolated(unsafe) static var saved = termios()
+    nonisolated(unsafe) static var previous: [Int32: sigaction] = [:]
+
+    static func arm(fd: Int32, restoring terminal: termios) {
+        saved = terminal
+        self.fd = fd
+        for signal in signals {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { number in
+                // Only async-signal-safe calls here: tcsetattr, write, signal, raise.
+                if EchoGuard.fd >= 0 {
+                    tcsetattr(EchoGuard.fd, TCSANOW, &EchoGuard.saved)
+                    _ = Glibc.write(EchoGuard.fd, "\n", 1)
+                }
+                Glibc.signal(number, SIG_DFL)
+                raise(number)
+            }
+            sigemptyset(&action.sa_mask)
+            var old = sigaction()
+            sigaction(signal, &action, &old)
+            previous[signal] = old
+        }
+    }
+
+    static func disarm() {
+        for (signal, var old) in previous { sigaction(signal, &old, nil) }
+        previous = [:]
+        fd = -1
     }
 }

@@ -20,7 +20,7 @@ fresh() {
 }
 
 finish() {
-    security delete-keychain >/dev/null 2>&1
+    security delete-keychain login >/dev/null 2>&1
     [ -n "${registry_pid:-}" ] && kill "$registry_pid" 2>/dev/null && wait "$registry_pid" 2>/dev/null
     registry_pid=
     rm -rf "$case_dir"

@@ -18,7 +18,7 @@ fresh() {
 }
 
 finish() {
-    security delete-keychain >/dev/null 2>&1
+    security delete-keychain login >/dev/null 2>&1
     [ -n "${server_pid:-}" ] && kill "$server_pid" 2>/dev/null
     server_pid=
     rm -rf "$case_dir"

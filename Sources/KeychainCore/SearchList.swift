@@ -1,0 +1,92 @@
+import Glibc
+
+/// The user's keychain search list, as macOS keeps one per user: the keychains a search looks in,
+/// in order, when it names none (`security find-*` without a keychain, SecItemCopyMatching without
+/// kSecUseKeychain). It lives in a small file beside the keychains, one absolute path a line;
+/// without that file the list is the default keychain alone, which is what searches used before
+/// there was a list. `$KEYCHAIN_PATH`, when set, is searched first whatever the file says.
+public enum SearchList {
+    public static func file() -> String { KeychainFile.directory() + "/search-list" }
+
+    /// The list as `security list-keychains` shows it: stale entries included, as on macOS.
+    public static func current() -> [String] {
+        var list = stored() ?? [KeychainFile.defaultPath()].filter(KeychainFile.exists)
+        if let forced = KeychainFile.environment("KEYCHAIN_PATH"), !forced.isEmpty, !list.contains(forced) {
+            list.insert(forced, at: 0)
+        }
+        return list
+    }
+
+    /// The keychains a search looks in: the list's keychains that exist, or else the default
+    /// keychain, so that a user with no keychain at all hears that it is missing.
+    public static func searched() -> [String] {
+        let existing = current().filter(KeychainFile.exists)
+        return existing.isEmpty ? [KeychainFile.defaultPath()] : existing
+    }
+
+    /// `list-keychains -s`: replaces the list (an empty one too).
+    public static func set(_ paths: [String]) throws {
+        var unique: [String] = []
+        for path in paths.map(absolute) where !unique.contains(path) { unique.append(path) }
+        try write(unique)
+    }
+
+    /// A keychain just created joins the list, as SecKeychainCreate does on macOS.
+    public static func add(_ path: String) throws {
+        let path = absolute(path)
+        var list = stored() ?? [KeychainFile.defaultPath()].filter(KeychainFile.exists)
+        guard !list.contains(path) else { return }
+        list.append(path)
+        try write(list)
+    }
+
+    /// A deleted keychain leaves the list.
+    public static func remove(_ path: String) throws {
+        let path = absolute(path)
+        guard let list = stored(), list.contains(path) else { return }
+        try write(list.filter { $0 != path })
+    }
+
+    static func stored() -> [String]? {
+        let fd = open(file(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while bytes.count < 1 << 20 {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        return bytes.split(separator: UInt8(ascii: "\n")).map { String(decoding: $0, as: UTF8.self) }.filter { $0.hasPrefix("/") }
+    }
+
+    private static func write(_ list: [String]) throws {
+        let target = file()
+        try KeychainFile.prepareDirectory(for: target)
+        let temporary = target + ".tmp"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot write \(target): \(String(cString: strerror(errno)))") }
+        let bytes = Array(list.map { $0 + "\n" }.joined().utf8)
+        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced, rename(temporary, target) == 0 else {
+            unlink(temporary)
+            throw KeychainError(.io, "cannot write \(target)")
+        }
+    }
+
+    /// Paths are kept absolute: the list is read from any working directory.
+    static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        var directory = String(cString: buffer)
+        if directory != "/" { directory += "/" }
+        var relative = Substring(path)
+        while relative.hasPrefix("./") { relative = relative.dropFirst(2) }
+        return directory + relative
+    }
+}
