@@ -60,8 +60,9 @@ extension KeychainStore {
             """)
         for row in rows {
             let item = try openAttributes(row, keys: old)
+            // nil (an item added without data) stays nil: the row keeps saying it has none.
             var secret = try openSecret(row, keys: old)
-            defer { secret.wipe() }
+            defer { secret?.wipe() }
             let sealed = try seal(item, rowID: row.rowID, secret: secret, keys: new)
             try update.run([.int(row.space.rawValue), .blob(sealed.pk), .blob(sealed.account), .blob(sealed.service),
                             .blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)])
