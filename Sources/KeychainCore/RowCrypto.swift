@@ -1,7 +1,10 @@
 /// How one item becomes one row: attributes sealed under the class's metadata key, the secret
 /// under a random per-item key that is itself wrapped under the class key, and keyed hashes of
 /// the attributes lookups use. Every ciphertext carries the row's identity as additional data,
-/// so a ciphertext moved to another row, class or keychain fails to open.
+/// so a ciphertext moved to another row, class or keychain fails to open; and (row format 2) the
+/// secret's additional data carries a digest of the very metadata ciphertext it was sealed with,
+/// so an older secret pasted under newer metadata, or older metadata over a newer secret, fails
+/// too. Each seal draws a fresh nonce and stamps mdat, so that digest is the row's version.
 struct Row {
     var rowID: Int64
     var itemClass: ItemClass
@@ -20,15 +23,34 @@ struct SealedRow {
 }
 
 extension KeychainStore {
-    func additionalData(rowID: Int64, itemClass: ItemClass, lockClass: LockClass, field: String) -> Bytes {
+    /// `version` nil: row format 1, as rows written before the binding were sealed (still read,
+    /// rewritten as format 2 by their next update or a key rotation). Format 2's metadata carries
+    /// an empty version; its item key and secret carry the digest of that metadata ciphertext.
+    func additionalData(rowID: Int64, itemClass: ItemClass, lockClass: LockClass, field: String, version: Bytes? = nil) -> Bytes {
         var w = ByteWriter()
-        w.string("keychain-row-v1")
+        w.string(version == nil ? "keychain-row-v1" : "keychain-row-v2")
         w.blob(keybag.uuid)
         w.u64(UInt64(rowID))
         w.u64(UInt64(itemClass.code))
         w.u64(UInt64(lockClass.rawValue))
         w.string(field)
+        if let version { w.blob(version) }
         return w.bytes
+    }
+
+    /// What binds a format-2 secret to its metadata: the digest of the metadata ciphertext.
+    private static func version(ofMetadata metadata: Bytes) -> Bytes { Crypto.sha256(metadata) }
+
+    /// Opens the metadata under format 2, else format 1; the format that opened it is the
+    /// format the secret must open under, so a row cannot be downgraded piecemeal.
+    private func openMetadata(_ row: Row, key: Bytes) throws -> (plain: Bytes, version: Bytes?) {
+        func aad(_ version: Bytes?) -> Bytes {
+            additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, field: "metadata", version: version)
+        }
+        if let plain = try? Crypto.open(row.metadata, key: key, aad: aad([])) {
+            return (plain, Self.version(ofMetadata: row.metadata))
+        }
+        return (try Crypto.open(row.metadata, key: key, aad: aad(nil)), nil)
     }
 
     /// Keyed hash of one attribute: equal values give equal hashes, and without the index key
@@ -75,26 +97,34 @@ extension KeychainStore {
         else { throw KeychainError.locked() }
         let cls = item.itemClass
         let serviceName = AttributeSchema.serviceKey(for: cls)
+        let metadata = try Crypto.seal(encodeAttributes(item.attributes), key: metadataKey,
+                                       aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "metadata", version: []))
+        let version = Self.version(ofMetadata: metadata)
         var itemKey = try Crypto.random(Crypto.keyLength)
         defer { itemKey.wipe() }
         var body = ByteWriter()
-        body.blob(try Crypto.seal(itemKey, key: wrappingKey, aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key")))
+        body.blob(try Crypto.seal(itemKey, key: wrappingKey,
+                                  aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key", version: version)))
         body.blob(try Crypto.seal(secret ?? [], key: itemKey,
                                   aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass,
-                                                      field: Self.secretField(hasData: secret != nil))))
+                                                      field: Self.secretField(hasData: secret != nil), version: version)))
         return SealedRow(
             pk: Self.primaryKeyHash(indexKey, item: item),
             account: Self.indexHash(indexKey, itemClass: cls, name: "acct", value: item.effectiveValue("acct")),
             service: Self.indexHash(indexKey, itemClass: cls, name: serviceName, value: item.effectiveValue(serviceName)),
-            metadata: try Crypto.seal(encodeAttributes(item.attributes), key: metadataKey,
-                                      aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "metadata")),
+            metadata: metadata,
             secret: body.bytes)
     }
 
     func openAttributes(_ row: Row, keys: ClassKeys) throws -> Item {
         guard let key = keys.metadataKey(row.lockClass) else { throw KeychainError.locked() }
-        let plain = try Crypto.open(row.metadata, key: key,
-                                    aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, field: "metadata"))
+        let (plain, version) = try openMetadata(row, key: key)
+        // Format 2: the item key must open under this metadata's digest, so metadata rolled back
+        // alone (under a newer secret) is refused by attribute-only reads too.
+        if version != nil {
+            var itemKey = try openItemKey(row, version: version, keys: keys)
+            itemKey.wipe()
+        }
         var item = Item(itemClass: row.itemClass, attributes: try decodeAttributes(plain))
         item.rowID = row.rowID
         // The stored protection must agree with the key that opened the row.
@@ -102,18 +132,34 @@ extension KeychainStore {
         return item
     }
 
-    /// The item's data, or nil for an item that has none.
-    func openSecret(_ row: Row, keys: ClassKeys) throws -> Bytes? {
-        guard let wrappingKey = keys.wrappingKey(row.lockClass) else { throw KeychainError.locked() }
+    private func sealedParts(_ row: Row) throws -> (wrappedKey: Bytes, body: Bytes) {
         var r = ByteReader(row.secret)
         let wrapped = try r.blob(), body = try r.blob()
         guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in secret") }
-        var itemKey = try Crypto.open(wrapped, key: wrappingKey,
-                                      aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, field: "item-key"))
+        return (wrapped, body)
+    }
+
+    private func openItemKey(_ row: Row, version: Bytes?, keys: ClassKeys) throws -> Bytes {
+        guard let wrappingKey = keys.wrappingKey(row.lockClass) else { throw KeychainError.locked() }
+        return try Crypto.open(try sealedParts(row).wrappedKey, key: wrappingKey,
+                               aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass,
+                                                   field: "item-key", version: version))
+    }
+
+    /// The item's data, or nil for an item that has none.
+    func openSecret(_ row: Row, keys: ClassKeys) throws -> Bytes? {
+        guard let metadataKey = keys.metadataKey(row.lockClass) else { throw KeychainError.locked() }
+        // The metadata is opened (not only digested) so that its format, which an attacker cannot
+        // change without the key, decides the secret's: an old format-1 secret under format-2
+        // metadata does not open.
+        var (plain, version) = try openMetadata(row, key: metadataKey)
+        plain.wipe()
+        let body = try sealedParts(row).body
+        var itemKey = try openItemKey(row, version: version, keys: keys)
         defer { itemKey.wipe() }
         func open(hasData: Bool) throws -> Bytes {
             try Crypto.open(body, key: itemKey, aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass,
-                                                                    field: Self.secretField(hasData: hasData)))
+                                                                    field: Self.secretField(hasData: hasData), version: version))
         }
         do {
             return try open(hasData: true)
