@@ -442,26 +442,29 @@ planted_kernel_key_is_refused() {
 
 settings_are_authenticated() {
     make_keychain
+    # show-keychain-info writes on stderr, as keychain_show_info.c does.
     "$security" set-keychain-settings -l -t 600
-    "$security" show-keychain-info 2>"$case_dir/err" | grep 'lock-on-session-end timeout=600s' >/dev/null
-    [ ! -s "$case_dir/err" ]
+    "$security" show-keychain-info >"$case_dir/out" 2>&1
+    grep 'lock-on-sleep use-lock-interval timeout=600s' "$case_dir/out" >/dev/null
+    ! grep '^security:' "$case_dir/out" || return 1
     "$security" lock-keychain
     expect 36 "$(status_of "$security" set-keychain-settings -t 5 </dev/null)" "locked, no password: errSecInteractionNotAllowed"
     expect 51 "$(printf 'wrong\n' | status_of "$security" set-keychain-settings -t 5)"
     # Another process of the user rewrites them in the file: no lock at logout, no timeout.
     sqlite3 "$XDG_DATA_HOME/keychains/login.keychain-db" "update keychain set value = x'0000000000' where name = 'settings'"
-    "$security" show-keychain-info 2>&1 | grep 'unverified while the keychain is locked' >/dev/null
     printf 'pw\n' | "$security" unlock-keychain 2>"$case_dir/err"
     grep -q 'changed without the keychain' "$case_dir/err"
-    "$security" show-keychain-info 2>"$case_dir/err" | grep 'lock-on-session-end no-timeout' >/dev/null
-    grep -q 'changed without the keychain' "$case_dir/err"
+    "$security" show-keychain-info >"$case_dir/out" 2>&1
+    grep 'lock-on-sleep no-timeout' "$case_dir/out" >/dev/null
+    grep -q 'changed without the keychain' "$case_dir/out"
     "$security" status | grep '^lock at logout: *yes' >/dev/null
     # The owner sets them again: with the password while locked.
     "$security" lock-keychain
     printf 'pw\n' | "$security" set-keychain-settings -t 300
     printf 'pw\n' | "$security" unlock-keychain
-    "$security" show-keychain-info 2>"$case_dir/err" | grep 'Keychain ".*" timeout=300s' >/dev/null
-    [ ! -s "$case_dir/err" ]
+    "$security" show-keychain-info >"$case_dir/out" 2>&1
+    grep 'Keychain ".*" use-lock-interval timeout=300s' "$case_dir/out" >/dev/null
+    ! grep '^security:' "$case_dir/out" || return 1
 }
 
 kdf_floor_and_bounds() {
