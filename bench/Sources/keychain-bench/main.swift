@@ -1,5 +1,5 @@
 import Glibc
-import Keychain
+import Security
 
 // In-process figures for `make bench`: SecItem calls on a throwaway keychain whose class keys are
 // in the kernel keyring, as in real use. Prints `name value` lines for bench/run.sh to tabulate.

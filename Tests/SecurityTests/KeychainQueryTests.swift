@@ -1,4 +1,4 @@
-import Keychain
+import Security
 import XCTest
 
 final class KeychainQueryTests: XCTestCase {

@@ -1,4 +1,4 @@
-import Keychain
+import Security
 import XCTest
 
 /// kSecClassKey: RSA and EC keys made by openssl, stored in Apple's external representation.

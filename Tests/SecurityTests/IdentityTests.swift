@@ -1,4 +1,4 @@
-import Keychain
+import Security
 import XCTest
 
 /// kSecClassIdentity and PKCS#12: a certificate is an identity only where its private key is stored.

@@ -1,4 +1,4 @@
-import Keychain
+import Security
 import XCTest
 
 /// A throwaway keychain in a private folder, unlocked in-process (embedded mode), made the

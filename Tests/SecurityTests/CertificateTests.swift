@@ -1,4 +1,4 @@
-import Keychain
+import Security
 import XCTest
 
 /// kSecClassCertificate: attributes derived from the DER, uniqueness, the certificate search keys.

@@ -1,4 +1,4 @@
-import Keychain
+import Security
 import XCTest
 
 /// SecItem calls with random dictionaries: random keys (Apple's and made-up ones) and values of

@@ -1,4 +1,4 @@
-import Keychain
+import Security
 import XCTest
 
 /// Certificates and keys made at test time by the `openssl` command, so that what the engine

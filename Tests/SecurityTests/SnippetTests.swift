@@ -1,8 +1,8 @@
-import Keychain
+import Security
 import XCTest
 
-// The Swift snippets of ../shared/reference, copied as they stand with `import Security` replaced by
-// `import Keychain`. Each sits in a function of its own because several redeclare the same names.
+// The Swift snippets of ../shared/reference, copied as they stand, `import Security` included.
+// Each sits in a function of its own because several redeclare the same names.
 // One change was needed: searching-for-keychain-items.txt lost the `}` that closes its last
 // `guard ... else {`, and it is restored here.
 
