@@ -61,13 +61,13 @@ let package = Package(
                 ])]),
 
         // `make bench`'s in-process figures (not a product: nothing to install).
-        .executableTarget(name: "keychain-bench", dependencies: ["Security", "CSQLite"], path: "bench/Sources/keychain-bench"),
+        .executableTarget(name: "keychain-bench", dependencies: ["Security", "KeychainCore", "CSQLite"], path: "bench/Sources/keychain-bench"),
 
         // Tests/stress: the writer that crash.py kills at random moments.
         .executableTarget(name: "keychain-stress-writer", dependencies: ["KeychainCore"], path: "Tests/stress/writer"),
 
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
-        .testTarget(name: "SecurityTests", dependencies: ["Security"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
     ],
     swiftLanguageModes: [.v5]

@@ -1,3 +1,5 @@
+import KeychainCore
+
 // Every kSec* constant of Keychain Services, holding Apple's raw value (SecItemConstants.c), so
 // dictionaries written for Apple's systems mean the same here.
 
@@ -141,7 +143,16 @@ public let kSecValuePersistentRef: CFString = "v_PersistentRef"
 public let kSecUseItemList: CFString = "u_ItemList"
 public let kSecUseKeychain: CFString = "u_Keychain"
 public let kSecUseDataProtectionKeychain: CFString = "nleg"
-public let kSecUseAuthenticationUI: CFString = "u_AuthUI"
 public let kSecUseOperationPrompt: CFString = "u_OpPrompt"
+public let kSecUseCallerName: CFString = "u_CallerName"
+
+// Whether an operation may ask a person (kSecUseAuthenticationUI and its values).
+public let kSecUseAuthenticationUI: CFString = "u_AuthUI"
+public let kSecUseAuthenticationUIAllow: CFString = "u_AuthUIA"
+public let kSecUseAuthenticationUIFail: CFString = "u_AuthUIF"
+public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
+@available(*, deprecated, message: "use kSecUseAuthenticationUI with kSecUseAuthenticationUIFail")
+public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
+public let kSecUseAuthenticationContext: CFString = "u_AuthCtx"
 public let kSecAttrAccessControl: CFString = "accc"
 public let kSecImportExportPassphrase: CFString = "passphrase"

@@ -1,3 +1,5 @@
+import KeychainCore
+
 /// A generic-password query with typed properties, after SAMKeychainQuery. It builds SecItem
 /// dictionaries, so it behaves exactly as the functions it calls.
 public final class KeychainQuery {
@@ -51,56 +53,56 @@ public final class KeychainQuery {
     public func save() throws {
         guard let passwordData else { throw SecError(errSecParam, "no password to save") }
         var query = baseQuery()
-        var status = SecItemCopyMatching(query, nil)
+        var status = SecItemCopyMatching(query as CFDictionary, nil)
         if status == errSecSuccess {
-            var changes: [String: Any] = [kSecValueData: passwordData]
-            if let label { changes[kSecAttrLabel] = label }
-            status = SecItemUpdate(query, changes)
+            var changes: [String: Any] = [kSecValueData as String: passwordData]
+            if let label { changes[kSecAttrLabel as String] = label }
+            status = SecItemUpdate(query as CFDictionary, changes as CFDictionary)
         } else if status == errSecItemNotFound {
-            query[kSecValueData] = passwordData
-            if let label { query[kSecAttrLabel] = label }
-            if synchronizationMode == .any { query[kSecAttrSynchronizable] = nil }
-            status = SecItemAdd(query, nil)
+            query[kSecValueData as String] = passwordData
+            if let label { query[kSecAttrLabel as String] = label }
+            if synchronizationMode == .any { query[kSecAttrSynchronizable as String] = nil }
+            status = SecItemAdd(query as CFDictionary, nil)
         }
         try check(status)
     }
 
     public func deleteItem() throws {
-        try check(SecItemDelete(baseQuery()))
+        try check(SecItemDelete(baseQuery() as CFDictionary))
     }
 
     /// Fetches the one matching item's password into `passwordData`.
     public func fetch() throws {
         var query = baseQuery()
-        query[kSecReturnData] = true
-        query[kSecMatchLimit] = kSecMatchLimitOne
+        query[kSecReturnData as String] = true
+        query[kSecMatchLimit as String] = kSecMatchLimitOne
         var result: CFTypeRef?
-        try check(SecItemCopyMatching(query, &result))
+        try check(SecItemCopyMatching(query as CFDictionary, &result))
         passwordData = result as? Data
     }
 
     /// Every matching item's attributes; an empty array when none match.
     public func fetchAll() throws -> [[String: Any]] {
         var query = baseQuery()
-        query[kSecReturnAttributes] = true
-        query[kSecMatchLimit] = kSecMatchLimitAll
+        query[kSecReturnAttributes as String] = true
+        query[kSecMatchLimit as String] = kSecMatchLimitAll
         var result: CFTypeRef?
-        let status = SecItemCopyMatching(query, &result)
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
         if status == errSecItemNotFound { return [] }
         try check(status)
         return (result as? [[String: Any]]) ?? []
     }
 
     private func baseQuery() -> [String: Any] {
-        var query: [String: Any] = [kSecClass: kSecClassGenericPassword]
-        if let service { query[kSecAttrService] = service }
-        if let account { query[kSecAttrAccount] = account }
-        if let accessGroup { query[kSecAttrAccessGroup] = accessGroup }
-        if let keychain { query[kSecUseKeychain] = keychain }
+        var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword]
+        if let service { query[kSecAttrService as String] = service }
+        if let account { query[kSecAttrAccount as String] = account }
+        if let accessGroup { query[kSecAttrAccessGroup as String] = accessGroup }
+        if let keychain { query[kSecUseKeychain as String] = keychain }
         switch synchronizationMode {
-        case .any: query[kSecAttrSynchronizable] = kSecAttrSynchronizableAny
-        case .no: query[kSecAttrSynchronizable] = false
-        case .yes: query[kSecAttrSynchronizable] = true
+        case .any: query[kSecAttrSynchronizable as String] = kSecAttrSynchronizableAny
+        case .no: query[kSecAttrSynchronizable as String] = false
+        case .yes: query[kSecAttrSynchronizable as String] = true
         }
         return query
     }

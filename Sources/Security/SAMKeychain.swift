@@ -1,3 +1,5 @@
+import KeychainCore
+
 /// One-line password calls for generic passwords by service and account, after SAMKeychain.
 /// They return nil or false on failure; use KeychainQuery to see why.
 public enum SAMKeychain {

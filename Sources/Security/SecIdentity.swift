@@ -1,3 +1,5 @@
+import KeychainCore
+
 /// What Apple's SecIdentityRef is: a certificate and the private key that goes with it.
 public final class SecIdentity: CustomStringConvertible {
     public let certificate: SecCertificate

@@ -1,9 +1,13 @@
+import KeychainCore
+
 /// Adds an item. With a result pointer, returns what the kSecReturn* keys ask for (a reference
 /// when none is given, as the reference says).
 @discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     secStatus {
         var request = try SecItemRequest(attributes)
+        try request.checkNoSkip()
+        try request.checkAccessControlForWriting()
         guard request.rows == nil, request.limit == nil, request.certificateFilter == nil else {
             throw KeychainError.param("search keys in SecItemAdd")
         }
@@ -71,7 +75,8 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
             // References to certificates and keys are made from their data.
             let needData = request.returnData || (request.returnRef && request.itemClass != .genericPassword
                                                   && request.itemClass != .internetPassword)
-            let items = try keychain.store.find(request.query, limit: limit, includeSecret: needData)
+            var items = try keychain.store.find(request.query, limit: limit, includeSecret: needData)
+            if needData { items = try withoutItemsNeedingAPerson(items, request.authenticationUI) }
             built = items.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
         }
         guard let result, request.returnCount > 0 else { return }
@@ -83,17 +88,34 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
     }
 }
 
+/// Reading an item's secret under conditions that need a person: Skip leaves the item out, Fail
+/// is errSecInteractionNotAllowed, and Allow would ask, which this keychain cannot do yet.
+private func withoutItemsNeedingAPerson(_ items: [Item], _ ui: SecItemRequest.AuthenticationUI) throws -> [Item] {
+    try items.filter { item in
+        guard let flags = item.attributes["accc"]?.intValue,
+              !SecAccessControlCreateFlags(rawValue: CFOptionFlags(truncatingIfNeeded: flags)).isDisjoint(with: .needingAPerson)
+        else { return true }
+        switch ui {
+        case .skip: return false
+        case .fail: throw KeychainError(.interactionNotAllowed, "the item needs a person and kSecUseAuthenticationUI is Fail")
+        case .allow: throw KeychainError(.unimplemented, "the item needs a person, and asking one is not available yet")
+        }
+    }
+}
+
 /// Changes every item the query matches. Only real attributes and kSecValueData may be changed.
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     secStatus {
         let request = try SecItemRequest(query)
+        try request.checkNoSkip()
         guard request.returnCount == 0 else { throw KeychainError.param("kSecReturn* keys in SecItemUpdate") }
-        guard !attributesToUpdate.isEmpty else { throw KeychainError.param("nothing to update") }
-        guard attributesToUpdate["class"] == nil else { throw KeychainError.param("kSecClass cannot be updated") }
-        var changesDictionary = attributesToUpdate
+        var changesDictionary = try SecItemRequest.plain(attributesToUpdate)
+        guard !changesDictionary.isEmpty else { throw KeychainError.param("nothing to update") }
+        guard changesDictionary["class"] == nil else { throw KeychainError.param("kSecClass cannot be updated") }
         changesDictionary["class"] = request.itemClass.rawValue
         let changes = try SecItemRequest(changesDictionary)
+        try changes.checkAccessControlForWriting()
         guard changes.returnCount == 0, changes.limit == nil, changes.rows == nil, changes.keychain == nil,
               changes.valueRef == nil, changes.certificateFilter == nil,
               !changes.caseInsensitive, changes.synchronizable != .any
@@ -110,6 +132,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     secStatus {
         let request = try SecItemRequest(query)
+        try request.checkNoSkip()
         guard request.limit == nil else { throw KeychainError.param("kSecMatchLimit in SecItemDelete") }
         let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
         if request.itemClass == .identity {

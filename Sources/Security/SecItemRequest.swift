@@ -1,6 +1,10 @@
+import KeychainCore
+
 /// A SecItem dictionary, checked and translated for the engine. Anything malformed is errSecParam.
 struct SecItemRequest {
     enum Limit: Equatable { case one, count(Int), all }
+    /// kSecUseAuthenticationUI: what to do with an item that would need a person.
+    enum AuthenticationUI { case allow, fail, skip }
 
     var itemClass: ItemClass
     var attributes: [String: AttributeValue] = [:]
@@ -17,12 +21,50 @@ struct SecItemRequest {
     /// kSecValueRef of a certificate, key or identity: what SecItemAdd stores, what a search names.
     var valueRef: AnyObject?
     var certificateFilter: CertificateFilter?
+    var accessControl: SecAccessControl?
+    var authenticationUI = AuthenticationUI.allow
 
     var returnCount: Int { [returnData, returnAttributes, returnRef, returnPersistentRef].filter { $0 }.count }
 
-    /// Keys that ask for behaviour this engine gives anyway, or that only mean something on Apple's
-    /// systems (the data-protection keychain is the only kind here; there is no UI to suppress).
-    private static let accepted: Set<String> = ["nleg", "u_AuthUI", "u_OpPrompt", "u_NoAuthUI", "u_CallerName", "u_AuthCtx"]
+    /// Keys that ask for behaviour this engine gives anyway, or that only matter when a person is
+    /// asked (the data-protection keychain is the only kind here; the prompt, the caller's name
+    /// and the LAContext are for the dialog the user-presence work will bring).
+    private static let accepted: Set<String> = ["nleg", "u_OpPrompt", "u_CallerName", "u_AuthCtx"]
+
+    /// A dictionary as the caller passed it: keys are CFStrings (or Swift strings bridged, or
+    /// `String?` keys); anything else as a key is errSecParam.
+    init(_ dictionary: CFDictionary) throws {
+        try self.init(Self.plain(dictionary))
+    }
+
+    static func plain(_ dictionary: CFDictionary) throws -> [String: Any] {
+        var plain: [String: Any] = [:]
+        for (key, value) in dictionary {
+            guard let name = key as? String else {
+                throw KeychainError.param("a dictionary key is not a string (a \(type(of: key)))")
+            }
+            plain[name] = value
+        }
+        return plain
+    }
+
+    /// Refuses what this keychain cannot do yet: conditions that need a person.
+    func checkAccessControlForWriting() throws {
+        guard let accessControl else { return }
+        if synchronizable == .yes {
+            throw KeychainError.param("item with kSecAttrAccessControl is not synchronizable")
+        }
+        if !accessControl.personFlags.isEmpty {
+            throw KeychainError(.unimplemented, "kSecAttrAccessControl flags that need a person (user presence, biometry, device passcode, companion, application password) are not available yet")
+        }
+    }
+
+    /// Apple allows kSecUseAuthenticationUISkip in SecItemCopyMatching only.
+    func checkNoSkip() throws {
+        if authenticationUI == .skip {
+            throw KeychainError.param("kSecUseAuthenticationUISkip is allowed only for SecItemCopyMatching")
+        }
+    }
 
     init(_ dictionary: [String: Any]) throws {
         // Apple lets kSecValueRef stand for kSecClass.
@@ -35,12 +77,22 @@ struct SecItemRequest {
             throw KeychainError.param("unknown kSecClass (a \(type(of: raw)))")
         }
         itemClass = cls
-        for (key, value) in dictionary where key != "class" {
+        // kSecUseNoAuthenticationUI means Fail unless kSecUseAuthenticationUI says otherwise.
+        if let noUI = dictionary["u_NoAuthUI"], try Self.flag(noUI, "kSecUseNoAuthenticationUI") { authenticationUI = .fail }
+        for (key, value) in dictionary where key != "class" && key != "u_NoAuthUI" {
             try take(key, value)
         }
         if let filter = certificateFilter, cls != .certificate && cls != .identity,
            filter.subjectContains != nil || filter.emailAddressIfPresent != nil || filter.issuers != nil {
             throw KeychainError.param("certificate search keys in a search for \(cls.rawValue) items")
+        }
+        if let accessControl {
+            let protection = AttributeValue.string(accessControl.protection.rawValue)
+            if let given = attributes["pdmn"], given != protection {
+                throw KeychainError.param("kSecAttrAccessible disagrees with the protection of kSecAttrAccessControl")
+            }
+            attributes["pdmn"] = protection
+            attributes["accc"] = .int(Int64(accessControl.flags.rawValue))
         }
         if cls != .certificate && cls != .identity { certificateFilter = nil }
         certificateFilter?.caseInsensitive = caseInsensitive
@@ -130,7 +182,17 @@ struct SecItemRequest {
                 synchronizable = try Self.flag(value, key) ? .yes : .no
             }
         case "accc":
-            throw KeychainError(.unimplemented, "kSecAttrAccessControl is not supported; use kSecAttrAccessible")
+            guard let control = value as? SecAccessControl else {
+                throw KeychainError.param("Unexpected type of kSecAttrAccessControl attribute")
+            }
+            accessControl = control
+        case "u_AuthUI":
+            switch value as? String {
+            case "u_AuthUIA": authenticationUI = .allow
+            case "u_AuthUIF": authenticationUI = .fail
+            case "u_AuthUIS": authenticationUI = .skip
+            default: throw KeychainError.param("kSecUseAuthenticationUI must be kSecUseAuthenticationUIAllow, Fail or Skip")
+            }
         case _ where Self.accepted.contains(key):
             break
         case _ where key.hasPrefix("m_") || key.hasPrefix("r_") || key.hasPrefix("u_") || key.hasPrefix("v_"):

@@ -1,3 +1,5 @@
+import KeychainCore
+
 /// What Apple's SecKeyRef is: an RSA or EC key (or a symmetric key's bytes) and its attributes.
 public final class SecKey: CustomStringConvertible {
     /// Nil for a symmetric key.
@@ -28,13 +30,6 @@ public final class SecKey: CustomStringConvertible {
     }
 }
 
-private func report(_ error: Error, _ out: UnsafeMutablePointer<Unmanaged<CFError>?>?) {
-    let secError = SecError(error)
-    let nsError = NSError(domain: "NSOSStatusErrorDomain", code: Int(secError.status),
-                          userInfo: [NSLocalizedDescriptionKey: secError.message])
-    out?.pointee = Unmanaged.passRetained(nsError)
-}
-
 /// A key from its external representation (PKCS#1 for RSA, X9.63 for EC; DER/PEM PKCS#8 and
 /// SubjectPublicKeyInfo are read too). kSecAttrKeyClass and kSecAttrKeyType, when given, must agree.
 public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
@@ -42,14 +37,14 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
     do {
         var typed: [String: AttributeValue] = [:]
         // Other keys (kSecClass, kSecAttrIsPermanent's relatives) are not key attributes: ignored, as Apple does.
-        for (name, value) in attributes where ItemClass.key.has(name) {
+        for (name, value) in try SecItemRequest.plain(attributes) where ItemClass.key.has(name) {
             guard let converted = SecItemRequest.attributeValue(value) else { throw KeychainError.param("attribute \(name) has an unsupported type") }
             typed[name] = try ItemClass.key.normalize(name, converted)
         }
         let keyClass = try KeyClass.named(by: typed["kcls"])
-        if keyClass == .symmetric { return SecKey(symmetric: Array(keyData), attributes: typed, stored: nil) }
+        if keyClass == .symmetric { return SecKey(symmetric: Array(keyData as Data), attributes: typed, stored: nil) }
         let algorithm = try KeyAlgorithm.named(by: typed["type"])
-        return SecKey(try KeyMaterial(data: Array(keyData), keyClass: keyClass, algorithm: algorithm), attributes: typed)
+        return SecKey(try KeyMaterial(data: Array(keyData as Data), keyClass: keyClass, algorithm: algorithm), attributes: typed)
     } catch let caught {
         report(caught, error)
         return nil
@@ -57,15 +52,15 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
 }
 
 public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
-    Data(key.data)
+    Data(key.data) as NSData
 }
 
 public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     var out: [String: Any] = [:]
     for (name, value) in key.attributes { out[name] = SecItemResult.object(value) }
-    out["class"] = kSecClassKey
+    out["class"] = kSecClassKey as String
     out["v_Data"] = Data(key.data)
-    return out
+    return out as NSDictionary
 }
 
 /// The public half of an RSA or EC key; nil for a symmetric key.

@@ -1,3 +1,5 @@
+import KeychainCore
+
 import Glibc
 
 /// A keychain file, as macOS's SecKeychainRef: what `kSecUseKeychain` names and what the

@@ -1,3 +1,5 @@
+import KeychainCore
+
 /// What kSecReturnRef gives for a password item (macOS's SecKeychainItemRef): it names one row of
 /// one keychain, and can be passed back in kSecValueRef or kSecMatchItemList.
 public final class SecKeychainItem: CustomStringConvertible {
@@ -46,6 +48,11 @@ enum SecItemResult {
         }
         for (key, value) in item.attributes where out[key] == nil {
             out[key] = object(value)
+        }
+        // kSecAttrAccessControl comes back as the object it was given as.
+        if let flags = item.attributes["accc"]?.intValue {
+            out["accc"] = SecAccessControl(protection: item.protection,
+                                           flags: SecAccessControlCreateFlags(rawValue: CFOptionFlags(truncatingIfNeeded: flags)))
         }
         return out
     }

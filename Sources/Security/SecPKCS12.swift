@@ -1,3 +1,5 @@
+import KeychainCore
+
 // Keys of the dictionaries SecPKCS12Import returns, and its options (SecImportExport.h).
 public let kSecImportItemLabel: CFString = "label"
 public let kSecImportItemKeyID: CFString = "keyid"
@@ -35,11 +37,11 @@ public func SecPKCS12Import(_ pkcs12Data: CFData, _ options: CFDictionary, _ ite
             guard key.applicationLabel == certificate.publicKeyHash else {
                 throw KeychainError(.decode, "the PKCS#12 file's key does not belong to its certificate")
             }
-            item[kSecImportItemIdentity] = SecIdentity(certificate: chain[0], privateKey: SecKey(key))
-            item[kSecImportItemKeyID] = Data(key.applicationLabel)
+            item[kSecImportItemIdentity as String] = SecIdentity(certificate: chain[0], privateKey: SecKey(key))
+            item[kSecImportItemKeyID as String] = Data(key.applicationLabel)
         }
-        if let label = bundle.label { item[kSecImportItemLabel] = label }
-        item[kSecImportItemCertChain] = chain
+        if let label = bundle.label { item[kSecImportItemLabel as String] = label }
+        item[kSecImportItemCertChain as String] = chain
         if let keychain {
             try keychain.store.importBundle(bundle, label: bundle.label)
         }

@@ -1,15 +1,16 @@
+import KeychainCore
 import Security
 import XCTest
 
-/// kSecClassCertificate: attributes derived from the DER, uniqueness, the certificate search keys.
+/// kSecClassCertificate as String: attributes derived from the DER, uniqueness, the certificate search keys.
 final class CertificateTests: OpenSSLTestCase {
     static let all = ["ca", "alice", "expired", "intermediate", "server", "bob"]
 
     @discardableResult
     func addCertificate(_ name: String, extra: [String: Any] = [:]) throws -> OSStatus {
-        var item: [String: Any] = [kSecClass: kSecClassCertificate, kSecValueData: try fixtures.data("\(name).der")]
+        var item: [String: Any] = [kSecClass as String: kSecClassCertificate, kSecValueData as String: try fixtures.data("\(name).der")]
         item.merge(extra) { _, b in b }
-        return SecItemAdd(item, nil)
+        return SecItemAdd(item as CFDictionary, nil)
     }
 
     func addAll() throws {
@@ -18,20 +19,20 @@ final class CertificateTests: OpenSSLTestCase {
 
     /// The labels (common names by default) of the certificates a query finds, sorted.
     func labels(_ query: [String: Any]) -> [String] {
-        var full: [String: Any] = [kSecClass: kSecClassCertificate, kSecMatchLimit: kSecMatchLimitAll, kSecReturnAttributes: true]
+        var full: [String: Any] = [kSecClass as String: kSecClassCertificate, kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true]
         full.merge(query) { _, b in b }
         var result: CFTypeRef?
-        let status = SecItemCopyMatching(full, &result)
+        let status = SecItemCopyMatching(full as CFDictionary, &result)
         if status == errSecItemNotFound { return [] }
         XCTAssertEqual(status, errSecSuccess)
-        return ((result as? [Any]) ?? []).compactMap { ($0 as? [String: Any])?[kSecAttrLabel] as? String }.sorted()
+        return ((result as? [Any]) ?? []).compactMap { ($0 as? [String: Any])?[kSecAttrLabel as String] as? String }.sorted()
     }
 
     func attributes(_ name: String) throws -> [String: Any] {
         var result: CFTypeRef?
         let der = try fixtures.data("\(name).der")
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecReturnAttributes: true, kSecReturnData: true,
-                                            kSecValueRef: SecCertificateCreateWithData(nil, der as CFData)!], &result), errSecSuccess)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecReturnAttributes as String: true, kSecReturnData as String: true,
+                                            kSecValueRef as String: SecCertificateCreateWithData(nil, der as CFData)!], &result), errSecSuccess)
         return result as? [String: Any] ?? [:]
     }
 
@@ -40,32 +41,32 @@ final class CertificateTests: OpenSSLTestCase {
     func testAttributesAreDerivedFromTheDER() throws {
         try addAll()
         let alice = try attributes("alice")
-        XCTAssertEqual(alice[kSecValueData] as? Data, try fixtures.data("alice.der"))
-        XCTAssertEqual(alice[kSecAttrLabel] as? String, "Alice Example", "the default label is the common name")
-        XCTAssertEqual((alice[kSecAttrCertificateType] as? NSNumber)?.intValue, 3, "CSSM_CERT_X_509v3")
-        XCTAssertEqual((alice[kSecAttrCertificateEncoding] as? NSNumber)?.intValue, 3, "CSSM_CERT_ENCODING_DER")
-        XCTAssertEqual((alice[kSecAttrSerialNumber] as? Data)?.hexString, try fixtures.field("-serial", of: "alice").lowercased())
-        XCTAssertEqual(alice[kSecAttrSubjectKeyID] as? Data, try fixtures.subjectKeyID(of: "alice"))
+        XCTAssertEqual(alice[kSecValueData as String] as? Data, try fixtures.data("alice.der"))
+        XCTAssertEqual(alice[kSecAttrLabel as String] as? String, "Alice Example", "the default label is the common name")
+        XCTAssertEqual((alice[kSecAttrCertificateType as String] as? NSNumber)?.intValue, 3, "CSSM_CERT_X_509v3")
+        XCTAssertEqual((alice[kSecAttrCertificateEncoding as String] as? NSNumber)?.intValue, 3, "CSSM_CERT_ENCODING_DER")
+        XCTAssertEqual((alice[kSecAttrSerialNumber as String] as? Data)?.hexString, try fixtures.field("-serial", of: "alice").lowercased())
+        XCTAssertEqual(alice[kSecAttrSubjectKeyID as String] as? Data, try fixtures.subjectKeyID(of: "alice"))
         // The issuer Name of a certificate is its issuer's subject Name, byte for byte.
         let root = try attributes("ca")
-        XCTAssertEqual(alice[kSecAttrIssuer] as? Data, root[kSecAttrSubject] as? Data)
-        XCTAssertEqual(root[kSecAttrIssuer] as? Data, root[kSecAttrSubject] as? Data, "self-signed")
-        XCTAssertNotEqual(alice[kSecAttrSubject] as? Data, root[kSecAttrSubject] as? Data)
-        XCTAssertEqual((alice[kSecAttrSubject] as? Data)?.first, 0x30, "a DER SEQUENCE")
-        XCTAssertNotNil((alice[kSecAttrSubject] as? Data).flatMap { String(decoding: $0, as: UTF8.self).range(of: "Alice Example") })
+        XCTAssertEqual(alice[kSecAttrIssuer as String] as? Data, root[kSecAttrSubject as String] as? Data)
+        XCTAssertEqual(root[kSecAttrIssuer as String] as? Data, root[kSecAttrSubject as String] as? Data, "self-signed")
+        XCTAssertNotEqual(alice[kSecAttrSubject as String] as? Data, root[kSecAttrSubject as String] as? Data)
+        XCTAssertEqual((alice[kSecAttrSubject as String] as? Data)?.first, 0x30, "a DER SEQUENCE")
+        XCTAssertNotNil((alice[kSecAttrSubject as String] as? Data).flatMap { String(decoding: $0, as: UTF8.self).range(of: "Alice Example") })
         // The public key hash: SHA-1 of the EC point, computed by openssl from the key file.
         let point = try fixtures.data("alice.pub.der").suffix(65)
-        XCTAssertEqual(alice[kSecAttrPublicKeyHash] as? Data, try fixtures.sha1(Data(point)))
-        XCTAssertEqual(root[kSecAttrSubjectKeyID] as? Data, try fixtures.subjectKeyID(of: "ca"))
+        XCTAssertEqual(alice[kSecAttrPublicKeyHash as String] as? Data, try fixtures.sha1(Data(point)))
+        XCTAssertEqual(root[kSecAttrSubjectKeyID as String] as? Data, try fixtures.subjectKeyID(of: "ca"))
     }
 
     func testReadOnlyAttributesComeFromTheDataNotTheCaller() throws {
-        XCTAssertEqual(try addCertificate("alice", extra: [kSecAttrSerialNumber: Data([1, 2, 3]), kSecAttrLabel: "mine"]), errSecSuccess)
+        XCTAssertEqual(try addCertificate("alice", extra: [kSecAttrSerialNumber as String: Data([1, 2, 3]), kSecAttrLabel as String: "mine"]), errSecSuccess)
         let alice = try attributes("alice")
-        XCTAssertEqual((alice[kSecAttrSerialNumber] as? Data)?.hexString, "1001")
-        XCTAssertEqual(alice[kSecAttrLabel] as? String, "mine", "the label is the caller's")
-        XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassCertificate], [kSecAttrSerialNumber: Data([9])]), errSecParam)
-        XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassCertificate], [kSecAttrLabel: "renamed"]), errSecSuccess)
+        XCTAssertEqual((alice[kSecAttrSerialNumber as String] as? Data)?.hexString, "1001")
+        XCTAssertEqual(alice[kSecAttrLabel as String] as? String, "mine", "the label is the caller's")
+        XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassCertificate as String], [kSecAttrSerialNumber as String: Data([9])]), errSecParam)
+        XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassCertificate as String], [kSecAttrLabel as String: "renamed"]), errSecSuccess)
         XCTAssertEqual(labels([:]), ["renamed"])
     }
 
@@ -73,18 +74,18 @@ final class CertificateTests: OpenSSLTestCase {
         let der = try fixtures.data("alice.der")
         let pem = try fixtures.data("alice.pem")
         for bad in [Data(), Data("hello".utf8), pem, der + Data([0]), der.prefix(der.count - 1), try fixtures.data("alice.key.der")] {
-            XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate, kSecValueData: bad], nil), errSecDecode)
+            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassCertificate, kSecValueData as String: bad], nil), errSecDecode)
         }
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate], nil), errSecDecode, "no data at all")
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate], nil), errSecItemNotFound)
+        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassCertificate as String], nil), errSecDecode, "no data at all")
+        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassCertificate as String], nil), errSecItemNotFound)
         XCTAssertEqual(try keychain.keychain.store.count(), 0)
         XCTAssertNil(SecCertificateCreateWithData(nil, pem as CFData), "PEM is not DER")
     }
 
     func testUniquenessIsIssuerAndSerialNumber() throws {
         XCTAssertEqual(try addCertificate("alice"), errSecSuccess)
-        XCTAssertEqual(try addCertificate("alice", extra: [kSecAttrLabel: "another label"]), errSecDuplicateItem)
-        XCTAssertEqual(try addCertificate("alice", extra: [kSecAttrAccessGroup: "group.other"]), errSecSuccess)
+        XCTAssertEqual(try addCertificate("alice", extra: [kSecAttrLabel as String: "another label"]), errSecDuplicateItem)
+        XCTAssertEqual(try addCertificate("alice", extra: [kSecAttrAccessGroup as String: "group.other"]), errSecSuccess)
         XCTAssertEqual(try addCertificate("expired"), errSecSuccess, "same issuer, other serial number")
     }
 
@@ -92,59 +93,59 @@ final class CertificateTests: OpenSSLTestCase {
 
     func testSubjectContainsNarrows() throws {
         try addAll()
-        XCTAssertEqual(labels([kSecMatchSubjectContains: "Alice"]), ["Alice Example"])
-        XCTAssertEqual(labels([kSecMatchSubjectContains: "Test Root"]), ["Keychain Test Root CA"])
-        XCTAssertEqual(labels([kSecMatchSubjectContains: "Keychain Tests"]),
+        XCTAssertEqual(labels([kSecMatchSubjectContains as String: "Alice"]), ["Alice Example"])
+        XCTAssertEqual(labels([kSecMatchSubjectContains as String: "Test Root"]), ["Keychain Test Root CA"])
+        XCTAssertEqual(labels([kSecMatchSubjectContains as String: "Keychain Tests"]),
                        ["Alice Example", "Keychain Test Intermediate CA", "Keychain Test Root CA"], "organization too")
-        XCTAssertEqual(labels([kSecMatchSubjectContains: "expired service"]), [], "case-sensitive by default")
-        XCTAssertEqual(labels([kSecMatchSubjectContains: "expired service", kSecMatchCaseInsensitive: true]), ["Expired Service"])
-        XCTAssertEqual(labels([kSecMatchSubjectContains: "nobody"]), [])
+        XCTAssertEqual(labels([kSecMatchSubjectContains as String: "expired service"]), [], "case-sensitive by default")
+        XCTAssertEqual(labels([kSecMatchSubjectContains as String: "expired service", kSecMatchCaseInsensitive as String: true]), ["Expired Service"])
+        XCTAssertEqual(labels([kSecMatchSubjectContains as String: "nobody"]), [])
     }
 
     func testEmailAddressIfPresentKeepsCertificatesWithoutAddresses() throws {
         try addAll()
         let withoutEmail = ["Bob Other", "Expired Service", "Keychain Test Intermediate CA", "Keychain Test Root CA", "server.example.test"]
-        XCTAssertEqual(labels([kSecMatchEmailAddressIfPresent: "alice@example.com"]), (withoutEmail + ["Alice Example"]).sorted(),
+        XCTAssertEqual(labels([kSecMatchEmailAddressIfPresent as String: "alice@example.com"]), (withoutEmail + ["Alice Example"]).sorted(),
                        "the subject's emailAddress")
-        XCTAssertEqual(labels([kSecMatchEmailAddressIfPresent: "ALICE@example.org"]), (withoutEmail + ["Alice Example"]).sorted(),
+        XCTAssertEqual(labels([kSecMatchEmailAddressIfPresent as String: "ALICE@example.org"]), (withoutEmail + ["Alice Example"]).sorted(),
                        "the subjectAltName's rfc822Name, case-insensitive")
-        XCTAssertEqual(labels([kSecMatchEmailAddressIfPresent: "mallory@example.com"]), withoutEmail)
+        XCTAssertEqual(labels([kSecMatchEmailAddressIfPresent as String: "mallory@example.com"]), withoutEmail)
     }
 
     func testIssuersFollowTheChainThroughTheKeychain() throws {
         try addAll()
-        let root = try attributes("ca")[kSecAttrSubject] as! Data
-        let intermediate = try attributes("intermediate")[kSecAttrSubject] as! Data
-        let bob = try attributes("bob")[kSecAttrSubject] as! Data
-        XCTAssertEqual(labels([kSecMatchIssuers: [root]]),
+        let root = try attributes("ca")[kSecAttrSubject as String] as! Data
+        let intermediate = try attributes("intermediate")[kSecAttrSubject as String] as! Data
+        let bob = try attributes("bob")[kSecAttrSubject as String] as! Data
+        XCTAssertEqual(labels([kSecMatchIssuers as String: [root]]),
                        ["Alice Example", "Expired Service", "Keychain Test Intermediate CA", "Keychain Test Root CA", "server.example.test"],
                        "server.example.test through the intermediate")
-        XCTAssertEqual(labels([kSecMatchIssuers: [intermediate]]), ["server.example.test"])
-        XCTAssertEqual(labels([kSecMatchIssuers: [bob, intermediate]]), ["Bob Other", "server.example.test"])
-        XCTAssertEqual(labels([kSecMatchIssuers: [Data("not a name".utf8)]]), [])
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecMatchIssuers: "root"], nil), errSecParam)
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecMatchIssuers: [Data]()], nil), errSecParam)
+        XCTAssertEqual(labels([kSecMatchIssuers as String: [intermediate]]), ["server.example.test"])
+        XCTAssertEqual(labels([kSecMatchIssuers as String: [bob, intermediate]]), ["Bob Other", "server.example.test"])
+        XCTAssertEqual(labels([kSecMatchIssuers as String: [Data("not a name".utf8)]]), [])
+        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecMatchIssuers as String: "root"], nil), errSecParam)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecMatchIssuers as String: [Data]()], nil), errSecParam)
     }
 
     func testIssuersWithoutTheIntermediateStopAtTheChain() throws {
         for name in ["ca", "server"] { try addCertificate(name) }
-        let root = try attributes("ca")[kSecAttrSubject] as! Data
-        XCTAssertEqual(labels([kSecMatchIssuers: [root]]), ["Keychain Test Root CA"], "the chain breaks where the keychain has no certificate")
+        let root = try attributes("ca")[kSecAttrSubject as String] as! Data
+        XCTAssertEqual(labels([kSecMatchIssuers as String: [root]]), ["Keychain Test Root CA"], "the chain breaks where the keychain has no certificate")
     }
 
     func testValidOnDateNarrows() throws {
         try addAll()
         let mid2020 = Date(timeIntervalSince1970: 1_590_969_600)
-        XCTAssertEqual(labels([kSecMatchValidOnDate: mid2020]), ["Expired Service"])
-        let current = labels([kSecMatchValidOnDate: NSNull()])
+        XCTAssertEqual(labels([kSecMatchValidOnDate as String: mid2020]), ["Expired Service"])
+        let current = labels([kSecMatchValidOnDate as String: NSNull()])
         XCTAssertEqual(current.count, Self.all.count - 1)
         XCTAssertFalse(current.contains("Expired Service"))
-        XCTAssertEqual(labels([kSecMatchValidOnDate: Date(timeIntervalSince1970: 0)]), [])
-        XCTAssertEqual(labels([kSecMatchValidOnDate: Date(), kSecMatchSubjectContains: "Alice"]), ["Alice Example"], "search keys combine")
+        XCTAssertEqual(labels([kSecMatchValidOnDate as String: Date(timeIntervalSince1970: 0)]), [])
+        XCTAssertEqual(labels([kSecMatchValidOnDate as String: Date(), kSecMatchSubjectContains as String: "Alice"]), ["Alice Example"], "search keys combine")
     }
 
     func testCertificateSearchKeysDoNotApplyToPasswords() {
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecMatchSubjectContains: "x"], nil), errSecParam)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecMatchSubjectContains as String: "x"], nil), errSecParam)
     }
 
     // MARK: References
@@ -152,26 +153,26 @@ final class CertificateTests: OpenSSLTestCase {
     func testReferencesRoundTrip() throws {
         try addAll()
         var result: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecMatchSubjectContains: "server",
-                                            kSecReturnRef: true], &result), errSecSuccess)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecMatchSubjectContains as String: "server",
+                                            kSecReturnRef as String: true], &result), errSecSuccess)
         let certificate = try XCTUnwrap(result as? SecCertificate)
         XCTAssertEqual(SecCertificateCopySubjectSummary(certificate), "server.example.test")
-        XCTAssertEqual(SecCertificateCopyData(certificate), try fixtures.data("server.der"))
+        XCTAssertEqual(SecCertificateCopyData(certificate) as Data, try fixtures.data("server.der"))
         var emails: CFArray?
         let aliceCertificate = SecCertificateCreateWithData(nil, try fixtures.data("alice.der") as CFData)!
         XCTAssertEqual(SecCertificateCopyEmailAddresses(aliceCertificate, &emails), errSecSuccess)
         XCTAssertEqual(emails as? [String], ["alice@example.com", "alice@example.org"])
-        XCTAssertEqual(SecItemDelete([kSecValueRef: certificate]), errSecSuccess)
-        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassCertificate, kSecValueRef: aliceCertificate]), errSecSuccess,
+        XCTAssertEqual(SecItemDelete([kSecValueRef as String: certificate]), errSecSuccess)
+        XCTAssertEqual(SecItemDelete([kSecClass as String: kSecClassCertificate, kSecValueRef as String: aliceCertificate]), errSecSuccess,
                        "a certificate made in memory names the stored one by issuer and serial number")
         XCTAssertEqual(labels([:]).count, Self.all.count - 2)
-        XCTAssertEqual(SecItemAdd([kSecValueRef: aliceCertificate], nil), errSecSuccess, "kSecValueRef stands for kSecClass")
+        XCTAssertEqual(SecItemAdd([kSecValueRef as String: aliceCertificate], nil), errSecSuccess, "kSecValueRef stands for kSecClass")
     }
 
     func testCertificatesLockWithTheirClass() throws {
         try addCertificate("alice")
         keychain.keychain.store.lockAll()
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecMatchSubjectContains: "Alice"], nil),
+        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecMatchSubjectContains as String: "Alice"], nil),
                        errSecInteractionNotAllowed)
     }
 }

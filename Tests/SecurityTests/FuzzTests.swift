@@ -1,3 +1,4 @@
+import KeychainCore
 import Security
 import XCTest
 
@@ -17,16 +18,16 @@ final class FuzzTests: XCTestCase {
     ]
 
     static let keys: [String] = [
-        kSecClass, kSecAttrAccount, kSecAttrService, kSecAttrServer, kSecAttrPort, kSecAttrProtocol, kSecAttrPath,
-        kSecAttrSecurityDomain, kSecAttrAuthenticationType, kSecAttrAccessible, kSecAttrAccessGroup, kSecAttrLabel,
-        kSecAttrComment, kSecAttrDescription, kSecAttrGeneric, kSecAttrType, kSecAttrCreator, kSecAttrIsInvisible,
-        kSecAttrIsNegative, kSecAttrCreationDate, kSecAttrModificationDate, kSecAttrSynchronizable, kSecValueData,
-        kSecValueRef, kSecValuePersistentRef, kSecReturnData, kSecReturnAttributes, kSecReturnRef,
-        kSecReturnPersistentRef, kSecMatchLimit, kSecMatchCaseInsensitive, kSecMatchItemList, kSecUseKeychain,
-        kSecAttrAccessControl, kSecUseDataProtectionKeychain, kSecAttrKeyType, kSecAttrApplicationTag, "", "bogus", "\u{0}",
-        kSecAttrKeyClass, kSecAttrKeySizeInBits, kSecAttrCanSign, kSecAttrSubject, kSecAttrSerialNumber,
-        kSecMatchSubjectContains, kSecMatchIssuers, kSecMatchEmailAddressIfPresent, kSecMatchValidOnDate, kSecMatchTrustedOnly,
-        kSecValueData, kSecValueData,
+        kSecClass as String, kSecAttrAccount as String, kSecAttrService as String, kSecAttrServer as String, kSecAttrPort as String, kSecAttrProtocol as String, kSecAttrPath as String,
+        kSecAttrSecurityDomain as String, kSecAttrAuthenticationType as String, kSecAttrAccessible as String, kSecAttrAccessGroup as String, kSecAttrLabel as String,
+        kSecAttrComment as String, kSecAttrDescription as String, kSecAttrGeneric as String, kSecAttrType as String, kSecAttrCreator as String, kSecAttrIsInvisible as String,
+        kSecAttrIsNegative as String, kSecAttrCreationDate as String, kSecAttrModificationDate as String, kSecAttrSynchronizable as String, kSecValueData as String,
+        kSecValueRef as String, kSecValuePersistentRef as String, kSecReturnData as String, kSecReturnAttributes as String, kSecReturnRef as String,
+        kSecReturnPersistentRef as String, kSecMatchLimit as String, kSecMatchCaseInsensitive as String, kSecMatchItemList as String, kSecUseKeychain as String,
+        kSecAttrAccessControl as String, kSecUseDataProtectionKeychain as String, kSecAttrKeyType as String, kSecAttrApplicationTag as String, "", "bogus", "\u{0}",
+        kSecAttrKeyClass as String, kSecAttrKeySizeInBits as String, kSecAttrCanSign as String, kSecAttrSubject as String, kSecAttrSerialNumber as String,
+        kSecMatchSubjectContains as String, kSecMatchIssuers as String, kSecMatchEmailAddressIfPresent as String, kSecMatchValidOnDate as String, kSecMatchTrustedOnly as String,
+        kSecValueData as String, kSecValueData as String,
     ]
 
     static let constants: [Any] = [
@@ -84,8 +85,8 @@ final class FuzzTests: XCTestCase {
     func randomDictionary(_ g: inout Generator) -> [String: Any] {
         var dictionary: [String: Any] = [:]
         if Int.random(in: 0..<4, using: &g) != 0 {
-            dictionary[kSecClass] = [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey,
-                                     kSecClassIdentity].randomElement(using: &g)!
+            dictionary[kSecClass as String] = [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey,
+                                     kSecClassIdentity as String].randomElement(using: &g)!
         }
         for _ in 0..<Int.random(in: 0..<7, using: &g) {
             dictionary[Self.keys.randomElement(using: &g)!] = randomValue(&g)
@@ -103,11 +104,11 @@ final class FuzzTests: XCTestCase {
             var result: CFTypeRef?
             let status: OSStatus
             switch Int.random(in: 0..<4, using: &g) {
-            case 0 where Bool.random(using: &g): status = SecItemAdd(query, &result)
-            case 0: status = SecItemAdd(query, nil)
-            case 1: status = SecItemCopyMatching(query, &result)
-            case 2: status = SecItemUpdate(query, randomDictionary(&g))
-            default: status = SecItemDelete(query)
+            case 0 where Bool.random(using: &g): status = SecItemAdd(query as CFDictionary, &result)
+            case 0: status = SecItemAdd(query as CFDictionary, nil)
+            case 1: status = SecItemCopyMatching(query as CFDictionary, &result)
+            case 2: status = SecItemUpdate(query as CFDictionary, randomDictionary(&g) as CFDictionary)
+            default: status = SecItemDelete(query as CFDictionary)
             }
             seen[status, default: 0] += 1
             XCTAssertTrue(Self.documented.contains(status), "seed \(seed) iteration \(n): status \(status) for \(query.keys.sorted())")

@@ -1,28 +1,29 @@
+import KeychainCore
 import Security
 import XCTest
 
 /// kSecClassIdentity and PKCS#12: a certificate is an identity only where its private key is stored.
 final class IdentityTests: OpenSSLTestCase {
     func add(certificate name: String) throws {
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate, kSecValueData: try fixtures.data("\(name).der")], nil), errSecSuccess)
+        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassCertificate, kSecValueData as String: try fixtures.data("\(name).der")], nil), errSecSuccess)
     }
 
     func add(key file: String) throws {
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassKey, kSecValueData: try fixtures.data(file)], nil), errSecSuccess)
+        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassKey, kSecValueData as String: try fixtures.data(file)], nil), errSecSuccess)
     }
 
     func identities(_ query: [String: Any] = [:]) -> [SecIdentity] {
-        var full: [String: Any] = [kSecClass: kSecClassIdentity, kSecMatchLimit: kSecMatchLimitAll, kSecReturnRef: true]
+        var full: [String: Any] = [kSecClass as String: kSecClassIdentity, kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnRef as String: true]
         full.merge(query) { _, b in b }
         var result: CFTypeRef?
-        let status = SecItemCopyMatching(full, &result)
+        let status = SecItemCopyMatching(full as CFDictionary, &result)
         if status == errSecItemNotFound { return [] }
         XCTAssertEqual(status, errSecSuccess)
         return (result as? [Any] ?? []).compactMap { $0 as? SecIdentity }
     }
 
     func names(_ found: [SecIdentity]) -> [String] {
-        found.map { SecCertificateCopySubjectSummary($0.certificate) ?? "" }.sorted()
+        found.map { (SecCertificateCopySubjectSummary($0.certificate) as String?) ?? "" }.sorted()
     }
 
     func testIdentitiesOnlyWhereTheKeyMatches() throws {
@@ -35,17 +36,17 @@ final class IdentityTests: OpenSSLTestCase {
         try add(key: "expired.key.der")
         XCTAssertEqual(names(identities()), ["Alice Example", "Expired Service"])
 
-        let alice = try XCTUnwrap(identities([kSecMatchSubjectContains: "Alice"]).first)
+        let alice = try XCTUnwrap(identities([kSecMatchSubjectContains as String: "Alice"]).first)
         var certificate: SecCertificate?
         var privateKey: SecKey?
         XCTAssertEqual(SecIdentityCopyCertificate(alice, &certificate), errSecSuccess)
         XCTAssertEqual(SecIdentityCopyPrivateKey(alice, &privateKey), errSecSuccess)
-        XCTAssertEqual(SecCertificateCopyData(certificate!), try fixtures.data("alice.der"))
+        XCTAssertEqual(SecCertificateCopyData(certificate!) as Data, try fixtures.data("alice.der"))
         XCTAssertEqual(privateKey?.material?.keyClass, .private)
         XCTAssertEqual(privateKey?.material?.applicationLabel, certificate?.certificate.publicKeyHash)
-        XCTAssertEqual(names(identities([kSecMatchValidOnDate: NSNull()])), ["Alice Example"])
-        XCTAssertEqual(names(identities([kSecAttrKeyType: kSecAttrKeyTypeRSA])), ["Expired Service"], "key attributes select the key")
-        XCTAssertEqual(names(identities([kSecMatchEmailAddressIfPresent: "nobody@example.com"])), ["Expired Service"])
+        XCTAssertEqual(names(identities([kSecMatchValidOnDate as String: NSNull()])), ["Alice Example"])
+        XCTAssertEqual(names(identities([kSecAttrKeyType as String: kSecAttrKeyTypeRSA as String])), ["Expired Service"], "key attributes select the key")
+        XCTAssertEqual(names(identities([kSecMatchEmailAddressIfPresent as String: "nobody@example.com"])), ["Expired Service"])
     }
 
     func testIdentityResultsAndDeletion() throws {
@@ -53,20 +54,20 @@ final class IdentityTests: OpenSSLTestCase {
         try add(key: "alice.key.der")
         try add(key: "expired.key.der")
         var result: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassIdentity, kSecReturnAttributes: true, kSecReturnData: true,
-                                            kSecReturnPersistentRef: true], &result), errSecSuccess)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassIdentity, kSecReturnAttributes as String: true, kSecReturnData as String: true,
+                                            kSecReturnPersistentRef as String: true], &result), errSecSuccess)
         let found = try XCTUnwrap(result as? [String: Any])
-        XCTAssertEqual(found[kSecValueData] as? Data, try fixtures.data("alice.der"), "an identity's data is its certificate")
-        XCTAssertEqual(found[kSecClass] as? String, kSecClassIdentity)
-        XCTAssertEqual((found[kSecAttrKeyClass] as? NSNumber)?.intValue, 1, "with its key's attributes")
-        XCTAssertEqual(found[kSecAttrApplicationLabel] as? Data, found[kSecAttrPublicKeyHash] as? Data)
-        let persistent = try XCTUnwrap(found[kSecValuePersistentRef] as? Data)
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassIdentity, kSecValuePersistentRef: persistent], nil), errSecSuccess)
+        XCTAssertEqual(found[kSecValueData as String] as? Data, try fixtures.data("alice.der"), "an identity's data is its certificate")
+        XCTAssertEqual(found[kSecClass as String] as? String, kSecClassIdentity as String)
+        XCTAssertEqual((found[kSecAttrKeyClass as String] as? NSNumber)?.intValue, 1, "with its key's attributes")
+        XCTAssertEqual(found[kSecAttrApplicationLabel as String] as? Data, found[kSecAttrPublicKeyHash as String] as? Data)
+        let persistent = try XCTUnwrap(found[kSecValuePersistentRef as String] as? Data)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassIdentity, kSecValuePersistentRef as String: persistent], nil), errSecSuccess)
 
-        XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassIdentity], [kSecAttrLabel: "x"]), errSecParam)
-        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassIdentity]), errSecSuccess)
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassIdentity], nil), errSecItemNotFound)
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassCertificate, kSecMatchSubjectContains: "Alice"], nil), errSecItemNotFound,
+        XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassIdentity as String], [kSecAttrLabel as String: "x"]), errSecParam)
+        XCTAssertEqual(SecItemDelete([kSecClass as String: kSecClassIdentity as String]), errSecSuccess)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassIdentity as String], nil), errSecItemNotFound)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecMatchSubjectContains as String: "Alice"], nil), errSecItemNotFound,
                        "deleting an identity deletes its certificate")
         XCTAssertEqual(try keychain.keychain.store.count(), 2, "and its key; the root and the other key stay")
     }
@@ -74,29 +75,29 @@ final class IdentityTests: OpenSSLTestCase {
     func testPKCS12ImportAndAdd() throws {
         let p12 = try fixtures.data("alice.p12")
         var items: CFArray?
-        XCTAssertEqual(SecPKCS12Import(p12 as CFData, [kSecImportExportPassphrase: "wrong"] as CFDictionary, &items), errSecAuthFailed)
+        XCTAssertEqual(SecPKCS12Import(p12 as CFData, [kSecImportExportPassphrase as String: "wrong"] as CFDictionary, &items), errSecAuthFailed)
         XCTAssertNil(items)
         XCTAssertEqual(SecPKCS12Import(p12 as CFData, [:] as CFDictionary, &items), errSecAuthFailed, "no passphrase is a wrong one")
-        XCTAssertEqual(SecPKCS12Import(Data("junk".utf8) as CFData, [kSecImportExportPassphrase: "x"] as CFDictionary, &items), errSecDecode)
-        XCTAssertEqual(SecPKCS12Import(p12 as CFData, [kSecImportExportPassphrase: OpenSSLFixtures.p12Passphrase] as CFDictionary, &items),
+        XCTAssertEqual(SecPKCS12Import(Data("junk".utf8) as CFData, [kSecImportExportPassphrase as String: "x"] as CFDictionary, &items), errSecDecode)
+        XCTAssertEqual(SecPKCS12Import(p12 as CFData, [kSecImportExportPassphrase as String: OpenSSLFixtures.p12Passphrase] as CFDictionary, &items),
                        errSecSuccess)
         let first = try XCTUnwrap((items as? [[String: Any]])?.first)
-        XCTAssertEqual(first[kSecImportItemLabel] as? String, "Alice Identity")
-        let chain = try XCTUnwrap(first[kSecImportItemCertChain] as? [SecCertificate])
+        XCTAssertEqual(first[kSecImportItemLabel as String] as? String, "Alice Identity")
+        let chain = try XCTUnwrap(first[kSecImportItemCertChain as String] as? [SecCertificate])
         XCTAssertEqual(chain.map { SecCertificateCopySubjectSummary($0) ?? "" }, ["Alice Example", "Keychain Test Root CA"])
-        let identity = try XCTUnwrap(first[kSecImportItemIdentity] as? SecIdentity)
+        let identity = try XCTUnwrap(first[kSecImportItemIdentity as String] as? SecIdentity)
         XCTAssertEqual(try keychain.keychain.store.count(), 0, "as on iOS, importing does not store")
 
-        XCTAssertEqual(SecItemAdd([kSecValueRef: identity, kSecAttrLabel: "Alice Identity"], nil), errSecSuccess)
+        XCTAssertEqual(SecItemAdd([kSecValueRef as String: identity, kSecAttrLabel as String: "Alice Identity"], nil), errSecSuccess)
         XCTAssertEqual(try keychain.keychain.store.count(), 2, "a certificate and a private key")
         XCTAssertEqual(names(identities()), ["Alice Example"])
-        XCTAssertEqual(SecItemAdd([kSecValueRef: identity], nil), errSecDuplicateItem)
+        XCTAssertEqual(SecItemAdd([kSecValueRef as String: identity], nil), errSecDuplicateItem)
         XCTAssertEqual(try keychain.keychain.store.count(), 2, "nothing half-added")
     }
 
     func testPKCS12IntoAKeychain() throws {
         var items: CFArray?
-        let options: [String: Any] = [kSecImportExportPassphrase: OpenSSLFixtures.p12Passphrase, kSecImportExportKeychain: keychain.keychain]
+        let options: [String: Any] = [kSecImportExportPassphrase as String: OpenSSLFixtures.p12Passphrase, kSecImportExportKeychain as String: keychain.keychain]
         XCTAssertEqual(SecPKCS12Import(try fixtures.data("alice.p12") as CFData, options as CFDictionary, &items), errSecSuccess)
         XCTAssertEqual(names(identities()), ["Alice Example"])
         XCTAssertEqual(try keychain.keychain.store.count(), 3, "the identity and the root")
@@ -112,8 +113,8 @@ final class IdentityTests: OpenSSLTestCase {
         }
         var items: CFArray?
         XCTAssertEqual(SecPKCS12Import(try Data(contentsOf: URL(fileURLWithPath: path)) as CFData,
-                                       [kSecImportExportPassphrase: "old"] as CFDictionary, &items), errSecSuccess,
+                                       [kSecImportExportPassphrase as String: "old"] as CFDictionary, &items), errSecSuccess,
                        "RC2/3DES files from older tools")
-        XCTAssertNotNil((items as? [[String: Any]])?.first?[kSecImportItemIdentity] as? SecIdentity)
+        XCTAssertNotNil((items as? [[String: Any]])?.first?[kSecImportItemIdentity as String] as? SecIdentity)
     }
 }

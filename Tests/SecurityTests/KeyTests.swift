@@ -1,19 +1,20 @@
+import KeychainCore
 import Security
 import XCTest
 
-/// kSecClassKey: RSA and EC keys made by openssl, stored in Apple's external representation.
+/// kSecClassKey as String: RSA and EC keys made by openssl, stored in Apple's external representation.
 final class KeyTests: OpenSSLTestCase {
     func addKey(_ data: Data, _ extra: [String: Any] = [:]) -> OSStatus {
-        var item: [String: Any] = [kSecClass: kSecClassKey, kSecValueData: data]
+        var item: [String: Any] = [kSecClass as String: kSecClassKey, kSecValueData as String: data]
         item.merge(extra) { _, b in b }
-        return SecItemAdd(item, nil)
+        return SecItemAdd(item as CFDictionary, nil)
     }
 
     func keyAttributes(_ query: [String: Any]) -> [String: Any]? {
-        var full: [String: Any] = [kSecClass: kSecClassKey, kSecReturnAttributes: true, kSecReturnData: true]
+        var full: [String: Any] = [kSecClass as String: kSecClassKey, kSecReturnAttributes as String: true, kSecReturnData as String: true]
         full.merge(query) { _, b in b }
         var result: CFTypeRef?
-        guard SecItemCopyMatching(full, &result) == errSecSuccess else { return nil }
+        guard SecItemCopyMatching(full as CFDictionary, &result) == errSecSuccess else { return nil }
         return result as? [String: Any]
     }
 
@@ -22,69 +23,69 @@ final class KeyTests: OpenSSLTestCase {
 
     func testRSAPrivateKeyAttributes() throws {
         let pkcs1 = try fixtures.data("expired.key.der")
-        XCTAssertEqual(addKey(pkcs1, [kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
-                                      kSecAttrApplicationTag: Data("com.example.rsa".utf8), kSecAttrLabel: "rsa key"]), errSecSuccess)
-        let found = keyAttributes([kSecAttrApplicationTag: Data("com.example.rsa".utf8)])
-        XCTAssertEqual(number(found, kSecAttrKeyType), 42)
-        XCTAssertEqual(number(found, kSecAttrKeyClass), 1)
-        XCTAssertEqual(number(found, kSecAttrKeySizeInBits), 2048)
-        XCTAssertEqual(number(found, kSecAttrEffectiveKeySize), 2048)
-        XCTAssertEqual(found?[kSecValueData] as? Data, pkcs1, "PKCS#1, as SecKeyCopyExternalRepresentation")
-        // kSecAttrApplicationLabel: SHA-1 of the PKCS#1 public key, computed by openssl.
-        XCTAssertEqual(found?[kSecAttrApplicationLabel] as? Data, try fixtures.sha1(fixtures.data("expired.pub.der")))
-        XCTAssertEqual(flag(found, kSecAttrCanSign), true)
-        XCTAssertEqual(flag(found, kSecAttrCanDecrypt), true)
-        XCTAssertEqual(flag(found, kSecAttrCanUnwrap), true)
-        XCTAssertEqual(flag(found, kSecAttrCanEncrypt), false)
-        XCTAssertEqual(flag(found, kSecAttrCanVerify), false)
-        XCTAssertEqual(flag(found, kSecAttrIsPermanent), true)
-        XCTAssertEqual(found?[kSecAttrLabel] as? String, "rsa key")
+        XCTAssertEqual(addKey(pkcs1, [kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
+                                      kSecAttrApplicationTag as String: Data("com.example.rsa".utf8), kSecAttrLabel as String: "rsa key"]), errSecSuccess)
+        let found = keyAttributes([kSecAttrApplicationTag as String: Data("com.example.rsa".utf8)])
+        XCTAssertEqual(number(found, kSecAttrKeyType as String), 42)
+        XCTAssertEqual(number(found, kSecAttrKeyClass as String), 1)
+        XCTAssertEqual(number(found, kSecAttrKeySizeInBits as String), 2048)
+        XCTAssertEqual(number(found, kSecAttrEffectiveKeySize as String), 2048)
+        XCTAssertEqual(found?[kSecValueData as String] as? Data, pkcs1, "PKCS#1, as SecKeyCopyExternalRepresentation")
+        // kSecAttrApplicationLabel as String: SHA-1 of the PKCS#1 public key, computed by openssl.
+        XCTAssertEqual(found?[kSecAttrApplicationLabel as String] as? Data, try fixtures.sha1(fixtures.data("expired.pub.der")))
+        XCTAssertEqual(flag(found, kSecAttrCanSign as String), true)
+        XCTAssertEqual(flag(found, kSecAttrCanDecrypt as String), true)
+        XCTAssertEqual(flag(found, kSecAttrCanUnwrap as String), true)
+        XCTAssertEqual(flag(found, kSecAttrCanEncrypt as String), false)
+        XCTAssertEqual(flag(found, kSecAttrCanVerify as String), false)
+        XCTAssertEqual(flag(found, kSecAttrIsPermanent as String), true)
+        XCTAssertEqual(found?[kSecAttrLabel as String] as? String, "rsa key")
     }
 
     func testECKeysInEveryForm() throws {
         let sec1 = try fixtures.data("alice.key.der")
-        XCTAssertEqual(addKey(sec1, [kSecAttrApplicationTag: "ec"]), errSecSuccess, "class and type come from the data")
-        let found = keyAttributes([kSecAttrApplicationTag: "ec"])
-        XCTAssertEqual(number(found, kSecAttrKeyType), 73)
-        XCTAssertEqual(number(found, kSecAttrKeyClass), 1)
-        XCTAssertEqual(number(found, kSecAttrKeySizeInBits), 256)
+        XCTAssertEqual(addKey(sec1, [kSecAttrApplicationTag as String: "ec"]), errSecSuccess, "class and type come from the data")
+        let found = keyAttributes([kSecAttrApplicationTag as String: "ec"])
+        XCTAssertEqual(number(found, kSecAttrKeyType as String), 73)
+        XCTAssertEqual(number(found, kSecAttrKeyClass as String), 1)
+        XCTAssertEqual(number(found, kSecAttrKeySizeInBits as String), 256)
         let point = Data(try fixtures.data("alice.pub.der").suffix(65))
-        let x963 = try XCTUnwrap(found?[kSecValueData] as? Data)
+        let x963 = try XCTUnwrap(found?[kSecValueData as String] as? Data)
         XCTAssertEqual(x963.count, 97, "04 || X || Y || D")
         XCTAssertEqual(x963.prefix(65), point)
-        XCTAssertEqual(found?[kSecAttrApplicationLabel] as? Data, try fixtures.sha1(point))
+        XCTAssertEqual(found?[kSecAttrApplicationLabel as String] as? Data, try fixtures.sha1(point))
         // The same key in X9.63 is the same item; its public half is another.
-        XCTAssertEqual(addKey(x963, [kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecAttrApplicationTag: "ec"]), errSecDuplicateItem)
-        XCTAssertEqual(addKey(point, [kSecAttrKeyClass: kSecAttrKeyClassPublic, kSecAttrApplicationTag: "ec"]), errSecSuccess)
-        let publicKey = keyAttributes([kSecAttrApplicationTag: "ec", kSecAttrKeyClass: kSecAttrKeyClassPublic])
-        XCTAssertEqual(publicKey?[kSecValueData] as? Data, point)
-        XCTAssertEqual(flag(publicKey, kSecAttrCanVerify), true)
-        XCTAssertEqual(flag(publicKey, kSecAttrCanSign), false)
-        XCTAssertEqual(publicKey?[kSecAttrApplicationLabel] as? Data, found?[kSecAttrApplicationLabel] as? Data)
+        XCTAssertEqual(addKey(x963, [kSecAttrKeyClass as String: kSecAttrKeyClassPrivate, kSecAttrApplicationTag as String: "ec"]), errSecDuplicateItem)
+        XCTAssertEqual(addKey(point, [kSecAttrKeyClass as String: kSecAttrKeyClassPublic, kSecAttrApplicationTag as String: "ec"]), errSecSuccess)
+        let publicKey = keyAttributes([kSecAttrApplicationTag as String: "ec", kSecAttrKeyClass as String: kSecAttrKeyClassPublic as String])
+        XCTAssertEqual(publicKey?[kSecValueData as String] as? Data, point)
+        XCTAssertEqual(flag(publicKey, kSecAttrCanVerify as String), true)
+        XCTAssertEqual(flag(publicKey, kSecAttrCanSign as String), false)
+        XCTAssertEqual(publicKey?[kSecAttrApplicationLabel as String] as? Data, found?[kSecAttrApplicationLabel as String] as? Data)
         // PKCS#8 and SubjectPublicKeyInfo are read as well.
-        XCTAssertEqual(addKey(try fixtures.data("bob.key.p8"), [kSecAttrApplicationTag: "bob"]), errSecSuccess)
-        XCTAssertEqual(number(keyAttributes([kSecAttrApplicationTag: "bob"]), kSecAttrKeyType), 42)
+        XCTAssertEqual(addKey(try fixtures.data("bob.key.p8"), [kSecAttrApplicationTag as String: "bob"]), errSecSuccess)
+        XCTAssertEqual(number(keyAttributes([kSecAttrApplicationTag as String: "bob"]), kSecAttrKeyType as String), 42)
     }
 
     func testCapabilitiesGivenByTheCallerAreKept() throws {
-        XCTAssertEqual(addKey(try fixtures.data("alice.key.der"), [kSecAttrCanSign: false, kSecAttrCanDerive: false]), errSecSuccess)
-        let found = keyAttributes([kSecAttrCanSign: false])
-        XCTAssertEqual(flag(found, kSecAttrCanSign), false)
-        XCTAssertEqual(flag(found, kSecAttrCanDerive), false)
-        XCTAssertEqual(flag(found, kSecAttrCanDecrypt), true)
-        XCTAssertNil(keyAttributes([kSecAttrCanSign: true]))
+        XCTAssertEqual(addKey(try fixtures.data("alice.key.der"), [kSecAttrCanSign as String: false, kSecAttrCanDerive as String: false]), errSecSuccess)
+        let found = keyAttributes([kSecAttrCanSign as String: false])
+        XCTAssertEqual(flag(found, kSecAttrCanSign as String), false)
+        XCTAssertEqual(flag(found, kSecAttrCanDerive as String), false)
+        XCTAssertEqual(flag(found, kSecAttrCanDecrypt as String), true)
+        XCTAssertNil(keyAttributes([kSecAttrCanSign as String: true]))
     }
 
     func testWrongOrBrokenKeysAreRefused() throws {
         let sec1 = try fixtures.data("alice.key.der")
-        XCTAssertEqual(addKey(sec1, [kSecAttrKeyClass: kSecAttrKeyClassPublic]), errSecParam, "a private key said to be public")
-        XCTAssertEqual(addKey(sec1, [kSecAttrKeyType: kSecAttrKeyTypeRSA]), errSecParam, "an EC key said to be RSA")
+        XCTAssertEqual(addKey(sec1, [kSecAttrKeyClass as String: kSecAttrKeyClassPublic as String]), errSecParam, "a private key said to be public")
+        XCTAssertEqual(addKey(sec1, [kSecAttrKeyType as String: kSecAttrKeyTypeRSA as String]), errSecParam, "an EC key said to be RSA")
         XCTAssertEqual(addKey(Data("not a key".utf8)), errSecDecode)
         XCTAssertEqual(addKey(sec1.prefix(40)), errSecDecode)
         XCTAssertEqual(addKey(Data()), errSecDecode)
-        var wrongScalar = try XCTUnwrap(keyAttributesAfterAdding(sec1)?[kSecValueData] as? Data)
+        var wrongScalar = try XCTUnwrap(keyAttributesAfterAdding(sec1)?[kSecValueData as String] as? Data)
         wrongScalar[wrongScalar.count - 1] ^= 1
-        XCTAssertEqual(addKey(wrongScalar, [kSecAttrKeyClass: kSecAttrKeyClassPrivate, kSecAttrApplicationTag: "x"]), errSecDecode,
+        XCTAssertEqual(addKey(wrongScalar, [kSecAttrKeyClass as String: kSecAttrKeyClassPrivate, kSecAttrApplicationTag as String: "x"]), errSecDecode,
                        "an X9.63 private key whose point is not its scalar's")
         XCTAssertEqual(try keychain.keychain.store.count(), 1)
     }
@@ -96,10 +97,10 @@ final class KeyTests: OpenSSLTestCase {
 
     func testSymmetricKeysKeepTheirBytes() throws {
         let bytes = Data((0..<32).map { UInt8($0) })
-        XCTAssertEqual(addKey(bytes, [kSecAttrKeyClass: kSecAttrKeyClassSymmetric, kSecAttrApplicationTag: "aes"]), errSecSuccess)
-        let found = keyAttributes([kSecAttrApplicationTag: "aes"])
-        XCTAssertEqual(found?[kSecValueData] as? Data, bytes)
-        XCTAssertEqual(number(found, kSecAttrKeySizeInBits), 256)
+        XCTAssertEqual(addKey(bytes, [kSecAttrKeyClass as String: kSecAttrKeyClassSymmetric, kSecAttrApplicationTag as String: "aes"]), errSecSuccess)
+        let found = keyAttributes([kSecAttrApplicationTag as String: "aes"])
+        XCTAssertEqual(found?[kSecValueData as String] as? Data, bytes)
+        XCTAssertEqual(number(found, kSecAttrKeySizeInBits as String), 256)
     }
 
     func testKeyMaterialIsEncryptedInTheFile() throws {
@@ -114,15 +115,15 @@ final class KeyTests: OpenSSLTestCase {
     func testSecKeyFunctions() throws {
         var error: Unmanaged<CFError>?
         let key = try XCTUnwrap(SecKeyCreateWithData(try fixtures.data("expired.key.der") as CFData,
-                                                     [kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeyClass: kSecAttrKeyClassPrivate] as CFDictionary,
+                                                     [kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate as String] as CFDictionary,
                                                      &error))
         XCTAssertEqual(SecKeyGetBlockSize(key), 256)
         let publicKey = try XCTUnwrap(SecKeyCopyPublicKey(key))
         XCTAssertEqual(SecKeyCopyExternalRepresentation(publicKey, &error) as Data?, try fixtures.data("expired.pub.der"))
-        XCTAssertEqual((SecKeyCopyAttributes(key)?[kSecAttrKeyClass] as? NSNumber)?.intValue, 1)
+        XCTAssertEqual((SecKeyCopyAttributes(key)?[kSecAttrKeyClass as String] as? NSNumber)?.intValue, 1)
         XCTAssertNil(SecKeyCreateWithData(Data("junk".utf8) as CFData, [:] as CFDictionary, &error))
         XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecDecode))
-        XCTAssertEqual(SecItemAdd([kSecValueRef: key, kSecAttrApplicationTag: "ref"], nil), errSecSuccess)
-        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassKey, kSecValueRef: key]), errSecSuccess)
+        XCTAssertEqual(SecItemAdd([kSecValueRef as String: key, kSecAttrApplicationTag as String: "ref"], nil), errSecSuccess)
+        XCTAssertEqual(SecItemDelete([kSecClass as String: kSecClassKey, kSecValueRef as String: key]), errSecSuccess)
     }
 }

@@ -1,3 +1,4 @@
+import KeychainCore
 import Security
 import XCTest
 
@@ -43,8 +44,8 @@ final class KeychainQueryTests: XCTestCase {
         query.password = "x"
         try query.save()
         let items = try KeychainQuery(service: "MyService").fetchAll()
-        XCTAssertEqual(items.first?[kSecAttrLabel] as? String, "My Secure Password")
-        XCTAssertEqual(items.first?[kSecAttrAccessGroup] as? String, "group.com.example.myapp")
+        XCTAssertEqual(items.first?[kSecAttrLabel as String] as? String, "My Secure Password")
+        XCTAssertEqual(items.first?[kSecAttrAccessGroup as String] as? String, "group.com.example.myapp")
         XCTAssertTrue(try KeychainQuery(service: "Other").fetchAll().isEmpty)
     }
 
@@ -97,7 +98,7 @@ final class KeychainQueryTests: XCTestCase {
         XCTAssertTrue(SAMKeychain.setPassword("three", forService: "other", account: "c"))
         XCTAssertEqual(SAMKeychain.password(forService: "svc", account: "a"), "one")
         XCTAssertEqual(SAMKeychain.passwordData(forService: "svc", account: "b"), Data("two".utf8))
-        XCTAssertEqual(Set(SAMKeychain.accounts(forService: "svc").compactMap { $0[kSecAttrAccount] as? String }), ["a", "b"])
+        XCTAssertEqual(Set(SAMKeychain.accounts(forService: "svc").compactMap { $0[kSecAttrAccount as String] as? String }), ["a", "b"])
         XCTAssertEqual(SAMKeychain.allAccounts().count, 3)
         XCTAssertTrue(SAMKeychain.deletePassword(forService: "svc", account: "a"))
         XCTAssertFalse(SAMKeychain.deletePassword(forService: "svc", account: "a"))

@@ -1,3 +1,4 @@
+import KeychainCore
 import Security
 import XCTest
 
