@@ -148,10 +148,10 @@ public func CFDictionaryGetCount(_ dictionary: CFDictionary!) -> CFIndex { dicti
 
 // MARK: Errors
 
-public let kCFErrorDomainOSStatus: CFErrorDomain! = "NSOSStatusErrorDomain"
-public let kCFErrorDomainPOSIX: CFErrorDomain! = "NSPOSIXErrorDomain"
-public let kCFErrorLocalizedDescriptionKey: CFString! = "NSLocalizedDescription"
-public let kCFErrorLocalizedFailureReasonKey: CFString! = "NSLocalizedFailureReason"
+public let kCFErrorDomainOSStatus: CFErrorDomain! = CFStringConstant(string: "NSOSStatusErrorDomain")
+public let kCFErrorDomainPOSIX: CFErrorDomain! = CFStringConstant(string: "NSPOSIXErrorDomain")
+public let kCFErrorLocalizedDescriptionKey: CFString! = CFStringConstant(string: "NSLocalizedDescription")
+public let kCFErrorLocalizedFailureReasonKey: CFString! = CFStringConstant(string: "NSLocalizedFailureReason")
 
 public func CFErrorCreate(_ allocator: CFAllocator?, _ domain: CFErrorDomain!, _ code: CFIndex,
                           _ userInfo: CFDictionary!) -> CFError! {

@@ -86,6 +86,8 @@ final class CFPatternTests: XCTestCase {
         XCTAssertEqual(CFDictionaryGetCount(cf), ns.count)
         let hashable = try XCTUnwrap(result as? [AnyHashable: Any])
         XCTAssertEqual(hashable[kSecAttrAccount as String] as? String, "reader")
+        XCTAssertEqual(hashable[kSecAttrAccount] as? String, "reader", "a constant is the String it bridges to as an AnyHashable")
+        XCTAssertEqual(AnyHashable(kSecAttrAccount), AnyHashable("acct"))
 
         result = nil
         let data = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "reader", kSecReturnData: true] as CFDictionary
