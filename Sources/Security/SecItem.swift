@@ -133,7 +133,11 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     secStatus {
         let request = try SecItemRequest(query)
         try request.checkNoSkip()
-        guard request.limit == nil else { throw KeychainError.param("kSecMatchLimit in SecItemDelete") }
+        // Delete acts on every match; securityd refuses any other limit ("match limit not
+        // supported by delete", errSecMatchLimitUnsupported, which is errSecParam).
+        guard request.limit == nil || request.limit == .all else {
+            throw KeychainError.param("match limit not supported by delete")
+        }
         let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
         if request.itemClass == .identity {
             try keychain.store.deleteIdentities(request.query)

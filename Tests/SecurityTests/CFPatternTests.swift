@@ -169,3 +169,16 @@ final class CFPatternTests: XCTestCase {
         XCTAssertEqual(noErr, errSecSuccess)
     }
 }
+
+final class SecRandomTests: XCTestCase {
+    func testFillsTheBufferAsAsked() {
+        var a = [UInt8](repeating: 0, count: 37), b = [UInt8](repeating: 0, count: 37)
+        XCTAssertEqual(SecRandomCopyBytes(kSecRandomDefault, a.count, &a), errSecSuccess)
+        XCTAssertEqual(SecRandomCopyBytes(nil, b.count, &b), errSecSuccess)
+        XCTAssertNotEqual(a, b)
+        XCTAssertNotEqual(a.suffix(5), [0, 0, 0, 0, 0], "the tail past the last whole word is filled too")
+        var none: UInt8 = 7
+        XCTAssertEqual(SecRandomCopyBytes(nil, 0, &none), errSecSuccess)
+        XCTAssertEqual(none, 7)
+    }
+}

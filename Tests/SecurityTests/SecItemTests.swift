@@ -295,9 +295,14 @@ final class SecItemTests: XCTestCase {
         XCTAssertEqual(SecItemUpdate(q as CFDictionary, [kSecMatchLimit as String: 1]), errSecParam, "search key in the changes")
         XCTAssertEqual(SecItemUpdate(q as CFDictionary, [kSecAttrPort as String: 1]), errSecParam, "attribute of another class in the changes")
         XCTAssertEqual(SecItemUpdate(q as CFDictionary, [:]), errSecParam, "nothing to change")
-        XCTAssertEqual(SecItemDelete(q.merging([kSecMatchLimit as String: kSecMatchLimitAll as String]) { a, _ in a } as CFDictionary), errSecParam, "limit on delete")
+        XCTAssertEqual(SecItemDelete(q.merging([kSecMatchLimit as String: kSecMatchLimitOne]) { a, _ in a } as CFDictionary), errSecParam, "limit on delete")
         XCTAssertEqual(SecItemDelete(q.merging([kSecMatchLimit as String: 1]) { a, _ in a } as CFDictionary), errSecParam, "limit on delete")
         XCTAssertEqual(SecItemCopyMatching(q as CFDictionary, nil), errSecSuccess, "the item survived every bad call")
+        // kSecMatchLimitAll is what delete does anyway (macOS code passes it): accepted, every match goes.
+        XCTAssertEqual(addGeneric("b"), errSecSuccess)
+        let all = [kSecClass: kSecClassGenericPassword, kSecMatchLimit: kSecMatchLimitAll] as CFDictionary
+        XCTAssertEqual(SecItemDelete(all), errSecSuccess)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword] as CFDictionary, nil), errSecItemNotFound)
     }
 
     func testDataOfTheWrongKindIsNeverStoredAsACertificateKeyOrIdentity() {
