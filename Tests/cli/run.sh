@@ -286,16 +286,18 @@ bad_input() {
 }
 
 help_and_completion() {
+    # grep without -q reads to the end: -q would exit at the first match and, under pipefail,
+    # fail the case whenever the tool is still writing (SIGPIPE).
     for sub in create-keychain delete-keychain list-keychains default-keychain unlock-keychain lock-keychain \
                show-keychain-info set-keychain-settings set-keychain-password status add-generic-password \
                add-internet-password find-generic-password find-internet-password delete-generic-password \
                delete-internet-password dump-keychain export import; do
-        "$security" help "$sub" | grep -q 'USAGE: security '"$sub" || { echo "no help for $sub"; return 1; }
+        "$security" help "$sub" | grep 'USAGE: security '"$sub" >/dev/null || { echo "no help for $sub"; return 1; }
         "$security" "$sub" --help >/dev/null
     done
-    "$security" --generate-completion-script bash | grep -q 'find-internet-password'
-    "$security" --generate-completion-script zsh | grep -q 'find-internet-password'
-    "$security" --generate-completion-script fish | grep -q 'find-internet-password'
+    "$security" --generate-completion-script bash | grep 'find-internet-password' >/dev/null
+    "$security" --generate-completion-script zsh | grep 'find-internet-password' >/dev/null
+    "$security" --generate-completion-script fish | grep 'find-internet-password' >/dev/null
 }
 
 keys_are_cleaned_up() {
