@@ -11,9 +11,9 @@ let helperLinking: [LinkerSetting] = [
 let package = Package(
     name: "Keychain",
     products: [
-        .library(name: "Keychain", targets: ["Keychain"]),
+        .library(name: "Security", targets: ["Security"]),
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
-        .executable(name: "security", targets: ["security"]),
+        .executable(name: "security", targets: ["SecurityTool"]),
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
         .executable(name: "docker-credential-keychain", targets: ["docker-credential-keychain"]),
         // pam_keychain.so: self-contained (Swift runtime linked in), exporting only pam_sm_*.
@@ -34,10 +34,10 @@ let package = Package(
         // The engine: no Foundation, so the helpers and the PAM module stay small and start fast.
         .target(name: "KeychainCore", dependencies: ["CSQLite", "CSodium", "COpenSSL", "CLinux"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
-        .target(name: "Keychain", dependencies: ["KeychainCore"]),
+        .target(name: "Security", dependencies: ["KeychainCore"]),
 
         // The command-line tool, a front end over the engine.
-        .executableTarget(name: "security", dependencies: [
+        .executableTarget(name: "SecurityTool", dependencies: [
             "KeychainCore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: helperLinking + [.linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]),
 
@@ -61,13 +61,13 @@ let package = Package(
                 ])]),
 
         // `make bench`'s in-process figures (not a product: nothing to install).
-        .executableTarget(name: "keychain-bench", dependencies: ["Keychain", "CSQLite"], path: "bench/Sources/keychain-bench"),
+        .executableTarget(name: "keychain-bench", dependencies: ["Security", "KeychainCore", "CSQLite"], path: "bench/Sources/keychain-bench"),
 
         // Tests/stress: the writer that crash.py kills at random moments.
         .executableTarget(name: "keychain-stress-writer", dependencies: ["KeychainCore"], path: "Tests/stress/writer"),
 
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
-        .testTarget(name: "KeychainTests", dependencies: ["Keychain"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
     ],
     swiftLanguageModes: [.v5]

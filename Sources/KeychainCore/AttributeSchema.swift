@@ -21,6 +21,8 @@ enum AttributeSchema {
         case "agrp", "labl": return .string
         case "cdat", "mdat": return .date
         case "sync": return .bool
+        // kSecAttrAccessControl's conditions (SecAccessControlCreateFlags); its protection class is pdmn.
+        case "accc": return .number
         default: return nil
         }
     }

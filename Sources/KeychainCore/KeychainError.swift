@@ -1,3 +1,5 @@
+import Glibc
+
 /// A failure of the engine, carrying the OSStatus code of Apple's Keychain Services that front ends report.
 public struct KeychainError: Error, Equatable, CustomStringConvertible {
     public enum Code: Int32, Sendable {
@@ -31,47 +33,23 @@ public struct KeychainError: Error, Equatable, CustomStringConvertible {
         detail.isEmpty ? KeychainError.message(for: code.rawValue) : detail
     }
 
-    /// Apple's texts for the result codes (SecCopyErrorMessageString).
+    /// Apple's text for a result code, as SecCopyErrorMessageString gives it: SecBase.h's text, else
+    /// the code's name, else strerror for the errno range, else "OSStatus N".
     public static func message(for status: Int32) -> String {
-        switch status {
-        case 0: return "No error."
-        case -4: return "Function or operation not implemented."
-        case -36: return "I/O error."
-        case -50: return "One or more parameters passed to a function were not valid."
-        case -108: return "Failed to allocate memory."
-        case -25291: return "No keychain is available. You may need to restart your computer."
-        case -25293: return "The user name or passphrase you entered is not correct."
-        case -25294: return "The specified keychain could not be found."
-        case -25295: return "The specified keychain is not a valid keychain file."
-        case -25296: return "A keychain with the same name already exists."
-        case -25299: return "The specified item already exists in the keychain."
-        case -25300: return "The specified item could not be found in the keychain."
-        case -25308: return "User interaction is not allowed."
-        case -26275: return "Unable to decode the provided data."
-        default: return "OSStatus \(status)"
+        if let code = ResultCode.byStatus[status] { return code.message ?? code.name }
+        if status >= errnoBase && status <= errnoBase + 255 {
+            return "UNIX[\(String(cString: strerror(status - errnoBase)))]"
         }
+        return "OSStatus \(status)"
     }
 
     /// Apple's constant names, for messages such as `errSecItemNotFound`.
     public static func name(for status: Int32) -> String {
-        switch status {
-        case 0: return "errSecSuccess"
-        case -4: return "errSecUnimplemented"
-        case -36: return "errSecIO"
-        case -50: return "errSecParam"
-        case -108: return "errSecAllocate"
-        case -25291: return "errSecNotAvailable"
-        case -25293: return "errSecAuthFailed"
-        case -25294: return "errSecNoSuchKeychain"
-        case -25295: return "errSecInvalidKeychain"
-        case -25296: return "errSecDuplicateKeychain"
-        case -25299: return "errSecDuplicateItem"
-        case -25300: return "errSecItemNotFound"
-        case -25308: return "errSecInteractionNotAllowed"
-        case -26275: return "errSecDecode"
-        default: return "OSStatus \(status)"
-        }
+        ResultCode.byStatus[status]?.name ?? "OSStatus \(status)"
     }
+
+    /// errSecErrnoBase: Apple's codes 100000...100255 stand for errno values.
+    private static let errnoBase: Int32 = 100_000
 
     public static func param(_ detail: String) -> KeychainError { KeychainError(.param, detail) }
     public static func decode(_ detail: String) -> KeychainError { KeychainError(.decode, detail) }

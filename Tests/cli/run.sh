@@ -293,6 +293,8 @@ bad_input() {
 }
 
 help_and_completion() {
+    # grep without -q reads to the end: -q would exit at the first match and, under pipefail,
+    # fail the case whenever the tool is still writing (SIGPIPE).
     for sub in create-keychain delete-keychain list-keychains default-keychain unlock-keychain lock-keychain \
                show-keychain-info set-keychain-settings set-keychain-password status add-generic-password \
                add-internet-password find-generic-password find-internet-password delete-generic-password \

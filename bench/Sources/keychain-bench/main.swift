@@ -1,5 +1,6 @@
 import Glibc
-import Keychain
+import KeychainCore
+import Security
 
 // In-process figures for `make bench`: SecItem calls on a throwaway keychain whose class keys are
 // in the kernel keyring, as in real use. Prints `name value` lines for bench/run.sh to tabulate.
@@ -27,7 +28,7 @@ func itemQuery(_ i: Int) -> [String: Any] {
     [kSecClass as String: kSecClassInternetPassword,
      kSecAttrServer as String: server(i),
      kSecAttrAccount as String: account(i),
-     kSecAttrProtocol as String: kSecAttrProtocolHTTPS]
+     kSecAttrProtocol as String: kSecAttrProtocolHTTPS as String]
 }
 
 func expect(_ status: OSStatus, _ what: String) {

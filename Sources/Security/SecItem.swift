@@ -1,0 +1,175 @@
+import KeychainCore
+
+/// Adds an item. With a result pointer, returns what the kSecReturn* keys ask for (a reference
+/// when none is given, as the reference says).
+@discardableResult
+public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    secStatus {
+        var request = try SecItemRequest(attributes)
+        try request.checkNoSkip()
+        try request.checkAccessControlForWriting()
+        guard request.rows == nil, request.limit == nil, request.certificateFilter == nil else {
+            throw KeychainError.param("search keys in SecItemAdd")
+        }
+        if request.synchronizable == .any { throw KeychainError.param("kSecAttrSynchronizableAny in SecItemAdd") }
+        if request.synchronizable == .yes { request.attributes["sync"] = .bool(true) }
+        let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
+        if request.returnCount == 0 { request.returnRef = true }
+        if request.itemClass == .identity {
+            let identity = try addIdentity(request, to: keychain)
+            result?.pointee = SecItemResult.build(identity, request: request, keychain: keychain)
+            return
+        }
+        var item = Item(itemClass: request.itemClass, attributes: request.attributes)
+        item.secret = try request.secret ?? valueData(of: request)
+        let stored = try keychain.store.add(item)
+        result?.pointee = SecItemResult.build(stored, request: request, keychain: keychain)
+    }
+}
+
+/// The data a kSecValueRef stands for: a certificate's DER, a key's external representation;
+/// nil without one (the item then has no data, as on Apple's systems).
+private func valueData(of request: SecItemRequest) throws -> Bytes? {
+    switch (request.itemClass, request.valueRef) {
+    case (_, nil): return nil
+    case (.certificate, let certificate as SecCertificate): return certificate.certificate.der
+    case (.key, let key as SecKey): return key.data
+    default: throw KeychainError.param("kSecValueRef does not fit kSecClass \(request.itemClass.rawValue)")
+    }
+}
+
+/// An identity is stored as its certificate and private key, together or not at all.
+private func addIdentity(_ request: SecItemRequest, to keychain: SecKeychain) throws -> Identity {
+    guard let identity = request.valueRef as? SecIdentity, request.secret == nil else {
+        throw KeychainError.param("an identity is added as a SecIdentity in kSecValueRef")
+    }
+    var certificate = Item(itemClass: .certificate, secret: identity.certificate.certificate.der)
+    var key = Item(itemClass: .key, secret: identity.privateKey.data)
+    key["kcls"] = .int(KeyClass.private.rawValue)
+    for (name, value) in request.attributes {
+        if ItemClass.certificate.has(name) { certificate[name] = value }
+        if ItemClass.key.has(name) { key[name] = value }
+    }
+    return try keychain.store.addIdentity(certificate: certificate, privateKey: key)
+}
+
+/// Finds items. One result unless kSecMatchLimit asks for more; several return types give a
+/// dictionary per item; a limit above one gives an array.
+@discardableResult
+public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    result?.pointee = nil
+    return secStatus {
+        let request = try SecItemRequest(query)
+        if request.returnCount > 0 && result == nil { throw KeychainError.param("a return type was asked for with no result pointer") }
+        let limit: Int?
+        switch request.limit ?? .one {
+        case .one: limit = 1
+        case .count(let n): limit = n
+        case .all: limit = nil
+        }
+        // Without kSecUseKeychain, the search list in order; a keychain that cannot be searched
+        // is passed over, and its error reported only when nothing is found anywhere.
+        var built: [AnyObject] = []
+        var matched = false
+        var failure: Error?
+        for keychain in try request.keychain.map({ [$0] }) ?? SecKeychain.searchList() {
+            let remaining = limit.map { $0 - built.count }
+            if let remaining, remaining <= 0 { break }
+            do {
+                built += try find(request, in: keychain, limit: remaining)
+                matched = true
+            } catch let error as KeychainError where error.code == .itemNotFound {
+                continue
+            } catch {
+                if failure == nil { failure = error }
+            }
+        }
+        if !matched { throw failure ?? KeychainError(.itemNotFound) }
+        guard let result, request.returnCount > 0 else { return }
+        if request.limit == nil || request.limit == .one {
+            result.pointee = built.first
+        } else {
+            result.pointee = NSArray(array: built)
+        }
+    }
+}
+
+private func find(_ request: SecItemRequest, in keychain: SecKeychain, limit: Int?) throws -> [AnyObject] {
+    if request.itemClass == .identity {
+        let identities = try keychain.store.findIdentities(request.query, limit: limit, includeKeyData: request.returnRef)
+        return identities.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
+    }
+    // References to certificates and keys are made from their data.
+    let needData = request.returnData || (request.returnRef && request.itemClass != .genericPassword
+                                          && request.itemClass != .internetPassword)
+    var items = try keychain.store.find(request.query, limit: limit, includeSecret: needData)
+    if needData {
+        items = try withoutItemsNeedingAPerson(items, request.authenticationUI)
+        // Every match left out (kSecUseAuthenticationUISkip): as good as not found.
+        if items.isEmpty { throw KeychainError(.itemNotFound) }
+    }
+    return items.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
+}
+
+/// Reading an item's secret under conditions that need a person: Skip leaves the item out, Fail
+/// is errSecInteractionNotAllowed, and Allow would ask, which this keychain cannot do yet.
+private func withoutItemsNeedingAPerson(_ items: [Item], _ ui: SecItemRequest.AuthenticationUI) throws -> [Item] {
+    try items.filter { item in
+        guard let flags = item.attributes["accc"]?.intValue,
+              !SecAccessControlCreateFlags(rawValue: CFOptionFlags(truncatingIfNeeded: flags)).isDisjoint(with: .needingAPerson)
+        else { return true }
+        switch ui {
+        case .skip: return false
+        case .fail: throw KeychainError(.interactionNotAllowed, "the item needs a person and kSecUseAuthenticationUI is Fail")
+        case .allow: throw KeychainError(.unimplemented, "the item needs a person, and asking one is not available yet")
+        }
+    }
+}
+
+/// Changes every item the query matches. Only real attributes and kSecValueData may be changed.
+@discardableResult
+public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
+    secStatus {
+        // Apple's s3dl_query_update (SecItemDb.c) refuses any match key, kSecMatchLimit included.
+        if let key = try SecItemRequest.plain(query).keys.first(where: { $0.hasPrefix("m_") }) {
+            throw KeychainError.param("\(key) in SecItemUpdate")
+        }
+        let request = try SecItemRequest(query)
+        try request.checkNoSkip()
+        guard request.returnCount == 0 else { throw KeychainError.param("kSecReturn* keys in SecItemUpdate") }
+        var changesDictionary = try SecItemRequest.plain(attributesToUpdate)
+        guard !changesDictionary.isEmpty else { throw KeychainError.param("nothing to update") }
+        guard changesDictionary["class"] == nil else { throw KeychainError.param("kSecClass cannot be updated") }
+        changesDictionary["class"] = request.itemClass.rawValue
+        let changes = try SecItemRequest(changesDictionary)
+        try changes.checkAccessControlForWriting()
+        guard changes.returnCount == 0, changes.limit == nil, changes.rows == nil, changes.keychain == nil,
+              changes.valueRef == nil, changes.certificateFilter == nil,
+              !changes.caseInsensitive, changes.synchronizable != .any
+        else { throw KeychainError.param("only attributes and kSecValueData can be updated") }
+        var newAttributes = changes.attributes
+        if let sync = changes.synchronizable { newAttributes["sync"] = .bool(sync == .yes) }
+        let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
+        try keychain.store.update(request.query, attributes: newAttributes, secret: changes.secret)
+    }
+}
+
+/// Deletes every item the query matches; for identities, their certificates and private keys.
+@discardableResult
+public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
+    secStatus {
+        let request = try SecItemRequest(query)
+        try request.checkNoSkip()
+        // Delete acts on every match; securityd refuses any other limit ("match limit not
+        // supported by delete", errSecMatchLimitUnsupported, which is errSecParam).
+        guard request.limit == nil || request.limit == .all else {
+            throw KeychainError.param("match limit not supported by delete")
+        }
+        let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
+        if request.itemClass == .identity {
+            try keychain.store.deleteIdentities(request.query)
+        } else {
+            try keychain.store.delete(request.query)
+        }
+    }
+}
