@@ -1,0 +1,76 @@
+import CSDBus
+import Glibc
+import KeychainCore
+
+/// org.freedesktop.DBus.Properties: sd-bus calls these for Get, GetAll and Set, and for the values
+/// PropertiesChanged carries.
+extension SecretService {
+    func get(_ path: String, _ interface: String, _ property: String, _ reply: OpaquePointer,
+             _ busError: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
+        let w = MessageWriter(message: reply)
+        do {
+            switch (interface, property) {
+            case (Interface.service, "Collections"):
+                try w.objectPaths(collections.all.map(\.path))
+            case (Interface.collection, _):
+                let collection = try collection(at: path)
+                switch property {
+                case "Items": try w.objectPaths(try collection.store().secretItemRows().map(collection.itemPath))
+                case "Label": try w.string(collection.name)
+                case "Locked": try w.bool(collection.isLocked)
+                case "Created", "Modified":
+                    var info = stat()
+                    let seconds = stat(collection.file, &info) == 0 ? UInt64(max(0, property == "Created" ? info.st_ctim.tv_sec : info.st_mtim.tv_sec)) : 0
+                    try w.uint64(seconds)
+                default: throw ServiceError.invalidArgs("no property \(property)")
+                }
+            case (Interface.item, _):
+                let (collection, row) = try item(at: path)
+                if property == "Locked" {
+                    let item = try? collection.store().secretItem(row)
+                    try w.bool(item == nil)
+                    break
+                }
+                let item = try collection.store().secretItem(row)
+                switch property {
+                case "Attributes": try w.stringDictionary(item.attributes)
+                case "Label": try w.string(item.label)
+                case "Created": try w.uint64(item.created)
+                case "Modified": try w.uint64(item.modified)
+                default: throw ServiceError.invalidArgs("no property \(property)")
+                }
+            default:
+                throw ServiceError.invalidArgs("no property \(property)")
+            }
+            return 1
+        } catch {
+            return ServiceError(error).set(busError)
+        }
+    }
+
+    func set(_ path: String, _ interface: String, _ property: String, _ value: OpaquePointer,
+             _ busError: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
+        let reader = MessageReader(message: value)
+        do {
+            switch (interface, property) {
+            case (Interface.item, "Attributes"):
+                let (collection, row) = try item(at: path)
+                try collection.store().updateSecretItem(row, attributes: try reader.stringDictionary())
+                itemChanged(collection, row)
+            case (Interface.item, "Label"):
+                let (collection, row) = try item(at: path)
+                try collection.store().updateSecretItem(row, label: try reader.string())
+                itemChanged(collection, row)
+            case (Interface.collection, "Label"):
+                // A collection's label is its keychain's name, which renaming the file would change
+                // under `security`'s feet.
+                throw ServiceError.notSupported("a collection's label is its keychain's name")
+            default:
+                throw ServiceError.invalidArgs("property \(property) cannot be set")
+            }
+            return 1
+        } catch {
+            return ServiceError(error).set(busError)
+        }
+    }
+}
