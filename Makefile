@@ -8,13 +8,14 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Debian packages the build and the tests need.
 DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev pkg-config keyutils python3 binutils sqlite3 git curl \
-        docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux openssl
+        docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux openssl \
+        libsystemd-dev dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers
 
 # What `make bench` adds: the peers it measures against, and what builds them.
 BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecret-1-dev libsecret-tools dbus-daemon \
               libglib2.0-dev gcc make
 
-.PHONY: deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam stress demo install uninstall clean
+.PHONY: deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam test-secret-service stress demo install uninstall clean
 
 deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEBS)"
@@ -55,6 +56,9 @@ test-docker:
 
 test-pam:
 	bash Tests/pam/run.sh .build/debug
+
+test-secret-service:
+	bash Tests/secret-service/run.sh .build/debug
 
 # The long hardening run (about 10 minutes); `make test` runs the same cases with small counts.
 stress: deps

@@ -191,6 +191,29 @@ extension KeychainStore {
         }
     }
 
+    // MARK: The collection's label
+
+    /// The label a Secret Service client gave this keychain (nil: none; the service then shows the
+    /// keychain's name). Kept beside the keybag, in the clear like the file's name.
+    public func collectionLabel() throws -> String? {
+        try withLock {
+            let stmt = try db.statement("SELECT value FROM keychain WHERE name = 'secret-service.label'")
+            defer { stmt.reset() }
+            guard try stmt.step() else { return nil }
+            return String(decoding: stmt.blob(0), as: UTF8.self)
+        }
+    }
+
+    public func setCollectionLabel(_ label: String) throws {
+        try KeychainStore.checkAttributesSize(["labl": .string(label)])
+        try withLock {
+            try db.transaction {
+                try db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES ('secret-service.label', ?)")
+                    .run([.blob(Array(label.utf8))])
+            }
+        }
+    }
+
     // MARK: Internals (under the store's lock)
 
     private func withIndexKey(_ body: (Crypto.HMACKey) throws -> Void) throws {

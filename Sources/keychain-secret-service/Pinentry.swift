@@ -98,7 +98,8 @@ final class Pinentry {
         let isOK = line == Array("OK".utf8) || line.starts(with: Array("OK ".utf8))
         let isError = line.starts(with: Array("ERR".utf8))
         guard isOK || isError else { return nil }  // status (S) and comment (#) lines
-        let command = awaiting ? "" : (lastSent ?? "")
+        // The greeting answers no command.
+        let command = lastSent ?? ""
         awaiting = false
         if command == "GETPIN" {
             defer { data.wipe(); data = [] }

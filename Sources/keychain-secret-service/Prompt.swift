@@ -158,7 +158,8 @@ extension SecretService {
             name = "\(base)-\(number)"
         }
         let file = KeychainFile.resolve(name)
-        _ = try KeychainStore.create(at: file, password: password, storage: .kernel)
+        let store = try KeychainStore.create(at: file, password: password, storage: .kernel)
+        if !label.isEmpty { try store.setCollectionLabel(label) }
         let collection = collections.add(file: file)
         if !alias.isEmpty { try collections.setAlias(alias, to: collection) }
         collection.announcedLocked = false

@@ -16,7 +16,7 @@ extension SecretService {
                 let collection = try collection(at: path)
                 switch property {
                 case "Items": try w.objectPaths(try collection.store().secretItemRows().map(collection.itemPath))
-                case "Label": try w.string(collection.name)
+                case "Label": try w.string(try collection.store().collectionLabel() ?? collection.name)
                 case "Locked": try w.bool(collection.isLocked)
                 case "Created", "Modified":
                     var info = stat()
@@ -26,17 +26,21 @@ extension SecretService {
                 }
             case (Interface.item, _):
                 let (collection, row) = try item(at: path)
-                if property == "Locked" {
-                    let item = try? collection.store().secretItem(row)
-                    try w.bool(item == nil)
-                    break
+                // A locked item's label and attributes are encrypted under the locked key: it shows
+                // as Locked with an empty label and no attributes, as clients expect to be able
+                // to list locked items before unlocking them.
+                let item: SecretItem?
+                do {
+                    item = try collection.store().secretItem(row)
+                } catch let error as KeychainError where error.code == .interactionNotAllowed {
+                    item = nil
                 }
-                let item = try collection.store().secretItem(row)
                 switch property {
-                case "Attributes": try w.stringDictionary(item.attributes)
-                case "Label": try w.string(item.label)
-                case "Created": try w.uint64(item.created)
-                case "Modified": try w.uint64(item.modified)
+                case "Locked": try w.bool(item == nil)
+                case "Attributes": try w.stringDictionary(item?.attributes ?? [:])
+                case "Label": try w.string(item?.label ?? "")
+                case "Created": try w.uint64(item?.created ?? 0)
+                case "Modified": try w.uint64(item?.modified ?? 0)
                 default: throw ServiceError.invalidArgs("no property \(property)")
                 }
             default:
@@ -62,9 +66,9 @@ extension SecretService {
                 try collection.store().updateSecretItem(row, label: try reader.string())
                 itemChanged(collection, row)
             case (Interface.collection, "Label"):
-                // A collection's label is its keychain's name, which renaming the file would change
-                // under `security`'s feet.
-                throw ServiceError.notSupported("a collection's label is its keychain's name")
+                let collection = try collection(at: path)
+                try collection.store().setCollectionLabel(try reader.string())
+                emit(ObjectPaths.root, Interface.service, "CollectionChanged") { try $0.objectPath(collection.path) }
             default:
                 throw ServiceError.invalidArgs("property \(property) cannot be set")
             }

@@ -102,6 +102,8 @@ final class SecretService {
         while running {
             let rc = sd_bus_process(bus, nil)
             if rc < 0 {
+                // The bus going away (the session ending) is the normal way for the service to end.
+                if rc == -ECONNRESET || rc == -ENOTCONN { return 0 }
                 SecretService.log("the bus connection failed: \(String(cString: strerror(-rc)))")
                 return 1
             }
