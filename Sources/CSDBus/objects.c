@@ -115,6 +115,11 @@ int csdbus_register(sd_bus *bus, const csdbus_handlers *h, void *userdata) {
     }
     if ((r = sd_bus_add_fallback_vtable(bus, NULL, "/org/freedesktop/secrets/session", "org.freedesktop.Secret.Session", session_vtable, on_find, userdata)) < 0) return r;
     if ((r = sd_bus_add_fallback_vtable(bus, NULL, "/org/freedesktop/secrets/prompt", "org.freedesktop.Secret.Prompt", prompt_vtable, on_find, userdata)) < 0) return r;
-    /* Introspection lists the collections, aliases, items, sessions and prompts below the root. */
-    return sd_bus_add_node_enumerator(bus, NULL, root, on_enumerate, userdata);
+    /* Introspection lists the children of each object: sd-bus asks the enumerators of the node it
+     * found the object under, so each subtree has one. */
+    const char *prefixes[] = { root, trees[0], trees[1], "/org/freedesktop/secrets/session", "/org/freedesktop/secrets/prompt" };
+    for (int i = 0; i < 5; i++) {
+        if ((r = sd_bus_add_node_enumerator(bus, NULL, prefixes[i], on_enumerate, userdata)) < 0) return r;
+    }
+    return 0;
 }

@@ -15,10 +15,28 @@ public enum SecretAttributes {
     /// Metadata key of the secret's content type (the Secret struct's fourth field).
     static let contentTypeKey = "ssct"
 
+    /// libsecret's schema for network passwords. Clients that search with a schema add its name as
+    /// `xdg:schema`, so internet passwords stored by other front ends show this one.
+    public static let networkSchemaKey = "xdg:schema"
+    public static let networkSchema = "org.gnome.keyring.NetworkPassword"
+
     static let networkNames: [(name: String, apple: String)] = [
         ("user", "acct"), ("server", "srvr"), ("protocol", "ptcl"), ("port", "port"),
         ("object", "path"), ("authtype", "atyp"), ("domain", "sdmn"),
     ]
+
+    /// Whether a query's pair can be matched without the attribute index: a mapped attribute, or
+    /// the network schema that internet passwords show.
+    static func isMapped(_ name: String, _ value: String) -> Bool {
+        if name == networkSchemaKey { return value == networkSchema }
+        return name == "service" || name == "account" || name == "username" || networkNames.contains { $0.name == name }
+    }
+
+    /// The classes a query can match.
+    static func classes(for query: [String: String]) -> [ItemClass] {
+        itemClass(for: query) == .internetPassword || query[networkSchemaKey] == networkSchema
+            ? [.internetPassword] : [.genericPassword, .internetPassword]
+    }
 
     /// The class an item with these attributes is stored as.
     public static func itemClass(for attributes: [String: String]) -> ItemClass {
@@ -84,6 +102,7 @@ public enum SecretAttributes {
         let stored = storedAttributes(of: item)
         guard item.itemClass == .genericPassword || item.itemClass == .internetPassword else { return stored }
         var out = stored
+        if stored.isEmpty, item.itemClass == .internetPassword { out[networkSchemaKey] = networkSchema }
         let storedApple = appleAttributes(stored, itemClass: item.itemClass)
         for (name, apple) in mappedNames(item.itemClass, stored: stored) {
             let current = text(of: item, apple: apple)

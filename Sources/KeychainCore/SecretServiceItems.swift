@@ -37,9 +37,6 @@ extension KeychainStore {
             BEGIN DELETE FROM secret_attributes WHERE item = old.rowid; END;
         """
 
-    /// The classes the Secret Service sees.
-    private static let secretClasses: [ItemClass] = [.genericPassword, .internetPassword]
-
     /// The default content type of a secret, as libsecret sends it.
     public static let defaultContentType = "text/plain"
 
@@ -286,14 +283,13 @@ extension KeychainStore {
     /// service and account columns of the classes the query can be. A locked row's match through the
     /// index uses the hashes of what the Secret Service last stored, mapped attributes included.
     private func secretCandidates(_ query: [String: String], keys: ClassKeys) throws -> [Row] {
-        let mappedNames = Set(["service", "account", "username"] + SecretAttributes.networkNames.map(\.name))
-        if query.keys.contains(where: { !mappedNames.contains($0) }) {
+        if query.contains(where: { !SecretAttributes.isMapped($0.key, $0.value) }) {
             guard let key = keys.indexKey(.protected), try hasSecretIndex() else { return [] }
             var rows: Set<Int64>?
             let stmt = try db.statement("SELECT item FROM secret_attributes WHERE hash = ?")
             // Only the unmapped pairs: other front ends may change the mapped attributes, which the
             // caller then checks against the item itself.
-            for (name, value) in query where !mappedNames.contains(name) {
+            for (name, value) in query where !SecretAttributes.isMapped(name, value) {
                 stmt.bind([.blob(Self.secretAttributeHash(key, name: name, value: value))])
                 var found: Set<Int64> = []
                 while try stmt.step() { found.insert(stmt.int(0)) }
@@ -304,8 +300,7 @@ extension KeychainStore {
             return try (rows ?? []).sorted().compactMap { try loadRow($0) }
         }
         var rows: [Row] = []
-        let classes = SecretAttributes.itemClass(for: query) == .internetPassword ? [ItemClass.internetPassword] : Self.secretClasses
-        for itemClass in classes {
+        for itemClass in SecretAttributes.classes(for: query) {
             for space in KeySpace.allCases {
                 var sql = "SELECT rowid, lockclass, metadata, secret FROM items WHERE space = ? AND class = ?"
                 var values: [SQLiteValue] = [.int(space.rawValue), .int(itemClass.code)]

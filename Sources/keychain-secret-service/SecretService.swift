@@ -205,16 +205,21 @@ final class SecretService {
         }
     }
 
-    /// Every object below the root, for introspection (sd-bus keeps the direct children of `path`).
+    /// The objects directly below `path`, for introspection.
     private func children(_ path: String) -> UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? {
         var paths: [String] = []
-        for collection in collections.all {
-            paths.append(collection.path)
-            paths += ((try? collection.store().secretItemRows()) ?? []).map(collection.itemPath)
+        let prefix = path + "/"
+        if prefix == ObjectPaths.collections {
+            paths = collections.all.map(\.path)
+        } else if prefix == ObjectPaths.aliases {
+            paths = collections.all.flatMap { collections.aliasNames(of: $0) }.map { ObjectPaths.aliases + ObjectPaths.element(for: $0) }
+        } else if prefix == ObjectPaths.sessions {
+            paths = sessions.keys.sorted().map { ObjectPaths.sessions + $0 }
+        } else if prefix == ObjectPaths.prompts {
+            paths = prompts.keys.sorted().map { ObjectPaths.prompts + $0 }
+        } else if let (collection, row) = collections.resolve(path), row == nil {
+            paths = ((try? collection.store().secretItemRows()) ?? []).map { path + "/" + String($0) }
         }
-        paths += collections.all.flatMap { collections.aliasNames(of: $0) }.map { ObjectPaths.aliases + ObjectPaths.element(for: $0) }
-        paths += sessions.keys.map { ObjectPaths.sessions + $0 }
-        paths += prompts.keys.map { ObjectPaths.prompts + $0 }
         guard let list = malloc(MemoryLayout<UnsafeMutablePointer<CChar>?>.stride * (paths.count + 1))?
             .bindMemory(to: UnsafeMutablePointer<CChar>?.self, capacity: paths.count + 1) else { return nil }
         for (index, path) in paths.enumerated() { list[index] = strdup(path) }

@@ -70,7 +70,10 @@ final class SecretServiceItemTests: XCTestCase {
                            secret: Array("pw".utf8)))
         let result = try store.searchSecretItems(["server": "other.example", "protocol": "https"]).unlocked
         XCTAssertEqual(result.count, 1)
-        XCTAssertEqual(result.first?.attributes, ["server": "other.example", "user": "bob", "protocol": "https"])
+        XCTAssertEqual(result.first?.attributes, ["server": "other.example", "user": "bob", "protocol": "https",
+                                                  "xdg:schema": "org.gnome.keyring.NetworkPassword"])
+        // libsecret's network-password schema, as clients that search with it send it.
+        XCTAssertEqual(try store.searchSecretItems(["xdg:schema": "org.gnome.keyring.NetworkPassword", "server": "other.example"]).unlocked.count, 1)
 
         // A change made through Apple's API shows through the Secret Service.
         query.attributes = ["srvr": .string("git.example.com")]

@@ -221,6 +221,8 @@ def sessions(count):
     connection = secretstorage.dbus_init()
     paths = {open_session(connection).object_path for _ in range(int(count))}
     expect(int(count), len(paths), 'distinct sessions')
+    status, body = call(connection, '/org/freedesktop/secrets/session', 'org.freedesktop.DBus.Introspectable', 'Introspect')
+    expect(int(count), body[0].count('<node name="'), 'sessions the service lists while they are open')
     print(len(paths))
 
 
