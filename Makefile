@@ -77,6 +77,13 @@ install: release
 	install -m 0755 .build/release/security $(DESTDIR)$(PREFIX)/bin/security
 	install -m 0755 .build/release/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/git-credential-keychain
 	install -m 0755 .build/release/docker-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain
+	install -m 0755 .build/release/keychain-secret-service $(DESTDIR)$(PREFIX)/bin/keychain-secret-service
+	# Started on demand by the session bus (and by systemd --user where it runs the session).
+	install -d $(DESTDIR)$(PREFIX)/share/dbus-1/services $(DESTDIR)$(PREFIX)/lib/systemd/user
+	sed 's|@BINDIR@|$(PREFIX)/bin|' Sources/keychain-secret-service/dbus/org.freedesktop.secrets.service.in \
+		> $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.freedesktop.secrets.service
+	sed 's|@BINDIR@|$(PREFIX)/bin|' Sources/keychain-secret-service/dbus/keychain-secret-service.service.in \
+		> $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)/usr/share/pam-configs
 	install -m 0644 .build/release/libpam_keychain.so $(DESTDIR)$(PAMDIR)/pam_keychain.so
 	# Offered to pam-auth-update, not enabled: `sudo pam-auth-update --enable keychain`.
@@ -91,6 +98,8 @@ uninstall:
 	if [ -z "$(DESTDIR)" ] && command -v pam-auth-update >/dev/null; then pam-auth-update --package --remove keychain; fi
 	rm -f $(DESTDIR)/usr/share/pam-configs/keychain $(DESTDIR)$(PAMDIR)/pam_keychain.so
 	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)$(PREFIX)/bin/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain $(DESTDIR)/etc/sysctl.d/60-keychain.conf
+	rm -f $(DESTDIR)$(PREFIX)/bin/keychain-secret-service $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.freedesktop.secrets.service \
+		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
 
 clean:
 	rm -rf .build

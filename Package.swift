@@ -55,7 +55,8 @@ let package = Package(
                           linkerSettings: helperLinking),
 
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
-        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "CSDBus", "COpenSSL"]),
+        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "CSDBus", "COpenSSL"],
+                          exclude: ["dbus"]),
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),

@@ -30,7 +30,8 @@ fresh() {
     unset KEYCHAIN_PATH DBUS_SESSION_BUS_ADDRESS
     printf 'pw\n' | security create-keychain >/dev/null
     mkdir "$case_dir/services"
-    printf '[D-BUS Service]\nName=org.freedesktop.secrets\nExec=%s/keychain-secret-service\n' "$bin" \
+    # The activation file `make install` installs, pointing at the build folder.
+    sed "s|@BINDIR@|$bin|" "$here/../../Sources/keychain-secret-service/dbus/org.freedesktop.secrets.service.in" \
         > "$case_dir/services/org.freedesktop.secrets.service"
     sed "s|@SERVICES@|$case_dir/services|" "$here/session.conf" > "$case_dir/session.conf"
     # The bus, and so the service it starts, inherit these.
