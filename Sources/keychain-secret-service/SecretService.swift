@@ -26,6 +26,7 @@ final class SecretService {
     let pinentryProgram: String
     private var counter: UInt64 = 0
     private var running = true
+    private var lastLockCheck = 0.0
 
     init(bus: OpaquePointer, pinentryProgram: String) {
         self.bus = bus
@@ -123,9 +124,21 @@ final class SecretService {
             for (index, (prompt, _)) in conversations.enumerated() where fds[index + 1].revents != 0 {
                 prompt.pinentryReadable(self)
             }
-            noticeLockChanges()
+            // A second between looks is soon enough to notice a lock and keeps a busy client's
+            // calls from each paying for a folder scan and the kernel reads.
+            let now = Self.monotonicSeconds()
+            if now - lastLockCheck >= 1 {
+                lastLockCheck = now
+                noticeLockChanges()
+            }
         }
         return 0
+    }
+
+    static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
     /// `security lock-keychain` and the PAM module change the lock state behind the service's

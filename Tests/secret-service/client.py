@@ -274,5 +274,28 @@ def properties():
     print('ok')
 
 
+def create_collection(label):
+    """CreateCollection through its prompt; the new keychain holds an item; Delete removes it."""
+    connection = secretstorage.dbus_init()
+    collection = secretstorage.create_collection(connection, label)
+    expect(label, collection.get_label(), 'new collection label')
+    expect(False, collection.is_locked(), 'a new collection is unlocked')
+    item = collection.create_item('in new', {'where': 'new'}, b'new secret')
+    expect([item.item_path], [i.item_path for i in secretstorage.search_items(connection, {'where': 'new'})], 'found in the new collection')
+    if collection.collection_path not in DBusAddressWrapper(SS_PATH, SERVICE, connection).get_property('Collections'):
+        fail('Collections lacks the new collection')
+    print(collection.collection_path)
+
+
+def delete_collection(path):
+    connection = secretstorage.dbus_init()
+    secretstorage.Collection(connection, path).delete()
+    if path in DBusAddressWrapper(SS_PATH, SERVICE, connection).get_property('Collections'):
+        fail('Collections still lists the deleted collection')
+    expect_error('org.freedesktop.DBus.Error.AccessDenied',
+                 call(connection, '/org/freedesktop/secrets/collection/login', 'org.freedesktop.Secret.Collection', 'Delete'),
+                 'deleting the default keychain')
+
+
 if __name__ == '__main__':
     globals()[sys.argv[1].replace('-', '_')](*sys.argv[2:])

@@ -143,6 +143,19 @@ secret_tool_prompts_when_locked() {
     expect behind-lock "$(secret-tool lookup app prompted)" "libsecret unlocks through the prompt"
 }
 
+create_and_delete_collection() {
+    answers newpassword
+    path=$(client create-collection "Work Stuff")
+    expect /org/freedesktop/secrets/collection/Work_5fStuff "$path"
+    grep -q '^SETREPEAT' "$PINENTRY_LOG"
+    file=$XDG_DATA_HOME/keychains/Work_Stuff.keychain-db
+    security lock-keychain "$file"
+    printf 'newpassword\n' | security unlock-keychain "$file"
+    expect 'new secret' "$(security find-generic-password -l 'in new' -w "$file")" "security reads the new keychain"
+    client delete-collection "$path"
+    [ ! -e "$file" ]
+}
+
 plain_session() { client roundtrip plain; }
 dh_session() { client roundtrip dh; }
 malformed_calls() { client malformed; }
@@ -225,6 +238,37 @@ PY
     wait "$watcher"
 }
 
+# Run as nobody against a bus that accepts and never answers, so the service waits for its name;
+# an undumpable process's /proc files belong to root. `cat`, dumpable, is the control.
+undumpable() {
+    local pid owner tool
+    chmod 755 "$case_dir"
+    mkdir "$case_dir/nobody" && chown nobody "$case_dir/nobody"
+    "$py" -c '
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(8)
+held = []
+deadline = time.time() + 30
+while time.time() < deadline:
+    s.settimeout(1)
+    try: held.append(s.accept()[0])
+    except socket.timeout: pass
+' "$case_dir/nobody/bus" &
+    local silent=$!
+    while [ ! -S "$case_dir/nobody/bus" ]; do sleep 0.05; done
+    cp "$bin/keychain-secret-service" /bin/cat "$case_dir/" && chmod 755 "$case_dir/keychain-secret-service"
+    for tool in cat keychain-secret-service; do
+        HOME=$case_dir/nobody DBUS_SESSION_BUS_ADDRESS=unix:path=$case_dir/nobody/bus \
+            setpriv --reuid=nobody --regid=nogroup --clear-groups "$case_dir/$tool" < /dev/zero > /dev/null 2>&1 &
+        pid=$!
+        sleep 0.5
+        owner=$(stat -c %U "/proc/$pid/status")
+        kill "$pid"; wait "$pid" 2>/dev/null || true
+        expect "$([ $tool = cat ] && echo nobody || echo root)" "$owner" "owner of /proc/PID/status of $tool run as nobody"
+    done
+    kill "$silent"
+}
+
 # --- the suite ------------------------------------------------------------------------------
 
 if [ -n "$inner" ]; then
@@ -254,10 +298,16 @@ check "Dismiss: Completed dismissed, the prompt object gone" on_bus dismiss_prom
 check "secret-tool lookup on a locked keychain goes through the prompt" on_bus secret_tool_prompts_when_locked
 check "malformed calls: InvalidArgs, NotSupported, NoSession, UnknownObject; huge attributes; still serving" on_bus malformed_calls
 check "properties, aliases, collection label, introspection" on_bus properties_and_aliases
+check "CreateCollection through a prompt makes a keychain security can open; Delete removes it" on_bus create_and_delete_collection
 check "Session.Close, then the session is gone" on_bus close_session
 check "1,000 sessions, dropped when their client leaves the bus" on_bus thousand_sessions_dropped_with_their_client
 check "a second provider exits naming the owner; --replace takes the name over" on_bus name_taken_and_replace
 check "security lock-keychain is announced with PropertiesChanged(Locked)" on_bus lock_is_announced
+if [ "$(id -u)" = 0 ]; then
+    check "the service is undumpable from the start" undumpable
+else
+    echo "skipped: the undumpable check runs the service as nobody, which needs root"
+fi
 if [ -n "${LIBSECRET_HELPER:-}" ]; then
     check "git-credential-libsecret and git-credential-keychain share credentials both ways" on_bus git_credential_libsecret_shares_with_keychain
 else
