@@ -235,7 +235,7 @@ extension KeychainStore {
     private func secretItem(_ row: Row, keys: ClassKeys, includeSecret: Bool) throws -> SecretItem {
         let item = try openAttributes(row, keys: keys)
         func seconds(_ key: String) -> UInt64 {
-            if case .date(let d)? = item[key], d > 0 { return UInt64(d) }
+            if case .date(let d)? = item[key], d > 0 { return UInt64(d.rounded()) }
             return 0
         }
         return SecretItem(row: row.rowID, itemClass: row.itemClass, label: item["labl"]?.stringValue ?? "",

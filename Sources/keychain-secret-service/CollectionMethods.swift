@@ -97,5 +97,6 @@ extension SecretService {
 
     func itemChanged(_ collection: Collection, _ row: Int64) {
         emit(collection.path, Interface.collection, "ItemChanged") { try $0.objectPath(collection.itemPath(row)) }
+        emitPropertiesChanged(collection.itemPath(row), Interface.item, ["Label", "Attributes", "Modified"])
     }
 }

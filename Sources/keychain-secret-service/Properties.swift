@@ -19,9 +19,14 @@ extension SecretService {
                 case "Label": try w.string(try collection.store().collectionLabel() ?? collection.name)
                 case "Locked": try w.bool(collection.isLocked)
                 case "Created", "Modified":
-                    var info = stat()
-                    let seconds = stat(collection.file, &info) == 0 ? UInt64(max(0, property == "Created" ? info.st_ctim.tv_sec : info.st_mtim.tv_sec)) : 0
-                    try w.uint64(seconds)
+                    // Writes land in the -wal file first; the main file's time moves at checkpoints.
+                    var seconds = 0
+                    for suffix in property == "Created" ? [""] : ["", "-wal"] {
+                        var info = stat()
+                        guard stat(collection.file + suffix, &info) == 0 else { continue }
+                        seconds = max(seconds, property == "Created" ? info.st_ctim.tv_sec : info.st_mtim.tv_sec)
+                    }
+                    try w.uint64(UInt64(seconds))
                 default: throw ServiceError.invalidArgs("no property \(property)")
                 }
             case (Interface.item, _):

@@ -186,6 +186,8 @@ final class SecretService {
         let member = String(cString: sd_bus_message_get_member(message))
         let sender = sd_bus_message_get_sender(message).map { String(cString: $0) } ?? ""
         let call = Call(message: message, path: path, sender: sender)
+        // Calls and replies may carry secrets: sd-bus then wipes their memory when it frees them.
+        _ = sd_bus_message_sensitive(message)
         do {
             switch interface {
             case Interface.service: try serviceMethod(member, call)
@@ -201,20 +203,23 @@ final class SecretService {
         }
     }
 
+    /// Which interfaces a path has, by its shape alone: a call on a collection, item, session or
+    /// prompt that does not exist then reaches the handler, which answers with the spec's
+    /// NoSuchObject (or NoSession) rather than sd-bus's UnknownObject, as clients such as
+    /// SecretStorage and libsecret expect of a deleted item.
     func exists(_ path: String, _ interface: String) -> Bool {
+        func elements(after prefix: String) -> Int? {
+            guard path.hasPrefix(prefix) else { return nil }
+            let parts = path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
+            return parts.contains(where: \.isEmpty) ? nil : parts.count
+        }
+        let depth = elements(after: ObjectPaths.collections) ?? elements(after: ObjectPaths.aliases)
         switch interface {
-        case Interface.collection:
-            guard let (_, row) = collections.resolve(path) else { return false }
-            return row == nil
-        case Interface.item:
-            guard let (collection, row) = collections.resolve(path), let row else { return false }
-            return (try? collection.store().hasSecretItem(row)) == true
-        case Interface.session:
-            return path.hasPrefix(ObjectPaths.sessions) && sessions[String(path.dropFirst(ObjectPaths.sessions.count))] != nil
-        case Interface.prompt:
-            return path.hasPrefix(ObjectPaths.prompts) && prompts[String(path.dropFirst(ObjectPaths.prompts.count))] != nil
-        default:
-            return false
+        case Interface.collection: return depth == 1
+        case Interface.item: return depth == 2
+        case Interface.session: return elements(after: ObjectPaths.sessions) == 1
+        case Interface.prompt: return elements(after: ObjectPaths.prompts) == 1
+        default: return false
         }
     }
 
@@ -246,6 +251,7 @@ final class SecretService {
         var reply: OpaquePointer?
         guard sd_bus_message_new_method_return(call.message, &reply) >= 0, let reply else { throw ServiceError.failed("out of memory") }
         defer { sd_bus_message_unref(reply) }
+        _ = sd_bus_message_sensitive(reply)
         try body(MessageWriter(message: reply))
         guard sd_bus_send(nil, reply, nil) >= 0 else { throw ServiceError.failed("cannot send the reply") }
     }

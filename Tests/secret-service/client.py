@@ -86,6 +86,11 @@ def roundtrip(mode):
     assert replaced.item_path in [i.item_path for i in collection.get_all_items()]
     replaced.delete()
     expect([], list(collection.search_items({'mode': mode})), 'search after delete')
+    try:
+        replaced.delete()
+        fail('a second delete succeeded')
+    except secretstorage.exceptions.ItemNotFoundException:
+        pass
     print('ok')
 
 
@@ -150,7 +155,7 @@ def dismiss():
         expect('ok', call(connection, prompt, 'org.freedesktop.Secret.Prompt', 'Dismiss')[0], 'Dismiss')
         signal = connection.recv_until_filtered(signals, timeout=10)
     expect(True, signal.body[0], 'Completed dismissed')
-    expect_error('org.freedesktop.DBus.Error.UnknownObject',
+    expect_error('org.freedesktop.Secret.Error.NoSuchObject',
                  call(connection, prompt, 'org.freedesktop.Secret.Prompt', 'Dismiss'), 'a completed prompt is gone')
     print('ok')
 
@@ -169,11 +174,22 @@ def malformed():
                      f'DH public key {key[:4]!r}... of {len(key)} bytes')
     expect_error('org.freedesktop.DBus.Error.InvalidArgs',
                  call(connection, *service, 'OpenSession', 'sv', 'dh-ietf1024-sha256-aes128-cbc-pkcs7', ('s', 'x')), 'DH input type')
-    for path in ('/org/freedesktop/secrets/collection/nosuch', '/org/freedesktop/secrets/collection/login/999999',
-                 '/org/freedesktop/secrets/collection/login/abc', '/org/freedesktop/secrets/session/s999',
-                 '/org/freedesktop/secrets/aliases/nosuch'):
-        result = call(connection, path, 'org.freedesktop.DBus.Properties', 'GetAll', 's', 'org.freedesktop.Secret.Item')
-        expect_error('org.freedesktop.DBus.Error.UnknownObject', result, f'unknown object {path}')
+    # Objects that do not exist: the spec's NoSuchObject where the path could name one, which is
+    # what SecretStorage turns into ItemNotFoundException; sd-bus's UnknownObject elsewhere.
+    for path, interface in (('/org/freedesktop/secrets/collection/nosuch', 'Collection'),
+                            ('/org/freedesktop/secrets/collection/login/999999', 'Item'),
+                            ('/org/freedesktop/secrets/collection/login/abc', 'Item'),
+                            ('/org/freedesktop/secrets/collection/nosuch/1', 'Item'),
+                            ('/org/freedesktop/secrets/aliases/nosuch', 'Collection')):
+        result = call(connection, path, 'org.freedesktop.DBus.Properties', 'GetAll', 's', 'org.freedesktop.Secret.' + interface)
+        expect_error('org.freedesktop.Secret.Error.NoSuchObject', result, f'unknown object {path}')
+    expect_error('org.freedesktop.Secret.Error.NoSuchObject',
+                 call(connection, '/org/freedesktop/secrets/collection/login/999999', 'org.freedesktop.Secret.Item', 'Delete'),
+                 'Delete of a missing item')
+    expect_error('org.freedesktop.DBus.Error.UnknownObject',
+                 call(connection, '/org/freedesktop/secrets/elsewhere', 'org.freedesktop.Secret.Item', 'Delete'), 'outside the tree')
+    expect_error('org.freedesktop.Secret.Error.NoSession',
+                 call(connection, '/org/freedesktop/secrets/session/s999', 'org.freedesktop.Secret.Session', 'Close'), 'Close of no session')
     expect_error('org.freedesktop.Secret.Error.NoSession',
                  call(connection, *service, 'GetSecrets', 'aoo', [], '/org/freedesktop/secrets/session/s999'), 'no such session')
     collection = secretstorage.get_default_collection(connection)
