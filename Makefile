@@ -8,7 +8,8 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 
 # Debian packages the build and the tests need.
 DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev pkg-config keyutils python3 binutils sqlite3 git curl \
-        docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux openssl gcc
+        docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux openssl gcc \
+        libsystemd-dev dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers
 
 # What `make bench` adds: the peers it measures against, and what builds them.
 BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecret-1-dev libsecret-tools dbus-daemon \
@@ -20,7 +21,7 @@ BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecre
 QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtime the shared libraries from the glibc version used for linking/d' -e "/warning: the use of .mktemp' is dangerous/d"
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
-.PHONY: deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam test-install stress demo install uninstall clean
+.PHONY: deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam test-install test-secret-service stress demo install uninstall clean
 
 deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEBS)"
@@ -65,6 +66,9 @@ test-pam:
 test-install:
 	bash Tests/install/run.sh
 
+test-secret-service:
+	bash Tests/secret-service/run.sh .build/debug
+
 # The long hardening run (about 10 minutes); `make test` runs the same cases with small counts.
 stress: deps
 	@$(SWIFT_BUILD) --build-tests 2>&1 | $(QUIET_STATIC)
@@ -84,6 +88,13 @@ install: release
 	install -s -m 0755 .build/release/security $(DESTDIR)$(PREFIX)/bin/security
 	install -s -m 0755 .build/release/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/git-credential-keychain
 	install -s -m 0755 .build/release/docker-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain
+	install -s -m 0755 .build/release/keychain-secret-service $(DESTDIR)$(PREFIX)/bin/keychain-secret-service
+	# Started on demand by the session bus (and by systemd --user where it runs the session).
+	install -d $(DESTDIR)$(PREFIX)/share/dbus-1/services $(DESTDIR)$(PREFIX)/lib/systemd/user
+	sed 's|@BINDIR@|$(PREFIX)/bin|' Sources/keychain-secret-service/dbus/org.freedesktop.secrets.service.in \
+		> $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.freedesktop.secrets.service
+	sed 's|@BINDIR@|$(PREFIX)/bin|' Sources/keychain-secret-service/dbus/keychain-secret-service.service.in \
+		> $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)/usr/share/pam-configs
 	install -s -m 0644 .build/release/libpam_keychain.so $(DESTDIR)$(PAMDIR)/pam_keychain.so
 	# Offered to pam-auth-update, not enabled: `sudo pam-auth-update --enable keychain`.
@@ -98,6 +109,8 @@ uninstall:
 	if [ -z "$(DESTDIR)" ] && command -v pam-auth-update >/dev/null; then pam-auth-update --package --remove keychain; fi
 	rm -f $(DESTDIR)/usr/share/pam-configs/keychain $(DESTDIR)$(PAMDIR)/pam_keychain.so
 	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)$(PREFIX)/bin/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain $(DESTDIR)/etc/sysctl.d/60-keychain.conf
+	rm -f $(DESTDIR)$(PREFIX)/bin/keychain-secret-service $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.freedesktop.secrets.service \
+		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
 
 clean:
 	rm -rf .build

@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "security", targets: ["SecurityTool"]),
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
         .executable(name: "docker-credential-keychain", targets: ["docker-credential-keychain"]),
+        .executable(name: "keychain-secret-service", targets: ["keychain-secret-service"]),
         // pam_keychain.so: self-contained (Swift runtime linked in), exporting only pam_sm_*.
         .library(name: "pam_keychain", type: .dynamic, targets: ["PAMKeychain"]),
     ],
@@ -30,6 +31,8 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         // The Linux calls Swift cannot make: variadic syscall(2) and prctl(2).
         .target(name: "CLinux"),
+        // sd-bus's object tables (C macros) for the Secret Service provider.
+        .target(name: "CSDBus", linkerSettings: [.linkedLibrary("systemd")]),
 
         // The engine: no Foundation, so the helpers and the PAM module stay small and start fast.
         .target(name: "KeychainCore", dependencies: ["CSQLite", "CSodium", "COpenSSL", "CLinux"]),
@@ -50,6 +53,10 @@ let package = Package(
         .executableTarget(name: "docker-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore"],
                           path: "helpers/docker-credential-keychain",
                           linkerSettings: helperLinking),
+
+        // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
+        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "CSDBus", "COpenSSL"],
+                          exclude: ["dbus"]),
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),

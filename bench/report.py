@@ -65,10 +65,20 @@ if opens and scrypts:
     add("unlock: PAM open_session vs its scrypt", f"{o:.1f} ms", f"{k:.1f} ms (scrypt)", f"+{o - k:.1f} ms",
         "scrypt at the N = 2^17 floor or more; + <= 20 ms", o - k <= 20)
 
+r = ms("service-lookup/gnome") / ms("service-lookup/ours")
+add(f"`secret-tool lookup`, {gnome_items:,} items, keychain-secret-service vs gnome-keyring",
+    f"{ms('service-lookup/ours'):.2f} ms", f"{ms('service-lookup/gnome'):.2f} ms", f"{r:.1f}x faster", ">= 3x faster", r >= 3)
+r = ms("service-store/gnome") / ms("service-store/ours")
+add(f"`secret-tool store` of one item, {gnome_items:,} held, vs gnome-keyring",
+    f"{ms('service-store/ours'):.2f} ms", f"{ms('service-store/gnome'):.2f} ms", f"{r:.1f}x faster", ">= 10x faster", r >= 10)
+ours_rss, gnome_rss = rss["service-rss/ours"], rss["service-rss/gnome"]
+add(f"resident memory holding {gnome_items:,} items, vs gnome-keyring-daemon", f"{ours_rss / 1024:.1f} MiB",
+    f"{gnome_rss / 1024:.1f} MiB", f"{ours_rss / gnome_rss:.2f}x", "<= 0.25x", ours_rss <= gnome_rss / 4)
+
 for helper in ("git-credential-keychain", "docker-credential-keychain"):
     kib = rss[f"rss/{helper}"]
     add(f"peak RSS of `{helper} get`", f"{kib / 1024:.1f} MiB", "", "", "<= 15 MiB", kib <= 15 * 1024)
-peers = ", ".join(f"{k[4:]} {v / 1024:.1f} MiB" for k, v in rss.items() if not k.endswith("-keychain"))
+peers = ", ".join(f"{k[4:]} {v / 1024:.1f} MiB" for k, v in rss.items() if k.startswith("rss/") and not k.endswith("-keychain"))
 
 cpus = os.cpu_count()
 mem = next((int(l.split()[1]) // 1024 // 1024 for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)

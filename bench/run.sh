@@ -32,8 +32,11 @@ export XDG_DATA_HOME=$HOME/.local/share XDG_CONFIG_HOME=$HOME/.config XDG_RUNTIM
 export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 KEYCHAIN_PATH=$work/bench.keychain-db
 mkdir -p "$HOME" "$GNUPGHOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$GNUPGHOME" "$XDG_RUNTIME_DIR"
-pam_user= pam_service=
+pam_user= pam_service= ours_pid= ours_bus_pid=
 cleanup() {
+    [ -n "$ours_pid" ] && kill "$ours_pid" 2>/dev/null
+    [ -n "$ours_bus_pid" ] && kill "$ours_bus_pid" 2>/dev/null
+    "$bin/security" delete-keychain "$work/secret-service.keychain-db" >/dev/null 2>&1 || true
     "$bin/security" delete-keychain "$KEYCHAIN_PATH" >/dev/null 2>&1 || true
     gpgconf --kill gpg-agent 2>/dev/null || true
     if [ -n "$pam_user" ]; then
@@ -80,6 +83,23 @@ for helper in docker-credential-keychain docker-credential-pass docker-credentia
     printf '%s' "$docker_json" | "$path" store
 done
 
+# keychain-secret-service on a session bus of its own (gnome-keyring owns the name on this one),
+# over a keychain of its own, filled the way gnome-keyring was.
+say "filling: keychain-secret-service $gnome_items items through git-credential-libsecret"
+mkdir "$work/no-services"
+sed "s|@SERVICES@|$work/no-services|" "$root/Tests/secret-service/session.conf" > "$work/ours.conf"
+dbus-daemon --config-file="$work/ours.conf" --fork --print-address=3 --print-pid=4 3> "$work/ours.address" 4> "$work/ours.pid"
+ours_bus=$(head -1 "$work/ours.address") ours_bus_pid=$(head -1 "$work/ours.pid")
+printf 'bench password\n' | "$bin/security" create-keychain "$work/secret-service.keychain-db" >/dev/null
+DBUS_SESSION_BUS_ADDRESS=$ours_bus KEYCHAIN_PATH=$work/secret-service.keychain-db "$bin/keychain-secret-service" &
+ours_pid=$!
+until DBUS_SESSION_BUS_ADDRESS=$ours_bus dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; do sleep 0.1; done
+for ((i = 0; i < gnome_items; i++)); do
+    printf 'protocol=https\nhost=host%d.example.com\nusername=user%d\npassword=pass%d\n\n' "$i" "$i" "$i" |
+        DBUS_SESSION_BUS_ADDRESS=$ours_bus "$libsecret" store >/dev/null
+done
+
 # --- process figures: the helpers as git and docker start them ------------------------------
 git_get=$(printf 'protocol=https\nhost=host%d.example.com\n\n' "$target")
 git_get_gnome=$(printf 'protocol=https\nhost=host%d.example.com\n\n' "$gnome_target")
@@ -100,6 +120,13 @@ cases = {
     "docker/pass": {"argv": ["docker-credential-pass", "get"], "stdin": "https://registry.example.com", "expect": "docker-pass"},
     "docker/secretservice": {"argv": ["docker-credential-secretservice", "get"], "stdin": "https://registry.example.com", "expect": "docker-pass"},
 }
+ours = {"DBUS_SESSION_BUS_ADDRESS": "$ours_bus"}
+lookup = ["secret-tool", "lookup", "server", "host$gnome_target.example.com", "protocol", "https"]
+store = ["secret-tool", "store", "--label=bench", "application", "keychain-bench"]
+cases["service-lookup/ours"] = {"argv": lookup, "env": ours, "expect": "pass$gnome_target"}
+cases["service-lookup/gnome"] = {"argv": lookup, "expect": "pass$gnome_target"}
+cases["service-store/ours"] = {"argv": store, "env": ours, "stdin": "stored"}
+cases["service-store/gnome"] = {"argv": store, "stdin": "stored"}
 json.dump({"rounds": rounds, "warmup": 5, "cases": cases}, open(sys.argv[1], "w"))
 PY
 say "timing the helpers: $rounds rounds of every case in turn"
@@ -116,6 +143,9 @@ for helper in git-credential-keychain docker-credential-keychain; do
     done
     record "{\"figure\": \"rss/$helper\", \"ours\": $peak}"
 done
+# The services' resident memory, each holding its $gnome_items items after the lookups and stores.
+record "{\"figure\": \"service-rss/ours\", \"ours\": $(awk '/^VmRSS/ {print $2}' "/proc/$ours_pid/status")}"
+record "{\"figure\": \"service-rss/gnome\", \"ours\": $(awk '/^VmRSS/ {print $2}' "/proc/$(pgrep -n -x gnome-keyring-d)/status")}"
 for peer in "git credential-store --file=$work/credential-store get" "$libsecret get"; do
     printf '%s\n\n' "$git_get" > "$work/peer.in"
     record "{\"figure\": \"rss/$(basename "${peer%% *}")\", \"ours\": $("$work/peakrss" "$work/peer.in" $peer)}"

@@ -2,7 +2,8 @@
 """Runs whole processes side by side and reports their median wall times.
 
 Usage: timing.py SPEC.json > RESULT.json
-SPEC: {"rounds": 40, "warmup": 5, "cases": {NAME: {"argv": [...], "stdin": "...", "expect": "..."}}}
+SPEC: {"rounds": 40, "warmup": 5, "cases": {NAME: {"argv": [...], "stdin": "...", "expect": "...", "env": {...}}}}
+(`env`: variables this case runs with on top of the environment.)
 
 Cases run in turn within each round (a, b, c, a, b, c, ...), so a slow moment of the machine
 falls on every case alike. Every run must exit 0 and print `expect`: a helper that fails fast
@@ -26,7 +27,7 @@ def run(case):
     actions = [(os.POSIX_SPAWN_DUP2, read_in, 0), (os.POSIX_SPAWN_DUP2, write_out, 1),
                (os.POSIX_SPAWN_DUP2, devnull, 2)]
     start = time.perf_counter()
-    pid = os.posix_spawnp(case["argv"][0], case["argv"], environment, file_actions=actions)
+    pid = os.posix_spawnp(case["argv"][0], case["argv"], {**environment, **case.get("env", {})}, file_actions=actions)
     for fd in (read_in, write_out, devnull):
         os.close(fd)
     os.write(write_in, case.get("stdin", "").encode())

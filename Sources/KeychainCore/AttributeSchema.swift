@@ -33,6 +33,9 @@ enum AttributeSchema {
         case "crtr", "type": return .number
         case "invi", "nega": return .bool
         case "acct": return .blob
+        // What the Secret Service keeps beyond Apple's attributes (SecretServiceItems.swift).
+        case SecretAttributes.storedKey: return .data
+        case SecretAttributes.contentTypeKey: return .string
         default: return nil
         }
     }

@@ -45,7 +45,7 @@ extension KeychainStore {
 
     /// Defaults, dates and the secret's hash for a new item. An item given no secret keeps none
     /// (a password added without kSecValueData); certificates and keys cannot be made without.
-    private static func prepareNew(_ item: Item, keepingDates: Bool) throws -> (Item, Bytes?) {
+    static func prepareNew(_ item: Item, keepingDates: Bool) throws -> (Item, Bytes?) {
         let hasData = item.secret != nil
         var (item, secret) = try DerivedAttributes.apply(to: normalized(item), secret: item.secret ?? [])
         let stamp = AttributeValue.date(now())
@@ -60,7 +60,7 @@ extension KeychainStore {
     }
 
     /// Inserts inside the caller's transaction.
-    private func insert(_ item: Item, secret: Bytes?, keys: ClassKeys) throws -> Item {
+    func insert(_ item: Item, secret: Bytes?, keys: ClassKeys) throws -> Item {
         guard keys.canWrite(item.protection.lockClass) else {
             throw KeychainError.locked("keychain is locked: cannot add a \(item.protection.rawValue) item")
         }
@@ -224,7 +224,7 @@ extension KeychainStore {
         return try rows.filter { keys.has($0.lockClass) }.map { try Certificate(der: openSecret($0, keys: keys) ?? []) }
     }
 
-    private func deleteRows(_ rowIDs: [Int64]) throws {
+    func deleteRows(_ rowIDs: [Int64]) throws {
         let stmt = try db.statement("DELETE FROM items WHERE rowid = ?")
         for rowID in rowIDs { try stmt.run([.int(rowID)]) }
     }
@@ -283,7 +283,7 @@ extension KeychainStore {
         return (rows, lockedSpace)
     }
 
-    private func collect(_ sql: String, _ values: [SQLiteValue], _ itemClass: ItemClass, _ space: KeySpace, into rows: inout [Row]) throws {
+    func collect(_ sql: String, _ values: [SQLiteValue], _ itemClass: ItemClass, _ space: KeySpace, into rows: inout [Row]) throws {
         let stmt = try db.statement(sql)
         stmt.bind(values)
         defer { stmt.reset() }

@@ -58,8 +58,10 @@ extension KeychainStore {
         let update = try db.statement("""
             UPDATE items SET space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ? WHERE rowid = ?
             """)
+        var items: [Item] = []
         for row in rows {
             let item = try openAttributes(row, keys: old)
+            items.append(item)
             // nil (an item added without data) stays nil: the row keeps saying it has none.
             var secret = try openSecret(row, keys: old)
             defer { secret?.wipe() }
@@ -67,5 +69,6 @@ extension KeychainStore {
             try update.run([.int(row.space.rawValue), .blob(sealed.pk), .blob(sealed.account), .blob(sealed.service),
                             .blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)])
         }
+        try reindexSecretAttributes(items, keys: new)
     }
 }

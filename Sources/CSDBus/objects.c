@@ -1,0 +1,125 @@
+#include "CSDBus.h"
+#include <errno.h>
+#include <stdlib.h>
+
+static csdbus_handlers handlers;
+
+static int on_method(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+    return handlers.method(m, userdata, error);
+}
+
+static int on_get(sd_bus *bus, const char *path, const char *interface, const char *property,
+                  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+    (void)bus;
+    return handlers.get(path, interface, property, reply, userdata, error);
+}
+
+static int on_set(sd_bus *bus, const char *path, const char *interface, const char *property,
+                  sd_bus_message *value, void *userdata, sd_bus_error *error) {
+    (void)bus;
+    return handlers.set(path, interface, property, value, userdata, error);
+}
+
+static int on_find(sd_bus *bus, const char *path, const char *interface, void *userdata,
+                   void **found, sd_bus_error *error) {
+    (void)bus; (void)error;
+    if (!handlers.find(path, interface, userdata)) return 0;
+    *found = userdata;
+    return 1;
+}
+
+static int on_enumerate(sd_bus *bus, const char *path, void *userdata, char ***nodes, sd_bus_error *error) {
+    (void)bus; (void)error;
+    char **list = handlers.enumerate(path, userdata);
+    if (!list) return -ENOMEM;
+    *nodes = list;
+    return 0;
+}
+
+#define M(name, in, in_names, out, out_names) \
+    SD_BUS_METHOD_WITH_NAMES(name, in, in_names, out, out_names, on_method, SD_BUS_VTABLE_UNPRIVILEGED)
+#define P(name, sig) SD_BUS_PROPERTY(name, sig, on_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
+#define W(name, sig) SD_BUS_WRITABLE_PROPERTY(name, sig, on_get, on_set, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE | SD_BUS_VTABLE_UNPRIVILEGED)
+
+static const sd_bus_vtable service_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    M("OpenSession", "sv", SD_BUS_PARAM(algorithm) SD_BUS_PARAM(input), "vo", SD_BUS_PARAM(output) SD_BUS_PARAM(result)),
+    M("CreateCollection", "a{sv}s", SD_BUS_PARAM(properties) SD_BUS_PARAM(alias), "oo", SD_BUS_PARAM(collection) SD_BUS_PARAM(prompt)),
+    M("SearchItems", "a{ss}", SD_BUS_PARAM(attributes), "aoao", SD_BUS_PARAM(unlocked) SD_BUS_PARAM(locked)),
+    M("Unlock", "ao", SD_BUS_PARAM(objects), "aoo", SD_BUS_PARAM(unlocked) SD_BUS_PARAM(prompt)),
+    M("Lock", "ao", SD_BUS_PARAM(objects), "aoo", SD_BUS_PARAM(locked) SD_BUS_PARAM(Prompt)),
+    M("LockService", "", SD_BUS_PARAM(), "", SD_BUS_PARAM()),
+    M("GetSecrets", "aoo", SD_BUS_PARAM(items) SD_BUS_PARAM(session), "a{o(oayays)}", SD_BUS_PARAM(secrets)),
+    M("ReadAlias", "s", SD_BUS_PARAM(name), "o", SD_BUS_PARAM(collection)),
+    M("SetAlias", "so", SD_BUS_PARAM(name) SD_BUS_PARAM(collection), "", SD_BUS_PARAM()),
+    P("Collections", "ao"),
+    SD_BUS_SIGNAL_WITH_NAMES("CollectionCreated", "o", SD_BUS_PARAM(collection), 0),
+    SD_BUS_SIGNAL_WITH_NAMES("CollectionDeleted", "o", SD_BUS_PARAM(collection), 0),
+    SD_BUS_SIGNAL_WITH_NAMES("CollectionChanged", "o", SD_BUS_PARAM(collection), 0),
+    SD_BUS_VTABLE_END
+};
+
+static const sd_bus_vtable collection_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    M("Delete", "", SD_BUS_PARAM(), "o", SD_BUS_PARAM(prompt)),
+    M("SearchItems", "a{ss}", SD_BUS_PARAM(attributes), "ao", SD_BUS_PARAM(results)),
+    M("CreateItem", "a{sv}(oayays)b", SD_BUS_PARAM(properties) SD_BUS_PARAM(secret) SD_BUS_PARAM(replace),
+      "oo", SD_BUS_PARAM(item) SD_BUS_PARAM(prompt)),
+    P("Items", "ao"),
+    W("Label", "s"),
+    P("Locked", "b"),
+    P("Created", "t"),
+    P("Modified", "t"),
+    SD_BUS_SIGNAL_WITH_NAMES("ItemCreated", "o", SD_BUS_PARAM(item), 0),
+    SD_BUS_SIGNAL_WITH_NAMES("ItemDeleted", "o", SD_BUS_PARAM(item), 0),
+    SD_BUS_SIGNAL_WITH_NAMES("ItemChanged", "o", SD_BUS_PARAM(item), 0),
+    SD_BUS_VTABLE_END
+};
+
+static const sd_bus_vtable item_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    M("Delete", "", SD_BUS_PARAM(), "o", SD_BUS_PARAM(Prompt)),
+    M("GetSecret", "o", SD_BUS_PARAM(session), "(oayays)", SD_BUS_PARAM(secret)),
+    M("SetSecret", "(oayays)", SD_BUS_PARAM(secret), "", SD_BUS_PARAM()),
+    P("Locked", "b"),
+    W("Attributes", "a{ss}"),
+    W("Label", "s"),
+    P("Created", "t"),
+    P("Modified", "t"),
+    SD_BUS_VTABLE_END
+};
+
+static const sd_bus_vtable session_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    M("Close", "", SD_BUS_PARAM(), "", SD_BUS_PARAM()),
+    SD_BUS_VTABLE_END
+};
+
+static const sd_bus_vtable prompt_vtable[] = {
+    SD_BUS_VTABLE_START(0),
+    M("Prompt", "s", SD_BUS_PARAM(window_id), "", SD_BUS_PARAM()),
+    M("Dismiss", "", SD_BUS_PARAM(), "", SD_BUS_PARAM()),
+    SD_BUS_SIGNAL_WITH_NAMES("Completed", "bv", SD_BUS_PARAM(dismissed) SD_BUS_PARAM(result), 0),
+    SD_BUS_VTABLE_END
+};
+
+int csdbus_register(sd_bus *bus, const csdbus_handlers *h, void *userdata) {
+    handlers = *h;
+    int r;
+    const char *root = "/org/freedesktop/secrets";
+    if ((r = sd_bus_add_object_vtable(bus, NULL, root, "org.freedesktop.Secret.Service", service_vtable, userdata)) < 0) return r;
+    const char *trees[] = { "/org/freedesktop/secrets/collection", "/org/freedesktop/secrets/aliases" };
+    for (int i = 0; i < 2; i++) {
+        if ((r = sd_bus_add_fallback_vtable(bus, NULL, trees[i], "org.freedesktop.Secret.Collection", collection_vtable, on_find, userdata)) < 0) return r;
+        if ((r = sd_bus_add_fallback_vtable(bus, NULL, trees[i], "org.freedesktop.Secret.Item", item_vtable, on_find, userdata)) < 0) return r;
+    }
+    if ((r = sd_bus_add_fallback_vtable(bus, NULL, "/org/freedesktop/secrets/session", "org.freedesktop.Secret.Session", session_vtable, on_find, userdata)) < 0) return r;
+    if ((r = sd_bus_add_fallback_vtable(bus, NULL, "/org/freedesktop/secrets/prompt", "org.freedesktop.Secret.Prompt", prompt_vtable, on_find, userdata)) < 0) return r;
+    /* Introspection lists the children of each object: sd-bus asks the enumerators of the node it
+     * found the object under, so each subtree has one. */
+    const char *prefixes[] = { root, trees[0], trees[1], "/org/freedesktop/secrets/session", "/org/freedesktop/secrets/prompt" };
+    for (int i = 0; i < 5; i++) {
+        if ((r = sd_bus_add_node_enumerator(bus, NULL, prefixes[i], on_enumerate, userdata)) < 0) return r;
+    }
+    return 0;
+}

@@ -1,0 +1,143 @@
+/// How the Secret Service's free-form string attributes and Apple's typed attributes describe the
+/// same item, both ways.
+///
+/// An item whose attributes include any of the network-password names (libsecret's
+/// `org.gnome.keyring.NetworkPassword` schema, and exactly what git's libsecret helper stores under
+/// `org.git.Password`) is an internet password: user -> acct, server -> srvr, protocol -> ptcl (URL
+/// scheme to Apple's four-character code), port -> port, object -> path, authtype -> atyp,
+/// domain -> sdmn. Any other item is a generic password: service -> svce, account (or, without
+/// it, username) -> acct. Every attribute, mapped or not, is also kept as given (encrypted with the
+/// rest of the metadata), so a client reads back exactly what it stored; when another front end
+/// changes a mapped Apple attribute later, the Secret Service sees the new value.
+public enum SecretAttributes {
+    /// Metadata key of the attributes as the client gave them (encrypted like every attribute).
+    static let storedKey = "ssat"
+    /// Metadata key of the secret's content type (the Secret struct's fourth field).
+    static let contentTypeKey = "ssct"
+
+    /// libsecret's schema for network passwords. Clients that search with a schema add its name as
+    /// `xdg:schema`, so internet passwords stored by other front ends show this one.
+    public static let networkSchemaKey = "xdg:schema"
+    public static let networkSchema = "org.gnome.keyring.NetworkPassword"
+
+    static let networkNames: [(name: String, apple: String)] = [
+        ("user", "acct"), ("server", "srvr"), ("protocol", "ptcl"), ("port", "port"),
+        ("object", "path"), ("authtype", "atyp"), ("domain", "sdmn"),
+    ]
+
+    /// Whether a query's pair can be matched without the attribute index: a mapped attribute, or
+    /// the network schema that internet passwords show.
+    static func isMapped(_ name: String, _ value: String) -> Bool {
+        if name == networkSchemaKey { return value == networkSchema }
+        return name == "service" || name == "account" || name == "username" || networkNames.contains { $0.name == name }
+    }
+
+    /// The classes a query can match.
+    static func classes(for query: [String: String]) -> [ItemClass] {
+        itemClass(for: query) == .internetPassword || query[networkSchemaKey] == networkSchema
+            ? [.internetPassword] : [.genericPassword, .internetPassword]
+    }
+
+    /// The class an item with these attributes is stored as.
+    public static func itemClass(for attributes: [String: String]) -> ItemClass {
+        networkNames.contains { attributes[$0.name] != nil } ? .internetPassword : .genericPassword
+    }
+
+    /// The Secret Service name of each mapped Apple attribute of `itemClass`, given what the
+    /// client called them (a generic password's acct is `account`, or `username` when only that
+    /// was given).
+    static func mappedNames(_ itemClass: ItemClass, stored: [String: String]) -> [(name: String, apple: String)] {
+        switch itemClass {
+        case .internetPassword:
+            return networkNames
+        default:
+            let account = stored["account"] == nil && stored["username"] != nil ? "username" : "account"
+            return [("service", "svce"), (account, "acct")]
+        }
+    }
+
+    /// Apple's attributes for a Secret Service attribute set, as they are stored and indexed.
+    static func appleAttributes(_ attributes: [String: String], itemClass: ItemClass) -> [String: AttributeValue] {
+        var out: [String: AttributeValue] = [:]
+        for (name, apple) in mappedNames(itemClass, stored: attributes) {
+            guard let text = attributes[name], let value = appleValue(apple, text) else { continue }
+            out[apple] = value
+        }
+        return out
+    }
+
+    private static func appleValue(_ apple: String, _ text: String) -> AttributeValue? {
+        switch apple {
+        case "ptcl": return .string(ProtocolCodes.code(forScheme: text))
+        case "port":
+            // A port that is not one stays an unmapped attribute rather than failing the store.
+            guard !text.isEmpty, text.utf8.count <= 5, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+                  let port = Int64(text), port <= 65535 else { return nil }
+            return .int(port)
+        default: return .string(text)
+        }
+    }
+
+    /// The Apple attribute as Secret Service text; "" when absent (absent attributes are not shown).
+    private static func text(of item: Item, apple: String) -> String {
+        let value = item.effectiveValue(apple)
+        switch apple {
+        case "ptcl":
+            if let code = value.stringValue { return code.isEmpty ? "" : ProtocolCodes.scheme(forCode: code) }
+            if let number = value.intValue, number != 0 {
+                let bytes = (0..<4).map { UInt8(truncatingIfNeeded: number >> (24 - 8 * Int64($0))) }
+                return ProtocolCodes.scheme(forCode: String(decoding: bytes, as: UTF8.self))
+            }
+            return ""
+        case "port":
+            let port = value.intValue ?? 0
+            return port == 0 ? "" : String(port)
+        default:
+            return value.stringValue ?? ""
+        }
+    }
+
+    /// The attributes the Secret Service shows for an item, whichever front end stored it.
+    public static func view(of item: Item) -> [String: String] {
+        let stored = storedAttributes(of: item)
+        guard item.itemClass == .genericPassword || item.itemClass == .internetPassword else { return stored }
+        var out = stored
+        if stored.isEmpty, item.itemClass == .internetPassword { out[networkSchemaKey] = networkSchema }
+        let storedApple = appleAttributes(stored, itemClass: item.itemClass)
+        for (name, apple) in mappedNames(item.itemClass, stored: stored) {
+            let current = text(of: item, apple: apple)
+            // What the client stored stands while the Apple attribute still says the same (a port
+            // that is not a number was never mapped and stands while the item has no port).
+            let storedText = storedApple[apple].map { text(of: Item(itemClass: item.itemClass, attributes: [apple: $0]), apple: apple) } ?? ""
+            if stored[name] != nil, storedText == current { continue }
+            out[name] = current.isEmpty ? nil : current
+        }
+        return out
+    }
+
+    static func storedAttributes(of item: Item) -> [String: String] {
+        guard case .data(let bytes)? = item.attributes[storedKey], let decoded = try? decode(bytes) else { return [:] }
+        return decoded
+    }
+
+    static func encode(_ attributes: [String: String]) -> Bytes {
+        var w = ByteWriter()
+        w.u32(UInt32(attributes.count))
+        for key in attributes.keys.sorted() {
+            w.string(key)
+            w.string(attributes[key]!)
+        }
+        return w.bytes
+    }
+
+    static func decode(_ bytes: Bytes) throws -> [String: String] {
+        var r = ByteReader(bytes)
+        var out: [String: String] = [:]
+        for _ in 0..<(try r.u32()) {
+            let key = try r.string()
+            out[key] = try r.string()
+        }
+        guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in Secret Service attributes") }
+        return out
+    }
+}

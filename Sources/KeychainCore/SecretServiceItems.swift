@@ -1,0 +1,350 @@
+/// A keychain item as the Secret Service shows it.
+public struct SecretItem: Sendable {
+    /// The item's row: its identity in this keychain, never reused.
+    public var row: Int64
+    public var itemClass: ItemClass
+    public var label: String
+    public var attributes: [String: String]
+    public var contentType: String
+    public var created: UInt64
+    public var modified: UInt64
+    public var secret: Bytes?
+}
+
+/// What a Secret Service search finds: items it could read, and rows of locked items that the
+/// attribute index says match (their attributes are encrypted under the locked class key).
+public struct SecretSearchResult: Sendable {
+    public var unlocked: [SecretItem] = []
+    public var locked: [Int64] = []
+}
+
+/// The Secret Service's items in the engine: generic and internet passwords (SecretAttributes says
+/// which), with every attribute also indexed by a keyed hash so that searches on attributes Apple
+/// does not have stay indexed, and so that a locked keychain can still say which rows match.
+///
+/// The index is a table of (HMAC(index key, name, value), row): as opaque as the other index
+/// columns (without the key, nothing can be learned from a hash). It is keyed with the protected
+/// space's index key, which AfterFirstUnlock keeps: a WhenUnlocked-locked keychain can still answer
+/// "these locked items match", as the Secret Service's SearchItems must. A trigger removes a row's
+/// hashes when any front end deletes the row. Items that other front ends add have no hashes; they
+/// are found through the service/account columns while unlocked.
+extension KeychainStore {
+    static let secretIndexSchema = """
+        CREATE TABLE IF NOT EXISTS secret_attributes (hash BLOB NOT NULL, item INTEGER NOT NULL,
+            PRIMARY KEY (hash, item)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS secret_attributes_item ON secret_attributes(item);
+        CREATE TRIGGER IF NOT EXISTS secret_attributes_cleanup AFTER DELETE ON items
+            BEGIN DELETE FROM secret_attributes WHERE item = old.rowid; END;
+        """
+
+    /// The default content type of a secret, as libsecret sends it.
+    public static let defaultContentType = "text/plain"
+
+    // MARK: Reading
+
+    /// Every Secret Service item's row, locked or not, oldest first.
+    public func secretItemRows() throws -> [Int64] {
+        try withLock {
+            let stmt = try db.statement("SELECT rowid FROM items WHERE class IN (?, ?) ORDER BY rowid")
+            stmt.bind([.int(ItemClass.genericPassword.code), .int(ItemClass.internetPassword.code)])
+            defer { stmt.reset() }
+            var rows: [Int64] = []
+            while try stmt.step() { rows.append(stmt.int(0)) }
+            return rows
+        }
+    }
+
+    /// Whether `row` is a Secret Service item of this keychain (locked or not).
+    public func hasSecretItem(_ row: Int64) throws -> Bool {
+        try withLock { try loadRow(row) != nil }
+    }
+
+    /// One item; errSecInteractionNotAllowed when its class key is locked, errSecItemNotFound when
+    /// there is no such item.
+    public func secretItem(_ row: Int64, includeSecret: Bool = false) throws -> SecretItem {
+        try withLock {
+            guard let stored = try loadRow(row) else { throw KeychainError(.itemNotFound) }
+            let keys = try currentKeys()
+            guard keys.has(stored.lockClass) else { throw KeychainError.locked() }
+            return try secretItem(stored, keys: keys, includeSecret: includeSecret)
+        }
+    }
+
+    /// Items whose attributes include every given pair, exactly (no pairs: every item).
+    public func searchSecretItems(_ query: [String: String]) throws -> SecretSearchResult {
+        try withLock {
+            let keys = try currentKeys()
+            var result = SecretSearchResult()
+            for row in try secretCandidates(query, keys: keys) {
+                if keys.has(row.lockClass) {
+                    let item = try secretItem(row, keys: keys, includeSecret: false)
+                    if query.allSatisfy({ item.attributes[$0.key] == $0.value }) { result.unlocked.append(item) }
+                } else if try indexHolds(query, row: row.rowID, keys: keys) {
+                    result.locked.append(row.rowID)
+                }
+            }
+            return result
+        }
+    }
+
+    // MARK: Writing
+
+    /// Stores a new item. With `replace`, items whose attributes include all of these go first, and
+    /// so does an item that Apple's rules call the same one (an internet password for the same user,
+    /// server, protocol, port and path): that is how git's libsecret helper and git-credential-keychain
+    /// update one credential. Without `replace`, an item that would collide with an existing one is
+    /// kept apart in its own access group, since the Secret Service allows look-alike items.
+    public func addSecretItem(label: String, attributes: [String: String], secret: Bytes, contentType: String,
+                              replace: Bool) throws -> (item: SecretItem, replaced: [Int64]) {
+        let itemClass = SecretAttributes.itemClass(for: attributes)
+        var item = Item(itemClass: itemClass, attributes: SecretAttributes.appleAttributes(attributes, itemClass: itemClass), secret: secret)
+        item[SecretAttributes.storedKey] = .data(SecretAttributes.encode(attributes))
+        item[SecretAttributes.contentTypeKey] = .string(contentType)
+        item["labl"] = .string(label)
+        var (prepared, plain) = try Self.prepareNew(item, keepingDates: false)
+        defer { plain?.wipe() }
+        return try withLock {
+            let keys = try currentKeys()
+            guard keys.canWrite(.whenUnlocked), let indexKey = keys.indexKey(.protected) else { throw KeychainError.locked() }
+            return try db.transaction {
+                try db.execute(Self.secretIndexSchema)
+                var replaced: [Int64] = []
+                if replace {
+                    for row in try secretCandidates(attributes, keys: keys) where keys.has(row.lockClass) {
+                        let old = try secretItem(row, keys: keys, includeSecret: false)
+                        if attributes.allSatisfy({ old.attributes[$0.key] == $0.value }) { replaced.append(row.rowID) }
+                    }
+                    try deleteRows(replaced)
+                }
+                let stored: Item
+                do {
+                    stored = try insert(prepared, secret: plain, keys: keys)
+                } catch let error as KeychainError where error.code == .duplicateItem {
+                    if replace {
+                        let colliding = try rowsWithPrimaryKey(of: prepared, keys: keys)
+                        for rowID in colliding {
+                            if let row = try loadRow(rowID), !keys.has(row.lockClass) { throw KeychainError.locked() }
+                        }
+                        try deleteRows(colliding)
+                        replaced += colliding
+                    } else {
+                        prepared["agrp"] = .string("org.freedesktop.secrets." + (try Crypto.random(8)).hex)
+                    }
+                    stored = try insert(prepared, secret: plain, keys: keys)
+                }
+                try index(attributes, row: stored.rowID, key: indexKey)
+                guard let row = try loadRow(stored.rowID) else { throw KeychainError(.itemNotFound) }
+                return (try secretItem(row, keys: keys, includeSecret: false), replaced)
+            }
+        }
+    }
+
+    /// Changes an item's label, attributes, secret or content type (nil: unchanged). The item keeps
+    /// its class and its row, so its object path stays.
+    @discardableResult
+    public func updateSecretItem(_ rowID: Int64, label: String? = nil, attributes: [String: String]? = nil,
+                                 secret: Bytes? = nil, contentType: String? = nil) throws -> SecretItem {
+        let current = try secretItem(rowID)
+        var changes: [String: AttributeValue] = [:]
+        if let label { changes["labl"] = .string(label) }
+        if let contentType { changes[SecretAttributes.contentTypeKey] = .string(contentType) }
+        if let attributes {
+            let mapped = SecretAttributes.appleAttributes(attributes, itemClass: current.itemClass)
+            let previous = SecretAttributes.mappedNames(current.itemClass, stored: current.attributes)
+            for (_, apple) in previous + SecretAttributes.mappedNames(current.itemClass, stored: attributes) {
+                changes[apple] = mapped[apple] ?? AttributeSchema.defaultValue(apple, kind: AttributeSchema.kind(apple, for: current.itemClass))
+            }
+            changes[SecretAttributes.storedKey] = .data(SecretAttributes.encode(attributes))
+            // The new hashes go in before the item changes and the old ones out after: a crash in
+            // between leaves extra hashes (a search checks the attributes anyway), never missing ones.
+            try withIndexKey { key in
+                try db.transaction {
+                    try db.execute(Self.secretIndexSchema)
+                    try index(attributes, row: rowID, key: key)
+                }
+            }
+        }
+        var query = Query(itemClass: current.itemClass)
+        query.rows = [rowID]
+        query.synchronizable = .any
+        try update(query, attributes: changes, secret: secret)
+        if let attributes {
+            try withIndexKey { key in
+                try db.transaction {
+                    try db.statement("DELETE FROM secret_attributes WHERE item = ?").run([.int(rowID)])
+                    try index(attributes, row: rowID, key: key)
+                }
+            }
+        }
+        return try secretItem(rowID)
+    }
+
+    /// Deletes one item; errSecInteractionNotAllowed while it is locked.
+    public func deleteSecretItem(_ rowID: Int64) throws {
+        try withLock {
+            guard let row = try loadRow(rowID) else { throw KeychainError(.itemNotFound) }
+            guard try currentKeys().has(row.lockClass) else { throw KeychainError.locked() }
+            try db.transaction { try deleteRows([rowID]) }
+        }
+    }
+
+    // MARK: The collection's label
+
+    /// The label a Secret Service client gave this keychain (nil: none; the service then shows the
+    /// keychain's name). Kept beside the keybag, in the clear like the file's name.
+    public func collectionLabel() throws -> String? {
+        try withLock {
+            let stmt = try db.statement("SELECT value FROM keychain WHERE name = 'secret-service.label'")
+            defer { stmt.reset() }
+            guard try stmt.step() else { return nil }
+            return String(decoding: stmt.blob(0), as: UTF8.self)
+        }
+    }
+
+    public func setCollectionLabel(_ label: String) throws {
+        try KeychainStore.checkAttributesSize(["labl": .string(label)])
+        try withLock {
+            try db.transaction {
+                try db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES ('secret-service.label', ?)")
+                    .run([.blob(Array(label.utf8))])
+            }
+        }
+    }
+
+    // MARK: Internals (under the store's lock)
+
+    private func withIndexKey(_ body: (Crypto.HMACKey) throws -> Void) throws {
+        try withLock {
+            guard let key = try currentKeys().indexKey(.protected) else { throw KeychainError.locked() }
+            try body(key)
+        }
+    }
+
+    private func loadRow(_ rowID: Int64) throws -> Row? {
+        let stmt = try db.statement("SELECT class, lockclass, metadata, secret FROM items WHERE rowid = ? AND class IN (?, ?)")
+        stmt.bind([.int(rowID), .int(ItemClass.genericPassword.code), .int(ItemClass.internetPassword.code)])
+        defer { stmt.reset() }
+        guard try stmt.step() else { return nil }
+        guard let itemClass = ItemClass(code: stmt.int(0)), let lockClass = LockClass(rawValue: stmt.int(1)) else {
+            throw KeychainError.decode("row \(rowID) has an invalid class")
+        }
+        return Row(rowID: rowID, itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
+                   metadata: stmt.blob(2), secret: stmt.blob(3))
+    }
+
+    private func secretItem(_ row: Row, keys: ClassKeys, includeSecret: Bool) throws -> SecretItem {
+        let item = try openAttributes(row, keys: keys)
+        func seconds(_ key: String) -> UInt64 {
+            if case .date(let d)? = item[key], d > 0 { return UInt64(d.rounded()) }
+            return 0
+        }
+        return SecretItem(row: row.rowID, itemClass: row.itemClass, label: item["labl"]?.stringValue ?? "",
+                          attributes: SecretAttributes.view(of: item),
+                          contentType: item[SecretAttributes.contentTypeKey]?.stringValue ?? Self.defaultContentType,
+                          created: seconds("cdat"), modified: seconds("mdat"),
+                          secret: includeSecret ? try openSecret(row, keys: keys) : nil)
+    }
+
+    private func hasSecretIndex() throws -> Bool {
+        let stmt = try db.statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'secret_attributes'")
+        defer { stmt.reset() }
+        return try stmt.step()
+    }
+
+    static func secretAttributeHash(_ key: Crypto.HMACKey, name: String, value: String) -> Bytes {
+        var w = ByteWriter()
+        w.string("secret-service-attribute")
+        w.string(name)
+        w.string(value)
+        return Array(key.mac(w.bytes).prefix(16))
+    }
+
+    /// Key rotation makes a new class key C, and this index is keyed under it: rebuilt from the
+    /// attributes each re-sealed item carries, inside the rotation's transaction.
+    func reindexSecretAttributes(_ items: [Item], keys: ClassKeys) throws {
+        guard try hasSecretIndex() else { return }
+        guard let key = keys.indexKey(.protected) else { throw KeychainError.locked() }
+        try db.execute("DELETE FROM secret_attributes")
+        for item in items {
+            guard case .data(let encoded)? = item.attributes[SecretAttributes.storedKey] else { continue }
+            try index(try SecretAttributes.decode(encoded), row: item.rowID, key: key)
+        }
+    }
+
+    private func index(_ attributes: [String: String], row: Int64, key: Crypto.HMACKey) throws {
+        let stmt = try db.statement("INSERT OR IGNORE INTO secret_attributes(hash, item) VALUES (?, ?)")
+        for (name, value) in attributes {
+            try stmt.run([.blob(Self.secretAttributeHash(key, name: name, value: value)), .int(row)])
+        }
+    }
+
+    /// Whether the index has every pair of `query` for `row`: how a locked item is matched.
+    private func indexHolds(_ query: [String: String], row: Int64, keys: ClassKeys) throws -> Bool {
+        guard let key = keys.indexKey(.protected), try hasSecretIndex() else { return false }
+        let stmt = try db.statement("SELECT 1 FROM secret_attributes WHERE hash = ? AND item = ?")
+        for (name, value) in query {
+            stmt.bind([.blob(Self.secretAttributeHash(key, name: name, value: value)), .int(row)])
+            defer { stmt.reset() }
+            guard try stmt.step() else { return false }
+        }
+        return true
+    }
+
+    /// Rows that may match, oldest first: through the attribute index when the query names an
+    /// attribute Apple has no column for (only Secret Service items have those), else through the
+    /// service and account columns of the classes the query can be. A locked row's match through the
+    /// index uses the hashes of what the Secret Service last stored, mapped attributes included.
+    private func secretCandidates(_ query: [String: String], keys: ClassKeys) throws -> [Row] {
+        if query.contains(where: { !SecretAttributes.isMapped($0.key, $0.value) }) {
+            guard let key = keys.indexKey(.protected), try hasSecretIndex() else { return [] }
+            var rows: Set<Int64>?
+            let stmt = try db.statement("SELECT item FROM secret_attributes WHERE hash = ?")
+            // Only the unmapped pairs: other front ends may change the mapped attributes, which the
+            // caller then checks against the item itself.
+            for (name, value) in query where !SecretAttributes.isMapped(name, value) {
+                stmt.bind([.blob(Self.secretAttributeHash(key, name: name, value: value))])
+                var found: Set<Int64> = []
+                while try stmt.step() { found.insert(stmt.int(0)) }
+                stmt.reset()
+                rows = rows.map { $0.intersection(found) } ?? found
+                if rows?.isEmpty == true { return [] }
+            }
+            return try (rows ?? []).sorted().compactMap { try loadRow($0) }
+        }
+        var rows: [Row] = []
+        for itemClass in SecretAttributes.classes(for: query) {
+            for space in KeySpace.allCases {
+                var sql = "SELECT rowid, lockclass, metadata, secret FROM items WHERE space = ? AND class = ?"
+                var values: [SQLiteValue] = [.int(space.rawValue), .int(itemClass.code)]
+                if let indexKey = keys.indexKey(space) {
+                    let service = itemClass == .internetPassword ? query["server"] : query["service"]
+                    let account = itemClass == .internetPassword ? query["user"] : query["account"] ?? query["username"]
+                    let serviceName = AttributeSchema.serviceKey(for: itemClass)
+                    if let service {
+                        sql += " AND service = ?"
+                        values.append(.blob(Self.indexHash(indexKey, itemClass: itemClass, name: serviceName, value: .string(service))))
+                    }
+                    if let account {
+                        sql += " AND account = ?"
+                        values.append(.blob(Self.indexHash(indexKey, itemClass: itemClass, name: "acct", value: .string(account))))
+                    }
+                }
+                try collect(sql + " ORDER BY rowid", values, itemClass, space, into: &rows)
+            }
+        }
+        return rows.sorted { $0.rowID < $1.rowID }
+    }
+
+    /// Rows that Apple's uniqueness rules call the same item as `item`.
+    private func rowsWithPrimaryKey(of item: Item, keys: ClassKeys) throws -> [Int64] {
+        let stmt = try db.statement("SELECT rowid FROM items WHERE space = ? AND class = ? AND pk = ?")
+        var rows: [Int64] = []
+        for space in KeySpace.allCases {
+            guard let indexKey = keys.indexKey(space) else { continue }
+            stmt.bind([.int(space.rawValue), .int(item.itemClass.code), .blob(Self.primaryKeyHash(indexKey, item: item))])
+            defer { stmt.reset() }
+            while try stmt.step() { rows.append(stmt.int(0)) }
+        }
+        return rows
+    }
+}

@@ -1,0 +1,180 @@
+import CSDBus
+import Glibc
+import KeychainCore
+
+/// The D-Bus type codes the provider reads and writes.
+enum BusType {
+    static let string = CChar(UInt8(ascii: "s"))
+    static let objectPath = CChar(UInt8(ascii: "o"))
+    static let boolean = CChar(UInt8(ascii: "b"))
+    static let uint64 = CChar(UInt8(ascii: "t"))
+    static let byte = CChar(UInt8(ascii: "y"))
+    static let array = CChar(UInt8(ascii: "a"))
+    static let variant = CChar(UInt8(ascii: "v"))
+    static let structure = CChar(UInt8(ascii: "r"))
+    static let dictEntry = CChar(UInt8(ascii: "e"))
+}
+
+/// The Secret struct of the spec: (session, parameters, value, content type).
+struct WireSecret {
+    var session: String
+    var parameters: Bytes
+    var value: Bytes
+    var contentType: String
+}
+
+/// Reads the arguments of one message, in order. Every failure is InvalidArgs: sd-bus has already
+/// checked the signature of method calls, so what is left is content the provider refuses.
+struct MessageReader {
+    let message: OpaquePointer
+
+    private func check(_ rc: Int32, _ what: String) throws {
+        if rc < 0 { throw ServiceError.invalidArgs("cannot read \(what): \(String(cString: strerror(-rc)))") }
+    }
+
+    func string(_ type: CChar = BusType.string) throws -> String {
+        var pointer: UnsafePointer<CChar>?
+        try check(sd_bus_message_read_basic(message, type, &pointer), "a string")
+        guard let pointer else { throw ServiceError.invalidArgs("missing string") }
+        return String(cString: pointer)
+    }
+
+    func objectPath() throws -> String { try string(BusType.objectPath) }
+
+    func bool() throws -> Bool {
+        var value: Int32 = 0
+        try check(sd_bus_message_read_basic(message, BusType.boolean, &value), "a boolean")
+        return value != 0
+    }
+
+    func bytes() throws -> Bytes {
+        var pointer: UnsafeRawPointer?
+        var size = 0
+        try check(sd_bus_message_read_array(message, BusType.byte, &pointer, &size), "a byte array")
+        guard let pointer, size > 0 else { return [] }
+        return Bytes(UnsafeRawBufferPointer(start: pointer, count: size))
+    }
+
+    func enter(_ type: CChar, _ contents: String) throws -> Bool {
+        let rc = sd_bus_message_enter_container(message, type, contents)
+        try check(rc, "a container")
+        return rc > 0
+    }
+
+    func exit() throws { try check(sd_bus_message_exit_container(message), "the end of a container") }
+
+    func objectPaths() throws -> [String] {
+        _ = try enter(BusType.array, "o")
+        var out: [String] = []
+        while true {
+            var pointer: UnsafePointer<CChar>?
+            let rc = sd_bus_message_read_basic(message, BusType.objectPath, &pointer)
+            try check(rc, "an object path")
+            guard rc > 0, let pointer else { break }
+            out.append(String(cString: pointer))
+        }
+        try exit()
+        return out
+    }
+
+    func stringDictionary() throws -> [String: String] {
+        _ = try enter(BusType.array, "{ss}")
+        var out: [String: String] = [:]
+        while try enter(BusType.dictEntry, "ss") {
+            let key = try string()
+            out[key] = try string()
+            try exit()
+        }
+        try exit()
+        return out
+    }
+
+    /// a{sv}: each value handed to `read` with the reader inside its variant and its signature.
+    func properties(_ read: (String, String) throws -> Bool) throws {
+        _ = try enter(BusType.array, "{sv}")
+        while try enter(BusType.dictEntry, "sv") {
+            let key = try string()
+            let signature = try variantSignature()
+            _ = try enter(BusType.variant, signature)
+            if try !read(key, signature) { try check(sd_bus_message_skip(message, signature), "a property") }
+            try exit()
+            try exit()
+        }
+        try exit()
+    }
+
+    /// The signature of the variant that comes next.
+    func variantSignature() throws -> String {
+        var type: CChar = 0
+        var contents: UnsafePointer<CChar>?
+        try check(sd_bus_message_peek_type(message, &type, &contents), "a variant")
+        guard type == BusType.variant, let contents else { throw ServiceError.invalidArgs("expected a variant") }
+        return String(cString: contents)
+    }
+
+    func secret() throws -> WireSecret {
+        _ = try enter(BusType.structure, "oayays")
+        let secret = WireSecret(session: try objectPath(), parameters: try bytes(), value: try bytes(), contentType: try string())
+        try exit()
+        return secret
+    }
+}
+
+/// Builds a reply or signal; throws on allocation failures only.
+struct MessageWriter {
+    let message: OpaquePointer
+
+    private func check(_ rc: Int32) throws {
+        if rc < 0 { throw ServiceError.failed("cannot build a reply: \(String(cString: strerror(-rc)))") }
+    }
+
+    func string(_ value: String, _ type: CChar = BusType.string) throws {
+        try check(value.withCString { sd_bus_message_append_basic(message, type, $0) })
+    }
+
+    func objectPath(_ value: String) throws { try string(value, BusType.objectPath) }
+
+    func bool(_ value: Bool) throws {
+        var v: Int32 = value ? 1 : 0
+        try check(sd_bus_message_append_basic(message, BusType.boolean, &v))
+    }
+
+    func uint64(_ value: UInt64) throws {
+        var v = value
+        try check(sd_bus_message_append_basic(message, BusType.uint64, &v))
+    }
+
+    func bytes(_ value: Bytes) throws {
+        try check(value.withUnsafeBytes { sd_bus_message_append_array(message, BusType.byte, $0.baseAddress, $0.count) })
+    }
+
+    func container(_ type: CChar, _ contents: String, _ body: () throws -> Void) throws {
+        try check(sd_bus_message_open_container(message, type, contents))
+        try body()
+        try check(sd_bus_message_close_container(message))
+    }
+
+    func objectPaths(_ paths: [String]) throws {
+        try container(BusType.array, "o") { for path in paths { try objectPath(path) } }
+    }
+
+    func stringDictionary(_ dictionary: [String: String]) throws {
+        try container(BusType.array, "{ss}") {
+            for key in dictionary.keys.sorted() {
+                try container(BusType.dictEntry, "ss") {
+                    try string(key)
+                    try string(dictionary[key]!)
+                }
+            }
+        }
+    }
+
+    func secret(_ secret: WireSecret) throws {
+        try container(BusType.structure, "oayays") {
+            try objectPath(secret.session)
+            try bytes(secret.parameters)
+            try bytes(secret.value)
+            try string(secret.contentType)
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Glibc
+import KeychainCore
+
+/// org.freedesktop.Secret.Collection and org.freedesktop.Secret.Item.
+extension SecretService {
+    func collection(at path: String) throws -> Collection {
+        guard let (collection, row) = collections.resolve(path), row == nil else { throw ServiceError.noSuchObject("no collection \(path)") }
+        return collection
+    }
+
+    func item(at path: String) throws -> (Collection, Int64) {
+        guard let (collection, row) = collections.resolve(path), let row else { throw ServiceError.noSuchObject("no item \(path)") }
+        return (collection, row)
+    }
+
+    func collectionMethod(_ member: String, _ call: Call) throws {
+        let collection = try collection(at: call.path)
+        let reader = call.reader
+        switch member {
+        case "SearchItems":
+            let query = try reader.stringDictionary()
+            let found = try collection.store().searchSecretItems(query)
+            try reply(call) { try $0.objectPaths(found.unlocked.map { collection.itemPath($0.row) } + found.locked.map(collection.itemPath)) }
+        case "CreateItem":
+            var label = "", attributes: [String: String] = [:]
+            try reader.properties { key, signature in
+                switch key {
+                case "org.freedesktop.Secret.Item.Label":
+                    guard signature == "s" else { throw ServiceError.invalidArgs("\(key) must be a string") }
+                    label = try reader.string()
+                case "org.freedesktop.Secret.Item.Attributes":
+                    guard signature == "a{ss}" else { throw ServiceError.invalidArgs("\(key) must be a{ss}") }
+                    attributes = try reader.stringDictionary()
+                default:
+                    return false
+                }
+                return true
+            }
+            let wire = try reader.secret()
+            let replace = try reader.bool()
+            var secret = try session(wire.session, for: call).decode(wire)
+            defer { secret.wipe() }
+            let store = try collection.store()
+            let (item, replaced) = try store.addSecretItem(label: label, attributes: attributes, secret: secret,
+                                                           contentType: wire.contentType, replace: replace)
+            try reply(call) { w in
+                try w.objectPath(collection.itemPath(item.row))
+                try w.objectPath(ObjectPaths.none)
+            }
+            for row in replaced { emit(collection.path, Interface.collection, "ItemDeleted") { try $0.objectPath(collection.itemPath(row)) } }
+            emit(collection.path, Interface.collection, "ItemCreated") { try $0.objectPath(collection.itemPath(item.row)) }
+            emitPropertiesChanged(collection.path, Interface.collection, ["Items"])
+        case "Delete":
+            guard collection !== collections.defaultCollection else {
+                throw ServiceError.accessDenied("\(collection.name) is the default keychain; delete it with `security delete-keychain`")
+            }
+            (try? collection.store())?.lockAll()
+            collection.forget()
+            for suffix in ["", "-wal", "-shm"] { unlink(collection.file + suffix) }
+            collections.remove(collection)
+            try reply(call) { try $0.objectPath(ObjectPaths.none) }
+            emit(ObjectPaths.root, Interface.service, "CollectionDeleted") { try $0.objectPath(collection.path) }
+            emitPropertiesChanged(ObjectPaths.root, Interface.service, ["Collections"])
+        default:
+            throw ServiceError.notSupported("unknown method \(member)")
+        }
+    }
+
+    func itemMethod(_ member: String, _ call: Call) throws {
+        let (collection, row) = try item(at: call.path)
+        let store = try collection.store()
+        let reader = call.reader
+        switch member {
+        case "GetSecret":
+            let session = try session(try reader.objectPath(), for: call)
+            let item = try store.secretItem(row, includeSecret: true)
+            var secret = item.secret ?? []
+            defer { secret.wipe() }
+            let wire = try session.encode(secret, path: ObjectPaths.sessions + session.id, contentType: item.contentType)
+            try reply(call) { try $0.secret(wire) }
+        case "SetSecret":
+            let wire = try reader.secret()
+            var secret = try session(wire.session, for: call).decode(wire)
+            defer { secret.wipe() }
+            try store.updateSecretItem(row, secret: secret, contentType: wire.contentType)
+            try reply(call)
+            itemChanged(collection, row)
+        case "Delete":
+            try store.deleteSecretItem(row)
+            try reply(call) { try $0.objectPath(ObjectPaths.none) }
+            emit(collection.path, Interface.collection, "ItemDeleted") { try $0.objectPath(collection.itemPath(row)) }
+            emitPropertiesChanged(collection.path, Interface.collection, ["Items"])
+        default:
+            throw ServiceError.notSupported("unknown method \(member)")
+        }
+    }
+
+    func itemChanged(_ collection: Collection, _ row: Int64) {
+        emit(collection.path, Interface.collection, "ItemChanged") { try $0.objectPath(collection.itemPath(row)) }
+        emitPropertiesChanged(collection.itemPath(row), Interface.item, ["Label", "Attributes", "Modified"])
+    }
+}

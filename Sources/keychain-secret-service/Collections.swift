@@ -1,0 +1,162 @@
+import Glibc
+import KeychainCore
+
+/// The object paths of the spec.
+enum ObjectPaths {
+    static let root = "/org/freedesktop/secrets"
+    static let collections = root + "/collection/"
+    static let aliases = root + "/aliases/"
+    static let sessions = root + "/session/"
+    static let prompts = root + "/prompt/"
+    /// "No object": what the spec returns for no prompt, no alias.
+    static let none = "/"
+
+    /// A keychain name as one path element: letters and digits as they are, every other byte `_xx`.
+    static func element(for name: String) -> String {
+        var out = ""
+        for byte in name.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                out.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let digits = Array("0123456789abcdef")
+                out += "_" + String(digits[Int(byte >> 4)]) + String(digits[Int(byte & 15)])
+            }
+        }
+        return out
+    }
+}
+
+/// One collection: a keychain file, opened on first use with its keys from the kernel, so its
+/// lock state is the one `security` and the helpers see.
+final class Collection {
+    let name: String
+    let file: String
+    let element: String
+    private var opened: KeychainStore?
+    /// The Locked value last announced, to emit PropertiesChanged when it changes.
+    var announcedLocked: Bool?
+
+    init(file: String) {
+        self.file = file
+        var base = String(file.split(separator: "/").last ?? "")
+        if base.hasSuffix(".keychain-db") { base.removeLast(".keychain-db".count) }
+        name = base
+        element = ObjectPaths.element(for: base)
+    }
+
+    var path: String { ObjectPaths.collections + element }
+
+    func itemPath(_ row: Int64) -> String { path + "/" + String(row) }
+
+    func store() throws -> KeychainStore {
+        if let opened { return opened }
+        let store = try KeychainStore.open(at: file, storage: .kernel)
+        opened = store
+        return store
+    }
+
+    /// Locked is the WhenUnlocked class's state in the kernel, read afresh on every call.
+    var isLocked: Bool { (try? store().status.whenUnlocked) != true }
+
+    func forget() {
+        opened = nil
+    }
+}
+
+/// The collections: every keychain in the keychains folder and the default keychain wherever it
+/// is; the `default` alias is the default keychain (`security default-keychain`).
+final class CollectionRegistry {
+    private var byFile: [String: Collection] = [:]
+    private var byElement: [String: Collection] = [:]
+    /// Aliases other than `default`, for this run of the service.
+    private var aliases: [String: String] = [:]
+
+    /// Rescans the folder: keychains made or removed by `security` show up and go.
+    func refresh() {
+        let files = KeychainFile.list()
+        for file in files where byFile[file] == nil {
+            let collection = Collection(file: file)
+            guard byElement[collection.element] == nil else { continue }
+            byFile[file] = collection
+            byElement[collection.element] = collection
+        }
+        for (file, collection) in byFile where !files.contains(file) {
+            byFile[file] = nil
+            byElement[collection.element] = nil
+        }
+    }
+
+    var all: [Collection] {
+        refresh()
+        return byElement.values.sorted { $0.name < $1.name }
+    }
+
+    var defaultCollection: Collection? {
+        refresh()
+        return byFile[KeychainFile.defaultPath()]
+    }
+
+    func collection(element: String) -> Collection? {
+        if let found = byElement[element] { return found }
+        refresh()
+        return byElement[element]
+    }
+
+    func alias(_ name: String) -> Collection? {
+        if name == "default" { return defaultCollection }
+        return aliases[name].flatMap { collection(element: $0) }
+    }
+
+    func setAlias(_ name: String, to collection: Collection?) throws {
+        if name == "default" {
+            guard let collection else { throw ServiceError.notSupported("the default alias names the default keychain; it cannot be removed") }
+            try KeychainFile.setDefaultPath(collection.file)
+            return
+        }
+        aliases[name] = collection?.element
+    }
+
+    func aliasNames(of collection: Collection) -> [String] {
+        var names = aliases.filter { $0.value == collection.element }.map(\.key)
+        if defaultCollection === collection { names.append("default") }
+        return names.sorted()
+    }
+
+    /// The collection and item an object path names (through a collection or an alias).
+    func resolve(_ path: String) -> (collection: Collection, row: Int64?)? {
+        let rest: Substring
+        let viaAlias: Bool
+        if path.hasPrefix(ObjectPaths.collections) {
+            rest = path.dropFirst(ObjectPaths.collections.count)
+            viaAlias = false
+        } else if path.hasPrefix(ObjectPaths.aliases) {
+            rest = path.dropFirst(ObjectPaths.aliases.count)
+            viaAlias = true
+        } else {
+            return nil
+        }
+        let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 1 || parts.count == 2, !parts[0].isEmpty else { return nil }
+        guard let collection = viaAlias ? alias(String(parts[0])) : self.collection(element: String(parts[0])) else { return nil }
+        guard parts.count == 2 else { return (collection, nil) }
+        let digits = parts[1]
+        guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let row = Int64(digits), row > 0 else { return nil }
+        return (collection, row)
+    }
+
+    func add(file: String) -> Collection {
+        refresh()
+        if let existing = byFile[file] { return existing }
+        let collection = Collection(file: file)
+        byFile[file] = collection
+        byElement[collection.element] = collection
+        return collection
+    }
+
+    func remove(_ collection: Collection) {
+        byFile[collection.file] = nil
+        byElement[collection.element] = nil
+        aliases = aliases.filter { $0.value != collection.element }
+    }
+}

@@ -1,0 +1,170 @@
+import Glibc
+import KeychainCore
+
+/// A Prompt object: what Unlock and CreateCollection return when a person must type a password.
+/// Prompt() starts pinentry; the outcome is the Completed signal (dismissed, result).
+final class Prompt {
+    enum Action {
+        /// The objects asked for and the locked collection each is in.
+        case unlock([(String, Collection)])
+        case create(label: String, alias: String)
+    }
+
+    static let tries = 3
+
+    let id: String
+    let owner: String
+    let action: Action
+    private(set) var pinentry: Pinentry?
+    private var pending: [Collection] = []
+    private var unlockedPaths: [String] = []
+    private var failures = 0
+    private var started = false
+
+    init(id: String, owner: String, action: Action) {
+        self.id = id
+        self.owner = owner
+        self.action = action
+    }
+
+    var path: String { ObjectPaths.prompts + id }
+
+    func start(_ service: SecretService) {
+        guard !started else { return }
+        started = true
+        if case .unlock(let objects) = action {
+            for (_, collection) in objects where !pending.contains(where: { $0 === collection }) { pending.append(collection) }
+        }
+        guard let pinentry = Pinentry(program: service.pinentryProgram) else {
+            complete(service, dismissed: true)
+            return
+        }
+        self.pinentry = pinentry
+        askNext(error: nil)
+    }
+
+    private func askNext(error: String?) {
+        switch action {
+        case .unlock:
+            guard let collection = pending.first else { return }
+            pinentry?.ask(title: "Unlock keychain",
+                          description: "An application wants access to the keychain \u{201C}\(collection.name)\u{201D}. Enter its password to unlock it.",
+                          prompt: "Password:", error: error)
+        case .create(let label, _):
+            pinentry?.ask(title: "New keychain",
+                          description: "An application wants to create a new keychain \u{201C}\(label.isEmpty ? "keychain" : label)\u{201D}. Choose a password for it.",
+                          prompt: "Password:", error: error, repeatPrompt: "Repeat:")
+        }
+    }
+
+    func pinentryReadable(_ service: SecretService) {
+        guard let event = pinentry?.readable() else { return }
+        switch event {
+        case .cancelled:
+            complete(service, dismissed: true)
+        case .passphrase(var password):
+            defer { password.wipe() }
+            attempt(service, password)
+        }
+    }
+
+    private func attempt(_ service: SecretService, _ password: Bytes) {
+        switch action {
+        case .unlock(let objects):
+            guard let collection = pending.first else { return }
+            do {
+                try collection.store().unlock(password: password)
+                pending.removeFirst()
+                unlockedPaths += objects.filter { $0.1 === collection }.map(\.0)
+                failures = 0
+                if pending.isEmpty { complete(service, dismissed: false) } else { askNext(error: nil) }
+            } catch let error as KeychainError where error.code == .authFailed {
+                failures += 1
+                if failures >= Self.tries { complete(service, dismissed: true) } else { askNext(error: "Wrong password; try again.") }
+            } catch {
+                SecretService.log("cannot unlock \(collection.name): \(error)")
+                complete(service, dismissed: true)
+            }
+        case .create(let label, let alias):
+            guard !password.isEmpty else {
+                askNext(error: "The password cannot be empty.")
+                return
+            }
+            do {
+                let collection = try service.createCollection(label: label, alias: alias, password: password)
+                unlockedPaths = [collection.path]
+                complete(service, dismissed: false)
+            } catch {
+                SecretService.log("cannot create the keychain: \(error)")
+                complete(service, dismissed: true)
+            }
+        }
+    }
+
+    /// Sends Completed and retires the prompt.
+    func complete(_ service: SecretService, dismissed: Bool) {
+        cancel()
+        service.prompts[id] = nil
+        service.noticeLockChanges()
+        service.emit(path, Interface.prompt, "Completed") { w in
+            try w.bool(dismissed)
+            if case .create = action, !dismissed {
+                try w.container(BusType.variant, "o") { try w.objectPath(unlockedPaths.first ?? ObjectPaths.none) }
+            } else {
+                try w.container(BusType.variant, "ao") { try w.objectPaths(dismissed ? [] : unlockedPaths) }
+            }
+        }
+    }
+
+    func cancel() {
+        pinentry?.stop()
+        pinentry = nil
+    }
+}
+
+extension SecretService {
+    func makePrompt(_ action: Prompt.Action, owner: String) -> String {
+        let prompt = Prompt(id: nextID("p"), owner: owner, action: action)
+        prompts[prompt.id] = prompt
+        return prompt.path
+    }
+
+    func promptMethod(_ member: String, _ call: Call) throws {
+        guard call.path.hasPrefix(ObjectPaths.prompts), let prompt = prompts[String(call.path.dropFirst(ObjectPaths.prompts.count))] else {
+            throw ServiceError.noSuchObject("no prompt \(call.path)")
+        }
+        switch member {
+        case "Prompt":
+            _ = try call.reader.string()  // the window id: pinentry places its own dialog
+            try reply(call)
+            prompt.start(self)
+        case "Dismiss":
+            try reply(call)
+            prompt.complete(self, dismissed: true)
+        default:
+            throw ServiceError.notSupported("unknown method \(member)")
+        }
+    }
+
+    /// A new keychain in the keychains folder, named after the label, unlocked.
+    func createCollection(label: String, alias: String, password: Bytes) throws -> Collection {
+        var base = String(label.unicodeScalars.map { scalar -> Character in
+            scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_" ? Character(scalar) : "_"
+        })
+        if base.isEmpty { base = "keychain" }
+        var name = base, number = 1
+        while KeychainFile.exists(KeychainFile.resolve(name)) {
+            number += 1
+            name = "\(base)-\(number)"
+        }
+        let file = KeychainFile.resolve(name)
+        let store = try KeychainStore.create(at: file, password: password, storage: .kernel)
+        if !label.isEmpty { try store.setCollectionLabel(label) }
+        let collection = collections.add(file: file)
+        if !alias.isEmpty { try collections.setAlias(alias, to: collection) }
+        collection.announcedLocked = false
+        emit(ObjectPaths.root, Interface.service, "CollectionCreated") { try $0.objectPath(collection.path) }
+        emitPropertiesChanged(ObjectPaths.root, Interface.service, ["Collections"])
+        return collection
+    }
+}

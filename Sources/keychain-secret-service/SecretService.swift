@@ -1,0 +1,298 @@
+import CSDBus
+import Glibc
+import KeychainCore
+
+/// The interfaces of the spec.
+enum Interface {
+    static let service = "org.freedesktop.Secret.Service"
+    static let collection = "org.freedesktop.Secret.Collection"
+    static let item = "org.freedesktop.Secret.Item"
+    static let session = "org.freedesktop.Secret.Session"
+    static let prompt = "org.freedesktop.Secret.Prompt"
+}
+
+/// The provider: owns org.freedesktop.secrets on the session bus and answers the Secret Service
+/// API from the keychains, in one thread (sd_bus_process in a poll loop that also serves the
+/// pinentry programs of open prompts).
+final class SecretService {
+    static let busName = "org.freedesktop.secrets"
+    /// Sessions one client may hold at once; beyond this, LimitsExceeded rather than unbounded memory.
+    static let sessionsPerClient = 4096
+
+    let bus: OpaquePointer
+    let collections = CollectionRegistry()
+    var sessions: [String: Session] = [:]
+    var prompts: [String: Prompt] = [:]
+    let pinentryProgram: String
+    private var counter: UInt64 = 0
+    private var running = true
+    private var lastLockCheck = 0.0
+
+    init(bus: OpaquePointer, pinentryProgram: String) {
+        self.bus = bus
+        self.pinentryProgram = pinentryProgram
+    }
+
+    func nextID(_ prefix: String) -> String {
+        counter += 1
+        return prefix + String(counter)
+    }
+
+    static func log(_ line: String) {
+        fputs("keychain-secret-service: \(line)\n", stderr)
+    }
+
+    // MARK: Start-up
+
+    /// Registers the objects, takes the name and serves until the name is lost or the bus goes.
+    func run(replace: Bool) throws -> Int32 {
+        var handlers = csdbus_handlers(
+            method: { message, userdata, error in SecretService.from(userdata).handle(message!, error!) },
+            get: { path, interface, property, reply, userdata, error in
+                SecretService.from(userdata).get(String(cString: path!), String(cString: interface!), String(cString: property!), reply!, error!)
+            },
+            set: { path, interface, property, value, userdata, error in
+                SecretService.from(userdata).set(String(cString: path!), String(cString: interface!), String(cString: property!), value!, error!)
+            },
+            find: { path, interface, userdata in
+                SecretService.from(userdata).exists(String(cString: path!), String(cString: interface!)) ? 1 : 0
+            },
+            enumerate: { path, userdata in SecretService.from(userdata).children(String(cString: path!)) })
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        var rc = csdbus_register(bus, &handlers, me)
+        guard rc >= 0 else { throw ServiceError.failed("cannot register the objects: \(String(cString: strerror(-rc)))") }
+        rc = sd_bus_match_signal(bus, nil, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                 "NameOwnerChanged", { message, userdata, _ in
+                                     SecretService.from(userdata).nameOwnerChanged(message!)
+                                     return 0
+                                 }, me)
+        guard rc >= 0 else { throw ServiceError.failed("cannot watch clients: \(String(cString: strerror(-rc)))") }
+        rc = sd_bus_match_signal(bus, nil, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                 "NameLost", { message, userdata, _ in
+                                     SecretService.from(userdata).nameLost(message!)
+                                     return 0
+                                 }, me)
+        guard rc >= 0 else { throw ServiceError.failed("cannot watch the name: \(String(cString: strerror(-rc)))") }
+
+        var flags = UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT)
+        if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
+        rc = sd_bus_request_name(bus, Self.busName, flags)
+        if rc == -EEXIST {
+            SecretService.log("\(Self.busName) is already provided by \(currentOwner()); run with --replace to take it over")
+            return 1
+        }
+        guard rc >= 0 else { throw ServiceError.failed("cannot own \(Self.busName): \(String(cString: strerror(-rc)))") }
+        for collection in collections.all { collection.announcedLocked = collection.isLocked }
+        return loop()
+    }
+
+    /// Who owns the name now: its process name and pid, for the one line that says so.
+    private func currentOwner() -> String {
+        var creds: OpaquePointer?
+        guard sd_bus_get_name_creds(bus, Self.busName, UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_COMM | SD_BUS_CREDS_AUGMENT), &creds) >= 0,
+              let creds else { return "another program" }
+        defer { sd_bus_creds_unref(creds) }
+        var pid: pid_t = 0
+        var comm: UnsafePointer<CChar>?
+        let hasPid = sd_bus_creds_get_pid(creds, &pid) >= 0
+        let name = sd_bus_creds_get_comm(creds, &comm) >= 0 && comm != nil ? String(cString: comm!) : "another program"
+        return hasPid ? "\(name) (pid \(pid))" : name
+    }
+
+    private func loop() -> Int32 {
+        while running {
+            let rc = sd_bus_process(bus, nil)
+            if rc < 0 {
+                // The bus going away (the session ending) is the normal way for the service to end.
+                if rc == -ECONNRESET || rc == -ENOTCONN { return 0 }
+                SecretService.log("the bus connection failed: \(String(cString: strerror(-rc)))")
+                return 1
+            }
+            if rc > 0 { continue }
+            var fds = [pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0)]
+            let conversations = prompts.values.compactMap { prompt in prompt.pinentry.map { (prompt, $0) } }
+            for (_, pinentry) in conversations { fds.append(pollfd(fd: pinentry.fd, events: Int16(POLLIN), revents: 0)) }
+            var timeout: UInt64 = 0
+            var wait: Int32 = 2000
+            if sd_bus_get_timeout(bus, &timeout) > 0, timeout != UInt64.max {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                let nowUs = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec / 1000)
+                wait = timeout <= nowUs ? 0 : Int32(min(UInt64(wait), (timeout - nowUs + 999) / 1000))
+            }
+            if poll(&fds, nfds_t(fds.count), wait) < 0, errno != EINTR { return 1 }
+            for (index, (prompt, _)) in conversations.enumerated() where fds[index + 1].revents != 0 {
+                prompt.pinentryReadable(self)
+            }
+            // A second between looks is soon enough to notice a lock and keeps a busy client's
+            // calls from each paying for a folder scan and the kernel reads.
+            let now = Self.monotonicSeconds()
+            if now - lastLockCheck >= 1 {
+                lastLockCheck = now
+                noticeLockChanges()
+            }
+        }
+        return 0
+    }
+
+    static func monotonicSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// `security lock-keychain` and the PAM module change the lock state behind the service's
+    /// back; each turn of the loop compares and announces.
+    func noticeLockChanges() {
+        for collection in collections.all {
+            let locked = collection.isLocked
+            if collection.announcedLocked != locked {
+                collection.announcedLocked = locked
+                emitPropertiesChanged(collection.path, Interface.collection, ["Locked"])
+            }
+        }
+    }
+
+    private func nameOwnerChanged(_ message: OpaquePointer) {
+        let reader = MessageReader(message: message)
+        guard let name = try? reader.string(), let _ = try? reader.string(), let newOwner = try? reader.string(),
+              name.hasPrefix(":"), newOwner.isEmpty else { return }
+        // The client left the bus: its sessions and their keys go with it.
+        for (id, session) in sessions where session.owner == name {
+            session.close()
+            sessions[id] = nil
+        }
+        for (id, prompt) in prompts where prompt.owner == name {
+            prompt.cancel()
+            prompts[id] = nil
+        }
+    }
+
+    private func nameLost(_ message: OpaquePointer) {
+        guard let name = try? MessageReader(message: message).string(), name == Self.busName else { return }
+        SecretService.log("\(Self.busName) was taken over; exiting")
+        running = false
+    }
+
+    static func from(_ userdata: UnsafeMutableRawPointer?) -> SecretService {
+        Unmanaged<SecretService>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    // MARK: Calls
+
+    private func handle(_ message: OpaquePointer, _ busError: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
+        let path = String(cString: sd_bus_message_get_path(message))
+        let interface = String(cString: sd_bus_message_get_interface(message))
+        let member = String(cString: sd_bus_message_get_member(message))
+        let sender = sd_bus_message_get_sender(message).map { String(cString: $0) } ?? ""
+        let call = Call(message: message, path: path, sender: sender)
+        // Calls and replies may carry secrets: sd-bus then wipes their memory when it frees them.
+        _ = sd_bus_message_sensitive(message)
+        do {
+            switch interface {
+            case Interface.service: try serviceMethod(member, call)
+            case Interface.collection: try collectionMethod(member, call)
+            case Interface.item: try itemMethod(member, call)
+            case Interface.session: try sessionMethod(member, call)
+            case Interface.prompt: try promptMethod(member, call)
+            default: throw ServiceError.notSupported("unknown interface \(interface)")
+            }
+            return 1
+        } catch {
+            return ServiceError(error).set(busError)
+        }
+    }
+
+    /// Which interfaces a path has, by its shape alone: a call on a collection, item, session or
+    /// prompt that does not exist then reaches the handler, which answers with the spec's
+    /// NoSuchObject (or NoSession) rather than sd-bus's UnknownObject, as clients such as
+    /// SecretStorage and libsecret expect of a deleted item.
+    func exists(_ path: String, _ interface: String) -> Bool {
+        func elements(after prefix: String) -> Int? {
+            guard path.hasPrefix(prefix) else { return nil }
+            let parts = path.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false)
+            return parts.contains(where: \.isEmpty) ? nil : parts.count
+        }
+        let depth = elements(after: ObjectPaths.collections) ?? elements(after: ObjectPaths.aliases)
+        switch interface {
+        case Interface.collection: return depth == 1
+        case Interface.item: return depth == 2
+        case Interface.session: return elements(after: ObjectPaths.sessions) == 1
+        case Interface.prompt: return elements(after: ObjectPaths.prompts) == 1
+        default: return false
+        }
+    }
+
+    /// The objects directly below `path`, for introspection.
+    private func children(_ path: String) -> UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? {
+        var paths: [String] = []
+        let prefix = path + "/"
+        if prefix == ObjectPaths.collections {
+            paths = collections.all.map(\.path)
+        } else if prefix == ObjectPaths.aliases {
+            paths = collections.all.flatMap { collections.aliasNames(of: $0) }.map { ObjectPaths.aliases + ObjectPaths.element(for: $0) }
+        } else if prefix == ObjectPaths.sessions {
+            paths = sessions.keys.sorted().map { ObjectPaths.sessions + $0 }
+        } else if prefix == ObjectPaths.prompts {
+            paths = prompts.keys.sorted().map { ObjectPaths.prompts + $0 }
+        } else if let (collection, row) = collections.resolve(path), row == nil {
+            paths = ((try? collection.store().secretItemRows()) ?? []).map { path + "/" + String($0) }
+        }
+        guard let list = malloc(MemoryLayout<UnsafeMutablePointer<CChar>?>.stride * (paths.count + 1))?
+            .bindMemory(to: UnsafeMutablePointer<CChar>?.self, capacity: paths.count + 1) else { return nil }
+        for (index, path) in paths.enumerated() { list[index] = strdup(path) }
+        list[paths.count] = nil
+        return list
+    }
+
+    // MARK: Replies and signals
+
+    func reply(_ call: Call, _ body: (MessageWriter) throws -> Void = { _ in }) throws {
+        var reply: OpaquePointer?
+        guard sd_bus_message_new_method_return(call.message, &reply) >= 0, let reply else { throw ServiceError.failed("out of memory") }
+        defer { sd_bus_message_unref(reply) }
+        _ = sd_bus_message_sensitive(reply)
+        try body(MessageWriter(message: reply))
+        guard sd_bus_send(nil, reply, nil) >= 0 else { throw ServiceError.failed("cannot send the reply") }
+    }
+
+    func emit(_ path: String, _ interface: String, _ member: String, _ body: (MessageWriter) throws -> Void) {
+        var signal: OpaquePointer?
+        guard sd_bus_message_new_signal(bus, &signal, path, interface, member) >= 0, let signal else { return }
+        defer { sd_bus_message_unref(signal) }
+        guard (try? body(MessageWriter(message: signal))) != nil else { return }
+        _ = sd_bus_send(bus, signal, nil)
+    }
+
+    func emitPropertiesChanged(_ path: String, _ interface: String, _ names: [String]) {
+        var pointers = names.map { strdup($0) } + [nil]
+        defer { for p in pointers { free(p) } }
+        _ = sd_bus_emit_properties_changed_strv(bus, path, interface, &pointers)
+    }
+
+    // MARK: Sessions
+
+    func session(_ path: String, for call: Call) throws -> Session {
+        guard path.hasPrefix(ObjectPaths.sessions), let session = sessions[String(path.dropFirst(ObjectPaths.sessions.count))],
+              session.owner == call.sender
+        else { throw ServiceError.noSession("no session \(path) for this client") }
+        return session
+    }
+
+    private func sessionMethod(_ member: String, _ call: Call) throws {
+        guard member == "Close" else { throw ServiceError.notSupported("unknown method \(member)") }
+        let session = try session(call.path, for: call)
+        session.close()
+        sessions[session.id] = nil
+        try reply(call)
+    }
+}
+
+/// One method call: its message, the object it was made on, and who made it.
+struct Call {
+    let message: OpaquePointer
+    let path: String
+    let sender: String
+
+    var reader: MessageReader { MessageReader(message: message) }
+}

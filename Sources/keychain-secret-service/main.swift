@@ -1,0 +1,57 @@
+import CSDBus
+import Glibc
+import KeychainCore
+
+/// keychain-secret-service [--replace] [--pinentry PROGRAM]
+///
+/// The desktop's org.freedesktop.secrets over the keychain. Started by D-Bus activation or the
+/// systemd user unit; the pinentry program is --pinentry, else $KEYCHAIN_PINENTRY, else `pinentry`
+/// (Debian's alternative pointing at the desktop's or the terminal's dialog).
+let usage = """
+    usage: keychain-secret-service [--replace] [--pinentry PROGRAM]
+
+    Provides the Secret Service API (org.freedesktop.secrets) on the session bus, storing in the
+    keychains that `security` manages. --replace takes the name over from another provider.
+    """
+
+var replace = false
+var pinentry = getenv("KEYCHAIN_PINENTRY").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "pinentry"
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--replace", "-r":
+        replace = true
+    case "--pinentry":
+        guard let program = arguments.popFirst(), !program.isEmpty else {
+            fputs("keychain-secret-service: --pinentry needs a program\n", stderr)
+            exit(64)
+        }
+        pinentry = program
+    case "--help", "-h":
+        print(usage)
+        exit(0)
+    default:
+        fputs("keychain-secret-service: unknown argument \(argument)\n\(usage)\n", stderr)
+        exit(64)
+    }
+}
+
+ProcessHardening.becomeUndumpable()
+// A client writing to a prompt's closed pinentry must not kill the service.
+signal(SIGPIPE, SIG_IGN)
+
+var bus: OpaquePointer?
+let opened = sd_bus_open_user(&bus)
+guard opened >= 0, let bus else {
+    fputs("keychain-secret-service: cannot connect to the session bus: \(String(cString: strerror(-opened)))\n", stderr)
+    exit(1)
+}
+let service = SecretService(bus: bus, pinentryProgram: pinentry)
+do {
+    let status = try service.run(replace: replace)
+    sd_bus_flush_close_unref(bus)
+    exit(status)
+} catch {
+    fputs("keychain-secret-service: \(ServiceError(error).message)\n", stderr)
+    exit(1)
+}

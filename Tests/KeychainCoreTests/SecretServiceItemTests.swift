@@ -1,0 +1,195 @@
+@testable import KeychainCore
+import Glibc
+import XCTest
+
+/// The Secret Service's items in the engine: free-form attributes, exact matching, the opaque
+/// index, and the mapping to Apple's generic and internet passwords both ways.
+final class SecretServiceItemTests: XCTestCase {
+    private var scratch: Scratch!
+    private var store: KeychainStore!
+
+    override func setUpWithError() throws {
+        scratch = Scratch()
+        store = try scratch.create()
+    }
+
+    override func tearDown() { scratch.remove() }
+
+    @discardableResult
+    private func add(_ attributes: [String: String], secret: String = "s3cret", label: String = "label",
+                     replace: Bool = false) throws -> SecretItem {
+        try store.addSecretItem(label: label, attributes: attributes, secret: Array(secret.utf8),
+                                contentType: "text/plain", replace: replace).item
+    }
+
+    private func found(_ query: [String: String]) throws -> [Int64] {
+        try store.searchSecretItems(query).unlocked.map(\.row)
+    }
+
+    /// The attribute index is keyed under class key C: a rotation, which makes a new C, must
+    /// leave every item findable by its free-form attributes (and nothing findable by a stale key).
+    func testItemsAreStillFoundAfterKeyRotation() throws {
+        let a = try add(["application": "chrome", "profile": "work"])
+        let b = try add(["user": "alice", "server": "git.example", "protocol": "https"])
+        let staleHashes = try store.db.statement("SELECT count(*) FROM secret_attributes")
+        XCTAssertTrue(try staleHashes.step())
+        let before = staleHashes.int(0)
+        staleHashes.reset()
+        try store.rotateKeys(password: Array("pw".utf8), newPassword: Array("pw".utf8), scrypt: .fastForTesting)
+        XCTAssertEqual(try found(["application": "chrome", "profile": "work"]), [a.row])
+        XCTAssertEqual(try found(["user": "alice", "server": "git.example"]), [b.row])
+        XCTAssertEqual(try found(["application": "firefox"]), [])
+        XCTAssertEqual(try store.secretItem(a.row, includeSecret: true).secret, Array("s3cret".utf8))
+        XCTAssertTrue(try staleHashes.step())
+        XCTAssertEqual(staleHashes.int(0), before, "the index was rebuilt, not added to")
+        staleHashes.reset()
+    }
+
+    func testArbitraryAttributesMatchExactlyOnAllPairs() throws {
+        let a = try add(["application": "chrome", "xdg:schema": "chrome_libsecret_os_crypt_password_v2"])
+        let b = try add(["application": "chrome", "profile": "work"])
+        _ = try add(["application": "Chrome"])
+        XCTAssertEqual(try found(["application": "chrome"]), [a.row, b.row])
+        XCTAssertEqual(try found(["application": "chrome", "profile": "work"]), [b.row])
+        XCTAssertEqual(try found(["application": "chrom"]), [])
+        XCTAssertEqual(try found(["application": "chrome", "profile": "home"]), [])
+        XCTAssertEqual(try found([:]).count, 3)
+        let item = try store.secretItem(a.row, includeSecret: true)
+        XCTAssertEqual(item.attributes, ["application": "chrome", "xdg:schema": "chrome_libsecret_os_crypt_password_v2"])
+        XCTAssertEqual(item.secret, Array("s3cret".utf8))
+        XCTAssertEqual(item.label, "label")
+        XCTAssertEqual(item.contentType, "text/plain")
+        XCTAssertGreaterThan(item.created, 0)
+    }
+
+    func testLookAlikeItemsAreKeptApartUnlessReplaced() throws {
+        let first = try add(["service": "mail", "account": "ann"], secret: "one")
+        let second = try add(["service": "mail", "account": "ann"], secret: "two")
+        XCTAssertNotEqual(first.row, second.row)
+        XCTAssertEqual(try found(["service": "mail"]).count, 2)
+        let third = try store.addSecretItem(label: "l", attributes: ["service": "mail", "account": "ann"],
+                                            secret: Array("three".utf8), contentType: "text/plain", replace: true)
+        XCTAssertEqual(Set(third.replaced), [first.row, second.row])
+        XCTAssertEqual(try found(["service": "mail"]), [third.item.row])
+    }
+
+    func testNetworkPasswordsAreInternetPasswordsBothWays() throws {
+        let stored = try add(["xdg:schema": "org.git.Password", "user": "ann", "server": "git.example.com",
+                              "protocol": "https", "port": "8443", "object": "team/repo.git"])
+        XCTAssertEqual(stored.itemClass, .internetPassword)
+        // What `security find-internet-password` and git-credential-keychain look for.
+        var query = Query(itemClass: .internetPassword,
+                          attributes: ["srvr": .string("git.example.com"), "acct": .string("ann"), "ptcl": .string("htps"),
+                                       "port": .int(8443), "path": .string("team/repo.git")])
+        XCTAssertEqual(try secretString(store, query), "s3cret")
+
+        // And the reverse: an item stored by another front end, found by network-password attributes.
+        try store.add(Item(itemClass: .internetPassword,
+                           attributes: ["srvr": .string("other.example"), "acct": .string("bob"), "ptcl": .string("htps")],
+                           secret: Array("pw".utf8)))
+        let result = try store.searchSecretItems(["server": "other.example", "protocol": "https"]).unlocked
+        XCTAssertEqual(result.count, 1)
+        XCTAssertEqual(result.first?.attributes, ["server": "other.example", "user": "bob", "protocol": "https",
+                                                  "xdg:schema": "org.gnome.keyring.NetworkPassword"])
+        // libsecret's network-password schema, as clients that search with it send it.
+        XCTAssertEqual(try store.searchSecretItems(["xdg:schema": "org.gnome.keyring.NetworkPassword", "server": "other.example"]).unlocked.count, 1)
+
+        // A change made through Apple's API shows through the Secret Service.
+        query.attributes = ["srvr": .string("git.example.com")]
+        try store.update(query, attributes: ["acct": .string("carol")])
+        let changed = try store.secretItem(stored.row)
+        XCTAssertEqual(changed.attributes["user"], "carol")
+        XCTAssertEqual(changed.attributes["port"], "8443")
+        XCTAssertEqual(try found(["xdg:schema": "org.git.Password", "user": "carol"]), [stored.row])
+        XCTAssertEqual(try found(["xdg:schema": "org.git.Password", "user": "ann"]), [])
+    }
+
+    func testGenericPasswordsMapServiceAndAccountOrUsername() throws {
+        let a = try add(["service": "vpn", "username": "ann"])
+        let item = try store.find(query("ann", service: "vpn")).first
+        XCTAssertEqual(item?.rowID, a.row)
+        try store.add(generic("bob", service: "web"))
+        XCTAssertEqual(try store.searchSecretItems(["service": "web"]).unlocked.first?.attributes, ["service": "web", "account": "bob"])
+        XCTAssertEqual(try found(["username": "ann"]), [a.row])
+    }
+
+    func testReplaceUpdatesTheCredentialAnotherFrontEndStored() throws {
+        try store.add(Item(itemClass: .internetPassword,
+                           attributes: ["srvr": .string("h.example"), "acct": .string("ann"), "ptcl": .string("htps")],
+                           secret: Array("old".utf8)))
+        let new = try store.addSecretItem(label: "git", attributes: ["xdg:schema": "org.git.Password", "server": "h.example",
+                                                                     "user": "ann", "protocol": "https"],
+                                          secret: Array("new".utf8), contentType: "text/plain", replace: true)
+        XCTAssertEqual(new.replaced.count, 1)
+        let q = Query(itemClass: .internetPassword, attributes: ["srvr": .string("h.example")])
+        XCTAssertEqual(try store.find(q, limit: nil).count, 1)
+        XCTAssertEqual(try secretString(store, q), "new")
+    }
+
+    func testUpdateKeepsTheRowAndReindexes() throws {
+        let a = try add(["app": "x", "service": "s"])
+        let updated = try store.updateSecretItem(a.row, label: "new", attributes: ["app": "y", "service": "t"],
+                                                 secret: Array("v2".utf8), contentType: "application/octet-stream")
+        XCTAssertEqual(updated.row, a.row)
+        XCTAssertEqual(updated.label, "new")
+        XCTAssertEqual(updated.contentType, "application/octet-stream")
+        XCTAssertEqual(try found(["app": "x"]), [])
+        XCTAssertEqual(try found(["app": "y"]), [a.row])
+        XCTAssertEqual(try store.find(query(service: "t")).first?.rowID, a.row)
+        XCTAssertEqual(try store.secretItem(a.row, includeSecret: true).secret, Array("v2".utf8))
+        try store.deleteSecretItem(a.row)
+        XCTAssertStatus(try store.secretItem(a.row), .itemNotFound)
+        XCTAssertEqual(try indexRows(), 0, "the trigger removes a deleted item's hashes")
+    }
+
+    func testLockedItemsAreMatchedThroughTheIndexOnly() throws {
+        let a = try add(["app": "x"])
+        try store.add(generic("bob", service: "web"))
+        store.lock()
+        let result = try store.searchSecretItems(["app": "x"])
+        XCTAssertEqual(result.unlocked.count, 0)
+        XCTAssertEqual(result.locked, [a.row])
+        XCTAssertEqual(try store.searchSecretItems(["app": "y"]).locked, [])
+        XCTAssertStatus(try store.secretItem(a.row), .interactionNotAllowed)
+        XCTAssertStatus(try add(["app": "z"]), .interactionNotAllowed)
+        XCTAssertStatus(try store.deleteSecretItem(a.row), .interactionNotAllowed)
+        try store.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(try found(["app": "x"]), [a.row])
+    }
+
+    func testNoAttributeNameOrValueIsReadableInTheFile() throws {
+        try add(["distinctive-name-7f3a": "distinctive-value-91c2", "service": "svc-5d1e"], secret: "secret-value-44ab")
+        store.lockAll()
+        let fd = open(scratch.path(), O_RDONLY)
+        var bytes = Bytes()
+        var buffer = Bytes(repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            bytes += buffer[0..<n]
+        }
+        close(fd)
+        var wal = Bytes()
+        let wfd = open(scratch.path() + "-wal", O_RDONLY)
+        if wfd >= 0 {
+            while true {
+                let n = read(wfd, &buffer, buffer.count)
+                if n <= 0 { break }
+                wal += buffer[0..<n]
+            }
+            close(wfd)
+        }
+        let text = String(decoding: bytes + wal, as: UTF8.self)
+        for needle in ["distinctive-name-7f3a", "distinctive-value-91c2", "svc-5d1e", "secret-value-44ab"] {
+            XCTAssertFalse(text.contains(needle), needle)
+        }
+        XCTAssertTrue(bytes.count + wal.count > 0)
+    }
+
+    private func indexRows() throws -> Int {
+        let stmt = try store.db.statement("SELECT count(*) FROM secret_attributes")
+        defer { stmt.reset() }
+        _ = try stmt.step()
+        return Int(stmt.int(0))
+    }
+}

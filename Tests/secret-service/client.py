@@ -1,0 +1,317 @@
+#!/usr/bin/python3
+"""Secret Service client cases for Tests/secret-service/run.sh, through Debian's SecretStorage
+(jeepney underneath) and, for what SecretStorage does not send, jeepney messages made by hand.
+Each subcommand exits non-zero with a message when the service does not behave as the spec says."""
+import os
+import sys
+
+import secretstorage
+from jeepney import DBusAddress, DBusErrorResponse, MessageType, Properties, new_method_call
+from jeepney.io.blocking import open_dbus_connection
+from secretstorage.dhcrypto import Session
+from secretstorage.util import BUS_NAME, SS_PATH, DBusAddressWrapper, open_session
+
+SERVICE = 'org.freedesktop.Secret.Service'
+DEFAULT = '/org/freedesktop/secrets/aliases/default'
+
+
+def fail(message):
+    print('FAILED:', message, file=sys.stderr)
+    sys.exit(1)
+
+
+def expect(wanted, got, what):
+    if wanted != got:
+        fail(f'{what}: expected {wanted!r}, got {got!r}')
+
+
+def plain_session(connection):
+    """A session with the `plain` algorithm, which SecretStorage only uses when DH is refused."""
+    service = DBusAddressWrapper(SS_PATH, SERVICE, connection)
+    output, path = service.call('OpenSession', 'sv', 'plain', ('s', ''))
+    expect(('s', ''), output, 'plain OpenSession output')
+    session = Session()
+    session.object_path = path
+    session.encrypted = False
+    return session
+
+
+def call(connection, path, interface, method, signature='', *body):
+    """A raw call; returns ('ok', body) or ('error', name)."""
+    message = new_method_call(DBusAddress(path, BUS_NAME, interface), method, signature, body)
+    reply = connection.send_and_get_reply(message)
+    if reply.header.message_type == MessageType.error:
+        return 'error', reply.header.fields[4]  # HeaderFields.error_name
+    return 'ok', reply.body
+
+
+def expect_error(name, result, what):
+    if result[0] != 'error' or result[1] != name:
+        fail(f'{what}: expected error {name}, got {result!r}')
+
+
+def roundtrip(mode):
+    """Create, search, get, set, relabel, reattribute, delete, in a plain or a DH session."""
+    connection = secretstorage.dbus_init()
+    session = plain_session(connection) if mode == 'plain' else open_session(connection)
+    expect(mode == 'dh', session.encrypted, 'session kind')
+    collection = secretstorage.get_default_collection(connection, session)
+    expect(False, collection.is_locked(), 'default collection locked')
+    attributes = {'application': 'client.py', 'mode': mode}
+    item = collection.create_item('first label', attributes, b'secret one', content_type='text/plain')
+    expect(b'secret one', item.get_secret(), 'secret after create')
+    expect('text/plain', item.get_secret_content_type(), 'content type')
+    expect(attributes, item.get_attributes(), 'attributes after create')
+    expect('first label', item.get_label(), 'label after create')
+    found = list(collection.search_items({'mode': mode}))
+    expect([item.item_path], [i.item_path for i in found], 'collection search')
+    found = list(secretstorage.search_items(connection, {'application': 'client.py', 'mode': mode}))
+    expect([item.item_path], [i.item_path for i in found], 'service search')
+    expect([], list(collection.search_items({'mode': mode, 'application': 'other'})), 'search on all pairs')
+    # Binary secrets of every length around the AES block size survive both session kinds.
+    for length in (0, 1, 15, 16, 17, 1000):
+        value = os.urandom(length)
+        item.set_secret(value, content_type='application/octet-stream')
+        expect(value, item.get_secret(), f'secret of {length} bytes')
+    expect('application/octet-stream', item.get_secret_content_type(), 'content type after set')
+    item.set_label('second label')
+    expect('second label', item.get_label(), 'label after set')
+    item.set_attributes({'application': 'client.py', 'mode': mode, 'extra': 'yes'})
+    expect([item.item_path], [i.item_path for i in collection.search_items({'extra': 'yes'})], 'search after set_attributes')
+    if item.get_created() <= 0 or item.get_modified() < item.get_created():
+        fail('created/modified')
+    replaced = collection.create_item('third', {'application': 'client.py', 'mode': mode, 'extra': 'yes'}, b'replaced', replace=True)
+    expect([replaced.item_path], [i.item_path for i in collection.search_items({'extra': 'yes'})], 'replace=True replaces')
+    expect(b'replaced', replaced.get_secret(), 'replaced secret')
+    assert replaced.item_path in [i.item_path for i in collection.get_all_items()]
+    replaced.delete()
+    expect([], list(collection.search_items({'mode': mode})), 'search after delete')
+    try:
+        replaced.delete()
+        fail('a second delete succeeded')
+    except secretstorage.exceptions.ItemNotFoundException:
+        pass
+    print('ok')
+
+
+def store(label, secret, *pairs):
+    connection = secretstorage.dbus_init()
+    collection = secretstorage.get_default_collection(connection)
+    attributes = dict(zip(pairs[::2], pairs[1::2]))
+    collection.create_item(label, attributes, secret.encode(), replace=True)
+
+
+def lookup(*pairs):
+    connection = secretstorage.dbus_init()
+    attributes = dict(zip(pairs[::2], pairs[1::2]))
+    items = list(secretstorage.search_items(connection, attributes))
+    if not items:
+        sys.exit(1)
+    print(items[0].get_secret().decode())
+
+
+def get_secret_locked(*pairs):
+    """GetSecret on a locked item: IsLocked; the item shows as locked."""
+    connection = secretstorage.dbus_init()
+    attributes = dict(zip(pairs[::2], pairs[1::2]))
+    unlocked, locked = DBusAddressWrapper(SS_PATH, SERVICE, connection).call('SearchItems', 'a{ss}', attributes)
+    expect([], unlocked, 'unlocked results while locked')
+    if len(locked) != 1:
+        fail(f'locked results: {locked!r}')
+    session = open_session(connection)
+    result = call(connection, locked[0], 'org.freedesktop.Secret.Item', 'GetSecret', 'o', session.object_path)
+    expect_error('org.freedesktop.Secret.Error.IsLocked', result, 'GetSecret while locked')
+    collection = secretstorage.get_default_collection(connection)
+    expect(True, collection.is_locked(), 'collection Locked')
+    item = secretstorage.Item(connection, locked[0])
+    expect(True, item.is_locked(), 'item Locked')
+    secrets = DBusAddressWrapper(SS_PATH, SERVICE, connection).call('GetSecrets', 'aoo', locked, session.object_path)
+    expect(({},), (secrets[0],), 'GetSecrets leaves locked items out')
+    print('ok')
+
+
+def unlock(expected):
+    """Unlock the default collection through its prompt; `expected` is 'unlocked' or 'dismissed'."""
+    connection = secretstorage.dbus_init()
+    collection = secretstorage.get_default_collection(connection)
+    dismissed = collection.unlock()
+    expect(expected == 'dismissed', dismissed, 'prompt dismissed')
+    expect(expected == 'dismissed', collection.is_locked(), 'Locked after the prompt')
+    print('ok')
+
+
+def dismiss():
+    """Unlock returns a prompt; Dismiss on it completes with dismissed=true."""
+    from jeepney import MatchRule, message_bus
+    from jeepney.io.blocking import Proxy
+    connection = secretstorage.dbus_init()
+    unlocked, prompt = DBusAddressWrapper(SS_PATH, SERVICE, connection).call('Unlock', 'ao', [DEFAULT])
+    expect([], unlocked, 'nothing unlocked yet')
+    if prompt == '/':
+        fail('no prompt for a locked collection')
+    rule = MatchRule(path=prompt, interface='org.freedesktop.Secret.Prompt', member='Completed')
+    Proxy(message_bus, connection).AddMatch(rule)
+    with connection.filter(rule) as signals:
+        expect('ok', call(connection, prompt, 'org.freedesktop.Secret.Prompt', 'Dismiss')[0], 'Dismiss')
+        signal = connection.recv_until_filtered(signals, timeout=10)
+    expect(True, signal.body[0], 'Completed dismissed')
+    expect_error('org.freedesktop.Secret.Error.NoSuchObject',
+                 call(connection, prompt, 'org.freedesktop.Secret.Prompt', 'Dismiss'), 'a completed prompt is gone')
+    print('ok')
+
+
+def malformed():
+    """Bad calls get the spec's and D-Bus's errors; the service keeps serving."""
+    connection = secretstorage.dbus_init()
+    service = (SS_PATH, SERVICE)
+    expect_error('org.freedesktop.DBus.Error.InvalidArgs', call(connection, *service, 'SearchItems', 's', 'x'), 'wrong signature')
+    expect_error('org.freedesktop.DBus.Error.InvalidArgs', call(connection, *service, 'OpenSession', 's', 'plain'), 'missing argument')
+    expect_error('org.freedesktop.DBus.Error.NotSupported',
+                 call(connection, *service, 'OpenSession', 'sv', 'rot13', ('s', '')), 'unknown algorithm')
+    for key in (b'', b'\x00', b'\x01', b'\xff' * 128, b'\x01' * 200):
+        expect_error('org.freedesktop.DBus.Error.InvalidArgs',
+                     call(connection, *service, 'OpenSession', 'sv', 'dh-ietf1024-sha256-aes128-cbc-pkcs7', ('ay', key)),
+                     f'DH public key {key[:4]!r}... of {len(key)} bytes')
+    expect_error('org.freedesktop.DBus.Error.InvalidArgs',
+                 call(connection, *service, 'OpenSession', 'sv', 'dh-ietf1024-sha256-aes128-cbc-pkcs7', ('s', 'x')), 'DH input type')
+    # Objects that do not exist: the spec's NoSuchObject where the path could name one, which is
+    # what SecretStorage turns into ItemNotFoundException; sd-bus's UnknownObject elsewhere.
+    for path, interface in (('/org/freedesktop/secrets/collection/nosuch', 'Collection'),
+                            ('/org/freedesktop/secrets/collection/login/999999', 'Item'),
+                            ('/org/freedesktop/secrets/collection/login/abc', 'Item'),
+                            ('/org/freedesktop/secrets/collection/nosuch/1', 'Item'),
+                            ('/org/freedesktop/secrets/aliases/nosuch', 'Collection')):
+        result = call(connection, path, 'org.freedesktop.DBus.Properties', 'GetAll', 's', 'org.freedesktop.Secret.' + interface)
+        expect_error('org.freedesktop.Secret.Error.NoSuchObject', result, f'unknown object {path}')
+    expect_error('org.freedesktop.Secret.Error.NoSuchObject',
+                 call(connection, '/org/freedesktop/secrets/collection/login/999999', 'org.freedesktop.Secret.Item', 'Delete'),
+                 'Delete of a missing item')
+    expect_error('org.freedesktop.DBus.Error.UnknownObject',
+                 call(connection, '/org/freedesktop/secrets/elsewhere', 'org.freedesktop.Secret.Item', 'Delete'), 'outside the tree')
+    expect_error('org.freedesktop.Secret.Error.NoSession',
+                 call(connection, '/org/freedesktop/secrets/session/s999', 'org.freedesktop.Secret.Session', 'Close'), 'Close of no session')
+    expect_error('org.freedesktop.Secret.Error.NoSession',
+                 call(connection, *service, 'GetSecrets', 'aoo', [], '/org/freedesktop/secrets/session/s999'), 'no such session')
+    collection = secretstorage.get_default_collection(connection)
+    bad_secret = ('/org/freedesktop/secrets/session/nope', b'', b'x', 'text/plain')
+    expect_error('org.freedesktop.Secret.Error.NoSession',
+                 call(connection, collection.collection_path, 'org.freedesktop.Secret.Collection', 'CreateItem',
+                      'a{sv}(oayays)b', {}, bad_secret, False), 'CreateItem without a session')
+    expect_error('org.freedesktop.DBus.Error.InvalidArgs',
+                 call(connection, collection.collection_path, 'org.freedesktop.Secret.Collection', 'CreateItem',
+                      'a{sv}(oayays)b', {'org.freedesktop.Secret.Item.Label': ('u', 1)}, bad_secret, False), 'label of the wrong type')
+    # A DH session's secret that does not decrypt, or has no IV.
+    dh = open_session(connection)
+    for parameters, value in ((b'\x00' * 16, b'\x01' * 16), (b'', b'\x01' * 16), (b'\x00' * 16, b'\x01' * 5)):
+        expect_error('org.freedesktop.DBus.Error.InvalidArgs',
+                     call(connection, collection.collection_path, 'org.freedesktop.Secret.Collection', 'CreateItem',
+                          'a{sv}(oayays)b', {}, (dh.object_path, parameters, value, 'text/plain'), False), 'undecryptable secret')
+    # Another client's session is not this client's.
+    other = secretstorage.dbus_init()
+    theirs = open_session(other)
+    expect_error('org.freedesktop.Secret.Error.NoSession',
+                 call(connection, *service, 'GetSecrets', 'aoo', [], theirs.object_path), "another client's session")
+    expect_error('org.freedesktop.DBus.Error.UnknownMethod', call(connection, *service, 'NoSuchMethod'), 'unknown method')
+    expect_error('org.freedesktop.DBus.Error.PropertyReadOnly',
+                 call(connection, collection.collection_path, 'org.freedesktop.DBus.Properties', 'Set', 'ssv',
+                      'org.freedesktop.Secret.Collection', 'Locked', ('b', False)), 'read-only property')
+    # Huge attributes: refused or stored, never a crash.
+    huge = {'k' * 100000: 'v' * 1000000}
+    try:
+        item = collection.create_item('huge', huge, b'x')
+        expect(huge, item.get_attributes(), 'huge attributes')
+        item.delete()
+    except DBusErrorResponse as error:
+        print('huge attributes refused:', error.name)
+    many = {f'key{i}': f'value{i}' for i in range(2000)}
+    item = collection.create_item('many', many, b'x')
+    expect([item.item_path], [i.item_path for i in collection.search_items({'key1999': 'value1999', 'key0': 'value0'})], '2,000 attributes')
+    item.delete()
+    # Still serving.
+    expect(False, collection.is_locked(), 'service alive')
+    print('ok')
+
+
+def sessions(count):
+    """Opens `count` sessions on one connection, then leaves without closing them."""
+    connection = secretstorage.dbus_init()
+    paths = {open_session(connection).object_path for _ in range(int(count))}
+    expect(int(count), len(paths), 'distinct sessions')
+    status, body = call(connection, '/org/freedesktop/secrets/session', 'org.freedesktop.DBus.Introspectable', 'Introspect')
+    expect(int(count), body[0].count('<node name="'), 'sessions the service lists while they are open')
+    print(len(paths))
+
+
+def session_count():
+    """How many sessions the service holds, from introspecting /org/freedesktop/secrets/session."""
+    connection = secretstorage.dbus_init()
+    status, body = call(connection, '/org/freedesktop/secrets/session', 'org.freedesktop.DBus.Introspectable', 'Introspect')
+    if status != 'ok':
+        print(0)
+        return
+    print(body[0].count('<node name="'))
+
+
+def close_session():
+    """Close removes the session; using it afterwards is NoSession."""
+    connection = secretstorage.dbus_init()
+    session = open_session(connection)
+    expect('ok', call(connection, session.object_path, 'org.freedesktop.Secret.Session', 'Close')[0], 'Close')
+    expect_error('org.freedesktop.Secret.Error.NoSession',
+                 call(connection, SS_PATH, SERVICE, 'GetSecrets', 'aoo', [], session.object_path), 'closed session')
+    print('ok')
+
+
+def properties():
+    """Service, collection and alias properties; Set on a writable one; Introspect lists objects."""
+    connection = secretstorage.dbus_init()
+    service = DBusAddressWrapper(SS_PATH, SERVICE, connection)
+    collections = service.get_property('Collections')
+    login = '/org/freedesktop/secrets/collection/login'
+    if login not in collections:
+        fail(f'Collections: {collections!r}')
+    expect((login,), tuple(service.call('ReadAlias', 's', 'default')), 'ReadAlias default')
+    expect(('/',), tuple(service.call('ReadAlias', 's', 'nosuch')), 'ReadAlias of nothing')
+    service.call('SetAlias', 'so', 'work', login)
+    expect((login,), tuple(service.call('ReadAlias', 's', 'work')), 'ReadAlias after SetAlias')
+    collection = secretstorage.Collection(connection, login)
+    collection.set_label('My Login')
+    expect('My Login', collection.get_label(), 'collection label')
+    item = collection.create_item('props', {'p': '1'}, b'x')
+    address = DBusAddress(login, BUS_NAME, 'org.freedesktop.Secret.Collection')
+    reply = connection.send_and_get_reply(Properties(address).get_all())
+    values = {key: value for key, (signature, value) in reply.body[0].items()}
+    expect({'Items', 'Label', 'Locked', 'Created', 'Modified'}, set(values), 'collection properties')
+    if item.item_path not in values['Items']:
+        fail('Items lacks the new item')
+    status, body = call(connection, login, 'org.freedesktop.DBus.Introspectable', 'Introspect')
+    if f'<node name="{item.item_path.rsplit("/", 1)[1]}"' not in body[0] or 'org.freedesktop.Secret.Collection' not in body[0]:
+        fail('Introspect of the collection')
+    print('ok')
+
+
+def create_collection(label):
+    """CreateCollection through its prompt; the new keychain holds an item; Delete removes it."""
+    connection = secretstorage.dbus_init()
+    collection = secretstorage.create_collection(connection, label)
+    expect(label, collection.get_label(), 'new collection label')
+    expect(False, collection.is_locked(), 'a new collection is unlocked')
+    item = collection.create_item('in new', {'where': 'new'}, b'new secret')
+    expect([item.item_path], [i.item_path for i in secretstorage.search_items(connection, {'where': 'new'})], 'found in the new collection')
+    if collection.collection_path not in DBusAddressWrapper(SS_PATH, SERVICE, connection).get_property('Collections'):
+        fail('Collections lacks the new collection')
+    print(collection.collection_path)
+
+
+def delete_collection(path):
+    connection = secretstorage.dbus_init()
+    secretstorage.Collection(connection, path).delete()
+    if path in DBusAddressWrapper(SS_PATH, SERVICE, connection).get_property('Collections'):
+        fail('Collections still lists the deleted collection')
+    expect_error('org.freedesktop.DBus.Error.AccessDenied',
+                 call(connection, '/org/freedesktop/secrets/collection/login', 'org.freedesktop.Secret.Collection', 'Delete'),
+                 'deleting the default keychain')
+
+
+if __name__ == '__main__':
+    globals()[sys.argv[1].replace('-', '_')](*sys.argv[2:])
