@@ -17,3 +17,13 @@ long clinux_keyctl(int operation, unsigned long arg2, unsigned long arg3,
 int clinux_set_dumpable(int dumpable) {
     return prctl(PR_SET_DUMPABLE, (unsigned long)dumpable, 0, 0, 0);
 }
+
+#include <sqlite3.h>
+
+int clinux_sqlite_harden(void *handle) {
+    sqlite3 *db = handle;
+    int rc = sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)0);
+    if (rc == SQLITE_OK) rc = sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)0);
+    if (rc == SQLITE_OK) rc = sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, (int *)0);
+    return rc;
+}

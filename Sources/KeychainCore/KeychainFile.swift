@@ -109,21 +109,99 @@ public enum KeychainFile {
     }
 
     /// Makes the folder (and missing parents) 0700, and refuses one that others could write to.
-    static func prepareDirectory(for path: String) throws {
+    /// `ancestor`: the folder holds the folder of `path`, not `path` itself.
+    static func prepareDirectory(for path: String, ancestor: Bool = false) throws {
         let dir = parent(of: path)
         var st = stat()
         if stat(dir, &st) != 0 {
-            try prepareDirectory(for: dir)
+            try prepareDirectory(for: dir, ancestor: true)
             guard mkdir(dir, 0o700) == 0 || errno == EEXIST else {
                 throw KeychainError(.io, "cannot create \(dir): \(String(cString: strerror(errno)))")
             }
         }
-        try checkOwnership(dir, isDirectory: true)
+        try checkOwnership(dir, isDirectory: true, asAncestor: ancestor)
+    }
+
+    /// The files SQLite opens beside a keychain: another user's, or a link, would see (or feed)
+    /// every page written, the keybag's clear key D included.
+    static let sidecarSuffixes = ["-wal", "-shm", "-journal"]
+
+    /// Checks the keychain's folder and files through a descriptor of the folder, and returns the
+    /// path to give SQLite: the folder's real path (no symbolic link left, for SQLITE_OPEN_NOFOLLOW)
+    /// and the main file's identity, to compare once SQLite has opened it.
+    ///
+    /// The folder must be the user's and writable by nobody else: a sticky world-writable folder
+    /// such as /tmp is accepted as an ancestor only, because anyone may create the `-wal` or
+    /// `-shm` of a keychain there before it is opened. Once the folder is known to be the user's
+    /// alone, no other user can create, swap or link anything in it between these checks and
+    /// SQLite's opens; the user's own processes can, as they can change the file itself.
+    static func verifiedLocation(of path: String) throws -> (sqlitePath: String, device: UInt64, inode: UInt64) {
+        let dir = parent(of: path)
+        let name = String(path[path.index(after: path.lastIndex(of: "/") ?? path.startIndex)...])
+        var lst = stat()
+        guard lstat(dir, &lst) == 0 else { throw KeychainError(.noSuchKeychain, "no keychain at \(path)") }
+        let isLink = lst.st_mode & S_IFMT == S_IFLNK
+        if isLink, lst.st_uid != geteuid(), lst.st_uid != 0 {
+            throw KeychainError(.param, "refusing \(dir): it is a symbolic link owned by another user")
+        }
+        let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (isLink ? 0 : O_NOFOLLOW))
+        guard fd >= 0 else { throw KeychainError(.noSuchKeychain, "no keychain at \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else { throw KeychainError(.param, "\(dir) is not a folder") }
+        try requirePrivate(st, dir, what: "the keychain's folder", groupOrOthers: 0o022)
+
+        var file = stat()
+        guard fstatat(fd, name, &file, AT_SYMLINK_NOFOLLOW) == 0 else {
+            throw KeychainError(.noSuchKeychain, "no keychain at \(path)")
+        }
+        if file.st_mode & S_IFMT == S_IFLNK {
+            // The user's own link (or root's) to a keychain elsewhere: the target, its folder and
+            // the files beside it are what SQLite will use, so they are what gets checked.
+            guard file.st_uid == geteuid() || file.st_uid == 0 else {
+                throw KeychainError(.param, "refusing \(path): it is a symbolic link owned by another user")
+            }
+            guard let target = realpath(path, nil) else { throw KeychainError(.noSuchKeychain, "no keychain at \(path)") }
+            defer { free(target) }
+            let resolved = String(cString: target)
+            guard resolved != path else { throw KeychainError(.param, "refusing \(path): a link to itself") }
+            return try verifiedLocation(of: resolved)
+        }
+        guard file.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.param, "refusing \(path): not a regular file") }
+        try requirePrivate(file, path, what: "the keychain", groupOrOthers: 0o022)
+        for suffix in sidecarSuffixes {
+            var side = stat()
+            guard fstatat(fd, name + suffix, &side, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
+            guard side.st_mode & S_IFMT == S_IFREG else {
+                throw KeychainError(.param, "refusing \(path + suffix): not a regular file (a link?); remove it")
+            }
+            try requirePrivate(side, path + suffix, what: "a file of the keychain", groupOrOthers: 0o066)
+        }
+
+        guard let real = realpath(dir, nil) else { throw KeychainError(.io, "cannot resolve \(dir)") }
+        let realDir = String(cString: real)
+        free(real)
+        var again = stat()
+        guard stat(realDir, &again) == 0, again.st_dev == st.st_dev, again.st_ino == st.st_ino else {
+            throw KeychainError(.param, "refusing \(dir): it changed while it was being checked")
+        }
+        return ((realDir == "/" ? "" : realDir) + "/" + name, UInt64(file.st_dev), UInt64(file.st_ino))
+    }
+
+    private static func requirePrivate(_ st: stat, _ path: String, what: String, groupOrOthers mask: mode_t) throws {
+        guard st.st_uid == geteuid() else {
+            throw KeychainError(.param, "refusing \(path) as \(what): it belongs to uid \(st.st_uid), not to you")
+        }
+        guard st.st_mode & mask == 0 else {
+            let access = mask & 0o044 != 0 ? "readable or writable" : "writable"
+            throw KeychainError(.param, "refusing \(path) as \(what): it is \(access) by group or others (chmod go-rwx)")
+        }
     }
 
     /// A keychain or its folder must belong to the user and be writable by nobody else; a
-    /// symbolic link is followed only if it, too, belongs to the user or to root.
-    static func checkOwnership(_ path: String, isDirectory: Bool) throws {
+    /// symbolic link is followed only if it, too, belongs to the user or to root. A sticky
+    /// world-writable folder (/tmp) passes only as an ancestor of the keychain's folder.
+    static func checkOwnership(_ path: String, isDirectory: Bool, asAncestor: Bool = false) throws {
         var lst = stat()
         guard lstat(path, &lst) == 0 else { throw KeychainError(.noSuchKeychain, "no keychain at \(path)") }
         if lst.st_mode & S_IFMT == S_IFLNK, lst.st_uid != geteuid(), lst.st_uid != 0 {
@@ -134,7 +212,7 @@ public enum KeychainFile {
         if isDirectory {
             // Parents such as /tmp are shared; only the keychain's own folder has to be private.
             guard st.st_mode & S_IFMT == S_IFDIR else { throw KeychainError(.param, "\(path) is not a folder") }
-            if st.st_mode & 0o002 != 0, st.st_mode & S_ISVTX != 0 { return }
+            if asAncestor, st.st_mode & 0o002 != 0, st.st_mode & S_ISVTX != 0 { return }
         } else {
             guard st.st_mode & S_IFMT == S_IFREG else { throw KeychainError(.param, "refusing \(path): not a regular file") }
         }

@@ -41,9 +41,7 @@ public final class KeychainStore: @unchecked Sendable {
     /// Opens an existing keychain, refusing files and folders that others own or could write to.
     public static func open(at path: String? = nil, storage: KeyStorage = .kernel) throws -> KeychainStore {
         let path = path ?? KeychainFile.defaultPath()
-        try KeychainFile.checkOwnership(KeychainFile.parent(of: path), isDirectory: true)
-        try KeychainFile.checkOwnership(path, isDirectory: false)
-        let db = try SQLiteDatabase(path: path)
+        let db = try SQLiteDatabase(verified: path)
         try configure(db)
         // Read before the keybag: a commit in between makes the next call read the keybag again.
         let version = try dataVersion(of: db)
@@ -60,7 +58,7 @@ public final class KeychainStore: @unchecked Sendable {
         try KeychainFile.prepareDirectory(for: path)
         try KeychainFile.createFile(path)
         do {
-            let db = try SQLiteDatabase(path: path)
+            let db = try SQLiteDatabase(verified: path)
             try db.execute("PRAGMA journal_mode=WAL")
             try configure(db)
             var (bag, a, c) = try Keybag.make(password: password, scrypt: scrypt ?? .tuned())

@@ -1,18 +1,37 @@
+import CLinux
 import CSQLite
+import Glibc
 
 /// A small wrapper over one SQLite connection, with statements prepared once and reused.
 final class SQLiteDatabase {
     private var handle: OpaquePointer?
     private var cache: [String: SQLiteStatement] = [:]
 
+    /// Opens the keychain at `path` once its folder and files pass KeychainFile's checks, and
+    /// checks that SQLite opened the very file that was checked.
+    convenience init(verified path: String) throws {
+        let location = try KeychainFile.verifiedLocation(of: path)
+        try self.init(path: location.sqlitePath)
+        var st = stat()
+        guard stat(location.sqlitePath, &st) == 0, UInt64(st.st_dev) == location.device, UInt64(st.st_ino) == location.inode else {
+            throw KeychainError(.param, "refusing \(path): it was replaced while it was being opened")
+        }
+    }
+
     init(path: String) throws {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
+        // NOFOLLOW: no symbolic link anywhere in the path (the caller resolved the folder's).
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close(db)
             throw KeychainError(.io, "cannot open \(path): \(message)")
+        }
+        // The file is the user's to edit: its schema must not be able to run anything.
+        guard clinux_sqlite_harden(UnsafeMutableRawPointer(db)) == SQLITE_OK else {
+            sqlite3_close(db)
+            throw KeychainError(.io, "cannot open \(path): SQLite's defensive mode is not available")
         }
         handle = db
         // Writers from other processes (git, docker, security) wait for each other instead of failing.

@@ -12,4 +12,10 @@ long clinux_keyctl(int operation, unsigned long arg2, unsigned long arg3,
 /* prctl(2) is variadic too. Marks the process undumpable so keys in memory stay out of core files. */
 int clinux_set_dumpable(int dumpable);
 
+/* sqlite3_db_config(3) is variadic too. Defensive mode (no writable_schema, no shadow-table
+ * writes), an untrusted schema (triggers and views may call innocuous functions only) and no
+ * extension loading: the PAM worker and every tool parse a file the user controls. Returns 0 on
+ * success. `db` is an sqlite3 *. */
+int clinux_sqlite_harden(void *db);
+
 #endif
