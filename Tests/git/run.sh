@@ -127,6 +127,39 @@ long_lines() {
     expect 60000 "$(fill protocol=https host=long.example | field password | tr -d '\n' | wc -c)"
 }
 
+# Issue 20, point 12: a request past the bound (1 MiB) is refused without being read whole, and
+# nothing is stored; one just under it still works.
+oversized_requests() {
+    local out
+    out=$(/usr/bin/python3 - "$bin/git-credential-keychain" <<'PY'
+import subprocess, sys
+helper = sys.argv[1]
+p = subprocess.Popen([helper, "store"], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+sent = 0
+chunk = b"protocol=https\nhost=big.example\nusername=u\npassword=" + b"x" * (1 << 20)
+try:
+    p.stdin.write(chunk)
+    sent = len(chunk)
+    for _ in range(400):            # up to 400 MB more, if the helper kept reading
+        p.stdin.write(b"x" * (1 << 20))
+        sent += 1 << 20
+    p.stdin.close()
+except BrokenPipeError:
+    pass
+err = p.stderr.read().decode()
+p.wait()
+print(f"{p.returncode} {sent < 64 << 20} {err.strip()}")
+PY
+)
+    expect "0 True git-credential-keychain: the request is larger than 1048576 bytes; refused, nothing stored" "$out" \
+        "status, stopped reading early, the error line"
+    expect "" "$(fill protocol=https host=big.example username=u | field password)" "nothing stored"
+    expect 44 "$(status_of security find-internet-password -s big.example)"
+    near=$(head -c 1000000 /dev/zero | tr '\0' 'n')
+    helper store protocol=https host=near.example username=u password="$near"
+    expect 1000000 "$(helper get protocol=https host=near.example | field password | tr -d '\n' | wc -c)"
+}
+
 expiry_and_refresh_tokens() {
     # git 2.39 does not pass these yet; newer git sends exactly these lines to the helper.
     now=$(date +%s)
@@ -232,6 +265,7 @@ check "credential.useHttpPath on and off" use_http_path
 check "two users on one host" two_users_one_host
 check "IPv6 hosts" ipv6_hosts
 check "60 KB lines" long_lines
+check "requests past 1 MiB refused early, nothing stored" oversized_requests
 check "expiry and refresh tokens" expiry_and_refresh_tokens
 check "capabilities, ephemeral, ignored keys" capabilities
 check "quiet when well, one line when locked" quiet_and_locked

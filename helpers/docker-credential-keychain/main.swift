@@ -14,17 +14,7 @@ func finish(_ output: String, status: Int32) -> Never {
     exit(status)
 }
 
-func readStandardInput() -> Bytes {
-    var input = Bytes()
-    var buffer = Bytes(repeating: 0, count: 1 << 16)
-    while true {
-        let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-        if n <= 0 { break }
-        input += buffer[0..<n]
-        if input.count > 16 << 20 { break }   // far beyond any credential; refuse to grow without bound
-    }
-    return input
-}
+func readStandardInput() throws -> Bytes { try BoundedInput.read() }
 
 guard let action = HelperArguments.action else { finish(usage + "\n", status: 1) }
 
@@ -39,6 +29,8 @@ do {
     case "--help", "-h": finish(usage + "\n", status: 0)
     default: finish("Unknown credential action `\(action)`\n", status: 1)
     }
+} catch let tooLarge as BoundedInput.TooLarge {
+    finish(tooLarge.message + "\n", status: 1)
 } catch let failure as DockerCredentialHelper.Failure {
     finish(failure.message + "\n", status: 1)
 } catch {

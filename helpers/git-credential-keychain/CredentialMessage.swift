@@ -1,4 +1,6 @@
+import CredentialHelperSupport
 import Glibc
+import KeychainCore
 
 /// One message of git's credential helper protocol (git-credential(1)): `key=value` lines up to a
 /// blank line or the end of input. Keys ending in `[]` may repeat; unknown keys are kept unread.
@@ -6,15 +8,27 @@ struct CredentialMessage {
     private(set) var values: [String: String] = [:]
     private(set) var lists: [String: [String]] = [:]
 
-    static func read(from file: UnsafeMutablePointer<FILE>) -> CredentialMessage {
+    /// Reads one request from standard input, at most BoundedInput.requestLimit bytes.
+    static func readStandardInput() throws -> CredentialMessage {
+        var input = try BoundedInput.read { bytes, newFrom in
+            // Complete at the first blank line: "\n" first, or "\n\n" (or "\n\r\n") anywhere new.
+            if bytes.first == 10 { return true }
+            var i = max(newFrom, 1)
+            while i < bytes.count {
+                if bytes[i] == 10, bytes[i - 1] == 10 || (bytes[i - 1] == 13 && i >= 2 && bytes[i - 2] == 10) { return true }
+                i += 1
+            }
+            return false
+        }
+        defer { input.wipe() }
+        return parse(input)
+    }
+
+    /// `key=value` lines up to a blank line or the end of the bytes.
+    static func parse(_ input: Bytes) -> CredentialMessage {
         var message = CredentialMessage()
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        defer { free(line) }
-        while true {
-            let n = getline(&line, &capacity, file)
-            guard n >= 0, let line else { break }
-            var bytes = UnsafeRawBufferPointer(start: line, count: n)[...]
+        for rawLine in input.split(separator: 10, omittingEmptySubsequences: false) {
+            var bytes = rawLine[...]
             while let last = bytes.last, last == 10 || last == 13 { bytes = bytes.dropLast() }
             if bytes.isEmpty { break }
             guard let eq = bytes.firstIndex(of: UInt8(ascii: "=")) else { continue }

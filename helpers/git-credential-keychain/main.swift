@@ -12,7 +12,15 @@ guard let action = HelperArguments.action, action == "get" || action == "store" 
     exit(HelperArguments.count == 2 ? 0 : 1)   // git may call future actions; ignoring them is the protocol's rule
 }
 
-let helper = GitCredentialHelper(request: CredentialMessage.read(from: stdin))
+let request: CredentialMessage
+do {
+    request = try CredentialMessage.readStandardInput()
+} catch let error as BoundedInput.TooLarge {
+    // Exit 0 as for every other error: git reads a helper's answer, not its status.
+    HelperKeychain.printError("\(GitCredentialHelper.name): \(error.message)")
+    exit(0)
+}
+let helper = GitCredentialHelper(request: request)
 do {
     let store = try HelperKeychain.open()
     switch action {
