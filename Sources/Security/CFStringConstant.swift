@@ -5,7 +5,7 @@ import Foundation
 /// platforms looks results up with the constant itself (`attributes[kSecAttrAccount]` in an
 /// `[AnyHashable: Any]` whose keys are Strings); swift-corelibs-foundation's NSString would hash
 /// as an object there and find nothing.
-final class CFStringConstant: NSString, _HasCustomAnyHashableRepresentation, @unchecked Sendable {
+final class CFStringConstant: NSString, _HasCustomAnyHashableRepresentation {
     private let value: String
     private let units: [unichar]
 

@@ -56,8 +56,10 @@ public final class SecKeychain: @unchecked Sendable {
         registryLock.lock()
         let chosen = chosenDefault
         registryLock.unlock()
+        // A chosen default needs no file read: the list is read (three small files) only when used.
+        if chosen != nil { return [try defaultKeychain()] }
         let paths = SearchList.searched()
-        if chosen != nil || paths == [KeychainFile.defaultPath()] { return [try defaultKeychain()] }
+        if paths == [KeychainFile.defaultPath()] { return [try defaultKeychain()] }
         registryLock.lock()
         defer { registryLock.unlock() }
         return try paths.map { path in
