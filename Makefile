@@ -9,7 +9,8 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # Debian packages the build and the tests need.
 DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev pkg-config keyutils python3 binutils sqlite3 git curl \
         docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux openssl gcc \
-        libsystemd-dev dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers
+        libsystemd-dev dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
+        polkitd pkexec
 
 # What `make bench` adds: the peers it measures against, and what builds them.
 BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecret-1-dev libsecret-tools dbus-daemon \
@@ -95,6 +96,9 @@ install: release
 		> $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.freedesktop.secrets.service
 	sed 's|@BINDIR@|$(PREFIX)/bin|' Sources/keychain-secret-service/dbus/keychain-secret-service.service.in \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
+	# polkit reads actions from /usr/share only, whatever PREFIX is.
+	install -d $(DESTDIR)/usr/share/polkit-1/actions
+	install -m 0644 polkit/org.keychain-linux.user-presence.policy $(DESTDIR)/usr/share/polkit-1/actions/
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)/usr/share/pam-configs
 	install -s -m 0644 .build/release/libpam_keychain.so $(DESTDIR)$(PAMDIR)/pam_keychain.so
 	# Offered to pam-auth-update, not enabled: `sudo pam-auth-update --enable keychain`.
@@ -109,6 +113,7 @@ uninstall:
 	if [ -z "$(DESTDIR)" ] && command -v pam-auth-update >/dev/null; then pam-auth-update --package --remove keychain; fi
 	rm -f $(DESTDIR)/usr/share/pam-configs/keychain $(DESTDIR)$(PAMDIR)/pam_keychain.so
 	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)$(PREFIX)/bin/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain $(DESTDIR)/etc/sysctl.d/60-keychain.conf
+	rm -f $(DESTDIR)/usr/share/polkit-1/actions/org.keychain-linux.user-presence.policy
 	rm -f $(DESTDIR)$(PREFIX)/bin/keychain-secret-service $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.freedesktop.secrets.service \
 		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
 

@@ -12,6 +12,7 @@ let package = Package(
     name: "Keychain",
     products: [
         .library(name: "Security", targets: ["Security"]),
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .executable(name: "security", targets: ["SecurityTool"]),
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
@@ -38,6 +39,8 @@ let package = Package(
         .target(name: "KeychainCore", dependencies: ["CSQLite", "CSodium", "COpenSSL", "CLinux"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
         .target(name: "Security", dependencies: ["KeychainCore"]),
+        // Apple's LAContext over polkit, for kSecUseAuthenticationContext.
+        .target(name: "LocalAuthentication", dependencies: ["KeychainCore", "Security"]),
 
         // The command-line tool, a front end over the engine.
         .executableTarget(name: "SecurityTool", dependencies: [

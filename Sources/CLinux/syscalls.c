@@ -2,6 +2,7 @@
 #include "CLinux.h"
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 long clinux_add_key(const char *type, const char *description,
@@ -12,6 +13,10 @@ long clinux_add_key(const char *type, const char *description,
 long clinux_keyctl(int operation, unsigned long arg2, unsigned long arg3,
                    unsigned long arg4, unsigned long arg5) {
     return syscall(SYS_keyctl, operation, arg2, arg3, arg4, arg5);
+}
+
+int clinux_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
 }
 
 int clinux_set_dumpable(int dumpable) {

@@ -2,8 +2,26 @@
 extension KeychainStore {
     /// Adds one item. Missing attributes get Apple's defaults (WhenUnlocked, not synchronizable);
     /// creation and modification dates are set here.
+    /// An item whose access control needs a person is refused (errSecNotAvailable) when this
+    /// machine cannot meet its conditions; one with an application password gets its secret sealed
+    /// under it (from `presence`'s context, or asked for).
     @discardableResult
-    public func add(_ item: Item) throws -> Item { try add(item, keepingDates: false) }
+    public func add(_ item: Item, presence: PresenceOptions = PresenceOptions()) throws -> Item {
+        let conditions = AccessConditions(of: item)
+        guard conditions.needsAPerson else { return try add(item, keepingDates: false) }
+        try conditions.checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
+        guard conditions.contains(.applicationPassword) else { return try add(item, keepingDates: false) }
+        return try withPresence(presence) { gate in
+            var (prepared, secret) = try Self.prepareNew(item, keepingDates: false)
+            if let plain = secret {
+                secret = try gate.storedForm(of: plain, conditions: conditions)
+                prepared.attributes["sha1"] = .data(Crypto.sha1(secret!))
+            }
+            return try withLock {
+                try db.transaction { try insert(prepared, secret: secret, keys: try currentKeys()) }
+            }
+        }
+    }
 
     /// `keepingDates` is for restoring a backup, whose items keep the dates they had.
     func add(_ item: Item, keepingDates: Bool) throws -> Item {
@@ -28,17 +46,28 @@ extension KeychainStore {
 
     /// Removes what `query` matches (nothing is fine) and adds `item`, in one transaction: other
     /// processes see the old item or the new one, never neither.
+    /// An old item that needs the user's presence is replaced only once polkit grants it.
     @discardableResult
-    public func replace(_ query: Query, with item: Item) throws -> Item {
+    public func replace(_ query: Query, with item: Item, presence: PresenceOptions = PresenceOptions()) throws -> Item {
         let query = try Self.normalized(query)
+        try AccessConditions(of: item).checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
+        if AccessConditions(of: item).contains(.applicationPassword) {
+            throw KeychainError.param("an item with an application password is added, not replaced")
+        }
         let (prepared, secret) = try Self.prepareNew(item, keepingDates: false)
-        return try withLock {
-            try db.transaction {
-                let keys = try currentKeys()
-                do {
-                    try deleteRows(try lockedAwareMatches(query, keys: keys).map { $0.0.rowID })
-                } catch let error as KeychainError where error.code == .itemNotFound {}
-                return try insert(prepared, secret: secret, keys: keys)
+        return try withPresence(presence) { gate in
+            try withLock {
+                try db.transaction {
+                    let keys = try currentKeys()
+                    do {
+                        let old = try lockedAwareMatches(query, keys: keys)
+                        for (_, item) in old where try !gate.admits(item, needsSecret: false) {
+                            throw KeychainError(.interactionNotAllowed, "the old item needs the user's presence")
+                        }
+                        try deleteRows(old.map { $0.0.rowID })
+                    } catch let error as KeychainError where error.code == .itemNotFound {}
+                    return try insert(prepared, secret: secret, keys: keys)
+                }
             }
         }
     }
@@ -81,9 +110,14 @@ extension KeychainStore {
     /// The items that match, oldest first, at most `limit` (nil: all). Throws errSecItemNotFound
     /// when none match, and errSecInteractionNotAllowed when none match among the unlocked items
     /// but locked ones might.
-    public func find(_ query: Query, limit: Int? = 1, includeSecret: Bool = false) throws -> [Item] {
+    ///
+    /// Reading the secret of an item whose access control needs a person first asks (polkit, its
+    /// application password) as `presence` allows; Skip leaves such items out. Attributes alone
+    /// never ask, as on Apple's systems.
+    public func find(_ query: Query, limit: Int? = 1, includeSecret: Bool = false,
+                     presence: PresenceOptions = PresenceOptions()) throws -> [Item] {
         let query = try Self.normalized(query)
-        return try withLock {
+        return try withPresence(presence) { gate in try withLock {
             let keys = try currentKeys()
             let (rows, lockedSpace) = try candidates(query, keys: keys)
             var found: [Item] = []
@@ -97,12 +131,15 @@ extension KeychainStore {
                 }
                 var item = try openAttributes(row, keys: keys)
                 guard query.matches(item) else { continue }
+                if includeSecret, try !gate.admits(item, needsSecret: true) { continue }
                 if let filter = query.certificateFilter, query.itemClass == .certificate {
                     let der = try openSecret(row, keys: keys) ?? []
                     guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
                     if includeSecret { item.secret = der }
                 } else if includeSecret {
-                    item.secret = try openSecret(row, keys: keys)
+                    item.secret = try openSecret(row, keys: keys).map {
+                        try gate.readableForm(of: $0, conditions: AccessConditions(of: item))
+                    }
                 }
                 found.append(item)
             }
@@ -111,13 +148,15 @@ extension KeychainStore {
                 throw KeychainError(.itemNotFound)
             }
             return found
-        }
+        } }
     }
 
     /// Changes every matching item; returns how many. Refuses (and changes nothing) when a
     /// matching candidate is locked or when a change would make two items equal.
     @discardableResult
-    public func update(_ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil) throws -> Int {
+    /// Items whose access control needs a person are changed only once it is given (`presence`).
+    public func update(_ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil,
+                       presence: PresenceOptions = PresenceOptions()) throws -> Int {
         let query = try Self.normalized(query)
         try Self.checkAttributesSize(changes)
         if query.itemClass == .identity {
@@ -134,22 +173,38 @@ extension KeychainStore {
             try Self.checkSize(secret)
             changes["sha1"] = .data(Crypto.sha1(secret))
         }
-        return try withLock {
+        if let accc = changes["accc"] {
+            try AccessConditions(of: Item(itemClass: query.itemClass, attributes: ["accc": accc]))
+                .checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
+        }
+        return try withPresence(presence) { gate in try withLock {
             try db.transaction {
                 let keys = try currentKeys()
-                let matches = try lockedAwareMatches(query, keys: keys)
+                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: false) }
+                if matches.isEmpty { throw KeychainError(.itemNotFound) }
                 for (row, old) in matches {
                     var item = old
                     for (k, v) in changes { item.attributes[k] = v }
                     item.attributes["mdat"] = .date(now())
                     var plain = try secret ?? openSecret(row, keys: keys)
                     defer { plain?.wipe() }
+                    let (before, after) = (AccessConditions(of: old), AccessConditions(of: item))
                     if let secret {
                         // New data for a certificate or key brings its own derived attributes.
                         let derived: Bytes
                         (item, derived) = try DerivedAttributes.apply(to: item, secret: secret)
                         item.attributes["sha1"] = .data(Crypto.sha1(derived))
                         plain = derived
+                        if after.contains(.applicationPassword) {
+                            plain = try gate.storedForm(of: derived, conditions: after)
+                            item.attributes["sha1"] = .data(Crypto.sha1(plain!))
+                        }
+                    } else if before.contains(.applicationPassword) != after.contains(.applicationPassword), let stored = plain {
+                        // Adding or removing the application password seals or opens the secret.
+                        plain = before.contains(.applicationPassword)
+                            ? try gate.readableForm(of: stored, conditions: before)
+                            : try gate.storedForm(of: stored, conditions: after)
+                        item.attributes["sha1"] = .data(Crypto.sha1(plain!))
                     }
                     let lockClass = item.protection.lockClass
                     guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
@@ -164,21 +219,23 @@ extension KeychainStore {
                 }
                 return matches.count
             }
-        }
+        } }
     }
 
-    /// Deletes every matching item; returns how many.
+    /// Deletes every matching item; returns how many. Items whose access control needs the user's
+    /// presence go only once it is given (`presence`; Skip keeps them).
     @discardableResult
-    public func delete(_ query: Query) throws -> Int {
+    public func delete(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
         let query = try Self.normalized(query)
-        return try withLock {
+        return try withPresence(presence) { gate in try withLock {
             try db.transaction {
                 let keys = try currentKeys()
-                let matches = try lockedAwareMatches(query, keys: keys)
+                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: false) }
+                if matches.isEmpty { throw KeychainError(.itemNotFound) }
                 try deleteRows(matches.map { $0.0.rowID })
                 return matches.count
             }
-        }
+        } }
     }
 
     /// Deletes the items these references name, in one transaction; returns how many existed.

@@ -6,6 +6,7 @@ public struct KeychainError: Error, Equatable, CustomStringConvertible {
         case unimplemented = -4
         case param = -50
         case allocate = -108
+        case userCanceled = -128
         case notAvailable = -25291
         case authFailed = -25293
         case noSuchKeychain = -25294

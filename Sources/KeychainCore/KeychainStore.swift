@@ -15,6 +15,10 @@ public final class KeychainStore: @unchecked Sendable {
     /// SQLite's data_version when the keybag was last read (`refreshKeybag`).
     private var dataVersion: Int64 = 0
     private let mutex = Mutex()
+    /// Who confirms the user's presence for items whose access control asks for it.
+    public var presenceAuthorizer: PresenceAuthorizer = KeychainStore.defaultPresenceAuthorizer
+    /// What new stores get: polkit without a terminal agent; `security` starts one.
+    nonisolated(unsafe) public static var defaultPresenceAuthorizer: PresenceAuthorizer = PolkitAuthorizer()
 
     init(path: String, db: SQLiteDatabase, keybag: Keybag, storage: KeyStorage) {
         self.path = path

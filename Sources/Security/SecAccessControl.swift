@@ -38,9 +38,6 @@ public final class SecAccessControl: Equatable, CustomStringConvertible {
         self.flags = flags
     }
 
-    /// The flags that need a person, which this keychain cannot yet ask for.
-    var personFlags: SecAccessControlCreateFlags { flags.intersection(.needingAPerson) }
-
     public static func == (a: SecAccessControl, b: SecAccessControl) -> Bool {
         a.protection == b.protection && a.flags == b.flags
     }

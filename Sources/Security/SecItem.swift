@@ -22,7 +22,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
         }
         var item = Item(itemClass: request.itemClass, attributes: request.attributes)
         item.secret = try request.secret ?? valueData(of: request)
-        let stored = try keychain.store.add(item)
+        let stored = try keychain.store.add(item, presence: request.presence)
         result?.pointee = SecItemResult.build(stored, request: request, keychain: keychain)
     }
 }
@@ -102,28 +102,8 @@ private func find(_ request: SecItemRequest, in keychain: SecKeychain, limit: In
     // References to certificates and keys are made from their data.
     let needData = request.returnData || (request.returnRef && request.itemClass != .genericPassword
                                           && request.itemClass != .internetPassword)
-    var items = try keychain.store.find(request.query, limit: limit, includeSecret: needData)
-    if needData {
-        items = try withoutItemsNeedingAPerson(items, request.authenticationUI)
-        // Every match left out (kSecUseAuthenticationUISkip): as good as not found.
-        if items.isEmpty { throw KeychainError(.itemNotFound) }
-    }
+    let items = try keychain.store.find(request.query, limit: limit, includeSecret: needData, presence: request.presence)
     return items.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
-}
-
-/// Reading an item's secret under conditions that need a person: Skip leaves the item out, Fail
-/// is errSecInteractionNotAllowed, and Allow would ask, which this keychain cannot do yet.
-private func withoutItemsNeedingAPerson(_ items: [Item], _ ui: SecItemRequest.AuthenticationUI) throws -> [Item] {
-    try items.filter { item in
-        guard let flags = item.attributes["accc"]?.intValue,
-              !SecAccessControlCreateFlags(rawValue: CFOptionFlags(truncatingIfNeeded: flags)).isDisjoint(with: .needingAPerson)
-        else { return true }
-        switch ui {
-        case .skip: return false
-        case .fail: throw KeychainError(.interactionNotAllowed, "the item needs a person and kSecUseAuthenticationUI is Fail")
-        case .allow: throw KeychainError(.unimplemented, "the item needs a person, and asking one is not available yet")
-        }
-    }
 }
 
 /// Changes every item the query matches. Only real attributes and kSecValueData may be changed.
@@ -150,7 +130,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
         var newAttributes = changes.attributes
         if let sync = changes.synchronizable { newAttributes["sync"] = .bool(sync == .yes) }
         let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
-        try keychain.store.update(request.query, attributes: newAttributes, secret: changes.secret)
+        try keychain.store.update(request.query, attributes: newAttributes, secret: changes.secret, presence: request.presence)
     }
 }
 
@@ -169,7 +149,7 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
         if request.itemClass == .identity {
             try keychain.store.deleteIdentities(request.query)
         } else {
-            try keychain.store.delete(request.query)
+            try keychain.store.delete(request.query, presence: request.presence)
         }
     }
 }

@@ -3,8 +3,6 @@ import KeychainCore
 /// A SecItem dictionary, checked and translated for the engine. Anything malformed is errSecParam.
 struct SecItemRequest {
     enum Limit: Equatable { case one, count(Int), all }
-    /// kSecUseAuthenticationUI: what to do with an item that would need a person.
-    enum AuthenticationUI { case allow, fail, skip }
 
     var itemClass: ItemClass
     var attributes: [String: AttributeValue] = [:]
@@ -24,14 +22,16 @@ struct SecItemRequest {
     var valueRef: AnyObject?
     var certificateFilter: CertificateFilter?
     var accessControl: SecAccessControl?
-    var authenticationUI = AuthenticationUI.allow
+    var authenticationUI = PresenceInteraction.allow
+    /// kSecUseOperationPrompt and kSecUseAuthenticationContext.
+    var operationPrompt: String?
+    var authenticationContext: AuthenticationContext?
 
     var returnCount: Int { [returnData, returnAttributes, returnRef, returnPersistentRef].filter { $0 }.count }
 
-    /// Keys that ask for behaviour this engine gives anyway, or that only matter when a person is
-    /// asked (the data-protection keychain is the only kind here; the prompt, the caller's name
-    /// and the LAContext are for the dialog the user-presence work will bring).
-    private static let accepted: Set<String> = ["nleg", "u_OpPrompt", "u_CallerName", "u_AuthCtx"]
+    /// Keys that ask for behaviour this engine gives anyway (the data-protection keychain is the
+    /// only kind here; polkit's agent names the calling process itself).
+    private static let accepted: Set<String> = ["nleg", "u_CallerName"]
 
     /// A dictionary as the caller passed it: keys are CFStrings (or Swift strings bridged, or
     /// `String?` keys); anything else as a key is errSecParam.
@@ -50,15 +50,18 @@ struct SecItemRequest {
         return plain
     }
 
-    /// Refuses what this keychain cannot do yet: conditions that need a person.
+    /// An item with an access control cannot be synchronizable (Apple's rule); whether this machine
+    /// can meet its conditions is the engine's check.
     func checkAccessControlForWriting() throws {
-        guard let accessControl else { return }
+        guard accessControl != nil else { return }
         if synchronizable == .yes {
             throw KeychainError.param("item with kSecAttrAccessControl is not synchronizable")
         }
-        if !accessControl.personFlags.isEmpty {
-            throw KeychainError(.unimplemented, "kSecAttrAccessControl flags that need a person (user presence, biometry, device passcode, companion, application password) are not available yet")
-        }
+    }
+
+    /// What the engine needs to ask the person, or not.
+    var presence: PresenceOptions {
+        PresenceOptions(interaction: authenticationUI, operationPrompt: operationPrompt, context: authenticationContext)
     }
 
     /// Apple allows kSecUseAuthenticationUISkip in SecItemCopyMatching only.
@@ -198,6 +201,14 @@ struct SecItemRequest {
             case "u_AuthUIS": authenticationUI = .skip
             default: throw KeychainError.param("kSecUseAuthenticationUI must be kSecUseAuthenticationUIAllow, Fail or Skip")
             }
+        case "u_OpPrompt":
+            guard let prompt = value as? String else { throw KeychainError.param("kSecUseOperationPrompt must be a string") }
+            operationPrompt = prompt
+        case "u_AuthCtx":
+            guard let provider = value as? AuthenticationContextProviding else {
+                throw KeychainError.param("kSecUseAuthenticationContext must be an LAContext")
+            }
+            authenticationContext = provider.authenticationContext
         case _ where Self.accepted.contains(key):
             break
         case _ where key.hasPrefix("m_") || key.hasPrefix("r_") || key.hasPrefix("u_") || key.hasPrefix("v_"):

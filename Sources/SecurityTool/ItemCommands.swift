@@ -20,10 +20,14 @@ enum PasswordCommand {
             if query.itemClass == .internetPassword, attributes["atyp"] == nil { attributes["atyp"] = .string("dflt") }
             var item = Item(itemClass: query.itemClass, attributes: attributes, secret: secret)
             item["pdmn"] = .string(options.protection!.rawValue)
+            if let conditions = options.conditions { item["accc"] = .int(Int64(bitPattern: conditions.rawValue)) }
+            let presence = PresenceOptions(askApplicationPassword: {
+                try? Terminal.readSecret(prompt: "application password for the item: ", confirm: "retype application password: ")
+            })
             do {
-                try store.add(item)
+                try store.add(item, presence: presence)
             } catch let error as KeychainError where error.code == .duplicateItem && options.update {
-                try store.update(Query(identifying: item), attributes: item.attributes, secret: secret)
+                try store.update(Query(identifying: item), attributes: item.attributes, secret: secret, presence: presence)
             }
         }
     }
@@ -31,7 +35,7 @@ enum PasswordCommand {
     static func find(_ query: Query, _ output: FindOutputOptions, _ target: KeychainListArgument) throws {
         try perform(context(query.itemClass, "find")) {
             let wantSecret = output.showPassword || output.passwordOnly
-            let (item, store) = try target.first { try $0.find(query, limit: 1, includeSecret: wantSecret).first }
+            let (item, store) = try target.first { try $0.find(query, limit: 1, includeSecret: wantSecret, presence: askingTerminal).first }
             if output.passwordOnly {
                 Terminal.out(ItemFormat.passwordText(item.secret ?? []))
                 return
@@ -56,6 +60,12 @@ enum PasswordCommand {
             Terminal.error("password has been deleted.")
         }
     }
+
+    /// Items that need a person: polkit asks (through pkttyagent on this terminal when no other
+    /// agent serves us), and an application password is read from the terminal or standard input.
+    static let askingTerminal = PresenceOptions(askApplicationPassword: {
+        try? Terminal.readSecret(prompt: "application password for the item: ")
+    })
 
     static func context(_ itemClass: ItemClass, _ verb: String) -> String {
         "\(verb)-\(itemClass == .genericPassword ? "generic" : "internet")-password"

@@ -82,10 +82,30 @@ struct NewPasswordOptions: ParsableArguments {
     @Option(name: .customShort("T"), parsing: .unconditionalSingleValue, help: "Accepted for macOS compatibility (no per-application access lists on Linux).") var applications: [String] = []
     @Option(name: .customLong("accessibility"), help: "Protection class: whenUnlocked (default), afterFirstUnlock, always, or one of these with ThisDeviceOnly; Apple's codes (ak, ck, dk, aku, cku, dku) work too.")
     var accessibility: String?
+    @Option(name: .customLong("require"), help: "Ask for the person before the password is read, changed or deleted: user-presence, device-passcode, biometry-any, biometry-current-set, application-password (comma-separated; 'or' makes any one enough).")
+    var require: String?
 
     func validate() throws {
         if accessibility != nil, protection == nil { throw ValidationError("unknown accessibility \(accessibility!)") }
+        if let require, Self.conditions(require) == nil { throw ValidationError("unknown --require condition in \(require)") }
         if let hexPassword, Self.decodeHex(hexPassword) == nil { throw ValidationError("-X takes an even number of hexadecimal digits") }
+    }
+
+    /// --require's conditions, as kSecAttrAccessControl's flags (nil: none asked for).
+    var conditions: AccessConditions? { require.flatMap(Self.conditions) }
+
+    static func conditions(_ text: String) -> AccessConditions? {
+        let names: [String: AccessConditions] = [
+            "user-presence": .userPresence, "device-passcode": .devicePasscode, "biometry-any": .biometryAny,
+            "biometry-current-set": .biometryCurrentSet, "application-password": .applicationPassword,
+            "or": .or, "and": .and,
+        ]
+        var conditions: AccessConditions = []
+        for name in text.lowercased().split(separator: ",") {
+            guard let condition = names[String(name.filter { $0 != " " })] else { return nil }
+            conditions.formUnion(condition)
+        }
+        return conditions.isDisjoint(with: .needingAPerson) ? nil : conditions
     }
 
     var protection: Protection? {

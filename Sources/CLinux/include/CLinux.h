@@ -18,4 +18,8 @@ int clinux_set_dumpable(int dumpable);
  * success. `db` is an sqlite3 *. */
 int clinux_sqlite_harden(void *db);
 
+/* pipe2(2) is a GNU extension the Swift Glibc module does not export: a pipe whose ends close on
+ * exec, so a helper program started at the same moment in another thread inherits neither. */
+int clinux_pipe_cloexec(int fds[2]);
+
 #endif

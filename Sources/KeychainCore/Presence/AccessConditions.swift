@@ -1,0 +1,46 @@
+/// The conditions an item's kSecAttrAccessControl sets on its use: Apple's
+/// SecAccessControlCreateFlags, with Apple's bit values, as the engine keeps them (attribute `accc`).
+public struct AccessConditions: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+
+    public static let userPresence = AccessConditions(rawValue: 1 << 0)
+    public static let biometryAny = AccessConditions(rawValue: 1 << 1)
+    public static let biometryCurrentSet = AccessConditions(rawValue: 1 << 3)
+    public static let devicePasscode = AccessConditions(rawValue: 1 << 4)
+    public static let companion = AccessConditions(rawValue: 1 << 5)
+    public static let or = AccessConditions(rawValue: 1 << 14)
+    public static let and = AccessConditions(rawValue: 1 << 15)
+    public static let privateKeyUsage = AccessConditions(rawValue: 1 << 30)
+    public static let applicationPassword = AccessConditions(rawValue: 1 << 31)
+
+    /// The conditions polkit answers for: it authenticates the user through its PAM stack, which
+    /// decides between password and finger.
+    public static let askingPolkit: AccessConditions = [.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode]
+    public static let biometry: AccessConditions = [.biometryAny, .biometryCurrentSet]
+    /// Every condition that needs someone at the machine.
+    public static let needingAPerson: AccessConditions = askingPolkit.union([.companion, .applicationPassword])
+
+    /// The conditions of an item, from its `accc` attribute (none when it has no access control).
+    public init(of item: Item) {
+        let raw = item.attributes["accc"]?.intValue ?? 0
+        self.init(rawValue: UInt64(bitPattern: raw))
+    }
+
+    public var asksPolkit: Bool { !isDisjoint(with: .askingPolkit) }
+    public var needsAPerson: Bool { !isDisjoint(with: .needingAPerson) }
+
+    /// Refuses, as SecItemAdd does on a device without them, conditions this machine cannot meet:
+    /// biometry without a finger enrolled in fprintd for the user, and a companion device (there is
+    /// none on Linux). With `.or`, one condition that can be met is enough.
+    func checkAvailable(fingersEnrolled: () -> Bool) throws {
+        var unavailable: AccessConditions = []
+        if contains(.companion) { unavailable.insert(.companion) }
+        if !isDisjoint(with: .biometry) && !fingersEnrolled() { unavailable.formUnion(intersection(.biometry)) }
+        guard !unavailable.isEmpty else { return }
+        let alternatives = intersection([.userPresence, .devicePasscode, .applicationPassword])
+        if contains(.or) && !alternatives.isEmpty { return }
+        let what = unavailable.contains(.companion) ? "a companion device" : "biometry (no finger enrolled in fprintd)"
+        throw KeychainError(.notAvailable, "the access control needs \(what), which this machine does not have")
+    }
+}

@@ -1,0 +1,119 @@
+import CLinux
+import Glibc
+
+/// A helper program run for a bounded time: polkit's pkcheck and pkttyagent, fprintd-list. Started
+/// by absolute path with a fixed environment, so neither PATH nor the caller's variables choose it.
+struct ChildProcess {
+    let pid: pid_t
+
+    /// Starts `path` with `arguments`; `stdio` are the descriptors its 0, 1 and 2 become (-1:
+    /// /dev/null), `keep` descriptors it inherits under the same numbers (all others are closed
+    /// on exec, as the engine opens everything with O_CLOEXEC).
+    static func start(_ path: String, _ arguments: [String], stdio: (Int32, Int32, Int32) = (-1, -1, -1),
+                      keep: [Int32] = []) throws -> ChildProcess {
+        guard access(path, X_OK) == 0 else {
+            throw KeychainError(.interactionNotAllowed, "\(path) is not installed")
+        }
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        defer { if null >= 0 { close(null) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for (target, source) in [stdio.0, stdio.1, stdio.2].enumerated() {
+            posix_spawn_file_actions_adddup2(&actions, source >= 0 ? source : null, Int32(target))
+        }
+        for fd in keep {
+            // dup2 onto itself does not clear FD_CLOEXEC; a round trip through a spare number does.
+            posix_spawn_file_actions_adddup2(&actions, fd, 100)
+            posix_spawn_file_actions_adddup2(&actions, 100, fd)
+            posix_spawn_file_actions_addclose(&actions, 100)
+        }
+        // A child of its own process group, so that a terminal's Ctrl-C reaches it through us only.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        sigaddset(&defaults, SIGINT)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
+
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        // LANG/LC_ALL=C keeps the helpers' messages and parsing stable; XDG_RUNTIME_DIR and the bus
+        // addresses let them reach the same buses as the caller.
+        let passed = ["DBUS_SYSTEM_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "TERM"]
+        let environment = ["PATH=/usr/bin:/bin", "LC_ALL=C"]
+            + passed.compactMap { name in getenv(name).map { "\(name)=\(String(cString: $0))" } }
+        let envp = environment.map { strdup($0) } + [nil]
+        defer { envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        guard rc == 0 else {
+            throw KeychainError(.interactionNotAllowed, "cannot start \(path): \(String(cString: strerror(rc)))")
+        }
+        return ChildProcess(pid: pid)
+    }
+
+    /// Its exit status, or nil if it was still running at `deadline` (CLOCK_MONOTONIC seconds).
+    func wait(until deadline: Double) -> Int32? {
+        var status: Int32 = 0
+        while true {
+            let rc = waitpid(pid, &status, WNOHANG)
+            if rc == pid { return Self.exitCode(status) }
+            if rc < 0 && errno != EINTR { return -1 }
+            if ChildProcess.now() >= deadline { return nil }
+            usleep(10_000)
+        }
+    }
+
+    /// Ends it (SIGTERM, then SIGKILL after half a second) and reaps it.
+    func stop() {
+        kill(pid, SIGTERM)
+        if wait(until: ChildProcess.now() + 0.5) == nil {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        }
+    }
+
+    static func exitCode(_ status: Int32) -> Int32 {
+        (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// Runs `path` to completion within `seconds`, returning its status and what it printed
+    /// (at most 64 KiB); nil when it could not start or ran out of time (then it is stopped).
+    static func output(_ path: String, _ arguments: [String], seconds: Double) -> (Int32, String)? {
+        var fds: [Int32] = [0, 0]
+        guard clinux_pipe_cloexec(&fds) == 0 else { return nil }
+        defer { close(fds[0]) }
+        guard let child = try? start(path, arguments, stdio: (-1, fds[1], fds[1])) else {
+            close(fds[1])
+            return nil
+        }
+        close(fds[1])
+        let deadline = now() + seconds
+        var collected: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var pollfd = Glibc.pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+        while collected.count < 65536 {
+            let left = Int32(max(0, (deadline - now()) * 1000))
+            guard left > 0, poll(&pollfd, 1, left) > 0 else { break }
+            let n = read(fds[0], &buffer, buffer.count)
+            if n <= 0 { break }
+            collected += buffer[0..<n]
+        }
+        guard let status = child.wait(until: max(deadline, now() + 0.1)) else {
+            child.stop()
+            return nil
+        }
+        return (status, String(decoding: collected, as: UTF8.self))
+    }
+}

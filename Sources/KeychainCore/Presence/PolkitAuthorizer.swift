@@ -1,0 +1,113 @@
+import CLinux
+import Glibc
+
+/// User presence through polkit: the calling process is the subject of the project's action
+/// (`auth_self`), so the session's authentication agent (GNOME's or KDE's dialog, or pkttyagent on a
+/// terminal) authenticates the user through polkit's PAM stack, password or finger.
+///
+/// pkcheck asks, rather than a D-Bus client of our own, because the tools are linked statically and
+/// sd-bus has no static library; pkcheck's exit status tells apart every answer polkit gives.
+/// Polkit lets only root or the action's owner pass details, so the agent shows the action's own
+/// message; the operation prompt is printed on the terminal when the tool starts a text agent.
+public struct PolkitAuthorizer: PresenceAuthorizer {
+    /// The action `polkit/org.keychain-linux.user-presence.policy` declares.
+    public static let actionID = "org.keychain-linux.user-presence"
+    static let pkcheck = "/usr/bin/pkcheck"
+    static let pkttyagent = "/usr/bin/pkttyagent"
+    static let fprintdList = "/usr/bin/fprintd-list"
+
+    /// How long to wait for the person (KEYCHAIN_PRESENCE_TIMEOUT seconds, 1-600; default 120).
+    public var timeout: Double
+    /// Start pkttyagent on the controlling terminal when no other agent serves this process, as
+    /// pkexec does: `security` on an SSH terminal asks there.
+    public var terminalAgent: Bool
+
+    public init(terminalAgent: Bool = false, timeout: Double? = nil) {
+        self.terminalAgent = terminalAgent
+        let fromEnvironment = getenv("KEYCHAIN_PRESENCE_TIMEOUT").flatMap { Double(String(cString: $0)) }
+        self.timeout = min(max(timeout ?? fromEnvironment ?? 120, 1), 600)
+    }
+
+    public func authorize(reason: String?) -> PresenceAnswer {
+        guard let subject = Self.subject() else { return .unavailable("cannot describe this process to polkit") }
+        let deadline = ChildProcess.now() + timeout
+        var agent: ChildProcess?
+        if terminalAgent { agent = startTextAgent(subject: subject, reason: reason) }
+        defer { agent?.stop() }
+        let check: ChildProcess
+        do {
+            check = try ChildProcess.start(Self.pkcheck, ["--action-id", Self.actionID, "--process", subject,
+                                                           "--allow-user-interaction"])
+        } catch {
+            return .unavailable("polkit is not available (\(Self.pkcheck))")
+        }
+        guard let status = check.wait(until: deadline) else {
+            check.stop()
+            return .unavailable("no answer within \(Int(timeout)) s")
+        }
+        switch status {
+        case 0: return .granted
+        case 1: return .denied
+        case 2: return .unavailable("no polkit authentication agent serves this process")
+        case 3: return .canceled
+        default: return .unavailable("polkit could not be asked (pkcheck exit \(status))")
+        }
+    }
+
+    /// The subject as pkcheck takes it, `pid,start-time,uid`: the start time keeps a recycled pid
+    /// from standing in for this process.
+    static func subject() -> String? {
+        let fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let n = read(fd, &buffer, buffer.count)
+        guard n > 0 else { return nil }
+        let text = String(decoding: buffer[0..<n], as: UTF8.self)
+        // Fields after the command name (which may hold spaces and parentheses): state is field 3,
+        // starttime field 22.
+        guard let paren = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: paren)...].split(separator: " ")
+        guard fields.count > 19, let start = UInt64(fields[19]) else { return nil }
+        return "\(getpid()),\(start),\(getuid())"
+    }
+
+    /// pkttyagent for this process on the controlling terminal, registered (or given up) before
+    /// pkcheck asks; `--fallback` leaves a desktop agent in charge where there is one.
+    private func startTextAgent(subject: String, reason: String?) -> ChildProcess? {
+        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard tty >= 0 else { return nil }
+        defer { close(tty) }
+        if let reason, !reason.isEmpty {
+            let line = "\(reason.filter { $0 != "\n" && $0 != "\r" })\n"
+            _ = line.withCString { write(tty, $0, strlen($0)) }
+        }
+        var fds: [Int32] = [0, 0]
+        guard clinux_pipe_cloexec(&fds) == 0 else { return nil }
+        defer { close(fds[0]) }
+        let agent = try? ChildProcess.start(Self.pkttyagent, ["--process", subject, "--fallback", "--notify-fd", "\(fds[1])"],
+                                            stdio: (tty, tty, tty), keep: [fds[1]])
+        close(fds[1])
+        // pkttyagent closes the descriptor once registered; it exits at once if it cannot be.
+        var pollfd = Glibc.pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+        _ = poll(&pollfd, 1, 5000)
+        return agent
+    }
+
+    public func fingersEnrolled() -> Bool {
+        guard let user = getpwuid(getuid())?.pointee.pw_name.map({ String(cString: $0) }),
+              let (status, output) = ChildProcess.output(Self.fprintdList, [user], seconds: 5), status == 0 else {
+            return false
+        }
+        return Self.hasEnrolledFinger(fprintdListOutput: output)
+    }
+
+    /// fprintd-list prints, per device, "Fingerprints for user U on D (press):" followed by
+    /// " - #0: right-index-finger" lines, or "User U has no fingers enrolled for D.".
+    static func hasEnrolledFinger(fprintdListOutput output: String) -> Bool {
+        output.split(separator: "\n").contains { line in
+            let trimmed = line.drop { $0 == " " }
+            return trimmed.hasPrefix("- #") && trimmed.contains(":")
+        }
+    }
+}

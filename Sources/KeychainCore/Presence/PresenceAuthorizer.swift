@@ -1,0 +1,29 @@
+/// What asking the person gave.
+public enum PresenceAnswer: Equatable, Sendable {
+    case granted
+    /// Authentication failed (a wrong password, a finger not recognised, the agent gone).
+    case denied
+    /// The person dismissed the request.
+    case canceled
+    /// Nobody could be asked (no agent, no polkit, no answer in time); the reason, for people.
+    case unavailable(String)
+
+    /// The call's outcome: nothing for a grant, else Apple's status for the case.
+    func check() throws {
+        switch self {
+        case .granted: return
+        case .denied: throw KeychainError(.authFailed, "user presence: authentication failed")
+        case .canceled: throw KeychainError(.userCanceled, "user presence: the request was dismissed")
+        case .unavailable(let why): throw KeychainError(.interactionNotAllowed, "user presence: \(why)")
+        }
+    }
+}
+
+/// Whoever confirms that the user is at the machine. The engine's default is polkit; tests give
+/// their own.
+public protocol PresenceAuthorizer: Sendable {
+    /// Asks, and waits a bounded time. `reason` is the caller's kSecUseOperationPrompt.
+    func authorize(reason: String?) -> PresenceAnswer
+    /// Whether biometry is set up for the user (fprintd has a finger enrolled).
+    func fingersEnrolled() -> Bool
+}

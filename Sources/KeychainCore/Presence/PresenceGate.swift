@@ -1,0 +1,98 @@
+/// What one SecItem call has obtained from the person so far, and the rules for items that need
+/// one. The engine never asks while it holds its lock or a transaction: a call that meets an item
+/// it may not use yet throws a `PresenceDemand` out of them, asks, and runs again.
+struct PresenceGate {
+    let options: PresenceOptions
+    let authorizer: PresenceAuthorizer
+    private(set) var polkitGranted: Bool
+    private(set) var password: Bytes?
+    private var asked = 0
+
+    enum Demand: Error { case polkit, applicationPassword }
+
+    init(_ options: PresenceOptions, authorizer: PresenceAuthorizer) {
+        self.options = options
+        self.authorizer = authorizer
+        polkitGranted = options.context?.holdsGrant ?? false
+        password = options.context?.applicationPassword
+    }
+
+    mutating func wipe() { password?.wipe() }
+
+    private var interaction: PresenceInteraction {
+        options.context?.interactionNotAllowed == true && options.interaction == .allow ? .fail : options.interaction
+    }
+
+    /// Whether `item` may be used: true to go on, false to leave it out (Skip). `needsSecret`: the
+    /// call opens the item's secret sealed under its application password.
+    func admits(_ item: Item, needsSecret: Bool) throws -> Bool {
+        let conditions = AccessConditions(of: item)
+        guard conditions.needsAPerson else { return true }
+        if options.context?.isInvalidated == true {
+            throw KeychainError(.authFailed, "the authentication context was invalidated")
+        }
+        var demand: Demand?
+        if conditions.asksPolkit && !polkitGranted {
+            demand = .polkit
+        } else if needsSecret && conditions.contains(.applicationPassword) && password == nil {
+            demand = .applicationPassword
+        }
+        guard let demand else { return true }
+        switch interaction {
+        case .skip: return false
+        case .fail:
+            throw KeychainError(.interactionNotAllowed, "the item needs \(demand == .polkit ? "the user's presence" : "its application password") and asking is not allowed")
+        case .allow: throw demand
+        }
+    }
+
+    /// Asks for what `demand` names, outside any lock; throws the person's refusal as Apple's status.
+    mutating func satisfy(_ demand: Demand) throws {
+        asked += 1
+        guard asked <= 4 else { throw KeychainError(.interactionNotAllowed, "user presence: asked too often in one call") }
+        switch demand {
+        case .polkit:
+            try authorizer.authorize(reason: options.operationPrompt).check()
+            polkitGranted = true
+            options.context?.recordGrant(evaluation: false)
+        case .applicationPassword:
+            guard let ask = options.askApplicationPassword, let given = ask() else {
+                throw KeychainError(.interactionNotAllowed, "the item needs its application password (an LAContext credential)")
+            }
+            password = given
+        }
+    }
+
+    /// The secret as stored for `item`: sealed again under the application password when its
+    /// conditions ask for one.
+    func storedForm(of secret: Bytes, conditions: AccessConditions) throws -> Bytes {
+        guard conditions.contains(.applicationPassword) else { return secret }
+        guard let password else { throw Demand.applicationPassword }
+        return try ApplicationPassword.seal(secret, password: password)
+    }
+
+    /// The secret as the caller sees it.
+    func readableForm(of stored: Bytes, conditions: AccessConditions) throws -> Bytes {
+        guard conditions.contains(.applicationPassword) else { return stored }
+        guard let password else { throw Demand.applicationPassword }
+        return try ApplicationPassword.open(stored, password: password)
+    }
+}
+
+extension KeychainStore {
+    /// Runs `body` (which takes the lock itself) until the person has given what it needs.
+    func withPresence<T>(_ options: PresenceOptions, _ body: (inout PresenceGate) throws -> T) throws -> T {
+        var gate = PresenceGate(options, authorizer: presenceAuthorizer)
+        defer { gate.wipe() }
+        while true {
+            do {
+                return try body(&gate)
+            } catch let demand as PresenceGate.Demand {
+                guard options.interaction == .allow else {
+                    throw KeychainError(.interactionNotAllowed, "the item needs a person and asking is not allowed")
+                }
+                try gate.satisfy(demand)
+            }
+        }
+    }
+}
