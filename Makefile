@@ -10,7 +10,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev pkg-config keyutils python3 binutils sqlite3 git curl \
         docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux openssl gcc \
         libsystemd-dev dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
-        polkitd pkexec
+        polkitd pkexec python3-dbus python3-gi
 
 # What `make bench` adds: the peers it measures against, and what builds them.
 BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecret-1-dev libsecret-tools dbus-daemon \
@@ -22,7 +22,7 @@ BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecre
 QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtime the shared libraries from the glibc version used for linking/d' -e "/warning: the use of .mktemp' is dangerous/d"
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
-.PHONY: deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam test-install test-secret-service stress demo install uninstall clean
+.PHONY: deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam test-install test-secret-service test-presence stress demo install uninstall clean
 
 deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEBS)"
@@ -69,6 +69,10 @@ test-install:
 
 test-secret-service:
 	bash Tests/secret-service/run.sh .build/debug
+
+# root: a private system bus and polkitd, a throwaway user (see Tests/presence/run.sh).
+test-presence:
+	bash Tests/presence/run.sh .build/debug
 
 # The long hardening run (about 10 minutes); `make test` runs the same cases with small counts.
 stress: deps

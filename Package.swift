@@ -76,8 +76,11 @@ let package = Package(
         // Tests/stress: the writer that crash.py kills at random moments.
         .executableTarget(name: "keychain-stress-writer", dependencies: ["KeychainCore"], path: "Tests/stress/writer"),
 
+        // Tests/presence: SecItem and LAContext calls answered by a real polkit.
+        .executableTarget(name: "keychain-presence-probe", dependencies: ["Security", "LocalAuthentication"], path: "Tests/presence/probe"),
+
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
-        .testTarget(name: "SecurityTests", dependencies: ["Security", "KeychainCore"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
     ],
     swiftLanguageModes: [.v5]

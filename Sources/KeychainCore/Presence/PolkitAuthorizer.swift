@@ -31,24 +31,34 @@ public struct PolkitAuthorizer: PresenceAuthorizer {
     public func authorize(reason: String?) -> PresenceAnswer {
         guard let subject = Self.subject() else { return .unavailable("cannot describe this process to polkit") }
         let deadline = ChildProcess.now() + timeout
-        var agent: ChildProcess?
-        if terminalAgent { agent = startTextAgent(subject: subject, reason: reason) }
-        defer { agent?.stop() }
-        let check: ChildProcess
+        var answer = check(subject, until: deadline)
+        // As pkexec does: only when no agent serves us (no desktop session, an SSH terminal), one on
+        // the controlling terminal, then ask again.
+        if terminalAgent, answer == .unavailable(Self.noAgent), let agent = startTextAgent(subject: subject, reason: reason) {
+            defer { agent.stop() }
+            answer = check(subject, until: deadline)
+        }
+        return answer
+    }
+
+    static let noAgent = "no polkit authentication agent serves this process"
+
+    private func check(_ subject: String, until deadline: Double) -> PresenceAnswer {
+        let pkcheck: ChildProcess
         do {
-            check = try ChildProcess.start(Self.pkcheck, ["--action-id", Self.actionID, "--process", subject,
-                                                           "--allow-user-interaction"])
+            pkcheck = try ChildProcess.start(Self.pkcheck, ["--action-id", Self.actionID, "--process", subject,
+                                                             "--allow-user-interaction"])
         } catch {
             return .unavailable("polkit is not available (\(Self.pkcheck))")
         }
-        guard let status = check.wait(until: deadline) else {
-            check.stop()
+        guard let status = pkcheck.wait(until: deadline) else {
+            pkcheck.stop()
             return .unavailable("no answer within \(Int(timeout)) s")
         }
         switch status {
         case 0: return .granted
         case 1: return .denied
-        case 2: return .unavailable("no polkit authentication agent serves this process")
+        case 2: return .unavailable(Self.noAgent)
         case 3: return .canceled
         default: return .unavailable("polkit could not be asked (pkcheck exit \(status))")
         }
@@ -73,7 +83,8 @@ public struct PolkitAuthorizer: PresenceAuthorizer {
     }
 
     /// pkttyagent for this process on the controlling terminal, registered (or given up) before
-    /// pkcheck asks; `--fallback` leaves a desktop agent in charge where there is one.
+    /// pkcheck asks again. (`--fallback` would leave a desktop agent in charge, but polkit never
+    /// picks a fallback agent for a process subject; asking first does the same.)
     private func startTextAgent(subject: String, reason: String?) -> ChildProcess? {
         let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard tty >= 0 else { return nil }
@@ -85,7 +96,7 @@ public struct PolkitAuthorizer: PresenceAuthorizer {
         var fds: [Int32] = [0, 0]
         guard clinux_pipe_cloexec(&fds) == 0 else { return nil }
         defer { close(fds[0]) }
-        let agent = try? ChildProcess.start(Self.pkttyagent, ["--process", subject, "--fallback", "--notify-fd", "\(fds[1])"],
+        let agent = try? ChildProcess.start(Self.pkttyagent, ["--process", subject, "--notify-fd", "\(fds[1])"],
                                             stdio: (tty, tty, tty), keep: [fds[1]])
         close(fds[1])
         // pkttyagent closes the descriptor once registered; it exits at once if it cannot be.
