@@ -1,4 +1,5 @@
 import KeychainCore
+import LocalAuthentication
 import Security
 import XCTest
 
@@ -107,25 +108,32 @@ final class AccessControlTests: XCTestCase {
         XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword] as CFDictionary, nil), errSecItemNotFound, "nothing was added")
     }
 
-    /// Conditions that need a person are refused until this keychain can ask one; the others are kept.
-    func testFlagsThatNeedAPersonAreRefusedAtAdd() throws {
-        let needing: [SecAccessControlCreateFlags] = [.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode,
-                                                      .applicationPassword, [.privateKeyUsage, .devicePasscode]]
-        for flags in needing {
+    /// Conditions this machine can meet are accepted; biometry without an enrolled finger and a
+    /// companion device are errSecNotAvailable, as on a device without them; nothing is added then.
+    func testConditionsThisMachineCannotMeetAreRefusedAtAdd() throws {
+        let authorizer = ScriptedAuthorizer()
+        keychain.keychain.store.presenceAuthorizer = authorizer
+        for flags: SecAccessControlCreateFlags in [.biometryAny, .biometryCurrentSet, .companion, [.biometryAny, .and, .devicePasscode]] {
             let access = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, flags))
             XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: access] as CFDictionary, nil),
-                           errSecUnimplemented, "\(flags)")
+                           errSecNotAvailable, "\(flags)")
             XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword] as CFDictionary, nil), errSecItemNotFound)
         }
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a"] as CFDictionary, nil), errSecSuccess)
-        let access = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, .userPresence))
-        XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassGenericPassword] as CFDictionary,
-                                     [kSecAttrAccessControl: access] as CFDictionary), errSecUnimplemented, "nor given by update")
-        for flags: SecAccessControlCreateFlags in [.privateKeyUsage, .or, .and, [.privateKeyUsage, .and]] {
-            let accepted = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, flags))
-            XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "\(flags.rawValue)",
-                                       kSecAttrAccessControl: accepted] as CFDictionary, nil), errSecSuccess, "\(flags)")
+        let accepted: [SecAccessControlCreateFlags] = [.userPresence, .devicePasscode, [.biometryAny, .or, .devicePasscode],
+                                                       [.privateKeyUsage, .devicePasscode], .privateKeyUsage, .or, .and]
+        for (i, flags) in accepted.enumerated() {
+            let access = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, flags))
+            XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "\(i)",
+                                       kSecAttrAccessControl: access] as CFDictionary, nil), errSecSuccess, "\(flags)")
         }
+        authorizer.fingers = true
+        let finger = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, .biometryCurrentSet))
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "finger",
+                                   kSecAttrAccessControl: finger] as CFDictionary, nil), errSecSuccess, "with a finger enrolled")
+        XCTAssertEqual(authorizer.asked, 0, "adding asks nobody")
+        authorizer.fingers = false
+        XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "0"] as CFDictionary,
+                                     [kSecAttrAccessControl: finger] as CFDictionary), errSecNotAvailable, "nor given by update")
     }
 
     func testAuthenticationUIValues() {
@@ -135,9 +143,12 @@ final class AccessControlTests: XCTestCase {
             var query = base
             query[kSecUseAuthenticationUI as String] = ui
             query[kSecUseOperationPrompt as String] = "Read the password"
-            query[kSecUseAuthenticationContext as String] = NSObject()
+            query[kSecUseAuthenticationContext as String] = LAContext()
             XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, nil), errSecSuccess, ui as String)
         }
+        var notAContext = base
+        notAContext[kSecUseAuthenticationContext as String] = NSObject()
+        XCTAssertEqual(SecItemCopyMatching(notAContext as CFDictionary, nil), errSecParam, "kSecUseAuthenticationContext is an LAContext")
         var bogus = base
         bogus[kSecUseAuthenticationUI as String] = "u_AuthUIX"
         XCTAssertEqual(SecItemCopyMatching(bogus as CFDictionary, nil), errSecParam)
@@ -154,32 +165,69 @@ final class AccessControlTests: XCTestCase {
         XCTAssertEqual(SecItemDelete(allow as CFDictionary), errSecSuccess)
     }
 
-    /// An item that needs a person (planted through the engine, since SecItemAdd refuses to make
-    /// one): Skip leaves it out, Fail is errSecInteractionNotAllowed, Allow cannot ask yet.
+    /// An item that needs the user's presence: Skip leaves it out (before the limit is applied),
+    /// Fail is errSecInteractionNotAllowed, Allow asks once per call; attributes alone never ask.
     func testAllowFailSkipWithAnItemThatNeedsAPerson() throws {
-        var guarded = Item(itemClass: .genericPassword, attributes: ["svce": .string("s"), "acct": .string("guarded"),
-                                                                      "accc": .int(Int64(SecAccessControlCreateFlags.userPresence.rawValue))],
-                           secret: Array("secret".utf8))
-        _ = try keychain.keychain.store.add(guarded)
-        guarded = Item(itemClass: .genericPassword, attributes: ["svce": .string("s"), "acct": .string("open")], secret: Array("open".utf8))
-        _ = try keychain.keychain.store.add(guarded)
+        let authorizer = ScriptedAuthorizer()
+        keychain.keychain.store.presenceAuthorizer = authorizer
+        let presence = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, .userPresence))
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "guarded",
+                                   kSecAttrAccessControl: presence, kSecValueData: Data("secret".utf8)] as CFDictionary, nil), errSecSuccess)
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "open",
+                                   kSecValueData: Data("open".utf8)] as CFDictionary, nil), errSecSuccess)
 
-        func read(_ ui: CFString?, noUI: Bool = false, data: Bool = true) -> (OSStatus, [String]) {
+        func read(_ ui: CFString?, noUI: Bool = false, data: Bool = true, limit: CFString = kSecMatchLimitAll) -> (OSStatus, [String]) {
             var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "s",
-                                        kSecReturnAttributes as String: true, kSecMatchLimit as String: kSecMatchLimitAll]
+                                        kSecReturnAttributes as String: true, kSecMatchLimit as String: limit,
+                                        kSecUseOperationPrompt as String: "Read s"]
             if data { query[kSecReturnData as String] = true }
             if let ui { query[kSecUseAuthenticationUI as String] = ui }
             if noUI { query["u_NoAuthUI"] = kCFBooleanTrue }
             var result: CFTypeRef?
             let status = SecItemCopyMatching(query as CFDictionary, &result)
-            return (status, ((result as? [[String: Any]]) ?? []).compactMap { $0[kSecAttrAccount as String] as? String }.sorted())
+            let list = (result as? [[String: Any]]) ?? (result as? [String: Any]).map { [$0] } ?? []
+            return (status, list.compactMap { $0[kSecAttrAccount as String] as? String }.sorted())
         }
         XCTAssertEqual(read(kSecUseAuthenticationUISkip).0, errSecSuccess)
         XCTAssertEqual(read(kSecUseAuthenticationUISkip).1, ["open"], "Skip leaves the guarded item out")
+        XCTAssertEqual(read(kSecUseAuthenticationUISkip, limit: kSecMatchLimitOne).1, ["open"], "before the limit")
         XCTAssertEqual(read(kSecUseAuthenticationUIFail).0, errSecInteractionNotAllowed)
         XCTAssertEqual(read(nil, noUI: true).0, errSecInteractionNotAllowed, "kSecUseNoAuthenticationUI means Fail")
-        XCTAssertEqual(read(kSecUseAuthenticationUIAllow).0, errSecUnimplemented, "Allow would ask a person")
-        XCTAssertEqual(read(nil).0, errSecUnimplemented, "Allow is the default")
         XCTAssertEqual(read(kSecUseAuthenticationUIFail, data: false).1, ["guarded", "open"], "attributes alone need no person")
+        XCTAssertEqual(authorizer.asked, 0, "none of these asked")
+
+        XCTAssertEqual(read(kSecUseAuthenticationUIAllow).1, ["guarded", "open"], "granted")
+        XCTAssertEqual(authorizer.asked, 1, "once for the call")
+        XCTAssertEqual(authorizer.reasons, ["Read s"], "kSecUseOperationPrompt is the reason given")
+        XCTAssertEqual(read(nil).1, ["guarded", "open"], "Allow is the default")
+        XCTAssertEqual(authorizer.asked, 2, "and each call asks again")
+        for (answer, status) in [(PresenceAnswer.denied, errSecAuthFailed), (.canceled, errSecUserCanceled),
+                                 (.unavailable("no agent"), errSecInteractionNotAllowed)] {
+            authorizer.answer = answer
+            XCTAssertEqual(read(nil).0, status, "\(answer)")
+        }
+    }
+
+    /// Changing or deleting such an item asks first; refused, it stays as it was.
+    func testUpdateAndDeleteAskFirst() throws {
+        let authorizer = ScriptedAuthorizer()
+        keychain.keychain.store.presenceAuthorizer = authorizer
+        let presence = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, .devicePasscode))
+        let item: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "a"]
+        XCTAssertEqual(SecItemAdd(item.merging([kSecAttrAccessControl: presence, kSecValueData: Data("v1".utf8)]) { $1 } as CFDictionary, nil), errSecSuccess)
+        authorizer.answer = .canceled
+        XCTAssertEqual(SecItemUpdate(item as CFDictionary, [kSecValueData: Data("v2".utf8)] as CFDictionary), errSecUserCanceled)
+        XCTAssertEqual(SecItemDelete(item as CFDictionary), errSecUserCanceled)
+        var fail = item
+        fail[kSecUseAuthenticationUI] = kSecUseAuthenticationUIFail
+        XCTAssertEqual(SecItemDelete(fail as CFDictionary), errSecInteractionNotAllowed)
+        XCTAssertEqual(authorizer.asked, 2)
+        authorizer.answer = .granted
+        XCTAssertEqual(SecItemUpdate(item as CFDictionary, [kSecValueData: Data("v2".utf8)] as CFDictionary), errSecSuccess)
+        var result: CFTypeRef?
+        XCTAssertEqual(SecItemCopyMatching(item.merging([kSecReturnData: true]) { $1 } as CFDictionary, &result), errSecSuccess)
+        XCTAssertEqual(result as? Data, Data("v2".utf8))
+        XCTAssertEqual(SecItemDelete(item as CFDictionary), errSecSuccess)
+        XCTAssertEqual(authorizer.asked, 5)
     }
 }

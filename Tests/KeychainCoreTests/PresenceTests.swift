@@ -1,0 +1,74 @@
+@testable import KeychainCore
+import Glibc
+import XCTest
+
+/// The parts of user presence that need no polkit: the application-password seal, the fprintd
+/// output we read, the subject we describe ourselves as, and the helper-program runner.
+final class PresenceTests: XCTestCase {
+    func testApplicationPasswordSealOpensOnlyWithItsPassword() throws {
+        let sealed = try ApplicationPassword.seal(Array("secret".utf8), password: Array("pw".utf8))
+        XCTAssertNil(sealed.firstRange(of: Array("secret".utf8)), "not in the clear")
+        XCTAssertEqual(try ApplicationPassword.open(sealed, password: Array("pw".utf8)), Array("secret".utf8))
+        XCTAssertThrowsError(try ApplicationPassword.open(sealed, password: Array("pW".utf8))) {
+            XCTAssertEqual(($0 as? KeychainError)?.code, .authFailed)
+        }
+        // The cost in the header is authenticated: lowered, the tag breaks (or the header is refused).
+        var cheaper = sealed
+        cheaper[5] -= 4
+        XCTAssertThrowsError(try ApplicationPassword.open(cheaper, password: Array("pw".utf8)))
+        var absurd = sealed
+        absurd[5] = 40
+        XCTAssertThrowsError(try ApplicationPassword.open(absurd, password: Array("pw".utf8))) {
+            XCTAssertEqual(($0 as? KeychainError)?.code, .decode, "refused before any derivation")
+        }
+        XCTAssertThrowsError(try ApplicationPassword.open(Array(sealed.prefix(10)), password: Array("pw".utf8)))
+        XCTAssertThrowsError(try ApplicationPassword.seal([1], password: [])) { XCTAssertEqual(($0 as? KeychainError)?.code, .param) }
+        XCTAssertThrowsError(try ApplicationPassword.seal([1], password: [0x61, 0])) { XCTAssertEqual(($0 as? KeychainError)?.code, .param) }
+    }
+
+    func testFprintdListOutput() {
+        XCTAssertTrue(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: """
+            found 1 devices
+            Device at /net/reactivated/Fprint/Device/0
+            Using device /net/reactivated/Fprint/Device/0
+            Fingerprints for user alice on Synaptics Sensors (press):
+             - #0: right-index-finger
+            """))
+        XCTAssertFalse(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: """
+            found 1 devices
+            Device at /net/reactivated/Fprint/Device/0
+            Using device /net/reactivated/Fprint/Device/0
+            User alice has no fingers enrolled for Synaptics Sensors.
+            """))
+        XCTAssertFalse(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: "No devices available\n"))
+        XCTAssertFalse(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: ""))
+    }
+
+    func testSubjectNamesThisProcessWithItsStartTime() throws {
+        let parts = try XCTUnwrap(PolkitAuthorizer.subject()).split(separator: ",")
+        XCTAssertEqual(parts.count, 3)
+        XCTAssertEqual(parts.first.map(String.init), "\(getpid())")
+        XCTAssertGreaterThan(UInt64(parts[1]) ?? 0, 0)
+        XCTAssertEqual(parts.last.map(String.init), "\(getuid())")
+    }
+
+    func testChildProcessIsBoundedAndReportsItsStatus() throws {
+        let (status, output) = try XCTUnwrap(ChildProcess.output("/bin/sh", ["-c", "echo hi; exit 3"], seconds: 10))
+        XCTAssertEqual(status, 3)
+        XCTAssertEqual(output, "hi\n")
+        XCTAssertNil(ChildProcess.output("/bin/sleep", ["30"], seconds: 0.3), "stopped at the bound")
+        XCTAssertThrowsError(try ChildProcess.start("/nonexistent/pkcheck", [])) {
+            XCTAssertEqual(($0 as? KeychainError)?.code, .interactionNotAllowed)
+        }
+    }
+
+    /// No polkit to reach (pkcheck missing, or no system bus): errSecInteractionNotAllowed at once.
+    func testPolkitUnreachableIsInteractionNotAllowed() {
+        let answer = PolkitAuthorizer(timeout: 20).authorize(reason: nil)
+        if case .granted = answer { XCTFail("nobody was asked, yet granted") }
+        if access("/run/dbus/system_bus_socket", F_OK) != 0 {
+            guard case .unavailable = answer else { return XCTFail("\(answer)") }
+            XCTAssertThrowsError(try answer.check()) { XCTAssertEqual(($0 as? KeychainError)?.code, .interactionNotAllowed) }
+        }
+    }
+}

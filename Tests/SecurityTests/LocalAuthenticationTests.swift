@@ -1,0 +1,153 @@
+import Foundation
+@testable import KeychainCore
+@testable import LocalAuthentication
+import Security
+import XCTest
+
+/// LAContext over a scripted authorizer, and the SecItem calls made through it
+/// (kSecUseAuthenticationContext), as LocalAuthentication and SecItem.h describe them.
+final class LocalAuthenticationTests: XCTestCase {
+    var keychain: TestKeychain!
+    var authorizer: ScriptedAuthorizer!
+
+    override func setUpWithError() throws {
+        keychain = try TestKeychain()
+        authorizer = ScriptedAuthorizer()
+        keychain.keychain.store.presenceAuthorizer = authorizer
+    }
+    override func tearDown() { keychain.tearDown() }
+
+    private func context() -> LAContext {
+        let context = LAContext()
+        context.authorizer = authorizer
+        return context
+    }
+
+    private func addGuarded(_ flags: SecAccessControlCreateFlags = .userPresence, context: LAContext? = nil) -> OSStatus {
+        let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, flags, nil)!
+        var attributes: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "guarded",
+                                           kSecAttrAccessControl: access, kSecValueData: Data("secret".utf8)]
+        if let context { attributes[kSecUseAuthenticationContext] = context }
+        return SecItemAdd(attributes as CFDictionary, nil)
+    }
+
+    private func read(_ context: LAContext?) -> (OSStatus, String?) {
+        var query: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "guarded", kSecReturnData: true]
+        if let context { query[kSecUseAuthenticationContext] = context }
+        var result: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        return (status, (result as? Data).map { String(decoding: $0, as: UTF8.self) })
+    }
+
+    func testEvaluatePolicyMapsEachAnswerToItsLAError() throws {
+        for (answer, code) in [(PresenceAnswer.denied, LAError.Code.authenticationFailed), (.canceled, .userCancel),
+                               (.unavailable("no agent"), .notInteractive)] {
+            authorizer.answer = answer
+            XCTAssertThrowsError(try context().evaluate(.deviceOwnerAuthentication, reason: "r")) { error in
+                XCTAssertEqual((error as? LAError)?.code, code)
+                XCTAssertEqual((error as NSError).domain, LAErrorDomain)
+                XCTAssertTrue(code ~= error, "catch LAError.\(code) matches")
+            }
+        }
+        authorizer.answer = .granted
+        XCTAssertNoThrow(try context().evaluate(.deviceOwnerAuthentication, reason: "Unlock notes"))
+        XCTAssertEqual(authorizer.reasons.last, "Unlock notes", "localizedReason is the reason")
+    }
+
+    func testEvaluatePolicyReplyAndAsyncForms() async throws {
+        let ctx = context()
+        let replied = expectation(description: "reply")
+        ctx.evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "r") { ok, error in
+            XCTAssertTrue(ok)
+            XCTAssertNil(error)
+            replied.fulfill()
+        }
+        await fulfillment(of: [replied], timeout: 10)
+        authorizer.answer = .canceled
+        do {
+            _ = try await context().evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "r")
+            XCTFail("a dismissed request throws")
+        } catch LAError.userCancel {
+        }
+    }
+
+    func testCanEvaluatePolicyAndBiometry() {
+        var error: NSError?
+        XCTAssertTrue(context().canEvaluatePolicy(.deviceOwnerAuthentication, error: &error))
+        XCTAssertNil(error)
+        let ctx = context()
+        XCTAssertFalse(ctx.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.biometryNotEnrolled.rawValue)
+        XCTAssertEqual(ctx.biometryType, .none)
+        XCTAssertThrowsError(try ctx.evaluate(.deviceOwnerAuthenticationWithBiometrics, reason: "r"))
+        XCTAssertEqual(authorizer.asked, 0, "biometry without a finger asks nobody")
+        authorizer.fingers = true
+        XCTAssertTrue(ctx.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        XCTAssertEqual(ctx.biometryType, .touchID)
+        XCTAssertFalse(ctx.canEvaluatePolicy(.deviceOwnerAuthenticationWithWatch, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.companionNotAvailable.rawValue)
+    }
+
+    func testAnEvaluatedContextLetsSecItemGoOnUntilInvalidated() throws {
+        XCTAssertEqual(addGuarded(), errSecSuccess)
+        let ctx = context()
+        try ctx.evaluate(.deviceOwnerAuthentication, reason: "r")
+        XCTAssertEqual(read(ctx).1, "secret")
+        XCTAssertEqual(read(ctx).1, "secret")
+        XCTAssertEqual(authorizer.asked, 1, "the evaluation was the only request")
+        ctx.invalidate()
+        XCTAssertEqual(read(ctx).0, errSecAuthFailed)
+        XCTAssertThrowsError(try ctx.evaluate(.deviceOwnerAuthentication, reason: "r")) {
+            XCTAssertEqual(($0 as? LAError)?.code, .invalidContext)
+        }
+        XCTAssertEqual(read(nil).1, "secret", "without the context, it asks again")
+        XCTAssertEqual(authorizer.asked, 2)
+    }
+
+    func testReuseDurationSparesTheSecondRequest() {
+        XCTAssertEqual(addGuarded(), errSecSuccess)
+        let brief = context()
+        XCTAssertEqual(read(brief).1, "secret")
+        XCTAssertEqual(read(brief).1, "secret")
+        XCTAssertEqual(authorizer.asked, 2, "with no reuse duration each call asks")
+        let reusing = context()
+        reusing.touchIDAuthenticationAllowableReuseDuration = 60
+        XCTAssertEqual(read(reusing).1, "secret")
+        XCTAssertEqual(read(reusing).1, "secret")
+        XCTAssertEqual(authorizer.asked, 3, "within the reuse duration, once")
+        XCTAssertNoThrow(try reusing.evaluate(.deviceOwnerAuthentication, reason: "r"))
+        XCTAssertEqual(authorizer.asked, 3, "a recent grant answers evaluatePolicy too")
+        reusing.touchIDAuthenticationAllowableReuseDuration = 10_000
+        XCTAssertEqual(reusing.touchIDAuthenticationAllowableReuseDuration, LATouchIDAuthenticationMaximumAllowableReuseDuration)
+        let quiet = context()
+        quiet.interactionNotAllowed = true
+        XCTAssertEqual(read(quiet).0, errSecInteractionNotAllowed, "interactionNotAllowed: Fail")
+        XCTAssertThrowsError(try quiet.evaluate(.deviceOwnerAuthentication, reason: "r")) {
+            XCTAssertEqual(($0 as? LAError)?.code, .notInteractive)
+        }
+        XCTAssertEqual(authorizer.asked, 3)
+    }
+
+    /// kSecAccessControlApplicationPassword: the secret is sealed under the password the context
+    /// carries; without it nothing opens, and a wrong one is errSecAuthFailed.
+    func testApplicationPassword() throws {
+        XCTAssertEqual(addGuarded(.applicationPassword), errSecInteractionNotAllowed, "no password to seal it with")
+        let owner = context()
+        XCTAssertTrue(owner.setCredential(Data("app-pass".utf8), type: .applicationPassword))
+        XCTAssertTrue(owner.isCredentialSet(.applicationPassword))
+        XCTAssertEqual(addGuarded(.applicationPassword, context: owner), errSecSuccess)
+        XCTAssertEqual(read(owner).1, "secret")
+        XCTAssertEqual(read(nil).0, errSecInteractionNotAllowed, "no credential")
+        let wrong = context()
+        wrong.setCredential(Data("not-it".utf8), type: .applicationPassword)
+        XCTAssertEqual(read(wrong).0, errSecAuthFailed)
+        XCTAssertEqual(authorizer.asked, 0, "an application password alone does not ask polkit")
+        // Stored sealed: the engine, holding the class keys but no password, reads the sealed form only.
+        let stored = try keychain.keychain.store.find(Query(itemClass: .genericPassword, attributes: ["acct": .string("guarded")]),
+                                                      includeSecret: false).first
+        XCTAssertNotEqual(stored?.attributes["sha1"], .data(Array(Crypto.sha1(Array("secret".utf8)))),
+                          "the hash attribute does not give the secret away")
+        owner.setCredential(nil, type: .applicationPassword)
+        XCTAssertFalse(owner.isCredentialSet(.applicationPassword))
+    }
+}
