@@ -493,6 +493,25 @@ PY
     [[ "$out" == *"KDF parameters out of bounds"* ]]
 }
 
+# --require: conditions on the item kept as kSecAttrAccessControl. An application password seals
+# the secret (read from standard input here, one line per question); user presence asks polkit,
+# which nobody answers in this suite (Tests/presence has a real one).
+require_conditions() {
+    make_keychain
+    printf 'app-pass\n' | "$security" add-generic-password -a a -s sealed -X 6170702d736563726574 --require application-password
+    expect app-secret "$(printf 'app-pass\n' | "$security" find-generic-password -a a -s sealed -w)" "the application password opens it"
+    expect 51 "$(printf 'wrong\n' | status_of "$security" find-generic-password -a a -s sealed -w)" "a wrong one: errSecAuthFailed"
+    "$security" find-generic-password -a a -s sealed </dev/null | grep -q '"svce"<blob>="sealed"'
+    ! "$security" dump-keychain -d </dev/null 2>/dev/null | grep -q app-secret
+    "$security" add-generic-password -a a -s guarded -w s3cret --require user-presence 2>/dev/null
+    "$security" find-generic-password -a a -s guarded | grep -q '"acct"<blob>="a"'
+    expect 36 "$(KEYCHAIN_PRESENCE_TIMEOUT=5 status_of "$security" find-generic-password -a a -s guarded -w </dev/null)" \
+        "nobody to ask: errSecInteractionNotAllowed"
+    expect 2 "$(status_of "$security" add-generic-password -a b -s x -w y --require presence)" "an unknown condition is a usage error"
+    expect 53 "$(status_of "$security" add-generic-password -a b -s x -w y --require biometry-any 2>/dev/null)" \
+        "biometry with no finger enrolled: errSecNotAvailable"
+}
+
 check "macOS script line prints s3cret" macos_script_line
 check "not found exits 44 with one line" not_found_exit_code
 check "duplicates exit 45; -U updates" duplicate_and_update
@@ -506,6 +525,7 @@ check "set-keychain-password" keychain_password_change
 check "prompts on a terminal, without echo" prompts_on_a_terminal
 check "secrets from standard input" secrets_from_standard_input
 check "hex passwords" hex_password
+check "--require: application password and user presence" require_conditions
 check "dump-keychain" dump_keychain
 check "export/import drops ThisDeviceOnly" export_import_round_trip
 check "bad input gets clear errors" bad_input
