@@ -112,7 +112,10 @@ extension KeychainStore {
                 if replace {
                     for row in try secretCandidates(attributes, keys: keys) where keys.has(row.lockClass) {
                         let old = try secretItem(row, keys: keys, includeSecret: false)
-                        if attributes.allSatisfy({ old.attributes[$0.key] == $0.value }) { replaced.append(row.rowID) }
+                        if attributes.allSatisfy({ old.attributes[$0.key] == $0.value }) {
+                            try refuseNeedingAPerson(row, keys: keys)
+                            replaced.append(row.rowID)
+                        }
                     }
                     try deleteRows(replaced)
                 }
@@ -123,7 +126,10 @@ extension KeychainStore {
                     if replace {
                         let colliding = try rowsWithPrimaryKey(of: prepared, keys: keys)
                         for rowID in colliding {
-                            if let row = try loadRow(rowID), !keys.has(row.lockClass) { throw KeychainError.locked() }
+                            if let row = try loadRow(rowID) {
+                                if !keys.has(row.lockClass) { throw KeychainError.locked() }
+                                try refuseNeedingAPerson(row, keys: keys)
+                            }
                         }
                         try deleteRows(colliding)
                         replaced += colliding
@@ -167,7 +173,8 @@ extension KeychainStore {
         var query = Query(itemClass: current.itemClass)
         query.rows = [rowID]
         query.synchronizable = .any
-        try update(query, attributes: changes, secret: secret)
+        // The service could only have polkit authorize itself, not the client asking it.
+        try update(query, attributes: changes, secret: secret, presence: PresenceOptions(interaction: .fail))
         if let attributes {
             try withIndexKey { key in
                 try db.transaction {
@@ -183,7 +190,9 @@ extension KeychainStore {
     public func deleteSecretItem(_ rowID: Int64) throws {
         try withLock {
             guard let row = try loadRow(rowID) else { throw KeychainError(.itemNotFound) }
-            guard try currentKeys().has(row.lockClass) else { throw KeychainError.locked() }
+            let keys = try currentKeys()
+            guard keys.has(row.lockClass) else { throw KeychainError.locked() }
+            try refuseNeedingAPerson(row, keys: keys)
             try db.transaction { try deleteRows([rowID]) }
         }
     }
@@ -232,8 +241,20 @@ extension KeychainStore {
                    metadata: stmt.blob(2), secret: stmt.blob(3))
     }
 
+    /// Items whose access control needs a person (made with SecItem or `security --require`) are
+    /// not read, changed or deleted through the Secret Service: polkit would be asked to authorize
+    /// the service, which cannot prove which client is asking.
+    private func refuseNeedingAPerson(_ row: Row, keys: ClassKeys) throws {
+        if AccessConditions(of: try openAttributes(row, keys: keys)).needsAPerson {
+            throw KeychainError(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
+        }
+    }
+
     private func secretItem(_ row: Row, keys: ClassKeys, includeSecret: Bool) throws -> SecretItem {
         let item = try openAttributes(row, keys: keys)
+        if includeSecret && AccessConditions(of: item).needsAPerson {
+            throw KeychainError(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
+        }
         func seconds(_ key: String) -> UInt64 {
             if case .date(let d)? = item[key], d > 0 { return UInt64(d.rounded()) }
             return 0

@@ -73,6 +73,25 @@ final class SecretServiceItemTests: XCTestCase {
         XCTAssertEqual(try found(["service": "mail"]), [third.item.row])
     }
 
+    /// An item whose access control needs the user's presence is listed through the Secret Service,
+    /// but its secret is not given, changed or deleted there (polkit could only vouch for the service).
+    func testItemsNeedingAPersonAreNotServed() throws {
+        let guarded = try store.add(Item(itemClass: .internetPassword,
+                                         attributes: ["srvr": .string("guarded.example"), "acct": .string("ann"),
+                                                      "accc": .int(Int64(AccessConditions.userPresence.rawValue))],
+                                         secret: Array("pw".utf8)))
+        let listed = try store.searchSecretItems(["server": "guarded.example"]).unlocked
+        XCTAssertEqual(listed.map(\.row), [guarded.rowID], "listed")
+        for attempt in [{ _ = try self.store.secretItem(guarded.rowID, includeSecret: true) },
+                        { _ = try self.store.updateSecretItem(guarded.rowID, secret: Array("new".utf8)) },
+                        { try self.store.deleteSecretItem(guarded.rowID) },
+                        { _ = try self.store.addSecretItem(label: "l", attributes: ["server": "guarded.example", "user": "ann"],
+                                                           secret: [1], contentType: "text/plain", replace: true) }] {
+            XCTAssertThrowsError(try attempt()) { XCTAssertEqual(($0 as? KeychainError)?.code, .interactionNotAllowed) }
+        }
+        XCTAssertEqual(try store.searchSecretItems(["server": "guarded.example"]).unlocked.map(\.row), [guarded.rowID], "still there")
+    }
+
     func testNetworkPasswordsAreInternetPasswordsBothWays() throws {
         let stored = try add(["xdg:schema": "org.git.Password", "user": "ann", "server": "git.example.com",
                               "protocol": "https", "port": "8443", "object": "team/repo.git"])
