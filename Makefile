@@ -3,6 +3,9 @@ SHELL := /bin/bash
 PREFIX ?= /usr/local
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 PAMDIR ?= /usr/lib/$(MULTIARCH)/security
+# /etc for a hand install (the administrator's folder); the package uses /usr/lib/sysctl.d.
+SYSCTLDIR ?= /etc/sysctl.d
+MANPAGES := $(patsubst man/%.scd,.build/man/%,$(wildcard man/*.scd))
 SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 
@@ -10,7 +13,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev pkg-config keyutils python3 binutils sqlite3 git curl \
         docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux openssl gcc \
         libsystemd-dev dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
-        polkitd pkexec python3-dbus python3-gi
+        polkitd pkexec python3-dbus python3-gi scdoc man-db dpkg-dev lintian
 
 # What `make bench` adds: the peers it measures against, and what builds them.
 BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecret-1-dev libsecret-tools dbus-daemon \
@@ -22,7 +25,7 @@ BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecre
 QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtime the shared libraries from the glibc version used for linking/d' -e "/warning: the use of .mktemp' is dangerous/d"
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
-.PHONY: deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam test-install test-secret-service test-presence stress demo install uninstall clean
+.PHONY: deb test-deb man deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam test-install test-secret-service test-presence stress demo install uninstall clean
 
 deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEBS)"
@@ -86,18 +89,27 @@ bench: bench-deps release
 demo: build
 	bash Tests/demo.sh .build/debug/security
 
+# Man pages, one scdoc source each (man/*.scd), gzipped as Debian installs them.
+man: $(MANPAGES)
+
+.build/man/%: man/%.scd
+	@mkdir -p .build/man
+	scdoc < $< | gzip -9n > $@.gz && touch $@
+
 # Stripped (install -s): the tools are static, the Swift runtime inside, and need nothing from the
 # toolchain; the module keeps the dynamic symbols PAM looks up.
-install: release
+install: release man
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -s -m 0755 .build/release/security $(DESTDIR)$(PREFIX)/bin/security
 	install -s -m 0755 .build/release/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/git-credential-keychain
 	install -s -m 0755 .build/release/docker-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain
 	install -s -m 0755 .build/release/keychain-secret-service $(DESTDIR)$(PREFIX)/bin/keychain-secret-service
-	# Started on demand by the session bus (and by systemd --user where it runs the session).
+	# Started on demand by the session bus (and by systemd --user where it runs the session). The
+	# file is named for this project, not for the bus name: gnome-keyring owns
+	# org.freedesktop.secrets.service, and the bus reads the name from inside the file.
 	install -d $(DESTDIR)$(PREFIX)/share/dbus-1/services $(DESTDIR)$(PREFIX)/lib/systemd/user
 	sed 's|@BINDIR@|$(PREFIX)/bin|' Sources/keychain-secret-service/dbus/org.freedesktop.secrets.service.in \
-		> $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.freedesktop.secrets.service
+		> $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.keychain-linux.secrets.service
 	sed 's|@BINDIR@|$(PREFIX)/bin|' Sources/keychain-secret-service/dbus/keychain-secret-service.service.in \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
 	# polkit reads actions from /usr/share only, whatever PREFIX is.
@@ -109,16 +121,36 @@ install: release
 	install -m 0644 pam/pam-configs-keychain $(DESTDIR)/usr/share/pam-configs/keychain
 	# The persistent keyring (where AfterFirstUnlock keys live until reboot) expires after three
 	# days unused by default; raise that so "until reboot" holds.
-	install -d $(DESTDIR)/etc/sysctl.d
-	echo 'kernel.keys.persistent_keyring_expiry = 31536000' > $(DESTDIR)/etc/sysctl.d/60-keychain.conf
-	if [ -z "$(DESTDIR)" ]; then sysctl -q -p /etc/sysctl.d/60-keychain.conf || true; fi
+	install -d $(DESTDIR)$(SYSCTLDIR)
+	echo 'kernel.keys.persistent_keyring_expiry = 31536000' > $(DESTDIR)$(SYSCTLDIR)/60-keychain.conf
+	if [ -z "$(DESTDIR)" ]; then sysctl -q -p $(SYSCTLDIR)/60-keychain.conf || true; fi
+	for page in $(MANPAGES); do \
+		section=$${page##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$section; \
+		install -m 0644 $$page.gz $(DESTDIR)$(PREFIX)/share/man/man$$section/; done
+	# Completions, as swift-argument-parser writes them for every subcommand.
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	.build/release/security --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/security
+	.build/release/security --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_security
+	.build/release/security --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/security.fish
+
+# The Debian package (see packaging/deb/build.sh): keychain_<version>_<arch>.deb in this folder.
+deb: deps
+	@bash packaging/deb/build.sh .
+
+# root: installs the package with apt-get, uses it with /opt/swift hidden, purges it.
+test-deb:
+	bash Tests/deb/run.sh
 
 uninstall:
 	if [ -z "$(DESTDIR)" ] && command -v pam-auth-update >/dev/null; then pam-auth-update --package --remove keychain; fi
 	rm -f $(DESTDIR)/usr/share/pam-configs/keychain $(DESTDIR)$(PAMDIR)/pam_keychain.so
-	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)$(PREFIX)/bin/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain $(DESTDIR)/etc/sysctl.d/60-keychain.conf
+	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)$(PREFIX)/bin/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain $(DESTDIR)$(SYSCTLDIR)/60-keychain.conf
+	rm -f $(patsubst .build/man/%,$(DESTDIR)$(PREFIX)/share/man/man*/%.gz,$(MANPAGES))
+	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/security $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_security \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/security.fish
 	rm -f $(DESTDIR)/usr/share/polkit-1/actions/org.keychain-linux.user-presence.policy
-	rm -f $(DESTDIR)$(PREFIX)/bin/keychain-secret-service $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.freedesktop.secrets.service \
+	rm -f $(DESTDIR)$(PREFIX)/bin/keychain-secret-service $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.keychain-linux.secrets.service \
 		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
 
 clean:

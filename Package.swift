@@ -58,8 +58,10 @@ let package = Package(
                           linkerSettings: helperLinking),
 
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
+        // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
+        // it runs without the toolchain, and maps none of the runtime's unused shared pages.
         .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "CSDBus", "COpenSSL"],
-                          exclude: ["dbus"]),
+                          exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),
@@ -68,6 +70,8 @@ let package = Package(
                     "-static-stdlib",
                     "-Xlinker", "--version-script=\(Context.packageDirectory)/pam/pam_keychain.map",
                     "-Xlinker", "-z", "-Xlinker", "nodelete",
+                    // Resolved at load (full RELRO): loaded into every login process.
+                    "-Xlinker", "-z", "-Xlinker", "now",
                 ])]),
 
         // `make bench`'s in-process figures (not a product: nothing to install).

@@ -27,7 +27,8 @@ if make -s -C "$repo" install DESTDIR="$stage" > "$install_log" 2>&1; then insta
 bin=$stage/usr/local/bin
 module=$(find "$stage" -name pam_keychain.so | head -1)
 tools="$bin/security $bin/git-credential-keychain $bin/docker-credential-keychain"
-for f in $tools $module; do [ -f "$f" ] && echo "staged $(du -k "$f" | cut -f1) KiB  ${f#"$stage"}"; done
+service=$bin/keychain-secret-service
+for f in $tools $service $module; do [ -f "$f" ] && echo "staged $(du -k "$f" | cut -f1) KiB  ${f#"$stage"}"; done
 
 # Runs a command in a mount namespace where /opt/swift is an empty tmpfs.
 hidden() { unshare -m bash -c 'mount -t tmpfs none /opt/swift && exec "$@"' hidden "$@"; }
@@ -53,11 +54,11 @@ finish() {
 
 make_install() {
     $installed || { cat "$install_log"; return 1; }
-    for f in $tools $module; do [ -f "$f" ] || { echo "missing: $f"; return 1; }; done
+    for f in $tools $service $module; do [ -f "$f" ] || { echo "missing: $f"; return 1; }; done
 }
 
 stripped() {
-    for f in $tools $module; do
+    for f in $tools $service $module; do
         if readelf -SW "$f" | grep -qE '\.symtab|\.debug_'; then echo "not stripped: $f"; return 1; fi
     done
     # The module keeps its dynamic symbols: PAM finds pam_sm_* through them.
@@ -69,6 +70,8 @@ self_contained() {
         if readelf -lW "$f" | grep -q 'program interpreter'; then echo "dynamically linked: $f"; return 1; fi
     done
     if readelf -dW "$module" | grep NEEDED | grep -qi swift; then echo "the module needs a Swift library"; return 1; fi
+    # The Secret Service links libsystemd, which has no static library: the Swift runtime is linked in.
+    if readelf -dW "$service" | grep NEEDED | grep -qi swift; then echo "the Secret Service needs a Swift library"; return 1; fi
     # The control: the toolchain itself does not start where these tools must.
     ! hidden /opt/swift/usr/bin/swift --version >/dev/null 2>&1
 }
@@ -88,6 +91,22 @@ tools_without_toolchain() {
     out=$(echo https://registry.example.org | hidden "$bin/docker-credential-keychain" get)
     [[ "$out" == *'"Secret":"docker-secret"'* && "$out" == *'"Username":"carol"'* ]] || { echo "get gave: $out"; return 1; }
     expect 'docker-secret' "$(hidden "$bin/security" find-internet-password -s registry.example.org -w)"
+}
+
+service_without_toolchain() {
+    printf 'pw\n' | hidden "$bin/security" create-keychain
+    out=$(hidden dbus-run-session -- bash -c '
+        "$1" & pid=$!
+        for i in $(seq 50); do
+            dbus-send --session --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner \
+                string:org.freedesktop.secrets 2>/dev/null | grep -q true && break
+            sleep 0.1
+        done
+        printf staged-service-secret | secret-tool store --label=staged application install-test &&
+            secret-tool lookup application install-test
+        kill $pid' service "$service")
+    expect staged-service-secret "$out" "secret-tool through the staged keychain-secret-service"
+    expect staged-service-secret "$(hidden "$bin/security" find-generic-password -l staged -w)" "the same item through security"
 }
 
 module_without_toolchain() {
@@ -115,6 +134,7 @@ check "make install DESTDIR=... stages the tools and the PAM module" make_instal
 check "the staged binaries and module are stripped" stripped
 check "the staged tools are static; the module needs no Swift library" self_contained
 check "with /opt/swift hidden: security, git and docker helpers work" tools_without_toolchain
+check "with /opt/swift hidden: keychain-secret-service serves secret-tool" service_without_toolchain
 check "with /opt/swift hidden: pam_keychain.so creates and unlocks the login keychain" module_without_toolchain
 
 summary

@@ -32,7 +32,7 @@ fresh() {
     mkdir "$case_dir/services"
     # The activation file `make install` installs, pointing at the build folder.
     sed "s|@BINDIR@|$bin|" "$here/../../Sources/keychain-secret-service/dbus/org.freedesktop.secrets.service.in" \
-        > "$case_dir/services/org.freedesktop.secrets.service"
+        > "$case_dir/services/org.keychain-linux.secrets.service"
     sed "s|@SERVICES@|$case_dir/services|" "$here/session.conf" > "$case_dir/session.conf"
     # The bus, and so the service it starts, inherit these.
     export KEYCHAIN_PINENTRY=$here/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log

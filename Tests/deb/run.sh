@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# The Debian package as a user gets it: `make deb` builds it, `apt-get install ./keychain_*.deb`
+# installs it, and with /opt/swift hidden the installed man pages, `security`, the git helper and
+# pam_keychain.so are used; then `apt-get purge` must leave none of the package's files and the
+# user's keychain as it was. Everything runs in a private mount namespace over copies of
+# /etc/pam.d and /var/lib/pam, so the maintainer scripts' pam-auth-update never touches the
+# machine's own PAM stack; the sysctl the package sets is put back afterwards.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+. "$here/../lib.sh"
+
+# namespaced COMMAND...: runs COMMAND where /etc/pam.d and /var/lib/pam are copies and /opt/swift
+# is an empty tmpfs.
+namespaced() {
+    unshare -m bash -c '
+        set -e
+        mount --make-rprivate /
+        mount --bind "$1/pam.d" /etc/pam.d
+        mount --bind "$1/var-lib-pam" /var/lib/pam
+        mount -t tmpfs -o size=1m tmpfs /opt/swift
+        shift
+        exec "$@"' namespaced "$work" "$@"
+}
+
+if [ "${1:-}" = --inside ]; then
+    work=$2 user=$3
+    export PATH=/usr/bin:/bin:/usr/sbin:/sbin
+    # The cases run in order and share what they leave in $work (lib.sh runs each in a subshell).
+    fresh() { case_dir=$work/case; mkdir -p "$case_dir"; }
+    finish() { :; }
+    deb_log=$work/deb.log
+
+    builds_the_package() {
+        ! /opt/swift/usr/bin/swift --version >/dev/null 2>&1 || { echo "/opt/swift is not hidden"; return 1; }
+        # Built by the outer run, before the toolchain was hidden.
+        package=$(cat "$work/package"); [ -f "$package" ] || { cat "$work/build.log"; return 1; }
+        dpkg-deb -f "$package" Depends | tee "$work/depends"
+        for lib in libsqlite3-0 libssl3 libsodium23 libpam0g libsystemd0; do grep -q "$lib" "$work/depends"; done
+        lintian --no-tag-display-limit "$package" > "$work/lintian" 2>&1 || true
+        ! grep -E '^(E|W): ' "$work/lintian"
+    }
+
+    installs_with_apt() {
+        package=$(cat "$work/package")
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package" > "$deb_log" 2>&1 || { cat "$deb_log"; return 1; }
+        dpkg -L keychain > "$work/files"
+        expect 0 "$(status_of dpkg-query -W keychain)"
+        # The PAM profile is offered, not enabled; the sysctl is applied.
+        [ -f /usr/share/pam-configs/keychain ]
+        ! grep -q pam_keychain /etc/pam.d/common-auth /etc/pam.d/common-session
+        expect 31536000 "$(cat /proc/sys/kernel/keys/persistent_keyring_expiry)" "the sysctl drop-in applied"
+    }
+
+    man_pages_are_found() {
+        for page in security git-credential-keychain docker-credential-keychain keychain-secret-service '8 pam_keychain' '7 keychain'; do
+            found=$(man -w $page) || { echo "man -w $page found nothing"; return 1; }
+            [[ "$found" == /usr/share/man/* ]] || { echo "man -w $page: $found"; return 1; }
+        done
+        # Every subcommand of the tool is in its page.
+        text=$(man -P cat security 2>/dev/null)
+        for sub in $(security help 2>&1 | awk '/^SUBCOMMANDS:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'); do
+            [[ "$text" == *"$sub"* ]] || { echo "security(1) lacks $sub"; return 1; }
+        done
+    }
+
+    security_round_trip() {
+        export HOME=$work/home XDG_DATA_HOME=$work/home/data
+        mkdir -p "$HOME"
+        printf 'deb-pass\n' | /usr/bin/security create-keychain
+        printf 'deb secret\n' | /usr/bin/security add-generic-password -a alice -s deb-test -w
+        expect 'deb secret' "$(/usr/bin/security find-generic-password -a alice -s deb-test -w)"
+        [[ "$(/usr/bin/security --generate-completion-script bash)" == *find-generic-password* ]]
+        [ -f /usr/share/bash-completion/completions/security ] && [ -f /usr/share/zsh/vendor-completions/_security ] &&
+            [ -f /usr/share/fish/vendor_completions.d/security.fish ]
+    }
+
+    git_round_trip() {
+        export HOME=$work/home XDG_DATA_HOME=$work/home/data GIT_CONFIG_NOSYSTEM=1
+        git config --global credential.helper keychain
+        printf 'protocol=https\nhost=deb.example.org\nusername=bob\npassword=git-deb-secret\n\n' | git credential approve
+        out=$(printf 'protocol=https\nhost=deb.example.org\n\n' | GIT_TERMINAL_PROMPT=0 git credential fill)
+        expect git-deb-secret "$(echo "$out" | sed -n 's/^password=//p')" "git's password through /usr/bin/git-credential-keychain"
+        expect git-deb-secret "$(/usr/bin/security find-internet-password -s deb.example.org -w)"
+    }
+
+    pam_login() {
+        local password='Deb-login-7'
+        useradd -m -s /bin/sh "$user"
+        echo "$user:$password" | chpasswd
+        cat > /etc/pam.d/keychain-deb-test <<PAM
+    auth     required  pam_unix.so
+    auth     optional  pam_keychain.so
+    account  required  pam_unix.so
+    session  required  pam_unix.so
+    session  optional  pam_keychain.so auto_create
+PAM
+        printf '%s\n' "$password" | pamtester keychain-deb-test "$user" authenticate open_session >/dev/null
+        home=$(getent passwd "$user" | cut -d: -f6)
+        keychain=$home/.local/share/keychains/login.keychain-db
+        [ -f "$keychain" ] || { echo "no keychain was created at login"; return 1; }
+        state=$(setpriv --reuid="$user" --regid="$user" --init-groups env -i HOME="$home" /usr/bin/security status |
+            awk '$1 == "WhenUnlocked:" { print $2 }')
+        expect unlocked "$state" "WhenUnlocked after a login through the installed module"
+        sha256sum "$keychain" > "$work/keychain.sum"
+    }
+
+    purge_leaves_nothing() {
+        DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq keychain > "$deb_log" 2>&1 || { cat "$deb_log"; return 1; }
+        ! dpkg-query -W -f='${Status}' keychain 2>/dev/null | grep -q installed
+        left=0
+        while read -r path; do
+            if [ -f "$path" ] || [ -L "$path" ]; then echo "left behind: $path"; left=1; fi
+        done < "$work/files"
+        [ "$left" = 0 ]
+        # The user's keychain is the user's: untouched, and still opens.
+        sha256sum -c --quiet "$work/keychain.sum"
+    }
+
+    check "make deb: the package, its Depends from what it links, lintian clean" builds_the_package
+    check "apt-get install ./keychain_*.deb (PAM profile offered, not enabled; sysctl applied)" installs_with_apt
+    check "with /opt/swift hidden: man -w finds every page; security(1) has every subcommand" man_pages_are_found
+    check "with /opt/swift hidden: /usr/bin/security creates a keychain, adds and finds" security_round_trip
+    check "with /opt/swift hidden: a git credential round trip through the installed helper" git_round_trip
+    check "with /opt/swift hidden: a PAM login through the installed pam_keychain.so" pam_login
+    check "apt-get purge leaves no file of the package; the user's keychain untouched" purge_leaves_nothing
+
+    summary
+    exit
+fi
+
+if [ "$(id -u)" != 0 ]; then
+    echo "skipped: installing a package, a test user and a mount namespace need root"
+    summary
+    exit 0
+fi
+if dpkg-query -W -f='${Status}' keychain 2>/dev/null | grep -q 'install ok installed'; then
+    echo "skipped: a keychain package is installed on this machine; the test installs and purges its own"
+    summary
+    exit 0
+fi
+
+work=$(mktemp -d /tmp/kc-deb-XXXXXX)
+chmod 755 "$work"
+user=kcdeb$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
+expiry=$(cat /proc/sys/kernel/keys/persistent_keyring_expiry)
+cleanup() {
+    if dpkg-query -W -f='${Status}' keychain 2>/dev/null | grep -q 'ok installed'; then
+        namespaced env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq keychain >/dev/null 2>&1
+    fi
+    if id "$user" >/dev/null 2>&1; then
+        setpriv --reuid="$user" --regid="$user" --init-groups keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
+        pkill -KILL -u "$user" 2>/dev/null
+        userdel -r "$user" >/dev/null 2>&1
+    fi
+    echo "$expiry" > /proc/sys/kernel/keys/persistent_keyring_expiry
+    rm -rf "$work"
+}
+trap cleanup EXIT
+exec 9>/tmp/kc-pam.lock
+flock 9
+
+# Built with the toolchain, before it is hidden (the release build is what `make install` makes).
+bash "$repo/packaging/deb/build.sh" "$work" > "$work/package" 2> "$work/build.log" || tail -20 "$work/build.log"
+tail -1 "$work/package" > "$work/package.path" && mv "$work/package.path" "$work/package"
+cp -a /etc/pam.d "$work/pam.d"
+mkdir -p /var/lib/pam && cp -a /var/lib/pam "$work/var-lib-pam"
+namespaced bash "$0" --inside "$work" "$user"
