@@ -32,10 +32,11 @@ export XDG_DATA_HOME=$HOME/.local/share XDG_CONFIG_HOME=$HOME/.config XDG_RUNTIM
 export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 KEYCHAIN_PATH=$work/bench.keychain-db
 mkdir -p "$HOME" "$GNUPGHOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$GNUPGHOME" "$XDG_RUNTIME_DIR"
-pam_user= pam_service= ours_pid= ours_bus_pid=
+pam_user= pam_service= ours_pid= ours_bus_pid= empty_bus_pid=
 cleanup() {
     [ -n "$ours_pid" ] && kill "$ours_pid" 2>/dev/null
     [ -n "$ours_bus_pid" ] && kill "$ours_bus_pid" 2>/dev/null
+    [ -n "$empty_bus_pid" ] && kill "$empty_bus_pid" 2>/dev/null
     "$bin/security" delete-keychain "$work/secret-service.keychain-db" >/dev/null 2>&1 || true
     "$bin/security" delete-keychain "$KEYCHAIN_PATH" >/dev/null 2>&1 || true
     gpgconf --kill gpg-agent 2>/dev/null || true
@@ -100,6 +101,11 @@ for ((i = 0; i < gnome_items; i++)); do
         DBUS_SESSION_BUS_ADDRESS=$ours_bus "$libsecret" store >/dev/null
 done
 
+# A session bus with no Secret Service at all: secret-tool starts, connects, asks and is told
+# there is no provider. What it costs is the floor under any provider's figure.
+dbus-daemon --config-file="$work/ours.conf" --fork --print-address=3 --print-pid=4 3> "$work/empty.address" 4> "$work/empty.pid"
+empty_bus=$(head -1 "$work/empty.address") empty_bus_pid=$(head -1 "$work/empty.pid")
+
 # --- process figures: the helpers as git and docker start them ------------------------------
 git_get=$(printf 'protocol=https\nhost=host%d.example.com\n\n' "$target")
 git_get_gnome=$(printf 'protocol=https\nhost=host%d.example.com\n\n' "$gnome_target")
@@ -127,6 +133,7 @@ cases["service-lookup/ours"] = {"argv": lookup, "env": ours, "expect": "pass$gno
 cases["service-lookup/gnome"] = {"argv": lookup, "expect": "pass$gnome_target"}
 cases["service-store/ours"] = {"argv": store, "env": ours, "stdin": "stored"}
 cases["service-store/gnome"] = {"argv": store, "stdin": "stored"}
+cases["service-lookup/none"] = {"argv": lookup, "env": {"DBUS_SESSION_BUS_ADDRESS": "$empty_bus"}, "status": 1}
 json.dump({"rounds": rounds, "warmup": 5, "cases": cases}, open(sys.argv[1], "w"))
 PY
 say "timing the helpers: $rounds rounds of every case in turn"
@@ -145,7 +152,14 @@ for helper in git-credential-keychain docker-credential-keychain; do
 done
 # The services' resident memory, each holding its $gnome_items items after the lookups and stores.
 record "{\"figure\": \"service-rss/ours\", \"ours\": $(awk '/^VmRSS/ {print $2}' "/proc/$ours_pid/status")}"
-record "{\"figure\": \"service-rss/gnome\", \"ours\": $(awk '/^VmRSS/ {print $2}' "/proc/$(pgrep -n -x gnome-keyring-d)/status")}"
+# gnome-keyring's process is the one that owns the name on this session's bus (the newest
+# gnome-keyring-daemon on the machine may be another session's).
+gnome_pid=$(dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.secrets | awk '/uint32/ {print $2}')
+record "{\"figure\": \"service-rss/gnome\", \"ours\": $(awk '/^VmRSS/ {print $2}' "/proc/$gnome_pid/status")}"
+# Their private (anonymous) part: what holding the items costs, with no library page counted.
+record "{\"figure\": \"service-anon/ours\", \"ours\": $(awk '/^RssAnon/ {print $2}' "/proc/$ours_pid/status")}"
+record "{\"figure\": \"service-anon/gnome\", \"ours\": $(awk '/^RssAnon/ {print $2}' "/proc/$gnome_pid/status")}"
 for peer in "git credential-store --file=$work/credential-store get" "$libsecret get"; do
     printf '%s\n\n' "$git_get" > "$work/peer.in"
     record "{\"figure\": \"rss/$(basename "${peer%% *}")\", \"ours\": $("$work/peakrss" "$work/peer.in" $peer)}"

@@ -61,7 +61,12 @@ struct SecItemRequest {
 
     /// What the engine needs to ask the person, or not.
     var presence: PresenceOptions {
-        PresenceOptions(interaction: authenticationUI, operationPrompt: operationPrompt, context: authenticationContext)
+        let reason = operationPrompt
+        return PresenceOptions(interaction: authenticationUI, operationPrompt: operationPrompt, context: authenticationContext,
+                               askApplicationPassword: {
+            try PinentryPrompt().ask(description: reason ?? "An application wants to use a keychain item protected by an application password.",
+                                 prompt: "Application password:")
+        })
     }
 
     /// Apple allows kSecUseAuthenticationUISkip in SecItemCopyMatching only.

@@ -22,7 +22,7 @@ enum PasswordCommand {
             item["pdmn"] = .string(options.protection!.rawValue)
             if let conditions = options.conditions { item["accc"] = .int(Int64(bitPattern: conditions.rawValue)) }
             let presence = PresenceOptions(askApplicationPassword: {
-                try? Terminal.readSecret(prompt: "application password for the item: ", confirm: "retype application password: ")
+                try Terminal.readSecret(prompt: "application password for the item: ", confirm: "retype application password: ")
             })
             do {
                 try store.add(item, presence: presence)
@@ -64,7 +64,7 @@ enum PasswordCommand {
     /// Items that need a person: polkit asks (through pkttyagent on this terminal when no other
     /// agent serves us), and an application password is read from the terminal or standard input.
     static let askingTerminal = PresenceOptions(askApplicationPassword: {
-        try? Terminal.readSecret(prompt: "application password for the item: ")
+        try Terminal.readSecret(prompt: "application password for the item: ")
     })
 
     static func context(_ itemClass: ItemClass, _ verb: String) -> String {

@@ -58,9 +58,9 @@ final class Pinentry {
 
     /// Asks for one passphrase: `error` is shown above the field after a wrong try.
     func ask(title: String, description: String, prompt: String, error: String? = nil, repeatPrompt: String? = nil) {
-        queue += ["SETTITLE " + Self.escape(title), "SETDESC " + Self.escape(description), "SETPROMPT " + Self.escape(prompt)]
-        if let error { queue.append("SETERROR " + Self.escape(error)) }
-        if let repeatPrompt { queue.append("SETREPEAT " + Self.escape(repeatPrompt)) }
+        queue += ["SETTITLE " + Assuan.escape(title), "SETDESC " + Assuan.escape(description), "SETPROMPT " + Assuan.escape(prompt)]
+        if let error { queue.append("SETERROR " + Assuan.escape(error)) }
+        if let repeatPrompt { queue.append("SETREPEAT " + Assuan.escape(repeatPrompt)) }
         queue.append("GETPIN")
         if !awaiting { sendNext() }
     }
@@ -92,7 +92,7 @@ final class Pinentry {
 
     private func handle(_ line: Bytes) -> Event? {
         if line.starts(with: Array("D ".utf8)) {
-            data += Self.unescape(Array(line.dropFirst(2)))
+            data += Assuan.unescape(Array(line.dropFirst(2)))
             return nil
         }
         let isOK = line == Array("OK".utf8) || line.starts(with: Array("OK ".utf8))
@@ -144,42 +144,5 @@ final class Pinentry {
         kill(pid, SIGTERM)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
-    }
-
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "%": out += "%25"
-            case "\n": out += "%0A"
-            case "\r": out += "%0D"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
-    }
-
-    static func unescape(_ bytes: Bytes) -> Bytes {
-        var out = Bytes()
-        var i = 0
-        while i < bytes.count {
-            if bytes[i] == UInt8(ascii: "%"), i + 2 < bytes.count, let high = hex(bytes[i + 1]), let low = hex(bytes[i + 2]) {
-                out.append(high << 4 | low)
-                i += 3
-            } else {
-                out.append(bytes[i])
-                i += 1
-            }
-        }
-        return out
-    }
-
-    private static func hex(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 48...57: return c - 48
-        case 65...70: return c - 55
-        case 97...102: return c - 87
-        default: return nil
-        }
     }
 }

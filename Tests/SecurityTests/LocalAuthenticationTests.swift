@@ -131,7 +131,9 @@ final class LocalAuthenticationTests: XCTestCase {
     /// kSecAccessControlApplicationPassword: the secret is sealed under the password the context
     /// carries; without it nothing opens, and a wrong one is errSecAuthFailed.
     func testApplicationPassword() throws {
-        XCTAssertEqual(addGuarded(.applicationPassword), errSecInteractionNotAllowed, "no password to seal it with")
+        setenv("KEYCHAIN_PINENTRY", "/nonexistent/pinentry", 1)
+        defer { unsetenv("KEYCHAIN_PINENTRY") }
+        XCTAssertEqual(addGuarded(.applicationPassword), errSecInteractionNotAllowed, "no password to seal it with, nobody to ask")
         let owner = context()
         XCTAssertTrue(owner.setCredential(Data("app-pass".utf8), type: .applicationPassword))
         XCTAssertTrue(owner.isCredentialSet(.applicationPassword))
@@ -149,5 +151,33 @@ final class LocalAuthenticationTests: XCTestCase {
                           "the hash attribute does not give the secret away")
         owner.setCredential(nil, type: .applicationPassword)
         XCTAssertFalse(owner.isCredentialSet(.applicationPassword))
+    }
+
+    /// Without a credential on a context, SecItem asks pinentry for the application password (here
+    /// the Secret Service suite's scripted stand-in): its answer seals and opens the item; Cancel is
+    /// errSecUserCanceled; no pinentry at all, errSecInteractionNotAllowed.
+    func testApplicationPasswordAskedThroughPinentry() throws {
+        let standIn = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../secret-service/pinentry.sh").standardized.path
+        let answers = keychain.directory + "/answers"
+        setenv("KEYCHAIN_PINENTRY", standIn, 1)
+        setenv("PINENTRY_ANSWERS", answers, 1)
+        defer { unsetenv("KEYCHAIN_PINENTRY"); unsetenv("PINENTRY_ANSWERS") }
+        func answer(_ lines: String) { _ = FileManager.default.createFile(atPath: answers, contents: Data(lines.utf8)) }
+
+        answer("typed-pass\n")
+        XCTAssertEqual(addGuarded(.applicationPassword), errSecSuccess)
+        answer("typed-pass\n")
+        XCTAssertEqual(read(nil).1, "secret")
+        answer("wrong-pass\n")
+        XCTAssertEqual(read(nil).0, errSecAuthFailed)
+        answer("CANCEL\n")
+        XCTAssertEqual(read(nil).0, errSecUserCanceled)
+        let withCredential = context()
+        withCredential.setCredential(Data("typed-pass".utf8), type: .applicationPassword)
+        answer("")
+        XCTAssertEqual(read(withCredential).1, "secret", "a context's credential is used without asking")
+        setenv("KEYCHAIN_PINENTRY", "/nonexistent/pinentry", 1)
+        XCTAssertEqual(read(nil).0, errSecInteractionNotAllowed)
     }
 }

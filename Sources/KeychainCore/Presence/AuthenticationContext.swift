@@ -17,12 +17,13 @@ public struct PresenceOptions: Sendable {
     public var operationPrompt: String?
     /// kSecUseAuthenticationContext: an LAContext's state, which may already hold the answer.
     public var context: AuthenticationContext?
-    /// Asks for an item's application password when the context holds none (`security` prompts on
-    /// the terminal); nil: such items are errSecInteractionNotAllowed.
-    public var askApplicationPassword: (@Sendable () -> Bytes?)?
+    /// Asks for an item's application password when the context holds none (`security` reads the
+    /// terminal, SecItem asks pinentry); it throws what the person's answer means. nil: such items
+    /// are errSecInteractionNotAllowed.
+    public var askApplicationPassword: (@Sendable () throws -> Bytes)?
 
     public init(interaction: PresenceInteraction = .allow, operationPrompt: String? = nil,
-                context: AuthenticationContext? = nil, askApplicationPassword: (@Sendable () -> Bytes?)? = nil) {
+                context: AuthenticationContext? = nil, askApplicationPassword: (@Sendable () throws -> Bytes)? = nil) {
         self.interaction = interaction
         self.operationPrompt = operationPrompt
         self.context = context

@@ -9,8 +9,10 @@ struct ChildProcess {
     /// Starts `path` with `arguments`; `stdio` are the descriptors its 0, 1 and 2 become (-1:
     /// /dev/null), `keep` descriptors it inherits under the same numbers (all others are closed
     /// on exec, as the engine opens everything with O_CLOEXEC).
+    /// `environment` nil passes the caller's whole environment (for a program the user chose, such
+    /// as their pinentry); by default only what the polkit and fprintd clients need.
     static func start(_ path: String, _ arguments: [String], stdio: (Int32, Int32, Int32) = (-1, -1, -1),
-                      keep: [Int32] = []) throws -> ChildProcess {
+                      keep: [Int32] = [], environment: [String]? = ChildProcess.minimalEnvironment()) throws -> ChildProcess {
         guard access(path, X_OK) == 0 else {
             throw KeychainError(.interactionNotAllowed, "\(path) is not installed")
         }
@@ -41,19 +43,23 @@ struct ChildProcess {
 
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        // LANG/LC_ALL=C keeps the helpers' messages and parsing stable; XDG_RUNTIME_DIR and the bus
-        // addresses let them reach the same buses as the caller.
-        let passed = ["DBUS_SYSTEM_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "TERM"]
-        let environment = ["PATH=/usr/bin:/bin", "LC_ALL=C"]
-            + passed.compactMap { name in getenv(name).map { "\(name)=\(String(cString: $0))" } }
-        let envp = environment.map { strdup($0) } + [nil]
+        var envp = (environment ?? []).map { strdup($0) } + [nil]
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        let rc = environment == nil
+            ? posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+            : posix_spawn(&pid, path, &actions, &attributes, argv, &envp)
         guard rc == 0 else {
             throw KeychainError(.interactionNotAllowed, "cannot start \(path): \(String(cString: strerror(rc)))")
         }
         return ChildProcess(pid: pid)
+    }
+
+    /// LC_ALL=C keeps the helpers' messages and parsing stable; XDG_RUNTIME_DIR and the bus
+    /// addresses let them reach the same buses as the caller.
+    static func minimalEnvironment() -> [String] {
+        let passed = ["DBUS_SYSTEM_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "TERM"]
+        return ["PATH=/usr/bin:/bin", "LC_ALL=C"] + passed.compactMap { name in getenv(name).map { "\(name)=\(String(cString: $0))" } }
     }
 
     /// Its exit status, or nil if it was still running at `deadline` (CLOCK_MONOTONIC seconds).

@@ -56,10 +56,10 @@ struct PresenceGate {
             polkitGranted = true
             options.context?.recordGrant(evaluation: false)
         case .applicationPassword:
-            guard let ask = options.askApplicationPassword, let given = ask() else {
+            guard let ask = options.askApplicationPassword else {
                 throw KeychainError(.interactionNotAllowed, "the item needs its application password (an LAContext credential)")
             }
-            password = given
+            password = try ask()
         }
     }
 
