@@ -27,8 +27,8 @@ if make -s -C "$repo" install DESTDIR="$stage" > "$install_log" 2>&1; then insta
 bin=$stage/usr/local/bin
 module=$(find "$stage" -name pam_keychain.so | head -1)
 tools="$bin/security $bin/git-credential-keychain $bin/docker-credential-keychain"
-service=$bin/keychain-secret-service
-for f in $tools $service $module; do [ -f "$f" ] && echo "staged $(du -k "$f" | cut -f1) KiB  ${f#"$stage"}"; done
+secret_service=$bin/keychain-secret-service
+for f in $tools $secret_service $module; do [ -f "$f" ] && echo "staged $(du -k "$f" | cut -f1) KiB  ${f#"$stage"}"; done
 
 # Runs a command in a mount namespace where /opt/swift is an empty tmpfs.
 hidden() { unshare -m bash -c 'mount -t tmpfs none /opt/swift && exec "$@"' hidden "$@"; }
@@ -54,11 +54,11 @@ finish() {
 
 make_install() {
     $installed || { cat "$install_log"; return 1; }
-    for f in $tools $service $module; do [ -f "$f" ] || { echo "missing: $f"; return 1; }; done
+    for f in $tools $secret_service $module; do [ -f "$f" ] || { echo "missing: $f"; return 1; }; done
 }
 
 stripped() {
-    for f in $tools $service $module; do
+    for f in $tools $secret_service $module; do
         if readelf -SW "$f" | grep -qE '\.symtab|\.debug_'; then echo "not stripped: $f"; return 1; fi
     done
     # The module keeps its dynamic symbols: PAM finds pam_sm_* through them.
@@ -71,7 +71,7 @@ self_contained() {
     done
     if readelf -dW "$module" | grep NEEDED | grep -qi swift; then echo "the module needs a Swift library"; return 1; fi
     # The Secret Service links libsystemd, which has no static library: the Swift runtime is linked in.
-    if readelf -dW "$service" | grep NEEDED | grep -qi swift; then echo "the Secret Service needs a Swift library"; return 1; fi
+    if readelf -dW "$secret_service" | grep NEEDED | grep -qi swift; then echo "the Secret Service needs a Swift library"; return 1; fi
     # The control: the toolchain itself does not start where these tools must.
     ! hidden /opt/swift/usr/bin/swift --version >/dev/null 2>&1
 }
@@ -95,7 +95,10 @@ tools_without_toolchain() {
 
 service_without_toolchain() {
     printf 'pw\n' | hidden "$bin/security" create-keychain
-    out=$(hidden dbus-run-session -- bash -c '
+    # A session bus that activates nothing: the machine's gnome-keyring must not answer instead.
+    mkdir "$case_dir/no-services"
+    sed "s|@SERVICES@|$case_dir/no-services|" "$here/../secret-service/session.conf" > "$case_dir/session.conf"
+    out=$(hidden dbus-run-session --config-file="$case_dir/session.conf" -- bash -c '
         "$1" & pid=$!
         for i in $(seq 50); do
             dbus-send --session --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner \
@@ -104,7 +107,7 @@ service_without_toolchain() {
         done
         printf staged-service-secret | secret-tool store --label=staged application install-test &&
             secret-tool lookup application install-test
-        kill $pid' service "$service")
+        kill $pid' service "$secret_service")
     expect staged-service-secret "$out" "secret-tool through the staged keychain-secret-service"
     expect staged-service-secret "$(hidden "$bin/security" find-generic-password -l staged -w)" "the same item through security"
 }

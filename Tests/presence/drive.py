@@ -8,7 +8,7 @@ import sys
 import time
 
 BIN, KEYCHAIN, USER, PASSWORD, WORK = sys.argv[1:6]
-AGENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "agent.py")
+AGENT = os.path.join(BIN, "agent.py")  # copied beside the binaries: the checkout may be private
 AS_USER = ["setpriv", f"--reuid={USER}", f"--regid={USER}", "--init-groups"]
 ENV = {"HOME": f"{WORK}/home", "USER": USER, "PATH": "/usr/bin:/bin", "LC_ALL": "C"}
 failures = 0
