@@ -35,7 +35,8 @@ enum PasswordCommand {
     static func find(_ query: Query, _ output: FindOutputOptions, _ target: KeychainListArgument) throws {
         try perform(context(query.itemClass, "find")) {
             let wantSecret = output.showPassword || output.passwordOnly
-            let (item, store) = try target.first { try $0.find(query, limit: 1, includeSecret: wantSecret, presence: askingTerminal).first }
+            let presence = asking("\(context(query.itemClass, "find")): reading the password of \(describe(query))")
+            let (item, store) = try target.first { try $0.find(query, limit: 1, includeSecret: wantSecret, presence: presence).first }
             if output.passwordOnly {
                 Terminal.out(ItemFormat.passwordText(item.secret ?? []))
                 return
@@ -55,7 +56,7 @@ enum PasswordCommand {
             var exact = Query(itemClass: item.itemClass)
             exact.rows = [item.rowID]
             exact.synchronizable = .any
-            try store.delete(exact)
+            try store.delete(exact, presence: asking("\(context(query.itemClass, "delete")): deleting the item of \(describe(query))"))
             Terminal.out(ItemFormat.describe(item, keychain: store.path))
             Terminal.error("password has been deleted.")
         }
@@ -63,9 +64,19 @@ enum PasswordCommand {
 
     /// Items that need a person: polkit asks (through pkttyagent on this terminal when no other
     /// agent serves us), and an application password is read from the terminal or standard input.
-    static let askingTerminal = PresenceOptions(askApplicationPassword: {
-        try Terminal.readSecret(prompt: "application password for the item: ")
-    })
+    static func asking(_ reason: String) -> PresenceOptions {
+        PresenceOptions(operationPrompt: reason, askApplicationPassword: {
+            try Terminal.readSecret(prompt: "application password for the item: ")
+        })
+    }
+
+    /// The item a command names, for the line shown before polkit's agent asks.
+    static func describe(_ query: Query) -> String {
+        let name = query.itemClass == .genericPassword ? "svce" : "srvr"
+        let parts = [(name, query.itemClass == .genericPassword ? "service" : "server"), ("acct", "account"), ("labl", "label")]
+            .compactMap { key, word in query.attributes[key]?.stringValue.map { "\(word) \($0)" } }
+        return parts.isEmpty ? "the first matching item" : parts.joined(separator: ", ")
+    }
 
     static func context(_ itemClass: ItemClass, _ verb: String) -> String {
         "\(verb)-\(itemClass == .genericPassword ? "generic" : "internet")-password"
@@ -142,7 +153,8 @@ struct DumpKeychain: ParsableCommand {
                 let items: [Item]
                 do {
                     // A certificate's data is public, and its description is made from it.
-                    items = try store.find(query, limit: nil, includeSecret: data || itemClass == .certificate)
+                    items = try store.find(query, limit: nil, includeSecret: data || itemClass == .certificate,
+                                           presence: PasswordCommand.asking("dump-keychain -d: showing every password of \(store.path)"))
                 } catch let error as KeychainError where error.code == .itemNotFound || error.code == .interactionNotAllowed {
                     continue
                 }

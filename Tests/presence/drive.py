@@ -107,8 +107,9 @@ status, out, err = run([security, "find-generic-password", "-s", "presence", "-a
 check(status == 0 and "cli-secret" not in out, "find without -w shows the attributes and asks nobody", f"{status} {out} {err}")
 
 status, shown = on_terminal(find_cli, PASSWORD)
-check(status == 0 and "cli-secret" in shown and "AUTHENTICATING FOR org.keychain-linux.user-presence" in shown,
-      "find -w on a terminal: pkttyagent asks, the right password gives the secret", f"{status} {shown!r}")
+check(status == 0 and "cli-secret" in shown and "AUTHENTICATING FOR org.keychain-linux.user-presence" in shown
+      and "reading the password of service presence, account cli" in shown,
+      "find -w on a terminal: says why, pkttyagent asks, the right password gives the secret", f"{status} {shown!r}")
 status, shown = on_terminal(find_cli, "wrong-password")
 check(status == 51 and "cli-secret" not in shown, "a wrong password: errSecAuthFailed (exit 51), no secret",
       f"{status} {shown!r}")
