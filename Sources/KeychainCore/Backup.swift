@@ -14,13 +14,18 @@ extension KeychainStore {
     }
 
     /// Refuses while any item is locked, so a backup is never silently partial.
-    public func exportBackup(password: Bytes, scrypt: ScryptParameters? = nil) throws -> ExportSummary {
+    /// Items that need the user's presence are read once it is given (`presence`); those sealed
+    /// under an application password go into the backup still sealed.
+    public func exportBackup(password: Bytes, scrypt: ScryptParameters? = nil,
+                             presence: PresenceOptions = PresenceOptions()) throws -> ExportSummary {
+        var presence = presence
+        presence.keepsSealedSecrets = true
         var items: [Item] = []
         for itemClass in ItemClass.allCases {
             var query = Query(itemClass: itemClass)
             query.synchronizable = .any
             do {
-                items += try find(query, limit: nil, includeSecret: true)
+                items += try find(query, limit: nil, includeSecret: true, presence: presence)
             } catch let error as KeychainError where error.code == .itemNotFound {
                 continue
             }

@@ -96,7 +96,8 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 
 private func find(_ request: SecItemRequest, in keychain: SecKeychain, limit: Int?) throws -> [AnyObject] {
     if request.itemClass == .identity {
-        let identities = try keychain.store.findIdentities(request.query, limit: limit, includeKeyData: request.returnRef)
+        let identities = try keychain.store.findIdentities(request.query, limit: limit, includeKeyData: request.returnRef,
+                                                           presence: request.presence)
         return identities.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
     }
     // References to certificates and keys are made from their data.
@@ -147,7 +148,7 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
         }
         let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
         if request.itemClass == .identity {
-            try keychain.store.deleteIdentities(request.query)
+            try keychain.store.deleteIdentities(request.query, presence: request.presence)
         } else {
             try keychain.store.delete(request.query, presence: request.presence)
         }

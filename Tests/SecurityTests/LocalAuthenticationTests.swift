@@ -180,4 +180,35 @@ final class LocalAuthenticationTests: XCTestCase {
         setenv("KEYCHAIN_PINENTRY", "/nonexistent/pinentry", 1)
         XCTAssertEqual(read(nil).0, errSecInteractionNotAllowed)
     }
+
+    /// A backup asks for the user's presence once, keeps application-password secrets sealed, and
+    /// brings both kinds back with their conditions.
+    func testBackupKeepsConditionsAndSeals() throws {
+        XCTAssertEqual(addGuarded(), errSecSuccess)
+        let owner = context()
+        owner.setCredential(Data("app-pass".utf8), type: .applicationPassword)
+        let sealed = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "sealed", kSecAttrAccessControl: sealed,
+                                   kSecUseAuthenticationContext: owner, kSecValueData: Data("sealed-secret".utf8)] as CFDictionary, nil), errSecSuccess)
+        let store = keychain.keychain.store
+        authorizer.answer = .canceled
+        XCTAssertThrowsError(try store.exportBackup(password: Array("backup".utf8), scrypt: .fastForTesting)) {
+            XCTAssertEqual(($0 as? KeychainCore.KeychainError)?.code, .userCanceled)
+        }
+        authorizer.answer = .granted
+        let backup = try store.exportBackup(password: Array("backup".utf8), scrypt: .fastForTesting)
+        XCTAssertEqual(backup.exported, 2)
+        XCTAssertEqual(authorizer.asked, 2, "once per export")
+        XCTAssertNil(backup.backup.firstRange(of: Array("sealed-secret".utf8)))
+
+        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword] as CFDictionary), errSecSuccess)
+        XCTAssertEqual(authorizer.asked, 3, "deleting the guarded item asked")
+        _ = try store.importBackup(backup.backup, password: Array("backup".utf8))
+        XCTAssertEqual(read(nil).1, "secret")
+        XCTAssertEqual(authorizer.asked, 4, "the restored item still asks")
+        var result: CFTypeRef?
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "sealed", kSecReturnData: true,
+                                            kSecUseAuthenticationContext: owner] as CFDictionary, &result), errSecSuccess)
+        XCTAssertEqual(result as? Data, Data("sealed-secret".utf8), "still sealed under the same application password")
+    }
 }

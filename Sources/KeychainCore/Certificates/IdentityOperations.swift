@@ -13,10 +13,11 @@ public struct Identity: Sendable {
 extension KeychainStore {
     /// The identities that match, in certificate order, at most `limit`. Query attributes of the
     /// key class select the key, all others the certificate; `rows` name certificates.
-    public func findIdentities(_ query: Query, limit: Int? = 1, includeKeyData: Bool = false) throws -> [Identity] {
+    public func findIdentities(_ query: Query, limit: Int? = 1, includeKeyData: Bool = false,
+                               presence: PresenceOptions = PresenceOptions()) throws -> [Identity] {
         let (certificateQuery, keyQuery) = try Self.split(query)
-        let certificates = try find(certificateQuery, limit: nil, includeSecret: true)
-        let privateKeys = try find(keyQuery, limit: nil, includeSecret: includeKeyData)
+        let certificates = try find(certificateQuery, limit: nil, includeSecret: true, presence: presence)
+        let privateKeys = try find(keyQuery, limit: nil, includeSecret: includeKeyData, presence: presence)
         var keysByLabel: [AttributeValue: Item] = [:]
         for key in privateKeys where keysByLabel[key.effectiveValue("klbl")] == nil {
             keysByLabel[key.effectiveValue("klbl")] = key
@@ -32,12 +33,17 @@ extension KeychainStore {
         return found
     }
 
-    /// Deletes the certificate and the private key of every matching identity, in one transaction.
+    /// Deletes the certificate and the private key of every matching identity, in one transaction;
+    /// one whose halves need the user's presence goes only once it is given.
     @discardableResult
-    public func deleteIdentities(_ query: Query) throws -> Int {
-        let identities = try findIdentities(query, limit: nil)
-        try delete(references: identities.flatMap { [$0.certificate.persistentReference, $0.privateKey.persistentReference] })
-        return identities.count
+    public func deleteIdentities(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
+        let identities = try findIdentities(query, limit: nil, presence: presence)
+        let allowed = try withPresence(presence) { gate in
+            try identities.filter { try gate.admits($0.certificate, needsSecret: false) && gate.admits($0.privateKey, needsSecret: false) }
+        }
+        guard !allowed.isEmpty else { throw KeychainError(.itemNotFound) }
+        try delete(references: allowed.flatMap { [$0.certificate.persistentReference, $0.privateKey.persistentReference] })
+        return allowed.count
     }
 
     /// Adds a certificate and its private key together; errSecParam if they do not belong together.

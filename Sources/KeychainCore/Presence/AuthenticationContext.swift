@@ -21,6 +21,9 @@ public struct PresenceOptions: Sendable {
     /// terminal, SecItem asks pinentry); it throws what the person's answer means. nil: such items
     /// are errSecInteractionNotAllowed.
     public var askApplicationPassword: (@Sendable () throws -> Bytes)?
+    /// A backup takes application-password secrets as they are stored, sealed: they go into the
+    /// backup sealed, and come back so.
+    var keepsSealedSecrets = false
 
     public init(interaction: PresenceInteraction = .allow, operationPrompt: String? = nil,
                 context: AuthenticationContext? = nil, askApplicationPassword: (@Sendable () throws -> Bytes)? = nil) {

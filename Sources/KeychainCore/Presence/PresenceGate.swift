@@ -34,7 +34,7 @@ struct PresenceGate {
         var demand: Demand?
         if conditions.asksPolkit && !polkitGranted {
             demand = .polkit
-        } else if needsSecret && conditions.contains(.applicationPassword) && password == nil {
+        } else if needsSecret && !options.keepsSealedSecrets && conditions.contains(.applicationPassword) && password == nil {
             demand = .applicationPassword
         }
         guard let demand else { return true }
@@ -73,7 +73,7 @@ struct PresenceGate {
 
     /// The secret as the caller sees it.
     func readableForm(of stored: Bytes, conditions: AccessConditions) throws -> Bytes {
-        guard conditions.contains(.applicationPassword) else { return stored }
+        guard conditions.contains(.applicationPassword), !options.keepsSealedSecrets else { return stored }
         guard let password else { throw Demand.applicationPassword }
         return try ApplicationPassword.open(stored, password: password)
     }
