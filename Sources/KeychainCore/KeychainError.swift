@@ -22,6 +22,9 @@ public struct KeychainError: Error, Equatable, CustomStringConvertible {
     public var code: Code
     /// What went wrong, for people: one line, no secrets.
     public var detail: String
+    /// The failure is about asking the person (user presence, an application password), not the
+    /// keychain's lock: front ends then say so instead of suggesting `unlock-keychain`.
+    public var concernsPresence = false
 
     public init(_ code: Code, _ detail: String = "") {
         self.code = code
@@ -53,6 +56,11 @@ public struct KeychainError: Error, Equatable, CustomStringConvertible {
     private static let errnoBase: Int32 = 100_000
 
     public static func param(_ detail: String) -> KeychainError { KeychainError(.param, detail) }
+    static func presence(_ code: Code, _ detail: String) -> KeychainError {
+        var error = KeychainError(code, detail)
+        error.concernsPresence = true
+        return error
+    }
     public static func decode(_ detail: String) -> KeychainError { KeychainError(.decode, detail) }
     public static func locked(_ detail: String = "keychain is locked") -> KeychainError {
         KeychainError(.interactionNotAllowed, detail)

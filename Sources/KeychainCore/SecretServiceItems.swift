@@ -246,14 +246,14 @@ extension KeychainStore {
     /// the service, which cannot prove which client is asking.
     private func refuseNeedingAPerson(_ row: Row, keys: ClassKeys) throws {
         if AccessConditions(of: try openAttributes(row, keys: keys)).needsAPerson {
-            throw KeychainError(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
+            throw KeychainError.presence(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
         }
     }
 
     private func secretItem(_ row: Row, keys: ClassKeys, includeSecret: Bool) throws -> SecretItem {
         let item = try openAttributes(row, keys: keys)
         if includeSecret && AccessConditions(of: item).needsAPerson {
-            throw KeychainError(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
+            throw KeychainError.presence(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
         }
         func seconds(_ key: String) -> UInt64 {
             if case .date(let d)? = item[key], d > 0 { return UInt64(d.rounded()) }

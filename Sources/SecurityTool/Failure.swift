@@ -18,9 +18,16 @@ enum Failure {
         if let context { line += context + ": " }
         line += error.description
         // A file given to import that is not a certificate is not a damaged keychain.
-        if let hint = hint(for: error.code), !(context == "import" && error.code == .decode) { line += "; " + hint }
+        if let hint = error.concernsPresence ? presenceHint(for: error.code) : hint(for: error.code),
+           !(context == "import" && error.code == .decode) { line += "; " + hint }
         line += " (\(KeychainError.name(for: error.status)))"
         Terminal.error(line)
+    }
+
+    static func presenceHint(for code: KeychainError.Code) -> String? {
+        code == .interactionNotAllowed
+            ? "the item asks for you: run this where a polkit agent can ask (a desktop session or a terminal)"
+            : nil
     }
 
     static func hint(for code: KeychainError.Code) -> String? {

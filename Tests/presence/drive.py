@@ -115,8 +115,18 @@ check(status == 51 and "cli-secret" not in shown, "a wrong password: errSecAuthF
       f"{status} {shown!r}")
 
 status, out, seconds, requests = with_agent(find_cli, None)
-check(status == 36 and "cli-secret" not in out and seconds < 20,
-      f"no agent: errSecInteractionNotAllowed (exit 36) in {seconds:.1f} s", f"{status} {out}")
+check(status == 36 and "cli-secret" not in out and seconds < 20 and "unlock-keychain" not in out
+      and "the item asks for you" in out,
+      f"no agent: errSecInteractionNotAllowed (exit 36) in {seconds:.1f} s, and says why", f"{status} {out}")
+
+# git's helper on such an item, with nobody to ask: nothing for git, one line saying why.
+status, out, err = run([security, "add-internet-password", "-s", "git.presence.example", "-a", "ann", "-r", "htps",
+                        "--require", "user-presence", "-X", "6769742d736563726574", KEYCHAIN])
+helper = subprocess.run(AS_USER + [f"{BIN}/git-credential-keychain", "get"], input=b"protocol=https\nhost=git.presence.example\n\n",
+                        capture_output=True, env=env(KEYCHAIN_PATH=KEYCHAIN), timeout=60)
+check(status == 0 and helper.returncode == 0 and helper.stdout == b"" and b"user presence" in helper.stderr,
+      "git-credential-keychain with nobody to ask: no answer for git, one line about user presence",
+      f"{status} {helper.returncode} {helper.stdout!r} {helper.stderr!r}")
 status, out, seconds, requests = with_agent(find_cli, "cancel")
 check(status == 128 and requests == 1 and "cli-secret" not in out,
       "the agent dismisses: errSecUserCanceled (exit 128)", f"{status} {requests} {out}")

@@ -40,7 +40,7 @@ flock 9
 useradd -M -d "$work/home" -s /bin/sh "$user"
 printf '%s:%s\n' "$user" "$password" | chpasswd
 mkdir -p "$work/home" "$work/bin"
-cp "$build/security" "$build/keychain-presence-probe" "$here/agent.py" "$work/bin/"
+cp "$build/security" "$build/git-credential-keychain" "$build/keychain-presence-probe" "$here/agent.py" "$work/bin/"
 chown -R "$user:" "$work/home"
 chmod 700 "$work/home"
 keychain=$work/home/presence.keychain-db

@@ -12,6 +12,8 @@ public enum HelperKeychain {
     public static func explain(_ error: Error, helper: String) -> String {
         guard let error = error as? KeychainError else { return "\(helper): \(error)" }
         switch error.code {
+        case .interactionNotAllowed where error.concernsPresence:
+            return "\(helper): \(error.detail)"
         case .interactionNotAllowed:
             return "\(helper): the keychain is locked; run `security unlock-keychain`"
         case .noSuchKeychain, .notAvailable:

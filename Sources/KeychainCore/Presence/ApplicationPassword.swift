@@ -34,7 +34,7 @@ enum ApplicationPassword {
         do {
             return try Crypto.open(Array(sealed[headerLength...]), key: key, aad: header)
         } catch {
-            throw KeychainError(.authFailed, "wrong application password")
+            throw KeychainError.presence(.authFailed, "wrong application password")
         }
     }
 

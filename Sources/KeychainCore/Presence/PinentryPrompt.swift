@@ -19,7 +19,7 @@ public struct PinentryPrompt: Sendable {
     /// The passphrase (the caller wipes it). Cancelled: errSecUserCanceled; no pinentry, or no
     /// answer in time: errSecInteractionNotAllowed.
     public func ask(description: String, prompt: String) throws -> Bytes {
-        let unavailable = KeychainError(.interactionNotAllowed, "no application password: \(program) gave no answer")
+        let unavailable = KeychainError.presence(.interactionNotAllowed, "no application password: \(program) gave no answer")
         var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0]
         guard clinux_pipe_cloexec(&toChild) == 0 else { throw unavailable }
         guard clinux_pipe_cloexec(&fromChild) == 0 else {
@@ -31,7 +31,7 @@ public struct PinentryPrompt: Sendable {
         close(toChild[0])
         close(fromChild[1])
         defer { close(toChild[1]); close(fromChild[0]); child?.stop() }
-        guard child != nil else { throw KeychainError(.interactionNotAllowed, "no application password: cannot run \(program)") }
+        guard child != nil else { throw KeychainError.presence(.interactionNotAllowed, "no application password: cannot run \(program)") }
         var conversation = Conversation(input: toChild[1], output: fromChild[0], deadline: ChildProcess.now() + timeout)
         defer { conversation.wipe() }
         guard conversation.expectOK(),
@@ -41,7 +41,7 @@ public struct PinentryPrompt: Sendable {
         case .pin(let pin):
             _ = conversation.command("BYE")
             return pin
-        case .cancelled: throw KeychainError(.userCanceled, "the application password was not given")
+        case .cancelled: throw KeychainError.presence(.userCanceled, "the application password was not given")
         case .none: throw unavailable
         }
     }

@@ -12,9 +12,9 @@ public enum PresenceAnswer: Equatable, Sendable {
     func check() throws {
         switch self {
         case .granted: return
-        case .denied: throw KeychainError(.authFailed, "user presence: authentication failed")
-        case .canceled: throw KeychainError(.userCanceled, "user presence: the request was dismissed")
-        case .unavailable(let why): throw KeychainError(.interactionNotAllowed, "user presence: \(why)")
+        case .denied: throw KeychainError.presence(.authFailed, "user presence: authentication failed")
+        case .canceled: throw KeychainError.presence(.userCanceled, "user presence: the request was dismissed")
+        case .unavailable(let why): throw KeychainError.presence(.interactionNotAllowed, "user presence: \(why)")
         }
     }
 }

@@ -29,7 +29,7 @@ struct PresenceGate {
         let conditions = AccessConditions(of: item)
         guard conditions.needsAPerson else { return true }
         if options.context?.isInvalidated == true {
-            throw KeychainError(.authFailed, "the authentication context was invalidated")
+            throw KeychainError.presence(.authFailed, "the authentication context was invalidated")
         }
         var demand: Demand?
         if conditions.asksPolkit && !polkitGranted {
@@ -41,7 +41,7 @@ struct PresenceGate {
         switch interaction {
         case .skip: return false
         case .fail:
-            throw KeychainError(.interactionNotAllowed, "the item needs \(demand == .polkit ? "the user's presence" : "its application password") and asking is not allowed")
+            throw KeychainError.presence(.interactionNotAllowed, "the item needs \(demand == .polkit ? "the user's presence" : "its application password") and asking is not allowed")
         case .allow: throw demand
         }
     }
@@ -49,7 +49,7 @@ struct PresenceGate {
     /// Asks for what `demand` names, outside any lock; throws the person's refusal as Apple's status.
     mutating func satisfy(_ demand: Demand) throws {
         asked += 1
-        guard asked <= 4 else { throw KeychainError(.interactionNotAllowed, "user presence: asked too often in one call") }
+        guard asked <= 4 else { throw KeychainError.presence(.interactionNotAllowed, "user presence: asked too often in one call") }
         switch demand {
         case .polkit:
             try authorizer.authorize(reason: options.operationPrompt).check()
@@ -57,7 +57,7 @@ struct PresenceGate {
             options.context?.recordGrant(evaluation: false)
         case .applicationPassword:
             guard let ask = options.askApplicationPassword else {
-                throw KeychainError(.interactionNotAllowed, "the item needs its application password (an LAContext credential)")
+                throw KeychainError.presence(.interactionNotAllowed, "the item needs its application password (an LAContext credential)")
             }
             password = try ask()
         }
@@ -89,7 +89,7 @@ extension KeychainStore {
                 return try body(&gate)
             } catch let demand as PresenceGate.Demand {
                 guard options.interaction == .allow else {
-                    throw KeychainError(.interactionNotAllowed, "the item needs a person and asking is not allowed")
+                    throw KeychainError.presence(.interactionNotAllowed, "the item needs a person and asking is not allowed")
                 }
                 try gate.satisfy(demand)
             }
