@@ -129,15 +129,17 @@ extension KeychainStore {
                     skippedLocked = true
                     continue
                 }
-                var item = try openAttributes(row, keys: keys)
+                var opened = try openRow(row, keys: keys, keepingItemKey: includeSecret)
+                defer { opened.wipe() }
+                var item = opened.item
                 guard query.matches(item) else { continue }
                 if includeSecret, try !gate.admits(item, needsSecret: true) { continue }
                 if let filter = query.certificateFilter, query.itemClass == .certificate {
                     let der = try openSecret(row, keys: keys) ?? []
                     guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
                     if includeSecret { item.secret = der }
-                } else if includeSecret {
-                    item.secret = try openSecret(row, keys: keys).map {
+                } else if includeSecret, let itemKey = opened.itemKey {
+                    item.secret = try openBody(row, itemKey: itemKey, version: opened.version).map {
                         try gate.readableForm(of: $0, conditions: AccessConditions(of: item))
                     }
                 }

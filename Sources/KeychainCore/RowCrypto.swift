@@ -117,19 +117,39 @@ extension KeychainStore {
     }
 
     func openAttributes(_ row: Row, keys: ClassKeys) throws -> Item {
+        var opened = try openRow(row, keys: keys, keepingItemKey: false)
+        opened.wipe()
+        return opened.item
+    }
+
+    /// A row's attributes, and its item key when the caller goes on to read the secret: a lookup
+    /// then opens the metadata and the item key once, not once for each half.
+    struct OpenedRow {
+        var item: Item
+        var itemKey: Bytes?
+        let version: Bytes?
+        mutating func wipe() { itemKey?.wipe() }
+    }
+
+    func openRow(_ row: Row, keys: ClassKeys, keepingItemKey: Bool) throws -> OpenedRow {
         guard let key = keys.metadataKey(row.lockClass) else { throw KeychainError.locked() }
-        let (plain, version) = try openMetadata(row, key: key)
+        var (plain, version) = try openMetadata(row, key: key)
+        defer { plain.wipe() }
         // Format 2: the item key must open under this metadata's digest, so metadata rolled back
         // alone (under a newer secret) is refused by attribute-only reads too.
-        if version != nil {
-            var itemKey = try openItemKey(row, version: version, keys: keys)
-            itemKey.wipe()
+        var itemKey: Bytes?
+        if version != nil || keepingItemKey {
+            itemKey = try openItemKey(row, version: version, keys: keys)
+            if !keepingItemKey { itemKey?.wipe(); itemKey = nil }
         }
         var item = Item(itemClass: row.itemClass, attributes: try decodeAttributes(plain))
         item.rowID = row.rowID
         // The stored protection must agree with the key that opened the row.
-        guard item.protection.lockClass == row.lockClass else { throw KeychainError.decode("item protection does not match its row") }
-        return item
+        guard item.protection.lockClass == row.lockClass else {
+            itemKey?.wipe()
+            throw KeychainError.decode("item protection does not match its row")
+        }
+        return OpenedRow(item: item, itemKey: itemKey, version: version)
     }
 
     private func sealedParts(_ row: Row) throws -> (wrappedKey: Bytes, body: Bytes) {
@@ -154,9 +174,14 @@ extension KeychainStore {
         // metadata does not open.
         var (plain, version) = try openMetadata(row, key: metadataKey)
         plain.wipe()
-        let body = try sealedParts(row).body
         var itemKey = try openItemKey(row, version: version, keys: keys)
         defer { itemKey.wipe() }
+        return try openBody(row, itemKey: itemKey, version: version)
+    }
+
+    /// The secret under an item key already opened (`openRow`).
+    func openBody(_ row: Row, itemKey: Bytes, version: Bytes?) throws -> Bytes? {
+        let body = try sealedParts(row).body
         func open(hasData: Bool) throws -> Bytes {
             try Crypto.open(body, key: itemKey, aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass,
                                                                     field: Self.secretField(hasData: hasData), version: version))
