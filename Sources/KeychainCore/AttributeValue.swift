@@ -90,7 +90,8 @@ func encodeAttributes(_ attributes: [String: AttributeValue]) -> Bytes {
 func decodeAttributes(_ bytes: Bytes) throws -> [String: AttributeValue] {
     var r = ByteReader(bytes)
     let count = try r.u32()
-    var out: [String: AttributeValue] = [:]
+    // Grown once, not by doubling (an item has a few dozen attributes; a damaged count is capped).
+    var out = [String: AttributeValue](minimumCapacity: Int(min(count, 64)))
     for _ in 0..<count {
         let key = try r.string()
         out[key] = try AttributeValue.read(from: &r)
