@@ -134,7 +134,7 @@ install: release man
 	.build/release/security --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_security
 	.build/release/security --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/security.fish
 
-# The Debian package (see packaging/deb/build.sh): keychain_<version>_<arch>.deb in this folder.
+# The Debian package (see packaging/deb/build.sh): keychain-for-linux_<version>_<arch>.deb in this folder.
 deb: deps
 	@bash packaging/deb/build.sh .
 

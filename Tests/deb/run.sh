@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Debian package as a user gets it: `make deb` builds it, `apt-get install ./keychain_*.deb`
+# The Debian package as a user gets it: `make deb` builds it, `apt-get install ./keychain-for-linux_*.deb`
 # installs it, and with /opt/swift hidden the installed man pages, `security`, the git helper and
 # pam_keychain.so are used; then `apt-get purge` must leave none of the package's files and the
 # user's keychain as it was. Everything runs in a private mount namespace over copies of
@@ -44,8 +44,8 @@ if [ "${1:-}" = --inside ]; then
     installs_with_apt() {
         package=$(cat "$work/package")
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package" > "$deb_log" 2>&1 || { cat "$deb_log"; return 1; }
-        dpkg -L keychain > "$work/files"
-        expect 0 "$(status_of dpkg-query -W keychain)"
+        dpkg -L keychain-for-linux > "$work/files"
+        expect 0 "$(status_of dpkg-query -W keychain-for-linux)"
         # The PAM profile is offered, not enabled; the sysctl is applied.
         [ -f /usr/share/pam-configs/keychain ]
         ! grep -q pam_keychain /etc/pam.d/common-auth /etc/pam.d/common-session
@@ -105,9 +105,24 @@ PAM
         sha256sum "$keychain" > "$work/keychain.sum"
     }
 
+    upgrades_in_place() {
+        # The same package under a higher version, as the next release would come.
+        package=$(cat "$work/package")
+        version=$(dpkg-deb -f "$package" Version)
+        rm -rf "$work/next" && dpkg-deb -R "$package" "$work/next"
+        sed -i "s/^Version: .*/Version: $version.1/" "$work/next/DEBIAN/control"
+        dpkg-deb --root-owner-group -b "$work/next" "$work/next.deb" >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$work/next.deb" > "$deb_log" 2>&1 || { cat "$deb_log"; return 1; }
+        expect "$version.1" "$(dpkg-query -W -f='${Version}' keychain-for-linux)" "the upgraded version"
+        ! grep -q pam_keychain /etc/pam.d/common-auth /etc/pam.d/common-session
+        sha256sum -c --quiet "$work/keychain.sum"
+        expect 'deb secret' "$(HOME=$work/home XDG_DATA_HOME=$work/home/data /usr/bin/security find-generic-password -a alice -s deb-test -w)"
+        dpkg -L keychain-for-linux > "$work/files"
+    }
+
     purge_leaves_nothing() {
-        DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq keychain > "$deb_log" 2>&1 || { cat "$deb_log"; return 1; }
-        ! dpkg-query -W -f='${Status}' keychain 2>/dev/null | grep -q installed
+        DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq keychain-for-linux > "$deb_log" 2>&1 || { cat "$deb_log"; return 1; }
+        ! dpkg-query -W -f='${Status}' keychain-for-linux 2>/dev/null | grep -q installed
         left=0
         while read -r path; do
             if [ -f "$path" ] || [ -L "$path" ]; then echo "left behind: $path"; left=1; fi
@@ -118,11 +133,12 @@ PAM
     }
 
     check "make deb: the package, its Depends from what it links, lintian clean" builds_the_package
-    check "apt-get install ./keychain_*.deb (PAM profile offered, not enabled; sysctl applied)" installs_with_apt
+    check "apt-get install ./keychain-for-linux_*.deb (PAM profile offered, not enabled; sysctl applied)" installs_with_apt
     check "with /opt/swift hidden: man -w finds every page; security(1) has every subcommand" man_pages_are_found
     check "with /opt/swift hidden: /usr/bin/security creates a keychain, adds and finds" security_round_trip
     check "with /opt/swift hidden: a git credential round trip through the installed helper" git_round_trip
     check "with /opt/swift hidden: a PAM login through the installed pam_keychain.so" pam_login
+    check "an upgrade to a higher version keeps the files, the users' keychains, and the profile disabled" upgrades_in_place
     check "apt-get purge leaves no file of the package; the user's keychain untouched" purge_leaves_nothing
 
     summary
@@ -134,8 +150,8 @@ if [ "$(id -u)" != 0 ]; then
     summary
     exit 0
 fi
-if dpkg-query -W -f='${Status}' keychain 2>/dev/null | grep -q 'install ok installed'; then
-    echo "skipped: a keychain package is installed on this machine; the test installs and purges its own"
+if dpkg-query -W -f='${Status}' keychain-for-linux 2>/dev/null | grep -q 'install ok installed'; then
+    echo "skipped: keychain-for-linux is installed on this machine; the test installs and purges its own"
     summary
     exit 0
 fi
@@ -145,8 +161,8 @@ chmod 755 "$work"
 user=kcdeb$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
 expiry=$(cat /proc/sys/kernel/keys/persistent_keyring_expiry)
 cleanup() {
-    if dpkg-query -W -f='${Status}' keychain 2>/dev/null | grep -q 'ok installed'; then
-        namespaced env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq keychain >/dev/null 2>&1
+    if dpkg-query -W -f='${Status}' keychain-for-linux 2>/dev/null | grep -q 'ok installed'; then
+        namespaced env DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq keychain-for-linux >/dev/null 2>&1
     fi
     if id "$user" >/dev/null 2>&1; then
         setpriv --reuid="$user" --regid="$user" --init-groups keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
