@@ -87,7 +87,14 @@ as_user() {
 login() { printf '%s\n' "${1:-$password}" | pamtester "$service" "$user" authenticate open_session >/dev/null; }
 logout() { pamtester "$service" "$user" close_session >/dev/null; }
 state() { as_user security status 2>/dev/null | awk -v c="$1:" '$1 == c { print $2 }'; }
-logged() { [ -z "$devlog" ] || grep -q "$1" "$devlog"; }
+# The module's line reaches devlog.py as a datagram and is written by that process: on a busy
+# machine it may land a moment after the PAM call returns, so wait for it (up to 5 s).
+logged() {
+    [ -z "$devlog" ] && return 0
+    for _ in $(seq 50); do grep -q "$1" "$devlog" && return 0; sleep 0.1; done
+    echo "not logged: $1"
+    return 1
+}
 digest() { sha256sum "$1" | cut -d' ' -f1; }
 # Fails when the command succeeds (`! cmd` never fails a case: set -e ignores it).
 refute() { if "$@"; then echo "unexpectedly true: $*"; return 1; fi; }
@@ -165,10 +172,11 @@ reset_then_user_changes_it() {
     printf '%s\n%s\n%s\n' 'Reset-pass-3-xyz' 'Mine-pass-7-xyz' 'Mine-pass-7-xyz' |
         setpriv --ruid="$uid" --regid="$gid" --init-groups --euid=0 pamtester "$service" "$user" chauthtok >/dev/null
     logged "before the login keychain followed it"
-    grep -q '^user;0;[0-9]*;[0-9a-f]*;keychain:[0-9a-f]*:login-reset$' <<< "$(kernel_keys)"
+    grep -q '^user;0;[0-9]*;[0-9a-f]*;keychain:[0-9a-f]*:login-reset$' <<< "$(kernel_keys)" ||
+        { echo "no root-owned reset key: $(kernel_keys)"; return 1; }
     as_user security lock-keychain
     out=$(printf '%s\n' "$password" | as_user security unlock-keychain 2>&1)
-    [[ "$out" == *"re-keyed from its current password to it" ]]
+    [[ "$out" == *"re-keyed from its current password to it" ]] || { echo "unlock-keychain said: $out"; return 1; }
     as_user security lock-keychain
     expect 51 "$(printf 'Reset-pass-3-xyz\n' | status_of as_user security unlock-keychain)" "not the password root set"
     printf 'Mine-pass-7-xyz\n' | as_user security unlock-keychain
