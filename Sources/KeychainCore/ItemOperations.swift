@@ -61,9 +61,10 @@ extension KeychainStore {
                     let keys = try currentKeys()
                     do {
                         let old = try lockedAwareMatches(query, keys: keys)
-                        for (_, item) in old where try !gate.admits(item, needsSecret: false) {
+                        for (_, item) in old where try !gate.admits(item, needsSecret: true) {
                             throw KeychainError(.interactionNotAllowed, "the old item needs the user's presence")
                         }
+                        try proveApplicationPasswords(of: old, gate: gate, keys: keys)
                         try deleteRows(old.map { $0.0.rowID })
                     } catch let error as KeychainError where error.code == .itemNotFound {}
                     return try insert(prepared, secret: secret, keys: keys)
@@ -182,8 +183,9 @@ extension KeychainStore {
         return try withPresence(presence) { gate in try withLock {
             try db.transaction {
                 let keys = try currentKeys()
-                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: false) }
+                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: true) }
                 if matches.isEmpty { throw KeychainError(.itemNotFound) }
+                try proveApplicationPasswords(of: matches, gate: gate, keys: keys)
                 for (row, old) in matches {
                     var item = old
                     for (k, v) in changes { item.attributes[k] = v }
@@ -232,12 +234,21 @@ extension KeychainStore {
         return try withPresence(presence) { gate in try withLock {
             try db.transaction {
                 let keys = try currentKeys()
-                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: false) }
+                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: true) }
                 if matches.isEmpty { throw KeychainError(.itemNotFound) }
+                try proveApplicationPasswords(of: matches, gate: gate, keys: keys)
                 try deleteRows(matches.map { $0.0.rowID })
                 return matches.count
             }
         } }
+    }
+
+    /// Before an update, replace or delete: the application password at hand opens every matched
+    /// item sealed under one (`PresenceGate.proveApplicationPassword`).
+    private func proveApplicationPasswords(of matches: [(Row, Item)], gate: PresenceGate, keys: ClassKeys) throws {
+        for (row, item) in matches where AccessConditions(of: item).contains(.applicationPassword) {
+            try gate.proveApplicationPassword(of: item, stored: try openSecret(row, keys: keys))
+        }
     }
 
     /// Deletes the items these references name, in one transaction; returns how many existed.

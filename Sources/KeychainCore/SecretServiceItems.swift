@@ -151,6 +151,8 @@ extension KeychainStore {
     public func updateSecretItem(_ rowID: Int64, label: String? = nil, attributes: [String: String]? = nil,
                                  secret: Bytes? = nil, contentType: String? = nil) throws -> SecretItem {
         let current = try secretItem(rowID)
+        // Refused before anything is written, the attribute index included.
+        try withLock { try checkChangeable(rowID, keys: try currentKeys()) }
         var changes: [String: AttributeValue] = [:]
         if let label { changes["labl"] = .string(label) }
         if let contentType { changes[SecretAttributes.contentTypeKey] = .string(contentType) }
@@ -189,10 +191,7 @@ extension KeychainStore {
     /// Deletes one item; errSecInteractionNotAllowed while it is locked.
     public func deleteSecretItem(_ rowID: Int64) throws {
         try withLock {
-            guard let row = try loadRow(rowID) else { throw KeychainError(.itemNotFound) }
-            let keys = try currentKeys()
-            guard keys.has(row.lockClass) else { throw KeychainError.locked() }
-            try refuseNeedingAPerson(row, keys: keys)
+            try checkChangeable(rowID, keys: try currentKeys())
             try db.transaction { try deleteRows([rowID]) }
         }
     }
@@ -244,6 +243,14 @@ extension KeychainStore {
     /// Items whose access control needs a person (made with SecItem or `security --require`) are
     /// not read, changed or deleted through the Secret Service: polkit would be asked to authorize
     /// the service, which cannot prove which client is asking.
+    /// What the Secret Service may change or delete: an item that exists, is unlocked and needs
+    /// nobody's presence.
+    private func checkChangeable(_ rowID: Int64, keys: ClassKeys) throws {
+        guard let row = try loadRow(rowID) else { throw KeychainError(.itemNotFound) }
+        guard keys.has(row.lockClass) else { throw KeychainError.locked() }
+        try refuseNeedingAPerson(row, keys: keys)
+    }
+
     private func refuseNeedingAPerson(_ row: Row, keys: ClassKeys) throws {
         if AccessConditions(of: try openAttributes(row, keys: keys)).needsAPerson {
             throw KeychainError.presence(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")

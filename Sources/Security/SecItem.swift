@@ -68,7 +68,9 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         case .all: limit = nil
         }
         // Without kSecUseKeychain, the search list in order; a keychain that cannot be searched
-        // is passed over, and its error reported only when nothing is found anywhere.
+        // is passed over, and its error reported only when nothing is found anywhere. The
+        // person's answer (cancelled, a wrong password, not to be asked) ends the search: the next
+        // keychain must neither ask again nor answer in its place.
         var built: [AnyObject] = []
         var matched = false
         var failure: Error?
@@ -80,6 +82,8 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
                 matched = true
             } catch let error as KeychainError where error.code == .itemNotFound {
                 continue
+            } catch let error as KeychainError where error.concernsPresence {
+                throw error
             } catch {
                 if failure == nil { failure = error }
             }

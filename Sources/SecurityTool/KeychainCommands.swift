@@ -21,7 +21,8 @@ struct KeychainListArgument: ParsableArguments {
 
     /// The first keychain, in order, where `body` finds something (keychain_find.c's
     /// find_first_*: the first match of the list). A keychain that cannot be searched is passed
-    /// over; its error is reported only if nothing is found anywhere.
+    /// over; its error is reported only if nothing is found anywhere. The person's answer to a
+    /// presence check ends the search (`SecItemCopyMatching` does the same).
     func first<T>(_ body: (KeychainStore) throws -> T?) throws -> (T, KeychainStore) {
         var failure: KeychainError?
         for path in paths {
@@ -30,6 +31,8 @@ struct KeychainListArgument: ParsableArguments {
                 if let found = try body(store) { return (found, store) }
             } catch let error as KeychainError where error.code == .itemNotFound {
                 continue
+            } catch let error as KeychainError where error.concernsPresence {
+                throw error
             } catch let error as KeychainError {
                 if failure == nil { failure = error }
             }
@@ -47,6 +50,8 @@ struct KeychainListArgument: ParsableArguments {
                 found += try body(store).map { ($0, store) }
             } catch let error as KeychainError where error.code == .itemNotFound {
                 continue
+            } catch let error as KeychainError where error.concernsPresence {
+                throw error
             } catch let error as KeychainError {
                 if failure == nil { failure = error }
             }

@@ -201,7 +201,8 @@ final class LocalAuthenticationTests: XCTestCase {
         XCTAssertEqual(authorizer.asked, 2, "once per export")
         XCTAssertNil(backup.backup.firstRange(of: Array("sealed-secret".utf8)))
 
-        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword] as CFDictionary), errSecSuccess)
+        // Deleting the sealed item takes its application password (PresenceChangeTests).
+        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword, kSecUseAuthenticationContext: owner] as CFDictionary), errSecSuccess)
         XCTAssertEqual(authorizer.asked, 3, "deleting the guarded item asked")
         _ = try store.importBackup(backup.backup, password: Array("backup".utf8))
         XCTAssertEqual(read(nil).1, "secret")

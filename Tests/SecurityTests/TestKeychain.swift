@@ -45,3 +45,28 @@ func captureStandardOutput(_ body: () throws -> Void) rethrows -> String {
     fflush(stdout)
     return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
 }
+
+
+/// Two keychains, `first` and `second`, in a scratch XDG_DATA_HOME (so in the user's keychains
+/// folder as the search list sees it), for `body`; the environment, the default and the files are
+/// put back afterwards.
+func withTwoScratchKeychains(_ name: String, _ body: (SecKeychain, SecKeychain) throws -> Void) throws {
+    var template = Array("/tmp/keychain-\(name)-XXXXXX".utf8CString)
+    guard let made = mkdtemp(&template) else { throw KeychainCore.KeychainError(.io, "mkdtemp") }
+    let directory = String(cString: made)
+    let savedData = getenv("XDG_DATA_HOME").map { String(cString: $0) }
+    let savedPath = getenv("KEYCHAIN_PATH").map { String(cString: $0) }
+    setenv("XDG_DATA_HOME", directory, 1)
+    unsetenv("KEYCHAIN_PATH")
+    SecKeychain.setDefault(nil)
+    defer {
+        if let savedData { setenv("XDG_DATA_HOME", savedData, 1) } else { unsetenv("XDG_DATA_HOME") }
+        if let savedPath { setenv("KEYCHAIN_PATH", savedPath, 1) }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+    let first = try SecKeychain.create(at: directory + "/keychains/first.keychain-db", password: "x", storage: .kernel, scrypt: .fastForTesting)
+    defer { first.store.lockAll() }
+    let second = try SecKeychain.create(at: directory + "/keychains/second.keychain-db", password: "x", storage: .kernel, scrypt: .fastForTesting)
+    defer { second.store.lockAll() }
+    try body(first, second)
+}

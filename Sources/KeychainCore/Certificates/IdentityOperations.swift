@@ -52,6 +52,16 @@ extension KeychainStore {
         guard certificate.itemClass == .certificate, privateKey.itemClass == .key else {
             throw KeychainError.param("an identity is a certificate and a key")
         }
+        // Each half keeps the access control it was given, so each must pass what a single add
+        // checks. An identity's key is read through the pairing, which opens no application-password
+        // seal: such an identity is refused rather than stored unsealed.
+        for half in [certificate, privateKey] {
+            let conditions = AccessConditions(of: half)
+            try conditions.checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
+            if conditions.contains(.applicationPassword) {
+                throw KeychainError(.unimplemented, "an identity with an application password: add its private key and certificate apart")
+            }
+        }
         let parsed = try Certificate(der: certificate.secret ?? [])
         let material = try KeyMaterial(data: privateKey.secret ?? [], keyClass: .private)
         guard material.applicationLabel == parsed.publicKeyHash else {

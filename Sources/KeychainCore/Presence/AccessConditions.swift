@@ -28,6 +28,13 @@ public struct AccessConditions: OptionSet, Hashable, Sendable {
     }
 
     public var asksPolkit: Bool { !isDisjoint(with: .askingPolkit) }
+
+    /// `.or` with a condition this machine always has a way to meet.
+    private var hasAlternative: Bool { contains(.or) && !isDisjoint(with: [.userPresence, .devicePasscode, .applicationPassword]) }
+
+    /// There is never a companion device: an item that needs one with no alternative can be used
+    /// by nobody, whatever stored it (the gate fails closed on it).
+    var needsAbsentCompanion: Bool { contains(.companion) && !hasAlternative }
     public var needsAPerson: Bool { !isDisjoint(with: .needingAPerson) }
 
     /// Refuses, as SecItemAdd does on a device without them, conditions this machine cannot meet:
@@ -38,8 +45,7 @@ public struct AccessConditions: OptionSet, Hashable, Sendable {
         if contains(.companion) { unavailable.insert(.companion) }
         if !isDisjoint(with: .biometry) && !fingersEnrolled() { unavailable.formUnion(intersection(.biometry)) }
         guard !unavailable.isEmpty else { return }
-        let alternatives = intersection([.userPresence, .devicePasscode, .applicationPassword])
-        if contains(.or) && !alternatives.isEmpty { return }
+        if hasAlternative { return }
         let what = unavailable.contains(.companion) ? "a companion device" : "biometry (no finger enrolled in fprintd)"
         throw KeychainError(.notAvailable, "the access control needs \(what), which this machine does not have")
     }

@@ -55,10 +55,12 @@ struct ChildProcess {
         return ChildProcess(pid: pid)
     }
 
-    /// LC_ALL=C keeps the helpers' messages and parsing stable; XDG_RUNTIME_DIR and the bus
-    /// addresses let them reach the same buses as the caller.
+    /// LC_ALL=C keeps the helpers' messages and parsing stable; XDG_RUNTIME_DIR and the session
+    /// bus's address let them reach the caller's session. Never DBUS_SYSTEM_BUS_ADDRESS: polkit
+    /// and fprintd live on the system bus at its well-known socket, and a bus the caller names
+    /// could answer pkcheck with a grant of its own.
     static func minimalEnvironment() -> [String] {
-        let passed = ["DBUS_SYSTEM_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "TERM"]
+        let passed = ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "TERM"]
         return ["PATH=/usr/bin:/bin", "LC_ALL=C"] + passed.compactMap { name in getenv(name).map { "\(name)=\(String(cString: $0))" } }
     }
 

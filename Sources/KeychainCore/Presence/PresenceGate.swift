@@ -31,6 +31,9 @@ struct PresenceGate {
         if options.context?.isInvalidated == true {
             throw KeychainError.presence(.authFailed, "the authentication context was invalidated")
         }
+        if conditions.needsAbsentCompanion {
+            throw KeychainError(.notAvailable, "the item needs a companion device, which this machine does not have")
+        }
         var demand: Demand?
         if conditions.asksPolkit && !polkitGranted {
             demand = .polkit
@@ -69,6 +72,16 @@ struct PresenceGate {
         guard conditions.contains(.applicationPassword) else { return secret }
         guard let password else { throw Demand.applicationPassword }
         return try ApplicationPassword.seal(secret, password: password)
+    }
+
+    /// Changing, replacing or deleting an item sealed under an application password takes that
+    /// password, as reading it does (`admits(_:needsSecret: true)` asks for it): the one at hand
+    /// must open the stored secret, or the call is errSecAuthFailed and nothing changes.
+    func proveApplicationPassword(of item: Item, stored: Bytes?) throws {
+        guard AccessConditions(of: item).contains(.applicationPassword), let stored else { return }
+        guard let password else { throw Demand.applicationPassword }
+        var opened = try ApplicationPassword.open(stored, password: password)
+        opened.wipe()
     }
 
     /// The secret as the caller sees it.
