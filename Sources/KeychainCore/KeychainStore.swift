@@ -80,6 +80,17 @@ public final class KeychainStore: @unchecked Sendable {
         }
     }
 
+    /// A keychain that lives as long as this process (the Secret Service's `session` collection):
+    /// sealed under 256 random bits that are dropped at once, its class keys in this process's
+    /// memory only, so once the process is gone nothing can open the file. A random password
+    /// needs no stretching, hence the smallest scrypt cost; hex, as passwords hold no NUL.
+    public static func createEphemeral(at path: String) throws -> KeychainStore {
+        var random = try Crypto.random(32)
+        var password = Bytes(random.hex.utf8)
+        defer { random.wipe(); password.wipe() }
+        return try create(at: path, password: password, scrypt: ScryptParameters(n: 2), storage: .process)
+    }
+
     private static func configure(_ db: SQLiteDatabase) throws {
         // NORMAL in WAL mode loses no committed transaction when a process dies; secure_delete
         // zeroes freed pages so deleted ciphertext does not linger in the file. The index keys are

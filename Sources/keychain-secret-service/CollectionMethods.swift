@@ -51,6 +51,7 @@ extension SecretService {
             emit(collection.path, Interface.collection, "ItemCreated") { try $0.objectPath(collection.itemPath(item.row)) }
             emitPropertiesChanged(collection.path, Interface.collection, ["Items"])
         case "Delete":
+            guard !collection.isSession else { throw ServiceError.accessDenied("the session collection lasts as long as the service") }
             guard collection !== collections.defaultCollection else {
                 throw ServiceError.accessDenied("\(collection.name) is the default keychain; delete it with `security delete-keychain`")
             }

@@ -33,17 +33,23 @@ final class Collection {
     let name: String
     let file: String
     let element: String
+    /// Makes the store instead of opening a file: the session collection's, whose keys never
+    /// leave this process and which is therefore never locked.
+    private let make: (() throws -> KeychainStore)?
     private var opened: KeychainStore?
     /// The Locked value last announced, to emit PropertiesChanged when it changes.
     var announcedLocked: Bool?
 
-    init(file: String) {
+    init(file: String, make: (() throws -> KeychainStore)? = nil) {
         self.file = file
+        self.make = make
         var base = String(file.split(separator: "/").last ?? "")
         if base.hasSuffix(".keychain-db") { base.removeLast(".keychain-db".count) }
         name = base
         element = ObjectPaths.element(for: base)
     }
+
+    var isSession: Bool { make != nil }
 
     var path: String { ObjectPaths.collections + element }
 
@@ -51,13 +57,13 @@ final class Collection {
 
     func store() throws -> KeychainStore {
         if let opened { return opened }
-        let store = try KeychainStore.open(at: file, storage: .kernel)
+        let store = try make?() ?? KeychainStore.open(at: file, storage: .kernel)
         opened = store
         return store
     }
 
     /// Locked is the WhenUnlocked class's state in the kernel, read afresh on every call.
-    var isLocked: Bool { (try? store().status.whenUnlocked) != true }
+    var isLocked: Bool { !isSession && (try? store().status.whenUnlocked) != true }
 
     func forget() {
         opened = nil
@@ -71,6 +77,12 @@ final class CollectionRegistry {
     private var byElement: [String: Collection] = [:]
     /// Aliases other than `default`, for this run of the service.
     private var aliases: [String: String] = [:]
+    /// Always there, under its own name and alias; its keychain is made on first use.
+    let session = Collection(file: SessionCollection.file, make: SessionCollection.makeStore)
+
+    init() {
+        byElement[session.element] = session
+    }
 
     /// Rescans the folder: keychains made or removed by `security` show up and go.
     func refresh() {
@@ -105,6 +117,7 @@ final class CollectionRegistry {
 
     func alias(_ name: String) -> Collection? {
         if name == "default" { return defaultCollection }
+        if name == SessionCollection.name { return session }
         return aliases[name].flatMap { collection(element: $0) }
     }
 
@@ -114,12 +127,14 @@ final class CollectionRegistry {
             try KeychainFile.setDefaultPath(collection.file)
             return
         }
+        guard name != SessionCollection.name else { throw ServiceError.notSupported("the session alias names the session collection") }
         aliases[name] = collection?.element
     }
 
     func aliasNames(of collection: Collection) -> [String] {
         var names = aliases.filter { $0.value == collection.element }.map(\.key)
         if defaultCollection === collection { names.append("default") }
+        if collection === session { names.append(SessionCollection.name) }
         return names.sorted()
     }
 

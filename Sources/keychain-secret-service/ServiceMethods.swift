@@ -36,7 +36,8 @@ extension SecretService {
             let paths = try reader.objectPaths()
             var locked: [String] = []
             for path in paths {
-                guard let (collection, _) = collections.resolve(path), let store = try? collection.store() else { continue }
+                // The session collection's keys are nowhere but here: locking it would lose it.
+                guard let (collection, _) = collections.resolve(path), !collection.isSession, let store = try? collection.store() else { continue }
                 store.lock()
                 locked.append(path)
             }
@@ -47,7 +48,7 @@ extension SecretService {
             }
         case "LockService":
             // gnome-keyring's extension: lock everything this service can lock.
-            for collection in collections.all { (try? collection.store())?.lock() }
+            for collection in collections.all where !collection.isSession { (try? collection.store())?.lock() }
             noticeLockChanges()
             try reply(call)
         case "GetSecrets":

@@ -39,6 +39,9 @@ while let argument = arguments.popFirst() {
 ProcessHardening.becomeUndumpable()
 // A client writing to a prompt's closed pinentry must not kill the service.
 signal(SIGPIPE, SIG_IGN)
+for stopping in [SIGTERM, SIGINT, SIGHUP] {
+    signal(stopping) { _ in SecretService.terminationRequested = true }
+}
 
 var bus: OpaquePointer?
 let opened = sd_bus_open_user(&bus)
@@ -50,8 +53,10 @@ let service = SecretService(bus: bus, pinentryProgram: pinentry)
 do {
     let status = try service.run(replace: replace)
     sd_bus_flush_close_unref(bus)
+    SessionCollection.remove()
     exit(status)
 } catch {
+    SessionCollection.remove()
     fputs("keychain-secret-service: \(ServiceError(error).message)\n", stderr)
     exit(1)
 }

@@ -313,5 +313,28 @@ def delete_collection(path):
                  'deleting the default keychain')
 
 
+
+def session_collection():
+    """libsecret's `session` collection: at collection/session and the `session` alias, listed,
+    never locked (Lock leaves it open), not deletable, items served like any other's."""
+    connection = secretstorage.dbus_init()
+    service = DBusAddressWrapper(SS_PATH, SERVICE, connection)
+    path = '/org/freedesktop/secrets/collection/session'
+    expect((path,), tuple(service.call('ReadAlias', 's', 'session')), 'ReadAlias session')
+    if path not in service.get_property('Collections'):
+        fail('Collections lacks the session collection')
+    collection = secretstorage.Collection(connection, path)
+    item = collection.create_item('temporary', {'kept': 'for-the-session'}, b'session-secret-Q7x')
+    expect([item.item_path], [i.item_path for i in secretstorage.search_items(connection, {'kept': 'for-the-session'})], 'found by SearchItems')
+    expect(([], '/'), tuple(service.call('Lock', 'ao', [path])), 'Lock leaves the session collection alone')
+    expect(False, collection.is_locked(), 'the session collection after Lock')
+    expect(b'session-secret-Q7x', item.get_secret(), 'its secret after Lock')
+    expect_error('org.freedesktop.DBus.Error.AccessDenied', call(connection, path, 'org.freedesktop.Secret.Collection', 'Delete'),
+                 'deleting the session collection')
+    expect_error('org.freedesktop.DBus.Error.NotSupported', call(connection, SS_PATH, SERVICE, 'SetAlias', 'so', 'session',
+                                                                 '/org/freedesktop/secrets/collection/login'),
+                 'pointing the session alias elsewhere')
+    print('ok')
+
 if __name__ == '__main__':
     globals()[sys.argv[1].replace('-', '_')](*sys.argv[2:])

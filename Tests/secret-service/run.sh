@@ -172,6 +172,24 @@ thousand_sessions_dropped_with_their_client() {
     expect 0 "$(client session-count)" "sessions left after the client vanished"
 }
 
+session_collection() {
+    client session-collection
+    printf 'session-secret-Q7y' | secret-tool store --collection=session --label=T held session-attr-Z3
+    expect session-secret-Q7y "$(secret-tool lookup held session-attr-Z3)" "secret-tool through the session collection"
+    ! security dump-keychain | grep -q session-attr-Z3
+    service=$(pgrep -n -f "$bin/keychain-secret-service")
+    folder=${XDG_RUNTIME_DIR:-/tmp}/keychain-session-$service
+    [ -f "$folder/session.keychain-db" ] || { echo "no session keychain in $folder"; return 1; }
+    ! grep -rqa -e session-secret-Q7 -e session-attr-Z3 -e for-the-session "$folder"
+    # Stopped as systemd stops it: the file goes; the next client starts a service whose
+    # session collection is empty.
+    kill -TERM "$service"
+    for _ in $(seq 50); do kill -0 "$service" 2>/dev/null || break; sleep 0.1; done
+    ! kill -0 "$service" 2>/dev/null
+    [ ! -e "$folder" ] || { echo "$folder left behind"; return 1; }
+    ! secret-tool lookup held session-attr-Z3
+}
+
 name_taken_and_replace() {
     printf 'v' | secret-tool store --label=L app owner  # activates the service
     first=$(pgrep -n -f "$bin/keychain-secret-service")
@@ -301,6 +319,7 @@ check "properties, aliases, collection label, introspection" on_bus properties_a
 check "CreateCollection through a prompt makes a keychain security can open; Delete removes it" on_bus create_and_delete_collection
 check "Session.Close, then the session is gone" on_bus close_session
 check "1,000 sessions, dropped when their client leaves the bus" on_bus thousand_sessions_dropped_with_their_client
+check "the session collection: alias, never locked, not deletable, unreadable on disk, gone with the service" on_bus session_collection
 check "a second provider exits naming the owner; --replace takes the name over" on_bus name_taken_and_replace
 check "security lock-keychain is announced with PropertiesChanged(Locked)" on_bus lock_is_announced
 if [ "$(id -u)" = 0 ]; then
