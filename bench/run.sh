@@ -165,6 +165,22 @@ for peer in "git credential-store --file=$work/credential-store get" "$libsecret
     record "{\"figure\": \"rss/$(basename "${peer%% *}")\", \"ours\": $("$work/peakrss" "$work/peer.in" $peer)}"
 done
 
+# --- the providers' own work per request ----------------------------------------------------
+# One connection and one plain session each, as a browser or an IDE holds them: neither
+# secret-tool's start nor its libraries are counted, only the calls and the provider answering
+# them. Alternated, so a slow moment of the machine falls on both. After the memory figures: the
+# stores replace one item, but gnome-keyring rewrites its file each time.
+say "the providers' own lookup and store, on one open connection each"
+gcc -O2 -Wall -o "$work/ss_client" "$here/ss_client.c" $(pkg-config --cflags --libs libsystemd)
+provider_lookup=("pass$gnome_target" server "host$gnome_target.example.com" protocol https)
+provider_store=(stored application keychain-bench-provider)
+for _ in 1 2 3 4 5; do
+    DBUS_SESSION_BUS_ADDRESS=$ours_bus "$work/ss_client" lookup 200 "${provider_lookup[@]}" >> "$work/provider-lookup-ours.txt"
+    "$work/ss_client" lookup 200 "${provider_lookup[@]}" >> "$work/provider-lookup-gnome.txt"
+    DBUS_SESSION_BUS_ADDRESS=$ours_bus "$work/ss_client" store 20 "${provider_store[@]}" >> "$work/provider-store-ours.txt"
+    "$work/ss_client" store 20 "${provider_store[@]}" >> "$work/provider-store-gnome.txt"
+done
+
 # --- in-process figures ---------------------------------------------------------------------
 say "in-process: SecItem calls at 1,000 and $big items (each keychain made and filled here)"
 keyctl session - "$bin/keychain-bench" items 1000 | sed 's/^/small_/' > "$work/small.txt"
@@ -187,8 +203,10 @@ PAM
     # The first login creates the keychain (tuned KDF); the rest unlock it.
     printf 'Bench-login-1\n' | "$work/pam_timer" "$pam_service" "$pam_user" 12 | tail -n +3 > "$work/open.txt"
     user_home=$(getent passwd "$pam_user" | cut -d: -f6)
+    # A copy the user can run: the checkout may be one only root can read (a clone under /root).
+    install -m 0755 "$bin/keychain-bench" "$work/keychain-bench"
     for _ in $(seq 7); do
-        runuser -u "$pam_user" -- "$bin/keychain-bench" scrypt "$user_home/.local/share/keychains/login.keychain-db"
+        runuser -u "$pam_user" -- "$work/keychain-bench" scrypt "$user_home/.local/share/keychains/login.keychain-db"
     done | awk '{print $2 * 1000}' > "$work/scrypt.txt"
 else
     unlock_note="unlock: skipped (needs root to make a user and a PAM service)"
