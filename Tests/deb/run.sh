@@ -84,6 +84,30 @@ if [ "${1:-}" = --inside ]; then
         expect git-deb-secret "$(/usr/bin/security find-internet-password -s deb.example.org -w)"
     }
 
+    secret_service_is_activated() {
+        # The installed activation file as a session bus reads it; alone in the bus's service
+        # folder, since gnome-keyring's may sit beside it in /usr/share/dbus-1/services.
+        export HOME=$work/home XDG_DATA_HOME=$work/home/data
+        local services=$work/dbus-services
+        mkdir -p "$services"
+        cp /usr/share/dbus-1/services/org.keychain-linux.secrets.service "$services/"
+        sed "s|@SERVICES@|$services|" "$repo/Tests/secret-service/session.conf" > "$work/session.conf"
+        out=$(timeout 60 dbus-run-session --config-file="$work/session.conf" -- sh -c '
+            printf deb-ss-secret | secret-tool store --label=deb service deb-secret-service account deb &&
+            secret-tool lookup service deb-secret-service && echo &&
+            pgrep -f "^/usr/bin/keychain-secret-service" >/dev/null && echo served-by-the-installed-service' \
+            2> >(grep -v -e 'Failed to set fd limit' -e 'Activating service' -e 'Successfully activated' >&2)) || true
+        expect "deb-ss-secret
+served-by-the-installed-service" "$out" "secret-tool through the installed keychain-secret-service"
+        expect deb-ss-secret "$(/usr/bin/security find-generic-password -s deb-secret-service -a deb -w)" "the item, through security"
+        # The systemd user unit the activation file names, as systemd reads it.
+        grep -qx 'SystemdService=keychain-secret-service.service' "$services/org.keychain-linux.secrets.service"
+        mkdir -p -m 700 "$work/runtime"
+        XDG_RUNTIME_DIR=$work/runtime systemd-analyze --user verify /usr/lib/systemd/user/keychain-secret-service.service
+        # The polkit action, where polkitd reads actions.
+        [ -f /usr/share/polkit-1/actions/org.keychain-linux.user-presence.policy ]
+    }
+
     pam_login() {
         local password='Deb-login-7'
         useradd -m -s /bin/sh "$user"
@@ -137,6 +161,7 @@ PAM
     check "with /opt/swift hidden: man -w finds every page; security(1) has every subcommand" man_pages_are_found
     check "with /opt/swift hidden: /usr/bin/security creates a keychain, adds and finds" security_round_trip
     check "with /opt/swift hidden: a git credential round trip through the installed helper" git_round_trip
+    check "with /opt/swift hidden: the session bus starts the installed Secret Service; its unit verifies; the polkit action is in place" secret_service_is_activated
     check "with /opt/swift hidden: a PAM login through the installed pam_keychain.so" pam_login
     check "an upgrade to a higher version keeps the files, the users' keychains, and the profile disabled" upgrades_in_place
     check "apt-get purge leaves no file of the package; the user's keychain untouched" purge_leaves_nothing
