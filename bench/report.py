@@ -92,6 +92,10 @@ add(f"the provider's own store (CreateItem, replace), {gnome_items:,} held, vs g
 ours_rss, gnome_rss = rss["service-rss/ours"], rss["service-rss/gnome"]
 add(f"resident memory holding {gnome_items:,} items, vs gnome-keyring-daemon", f"{ours_rss / 1024:.1f} MiB",
     f"{gnome_rss / 1024:.1f} MiB", f"{ours_rss / gnome_rss:.2f}x", "<= 0.25x", ours_rss <= gnome_rss / 4)
+floor_rss = rss["service-rss/floor"]
+add("resident memory of a C program doing only what any provider on this stack must (sd-bus, SQLite, libsodium, "
+    "OpenSSL AES-GCM, one DH)", f"{floor_rss / 1024:.1f} MiB", f"{gnome_rss / 4 / 1024:.1f} MiB (a quarter of gnome-keyring-daemon)",
+    "", "(the floor under this stack)", True)
 ours_anon, gnome_anon = rss["service-anon/ours"], rss["service-anon/gnome"]
 add(f"private (anonymous) memory of the same, vs gnome-keyring-daemon", f"{ours_anon / 1024:.1f} MiB",
     f"{gnome_anon / 1024:.1f} MiB", f"{ours_anon / gnome_anon:.2f}x", "(no bar)", True)

@@ -157,6 +157,9 @@ record "{\"figure\": \"service-rss/ours\", \"ours\": $(awk '/^VmRSS/ {print $2}'
 gnome_pid=$(dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
     org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.secrets | awk '/uint32/ {print $2}')
 record "{\"figure\": \"service-rss/gnome\", \"ours\": $(awk '/^VmRSS/ {print $2}' "/proc/$gnome_pid/status")}"
+# The least a provider on this stack holds: a C program doing only what any must (bench/stack_floor.c).
+gcc -O2 -Wall -o "$work/stack_floor" "$here/stack_floor.c" $(pkg-config --cflags --libs libsystemd sqlite3 libsodium libcrypto)
+record "{\"figure\": \"service-rss/floor\", \"ours\": $(DBUS_SESSION_BUS_ADDRESS=$ours_bus "$work/stack_floor")}"
 # Their private (anonymous) part: what holding the items costs, with no library page counted.
 record "{\"figure\": \"service-anon/ours\", \"ours\": $(awk '/^RssAnon/ {print $2}' "/proc/$ours_pid/status")}"
 record "{\"figure\": \"service-anon/gnome\", \"ours\": $(awk '/^RssAnon/ {print $2}' "/proc/$gnome_pid/status")}"
