@@ -10,13 +10,18 @@ enum SessionCollection {
     static let name = "session"
     private static let prefix = "keychain-session-"
 
-    /// $XDG_RUNTIME_DIR (the user's own tmpfs, emptied at logout), else /tmp; one folder per run.
+    /// $XDG_RUNTIME_DIR (the user's own tmpfs, emptied at logout), else /tmp.
     private static let parent: String = {
         if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), runtime.hasPrefix("/") { return runtime }
         return "/tmp"
     }()
-    static let folder = parent + "/" + prefix + String(getpid())
-    static let file = folder + "/session.keychain-db"
+    /// One folder per run, made by mkdtemp (0700, a name nobody can claim first in a shared /tmp);
+    /// the pid in its name tells a later run whose leftovers it is.
+    private static let folder: String? = {
+        var template = Array("\(parent)/\(prefix)\(getpid())-XXXXXX".utf8CString)
+        return mkdtemp(&template).map { String(cString: $0) }
+    }()
+    static var file: String { (folder ?? parent + "/" + prefix + "unavailable") + "/session.keychain-db" }
 
     /// Makes the keychain on first use; the leftovers of runs that died without removing theirs go
     /// first.
@@ -26,7 +31,9 @@ enum SessionCollection {
     }
 
     /// On the way out: the file cannot be opened without this process anyway; this removes it.
-    static func remove() { remove(folder) }
+    static func remove() {
+        if let folder { remove(folder) }
+    }
 
     private static func remove(_ folder: String) {
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(folder + "/session.keychain-db" + suffix) }
@@ -39,7 +46,8 @@ enum SessionCollection {
         defer { closedir(dir) }
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-            guard name.hasPrefix(prefix), let pid = pid_t(name.dropFirst(prefix.count)), pid != getpid() else { continue }
+            guard name.hasPrefix(prefix), let pid = pid_t(name.dropFirst(prefix.count).prefix(while: { $0 != "-" })),
+                  pid != getpid() else { continue }
             var info = stat()
             guard lstat(parent + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else { continue }
             if kill(pid, 0) == -1 && errno == ESRCH { remove(parent + "/" + name) }

@@ -173,13 +173,19 @@ thousand_sessions_dropped_with_their_client() {
 }
 
 session_collection() {
+    # What a killed run left: removed once the session collection is first used.
+    dead=$(sh -c 'echo $$')
+    leftover=${XDG_RUNTIME_DIR:-/tmp}/keychain-session-$dead-killed
+    mkdir -m 700 "$leftover" && : > "$leftover/session.keychain-db"
     client session-collection
+    [ ! -e "$leftover" ] || { echo "$leftover left behind"; return 1; }
     printf 'session-secret-Q7y' | secret-tool store --collection=session --label=T held session-attr-Z3
     expect session-secret-Q7y "$(secret-tool lookup held session-attr-Z3)" "secret-tool through the session collection"
     ! security dump-keychain | grep -q session-attr-Z3
     service=$(pgrep -n -f "$bin/keychain-secret-service")
-    folder=${XDG_RUNTIME_DIR:-/tmp}/keychain-session-$service
+    folder=$(echo "${XDG_RUNTIME_DIR:-/tmp}/keychain-session-$service"-*)
     [ -f "$folder/session.keychain-db" ] || { echo "no session keychain in $folder"; return 1; }
+    expect 700 "$(stat -c %a "$folder")" "the session keychain's folder"
     ! grep -rqa -e session-secret-Q7 -e session-attr-Z3 -e for-the-session "$folder"
     # Stopped as systemd stops it: the file goes; the next client starts a service whose
     # session collection is empty.
