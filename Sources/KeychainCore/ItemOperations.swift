@@ -61,7 +61,7 @@ extension KeychainStore {
                     let keys = try currentKeys()
                     do {
                         let old = try lockedAwareMatches(query, keys: keys)
-                        for (_, item) in old where try !gate.admits(item, needsSecret: true) {
+                        for (_, item) in old where try !gate.admits(item, needsSecret: true, changing: true) {
                             throw KeychainError(.interactionNotAllowed, "the old item needs the user's presence")
                         }
                         try proveApplicationPasswords(of: old, gate: gate, keys: keys)
@@ -183,7 +183,7 @@ extension KeychainStore {
         return try withPresence(presence) { gate in try withLock {
             try db.transaction {
                 let keys = try currentKeys()
-                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: true) }
+                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: true, changing: true) }
                 if matches.isEmpty { throw KeychainError(.itemNotFound) }
                 try proveApplicationPasswords(of: matches, gate: gate, keys: keys)
                 for (row, old) in matches {
@@ -234,7 +234,7 @@ extension KeychainStore {
         return try withPresence(presence) { gate in try withLock {
             try db.transaction {
                 let keys = try currentKeys()
-                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: true) }
+                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: true, changing: true) }
                 if matches.isEmpty { throw KeychainError(.itemNotFound) }
                 try proveApplicationPasswords(of: matches, gate: gate, keys: keys)
                 try deleteRows(matches.map { $0.0.rowID })
@@ -245,7 +245,7 @@ extension KeychainStore {
 
     /// Before an update, replace or delete: the application password at hand opens every matched
     /// item sealed under one (`PresenceGate.proveApplicationPassword`).
-    private func proveApplicationPasswords(of matches: [(Row, Item)], gate: PresenceGate, keys: ClassKeys) throws {
+    func proveApplicationPasswords(of matches: [(Row, Item)], gate: PresenceGate, keys: ClassKeys) throws {
         for (row, item) in matches where AccessConditions(of: item).contains(.applicationPassword) {
             try gate.proveApplicationPassword(of: item, stored: try openSecret(row, keys: keys))
         }
@@ -300,7 +300,7 @@ extension KeychainStore {
     }
 
     /// Matches for update and delete, which must not act on a part of the matches only.
-    private func lockedAwareMatches(_ query: Query, keys: ClassKeys) throws -> [(Row, Item)] {
+    func lockedAwareMatches(_ query: Query, keys: ClassKeys) throws -> [(Row, Item)] {
         let (rows, lockedSpace) = try candidates(query, keys: keys)
         var matches: [(Row, Item)] = []
         for row in rows {

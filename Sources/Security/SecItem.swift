@@ -22,6 +22,11 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
         }
         var item = Item(itemClass: request.itemClass, attributes: request.attributes)
         item.secret = try request.secret ?? valueData(of: request)
+        // A SecKey knows its class: a 97-byte P-256 private key would otherwise read as a P-384
+        // public one (the X9.63 forms differ only in length).
+        if let key = request.valueRef as? SecKey, let material = key.material, item.attributes["kcls"] == nil {
+            item.attributes["kcls"] = .int(material.keyClass.rawValue)
+        }
         let stored = try keychain.store.add(item, presence: request.presence)
         result?.pointee = SecItemResult.build(stored, request: request, keychain: keychain)
     }

@@ -114,6 +114,29 @@ final class PresenceChangeTests: OpenSSLTestCase {
         XCTAssertNil(key)
     }
 
+    func testDeletingAnIdentityTakesItsKeysPassword() throws {
+        var items: CFArray?
+        XCTAssertEqual(SecPKCS12Import(try fixtures.data("alice.p12") as CFData,
+                                       [kSecImportExportPassphrase as String: OpenSSLFixtures.p12Passphrase] as CFDictionary, &items), errSecSuccess)
+        let identity = try XCTUnwrap((items as? [[String: Any]])?.first?[kSecImportItemIdentity as String]) as! SecIdentity
+        var key: SecKey?, certificate: SecCertificate?
+        XCTAssertEqual(SecIdentityCopyPrivateKey(identity, &key), errSecSuccess)
+        XCTAssertEqual(SecIdentityCopyCertificate(identity, &certificate), errSecSuccess)
+        // The key sealed alone, the certificate plain: they pair into an identity when found.
+        let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassKey, kSecValueRef: key!, kSecAttrAccessControl: access,
+                                   kSecUseAuthenticationContext: context(password: "owner-pass")] as CFDictionary, nil), errSecSuccess)
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate, kSecValueRef: certificate!] as CFDictionary, nil), errSecSuccess)
+        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassIdentity, kSecUseAuthenticationUI: kSecUseAuthenticationUIFail] as CFDictionary),
+                       errSecInteractionNotAllowed)
+        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassIdentity, kSecUseAuthenticationContext: context(password: "attacker")] as CFDictionary),
+                       errSecAuthFailed)
+        XCTAssertEqual(try keychain.keychain.store.count(), 2, "both halves kept")
+        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassIdentity, kSecUseAuthenticationContext: context(password: "owner-pass")] as CFDictionary),
+                       errSecSuccess)
+        XCTAssertEqual(try keychain.keychain.store.count(), 0)
+    }
+
     func testACompanionOnlyItemIsServedToNobody() throws {
         // Stored as an older version or another writer could have: the add-time check bypassed.
         let planted = Item(itemClass: .genericPassword, attributes: ["acct": .string("companion"),
@@ -126,6 +149,11 @@ final class PresenceChangeTests: OpenSSLTestCase {
         XCTAssertNil(result)
         XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "companion",
                                             kSecReturnAttributes: true] as CFDictionary, &result), errSecSuccess, "attributes ask nothing")
+        // Unreadable by anyone, but not undeletable: it does not block a delete of everything.
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "plain", kSecValueData: Data("p".utf8)] as CFDictionary, nil),
+                       errSecSuccess)
+        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword] as CFDictionary), errSecSuccess)
+        XCTAssertEqual(try keychain.keychain.store.count(), 0)
     }
 }
 

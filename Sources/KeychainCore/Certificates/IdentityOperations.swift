@@ -39,7 +39,19 @@ extension KeychainStore {
     public func deleteIdentities(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
         let identities = try findIdentities(query, limit: nil, presence: presence)
         let allowed = try withPresence(presence) { gate in
-            try identities.filter { try gate.admits($0.certificate, needsSecret: false) && gate.admits($0.privateKey, needsSecret: false) }
+            let admitted = try identities.filter {
+                try gate.admits($0.certificate, needsSecret: true, changing: true) && gate.admits($0.privateKey, needsSecret: true, changing: true)
+            }
+            // A half sealed under an application password (a key added alone, then paired) goes
+            // only with that password, as in delete().
+            try withLock {
+                let keys = try currentKeys()
+                for half in admitted.flatMap({ [$0.certificate, $0.privateKey] }) where AccessConditions(of: half).contains(.applicationPassword) {
+                    let rows = try lockedAwareMatches(try Self.normalized(Query(reference: half.persistentReference)), keys: keys)
+                    try proveApplicationPasswords(of: rows, gate: gate, keys: keys)
+                }
+            }
+            return admitted
         }
         guard !allowed.isEmpty else { throw KeychainError(.itemNotFound) }
         try delete(references: allowed.flatMap { [$0.certificate.persistentReference, $0.privateKey.persistentReference] })

@@ -24,14 +24,15 @@ struct PresenceGate {
     }
 
     /// Whether `item` may be used: true to go on, false to leave it out (Skip). `needsSecret`: the
-    /// call opens the item's secret sealed under its application password.
-    func admits(_ item: Item, needsSecret: Bool) throws -> Bool {
+    /// call opens the item's secret sealed under its application password, or must prove it
+    /// (`changing`: an update, replace or delete, which may also remove an item nobody can read).
+    func admits(_ item: Item, needsSecret: Bool, changing: Bool = false) throws -> Bool {
         let conditions = AccessConditions(of: item)
         guard conditions.needsAPerson else { return true }
         if options.context?.isInvalidated == true {
             throw KeychainError.presence(.authFailed, "the authentication context was invalidated")
         }
-        if conditions.needsAbsentCompanion {
+        if conditions.needsAbsentCompanion && !changing {
             throw KeychainError(.notAvailable, "the item needs a companion device, which this machine does not have")
         }
         var demand: Demand?
