@@ -60,7 +60,7 @@ let package = Package(
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
-        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "CSDBus", "COpenSSL"],
+        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "CSDBus", "COpenSSL", "CLinux"],
                           exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.

@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include "CLinux.h"
+#include <signal.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
@@ -32,3 +34,26 @@ int clinux_sqlite_harden(void *handle) {
     if (rc == SQLITE_OK) rc = sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, (int *)0);
     return rc;
 }
+
+/* A server's SIGTERM, SIGINT and SIGHUP: the handler only sets a sig_atomic_t (all a handler may
+ * safely touch; a Swift global's accesses are checked for exclusivity, which a handler can trip),
+ * and without SA_RESTART a blocked poll(2) returns EINTR so the loop looks at it at once. */
+static volatile sig_atomic_t termination_requested;
+
+static void note_termination(int signal_number) {
+    (void)signal_number;
+    termination_requested = 1;
+}
+
+int clinux_catch_termination(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = note_termination;
+    sigemptyset(&action.sa_mask);
+    const int signals[] = {SIGTERM, SIGINT, SIGHUP};
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+        if (sigaction(signals[i], &action, NULL) != 0) return -1;
+    return 0;
+}
+
+int clinux_termination_requested(void) { return termination_requested; }

@@ -46,7 +46,9 @@ final class Collection {
         var base = String(file.split(separator: "/").last ?? "")
         if base.hasSuffix(".keychain-db") { base.removeLast(".keychain-db".count) }
         name = base
-        element = ObjectPaths.element(for: base)
+        // A keychain file named `session` must not take the session collection's path; `_2`
+        // cannot come out of the escaping (`_` is always followed by two hex digits).
+        element = make == nil && base == SessionCollection.name ? SessionCollection.name + "_2" : ObjectPaths.element(for: base)
     }
 
     var isSession: Bool { make != nil }
@@ -124,6 +126,7 @@ final class CollectionRegistry {
     func setAlias(_ name: String, to collection: Collection?) throws {
         if name == "default" {
             guard let collection else { throw ServiceError.notSupported("the default alias names the default keychain; it cannot be removed") }
+            guard !collection.isSession else { throw ServiceError.notSupported("the session collection lasts as long as the service; it cannot be the default keychain") }
             try KeychainFile.setDefaultPath(collection.file)
             return
         }

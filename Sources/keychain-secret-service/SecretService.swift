@@ -1,3 +1,4 @@
+import CLinux
 import CSDBus
 import Glibc
 import KeychainCore
@@ -26,9 +27,6 @@ final class SecretService {
     let pinentryProgram: String
     private var counter: UInt64 = 0
     private var running = true
-    /// Set by SIGTERM, SIGINT and SIGHUP (systemd stops the unit with SIGTERM), so the service
-    /// leaves through the same door as when the bus goes: the session collection removed.
-    nonisolated(unsafe) static var terminationRequested = false
     private var lastLockCheck = 0.0
 
     init(bus: OpaquePointer, pinentryProgram: String) {
@@ -103,7 +101,8 @@ final class SecretService {
     }
 
     private func loop() -> Int32 {
-        while running && !SecretService.terminationRequested {
+        // SIGTERM, SIGINT and SIGHUP (main.swift) leave through the same door as the bus going.
+        while running && clinux_termination_requested() == 0 {
             let rc = sd_bus_process(bus, nil)
             if rc < 0 {
                 // The bus going away (the session ending) is the normal way for the service to end.

@@ -21,11 +21,15 @@ enum SessionCollection {
         var template = Array("\(parent)/\(prefix)\(getpid())-XXXXXX".utf8CString)
         return mkdtemp(&template).map { String(cString: $0) }
     }()
-    static var file: String { (folder ?? parent + "/" + prefix + "unavailable") + "/session.keychain-db" }
+    /// Where the keychain goes (the name matters only when `folder` exists: makeStore refuses otherwise).
+    static var file: String { (folder ?? parent) + "/session.keychain-db" }
 
     /// Makes the keychain on first use; the leftovers of runs that died without removing theirs go
     /// first.
     static func makeStore() throws -> KeychainStore {
+        guard folder != nil else {
+            throw ServiceError.failed("cannot make a folder for the session collection in \(parent): \(String(cString: strerror(errno)))")
+        }
         removeLeftovers()
         return try KeychainStore.createEphemeral(at: file)
     }

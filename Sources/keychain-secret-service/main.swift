@@ -1,3 +1,4 @@
+import CLinux
 import CSDBus
 import Glibc
 import KeychainCore
@@ -39,9 +40,9 @@ while let argument = arguments.popFirst() {
 ProcessHardening.becomeUndumpable()
 // A client writing to a prompt's closed pinentry must not kill the service.
 signal(SIGPIPE, SIG_IGN)
-for stopping in [SIGTERM, SIGINT, SIGHUP] {
-    signal(stopping) { _ in SecretService.terminationRequested = true }
-}
+// Stopped as systemd stops it (SIGTERM), or from a terminal: the loop ends and the session
+// collection is removed.
+_ = clinux_catch_termination()
 
 var bus: OpaquePointer?
 let opened = sd_bus_open_user(&bus)

@@ -334,6 +334,15 @@ def session_collection():
     expect_error('org.freedesktop.DBus.Error.NotSupported', call(connection, SS_PATH, SERVICE, 'SetAlias', 'so', 'session',
                                                                  '/org/freedesktop/secrets/collection/login'),
                  'pointing the session alias elsewhere')
+    expect_error('org.freedesktop.DBus.Error.NotSupported', call(connection, SS_PATH, SERVICE, 'SetAlias', 'so', 'default', path),
+                 'making the session collection the default keychain')
+    expect(('/org/freedesktop/secrets/collection/login',), tuple(service.call('ReadAlias', 's', 'default')), 'the default after that')
+    # A keychain file named session (run.sh makes one) is a collection of its own, on disk.
+    on_disk = '/org/freedesktop/secrets/collection/session_2'
+    if on_disk not in service.get_property('Collections'):
+        fail(f'Collections lacks the keychain named session: {service.get_property("Collections")!r}')
+    secretstorage.Collection(connection, on_disk).create_item('kept', {'service': 'disk-session', 'account': 'a'}, b'on-disk-secret')
+    expect([], [i.item_path for i in collection.search_items({'service': 'disk-session'})], 'the session collection holds none of it')
     print('ok')
 
 if __name__ == '__main__':

@@ -177,7 +177,10 @@ session_collection() {
     dead=$(sh -c 'echo $$')
     leftover=${XDG_RUNTIME_DIR:-/tmp}/keychain-session-$dead-killed
     mkdir -m 700 "$leftover" && : > "$leftover/session.keychain-db"
+    printf 'pw\n' | security create-keychain session >/dev/null
     client session-collection
+    expect on-disk-secret "$(security find-generic-password -s disk-session -w "$XDG_DATA_HOME/keychains/session.keychain-db")" \
+        "the keychain named session keeps its item on disk"
     [ ! -e "$leftover" ] || { echo "$leftover left behind"; return 1; }
     printf 'session-secret-Q7y' | secret-tool store --collection=session --label=T held session-attr-Z3
     expect session-secret-Q7y "$(secret-tool lookup held session-attr-Z3)" "secret-tool through the session collection"

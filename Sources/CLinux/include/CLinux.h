@@ -22,4 +22,10 @@ int clinux_sqlite_harden(void *db);
  * exec, so a helper program started at the same moment in another thread inherits neither. */
 int clinux_pipe_cloexec(int fds[2]);
 
+/* SIGTERM, SIGINT and SIGHUP set a flag (a signal handler is C's to write) that
+ * clinux_termination_requested() reads; poll(2) is interrupted rather than restarted. Returns 0 on
+ * success. */
+int clinux_catch_termination(void);
+int clinux_termination_requested(void);
+
 #endif
