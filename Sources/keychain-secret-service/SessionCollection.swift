@@ -19,8 +19,13 @@ enum SessionCollection {
     /// the pid in its name tells a later run whose leftovers it is.
     private static let folder: String? = {
         var template = Array("\(parent)/\(prefix)\(getpid())-XXXXXX".utf8CString)
-        return mkdtemp(&template).map { String(cString: $0) }
+        guard let made = mkdtemp(&template) else {
+            folderError = String(cString: strerror(errno))
+            return nil
+        }
+        return String(cString: made)
     }()
+    private static var folderError = ""
     /// Where the keychain goes (the name matters only when `folder` exists: makeStore refuses otherwise).
     static var file: String { (folder ?? parent) + "/session.keychain-db" }
 
@@ -28,7 +33,7 @@ enum SessionCollection {
     /// first.
     static func makeStore() throws -> KeychainStore {
         guard folder != nil else {
-            throw ServiceError.failed("cannot make a folder for the session collection in \(parent): \(String(cString: strerror(errno)))")
+            throw ServiceError.failed("cannot make a folder for the session collection in \(parent): \(folderError)")
         }
         removeLeftovers()
         return try KeychainStore.createEphemeral(at: file)
