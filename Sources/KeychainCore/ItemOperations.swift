@@ -61,7 +61,7 @@ extension KeychainStore {
                     let keys = try currentKeys()
                     do {
                         let old = try lockedAwareMatches(query, keys: keys)
-                        for (_, item) in old where try !gate.admits(item, needsSecret: true, changing: true) {
+                        for (_, item) in old where try !gate.admits(item, changing: true) {
                             throw KeychainError(.interactionNotAllowed, "the old item needs the user's presence")
                         }
                         try proveApplicationPasswords(of: old, gate: gate, keys: keys)
@@ -134,7 +134,7 @@ extension KeychainStore {
                 defer { opened.wipe() }
                 var item = opened.item
                 guard query.matches(item) else { continue }
-                if includeSecret, try !gate.admits(item, needsSecret: true) { continue }
+                if includeSecret, try !gate.admits(item) { continue }
                 if let filter = query.certificateFilter, query.itemClass == .certificate {
                     let der = try openSecret(row, keys: keys) ?? []
                     guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
@@ -183,9 +183,8 @@ extension KeychainStore {
         return try withPresence(presence) { gate in try withLock {
             try db.transaction {
                 let keys = try currentKeys()
-                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: true, changing: true) }
+                let matches = try changeable(lockedAwareMatches(query, keys: keys), gate: gate, keys: keys)
                 if matches.isEmpty { throw KeychainError(.itemNotFound) }
-                try proveApplicationPasswords(of: matches, gate: gate, keys: keys)
                 for (row, old) in matches {
                     var item = old
                     for (k, v) in changes { item.attributes[k] = v }
@@ -234,13 +233,20 @@ extension KeychainStore {
         return try withPresence(presence) { gate in try withLock {
             try db.transaction {
                 let keys = try currentKeys()
-                let matches = try lockedAwareMatches(query, keys: keys).filter { try gate.admits($0.1, needsSecret: true, changing: true) }
+                let matches = try changeable(lockedAwareMatches(query, keys: keys), gate: gate, keys: keys)
                 if matches.isEmpty { throw KeychainError(.itemNotFound) }
-                try proveApplicationPasswords(of: matches, gate: gate, keys: keys)
                 try deleteRows(matches.map { $0.0.rowID })
                 return matches.count
             }
         } }
+    }
+
+    /// What an update or delete may change among `matches`: the items the gate admits, each one
+    /// sealed under an application password opened by the password at hand.
+    private func changeable(_ matches: [(Row, Item)], gate: PresenceGate, keys: ClassKeys) throws -> [(Row, Item)] {
+        let admitted = try matches.filter { try gate.admits($0.1, changing: true) }
+        try proveApplicationPasswords(of: admitted, gate: gate, keys: keys)
+        return admitted
     }
 
     /// Before an update, replace or delete: the application password at hand opens every matched

@@ -40,7 +40,7 @@ extension KeychainStore {
         let identities = try findIdentities(query, limit: nil, presence: presence)
         let allowed = try withPresence(presence) { gate in
             let admitted = try identities.filter {
-                try gate.admits($0.certificate, needsSecret: true, changing: true) && gate.admits($0.privateKey, needsSecret: true, changing: true)
+                try gate.admits($0.certificate, changing: true) && gate.admits($0.privateKey, changing: true)
             }
             // A half sealed under an application password (a key added alone, then paired) goes
             // only with that password, as in delete().

@@ -23,10 +23,10 @@ struct PresenceGate {
         options.context?.interactionNotAllowed == true && options.interaction == .allow ? .fail : options.interaction
     }
 
-    /// Whether `item` may be used: true to go on, false to leave it out (Skip). `needsSecret`: the
-    /// call opens the item's secret sealed under its application password, or must prove it
-    /// (`changing`: an update, replace or delete, which may also remove an item nobody can read).
-    func admits(_ item: Item, needsSecret: Bool, changing: Bool = false) throws -> Bool {
+    /// Whether `item`'s secret may be used: true to go on, false to leave it out (Skip). A read
+    /// opens a secret sealed under an application password; a change (`changing`: an update,
+    /// replace or delete, which may also remove an item nobody can read) must prove it.
+    func admits(_ item: Item, changing: Bool = false) throws -> Bool {
         let conditions = AccessConditions(of: item)
         guard conditions.needsAPerson else { return true }
         if options.context?.isInvalidated == true {
@@ -38,7 +38,7 @@ struct PresenceGate {
         var demand: Demand?
         if conditions.asksPolkit && !polkitGranted {
             demand = .polkit
-        } else if needsSecret && !options.keepsSealedSecrets && conditions.contains(.applicationPassword) && password == nil {
+        } else if !options.keepsSealedSecrets && conditions.contains(.applicationPassword) && password == nil {
             demand = .applicationPassword
         }
         guard let demand else { return true }
@@ -76,7 +76,7 @@ struct PresenceGate {
     }
 
     /// Changing, replacing or deleting an item sealed under an application password takes that
-    /// password, as reading it does (`admits(_:needsSecret: true)` asks for it): the one at hand
+    /// password, as reading it does (`admits(_:changing:)` asks for it): the one at hand
     /// must open the stored secret, or the call is errSecAuthFailed and nothing changes.
     func proveApplicationPassword(of item: Item, stored: Bytes?) throws {
         guard AccessConditions(of: item).contains(.applicationPassword), let stored else { return }
