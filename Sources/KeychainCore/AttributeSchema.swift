@@ -35,7 +35,7 @@ enum AttributeSchema {
         case "acct": return .blob
         // What the Secret Service keeps beyond Apple's attributes (SecretServiceItems.swift).
         case SecretAttributes.storedKey: return .data
-        case SecretAttributes.contentTypeKey: return .string
+        case SecretAttributes.contentTypeKey, SecretAttributes.ownerKey: return .string
         default: return nil
         }
     }

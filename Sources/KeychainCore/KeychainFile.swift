@@ -7,8 +7,11 @@ public enum KeychainFile {
     public static func defaultPath() -> String {
         if let p = environment("KEYCHAIN_PATH"), !p.isEmpty { return p }
         if let chosen = readSmallFile(defaultChoiceFile()), chosen.hasPrefix("/") { return chosen }
-        return directory() + "/login.keychain-db"
+        return loginPath()
     }
+
+    /// The login keychain: the one the PAM module unlocks with the login password.
+    public static func loginPath() -> String { directory() + "/login.keychain-db" }
 
     /// Where `security default-keychain -s` records its choice.
     public static func defaultChoiceFile() -> String {

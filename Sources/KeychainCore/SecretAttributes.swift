@@ -14,6 +14,10 @@ public enum SecretAttributes {
     static let storedKey = "ssat"
     /// Metadata key of the secret's content type (the Secret struct's fourth field).
     static let contentTypeKey = "ssct"
+    /// Metadata key of the sandboxed app (Flatpak or Snap id) that created the item through the
+    /// service; absent for items of unconfined programs and other front ends. Not an attribute a
+    /// client sees or sets: the service writes it from the caller's identity.
+    public static let ownerKey = "ssow"
 
     /// libsecret's schema for network passwords. Clients that search with a schema add its name as
     /// `xdg:schema`, so internet passwords stored by other front ends show this one.

@@ -9,6 +9,15 @@ public struct SecretItem: Sendable {
     public var created: UInt64
     public var modified: UInt64
     public var secret: Bytes?
+    /// The sandboxed app that created the item through the service (nil: an unconfined program or
+    /// another front end).
+    public var owner: String?
+
+    /// Whether a search of `owner` for `query` finds this item: every pair exactly, and the item the
+    /// owner's own (a nil owner, an unconfined program, sees every item).
+    func matches(_ query: [String: String], owner: String?) -> Bool {
+        (owner == nil || self.owner == owner) && query.allSatisfy { attributes[$0.key] == $0.value }
+    }
 }
 
 /// What a Secret Service search finds: items it could read, and rows of locked items that the
@@ -16,6 +25,9 @@ public struct SecretItem: Sendable {
 public struct SecretSearchResult: Sendable {
     public var unlocked: [SecretItem] = []
     public var locked: [Int64] = []
+
+    /// Every row found, locked or not, oldest first.
+    public var rows: [Int64] { (unlocked.map(\.row) + locked).sorted() }
 }
 
 /// The Secret Service's items in the engine: generic and internet passwords (SecretAttributes says
@@ -40,11 +52,29 @@ extension KeychainStore {
     /// The default content type of a secret, as libsecret sends it.
     public static let defaultContentType = "text/plain"
 
+    /// The index name under which an item's owner is hashed beside its attributes. D-Bus strings
+    /// cannot hold a NUL, so no client attribute can take this name.
+    static let ownerIndexName = "\u{0}owner"
+
+    /// The latest date the service shows (the last second of year 9999): a stored date beyond it,
+    /// or one that is not finite (a crafted backup can carry either), is shown as this.
+    static let latestDate = 253_402_300_799.0
+
+    /// `query` narrowed to the items of `owner`, as the attribute index sees it.
+    static func scoped(_ query: [String: String], owner: String?) -> [String: String] {
+        guard let owner else { return query }
+        var scoped = query
+        scoped[ownerIndexName] = owner
+        return scoped
+    }
+
     // MARK: Reading
 
-    /// Every Secret Service item's row, locked or not, oldest first.
-    public func secretItemRows() throws -> [Int64] {
-        try withLock {
+    /// Every Secret Service item's row, locked or not, oldest first; with an owner, only that
+    /// app's items (found through the index, so locked ones too).
+    public func secretItemRows(owner: String? = nil) throws -> [Int64] {
+        if owner != nil { return try searchSecretItems([:], owner: owner).rows }
+        return try withLock {
             let stmt = try db.statement("SELECT rowid FROM items WHERE class IN (?, ?) ORDER BY rowid")
             stmt.bind([.int(ItemClass.genericPassword.code), .int(ItemClass.internetPassword.code)])
             defer { stmt.reset() }
@@ -60,26 +90,35 @@ extension KeychainStore {
     }
 
     /// One item; errSecInteractionNotAllowed when its class key is locked, errSecItemNotFound when
-    /// there is no such item.
-    public func secretItem(_ row: Int64, includeSecret: Bool = false) throws -> SecretItem {
+    /// there is no such item, or, with an owner, when the item is not that app's.
+    public func secretItem(_ row: Int64, includeSecret: Bool = false, owner: String? = nil) throws -> SecretItem {
         try withLock {
             guard let stored = try loadRow(row) else { throw KeychainError(.itemNotFound) }
             let keys = try currentKeys()
-            guard keys.has(stored.lockClass) else { throw KeychainError.locked() }
-            return try secretItem(stored, keys: keys, includeSecret: includeSecret)
+            guard keys.has(stored.lockClass) else {
+                // Whether a locked item is the app's comes from the index; another app's locked
+                // item does not exist for it.
+                if owner != nil, try !indexHolds(Self.scoped([:], owner: owner), row: row, keys: keys) {
+                    throw KeychainError(.itemNotFound)
+                }
+                throw KeychainError.locked()
+            }
+            return try secretItem(stored, keys: keys, includeSecret: includeSecret, owner: owner)
         }
     }
 
-    /// Items whose attributes include every given pair, exactly (no pairs: every item).
-    public func searchSecretItems(_ query: [String: String]) throws -> SecretSearchResult {
+    /// Items whose attributes include every given pair, exactly (no pairs: every item); with an
+    /// owner, only the items that app created.
+    public func searchSecretItems(_ query: [String: String], owner: String? = nil) throws -> SecretSearchResult {
         try withLock {
             let keys = try currentKeys()
+            let scoped = Self.scoped(query, owner: owner)
             var result = SecretSearchResult()
-            for row in try secretCandidates(query, keys: keys) {
+            for row in try secretCandidates(scoped, keys: keys) {
                 if keys.has(row.lockClass) {
                     let item = try secretItem(row, keys: keys, includeSecret: false)
-                    if query.allSatisfy({ item.attributes[$0.key] == $0.value }) { result.unlocked.append(item) }
-                } else if try indexHolds(query, row: row.rowID, keys: keys) {
+                    if item.matches(query, owner: owner) { result.unlocked.append(item) }
+                } else if try indexHolds(scoped, row: row.rowID, keys: keys) {
                     result.locked.append(row.rowID)
                 }
             }
@@ -87,20 +126,55 @@ extension KeychainStore {
         }
     }
 
+    /// Whether every item of this keychain is one the Secret Service manages: a password that
+    /// needs nobody's presence, readable now. A keychain that also holds certificates, keys,
+    /// identities, protected or locked items is not the service's to delete.
+    public func holdsOnlySecretServiceItems() throws -> Bool {
+        try withLock {
+            let keys = try currentKeys()
+            let stmt = try db.statement("SELECT rowid, class FROM items ORDER BY rowid")
+            var rows: [Int64] = []
+            while try stmt.step() {
+                let itemClass = ItemClass(code: stmt.int(1))
+                guard itemClass == .genericPassword || itemClass == .internetPassword else {
+                    stmt.reset()
+                    return false
+                }
+                rows.append(stmt.int(0))
+            }
+            stmt.reset()
+            for rowID in rows {
+                guard let row = try loadRow(rowID), keys.has(row.lockClass),
+                      !AccessConditions(of: try openAttributes(row, keys: keys)).needsAPerson else { return false }
+            }
+            return true
+        }
+    }
+
     // MARK: Writing
 
-    /// Stores a new item. With `replace`, items whose attributes include all of these go first, and
-    /// so does an item that Apple's rules call the same one (an internet password for the same user,
-    /// server, protocol, port and path): that is how git's libsecret helper and git-credential-keychain
-    /// update one credential. Without `replace`, an item that would collide with an existing one is
-    /// kept apart in its own access group, since the Secret Service allows look-alike items.
+    /// Stores a new item. With `replace`, the item with the same attributes (the same set: not one
+    /// that merely includes them, which for an empty set would be every item) goes first, and so
+    /// does an internet password that Apple's rules call the same one (the same user, server,
+    /// protocol, port and path): that is how git's libsecret helper and
+    /// git-credential-keychain update one credential. Without `replace`, an item that would collide
+    /// with an existing one is kept apart in its own access group, since the Secret Service allows
+    /// look-alike items.
+    ///
+    /// With an owner (a sandboxed app), the item is that app's: a generic password in the app's
+    /// access group, whatever its attributes say, so that it never answers git's, docker's or
+    /// another program's lookups, and `replace` touches only the app's own items.
     public func addSecretItem(label: String, attributes: [String: String], secret: Bytes, contentType: String,
-                              replace: Bool) throws -> (item: SecretItem, replaced: [Int64]) {
-        let itemClass = SecretAttributes.itemClass(for: attributes)
+                              replace: Bool, owner: String? = nil) throws -> (item: SecretItem, replaced: [Int64]) {
+        let itemClass = owner == nil ? SecretAttributes.itemClass(for: attributes) : .genericPassword
         var item = Item(itemClass: itemClass, attributes: SecretAttributes.appleAttributes(attributes, itemClass: itemClass), secret: secret)
         item[SecretAttributes.storedKey] = .data(SecretAttributes.encode(attributes))
         item[SecretAttributes.contentTypeKey] = .string(contentType)
         item["labl"] = .string(label)
+        if let owner {
+            item[SecretAttributes.ownerKey] = .string(owner)
+            item["agrp"] = .string(owner)
+        }
         var (prepared, plain) = try Self.prepareNew(item, keepingDates: false)
         defer { plain?.wipe() }
         return try withLock {
@@ -110,9 +184,9 @@ extension KeychainStore {
                 try db.execute(Self.secretIndexSchema)
                 var replaced: [Int64] = []
                 if replace {
-                    for row in try secretCandidates(attributes, keys: keys) where keys.has(row.lockClass) {
+                    for row in try secretCandidates(Self.scoped(attributes, owner: owner), keys: keys) where keys.has(row.lockClass) {
                         let old = try secretItem(row, keys: keys, includeSecret: false)
-                        if attributes.allSatisfy({ old.attributes[$0.key] == $0.value }) {
+                        if old.attributes == attributes && old.owner == owner {
                             try refuseNeedingAPerson(row, keys: keys)
                             replaced.append(row.rowID)
                         }
@@ -123,22 +197,29 @@ extension KeychainStore {
                 do {
                     stored = try insert(prepared, secret: plain, keys: keys)
                 } catch let error as KeychainError where error.code == .duplicateItem {
-                    if replace {
-                        let colliding = try rowsWithPrimaryKey(of: prepared, keys: keys)
+                    let colliding = try rowsWithPrimaryKey(of: prepared, keys: keys)
+                    // An internet password's key (user, server, protocol, port, path) is the
+                    // credential itself: replace takes its place whoever stored it. A generic
+                    // password's (service, account) is not: items with other attributes and the
+                    // same two, or neither, are other items, and stay.
+                    var ours = itemClass == .internetPassword
+                    if replace && ours {
                         for rowID in colliding {
-                            if let row = try loadRow(rowID) {
-                                if !keys.has(row.lockClass) { throw KeychainError.locked() }
-                                try refuseNeedingAPerson(row, keys: keys)
-                            }
+                            guard let row = try loadRow(rowID) else { continue }
+                            if !keys.has(row.lockClass) { throw KeychainError.locked() }
+                            try refuseNeedingAPerson(row, keys: keys)
+                            if try openAttributes(row, keys: keys)[SecretAttributes.ownerKey]?.stringValue != owner { ours = false }
                         }
+                    }
+                    if replace && ours {
                         try deleteRows(colliding)
                         replaced += colliding
                     } else {
-                        prepared["agrp"] = .string("org.freedesktop.secrets." + (try Crypto.random(8)).hex)
+                        prepared["agrp"] = .string((owner ?? "org.freedesktop.secrets") + "." + (try Crypto.random(8)).hex)
                     }
                     stored = try insert(prepared, secret: plain, keys: keys)
                 }
-                try index(attributes, row: stored.rowID, key: indexKey)
+                try index(attributes, row: stored.rowID, key: indexKey, owner: owner)
                 guard let row = try loadRow(stored.rowID) else { throw KeychainError(.itemNotFound) }
                 return (try secretItem(row, keys: keys, includeSecret: false), replaced)
             }
@@ -149,8 +230,8 @@ extension KeychainStore {
     /// its class and its row, so its object path stays.
     @discardableResult
     public func updateSecretItem(_ rowID: Int64, label: String? = nil, attributes: [String: String]? = nil,
-                                 secret: Bytes? = nil, contentType: String? = nil) throws -> SecretItem {
-        let current = try secretItem(rowID)
+                                 secret: Bytes? = nil, contentType: String? = nil, owner: String? = nil) throws -> SecretItem {
+        let current = try secretItem(rowID, owner: owner)
         // Refused before anything is written, the attribute index included.
         try withLock { try checkChangeable(rowID, keys: try currentKeys()) }
         var changes: [String: AttributeValue] = [:]
@@ -168,7 +249,7 @@ extension KeychainStore {
             try withIndexKey { key in
                 try db.transaction {
                     try db.execute(Self.secretIndexSchema)
-                    try index(attributes, row: rowID, key: key)
+                    try index(attributes, row: rowID, key: key, owner: current.owner)
                 }
             }
         }
@@ -181,15 +262,17 @@ extension KeychainStore {
             try withIndexKey { key in
                 try db.transaction {
                     try db.statement("DELETE FROM secret_attributes WHERE item = ?").run([.int(rowID)])
-                    try index(attributes, row: rowID, key: key)
+                    try index(attributes, row: rowID, key: key, owner: current.owner)
                 }
             }
         }
         return try secretItem(rowID)
     }
 
-    /// Deletes one item; errSecInteractionNotAllowed while it is locked.
-    public func deleteSecretItem(_ rowID: Int64) throws {
+    /// Deletes one item; errSecInteractionNotAllowed while it is locked; with an owner, only an
+    /// item of that app.
+    public func deleteSecretItem(_ rowID: Int64, owner: String? = nil) throws {
+        if owner != nil { _ = try secretItem(rowID, owner: owner) }
         try withLock {
             try checkChangeable(rowID, keys: try currentKeys())
             try db.transaction { try deleteRows([rowID]) }
@@ -257,20 +340,24 @@ extension KeychainStore {
         }
     }
 
-    private func secretItem(_ row: Row, keys: ClassKeys, includeSecret: Bool) throws -> SecretItem {
+    /// The item as the service shows it; errSecItemNotFound when an owner is given and the item is
+    /// not that app's (checked before anything else is said about it).
+    private func secretItem(_ row: Row, keys: ClassKeys, includeSecret: Bool, owner: String? = nil) throws -> SecretItem {
         let item = try openAttributes(row, keys: keys)
+        if owner != nil && item[SecretAttributes.ownerKey]?.stringValue != owner { throw KeychainError(.itemNotFound) }
         if includeSecret && AccessConditions(of: item).needsAPerson {
             throw KeychainError.presence(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
         }
         func seconds(_ key: String) -> UInt64 {
-            if case .date(let d)? = item[key], d > 0 { return UInt64(d.rounded()) }
-            return 0
+            guard case .date(let d)? = item[key], d > 0 else { return 0 }
+            return UInt64(d.isFinite ? min(d, Self.latestDate).rounded() : Self.latestDate)
         }
         return SecretItem(row: row.rowID, itemClass: row.itemClass, label: item["labl"]?.stringValue ?? "",
                           attributes: SecretAttributes.view(of: item),
                           contentType: item[SecretAttributes.contentTypeKey]?.stringValue ?? Self.defaultContentType,
                           created: seconds("cdat"), modified: seconds("mdat"),
-                          secret: includeSecret ? try openSecret(row, keys: keys) : nil)
+                          secret: includeSecret ? try openSecret(row, keys: keys) : nil,
+                          owner: item[SecretAttributes.ownerKey]?.stringValue)
     }
 
     private func hasSecretIndex() throws -> Bool {
@@ -295,13 +382,14 @@ extension KeychainStore {
         try db.execute("DELETE FROM secret_attributes")
         for item in items {
             guard case .data(let encoded)? = item.attributes[SecretAttributes.storedKey] else { continue }
-            try index(try SecretAttributes.decode(encoded), row: item.rowID, key: key)
+            try index(try SecretAttributes.decode(encoded), row: item.rowID, key: key,
+                      owner: item.attributes[SecretAttributes.ownerKey]?.stringValue)
         }
     }
 
-    private func index(_ attributes: [String: String], row: Int64, key: Crypto.HMACKey) throws {
+    private func index(_ attributes: [String: String], row: Int64, key: Crypto.HMACKey, owner: String?) throws {
         let stmt = try db.statement("INSERT OR IGNORE INTO secret_attributes(hash, item) VALUES (?, ?)")
-        for (name, value) in attributes {
+        for (name, value) in Self.scoped(attributes, owner: owner) {
             try stmt.run([.blob(Self.secretAttributeHash(key, name: name, value: value)), .int(row)])
         }
     }

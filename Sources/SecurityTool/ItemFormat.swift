@@ -58,6 +58,8 @@ enum ItemFormat {
         for (name, kind) in layout {
             lines.append("    \"\(name)\"<\(kind.rawValue)>=" + value(item[name], name: name, kind: kind))
         }
+        // Not a macOS attribute: the sandboxed app that made the item through the Secret Service.
+        if let owner = item[SecretAttributes.ownerKey] { lines.append("    \"ssow\"<blob>=" + blob(owner)) }
         return lines.joined(separator: "\n")
     }
 

@@ -19,7 +19,7 @@ extension SecretService {
         switch member {
         case "SearchItems":
             let query = try reader.stringDictionary()
-            let found = try collection.store().searchSecretItems(query)
+            let found = try collection.store().searchSecretItems(query, owner: call.owner)
             try reply(call) { try $0.objectPaths(found.unlocked.map { collection.itemPath($0.row) } + found.locked.map(collection.itemPath)) }
         case "CreateItem":
             var label = "", attributes: [String: String] = [:]
@@ -42,7 +42,7 @@ extension SecretService {
             defer { secret.wipe() }
             let store = try collection.store()
             let (item, replaced) = try store.addSecretItem(label: label, attributes: attributes, secret: secret,
-                                                           contentType: wire.contentType, replace: replace)
+                                                           contentType: wire.contentType, replace: replace, owner: call.owner)
             try reply(call) { w in
                 try w.objectPath(collection.itemPath(item.row))
                 try w.objectPath(ObjectPaths.none)
@@ -51,17 +51,14 @@ extension SecretService {
             emit(collection.path, Interface.collection, "ItemCreated") { try $0.objectPath(collection.itemPath(item.row)) }
             emitPropertiesChanged(collection.path, Interface.collection, ["Items"])
         case "Delete":
+            try call.requireUnconfined("delete keychains")
             guard !collection.isSession else { throw ServiceError.accessDenied("the session collection lasts as long as the service") }
-            guard collection !== collections.defaultCollection else {
-                throw ServiceError.accessDenied("\(collection.name) is the default keychain; delete it with `security delete-keychain`")
+            guard collection.file != KeychainFile.loginPath(), collection !== collections.defaultCollection else {
+                throw ServiceError.accessDenied("\(collection.name) is the login or default keychain; delete it with `security delete-keychain`")
             }
-            (try? collection.store())?.lockAll()
-            collection.forget()
-            for suffix in ["", "-wal", "-shm"] { unlink(collection.file + suffix) }
-            collections.remove(collection)
-            try reply(call) { try $0.objectPath(ObjectPaths.none) }
-            emit(ObjectPaths.root, Interface.service, "CollectionDeleted") { try $0.objectPath(collection.path) }
-            emitPropertiesChanged(ObjectPaths.root, Interface.service, ["Collections"])
+            // The keychain's own password, through a prompt, before anything goes (Prompt.swift).
+            let prompt = try makePrompt(.delete(collection), owner: call.sender)
+            try reply(call) { try $0.objectPath(prompt) }
         default:
             throw ServiceError.notSupported("unknown method \(member)")
         }
@@ -74,7 +71,7 @@ extension SecretService {
         switch member {
         case "GetSecret":
             let session = try session(try reader.objectPath(), for: call)
-            let item = try store.secretItem(row, includeSecret: true)
+            let item = try store.secretItem(row, includeSecret: true, owner: call.owner)
             var secret = item.secret ?? []
             defer { secret.wipe() }
             let wire = try session.encode(secret, path: ObjectPaths.sessions + session.id, contentType: item.contentType)
@@ -83,17 +80,35 @@ extension SecretService {
             let wire = try reader.secret()
             var secret = try session(wire.session, for: call).decode(wire)
             defer { secret.wipe() }
-            try store.updateSecretItem(row, secret: secret, contentType: wire.contentType)
+            try store.updateSecretItem(row, secret: secret, contentType: wire.contentType, owner: call.owner)
             try reply(call)
             itemChanged(collection, row)
         case "Delete":
-            try store.deleteSecretItem(row)
+            try store.deleteSecretItem(row, owner: call.owner)
             try reply(call) { try $0.objectPath(ObjectPaths.none) }
             emit(collection.path, Interface.collection, "ItemDeleted") { try $0.objectPath(collection.itemPath(row)) }
             emitPropertiesChanged(collection.path, Interface.collection, ["Items"])
         default:
             throw ServiceError.notSupported("unknown method \(member)")
         }
+    }
+
+    /// Deletes a keychain the service may delete: not the login or default one, and holding only
+    /// items the service manages (called once its password was proven through a prompt).
+    func deleteCollection(_ collection: Collection) throws {
+        guard collection.file != KeychainFile.loginPath(), collection !== collections.defaultCollection else {
+            throw ServiceError.accessDenied("\(collection.name) is the login or default keychain")
+        }
+        guard try collection.store().holdsOnlySecretServiceItems() else {
+            throw ServiceError.accessDenied("\(collection.name) holds items the Secret Service does not manage (certificates, keys, "
+                                            + "or items that ask for the user); delete it with `security delete-keychain`")
+        }
+        (try? collection.store())?.lockAll()
+        collection.forget()
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(collection.file + suffix) }
+        collections.remove(collection)
+        emit(ObjectPaths.root, Interface.service, "CollectionDeleted") { try $0.objectPath(collection.path) }
+        emitPropertiesChanged(ObjectPaths.root, Interface.service, ["Collections"])
     }
 
     func itemChanged(_ collection: Collection, _ row: Int64) {

@@ -127,6 +127,14 @@ final class CollectionRegistry {
         if name == "default" {
             guard let collection else { throw ServiceError.notSupported("the default alias names the default keychain; it cannot be removed") }
             guard !collection.isSession else { throw ServiceError.notSupported("the session collection lasts as long as the service; it cannot be the default keychain") }
+            // The default keychain is where security, git and docker store: a client may name one
+            // only where there is none (a first keychain made through a prompt), never move it.
+            if let current = defaultCollection {
+                guard current === collection else {
+                    throw ServiceError.accessDenied("the default keychain is \(current.name); choose another with `security default-keychain -s`")
+                }
+                return
+            }
             try KeychainFile.setDefaultPath(collection.file)
             return
         }

@@ -1,39 +1,61 @@
 import Glibc
 import KeychainCore
 
-/// A Prompt object: what Unlock and CreateCollection return when a person must type a password.
-/// Prompt() starts pinentry; the outcome is the Completed signal (dismissed, result).
+/// A Prompt object: what Unlock, CreateCollection and Collection.Delete return when a person must
+/// type a password. Prompt() asks for pinentry, which starts when this client has no other
+/// pinentry running and fewer than `SecretService.pinentriesAtOnce` run in all; the outcome is the
+/// Completed signal (dismissed, result). A prompt belongs to the connection that caused it: to
+/// any other it does not exist.
 final class Prompt {
     enum Action {
         /// The objects asked for and the locked collection each is in.
         case unlock([(String, Collection)])
         case create(label: String, alias: String)
+        /// Deleting a keychain, once its own password is given.
+        case delete(Collection)
     }
 
     static let tries = 3
 
     let id: String
+    /// The order prompts were made in: waiting ones start in this order.
+    let sequence: UInt64
     let owner: String
     let action: Action
     private(set) var pinentry: Pinentry?
     private var pending: [Collection] = []
     private var unlockedPaths: [String] = []
     private var failures = 0
+    /// Prompt() was called: the prompt waits for its turn, or runs.
+    private(set) var requested = false
     private var started = false
 
-    init(id: String, owner: String, action: Action) {
+    init(id: String, sequence: UInt64, owner: String, action: Action) {
         self.id = id
+        self.sequence = sequence
         self.owner = owner
         self.action = action
     }
 
     var path: String { ObjectPaths.prompts + id }
 
+    /// Waiting for a pinentry of its own.
+    var isWaiting: Bool { requested && !started }
+
+    func request() {
+        requested = true
+    }
+
     func start(_ service: SecretService) {
         guard !started else { return }
         started = true
-        if case .unlock(let objects) = action {
+        switch action {
+        case .unlock(let objects):
             for (_, collection) in objects where !pending.contains(where: { $0 === collection }) { pending.append(collection) }
+        case .delete(let collection):
+            pending = [collection]
+        case .create:
+            break
         }
         guard let pinentry = Pinentry(program: service.pinentryProgram) else {
             complete(service, dismissed: true)
@@ -49,6 +71,10 @@ final class Prompt {
             guard let collection = pending.first else { return }
             pinentry?.ask(title: "Unlock keychain",
                           description: "An application wants access to the keychain \u{201C}\(collection.name)\u{201D}. Enter its password to unlock it.",
+                          prompt: "Password:", error: error)
+        case .delete(let collection):
+            pinentry?.ask(title: "Delete keychain",
+                          description: "An application wants to delete the keychain \u{201C}\(collection.name)\u{201D} and every item in it. Enter its password to delete it.",
                           prompt: "Password:", error: error)
         case .create(let label, _):
             pinentry?.ask(title: "New keychain",
@@ -85,6 +111,25 @@ final class Prompt {
                 SecretService.log("cannot unlock \(collection.name): \(error)")
                 complete(service, dismissed: true)
             }
+        case .delete(let collection):
+            do {
+                try collection.store().verify(password: password)
+            } catch let error as KeychainError where error.code == .authFailed {
+                failures += 1
+                if failures >= Self.tries { complete(service, dismissed: true) } else { askNext(error: "Wrong password; try again.") }
+                return
+            } catch {
+                SecretService.log("cannot open \(collection.name): \(error)")
+                complete(service, dismissed: true)
+                return
+            }
+            do {
+                try service.deleteCollection(collection)
+                complete(service, dismissed: false)
+            } catch {
+                SecretService.log("\(collection.name) was not deleted: \(ServiceError(error).message)")
+                complete(service, dismissed: true)
+            }
         case .create(let label, let alias):
             guard !password.isEmpty else {
                 askNext(error: "The password cannot be empty.")
@@ -101,10 +146,11 @@ final class Prompt {
         }
     }
 
-    /// Sends Completed and retires the prompt.
+    /// Sends Completed and retires the prompt; the next waiting prompt gets its pinentry.
     func complete(_ service: SecretService, dismissed: Bool) {
         cancel()
         service.prompts[id] = nil
+        service.startWaitingPrompts()
         service.noticeLockChanges()
         service.emit(path, Interface.prompt, "Completed") { w in
             try w.bool(dismissed)
@@ -123,21 +169,43 @@ final class Prompt {
 }
 
 extension SecretService {
-    func makePrompt(_ action: Prompt.Action, owner: String) -> String {
-        let prompt = Prompt(id: nextID("p"), owner: owner, action: action)
+    func makePrompt(_ action: Prompt.Action, owner: String) throws -> String {
+        guard prompts.values.filter({ $0.owner == owner }).count < Self.promptsPerClient else {
+            throw ServiceError.limitsExceeded("this client has \(Self.promptsPerClient) open prompts")
+        }
+        let id = nextID("p")
+        let prompt = Prompt(id: id, sequence: UInt64(id.dropFirst()) ?? 0, owner: owner, action: action)
         prompts[prompt.id] = prompt
         return prompt.path
     }
 
+    /// Starts waiting prompts, oldest first, while their client has no pinentry running and fewer
+    /// than `pinentriesAtOnce` run in all.
+    func startWaitingPrompts() {
+        // Each start either runs a pinentry or completes the prompt at once (no pinentry program),
+        // which removes it: the loop ends.
+        while true {
+            let running = prompts.values.filter { $0.pinentry != nil }
+            guard running.count < Self.pinentriesAtOnce,
+                  let next = prompts.values.filter({ prompt in prompt.isWaiting && !running.contains { $0.owner == prompt.owner } })
+                      .min(by: { $0.sequence < $1.sequence }) else { return }
+            next.start(self)
+        }
+    }
+
     func promptMethod(_ member: String, _ call: Call) throws {
-        guard call.path.hasPrefix(ObjectPaths.prompts), let prompt = prompts[String(call.path.dropFirst(ObjectPaths.prompts.count))] else {
+        // Another connection's prompt does not exist for this one: it can neither dismiss it nor
+        // raise its dialog.
+        guard call.path.hasPrefix(ObjectPaths.prompts), let prompt = prompts[String(call.path.dropFirst(ObjectPaths.prompts.count))],
+              prompt.owner == call.sender else {
             throw ServiceError.noSuchObject("no prompt \(call.path)")
         }
         switch member {
         case "Prompt":
             _ = try call.reader.string()  // the window id: pinentry places its own dialog
             try reply(call)
-            prompt.start(self)
+            prompt.request()
+            startWaitingPrompts()
         case "Dismiss":
             try reply(call)
             prompt.complete(self, dismissed: true)

@@ -8,14 +8,16 @@ extension SecretService {
     func get(_ path: String, _ interface: String, _ property: String, _ reply: OpaquePointer,
              _ busError: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
         let w = MessageWriter(message: reply)
+        let caller = currentCaller
         do {
+            if caller == .unidentified { throw ServiceError.accessDenied("this sandboxed client could not be identified") }
             switch (interface, property) {
             case (Interface.service, "Collections"):
                 try w.objectPaths(collections.all.map(\.path))
             case (Interface.collection, _):
                 let collection = try collection(at: path)
                 switch property {
-                case "Items": try w.objectPaths(try collection.store().secretItemRows().map(collection.itemPath))
+                case "Items": try w.objectPaths(try collection.store().secretItemRows(owner: caller.owner).map(collection.itemPath))
                 case "Label": try w.string(try collection.store().collectionLabel() ?? collection.name)
                 case "Locked": try w.bool(collection.isLocked)
                 case "Created", "Modified":
@@ -36,7 +38,7 @@ extension SecretService {
                 // to list locked items before unlocking them.
                 let item: SecretItem?
                 do {
-                    item = try collection.store().secretItem(row)
+                    item = try collection.store().secretItem(row, owner: caller.owner)
                 } catch let error as KeychainError where error.code == .interactionNotAllowed {
                     item = nil
                 }
@@ -60,17 +62,20 @@ extension SecretService {
     func set(_ path: String, _ interface: String, _ property: String, _ value: OpaquePointer,
              _ busError: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
         let reader = MessageReader(message: value)
+        let caller = currentCaller
         do {
+            if caller == .unidentified { throw ServiceError.accessDenied("this sandboxed client could not be identified") }
             switch (interface, property) {
             case (Interface.item, "Attributes"):
                 let (collection, row) = try item(at: path)
-                try collection.store().updateSecretItem(row, attributes: try reader.stringDictionary())
+                try collection.store().updateSecretItem(row, attributes: try reader.stringDictionary(), owner: caller.owner)
                 itemChanged(collection, row)
             case (Interface.item, "Label"):
                 let (collection, row) = try item(at: path)
-                try collection.store().updateSecretItem(row, label: try reader.string())
+                try collection.store().updateSecretItem(row, label: try reader.string(), owner: caller.owner)
                 itemChanged(collection, row)
             case (Interface.collection, "Label"):
+                if caller.isConfined { throw ServiceError.accessDenied("a sandboxed app cannot rename the user's keychains") }
                 let collection = try collection(at: path)
                 try collection.store().setCollectionLabel(try reader.string())
                 emit(ObjectPaths.root, Interface.service, "CollectionChanged") { try $0.objectPath(collection.path) }

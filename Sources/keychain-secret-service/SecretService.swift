@@ -19,11 +19,19 @@ final class SecretService {
     static let busName = "org.freedesktop.secrets"
     /// Sessions one client may hold at once; beyond this, LimitsExceeded rather than unbounded memory.
     static let sessionsPerClient = 4096
+    /// Prompts one client may hold at once (each may become a pinentry process with two
+    /// descriptors in this one): beyond this, LimitsExceeded.
+    static let promptsPerClient = 8
+    /// Pinentry processes running at once, for all clients together; one per client at the most,
+    /// the rest wait their turn.
+    static let pinentriesAtOnce = 4
 
     let bus: OpaquePointer
     let collections = CollectionRegistry()
     var sessions: [String: Session] = [:]
     var prompts: [String: Prompt] = [:]
+    /// Who each connection is, told once per unique name (never reused while the bus runs).
+    private var callers: [String: Caller] = [:]
     let pinentryProgram: String
     private var counter: UInt64 = 0
     private var running = true
@@ -168,6 +176,24 @@ final class SecretService {
             prompt.cancel()
             prompts[id] = nil
         }
+        callers[name] = nil
+        startWaitingPrompts()
+    }
+
+    /// The caller behind a connection, told on its first call.
+    func caller(_ sender: String) -> Caller {
+        if let known = callers[sender] { return known }
+        let caller = sender.hasPrefix(":") ? Caller.of(connection: sender, on: bus) : .unidentified
+        callers[sender] = caller
+        return caller
+    }
+
+    /// The caller of the message being handled, for the property and introspection callbacks,
+    /// which sd-bus gives no message. Without one (a PropertiesChanged this service emits), the
+    /// unconfined view.
+    var currentCaller: Caller {
+        guard let message = sd_bus_get_current_message(bus), let sender = sd_bus_message_get_sender(message) else { return .unconfined }
+        return caller(String(cString: sender))
     }
 
     private func nameLost(_ message: OpaquePointer) {
@@ -187,10 +213,11 @@ final class SecretService {
         let interface = String(cString: sd_bus_message_get_interface(message))
         let member = String(cString: sd_bus_message_get_member(message))
         let sender = sd_bus_message_get_sender(message).map { String(cString: $0) } ?? ""
-        let call = Call(message: message, path: path, sender: sender)
+        let call = Call(message: message, path: path, sender: sender, caller: caller(sender))
         // Calls and replies may carry secrets: sd-bus then wipes their memory when it frees them.
         _ = sd_bus_message_sensitive(message)
         do {
+            if call.caller == .unidentified { throw ServiceError.accessDenied("this sandboxed client could not be identified") }
             switch interface {
             case Interface.service: try serviceMethod(member, call)
             case Interface.collection: try collectionMethod(member, call)
@@ -237,8 +264,8 @@ final class SecretService {
             paths = sessions.keys.sorted().map { ObjectPaths.sessions + $0 }
         } else if prefix == ObjectPaths.prompts {
             paths = prompts.keys.sorted().map { ObjectPaths.prompts + $0 }
-        } else if let (collection, row) = collections.resolve(path), row == nil {
-            paths = ((try? collection.store().secretItemRows()) ?? []).map { path + "/" + String($0) }
+        } else if let (collection, row) = collections.resolve(path), row == nil, currentCaller != .unidentified {
+            paths = ((try? collection.store().secretItemRows(owner: currentCaller.owner)) ?? []).map { path + "/" + String($0) }
         }
         guard let list = malloc(MemoryLayout<UnsafeMutablePointer<CChar>?>.stride * (paths.count + 1))?
             .bindMemory(to: UnsafeMutablePointer<CChar>?.self, capacity: paths.count + 1) else { return nil }
@@ -295,6 +322,16 @@ struct Call {
     let message: OpaquePointer
     let path: String
     let sender: String
+    let caller: Caller
+
+    /// The owner whose items this call may see (nil: every item).
+    var owner: String? { caller.owner }
+
+    /// Refuses what only an unconfined program may do: choosing aliases, making, deleting and
+    /// locking the user's keychains.
+    func requireUnconfined(_ what: String) throws {
+        if caller.isConfined { throw ServiceError.accessDenied("a sandboxed app cannot \(what)") }
+    }
 
     var reader: MessageReader { MessageReader(message: message) }
 }

@@ -43,6 +43,12 @@ enum ServiceError: Error {
             self = .failed("\(error)")
             return
         }
+        // An item that asks for the user is no locked collection: IsLocked would send libsecret
+        // to Unlock, be told all is unlocked, and go round again.
+        if error.concernsPresence {
+            self = .accessDenied(error.description)
+            return
+        }
         switch error.code {
         case .interactionNotAllowed: self = .isLocked("the collection is locked")
         case .itemNotFound: self = .noSuchObject("no such item")

@@ -12,7 +12,7 @@ extension SecretService {
             let query = try reader.stringDictionary()
             var unlocked: [String] = [], locked: [String] = []
             for collection in collections.all {
-                guard let found = try? collection.store().searchSecretItems(query) else { continue }
+                guard let found = try? collection.store().searchSecretItems(query, owner: call.owner) else { continue }
                 unlocked += found.unlocked.map { collection.itemPath($0.row) }
                 locked += found.locked.map(collection.itemPath)
             }
@@ -27,12 +27,13 @@ extension SecretService {
                 guard let (collection, _) = collections.resolve(path) else { continue }
                 if collection.isLocked { pending.append((path, collection)) } else { unlocked.append(path) }
             }
-            let prompt = pending.isEmpty ? ObjectPaths.none : makePrompt(.unlock(pending), owner: call.sender)
+            let prompt = pending.isEmpty ? ObjectPaths.none : try makePrompt(.unlock(pending), owner: call.sender)
             try reply(call) { w in
                 try w.objectPaths(unlocked)
                 try w.objectPath(prompt)
             }
         case "Lock":
+            try call.requireUnconfined("lock the user's keychains")
             let paths = try reader.objectPaths()
             var locked: [String] = []
             for path in paths {
@@ -48,6 +49,7 @@ extension SecretService {
             }
         case "LockService":
             // gnome-keyring's extension: lock everything this service can lock.
+            try call.requireUnconfined("lock the user's keychains")
             for collection in collections.all where !collection.isSession { (try? collection.store())?.lock() }
             noticeLockChanges()
             try reply(call)
@@ -58,7 +60,7 @@ extension SecretService {
             for path in paths {
                 // Locked and missing items are left out, as gnome-keyring does.
                 guard let (collection, row) = collections.resolve(path), let row,
-                      let item = try? collection.store().secretItem(row, includeSecret: true), var secret = item.secret
+                      let item = try? collection.store().secretItem(row, includeSecret: true, owner: call.owner), var secret = item.secret
                 else { continue }
                 defer { secret.wipe() }
                 secrets.append((path, try session.encode(secret, path: ObjectPaths.sessions + session.id, contentType: item.contentType)))
@@ -78,6 +80,7 @@ extension SecretService {
             let path = collections.alias(name)?.path ?? ObjectPaths.none
             try reply(call) { try $0.objectPath(path) }
         case "SetAlias":
+            try call.requireUnconfined("change aliases")
             let name = try reader.string()
             let path = try reader.objectPath()
             guard !name.isEmpty, name.utf8.count <= 255 else { throw ServiceError.invalidArgs("an alias needs a name") }
@@ -91,6 +94,7 @@ extension SecretService {
             }
             try reply(call)
         case "CreateCollection":
+            try call.requireUnconfined("create keychains")
             var label = ""
             try reader.properties { key, signature in
                 guard key == "org.freedesktop.Secret.Collection.Label" else { return false }
@@ -106,7 +110,7 @@ extension SecretService {
                 }
                 return
             }
-            let prompt = makePrompt(.create(label: label, alias: alias), owner: call.sender)
+            let prompt = try makePrompt(.create(label: label, alias: alias), owner: call.sender)
             try reply(call) { w in
                 try w.objectPath(ObjectPaths.none)
                 try w.objectPath(prompt)

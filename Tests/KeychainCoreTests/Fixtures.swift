@@ -33,6 +33,19 @@ final class Scratch {
     }
 }
 
+/// A test case with a fresh keychain (password "pw") in its own scratch folder.
+class StoreTestCase: XCTestCase {
+    var scratch: Scratch!
+    var store: KeychainStore!
+
+    override func setUpWithError() throws {
+        scratch = Scratch()
+        store = try scratch.create()
+    }
+
+    override func tearDown() { scratch.remove() }
+}
+
 func generic(_ account: String, service: String = "svc", secret: String = "pw", protection: Protection = .whenUnlocked) -> Item {
     Item(itemClass: .genericPassword,
          attributes: ["acct": .string(account), "svce": .string(service), "pdmn": .string(protection.rawValue)],

@@ -4,17 +4,7 @@ import XCTest
 
 /// The Secret Service's items in the engine: free-form attributes, exact matching, the opaque
 /// index, and the mapping to Apple's generic and internet passwords both ways.
-final class SecretServiceItemTests: XCTestCase {
-    private var scratch: Scratch!
-    private var store: KeychainStore!
-
-    override func setUpWithError() throws {
-        scratch = Scratch()
-        store = try scratch.create()
-    }
-
-    override func tearDown() { scratch.remove() }
-
+final class SecretServiceItemTests: StoreTestCase {
     @discardableResult
     private func add(_ attributes: [String: String], secret: String = "s3cret", label: String = "label",
                      replace: Bool = false) throws -> SecretItem {

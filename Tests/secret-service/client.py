@@ -345,5 +345,173 @@ def session_collection():
     expect([], [i.item_path for i in collection.search_items({'service': 'disk-session'})], 'the session collection holds none of it')
     print('ok')
 
+
+def run_prompt(connection, prompt, timeout=30):
+    """Calls Prompt on a prompt object and waits for its Completed: (dismissed, result)."""
+    from jeepney import MatchRule, message_bus
+    from jeepney.io.blocking import Proxy
+    rule = MatchRule(path=prompt, interface='org.freedesktop.Secret.Prompt', member='Completed')
+    Proxy(message_bus, connection).AddMatch(rule)
+    with connection.filter(rule) as signals:
+        expect('ok', call(connection, prompt, 'org.freedesktop.Secret.Prompt', 'Prompt', 's', '')[0], 'Prompt')
+        signal = connection.recv_until_filtered(signals, timeout=timeout)
+    return signal.body[0], signal.body[1]
+
+
+def guard_default(other):
+    """The second review's first attack: SetAlias("default", <other>) then Delete on login. Both
+    are refused; so is deleting the default keychain, wherever it is."""
+    connection = secretstorage.dbus_init()
+    service = DBusAddressWrapper(SS_PATH, SERVICE, connection)
+    login = '/org/freedesktop/secrets/collection/login'
+    expect_error('org.freedesktop.DBus.Error.AccessDenied', call(connection, SS_PATH, SERVICE, 'SetAlias', 'so', 'default', other),
+                 'moving the default alias')
+    expect((login,), tuple(service.call('ReadAlias', 's', 'default')), 'the default after SetAlias')
+    expect('ok', call(connection, SS_PATH, SERVICE, 'SetAlias', 'so', 'default', login)[0], 'naming the default what it is')
+    expect_error('org.freedesktop.DBus.Error.AccessDenied', call(connection, login, 'org.freedesktop.Secret.Collection', 'Delete'),
+                 'deleting the login keychain')
+    print('ok')
+
+
+def delete_refused(path):
+    """Delete answers AccessDenied at once, with no prompt."""
+    connection = secretstorage.dbus_init()
+    expect_error('org.freedesktop.DBus.Error.AccessDenied', call(connection, path, 'org.freedesktop.Secret.Collection', 'Delete'),
+                 f'deleting {path}')
+    print('ok')
+
+
+def delete_through_prompt(path, expected):
+    """Delete returns a prompt for the keychain's password; `expected` is deleted or dismissed."""
+    connection = secretstorage.dbus_init()
+    status, body = call(connection, path, 'org.freedesktop.Secret.Collection', 'Delete')
+    expect('ok', status, 'Delete')
+    if body[0] == '/':
+        fail('Delete deleted without asking for the password')
+    dismissed, _ = run_prompt(connection, body[0])
+    expect(expected == 'dismissed', dismissed, 'Completed dismissed')
+    listed = path in DBusAddressWrapper(SS_PATH, SERVICE, connection).get_property('Collections')
+    expect(expected == 'dismissed', listed, 'still listed')
+    print('ok')
+
+
+def create_raw(path, replace, *pairs):
+    """CreateItem with exactly these attributes (SecretStorage adds none), in a plain session."""
+    connection = secretstorage.dbus_init()
+    session = plain_session(connection)
+    attributes = dict(zip(pairs[::2], pairs[1::2]))
+    properties = {'org.freedesktop.Secret.Item.Label': ('s', 'raw'), 'org.freedesktop.Secret.Item.Attributes': ('a{ss}', attributes)}
+    status, body = call(connection, path, 'org.freedesktop.Secret.Collection', 'CreateItem', 'a{sv}(oayays)b',
+                        properties, (session.object_path, b'', b'raw-secret', 'text/plain'), replace == 'replace')
+    expect('ok', status, f'CreateItem {body!r}')
+    print(body[0])
+
+
+def count(*pairs):
+    connection = secretstorage.dbus_init()
+    print(len(list(secretstorage.search_items(connection, dict(zip(pairs[::2], pairs[1::2]))))))
+
+
+def foreign_prompt():
+    """A prompt belongs to the connection that caused it: another can neither dismiss it nor
+    raise its dialog."""
+    owner = secretstorage.dbus_init()
+    unlocked, prompt = DBusAddressWrapper(SS_PATH, SERVICE, owner).call('Unlock', 'ao', [DEFAULT])
+    if prompt == '/':
+        fail('no prompt for a locked collection')
+    stranger = secretstorage.dbus_init()
+    for method, signature, body in (('Dismiss', '', ()), ('Prompt', 's', ('',))):
+        expect_error('org.freedesktop.Secret.Error.NoSuchObject',
+                     call(stranger, prompt, 'org.freedesktop.Secret.Prompt', method, signature, *body), f'{method} by another client')
+    expect('ok', call(owner, prompt, 'org.freedesktop.Secret.Prompt', 'Dismiss')[0], 'Dismiss by its owner')
+    print('ok')
+
+
+def prompt_limits(cap):
+    """A client holds at most `cap` prompts; asked all at once, their pinentries run one at a time."""
+    from jeepney import MatchRule, message_bus
+    from jeepney.io.blocking import Proxy
+    connection = secretstorage.dbus_init()
+    service = DBusAddressWrapper(SS_PATH, SERVICE, connection)
+    prompts = [service.call('Unlock', 'ao', [DEFAULT])[1] for _ in range(int(cap))]
+    if '/' in prompts or len(set(prompts)) != int(cap):
+        fail(f'prompts: {prompts!r}')
+    expect_error('org.freedesktop.DBus.Error.LimitsExceeded', call(connection, SS_PATH, SERVICE, 'Unlock', 'ao', [DEFAULT]),
+                 'one prompt more than the cap')
+    rule = MatchRule(interface='org.freedesktop.Secret.Prompt', member='Completed')
+    Proxy(message_bus, connection).AddMatch(rule)
+    completed = set()
+    with connection.filter(rule) as signals:
+        for prompt in prompts:
+            expect('ok', call(connection, prompt, 'org.freedesktop.Secret.Prompt', 'Prompt', 's', '')[0], 'Prompt')
+        while len(completed) < len(prompts):
+            signal = connection.recv_until_filtered(signals, timeout=60)
+            completed.add(signal.header.fields[1])  # HeaderFields.path
+    expect(set(prompts), completed, 'every prompt completed')
+    # Room again once they are done.
+    expect('ok', call(connection, SS_PATH, SERVICE, 'Unlock', 'ao', [DEFAULT])[0], 'a prompt after the others completed')
+    print('ok')
+
+
+def presence_item(*pairs):
+    """An item that asks for the user is found, but its secret is refused with AccessDenied, not
+    IsLocked (which sends libsecret to Unlock an unlocked collection, round and round)."""
+    connection = secretstorage.dbus_init()
+    items = list(secretstorage.search_items(connection, dict(zip(pairs[::2], pairs[1::2]))))
+    expect(1, len(items), 'items found')
+    session = open_session(connection)
+    expect_error('org.freedesktop.DBus.Error.AccessDenied',
+                 call(connection, items[0].item_path, 'org.freedesktop.Secret.Item', 'GetSecret', 'o', session.object_path),
+                 'GetSecret of an item that asks for the user')
+    expect(False, items[0].is_locked(), 'the item is not shown as locked')
+    print('ok')
+
+
+def paths(*pairs):
+    """The object paths of the items these pairs find, one a line."""
+    connection = secretstorage.dbus_init()
+    for item in secretstorage.search_items(connection, dict(zip(pairs[::2], pairs[1::2]))):
+        print(item.item_path)
+
+
+def confined(app, *others):
+    """Run inside a sandbox naming `app`: its own items only, nothing of the user's keychains to
+    alias, lock, make or delete. `others` are paths of items it must not reach."""
+    connection = secretstorage.dbus_init()
+    service = DBusAddressWrapper(SS_PATH, SERVICE, connection)
+    collection = secretstorage.get_default_collection(connection)
+    mine = collection.create_item('mine', {'owner-test': app}, f'secret-of-{app}'.encode())
+    # Git's credential's attributes, replace=True: a new item of the app's, git's untouched.
+    planted = collection.create_item('planted', {'server': 'git.example.com', 'user': 'ann', 'protocol': 'https'}, b'planted', replace=True)
+    unlocked, locked = service.call('SearchItems', 'a{ss}', {})
+    expect(sorted([mine.item_path, planted.item_path]), sorted(unlocked), 'SearchItems of everything')
+    expect([], locked, 'locked items found')
+    expect(sorted([mine.item_path, planted.item_path]), sorted(i.item_path for i in collection.get_all_items()), 'Items')
+    expect([planted.item_path], [i.item_path for i in collection.search_items({'server': 'git.example.com'})], 'git\'s server')
+    expect(f'secret-of-{app}'.encode(), mine.get_secret(), 'its own secret')
+    session = open_session(connection)
+    for path in others:
+        for method, signature, body in (('GetSecret', 'o', (session.object_path,)), ('Delete', '', ())):
+            expect_error('org.freedesktop.Secret.Error.NoSuchObject', call(connection, path, 'org.freedesktop.Secret.Item', method, signature, *body),
+                         f'{method} of {path}')
+        expect_error('org.freedesktop.Secret.Error.NoSuchObject',
+                     call(connection, path, 'org.freedesktop.DBus.Properties', 'Get', 'ss', 'org.freedesktop.Secret.Item', 'Label'),
+                     f'the label of {path}')
+        expect_error('org.freedesktop.Secret.Error.NoSuchObject',
+                     call(connection, path, 'org.freedesktop.DBus.Properties', 'Set', 'ssv', 'org.freedesktop.Secret.Item', 'Label', ('s', 'x')),
+                     f'relabelling {path}')
+    expect(({},), (service.call('GetSecrets', 'aoo', list(others), session.object_path)[0],), 'GetSecrets of the others')
+    login = '/org/freedesktop/secrets/collection/login'
+    denied = 'org.freedesktop.DBus.Error.AccessDenied'
+    expect_error(denied, call(connection, SS_PATH, SERVICE, 'SetAlias', 'so', 'work', login), 'SetAlias')
+    expect_error(denied, call(connection, login, 'org.freedesktop.Secret.Collection', 'Delete'), 'Delete of the login keychain')
+    expect_error(denied, call(connection, SS_PATH, SERVICE, 'Lock', 'ao', [login]), 'Lock')
+    expect_error(denied, call(connection, SS_PATH, SERVICE, 'LockService'), 'LockService')
+    expect_error(denied, call(connection, SS_PATH, SERVICE, 'CreateCollection', 'a{sv}s', {}, ''), 'CreateCollection')
+    expect_error(denied, call(connection, login, 'org.freedesktop.DBus.Properties', 'Set', 'ssv',
+                              'org.freedesktop.Secret.Collection', 'Label', ('s', 'mine')), 'renaming the keychain')
+    expect(False, collection.is_locked(), 'still unlocked')
+    print('ok')
+
 if __name__ == '__main__':
     globals()[sys.argv[1].replace('-', '_')](*sys.argv[2:])

@@ -4,11 +4,17 @@
 # does). Every command received is appended to $PINENTRY_LOG.
 answers=${PINENTRY_ANSWERS:?}
 log=${PINENTRY_LOG:-/dev/null}
+# Where the file $PINENTRY_RUNS exists, each run appends "start" and "end" to it, and each
+# answer waits a moment, so a test can see how many ran at once.
+runs=${PINENTRY_RUNS:-}
+[ -e "$runs" ] || runs=
+[ -z "$runs" ] || { echo start >> "$runs"; trap 'echo end >> "$runs"' EXIT; trap 'exit 0' TERM; }
 echo "OK Pleased to meet you"
 while IFS= read -r line; do
     printf '%s\n' "$line" >> "$log"
     case "$line" in
         GETPIN)
+            [ -z "$runs" ] || sleep 0.2
             answer=$(head -n 1 "$answers")
             sed -i 1d "$answers"
             if [ -z "$answer" ] || [ "$answer" = CANCEL ]; then

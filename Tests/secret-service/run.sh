@@ -35,7 +35,8 @@ fresh() {
         > "$case_dir/services/org.keychain-linux.secrets.service"
     sed "s|@SERVICES@|$case_dir/services|" "$here/session.conf" > "$case_dir/session.conf"
     # The bus, and so the service it starts, inherit these.
-    export KEYCHAIN_PINENTRY=$here/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log
+    export KEYCHAIN_PINENTRY=$here/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log \
+        PINENTRY_RUNS=$case_dir/runs
     : > "$case_dir/answers"
 }
 
@@ -152,6 +153,7 @@ create_and_delete_collection() {
     security lock-keychain "$file"
     printf 'newpassword\n' | security unlock-keychain "$file"
     expect 'new secret' "$(security find-generic-password -l 'in new' -w "$file")" "security reads the new keychain"
+    answers newpassword
     client delete-collection "$path"
     [ ! -e "$file" ]
 }
@@ -296,6 +298,131 @@ while time.time() < deadline:
     kill "$silent"
 }
 
+# --- the second review's attacks, each refused ----------------------------------------------
+
+login_and_default_are_kept() {
+    login=$XDG_DATA_HOME/keychains/login.keychain-db
+    printf 'otherpw\n' | security create-keychain other >/dev/null
+    other=$XDG_DATA_HOME/keychains/other.keychain-db
+    security add-generic-password -s kept -a ann -w kept-secret
+    client guard_default /org/freedesktop/secrets/collection/other
+    expect "$login" "$(security default-keychain | tr -d ' "')" "security's default keychain"
+    [ -f "$login" ]
+    expect kept-secret "$(security find-generic-password -s kept -w)"
+    # Locked, the login keychain is no easier to delete.
+    security lock-keychain
+    client delete_refused /org/freedesktop/secrets/collection/login
+    [ -f "$login" ]
+    # The default keychain, wherever the user put it, is not deleted through the service either.
+    security default-keychain -s "$other"
+    client delete_refused /org/freedesktop/secrets/collection/other
+    client delete_refused /org/freedesktop/secrets/aliases/default
+    [ -f "$other" ]
+    security default-keychain -s "$login"
+}
+
+delete_takes_the_keychains_password() {
+    printf 'otherpw\n' | security create-keychain other >/dev/null
+    other=$XDG_DATA_HOME/keychains/other.keychain-db
+    answers wrong1 wrong2 wrong3
+    client delete_through_prompt /org/freedesktop/secrets/collection/other dismissed
+    [ -f "$other" ]
+    answers otherpw
+    client delete_through_prompt /org/freedesktop/secrets/collection/other deleted
+    for leftover in "$other" "$other-wal" "$other-shm" "$other-journal"; do
+        [ ! -e "$leftover" ] || { echo "$leftover left behind"; return 1; }
+    done
+    # A keychain that also holds what the service does not manage stays, password or not.
+    printf 'certpw\n' | security create-keychain certs >/dev/null
+    certs=$XDG_DATA_HOME/keychains/certs.keychain-db
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout "$HOME/k.pem" -out "$HOME/c.pem" -days 1 -subj /CN=kept 2>/dev/null
+    security import "$HOME/c.pem" -k "$certs" >/dev/null
+    answers certpw
+    client delete_through_prompt /org/freedesktop/secrets/collection/certs dismissed
+    [ -f "$certs" ]
+    security find-certificate -c kept "$certs" >/dev/null
+}
+
+replace_touches_only_the_same_attributes() {
+    printf 'protocol=https\nhost=git.example.com\nusername=ann\npassword=git-secret\n\n' | git-credential-keychain store
+    printf '{"ServerURL":"https://registry.example.com","Username":"bob","Secret":"docker-secret"}' | docker-credential-keychain store
+    security add-generic-password -s cli.example -a carol -w cli-secret
+    printf 'wide' | secret-tool store --label=W app x profile work
+    login=/org/freedesktop/secrets/collection/login
+    client create_raw "$login" replace >/dev/null
+    client create_raw "$login" replace app x >/dev/null
+    expect password=git-secret "$(printf 'protocol=https\nhost=git.example.com\n\n' | git-credential-keychain get | grep '^password=')"
+    printf 'https://registry.example.com' | docker-credential-keychain get | grep -q docker-secret
+    expect cli-secret "$(security find-generic-password -s cli.example -w)"
+    expect wide "$(secret-tool lookup app x profile work)" "the wider item"
+    expect 2 "$(client count app x)" "the wider item and the narrower one"
+    # The item with the same set is the one replaced.
+    client create_raw "$login" replace app x profile work >/dev/null
+    expect 1 "$(client count profile work)" "one item with that set after its replace"
+    expect raw-secret "$(secret-tool lookup app x profile work)"
+}
+
+foreign_prompt() {
+    security lock-keychain
+    client foreign_prompt
+    ! grep -qx GETPIN "$PINENTRY_LOG"
+}
+
+prompts_capped_and_queued() {
+    security lock-keychain
+    : > "$PINENTRY_RUNS"
+    answers CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL
+    client prompt_limits 8
+    expect 8 "$(grep -cx start "$PINENTRY_RUNS")" "pinentry runs"
+    # One at a time: every start is followed by its end before the next start.
+    expect "$(printf 'start\nend\n%.0s' 1 2 3 4 5 6 7 8)" "$(cat "$PINENTRY_RUNS")" "pinentry runs in order"
+}
+
+presence_item_is_refused_not_locked() {
+    security add-generic-password -s guarded.example -a ann -w guarded --require user-presence
+    client presence_item service guarded.example
+    # libsecret gives up instead of unlocking an unlocked collection round and round.
+    ! timeout 20 secret-tool lookup service guarded.example
+}
+
+# confined APP COMMAND...: COMMAND in a sandbox as Flatpak makes one: a new root with the system's
+# /usr and /etc, this machine's /tmp (the bus's socket), and a /.flatpak-info naming APP.
+confined() {
+    local app=$1; shift
+    printf '[Application]\nname=%s\nruntime=runtime/org.example.Platform/x86_64/1\n' "$app" > "$HOME/flatpak-info-$app"
+    sandboxed "$HOME/flatpak-info-$app" "$@"
+}
+
+# sandboxed INFO COMMAND...: the same sandbox with the file INFO as its /.flatpak-info.
+sandboxed() {
+    local info=$1; shift
+    bwrap --tmpfs / --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
+        --symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --bind /tmp /tmp --ro-bind "$here" "$here" \
+        --ro-bind "$info" /.flatpak-info --setenv DBUS_SESSION_BUS_ADDRESS "$DBUS_SESSION_BUS_ADDRESS" \
+        --unsetenv XDG_RUNTIME_DIR --chdir / -- "$@"
+}
+
+sandboxed_app_sees_its_own_items() {
+    printf 'protocol=https\nhost=git.example.com\nusername=ann\npassword=git-secret\n\n' | git-credential-keychain store
+    printf '{"ServerURL":"https://registry.example.com","Username":"bob","Secret":"docker-secret"}' | docker-credential-keychain store
+    security add-generic-password -s cli.example -a carol -w cli-secret
+    printf 'unconfined' | secret-tool store --label=U owner-test unconfined
+    confined org.example.Other "$py" "$here/client.py" store other other-secret owner-test org.example.Other
+    mapfile -t others < <(client paths)
+    expect 5 "${#others[@]}" "items before the app ran"
+    confined org.example.App "$py" "$here/client.py" confined org.example.App "${others[@]}"
+    # The app's items: its own, shown to unconfined programs with the app that made them.
+    expect git-secret "$(printf 'protocol=https\nhost=git.example.com\n\n' | git-credential-keychain get | sed -n 's/^password=//p')" \
+        "git's credential after the app stored one with its attributes"
+    expect secret-of-org.example.App "$(secret-tool lookup owner-test org.example.App)" "unconfined, the app's item is found"
+    expect 7 "$(client paths | wc -l)" "unconfined, every item is found"
+    security dump-keychain | grep -qx '    "ssow"<blob>="org.example.App"'
+    # A sandbox whose /.flatpak-info names no app is refused everything.
+    printf '[Application]\nruntime=x\n' > "$HOME/flatpak-info-nameless"
+    ! sandboxed "$HOME/flatpak-info-nameless" "$py" "$here/client.py" count owner-test unconfined 2> "$HOME/nameless.log"
+    grep -q AccessDenied "$HOME/nameless.log"
+}
+
 # --- the suite ------------------------------------------------------------------------------
 
 if [ -n "$inner" ]; then
@@ -311,6 +438,12 @@ if make -s -C "$libsecret_dir" -f "$libsecret_src/Makefile" VPATH="$libsecret_sr
     export LIBSECRET_HELPER=$libsecret_dir/git-credential-libsecret
 fi
 
+# SS_ONLY=FUNCTION runs that one case, for working on it.
+if [ -n "${SS_ONLY:-}" ]; then
+    check "$SS_ONLY" on_bus "$SS_ONLY"
+    summary
+    exit
+fi
 check "secret-tool store, lookup (exact pairs), search, clear; security sees the item" on_bus secret_tool_cases
 check "items security stored, found through the Secret Service" on_bus security_to_secret_service
 check "SecretStorage in a plain session: create, search, get, set, relabel, reattribute, replace, delete" on_bus plain_session
@@ -331,6 +464,17 @@ check "1,000 sessions, dropped when their client leaves the bus" on_bus thousand
 check "the session collection: alias, never locked, not deletable, unreadable on disk, gone with the service" on_bus session_collection
 check "a second provider exits naming the owner; --replace takes the name over" on_bus name_taken_and_replace
 check "security lock-keychain is announced with PropertiesChanged(Locked)" on_bus lock_is_announced
+check "SetAlias cannot move the default keychain; the login and default keychains cannot be deleted" on_bus login_and_default_are_kept
+check "Collection.Delete takes the keychain's password through a prompt, leaves no journal, spares a keychain with certificates" on_bus delete_takes_the_keychains_password
+check "CreateItem(replace) with empty or fewer attributes deletes nothing of git's, docker's, security's or others" on_bus replace_touches_only_the_same_attributes
+check "another connection gets NoSuchObject for a client's prompt" on_bus foreign_prompt
+check "prompts per client capped at 8; their pinentries run one at a time" on_bus prompts_capped_and_queued
+check "an item that asks for the user: AccessDenied, not IsLocked; secret-tool does not loop" on_bus presence_item_is_refused_not_locked
+if command -v bwrap >/dev/null; then
+    check "a sandboxed app (bwrap with /.flatpak-info) sees only its own items and cannot alias, delete or lock" on_bus sandboxed_app_sees_its_own_items
+else
+    echo "skipped: bwrap (bubblewrap) is not installed"
+fi
 if [ "$(id -u)" = 0 ]; then
     check "the service is undumpable from the start" undumpable
 else
