@@ -40,6 +40,11 @@ static int on_enumerate(sd_bus *bus, const char *path, void *userdata, char ***n
     SD_BUS_METHOD_WITH_NAMES(name, in, in_names, out, out_names, on_method, SD_BUS_VTABLE_UNPRIVILEGED)
 #define P(name, sig) SD_BUS_PROPERTY(name, sig, on_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE)
 #define W(name, sig) SD_BUS_WRITABLE_PROPERTY(name, sig, on_get, on_set, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE | SD_BUS_VTABLE_UNPRIVILEGED)
+/* Announced by name only: PropertiesChanged is a broadcast, and a sandboxed app may not see what an
+ * item's label and attributes, or which items a collection holds, say; each client Gets them in
+ * its own view. */
+#define PI(name, sig) SD_BUS_PROPERTY(name, sig, on_get, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION)
+#define WI(name, sig) SD_BUS_WRITABLE_PROPERTY(name, sig, on_get, on_set, 0, SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION | SD_BUS_VTABLE_UNPRIVILEGED)
 
 static const sd_bus_vtable service_vtable[] = {
     SD_BUS_VTABLE_START(0),
@@ -65,7 +70,7 @@ static const sd_bus_vtable collection_vtable[] = {
     M("SearchItems", "a{ss}", SD_BUS_PARAM(attributes), "ao", SD_BUS_PARAM(results)),
     M("CreateItem", "a{sv}(oayays)b", SD_BUS_PARAM(properties) SD_BUS_PARAM(secret) SD_BUS_PARAM(replace),
       "oo", SD_BUS_PARAM(item) SD_BUS_PARAM(prompt)),
-    P("Items", "ao"),
+    PI("Items", "ao"),
     W("Label", "s"),
     P("Locked", "b"),
     P("Created", "t"),
@@ -82,8 +87,8 @@ static const sd_bus_vtable item_vtable[] = {
     M("GetSecret", "o", SD_BUS_PARAM(session), "(oayays)", SD_BUS_PARAM(secret)),
     M("SetSecret", "(oayays)", SD_BUS_PARAM(secret), "", SD_BUS_PARAM()),
     P("Locked", "b"),
-    W("Attributes", "a{ss}"),
-    W("Label", "s"),
+    WI("Attributes", "a{ss}"),
+    WI("Label", "s"),
     P("Created", "t"),
     P("Modified", "t"),
     SD_BUS_VTABLE_END

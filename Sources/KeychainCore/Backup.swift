@@ -24,6 +24,7 @@ extension KeychainStore {
         for itemClass in ItemClass.allCases {
             var query = Query(itemClass: itemClass)
             query.synchronizable = .any
+            query.includesAppItems = true
             do {
                 items += try find(query, limit: nil, includeSecret: true, presence: presence)
             } catch let error as KeychainError where error.code == .itemNotFound {

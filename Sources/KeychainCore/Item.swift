@@ -65,6 +65,10 @@ public struct Query: Sendable {
     public var rows: [Int64]?
     /// kSecMatchSubjectContains, kSecMatchIssuers, ...: conditions on a certificate's data.
     public var certificateFilter: CertificateFilter?
+    /// Whether items a sandboxed app made through the Secret Service match. They match only a
+    /// query that names their access group or their row, or one that asks for them (a listing):
+    /// otherwise an app could plant the item another program then finds in place of its own.
+    public var includesAppItems = false
 
     public init(itemClass: ItemClass, attributes: [String: AttributeValue] = [:]) {
         self.itemClass = itemClass
@@ -91,6 +95,7 @@ public struct Query: Sendable {
     }
 
     func matches(_ item: Item) -> Bool {
+        if !includesAppItems, rows == nil, attributes["agrp"] == nil, item.attributes[SecretAttributes.ownerKey] != nil { return false }
         switch synchronizable {
         case .any: break
         case .no: if item.effectiveValue("sync").boolValue == true { return false }

@@ -13,6 +13,14 @@ public enum KeychainFile {
     /// The login keychain: the one the PAM module unlocks with the login password.
     public static func loginPath() -> String { directory() + "/login.keychain-db" }
 
+    /// Whether two paths name one file (`a//b`, `a/./b`, links): compared by device and inode.
+    public static func sameFile(_ a: String, _ b: String) -> Bool {
+        if a == b { return true }
+        var first = stat(), second = stat()
+        guard stat(a, &first) == 0, stat(b, &second) == 0 else { return false }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+
     /// Where `security default-keychain -s` records its choice.
     public static func defaultChoiceFile() -> String {
         let config = environment("XDG_CONFIG_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil } ?? homeDirectory() + "/.config"
@@ -21,9 +29,14 @@ public enum KeychainFile {
 
     public static func setDefaultPath(_ path: String?) throws {
         let file = defaultChoiceFile()
-        guard let path else {
+        guard var path else {
             unlink(file)
             return
+        }
+        // Kept in its one canonical spelling, so that every front end recognizes the default.
+        if let resolved = realpath(path, nil) {
+            path = String(cString: resolved)
+            free(resolved)
         }
         try prepareDirectory(for: file)
         let temporary = file + ".tmp"

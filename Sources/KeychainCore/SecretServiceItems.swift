@@ -13,10 +13,11 @@ public struct SecretItem: Sendable {
     /// another front end).
     public var owner: String?
 
-    /// Whether a search of `owner` for `query` finds this item: every pair exactly, and the item the
-    /// owner's own (a nil owner, an unconfined program, sees every item).
+    /// Whether a search of `owner` for `query` finds this item: every pair exactly, and the item
+    /// made by that owner (nil: by no sandboxed app, so that an app's items never answer
+    /// another program's searches in place of its own).
     func matches(_ query: [String: String], owner: String?) -> Bool {
-        (owner == nil || self.owner == owner) && query.allSatisfy { attributes[$0.key] == $0.value }
+        self.owner == owner && query.allSatisfy { attributes[$0.key] == $0.value }
     }
 }
 
@@ -55,6 +56,8 @@ extension KeychainStore {
     /// The index name under which an item's owner is hashed beside its attributes. D-Bus strings
     /// cannot hold a NUL, so no client attribute can take this name.
     static let ownerIndexName = "\u{0}owner"
+    /// Hashed for every item an app owns, whichever app: what tells an owned locked item apart.
+    static let ownedIndexPair = ["\u{0}owned": ""]
 
     /// The latest date the service shows (the last second of year 9999): a stored date beyond it,
     /// or one that is not finite (a crafted backup can carry either), is shown as this.
@@ -70,13 +73,21 @@ extension KeychainStore {
 
     // MARK: Reading
 
-    /// Every Secret Service item's row, locked or not, oldest first; with an owner, only that
-    /// app's items (found through the index, so locked ones too).
+    /// The rows of the items a search of `owner` can find, locked or not, oldest first: with an
+    /// owner, that app's (found through the index, so locked ones too); without, every item no app
+    /// owns.
     public func secretItemRows(owner: String? = nil) throws -> [Int64] {
         if owner != nil { return try searchSecretItems([:], owner: owner).rows }
         return try withLock {
-            let stmt = try db.statement("SELECT rowid FROM items WHERE class IN (?, ?) ORDER BY rowid")
-            stmt.bind([.int(ItemClass.genericPassword.code), .int(ItemClass.internetPassword.code)])
+            var sql = "SELECT rowid FROM items WHERE class IN (?, ?)"
+            var values: [SQLiteValue] = [.int(ItemClass.genericPassword.code), .int(ItemClass.internetPassword.code)]
+            if let key = try currentKeys().indexKey(.protected), try hasSecretIndex() {
+                sql += " AND rowid NOT IN (SELECT item FROM secret_attributes WHERE hash = ?)"
+                let (name, value) = Self.ownedIndexPair.first!
+                values.append(.blob(Self.secretAttributeHash(key, name: name, value: value)))
+            }
+            let stmt = try db.statement(sql + " ORDER BY rowid")
+            stmt.bind(values)
             defer { stmt.reset() }
             var rows: [Int64] = []
             while try stmt.step() { rows.append(stmt.int(0)) }
@@ -118,7 +129,8 @@ extension KeychainStore {
                 if keys.has(row.lockClass) {
                     let item = try secretItem(row, keys: keys, includeSecret: false)
                     if item.matches(query, owner: owner) { result.unlocked.append(item) }
-                } else if try indexHolds(scoped, row: row.rowID, keys: keys) {
+                } else if try indexHolds(scoped, row: row.rowID, keys: keys),
+                          try owner != nil || !indexHolds(Self.ownedIndexPair, row: row.rowID, keys: keys) {
                     result.locked.append(row.rowID)
                 }
             }
@@ -389,7 +401,9 @@ extension KeychainStore {
 
     private func index(_ attributes: [String: String], row: Int64, key: Crypto.HMACKey, owner: String?) throws {
         let stmt = try db.statement("INSERT OR IGNORE INTO secret_attributes(hash, item) VALUES (?, ?)")
-        for (name, value) in Self.scoped(attributes, owner: owner) {
+        var pairs = Self.scoped(attributes, owner: owner)
+        if owner != nil { pairs.merge(Self.ownedIndexPair) { $1 } }
+        for (name, value) in pairs {
             try stmt.run([.blob(Self.secretAttributeHash(key, name: name, value: value)), .int(row)])
         }
     }

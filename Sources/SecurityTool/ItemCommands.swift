@@ -150,6 +150,7 @@ struct DumpKeychain: ParsableCommand {
             for itemClass in [ItemClass.genericPassword, .internetPassword, .certificate, .key] {
                 var query = Query(itemClass: itemClass)
                 query.synchronizable = .any
+                query.includesAppItems = true
                 let items: [Item]
                 do {
                     // A certificate's data is public, and its description is made from it.

@@ -27,25 +27,38 @@ enum Caller: Equatable {
 
     var isConfined: Bool { self != .unconfined }
 
-    /// The caller behind a bus connection's unique name.
-    static func of(connection name: String, on bus: OpaquePointer) -> Caller {
-        guard let pid = pid(of: name, on: bus) else { return .unidentified }
-        // A pid reused by another process between the looks would lend it this app's identity, or
-        // none: the process's start time must not change while it is looked at, and the
-        // connection must still belong to that pid afterwards.
-        guard let started = startTime(of: pid) else { return .unidentified }
+    /// The caller behind a bus connection's unique name, which appeared on the bus no later than
+    /// `appeared` (clock ticks since boot, as /proc gives a process's start).
+    ///
+    /// The bus gives the pid of the process that connected. If that process has exited and its pid
+    /// was reused, the new process started after the connection appeared: so a process that
+    /// started later is not taken for the caller. Its start time must also not change while it
+    /// is looked at.
+    ///
+    /// A snap's AppArmor label, which the bus records when the connection is made, needs no pid.
+    static func of(connection name: String, on bus: OpaquePointer, appeared: UInt64) -> Caller {
+        var creds: OpaquePointer?
+        guard sd_bus_get_name_creds(bus, name, UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_SELINUX_CONTEXT), &creds) >= 0,
+              let creds else { return .unidentified }
+        defer { sd_bus_creds_unref(creds) }
+        var label: UnsafePointer<CChar>?
+        if sd_bus_creds_get_selinux_context(creds, &label) >= 0, let label, let id = appArmorAppID(String(cString: label)) {
+            return .app(id)
+        }
+        var pid: pid_t = 0
+        guard sd_bus_creds_get_pid(creds, &pid) >= 0, pid > 0,
+              let started = startTime(of: pid), started <= appeared else { return .unidentified }
         let caller = sandbox(of: pid)
-        guard startTime(of: pid) == started, self.pid(of: name, on: bus) == pid else { return .unidentified }
+        guard startTime(of: pid) == started else { return .unidentified }
         return caller
     }
 
-    private static func pid(of name: String, on bus: OpaquePointer) -> pid_t? {
-        var creds: OpaquePointer?
-        guard sd_bus_get_name_creds(bus, name, UInt64(SD_BUS_CREDS_PID), &creds) >= 0, let creds else { return nil }
-        defer { sd_bus_creds_unref(creds) }
-        var pid: pid_t = 0
-        guard sd_bus_creds_get_pid(creds, &pid) >= 0, pid > 0 else { return nil }
-        return pid
+    /// Now, in the clock ticks since boot that /proc/PID/stat counts a process's start in.
+    static func ticksSinceBoot() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &now)
+        let hertz = UInt64(max(sysconf(Int32(_SC_CLK_TCK)), 1))
+        return UInt64(now.tv_sec) * hertz + UInt64(now.tv_nsec) * hertz / 1_000_000_000
     }
 
     /// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot.
@@ -58,25 +71,35 @@ enum Caller: Equatable {
         return UInt64(String(decoding: fields[19], as: UTF8.self))
     }
 
+    /// Any answer but "no sandbox" that cannot be read for certain (an undumpable process's root,
+    /// a file that cannot be read) leaves the caller unidentified, and so refused.
     static func sandbox(of pid: pid_t) -> Caller {
         let root = open("/proc/\(pid)/root", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if root >= 0 {
-            defer { close(root) }
-            let info = openat(root, ".flatpak-info", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)
-            if info >= 0 {
-                let contents = read(info, limit: 65536)
-                close(info)
-                return contents.flatMap(flatpakAppID).map(Caller.app) ?? .unidentified
-            }
-            // Any answer but "there is no such file" leaves the question open.
-            if errno != ENOENT { return .unidentified }
-        } else if errno != EACCES {
-            return .unidentified
+        guard root >= 0 else { return .unidentified }
+        defer { close(root) }
+        let info = openat(root, ".flatpak-info", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)
+        if info >= 0 {
+            let contents = read(info, limit: 65536)
+            close(info)
+            return contents.flatMap(flatpakAppID).map(Caller.app) ?? .unidentified
         }
-        // An undumpable process's root cannot be looked into; its cgroup still says whether a
-        // sandbox started it.
+        guard errno == ENOENT else { return .unidentified }
+        // snapd confines with AppArmor (profile `snap.NAME.APP`) and tracks with cgroups
+        // (`snap.NAME.APP-….scope`), the latter best-effort: either names the snap.
+        if let label = read("/proc/\(pid)/attr/current", limit: 4096), let id = appArmorAppID(String(decoding: label, as: UTF8.self)) {
+            return .app(id)
+        }
         guard let cgroups = read("/proc/\(pid)/cgroup", limit: 65536) else { return .unidentified }
         return cgroupAppID(String(decoding: cgroups, as: UTF8.self)).map(Caller.app) ?? .unconfined
+    }
+
+    /// `snap.NAME` for a process confined by a snap's AppArmor profile (`snap.NAME.APP (enforce)`).
+    static func appArmorAppID(_ label: String) -> String? {
+        guard label.hasPrefix("snap.") else { return nil }
+        let profile = label.split(separator: " ").first ?? ""
+        let parts = profile.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count >= 3, isAppID(String(parts[1])) else { return nil }
+        return "snap." + parts[1]
     }
 
     /// The `name` of the `[Application]` group of a Flatpak keyfile.

@@ -53,11 +53,11 @@ extension SecretService {
         case "Delete":
             try call.requireUnconfined("delete keychains")
             guard !collection.isSession else { throw ServiceError.accessDenied("the session collection lasts as long as the service") }
-            guard collection.file != KeychainFile.loginPath(), collection !== collections.defaultCollection else {
+            guard !collections.isLoginOrDefault(collection) else {
                 throw ServiceError.accessDenied("\(collection.name) is the login or default keychain; delete it with `security delete-keychain`")
             }
             // The keychain's own password, through a prompt, before anything goes (Prompt.swift).
-            let prompt = try makePrompt(.delete(collection), owner: call.sender)
+            let prompt = try makePrompt(.delete(collection), for: call)
             try reply(call) { try $0.objectPath(prompt) }
         default:
             throw ServiceError.notSupported("unknown method \(member)")
@@ -96,7 +96,7 @@ extension SecretService {
     /// Deletes a keychain the service may delete: not the login or default one, and holding only
     /// items the service manages (called once its password was proven through a prompt).
     func deleteCollection(_ collection: Collection) throws {
-        guard collection.file != KeychainFile.loginPath(), collection !== collections.defaultCollection else {
+        guard !collections.isLoginOrDefault(collection) else {
             throw ServiceError.accessDenied("\(collection.name) is the login or default keychain")
         }
         guard try collection.store().holdsOnlySecretServiceItems() else {

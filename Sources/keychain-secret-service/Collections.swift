@@ -108,7 +108,13 @@ final class CollectionRegistry {
 
     var defaultCollection: Collection? {
         refresh()
-        return byFile[KeychainFile.defaultPath()]
+        let path = KeychainFile.defaultPath()
+        return byFile[path] ?? byFile.values.first { KeychainFile.sameFile($0.file, path) }
+    }
+
+    /// Whether the service must never delete this keychain: the login or the default one.
+    func isLoginOrDefault(_ collection: Collection) -> Bool {
+        KeychainFile.sameFile(collection.file, KeychainFile.loginPath()) || collection === defaultCollection
     }
 
     func collection(element: String) -> Collection? {

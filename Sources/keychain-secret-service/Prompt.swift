@@ -20,7 +20,13 @@ final class Prompt {
     let id: String
     /// The order prompts were made in: waiting ones start in this order.
     let sequence: UInt64
+    /// The connection that caused it: to any other the prompt does not exist.
     let owner: String
+    /// Whom the limits count it for: a sandboxed app (all its connections together), else the
+    /// connection.
+    let requester: String
+    /// The sandboxed app asking, named in the dialog.
+    let appID: String?
     let action: Action
     private(set) var pinentry: Pinentry?
     private var pending: [Collection] = []
@@ -30,12 +36,17 @@ final class Prompt {
     private(set) var requested = false
     private var started = false
 
-    init(id: String, sequence: UInt64, owner: String, action: Action) {
+    init(id: String, sequence: UInt64, owner: String, caller: Caller, action: Action) {
         self.id = id
         self.sequence = sequence
         self.owner = owner
+        appID = caller.owner
+        requester = caller.owner.map { "app " + $0 } ?? owner
         self.action = action
     }
+
+    /// Who asks, as the dialog names them.
+    private var asker: String { appID.map { "The application \u{201C}\($0)\u{201D}" } ?? "An application" }
 
     var path: String { ObjectPaths.prompts + id }
 
@@ -70,15 +81,15 @@ final class Prompt {
         case .unlock:
             guard let collection = pending.first else { return }
             pinentry?.ask(title: "Unlock keychain",
-                          description: "An application wants access to the keychain \u{201C}\(collection.name)\u{201D}. Enter its password to unlock it.",
+                          description: "\(asker) wants access to the keychain \u{201C}\(collection.name)\u{201D}. Enter its password to unlock it.",
                           prompt: "Password:", error: error)
         case .delete(let collection):
             pinentry?.ask(title: "Delete keychain",
-                          description: "An application wants to delete the keychain \u{201C}\(collection.name)\u{201D} and every item in it. Enter its password to delete it.",
+                          description: "\(asker) wants to delete the keychain \u{201C}\(collection.name)\u{201D} and every item in it. Enter its password to delete it.",
                           prompt: "Password:", error: error)
         case .create(let label, _):
             pinentry?.ask(title: "New keychain",
-                          description: "An application wants to create a new keychain \u{201C}\(label.isEmpty ? "keychain" : label)\u{201D}. Choose a password for it.",
+                          description: "\(asker) wants to create a new keychain \u{201C}\(label.isEmpty ? "keychain" : label)\u{201D}. Choose a password for it.",
                           prompt: "Password:", error: error, repeatPrompt: "Repeat:")
         }
     }
@@ -169,25 +180,28 @@ final class Prompt {
 }
 
 extension SecretService {
-    func makePrompt(_ action: Prompt.Action, owner: String) throws -> String {
-        guard prompts.values.filter({ $0.owner == owner }).count < Self.promptsPerClient else {
-            throw ServiceError.limitsExceeded("this client has \(Self.promptsPerClient) open prompts")
-        }
+    /// A new prompt for the call's connection. A connection holds at most `promptsPerClient`, a
+    /// sandboxed app (however many connections it opens) `promptsPerApp`.
+    func makePrompt(_ action: Prompt.Action, for call: Call) throws -> String {
         let id = nextID("p")
-        let prompt = Prompt(id: id, sequence: UInt64(id.dropFirst()) ?? 0, owner: owner, action: action)
+        let prompt = Prompt(id: id, sequence: UInt64(id.dropFirst()) ?? 0, owner: call.sender, caller: call.caller, action: action)
+        let limit = prompt.appID == nil ? Self.promptsPerClient : Self.promptsPerApp
+        guard prompts.values.filter({ $0.requester == prompt.requester }).count < limit else {
+            throw ServiceError.limitsExceeded("\(prompt.appID ?? "this client") has \(limit) open prompts")
+        }
         prompts[prompt.id] = prompt
         return prompt.path
     }
 
-    /// Starts waiting prompts, oldest first, while their client has no pinentry running and fewer
-    /// than `pinentriesAtOnce` run in all.
+    /// Starts waiting prompts, oldest first, while their requester has no pinentry running and
+    /// fewer than `pinentriesAtOnce` run in all.
     func startWaitingPrompts() {
         // Each start either runs a pinentry or completes the prompt at once (no pinentry program),
         // which removes it: the loop ends.
         while true {
             let running = prompts.values.filter { $0.pinentry != nil }
             guard running.count < Self.pinentriesAtOnce,
-                  let next = prompts.values.filter({ prompt in prompt.isWaiting && !running.contains { $0.owner == prompt.owner } })
+                  let next = prompts.values.filter({ prompt in prompt.isWaiting && !running.contains { $0.requester == prompt.requester } })
                       .min(by: { $0.sequence < $1.sequence }) else { return }
             next.start(self)
         }

@@ -22,6 +22,8 @@ final class SecretService {
     /// Prompts one client may hold at once (each may become a pinentry process with two
     /// descriptors in this one): beyond this, LimitsExceeded.
     static let promptsPerClient = 8
+    /// Prompts one sandboxed app may hold at once, over all its connections.
+    static let promptsPerApp = 1
     /// Pinentry processes running at once, for all clients together; one per client at the most,
     /// the rest wait their turn.
     static let pinentriesAtOnce = 4
@@ -32,6 +34,10 @@ final class SecretService {
     var prompts: [String: Prompt] = [:]
     /// Who each connection is, told once per unique name (never reused while the bus runs).
     private var callers: [String: Caller] = [:]
+    /// When each connection appeared on the bus, as far as this service saw (clock ticks since
+    /// boot); one older than the service appeared before it started.
+    private var appeared: [String: UInt64] = [:]
+    private let started = Caller.ticksSinceBoot()
     let pinentryProgram: String
     private var counter: UInt64 = 0
     private var running = true
@@ -165,8 +171,14 @@ final class SecretService {
 
     private func nameOwnerChanged(_ message: OpaquePointer) {
         let reader = MessageReader(message: message)
-        guard let name = try? reader.string(), let _ = try? reader.string(), let newOwner = try? reader.string(),
-              name.hasPrefix(":"), newOwner.isEmpty else { return }
+        guard let name = try? reader.string(), let oldOwner = try? reader.string(), let newOwner = try? reader.string(),
+              name.hasPrefix(":") else { return }
+        if oldOwner.isEmpty && !newOwner.isEmpty {
+            appeared[name] = Caller.ticksSinceBoot()
+            return
+        }
+        guard newOwner.isEmpty else { return }
+        appeared[name] = nil
         // The client left the bus: its sessions and their keys go with it.
         for (id, session) in sessions where session.owner == name {
             session.close()
@@ -183,7 +195,7 @@ final class SecretService {
     /// The caller behind a connection, told on its first call.
     func caller(_ sender: String) -> Caller {
         if let known = callers[sender] { return known }
-        let caller = sender.hasPrefix(":") ? Caller.of(connection: sender, on: bus) : .unidentified
+        let caller = sender.hasPrefix(":") ? Caller.of(connection: sender, on: bus, appeared: appeared[sender] ?? started) : .unidentified
         callers[sender] = caller
         return caller
     }

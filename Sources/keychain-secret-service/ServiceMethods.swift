@@ -27,7 +27,7 @@ extension SecretService {
                 guard let (collection, _) = collections.resolve(path) else { continue }
                 if collection.isLocked { pending.append((path, collection)) } else { unlocked.append(path) }
             }
-            let prompt = pending.isEmpty ? ObjectPaths.none : try makePrompt(.unlock(pending), owner: call.sender)
+            let prompt = pending.isEmpty ? ObjectPaths.none : try makePrompt(.unlock(pending), for: call)
             try reply(call) { w in
                 try w.objectPaths(unlocked)
                 try w.objectPath(prompt)
@@ -110,7 +110,7 @@ extension SecretService {
                 }
                 return
             }
-            let prompt = try makePrompt(.create(label: label, alias: alias), owner: call.sender)
+            let prompt = try makePrompt(.create(label: label, alias: alias), for: call)
             try reply(call) { w in
                 try w.objectPath(ObjectPaths.none)
                 try w.objectPath(prompt)

@@ -43,7 +43,12 @@ final class SecretServiceScopeTests: StoreTestCase {
         XCTAssertEqual(try rows(["service": "mail"], owner: "org.example.A"), [mine.row])
         XCTAssertEqual(try rows([:], owner: "org.example.A"), [mine.row])
         XCTAssertEqual(try rows(["server": "git.example"], owner: "org.example.A"), [])
-        XCTAssertEqual(try rows(["service": "mail"]), [unconfined.row, mine.row, theirs.row], "the unconfined view is today's")
+        XCTAssertEqual(try rows(["service": "mail"]), [unconfined.row], "unconfined searches find no app's item in place of their own")
+        XCTAssertEqual(Set(try store.secretItemRows()).intersection([mine.row, theirs.row]), [], "nor list one")
+        var listing = Query(itemClass: .genericPassword)
+        listing.includesAppItems = true
+        XCTAssertEqual(try store.find(Query(itemClass: .genericPassword), limit: nil).map(\.rowID), [unconfined.row], "nor SecItem")
+        XCTAssertEqual(try store.find(listing, limit: nil).count, 3, "a listing that asks for them sees them")
         XCTAssertEqual(try store.secretItemRows(owner: "org.example.B"), [theirs.row])
         XCTAssertEqual(try store.secretItem(mine.row, includeSecret: true, owner: "org.example.A").secret, Array("mine".utf8))
         XCTAssertEqual(try store.secretItem(mine.row).owner, "org.example.A")

@@ -467,6 +467,90 @@ def presence_item(*pairs):
     print('ok')
 
 
+def listen(ready, seconds):
+    """Prints every signal the service broadcasts for `seconds`, after writing `ready`."""
+    from jeepney import MatchRule, message_bus
+    from jeepney.io.blocking import Proxy
+    connection = secretstorage.dbus_init()
+    Proxy(message_bus, connection).AddMatch(MatchRule(type='signal', sender=BUS_NAME))
+    with open(ready, 'w') as f:
+        f.write('ready')
+    import time
+    deadline = time.time() + float(seconds)
+    # The messages carry the service's unique name, not BUS_NAME: filtered here by path.
+    with connection.filter(MatchRule(type='signal', path_namespace='/org/freedesktop/secrets')) as signals:
+        while time.time() < deadline:
+            try:
+                signal = connection.recv_until_filtered(signals, timeout=max(0.1, deadline - time.time()))
+            except TimeoutError:
+                break
+            print(signal.header.fields[3], signal.body, flush=True)  # HeaderFields.member
+
+
+def app_prompts(app):
+    """A sandboxed app holds one prompt, however many connections it opens; the dialog names it."""
+    first = secretstorage.dbus_init()
+    unlocked, prompt = DBusAddressWrapper(SS_PATH, SERVICE, first).call('Unlock', 'ao', [DEFAULT])
+    if prompt == '/':
+        fail('no prompt for a locked collection')
+    for _ in range(3):
+        other = secretstorage.dbus_init()
+        expect_error('org.freedesktop.DBus.Error.LimitsExceeded', call(other, SS_PATH, SERVICE, 'Unlock', 'ao', [DEFAULT]),
+                     'a second prompt of the same app')
+    dismissed, _ = run_prompt(first, prompt)
+    expect(True, dismissed, 'the prompt, cancelled')
+    expect('ok', call(first, SS_PATH, SERVICE, 'Unlock', 'ao', [DEFAULT])[0], 'a prompt once the first completed')
+    print('ok')
+
+
+def pid_reuse(ready, go):
+    """Connects from a child that passes the socket back and exits, then calls once the child's pid
+    belongs to another process: the caller must not take that process's identity."""
+    import socket
+    import time
+    from jeepney.bus import get_bus
+    from jeepney.io.blocking import DBusConnection, prep_socket
+    parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    child = os.fork()
+    if child == 0:
+        bus_socket = prep_socket(get_bus('SESSION'), False, timeout=5.)
+        socket.send_fds(parent_end, [b'x'], [bus_socket.fileno()])
+        os._exit(0)
+    _, fds, _, _ = socket.recv_fds(child_end, 10, 1)
+    os.waitpid(child, 0)
+    connection = DBusConnection(socket.socket(fileno=fds[0]))
+    with open(ready, 'w') as f:
+        f.write(str(child))
+    deadline = time.time() + 20
+    while not os.path.exists(go):
+        if time.time() > deadline:
+            fail('never told to go on')
+        time.sleep(0.05)
+    expect_error('org.freedesktop.DBus.Error.AccessDenied', call(connection, SS_PATH, SERVICE, 'SearchItems', 'a{ss}', {}),
+                 'SearchItems from a connection whose pid now belongs to another process')
+    print('ok')
+
+
+def relabel(name, value, label):
+    """Gives the item with this one attribute a new label."""
+    connection = secretstorage.dbus_init()
+    items = list(secretstorage.search_items(connection, {name: value}))
+    expect(1, len(items), 'items to relabel')
+    items[0].set_label(label)
+
+
+def read_alias(name):
+    connection = secretstorage.dbus_init()
+    print(DBusAddressWrapper(SS_PATH, SERVICE, connection).call('ReadAlias', 's', name)[0])
+
+
+def set_alias_refused(name, path):
+    connection = secretstorage.dbus_init()
+    expect_error('org.freedesktop.DBus.Error.AccessDenied', call(connection, SS_PATH, SERVICE, 'SetAlias', 'so', name, path),
+                 f'SetAlias {name} {path}')
+    print('ok')
+
+
 def paths(*pairs):
     """The object paths of the items these pairs find, one a line."""
     connection = secretstorage.dbus_init()
@@ -483,10 +567,15 @@ def confined(app, *others):
     mine = collection.create_item('mine', {'owner-test': app}, f'secret-of-{app}'.encode())
     # Git's credential's attributes, replace=True: a new item of the app's, git's untouched.
     planted = collection.create_item('planted', {'server': 'git.example.com', 'user': 'ann', 'protocol': 'https'}, b'planted', replace=True)
+    # What another program will look up later: Chromium's key, a VPN password.
+    chrome = collection.create_item('Chromium Safe Storage', {'application': 'chrome', 'xdg:schema': 'chrome_libsecret_os_crypt_password_v2'},
+                                    b'attacker-chosen-key')
+    vpn = collection.create_item('VPN', {'service': 'vpn.example', 'username': 'alice'}, b'attacker-chosen-key')
+    own = sorted([mine.item_path, planted.item_path, chrome.item_path, vpn.item_path])
     unlocked, locked = service.call('SearchItems', 'a{ss}', {})
-    expect(sorted([mine.item_path, planted.item_path]), sorted(unlocked), 'SearchItems of everything')
+    expect(own, sorted(unlocked), 'SearchItems of everything')
     expect([], locked, 'locked items found')
-    expect(sorted([mine.item_path, planted.item_path]), sorted(i.item_path for i in collection.get_all_items()), 'Items')
+    expect(own, sorted(i.item_path for i in collection.get_all_items()), 'Items')
     expect([planted.item_path], [i.item_path for i in collection.search_items({'server': 'git.example.com'})], 'git\'s server')
     expect(f'secret-of-{app}'.encode(), mine.get_secret(), 'its own secret')
     session = open_session(connection)

@@ -362,6 +362,53 @@ replace_touches_only_the_same_attributes() {
     expect raw-secret "$(secret-tool lookup app x profile work)"
 }
 
+signals_tell_a_sandboxed_app_nothing() {
+    printf 'before' | secret-tool store --label='Bank' service bank.example account alice-private-acct
+    confined org.example.Listener "$py" "$here/client.py" listen "$HOME/ready" 6 > "$HOME/signals" &
+    listener=$!
+    for _ in $(seq 100); do [ -s "$HOME/ready" ] && break; sleep 0.05; done
+    [ -s "$HOME/ready" ]
+    client relabel service bank.example 'Bank (renamed)'
+    printf 'new' | secret-tool store --label='Payroll' service payroll.example account bob-private-acct
+    wait "$listener"
+    grep -q ItemCreated "$HOME/signals" || { echo "the listener heard nothing"; cat "$HOME/signals" "$HOME/ready"; return 1; }
+    ! grep -e 'renamed' -e 'private-acct' -e 'Payroll' -e 'payroll' "$HOME/signals"
+}
+
+a_sandboxed_app_holds_one_prompt() {
+    security lock-keychain
+    answers CANCEL
+    confined org.example.App "$py" "$here/client.py" app_prompts org.example.App
+    grep -q '^SETDESC .*org\.example\.App' "$PINENTRY_LOG"
+}
+
+# root: a pid is handed to the next process by writing the one before it to ns_last_pid.
+pid_reuse_lends_no_identity() {
+    printf 'v' | secret-tool store --label=L app pid-reuse
+    confined org.example.App "$py" "$here/client.py" pid_reuse "$HOME/ready" "$HOME/go" > "$HOME/reuse.log" 2>&1 &
+    app=$!
+    for _ in $(seq 100); do [ -s "$HOME/ready" ] && break; sleep 0.1; done
+    child=$(cat "$HOME/ready")
+    echo $((child - 1)) > /proc/sys/kernel/ns_last_pid
+    sleep 30 &
+    sleeper=$!
+    touch "$HOME/go"
+    wait "$app" || { cat "$HOME/reuse.log"; kill "$sleeper"; return 1; }
+    kill "$sleeper"
+    [ "$sleeper" = "$child" ] || echo "note: the pid went to $sleeper, not $child; the case still checked the connection"
+}
+
+default_keychain_by_any_spelling() {
+    printf 'workpw\n' | security create-keychain work >/dev/null
+    # The service starts and lists the folder before the default is named another way.
+    expect /org/freedesktop/secrets/collection/login "$(client read_alias default)"
+    security default-keychain -s "$XDG_DATA_HOME/keychains//work.keychain-db"
+    expect /org/freedesktop/secrets/collection/work "$(client read_alias default)"
+    client set_alias_refused default /org/freedesktop/secrets/collection/login
+    client delete_refused /org/freedesktop/secrets/collection/work
+    expect "$XDG_DATA_HOME/keychains/work.keychain-db" "$(security default-keychain | tr -d ' "')" "the default after SetAlias"
+}
+
 foreign_prompt() {
     security lock-keychain
     client foreign_prompt
@@ -408,15 +455,23 @@ sandboxed_app_sees_its_own_items() {
     security add-generic-password -s cli.example -a carol -w cli-secret
     printf 'unconfined' | secret-tool store --label=U owner-test unconfined
     confined org.example.Other "$py" "$here/client.py" store other other-secret owner-test org.example.Other
-    mapfile -t others < <(client paths)
-    expect 5 "${#others[@]}" "items before the app ran"
+    mapfile -t others < <(client paths; confined org.example.Other "$py" "$here/client.py" paths)
+    expect 5 "${#others[@]}" "items before the app ran: four of unconfined programs, one of another app"
     confined org.example.App "$py" "$here/client.py" confined org.example.App "${others[@]}"
     # The app's items: its own, shown to unconfined programs with the app that made them.
     expect git-secret "$(printf 'protocol=https\nhost=git.example.com\n\n' | git-credential-keychain get | sed -n 's/^password=//p')" \
         "git's credential after the app stored one with its attributes"
-    expect secret-of-org.example.App "$(secret-tool lookup owner-test org.example.App)" "unconfined, the app's item is found"
-    expect 7 "$(client paths | wc -l)" "unconfined, every item is found"
-    security dump-keychain | grep -qx '    "ssow"<blob>="org.example.App"'
+    # Unconfined programs find none of the app's items in place of their own (Chromium's key,
+    # a VPN password, found by their attributes), and their own when they store one.
+    expect 4 "$(client paths | wc -l)" "unconfined, the items no app made"
+    ! secret-tool lookup owner-test org.example.App
+    ! secret-tool lookup application chrome xdg:schema chrome_libsecret_os_crypt_password_v2
+    ! security find-generic-password -s vpn.example
+    printf 'real-vpn' | secret-tool store --label=VPN service vpn.example username alice
+    expect real-vpn "$(secret-tool lookup service vpn.example username alice)"
+    expect real-vpn "$(security find-generic-password -s vpn.example -w)"
+    # security lists the app's items, and which app made them.
+    expect 4 "$(security dump-keychain | grep -cx '    "ssow"<blob>="org.example.App"')" "items dump-keychain shows as the app's"
     # A sandbox whose /.flatpak-info names no app is refused everything.
     printf '[Application]\nruntime=x\n' > "$HOME/flatpak-info-nameless"
     ! sandboxed "$HOME/flatpak-info-nameless" "$py" "$here/client.py" count owner-test unconfined 2> "$HOME/nameless.log"
@@ -468,10 +523,18 @@ check "SetAlias cannot move the default keychain; the login and default keychain
 check "Collection.Delete takes the keychain's password through a prompt, leaves no journal, spares a keychain with certificates" on_bus delete_takes_the_keychains_password
 check "CreateItem(replace) with empty or fewer attributes deletes nothing of git's, docker's, security's or others" on_bus replace_touches_only_the_same_attributes
 check "another connection gets NoSuchObject for a client's prompt" on_bus foreign_prompt
+check "the default keychain is known by any spelling of its path: not deleted, not moved" on_bus default_keychain_by_any_spelling
 check "prompts per client capped at 8; their pinentries run one at a time" on_bus prompts_capped_and_queued
 check "an item that asks for the user: AccessDenied, not IsLocked; secret-tool does not loop" on_bus presence_item_is_refused_not_locked
 if command -v bwrap >/dev/null; then
     check "a sandboxed app (bwrap with /.flatpak-info) sees only its own items and cannot alias, delete or lock" on_bus sandboxed_app_sees_its_own_items
+    check "a sandboxed app hears of changes, not of labels or attributes" on_bus signals_tell_a_sandboxed_app_nothing
+    check "a sandboxed app holds one prompt over all its connections; the dialog names it" on_bus a_sandboxed_app_holds_one_prompt
+    if [ "$(id -u)" = 0 ]; then
+        check "a connection whose pid went to another process is refused" on_bus pid_reuse_lends_no_identity
+    else
+        echo "skipped: the pid-reuse case writes /proc/sys/kernel/ns_last_pid, which needs root"
+    fi
 else
     echo "skipped: bwrap (bubblewrap) is not installed"
 fi
