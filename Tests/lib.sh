@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The harness the shell suites share. A suite defines `fresh` (set up a case: its own HOME, XDG
 # folders, keychain, and `case_dir`) and `finish` (tear it down), then calls `check NAME FUNCTION`
 # for each case and `summary` at the end.
@@ -9,6 +10,7 @@ check() {
     fresh
     # Not `if ( set -e; ... )`: bash ignores -e for everything run as an if condition, so a case
     # would then fail only when its last command did.
+    # shellcheck disable=SC2154 # case_dir is set by the suite's `fresh`
     ( set -e; "$@" ) > "$case_dir.log" 2>&1
     if [ $? -eq 0 ]; then
         pass=$((pass + 1)); echo "ok   $name"

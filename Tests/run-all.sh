@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every suite of `make test` and ends with one line counting them all.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # security, pki, case_dir and here are set by run.sh, which sources this file
 # `! command` does not stop a `set -e` case; `refute command` does.
 refute() { if "$@"; then return 1; fi; }
 

@@ -383,7 +383,7 @@ certificate_bad_input() {
 }
 
 # The keychain's uuid, which names its keys in the kernel.
-keychain_id() { sqlite3 "$XDG_DATA_HOME/keychains/${1:-login}.keychain-db" "select hex(value) from keychain where name='uuid'" | tr A-F a-f; }
+keychain_id() { sqlite3 "$XDG_DATA_HOME/keychains/login.keychain-db" "select hex(value) from keychain where name='uuid'" | tr A-F a-f; }
 # Look in the persistent keyring from a throwaway session keyring, leaving the caller's alone.
 in_kernel() { keyctl session - sh -c 'keyctl search "$(keyctl get_persistent @s)" user "$1" >/dev/null 2>&1' sh "$1"; }
 

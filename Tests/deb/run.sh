@@ -102,7 +102,7 @@ served-by-the-installed-service" "$out" "secret-tool through the installed keych
         expect deb-ss-secret "$(/usr/bin/security find-generic-password -s deb-secret-service -a deb -w)" "the item, through security"
         # The systemd user unit the activation file names, as systemd reads it.
         grep -qx 'SystemdService=keychain-secret-service.service' "$services/org.keychain-linux.secrets.service"
-        mkdir -p -m 700 "$work/runtime"
+        mkdir -p "$work/runtime" && chmod 700 "$work/runtime"
         XDG_RUNTIME_DIR=$work/runtime systemd-analyze --user verify /usr/lib/systemd/user/keychain-secret-service.service
         # The polkit action, where polkitd reads actions.
         [ -f /usr/share/polkit-1/actions/org.keychain-linux.user-presence.policy ]

@@ -13,7 +13,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 0
 fi
 
-stage= install_log=
+stage='' install_log=''
 cleanup() { [ -z "$stage" ] || rm -rf "$stage"; [ -z "$install_log" ] || rm -f "$install_log"; }
 trap cleanup EXIT
 # Anyone can read it: the PAM case runs the staged `security` as a throwaway user.

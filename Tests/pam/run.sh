@@ -17,7 +17,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 0
 fi
 
-devlog= devlog_pid= stage=
+devlog='' devlog_pid='' stage=''
 cleanup() {
     [ -z "$devlog_pid" ] || kill "$devlog_pid" 2>/dev/null
     [ -z "$devlog" ] || rm -f "$devlog"
