@@ -34,3 +34,17 @@ summary() {
     echo "$pass passed, $fail failed"
     [ "$fail" -eq 0 ]
 }
+
+# copy_tree REPO DEST: the checkout's files as they are now (tracked and new ones, not those git
+# ignores), so nothing built comes along: what a fresh clone with the working tree's edits holds.
+copy_tree() {
+    local repo=$1 dest=$2 file
+    mkdir -p "$dest"
+    if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
+        git -C "$repo" ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' file; do
+            [ -e "$repo/$file" ] && printf '%s\0' "$file"
+        done | tar -C "$repo" --null -T - -cf - | tar -C "$dest" -xf -
+    else
+        tar -C "$repo" --exclude=./.build --exclude='./.build-*' --exclude=./.swiftpm -cf - . | tar -C "$dest" -xf -
+    fi
+}

@@ -201,8 +201,10 @@ trap cleanup EXIT
 exec 9>/tmp/kc-pam.lock
 flock 9
 
-# Built with the toolchain, before it is hidden (the release build is what `make install` makes).
-bash "$repo/packaging/deb/build.sh" "$work" > "$work/package" 2> "$work/build.log" || tail -20 "$work/build.log"
+# Built with the toolchain, before it is hidden: `make release`, whose products build.sh stages with
+# `make install` (which builds nothing itself).
+{ make -s -C "$repo" release >&2 && bash "$repo/packaging/deb/build.sh" "$work"; } > "$work/package" 2> "$work/build.log" ||
+    tail -20 "$work/build.log"
 tail -1 "$work/package" > "$work/package.path" && mv "$work/package.path" "$work/package"
 cp -a /etc/pam.d "$work/pam.d"
 mkdir -p /var/lib/pam && cp -a /var/lib/pam "$work/var-lib-pam"
