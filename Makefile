@@ -18,12 +18,14 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 BUILD_DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev libsystemd-dev pkg-config git binutils scdoc
 # What packaging/deb/build.sh adds: dpkg-architecture and dpkg-shlibdeps.
 DEB_DEBS := dpkg-dev
+# What `make check` adds: shellcheck, and python3 for Tools/check-imports.py.
+CHECK_DEBS := shellcheck python3
 # What the tests add (`make deps`): the real clients and servers they drive. docker.io too, unless
 # a docker is already on the PATH (deps adds it).
-TEST_DEBS := keyutils python3 sqlite3 curl docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux \
+TEST_DEBS := keyutils sqlite3 curl docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux \
         openssl gcc dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
         polkitd pkexec python3-dbus python3-gi man-db lintian
-DEBS := $(sort $(BUILD_DEBS) $(DEB_DEBS) $(TEST_DEBS))
+DEBS := $(sort $(BUILD_DEBS) $(DEB_DEBS) $(CHECK_DEBS) $(TEST_DEBS))
 
 # What `make bench` adds: the peers it measures against, and what builds them.
 BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecret-1-dev libsecret-tools dbus-daemon \
@@ -39,7 +41,7 @@ INSTALL_INPUTS := $(addprefix .build/release/,security git-credential-keychain d
 QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtime the shared libraries from the glibc version used for linking/d' -e "/warning: the use of .mktemp' is dangerous/d"
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
-.PHONY: deb test-deb man deps build-deps deb-deps install-debs bench-deps bench build release test test-unit \
+.PHONY: deb test-deb man deps build-deps deb-deps check-deps install-debs bench-deps bench build release check test test-unit \
         test-cli test-git test-docker test-pam test-install test-secret-service test-presence stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
@@ -51,6 +53,9 @@ build-deps:
 
 deb-deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BUILD_DEBS) $(DEB_DEBS)"
+
+check-deps:
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BUILD_DEBS) $(CHECK_DEBS)"
 
 bench-deps: deps
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BENCH_DEBS)"
@@ -70,6 +75,11 @@ build: build-deps
 release: build-deps
 	@$(SWIFT_BUILD) -c release 2>&1 | $(QUIET_STATIC)
 	@$(MAKE) --no-print-directory man
+
+# Without root, on a built tree: the unit tests, shellcheck, swift-format lint and the import check
+# (Tools/check.sh; CONTRIBUTING.md). .ci/run runs it before `make test`.
+check: check-deps
+	@bash Tools/check.sh
 
 test: deps
 	@$(SWIFT_BUILD) --build-tests 2>&1 | $(QUIET_STATIC)
