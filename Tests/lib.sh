@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # The harness the shell suites share. A suite defines `fresh` (set up a case: its own HOME, XDG
 # folders, keychain, and `case_dir`) and `finish` (tear it down), then calls `check NAME FUNCTION`
-# for each case and `summary` at the end.
-pass=0 fail=0
+# for each case and `summary` at the end; `skip REASON` stands for a case (or a group of cases)
+# that cannot run here, so that the summary counts it instead of hiding it.
+pass=0 fail=0 skipped=0
 
 # check NAME COMMAND...: the case passes when COMMAND succeeds under `set -e`.
 check() {
@@ -29,9 +30,15 @@ expect() {
 # status_of COMMAND...: the command's exit status, its output dropped.
 status_of() { "$@" >/dev/null 2>&1; echo $?; }
 
+# skip REASON: one more skipped, and why.
+skip() {
+    skipped=$((skipped + 1)); echo "skipped: $*"
+}
+
+# The closing line Tests/run-all.sh (and CI) reads: `N passed, N failed, N skipped`.
 summary() {
     echo
-    echo "$pass passed, $fail failed"
+    echo "$pass passed, $fail failed, $skipped skipped"
     [ "$fail" -eq 0 ]
 }
 

@@ -171,12 +171,12 @@ PAM
 fi
 
 if [ "$(id -u)" != 0 ]; then
-    echo "skipped: installing a package, a test user and a mount namespace need root"
+    skip "installing a package, a test user and a mount namespace need root"
     summary
     exit 0
 fi
 if dpkg-query -W -f='${Status}' keychain-for-linux 2>/dev/null | grep -q 'install ok installed'; then
-    echo "skipped: keychain-for-linux is installed on this machine; the test installs and purges its own"
+    skip "keychain-for-linux is installed on this machine; the test installs and purges its own"
     summary
     exit 0
 fi

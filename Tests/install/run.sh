@@ -77,7 +77,7 @@ check "make install on a tree where nothing is built: one line, non-zero, no apt
 check "make release and make deb install only build packages, never the test toolchain" only_build_packages
 
 if [ "$(id -u)" != 0 ]; then
-    echo "skipped: hiding /opt/swift takes a mount namespace, and the PAM case a user: both need root"
+    skip "hiding /opt/swift takes a mount namespace, and the PAM case a user: both need root"
     summary
     exit
 fi
