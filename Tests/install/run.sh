@@ -12,14 +12,16 @@ repo=$(cd "$here/../.." && pwd)
 . "$here/../lib.sh"
 
 # Stubs that record every call of what could install a package. dpkg-query finds nothing
-# installed, so a target's install step asks apt-get for every package it wants; swift builds
-# nothing (passed as SWIFT=..., since the Makefile puts /opt/swift first on the PATH).
+# installed, so a target's install step asks apt-get for every package it wants; sudo (used when
+# not root) runs its command, the stubs' apt-get; swift builds nothing (passed as SWIFT=...,
+# since the Makefile puts /opt/swift first on the PATH).
 make_stubs() {
     local tool
     mkdir -p "$stubs"
-    for tool in apt-get apt sudo swift; do
+    for tool in apt-get apt swift; do
         printf '#!/bin/sh\necho "%s $*" >> "%s"\n' "$tool" "$calls" > "$stubs/$tool"
     done
+    printf '#!/bin/sh\necho "sudo $*" >> "%s"\nexec "$@"\n' "$calls" > "$stubs/sudo"
     printf '#!/bin/sh\nexit 1\n' > "$stubs/dpkg-query"
     chmod 755 "$stubs"/*
 }
@@ -38,7 +40,7 @@ finish() { rm -rf "$case_dir"; }
 stubbed() { (cd "$tree" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PATH="$stubs:$PATH" "$@"); }
 
 # The packages the stubs were asked to install.
-asked_for() { sed -n 's/^apt-get install //p' "$calls" | tr ' ' '\n' | grep -v '^-' | grep . | sort -u; }
+asked_for() { sed -n 's/^apt-get install //p' "$calls" | tr ' ' '\n' | { grep -v -e '^-' -e '^$' || true; } | sort -u; }
 
 # What only the tests use: none of it may come with building or packaging.
 test_only="docker-registry docker.io skopeo pamtester lintian gcc polkitd pkexec apache2-utils libpam-wrapper dbus-daemon
