@@ -3,7 +3,8 @@
 # Peers come from Debian: git credential-store, git-credential-libsecret (built from the source
 # Debian ships) with gnome-keyring-daemon in a private D-Bus session, docker-credential-pass
 # (throwaway GnuPG key, no passphrase) and docker-credential-secretservice. Prints one table of
-# medians and ratios; every run must succeed and print the expected secret to count.
+# medians and ratios, and writes it into bench/README.md (the prose around it is kept); every run
+# must succeed and print the expected secret to count.
 #
 # Environment: BENCH_ROUNDS (default 40, after 5 warm-ups), BENCH_STORE_ITEMS (10000),
 # BENCH_GNOME_ITEMS (1000: gnome-keyring rewrites its file on every store, so filling it
@@ -217,5 +218,5 @@ else
     unlock_note="unlock: skipped (needs root to make a user and a PAM service)"
 fi
 
-# --- the table ------------------------------------------------------------------------------
-python3 "$here/report.py" "$work" "$store_items" "$gnome_items" "$big" "$unlock_note"
+# --- the table: printed, and written into bench/README.md between its markers ----------------
+python3 "$here/report.py" "$work" "$store_items" "$gnome_items" "$big" "$unlock_note" --readme "$here/README.md"
