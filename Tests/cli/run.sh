@@ -553,7 +553,7 @@ check "output scripts parse (identity_find.m, keychain_utilities.c, keychain_sho
 check "Ctrl-C, SIGTERM, SIGHUP at a prompt restore echo" terminal_safety
 check "bytes are bytes: non-UTF-8 names refused, passwords kept" bytes_are_bytes
 check "argv secrets: warned about, wiped from /proc/PID/cmdline (issue 20.4/20.11)" argv_secrets
-check "README examples keep secrets out of argv (issue 20.4)" readme_examples
+check "README, docs and man examples keep secrets out of argv (issue 20.4)" readme_examples
 check "passwords piped or typed leave no copy in memory (issue 20.11)" secrets_leave_memory
 check "GitHub's certificate recipe under set -e" github_certificate_recipe
 
