@@ -36,7 +36,7 @@ INSTALL_INPUTS := $(addprefix .build/release/,security git-credential-keychain d
                   libpam_keychain.so) $(addsuffix .gz,$(MANPAGES))
 
 # glibc's linker warns about every getaddrinfo/dlopen/... reachable in the statically linked tools
-# (from libcrypto, SQLite and the Swift runtime; none of those paths runs in them): see README.
+# (from libcrypto, SQLite and the Swift runtime; none of those paths runs in them): see CONTRIBUTING.md.
 # `set -o pipefail` keeps the build's own status.
 QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtime the shared libraries from the glibc version used for linking/d' -e "/warning: the use of .mktemp' is dangerous/d"
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
@@ -115,7 +115,7 @@ stress: deps
 	@$(SWIFT_BUILD) --build-tests 2>&1 | $(QUIET_STATIC)
 	bash Tests/stress/run.sh .build/debug --long
 
-# Not part of `make test`: figures against the peers, printed as one table (see README).
+# Not part of `make test`: figures against the peers, one table, written into bench/README.md.
 bench: bench-deps release
 	bash bench/run.sh
 

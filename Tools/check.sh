@@ -48,7 +48,7 @@ tree_files() {
 
 step_unit() {
     echo "== unit: swift build --build-tests, swift test"
-    # The linker's notes about getaddrinfo/dlopen in static executables: see the README (make hides them too).
+    # The linker's notes about getaddrinfo/dlopen in static executables: see CONTRIBUTING.md (make hides them too).
     if ! { set -o pipefail; "$swift" build --build-tests 2>&1 |
             sed -u -e '/in statically linked applications requires at runtime the shared libraries from the glibc version used for linking/d' \
                 -e "/warning: the use of .mktemp' is dangerous/d"; }; then
