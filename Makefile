@@ -9,44 +9,77 @@ MANPAGES := $(patsubst man/%.scd,.build/man/%,$(wildcard man/*.scd))
 SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 
-# Debian packages the build and the tests need.
-DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev pkg-config keyutils python3 binutils sqlite3 git curl \
-        docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux openssl gcc \
-        libsystemd-dev dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
-        polkitd pkexec python3-dbus python3-gi scdoc man-db dpkg-dev lintian
+# Debian packages, in sets, so that each target installs only what it uses: `make release`
+# must not bring a registry listening on *:5000 or a docker daemon onto a machine that only wants
+# the tools, and `make install` installs no package at all (second security review, finding 5).
+# What the build needs beyond the Swift toolchain's own prerequisites (gcc, libstdc++-12-dev, ...,
+# taken as given with /opt/swift): the system libraries the C shims link, pkg-config to find them,
+# git for SwiftPM to fetch swift-argument-parser, binutils for `install -s`, scdoc for the man pages.
+BUILD_DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev libsystemd-dev pkg-config git binutils scdoc
+# What packaging/deb/build.sh adds: dpkg-architecture and dpkg-shlibdeps.
+DEB_DEBS := dpkg-dev
+# What `make check` adds: shellcheck, and python3 for Tools/check-imports.py.
+CHECK_DEBS := shellcheck python3
+# What the tests add (`make deps`): the real clients and servers they drive. docker.io too, unless
+# a docker is already on the PATH (deps adds it).
+TEST_DEBS := keyutils sqlite3 curl docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux \
+        openssl gcc dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
+        polkitd pkexec python3-dbus python3-gi man-db lintian
+DEBS := $(sort $(BUILD_DEBS) $(DEB_DEBS) $(CHECK_DEBS) $(TEST_DEBS))
 
 # What `make bench` adds: the peers it measures against, and what builds them.
 BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecret-1-dev libsecret-tools dbus-daemon \
               libglib2.0-dev gcc make
 
+# What `make install` copies: all of it is made by `make release`.
+INSTALL_INPUTS := $(addprefix .build/release/,security git-credential-keychain docker-credential-keychain keychain-secret-service \
+                  libpam_keychain.so) $(addsuffix .gz,$(MANPAGES))
+
 # glibc's linker warns about every getaddrinfo/dlopen/... reachable in the statically linked tools
-# (from libcrypto, SQLite and the Swift runtime; none of those paths runs in them): see README.
+# (from libcrypto, SQLite and the Swift runtime; none of those paths runs in them): see CONTRIBUTING.md.
 # `set -o pipefail` keeps the build's own status.
 QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtime the shared libraries from the glibc version used for linking/d' -e "/warning: the use of .mktemp' is dangerous/d"
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
-.PHONY: deb test-deb man deps install-debs bench-deps bench build release test test-unit test-cli test-git test-docker test-pam test-install test-secret-service test-presence stress demo install uninstall clean
+.PHONY: deb test-deb man deps build-deps deb-deps check-deps install-debs bench-deps bench build release check test test-unit \
+        test-cli test-git test-docker test-pam test-install test-secret-service test-presence stress demo install uninstall clean
 
+# Everything the tests need (make test, make demo).
 deps:
-	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEBS)"
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(DEBS) $$(command -v docker >/dev/null || echo docker.io)"
+
+build-deps:
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BUILD_DEBS)"
+
+deb-deps:
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BUILD_DEBS) $(DEB_DEBS)"
+
+check-deps:
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BUILD_DEBS) $(CHECK_DEBS)"
 
 bench-deps: deps
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BENCH_DEBS)"
 
 install-debs:
 	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
-	command -v docker >/dev/null || missing="$$missing docker.io"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-build: deps
+build: build-deps
 	@$(SWIFT_BUILD) 2>&1 | $(QUIET_STATIC)
 
-release: deps
+# Everything `make install` copies: the release products and the man pages.
+release: build-deps
 	@$(SWIFT_BUILD) -c release 2>&1 | $(QUIET_STATIC)
+	@$(MAKE) --no-print-directory man
+
+# Without root, on a built tree: the unit tests, shellcheck, swift-format lint and the import check
+# (Tools/check.sh; CONTRIBUTING.md). .ci/run runs it before `make test`.
+check: check-deps
+	@bash Tools/check.sh
 
 test: deps
 	@$(SWIFT_BUILD) --build-tests 2>&1 | $(QUIET_STATIC)
@@ -82,11 +115,11 @@ stress: deps
 	@$(SWIFT_BUILD) --build-tests 2>&1 | $(QUIET_STATIC)
 	bash Tests/stress/run.sh .build/debug --long
 
-# Not part of `make test`: figures against the peers, printed as one table (see README).
+# Not part of `make test`: figures against the peers, one table, written into bench/README.md.
 bench: bench-deps release
 	bash bench/run.sh
 
-demo: build
+demo: deps build
 	bash Tests/demo.sh .build/debug/security
 
 # Man pages, one scdoc source each (man/*.scd), gzipped as Debian installs them.
@@ -97,8 +130,12 @@ man: $(MANPAGES)
 	scdoc < $< | gzip -9n > $@.gz && touch $@
 
 # Stripped (install -s): the tools are static, the Swift runtime inside, and need nothing from the
-# toolchain; the module keeps the dynamic symbols PAM looks up.
-install: release man
+# toolchain; the module keeps the dynamic symbols PAM looks up. Builds nothing and installs no
+# package: run as root, it would leave root-owned files in .build and pull in whatever the build
+# wants. `make release` (as yourself) first; $(shell) rather than $(wildcard), which may answer
+# from make's cache of the folder.
+install:
+	$(if $(shell for f in $(INSTALL_INPUTS); do [ -e $$f ] || echo $$f; done),$(error nothing is built: run `make release` first, then `sudo make install`))
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -s -m 0755 .build/release/security $(DESTDIR)$(PREFIX)/bin/security
 	install -s -m 0755 .build/release/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/git-credential-keychain
@@ -135,7 +172,8 @@ install: release man
 	.build/release/security --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/security.fish
 
 # The Debian package (see packaging/deb/build.sh): keychain-for-linux_<version>_<arch>.deb in this folder.
-deb: deps
+deb: deb-deps
+	@$(MAKE) --no-print-directory release
 	@bash packaging/deb/build.sh .
 
 # root: installs the package with apt-get, uses it with /opt/swift hidden, purges it.

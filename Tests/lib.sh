@@ -1,7 +1,9 @@
+# shellcheck shell=bash
 # The harness the shell suites share. A suite defines `fresh` (set up a case: its own HOME, XDG
 # folders, keychain, and `case_dir`) and `finish` (tear it down), then calls `check NAME FUNCTION`
-# for each case and `summary` at the end.
-pass=0 fail=0
+# for each case and `summary` at the end; `skip REASON` stands for a case (or a group of cases)
+# that cannot run here, so that the summary counts it instead of hiding it.
+pass=0 fail=0 skipped=0
 
 # check NAME COMMAND...: the case passes when COMMAND succeeds under `set -e`.
 check() {
@@ -9,6 +11,7 @@ check() {
     fresh
     # Not `if ( set -e; ... )`: bash ignores -e for everything run as an if condition, so a case
     # would then fail only when its last command did.
+    # shellcheck disable=SC2154 # case_dir is set by the suite's `fresh`
     ( set -e; "$@" ) > "$case_dir.log" 2>&1
     if [ $? -eq 0 ]; then
         pass=$((pass + 1)); echo "ok   $name"
@@ -27,8 +30,28 @@ expect() {
 # status_of COMMAND...: the command's exit status, its output dropped.
 status_of() { "$@" >/dev/null 2>&1; echo $?; }
 
+# skip REASON: one more skipped, and why.
+skip() {
+    skipped=$((skipped + 1)); echo "skipped: $*"
+}
+
+# The closing line Tests/run-all.sh (and CI) reads: `N passed, N failed, N skipped`.
 summary() {
     echo
-    echo "$pass passed, $fail failed"
+    echo "$pass passed, $fail failed, $skipped skipped"
     [ "$fail" -eq 0 ]
+}
+
+# copy_tree REPO DEST: the checkout's files as they are now (tracked and new ones, not those git
+# ignores), so nothing built comes along: what a fresh clone with the working tree's edits holds.
+copy_tree() {
+    local repo=$1 dest=$2 file
+    mkdir -p "$dest"
+    if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
+        git -C "$repo" ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' file; do
+            [ -e "$repo/$file" ] && printf '%s\0' "$file"
+        done | tar -C "$repo" --null -T - -cf - | tar -C "$dest" -xf -
+    else
+        tar -C "$repo" --exclude=./.build --exclude='./.build-*' --exclude=./.swiftpm -cf - . | tar -C "$dest" -xf -
+    fi
 }

@@ -1,8 +1,24 @@
 #!/usr/bin/env python3
-"""Turns bench/run.sh's measurements into one table: our figure, the peer's, the ratio, the bar."""
+"""Turns bench/run.sh's measurements into one table: our figure, the peer's, the ratio, the bar.
+
+Usage: report.py WORK STORE_ITEMS GNOME_ITEMS BIG NOTE [--readme bench/README.md]
+
+Prints the table. With --readme it also writes it into that file, between the two marker lines
+(BEGIN and END below), and keeps everything else of the file as it is: the prose around the table
+(how to read it, the misses) is written by hand and must survive every `make bench`.
+"""
 import json, os, statistics, sys
 
-work, store_items, gnome_items, big, note = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+BEGIN = "<!-- make bench writes the table from here (bench/report.py); edit the text around it, not this -->"
+END = "<!-- end of the table make bench writes -->"
+
+args = sys.argv[1:]
+readme = None
+if "--readme" in args:
+    at = args.index("--readme")
+    readme = args[at + 1]
+    del args[at:at + 2]
+work, store_items, gnome_items, big, note = args[0], int(args[1]), int(args[2]), int(args[3]), args[4]
 proc = json.load(open(os.path.join(work, "process.json")))
 ms = lambda name: proc[name]["median_ms"]
 rounds = proc["helper/keychain"]["runs"]
@@ -108,12 +124,34 @@ peers = ", ".join(f"{k[4:]} {v / 1024:.1f} MiB" for k, v in rss.items() if k.sta
 cpus = os.cpu_count()
 mem = next((int(l.split()[1]) // 1024 // 1024 for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
 model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print(f"\nmake bench, {os.popen('date -u +%Y-%m-%d').read().strip()}: {cpus} cores ({model}), {mem} GiB; "
-      f"process figures are medians of {rounds} runs per case after 5 warm-ups, cases interleaved.\n")
-print("| figure | ours | peer | ratio | bar | met |")
-print("|---|---|---|---|---|---|")
-for row in rows:
-    print("| " + " | ".join(row) + " |")
-print(f"\nPeers' peak RSS for comparison: {peers}.")
+date = os.environ.get("BENCH_DATE") or os.popen("date -u +%Y-%m-%d").read().strip()
+table = [f"make bench, {date}: {cpus} cores ({model}), {mem} GiB; "
+         f"process figures are medians of {rounds} runs per case after 5 warm-ups, cases interleaved. "
+         f"Sizes: {store_items:,} items in the keychain and credential-store, {gnome_items:,} in the Secret Service "
+         f"providers, {big:,} for the big SecItem figures.",
+         "",
+         "| figure | ours | peer | ratio | bar | met |",
+         "|---|---|---|---|---|---|"]
+table += ["| " + " | ".join(row) + " |" for row in rows]
+table += ["", f"Peers' peak RSS for comparison: {peers}."]
 if note:
-    print(note)
+    table.append(note)
+print("\n" + "\n".join(table))
+
+
+def write_readme(path, table):
+    """The table between BEGIN and END; the rest of the file as it was."""
+    text = open(path).read()
+    if BEGIN not in text or END not in text or text.index(BEGIN) > text.index(END):
+        sys.exit(f"report.py: {path} has no table markers ({BEGIN!r} ... {END!r}); the table was not written")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    new = head + BEGIN + "\n" + "\n".join(table) + "\n" + END + tail
+    with open(path + ".tmp", "w") as out:
+        out.write(new)
+    os.replace(path + ".tmp", path)
+    print(f"\nwritten to {path}", file=sys.stderr)
+
+
+if readme:
+    write_readme(readme, table)

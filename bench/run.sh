@@ -3,7 +3,8 @@
 # Peers come from Debian: git credential-store, git-credential-libsecret (built from the source
 # Debian ships) with gnome-keyring-daemon in a private D-Bus session, docker-credential-pass
 # (throwaway GnuPG key, no passphrase) and docker-credential-secretservice. Prints one table of
-# medians and ratios; every run must succeed and print the expected secret to count.
+# medians and ratios, and writes it into bench/README.md (the prose around it is kept); every run
+# must succeed and print the expected secret to count.
 #
 # Environment: BENCH_ROUNDS (default 40, after 5 warm-ups), BENCH_STORE_ITEMS (10000),
 # BENCH_GNOME_ITEMS (1000: gnome-keyring rewrites its file on every store, so filling it
@@ -32,7 +33,7 @@ export XDG_DATA_HOME=$HOME/.local/share XDG_CONFIG_HOME=$HOME/.config XDG_RUNTIM
 export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 KEYCHAIN_PATH=$work/bench.keychain-db
 mkdir -p "$HOME" "$GNUPGHOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$GNUPGHOME" "$XDG_RUNTIME_DIR"
-pam_user= pam_service= ours_pid= ours_bus_pid= empty_bus_pid=
+pam_user='' pam_service='' ours_pid='' ours_bus_pid='' empty_bus_pid=''
 cleanup() {
     [ -n "$ours_pid" ] && kill "$ours_pid" 2>/dev/null
     [ -n "$ours_bus_pid" ] && kill "$ours_bus_pid" 2>/dev/null
@@ -158,6 +159,7 @@ gnome_pid=$(dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/f
     org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.secrets | awk '/uint32/ {print $2}')
 record "{\"figure\": \"service-rss/gnome\", \"ours\": $(awk '/^VmRSS/ {print $2}' "/proc/$gnome_pid/status")}"
 # The least a provider on this stack holds: a C program doing only what any must (bench/stack_floor.c).
+# shellcheck disable=SC2046 # pkg-config's flags are words on purpose
 gcc -O2 -Wall -o "$work/stack_floor" "$here/stack_floor.c" $(pkg-config --cflags --libs libsystemd sqlite3 libsodium libcrypto)
 record "{\"figure\": \"service-rss/floor\", \"ours\": $(DBUS_SESSION_BUS_ADDRESS=$ours_bus "$work/stack_floor")}"
 # Their private (anonymous) part: what holding the items costs, with no library page counted.
@@ -174,6 +176,7 @@ done
 # them. Alternated, so a slow moment of the machine falls on both. After the memory figures: the
 # stores replace one item, but gnome-keyring rewrites its file each time.
 say "the providers' own lookup and store, on one open connection each"
+# shellcheck disable=SC2046 # pkg-config's flags are words on purpose
 gcc -O2 -Wall -o "$work/ss_client" "$here/ss_client.c" $(pkg-config --cflags --libs libsystemd)
 provider_lookup=("pass$gnome_target" server "host$gnome_target.example.com" protocol https)
 provider_store=(stored application keychain-bench-provider)
@@ -215,5 +218,5 @@ else
     unlock_note="unlock: skipped (needs root to make a user and a PAM service)"
 fi
 
-# --- the table ------------------------------------------------------------------------------
-python3 "$here/report.py" "$work" "$store_items" "$gnome_items" "$big" "$unlock_note"
+# --- the table: printed, and written into bench/README.md between its markers ----------------
+python3 "$here/report.py" "$work" "$store_items" "$gnome_items" "$big" "$unlock_note" --readme "$here/README.md"

@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154 # security, pki, case_dir and here are set by run.sh, which sources this file
 # `! command` does not stop a `set -e` case; `refute command` does.
 refute() { if "$@"; then return 1; fi; }
 
@@ -279,14 +281,14 @@ argv_secrets() {
 }
 
 # Issue 20, point 4: the README's examples keep secrets out of argv and no longer claim that
-# secrets never travel in argv.
+# secrets never travel in argv. The examples that left the README (docs/, the man pages) too.
 readme_examples() {
-    readme=$here/../../README.md
-    refute grep -n 'Secrets never travel in argv' "$readme"
+    local docs=("$here/../../README.md" "$here"/../../docs/*.md "$here"/../../man/*.scd)
+    refute grep -n 'Secrets never travel in argv' "${docs[@]}"
     # Command lines in its examples (comments after "#" left out): no secret after -w, -p, -P, -o, -k.
-    refute grep -nE '^(printf .*\| )?security [a-z-]+ [^#]*-w [^ |#]' "$readme"
-    refute grep -nE '^(printf .*\| )?security (create|unlock|set)-[a-z-]+ [^#]* -[pPok] [^ |#]' "$readme"
-    refute grep -nE '^(printf .*\| )?security (import|export) [^#]* -P [^ |#]' "$readme"
+    refute grep -nE '^(printf .*\| )?security [a-z-]+ [^#]*-w [^ |#]' "${docs[@]}"
+    refute grep -nE '^(printf .*\| )?security (create|unlock|set)-[a-z-]+( [^#]*)? -[pPok] [^ |#]' "${docs[@]}"
+    refute grep -nE '^(printf .*\| )?security (import|export) [^#]* -P [^ |#]' "${docs[@]}"
 }
 
 # GitHub's "Installing an Apple certificate on macOS runners for Xcode development", its

@@ -383,7 +383,7 @@ certificate_bad_input() {
 }
 
 # The keychain's uuid, which names its keys in the kernel.
-keychain_id() { sqlite3 "$XDG_DATA_HOME/keychains/${1:-login}.keychain-db" "select hex(value) from keychain where name='uuid'" | tr A-F a-f; }
+keychain_id() { sqlite3 "$XDG_DATA_HOME/keychains/login.keychain-db" "select hex(value) from keychain where name='uuid'" | tr A-F a-f; }
 # Look in the persistent keyring from a throwaway session keyring, leaving the caller's alone.
 in_kernel() { keyctl session - sh -c 'keyctl search "$(keyctl get_persistent @s)" user "$1" >/dev/null 2>&1' sh "$1"; }
 
@@ -553,7 +553,7 @@ check "output scripts parse (identity_find.m, keychain_utilities.c, keychain_sho
 check "Ctrl-C, SIGTERM, SIGHUP at a prompt restore echo" terminal_safety
 check "bytes are bytes: non-UTF-8 names refused, passwords kept" bytes_are_bytes
 check "argv secrets: warned about, wiped from /proc/PID/cmdline (issue 20.4/20.11)" argv_secrets
-check "README examples keep secrets out of argv (issue 20.4)" readme_examples
+check "README, docs and man examples keep secrets out of argv (issue 20.4)" readme_examples
 check "passwords piped or typed leave no copy in memory (issue 20.11)" secrets_leave_memory
 check "GitHub's certificate recipe under set -e" github_certificate_recipe
 

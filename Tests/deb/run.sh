@@ -102,7 +102,7 @@ served-by-the-installed-service" "$out" "secret-tool through the installed keych
         expect deb-ss-secret "$(/usr/bin/security find-generic-password -s deb-secret-service -a deb -w)" "the item, through security"
         # The systemd user unit the activation file names, as systemd reads it.
         grep -qx 'SystemdService=keychain-secret-service.service' "$services/org.keychain-linux.secrets.service"
-        mkdir -p -m 700 "$work/runtime"
+        mkdir -p "$work/runtime" && chmod 700 "$work/runtime"
         XDG_RUNTIME_DIR=$work/runtime systemd-analyze --user verify /usr/lib/systemd/user/keychain-secret-service.service
         # The polkit action, where polkitd reads actions.
         [ -f /usr/share/polkit-1/actions/org.keychain-linux.user-presence.policy ]
@@ -171,12 +171,12 @@ PAM
 fi
 
 if [ "$(id -u)" != 0 ]; then
-    echo "skipped: installing a package, a test user and a mount namespace need root"
+    skip "installing a package, a test user and a mount namespace need root"
     summary
     exit 0
 fi
 if dpkg-query -W -f='${Status}' keychain-for-linux 2>/dev/null | grep -q 'install ok installed'; then
-    echo "skipped: keychain-for-linux is installed on this machine; the test installs and purges its own"
+    skip "keychain-for-linux is installed on this machine; the test installs and purges its own"
     summary
     exit 0
 fi
@@ -201,8 +201,10 @@ trap cleanup EXIT
 exec 9>/tmp/kc-pam.lock
 flock 9
 
-# Built with the toolchain, before it is hidden (the release build is what `make install` makes).
-bash "$repo/packaging/deb/build.sh" "$work" > "$work/package" 2> "$work/build.log" || tail -20 "$work/build.log"
+# Built with the toolchain, before it is hidden: `make release`, whose products build.sh stages with
+# `make install` (which builds nothing itself).
+{ make -s -C "$repo" release >&2 && bash "$repo/packaging/deb/build.sh" "$work"; } > "$work/package" 2> "$work/build.log" ||
+    tail -20 "$work/build.log"
 tail -1 "$work/package" > "$work/package.path" && mv "$work/package.path" "$work/package"
 cp -a /etc/pam.d "$work/pam.d"
 mkdir -p /var/lib/pam && cp -a /var/lib/pam "$work/var-lib-pam"

@@ -1,19 +1,90 @@
 #!/usr/bin/env bash
 # `make install` as a machine without the Swift toolchain gets it: the staged `security`, both
 # credential helpers and pam_keychain.so are stripped and work with /opt/swift hidden (a tmpfs
-# over it in a private mount namespace). Builds the release products through `make install`.
+# over it in a private mount namespace). Builds the release products with `make release`, then
+# stages them with `make install DESTDIR=...`.
+# First, as any user: `make install` builds nothing and installs no package (it fails in one line
+# on a tree where nothing is built), and `make release` and `make deb` install only what the build
+# needs, never the test toolchain (a registry listening on *:5000, docker, ...).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 . "$here/../lib.sh"
 
+# Stubs that record every call of what could install a package. dpkg-query finds nothing
+# installed, so a target's install step asks apt-get for every package it wants; sudo (used when
+# not root) runs its command, the stubs' apt-get; swift builds nothing (passed as SWIFT=...,
+# since the Makefile puts /opt/swift first on the PATH).
+make_stubs() {
+    local tool
+    mkdir -p "$stubs"
+    for tool in apt-get apt swift; do
+        printf '#!/bin/sh\necho "%s $*" >> "%s"\n' "$tool" "$calls" > "$stubs/$tool"
+    done
+    printf '#!/bin/sh\necho "sudo $*" >> "%s"\nexec "$@"\n' "$calls" > "$stubs/sudo"
+    printf '#!/bin/sh\nexit 1\n' > "$stubs/dpkg-query"
+    chmod 755 "$stubs"/*
+}
+
+fresh() {
+    case_dir=$(mktemp -d /tmp/kc-install-case-XXXXXX)
+    tree=$case_dir/tree stubs=$case_dir/stubs calls=$case_dir/calls
+    : > "$calls"
+    copy_tree "$repo" "$tree"
+    make_stubs
+}
+finish() { rm -rf "$case_dir"; }
+
+# stubbed COMMAND...: runs COMMAND in the copy with the stubs first on the PATH.
+# Not the MAKEFLAGS of a `make test` around this suite: its -s, -j or jobserver would change the output.
+stubbed() { (cd "$tree" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PATH="$stubs:$PATH" "$@"); }
+
+# The packages the stubs were asked to install.
+asked_for() { sed -n 's/^apt-get install //p' "$calls" | tr ' ' '\n' | { grep -v -e '^-' -e '^$' || true; } | sort -u; }
+
+# What only the tests use: none of it may come with building or packaging.
+test_only="docker-registry docker.io skopeo pamtester lintian gcc polkitd pkexec apache2-utils libpam-wrapper dbus-daemon
+           libsecret-tools python3-secretstorage golang-docker-credential-helpers curl sqlite3 keyutils shellcheck man-db"
+
+install_without_build() {
+    status=0
+    out=$(stubbed make install DESTDIR="$case_dir/stage" SWIFT="$stubs/swift" 2>&1) || status=$?
+    echo "$out"
+    [ "$status" -ne 0 ] || { echo "make install succeeded with nothing built"; return 1; }
+    expect 1 "$(printf '%s\n' "$out" | wc -l)" "one line of output"
+    [[ "$out" == *'nothing is built: run `make release` first, then `sudo make install`'* ]] || { echo "not the expected line"; return 1; }
+    [ ! -s "$calls" ] || { echo "called:"; cat "$calls"; return 1; }
+    [ ! -e "$case_dir/stage" ] || { echo "installed something:"; find "$case_dir/stage"; return 1; }
+}
+
+only_build_packages() {
+    local target package
+    for target in release deb; do
+        : > "$calls"
+        # Whether it succeeds does not matter (deb stops at `make install`: the stub swift built nothing).
+        stubbed make "$target" SWIFT="$stubs/swift" > "$case_dir/$target.log" 2>&1 || true
+        asked_for > "$case_dir/$target.packages"
+        echo "make $target asks for: $(tr '\n' ' ' < "$case_dir/$target.packages")"
+        grep -qx libsqlite3-dev "$case_dir/$target.packages" || { echo "make $target installs no build package"; cat "$case_dir/$target.log"; return 1; }
+        for package in $test_only; do
+            if grep -qx "$package" "$case_dir/$target.packages"; then echo "make $target installs $package"; return 1; fi
+        done
+    done
+    grep -qx dpkg-dev "$case_dir/deb.packages" || { echo "make deb does not install dpkg-dev"; return 1; }
+    # The release target also makes the man pages, so that `make install` needs nothing built.
+    [ -f "$tree/.build/man/security.1.gz" ] || { echo "make release made no man pages"; return 1; }
+}
+
+check "make install on a tree where nothing is built: one line, non-zero, no apt, no sudo, no build" install_without_build
+check "make release and make deb install only build packages, never the test toolchain" only_build_packages
+
 if [ "$(id -u)" != 0 ]; then
-    echo "skipped: hiding /opt/swift takes a mount namespace, and the PAM case a user: both need root"
+    skip "hiding /opt/swift takes a mount namespace, and the PAM case a user: both need root"
     summary
-    exit 0
+    exit
 fi
 
-stage= install_log=
+stage='' install_log=''
 cleanup() { [ -z "$stage" ] || rm -rf "$stage"; [ -z "$install_log" ] || rm -f "$install_log"; }
 trap cleanup EXIT
 # Anyone can read it: the PAM case runs the staged `security` as a throwaway user.
@@ -23,7 +94,9 @@ install_log=$(mktemp /tmp/kc-install-log-XXXXXX)
 cd /
 
 installed=false
-if make -s -C "$repo" install DESTDIR="$stage" > "$install_log" 2>&1; then installed=true; fi
+if make -s -C "$repo" release > "$install_log" 2>&1 && make -s -C "$repo" install DESTDIR="$stage" >> "$install_log" 2>&1; then
+    installed=true
+fi
 bin=$stage/usr/local/bin
 module=$(find "$stage" -name pam_keychain.so | head -1)
 tools="$bin/security $bin/git-credential-keychain $bin/docker-credential-keychain"
@@ -133,7 +206,7 @@ PAM
     expect unlocked "$state" "WhenUnlocked after a login through the staged module"
 }
 
-check "make install DESTDIR=... stages the tools and the PAM module" make_install
+check "make release, then make install DESTDIR=... stages the tools and the PAM module" make_install
 check "the staged binaries and module are stripped" stripped
 check "the staged tools are static; the module needs no Swift library" self_contained
 check "with /opt/swift hidden: security, git and docker helpers work" tools_without_toolchain

@@ -12,12 +12,12 @@ wrapper_lib=$(ls /usr/lib/*/libpam_wrapper.so 2>/dev/null | head -1)
 wrapper_modules=$(dirname "${wrapper_lib:-/x}")/pam_wrapper
 
 if [ "$(id -u)" != 0 ]; then
-    echo "skipped: the PAM suite makes users and /etc/pam.d files, and needs root"
+    skip "the PAM suite makes users and /etc/pam.d files, and needs root"
     summary
     exit 0
 fi
 
-devlog= devlog_pid= stage=
+devlog='' devlog_pid='' stage=''
 cleanup() {
     [ -z "$devlog_pid" ] || kill "$devlog_pid" 2>/dev/null
     [ -z "$devlog" ] || rm -f "$devlog"

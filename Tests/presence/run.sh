@@ -12,7 +12,7 @@ build=$(cd "${1:-$repo/.build/debug}" && pwd)
 
 if [ "$(id -u)" != 0 ]; then
     echo "skipped: a private system bus, polkitd and a test user need root"
-    printf '\n0 passed, 0 failed\n'
+    printf '\n0 passed, 0 failed, 1 skipped\n'
     exit 0
 fi
 for tool in /usr/lib/polkit-1/polkitd /usr/bin/pkcheck /usr/bin/pkttyagent /usr/lib/polkit-1/polkit-agent-helper-1 dbus-daemon setpriv unshare; do
@@ -73,5 +73,5 @@ passed=$(grep -c '^ok - ' "$work/results")
 failed=$(grep -c '^not ok - ' "$work/results")
 [ "$status" -eq 0 ] || [ "$failed" -gt 0 ] || failed=1
 echo
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, 0 skipped"
 [ "$failed" -eq 0 ]

@@ -541,16 +541,16 @@ fi
 if [ "$(id -u)" = 0 ]; then
     check "the service is undumpable from the start" undumpable
 else
-    echo "skipped: the undumpable check runs the service as nobody, which needs root"
+    skip "the undumpable check runs the service as nobody, which needs root"
 fi
 if [ -n "${LIBSECRET_HELPER:-}" ]; then
     check "git-credential-libsecret and git-credential-keychain share credentials both ways" on_bus git_credential_libsecret_shares_with_keychain
 else
-    echo "skipped: git-credential-libsecret could not be built from $libsecret_src (libsecret-1-dev missing?)"
+    skip "git-credential-libsecret could not be built from $libsecret_src (libsecret-1-dev missing?)"
 fi
 if command -v docker-credential-secretservice >/dev/null; then
     check "docker-credential-secretservice store, get, list, erase" on_bus docker_credential_secretservice
 else
-    echo "skipped: docker-credential-secretservice is not installed (golang-docker-credential-helpers)"
+    skip "docker-credential-secretservice is not installed (golang-docker-credential-helpers)"
 fi
 summary

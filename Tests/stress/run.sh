@@ -77,7 +77,7 @@ check "fuzzed git and docker requests ($fuzz each): no crash, no hang, documente
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     check "security and both helpers are undumpable from the start" undumpable
 else
-    echo "skipped: the undumpable check runs the tools as nobody, which needs root"
+    skip "the undumpable check runs the tools as nobody, which needs root"
 fi
 if [ "$long" = --long ]; then
     check "random SecItem dictionaries (50,000): only documented codes" \

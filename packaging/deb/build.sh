@@ -3,6 +3,7 @@
 # (PREFIX=/usr, the sysctl drop-in in /usr/lib/sysctl.d), with the maintainer scripts, copyright,
 # changelog, lintian overrides, md5sums, and Depends computed by dpkg-shlibdeps from what the
 # dynamically linked binaries need (the static tools need nothing).
+# Needs `make release` first (`make deb` runs it): `make install` builds nothing.
 # Usage: packaging/deb/build.sh [OUTPUT_DIR]   Prints the package's path last.
 set -euo pipefail
 # Not `keychain`: Debian has a package of that name (an ssh-agent manager, 2.8.5), which apt would

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# make bench's writing path, without running make bench (minutes, peers, root): bench/report.py
+# on the saved small results in bench/testdata/fake-run writes its table into a copy of
+# bench/README.md between the markers, and keeps the hand-written notes around it byte for byte.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+. "$here/../lib.sh"
+
+fake=$repo/bench/testdata/fake-run
+fresh() { case_dir=$(mktemp -d /tmp/kc-bench-XXXXXX); cp "$repo/bench/README.md" "$case_dir/README.md"; }
+finish() { rm -rf "$case_dir"; }
+report() { BENCH_DATE=2000-01-01 /usr/bin/python3 "$repo/bench/report.py" "$fake" 100 10 1000 "$@"; }
+
+# The file outside the table, and the table alone.
+outside() { sed '/^<!-- make bench writes the table/,/^<!-- end of the table make bench writes -->$/d' "$1"; }
+inside() { sed -n '/^<!-- make bench writes the table/,/^<!-- end of the table make bench writes -->$/p' "$1"; }
+
+writes_the_table_keeps_the_notes() {
+    report "" --readme "$case_dir/README.md" > "$case_dir/printed"
+    # The new table is in, the saved run's figures with it.
+    inside "$case_dir/README.md" | grep -q '^make bench, 2000-01-01: '
+    inside "$case_dir/README.md" | grep -qF '| git helper `get`, 100 items vs credential-store | 2.46 ms | 2.50 ms | 0.98x | <= 1.3x | yes |'
+    inside "$case_dir/README.md" | grep -qF 'Peers'"'"' peak RSS for comparison: git 3.7 MiB'
+    # What it printed is what it wrote.
+    diff <(inside "$case_dir/README.md" | sed '1d;$d') <(sed '1d' "$case_dir/printed")
+    # Everything else is as it was: the notes survive.
+    diff <(outside "$repo/bench/README.md") <(outside "$case_dir/README.md")
+    grep -q '^## How to read it, and the misses$' "$case_dir/README.md"
+    # A second run writes the same file again (nothing appended, markers kept once).
+    cp "$case_dir/README.md" "$case_dir/first"
+    report "" --readme "$case_dir/README.md" > /dev/null
+    cmp "$case_dir/first" "$case_dir/README.md"
+    expect 1 "$(grep -c '^<!-- make bench writes the table' "$case_dir/README.md")" "begin markers"
+}
+
+refuses_without_markers() {
+    printf '# Benchmarks\n\nNotes only.\n' > "$case_dir/README.md"
+    cp "$case_dir/README.md" "$case_dir/before"
+    if report "" --readme "$case_dir/README.md" > "$case_dir/out" 2>&1; then echo "report.py wrote a file without markers"; return 1; fi
+    grep -q 'has no table markers' "$case_dir/out"
+    cmp "$case_dir/before" "$case_dir/README.md"
+}
+
+run_sh_writes_bench_readme() {
+    grep -qE 'report\.py" .*--readme "\$here/README\.md"' "$repo/bench/run.sh"
+}
+
+check "report.py writes the table into bench/README.md and keeps the notes around it" writes_the_table_keeps_the_notes
+check "report.py refuses a README without the table markers, changing nothing" refuses_without_markers
+check "bench/run.sh (make bench) writes bench/README.md through report.py" run_sh_writes_bench_readme
+summary
