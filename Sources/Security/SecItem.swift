@@ -65,6 +65,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
     result?.pointee = nil
     return secStatus {
         let request = try SecItemRequest(query)
+        try request.checkReferenceAlone()
         if request.returnCount > 0 && result == nil { throw KeychainError.param("a return type was asked for with no result pointer") }
         let limit: Int?
         switch request.limit ?? .one {
@@ -126,6 +127,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
         }
         let request = try SecItemRequest(query)
         try request.checkNoSkip()
+        try request.checkReferenceAlone()
         guard request.returnCount == 0 else { throw KeychainError.param("kSecReturn* keys in SecItemUpdate") }
         var changesDictionary = try SecItemRequest.plain(attributesToUpdate)
         guard !changesDictionary.isEmpty else { throw KeychainError.param("nothing to update") }
@@ -150,6 +152,7 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     secStatus {
         let request = try SecItemRequest(query)
         try request.checkNoSkip()
+        try request.checkReferenceAlone()
         // Delete acts on every match; securityd refuses any other limit ("match limit not
         // supported by delete", errSecMatchLimitUnsupported, which is errSecParam).
         guard request.limit == nil || request.limit == .all else {

@@ -27,7 +27,23 @@ struct SecItemRequest {
     var operationPrompt: String?
     var authenticationContext: AuthenticationContext?
 
+    /// How many attributes the caller named, as securityd's query_attr_count counts them: every
+    /// attribute key, kSecAttrSynchronizable included unless it is kSecAttrSynchronizableAny
+    /// (which query_add_attribute_with_desc skips), kSecAttrAccessControl not (it is kept beside
+    /// the attribute pairs); kSecClass, kSecReturn*, kSecMatch*, kSecUse* and kSecValue* are no
+    /// attributes.
+    private(set) var attributeCount = 0
+
     var returnCount: Int { [returnData, returnAttributes, returnRef, returnPersistentRef].filter { $0 }.count }
+
+    /// A persistent reference names its row by itself: securityd refuses a row id together with
+    /// any attribute (errSecItemIllegalQuery from s3dl_copy_matching, s3dl_query_update and
+    /// _SecItemDelete), which reaches the caller as errSecParam.
+    func checkReferenceAlone() throws {
+        if reference != nil && attributeCount > 0 {
+            throw KeychainError.param("a persistent reference and other attributes cannot be searched at the same time")
+        }
+    }
 
     /// Keys that ask for behaviour this engine gives anyway (the data-protection keychain is the
     /// only kind here; polkit's agent names the calling process itself).
@@ -199,6 +215,7 @@ struct SecItemRequest {
                 synchronizable = .any
             } else {
                 synchronizable = try Self.flag(value, key) ? .yes : .no
+                attributeCount += 1
             }
         case "accc":
             guard let control = value as? SecAccessControl else {
@@ -229,6 +246,7 @@ struct SecItemRequest {
                 throw KeychainError.param("attribute \(key) has a value of an unsupported type")
             }
             attributes[key] = converted
+            attributeCount += 1
         }
     }
 
