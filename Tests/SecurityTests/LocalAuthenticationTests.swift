@@ -88,6 +88,19 @@ final class LocalAuthenticationTests: XCTestCase {
         XCTAssertEqual(error?.code, LAError.Code.companionNotAvailable.rawValue)
     }
 
+    /// What canEvaluatePolicy says of a machine without a way to ask comes from the authorizer.
+    func testCanEvaluatePolicyAsksTheAuthorizerWhetherItCanAsk() {
+        var error: NSError?
+        authorizer.missing = "nothing to ask with"
+        XCTAssertFalse(context().canEvaluatePolicy(.deviceOwnerAuthentication, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.passcodeNotSet.rawValue)
+        XCTAssertEqual(error?.localizedDescription, "nothing to ask with")
+        authorizer.biometryMissing = "no reader"
+        XCTAssertFalse(context().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.biometryNotAvailable.rawValue)
+        XCTAssertEqual(authorizer.asked, 0)
+    }
+
     func testAnEvaluatedContextLetsSecItemGoOnUntilInvalidated() throws {
         XCTAssertEqual(addGuarded(), errSecSuccess)
         let ctx = context()

@@ -14,12 +14,12 @@ public struct AccessConditions: OptionSet, Hashable, Sendable {
     public static let privateKeyUsage = AccessConditions(rawValue: 1 << 30)
     public static let applicationPassword = AccessConditions(rawValue: 1 << 31)
 
-    /// The conditions polkit answers for: it authenticates the user through its PAM stack, which
-    /// decides between password and finger.
-    public static let askingPolkit: AccessConditions = [.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode]
+    /// The conditions the presence authorizer answers for (polkit by default: it authenticates
+    /// the user through its PAM stack, which decides between password and finger).
+    public static let askingAuthorizer: AccessConditions = [.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode]
     public static let biometry: AccessConditions = [.biometryAny, .biometryCurrentSet]
     /// Every condition that needs someone at the machine.
-    public static let needingAPerson: AccessConditions = askingPolkit.union([.companion, .applicationPassword])
+    public static let needingAPerson: AccessConditions = askingAuthorizer.union([.companion, .applicationPassword])
 
     /// The conditions of an item, from its `accc` attribute (none when it has no access control).
     public init(of item: Item) {
@@ -27,7 +27,7 @@ public struct AccessConditions: OptionSet, Hashable, Sendable {
         self.init(rawValue: UInt64(bitPattern: raw))
     }
 
-    public var asksPolkit: Bool { !isDisjoint(with: .askingPolkit) }
+    public var asksAuthorizer: Bool { !isDisjoint(with: .askingAuthorizer) }
 
     /// `.or` with a condition this machine always has a way to meet.
     private var hasAlternative: Bool { contains(.or) && !isDisjoint(with: [.userPresence, .devicePasscode, .applicationPassword]) }

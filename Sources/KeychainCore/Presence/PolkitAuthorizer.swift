@@ -105,6 +105,14 @@ public struct PolkitAuthorizer: PresenceAuthorizer {
         return agent
     }
 
+    public func unavailability() -> String? {
+        access(Self.pkcheck, X_OK) == 0 ? nil : "polkit (\(Self.pkcheck)) is not installed"
+    }
+
+    public func biometryUnavailability() -> String? {
+        access(Self.fprintdList, X_OK) == 0 ? nil : "fprintd (\(Self.fprintdList)) is not installed"
+    }
+
     public func fingersEnrolled() -> Bool {
         guard let user = getpwuid(getuid())?.pointee.pw_name.map({ String(cString: $0) }),
               let (status, output) = ChildProcess.output(Self.fprintdList, [user], seconds: 5), status == 0 else {
