@@ -24,6 +24,35 @@ public enum SearchList {
         return existing.isEmpty ? [KeychainFile.defaultPath()] : existing
     }
 
+    /// The one rule for searching several keychains in order (SecItemCopyMatching without
+    /// kSecUseKeychain, `security find-*`, keychain_find.c's find_first_*): `body` searches one
+    /// keychain for at most `remaining` results (nil: all) and returns what it found. A keychain
+    /// where nothing is found is passed over; so is one that cannot be searched, whose error is
+    /// reported only when nothing is found anywhere. The person's answer to a presence check
+    /// (cancelled, a wrong password, not to be asked) ends the search: the next keychain must
+    /// neither ask again nor answer in its place. Stops once `limit` results are found; nothing
+    /// found anywhere is that first error, or errSecItemNotFound.
+    public static func search<Keychain, Found>(_ keychains: [Keychain], limit: Int? = nil,
+                                               _ body: (Keychain, _ remaining: Int?) throws -> [Found]) throws -> [Found] {
+        var found: [Found] = []
+        var failure: Error?
+        for keychain in keychains {
+            let remaining = limit.map { $0 - found.count }
+            if let remaining, remaining <= 0 { break }
+            do {
+                found += try body(keychain, remaining)
+            } catch let error as KeychainError where error.code == .itemNotFound {
+                continue
+            } catch let error as KeychainError where error.concernsPresence {
+                throw error
+            } catch {
+                if failure == nil { failure = error }
+            }
+        }
+        if found.isEmpty { throw failure ?? KeychainError(.itemNotFound) }
+        return found
+    }
+
     /// `list-keychains -s`: replaces the list (an empty one too).
     public static func set(_ paths: [String]) throws {
         var unique: [String] = []

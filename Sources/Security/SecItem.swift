@@ -73,28 +73,11 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         case .count(let n): limit = n
         case .all: limit = nil
         }
-        // Without kSecUseKeychain, the search list in order; a keychain that cannot be searched
-        // is passed over, and its error reported only when nothing is found anywhere. The
-        // person's answer (cancelled, a wrong password, not to be asked) ends the search: the next
-        // keychain must neither ask again nor answer in its place.
-        var built: [AnyObject] = []
-        var matched = false
-        var failure: Error?
-        for keychain in try request.keychain.map({ [$0] }) ?? SecKeychain.searchList() {
-            let remaining = limit.map { $0 - built.count }
-            if let remaining, remaining <= 0 { break }
-            do {
-                built += try find(request, in: keychain, limit: remaining)
-                matched = true
-            } catch let error as KeychainError where error.code == .itemNotFound {
-                continue
-            } catch let error as KeychainError where error.concernsPresence {
-                throw error
-            } catch {
-                if failure == nil { failure = error }
-            }
-        }
-        if !matched { throw failure ?? KeychainError(.itemNotFound) }
+        // Without kSecUseKeychain, the search list in order, by the engine's rule for it.
+        let keychains = try request.keychain.map { [$0] } ?? SecKeychain.searchList()
+        let built = try SearchList.search(keychains, limit: limit) { keychain, remaining in
+            try find(request, in: keychain, limit: remaining)
+        }.compactMap { $0 }
         guard let result, request.returnCount > 0 else { return }
         if request.limit == nil || request.limit == .one {
             result.pointee = built.first
@@ -104,17 +87,19 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
     }
 }
 
-private func find(_ request: SecItemRequest, in keychain: SecKeychain, limit: Int?) throws -> [AnyObject] {
+/// One result per item found (nil where no return type was asked for), so that the search
+/// counts items, not results.
+private func find(_ request: SecItemRequest, in keychain: SecKeychain, limit: Int?) throws -> [AnyObject?] {
     if request.itemClass == .identity {
         let identities = try keychain.store.findIdentities(request.query, limit: limit, includeKeyData: request.returnRef,
                                                            presence: request.presence)
-        return identities.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
+        return identities.map { SecItemResult.build($0, request: request, keychain: keychain) }
     }
     // References to certificates and keys are made from their data.
     let needData = request.returnData || (request.returnRef && request.itemClass != .genericPassword
                                           && request.itemClass != .internetPassword)
     let items = try keychain.store.find(request.query, limit: limit, includeSecret: needData, presence: request.presence)
-    return items.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
+    return items.map { SecItemResult.build($0, request: request, keychain: keychain) }
 }
 
 /// Changes every item the query matches. Only real attributes and kSecValueData may be changed.
