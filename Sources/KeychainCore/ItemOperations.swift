@@ -44,33 +44,46 @@ extension KeychainStore {
         }
     }
 
-    /// Removes what `query` matches (nothing is fine) and adds `item`, in one transaction: other
-    /// processes see the old item or the new one, never neither.
-    /// An old item that needs the user's presence is replaced only once polkit grants it.
-    @discardableResult
-    public func replace(_ query: Query, with item: Item, presence: PresenceOptions = PresenceOptions()) throws -> Item {
-        let query = try Self.normalized(query)
-        try AccessConditions(of: item).checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
-        if AccessConditions(of: item).contains(.applicationPassword) {
-            throw KeychainError.param("an item with an application password is added, not replaced")
+    /// Stores `item` in one transaction, as `security add-* -U` and the credential helpers' store
+    /// do: where `query` (by default, the item `item` would collide with) finds items, the oldest
+    /// takes `item`'s attributes and secret in place (keeping its creation date and persistent
+    /// reference) and any others go; where it finds none, `item` is added. Other processes see the
+    /// old item or the new one, never neither and never both.
+    /// Old items that need a person are changed only once `presence` gives it (Skip is Fail
+    /// here: an item left out would be stored twice).
+    public func addOrUpdate(_ item: Item, matching query: Query? = nil, presence: PresenceOptions = PresenceOptions()) throws {
+        let query = try Self.normalized(query ?? Query(identifying: item))
+        guard query.itemClass == item.itemClass, item.itemClass != .identity else {
+            throw KeychainError.param("addOrUpdate needs a query of the item's own class, and no identity")
         }
-        let (prepared, secret) = try Self.prepareNew(item, keepingDates: false)
-        return try withPresence(presence) { gate in
-            try withLock {
-                try db.transaction {
-                    let keys = try currentKeys()
-                    do {
-                        let old = try lockedAwareMatches(query, keys: keys)
-                        for (_, item) in old where try !gate.admits(item, changing: true) {
-                            throw KeychainError(.interactionNotAllowed, "the old item needs the user's presence")
-                        }
-                        try proveApplicationPasswords(of: old, gate: gate, keys: keys)
-                        try deleteRows(old.map { $0.0.rowID })
-                    } catch let error as KeychainError where error.code == .itemNotFound {}
-                    return try insert(prepared, secret: secret, keys: keys)
+        let conditions = AccessConditions(of: item)
+        let changes = try self.changes(item.attributes, secret: item.secret, for: item.itemClass)
+        var (prepared, plain) = try Self.prepareNew(item, keepingDates: false)
+        defer { plain?.wipe() }
+        try withPresence(presence) { gate in try withLock {
+            try db.transaction {
+                let keys = try currentKeys()
+                var matches: [(Row, Item)] = []
+                do {
+                    matches = try lockedAwareMatches(query, keys: keys)
+                } catch let error as KeychainError where error.code == .itemNotFound {}
+                for (_, old) in matches where try !gate.admits(old, changing: true) {
+                    throw KeychainError(.interactionNotAllowed, "the old item needs the user's presence")
                 }
+                try proveApplicationPasswords(of: matches, gate: gate, keys: keys)
+                guard let first = matches.first else {
+                    var secret = plain
+                    if let given = plain, conditions.contains(.applicationPassword) {
+                        secret = try gate.storedForm(of: given, conditions: conditions)
+                        prepared.attributes["sha1"] = .data(Crypto.sha1(secret!))
+                    }
+                    _ = try insert(prepared, secret: secret, keys: keys)
+                    return
+                }
+                try deleteRows(matches.dropFirst().map { $0.0.rowID })
+                try change([first], changes, secret: item.secret, gate: gate, keys: keys)
             }
-        }
+        } }
     }
 
     /// Defaults, dates and the secret's hash for a new item. An item given no secret keeps none
@@ -156,73 +169,89 @@ extension KeychainStore {
 
     /// Changes every matching item; returns how many. Refuses (and changes nothing) when a
     /// matching candidate is locked or when a change would make two items equal.
-    @discardableResult
     /// Items whose access control needs a person are changed only once it is given (`presence`).
+    @discardableResult
     public func update(_ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil,
                        presence: PresenceOptions = PresenceOptions()) throws -> Int {
         let query = try Self.normalized(query)
-        try Self.checkAttributesSize(changes)
         if query.itemClass == .identity {
             throw KeychainError.param("identities are updated through their certificate or key")
         }
-        if query.itemClass == .certificate, let key = changes.keys.first(where: DerivedAttributes.certificateReadOnly.contains) {
+        let changes = try self.changes(changes, secret: secret, for: query.itemClass)
+        return try withPresence(presence) { gate in try withLock {
+            try db.transaction {
+                let keys = try currentKeys()
+                let matches = try changeable(lockedAwareMatches(query, keys: keys), gate: gate, keys: keys)
+                if matches.isEmpty { throw KeychainError(.itemNotFound) }
+                try change(matches, changes, secret: secret, gate: gate, keys: keys)
+                return matches.count
+            }
+        } }
+    }
+
+    /// The attributes an update writes, checked and normalized (dates and the hash are the
+    /// engine's), with the hash of new data. Conditions of a new access control must be ones this
+    /// machine can meet.
+    private func changes(_ given: [String: AttributeValue], secret: Bytes?, for itemClass: ItemClass) throws -> [String: AttributeValue] {
+        try Self.checkAttributesSize(given)
+        if itemClass == .certificate, let key = given.keys.first(where: DerivedAttributes.certificateReadOnly.contains) {
             throw KeychainError.param("\(key) is read-only: it comes from the certificate's data")
         }
-        var changes = try changes.reduce(into: [String: AttributeValue]()) { out, pair in
+        var changes = try given.reduce(into: [String: AttributeValue]()) { out, pair in
             guard !["cdat", "mdat", "sha1"].contains(pair.key) else { return }
-            out[pair.key] = try AttributeSchema.normalize(pair.key, pair.value, for: query.itemClass)
+            out[pair.key] = try AttributeSchema.normalize(pair.key, pair.value, for: itemClass)
         }
         if let secret {
             try Self.checkSize(secret)
             changes["sha1"] = .data(Crypto.sha1(secret))
         }
         if let accc = changes["accc"] {
-            try AccessConditions(of: Item(itemClass: query.itemClass, attributes: ["accc": accc]))
+            try AccessConditions(of: Item(itemClass: itemClass, attributes: ["accc": accc]))
                 .checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
         }
-        return try withPresence(presence) { gate in try withLock {
-            try db.transaction {
-                let keys = try currentKeys()
-                let matches = try changeable(lockedAwareMatches(query, keys: keys), gate: gate, keys: keys)
-                if matches.isEmpty { throw KeychainError(.itemNotFound) }
-                for (row, old) in matches {
-                    var item = old
-                    for (k, v) in changes { item.attributes[k] = v }
-                    item.attributes["mdat"] = .date(now())
-                    var plain = try secret ?? openSecret(row, keys: keys)
-                    defer { plain?.wipe() }
-                    let (before, after) = (AccessConditions(of: old), AccessConditions(of: item))
-                    if let secret {
-                        // New data for a certificate or key brings its own derived attributes.
-                        let derived: Bytes
-                        (item, derived) = try DerivedAttributes.apply(to: item, secret: secret)
-                        item.attributes["sha1"] = .data(Crypto.sha1(derived))
-                        plain = derived
-                        if after.contains(.applicationPassword) {
-                            plain = try gate.storedForm(of: derived, conditions: after)
-                            item.attributes["sha1"] = .data(Crypto.sha1(plain!))
-                        }
-                    } else if before.contains(.applicationPassword) != after.contains(.applicationPassword), let stored = plain {
-                        // Adding or removing the application password seals or opens the secret.
-                        plain = before.contains(.applicationPassword)
-                            ? try gate.readableForm(of: stored, conditions: before)
-                            : try gate.storedForm(of: stored, conditions: after)
-                        item.attributes["sha1"] = .data(Crypto.sha1(plain!))
-                    }
-                    let lockClass = item.protection.lockClass
-                    guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
-                    try checkUnique(item, keys: keys, excluding: row.rowID)
-                    let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
-                    try db.statement("""
-                        UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ?
-                        WHERE rowid = ?
-                        """).run([.int(lockClass.rawValue), .int(KeySpace(lockClass).rawValue), .blob(sealed.pk),
-                                  .blob(sealed.account), .blob(sealed.service), .blob(sealed.metadata),
-                                  .blob(sealed.secret), .int(row.rowID)])
+        return changes
+    }
+
+    /// Writes `changes` (and `secret`, when given) into matched rows, inside the caller's
+    /// transaction: the modification date moves, the secret is sealed or opened when an
+    /// application password comes or goes, and a change that would make two items equal is refused.
+    private func change(_ matches: [(Row, Item)], _ changes: [String: AttributeValue], secret: Bytes?,
+                        gate: PresenceGate, keys: ClassKeys) throws {
+        for (row, old) in matches {
+            var item = old
+            for (k, v) in changes { item.attributes[k] = v }
+            item.attributes["mdat"] = .date(now())
+            var plain = try secret ?? openSecret(row, keys: keys)
+            defer { plain?.wipe() }
+            let (before, after) = (AccessConditions(of: old), AccessConditions(of: item))
+            if let secret {
+                // New data for a certificate or key brings its own derived attributes.
+                let derived: Bytes
+                (item, derived) = try DerivedAttributes.apply(to: item, secret: secret)
+                item.attributes["sha1"] = .data(Crypto.sha1(derived))
+                plain = derived
+                if after.contains(.applicationPassword) {
+                    plain = try gate.storedForm(of: derived, conditions: after)
+                    item.attributes["sha1"] = .data(Crypto.sha1(plain!))
                 }
-                return matches.count
+            } else if before.contains(.applicationPassword) != after.contains(.applicationPassword), let stored = plain {
+                // Adding or removing the application password seals or opens the secret.
+                plain = before.contains(.applicationPassword)
+                    ? try gate.readableForm(of: stored, conditions: before)
+                    : try gate.storedForm(of: stored, conditions: after)
+                item.attributes["sha1"] = .data(Crypto.sha1(plain!))
             }
-        } }
+            let lockClass = item.protection.lockClass
+            guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
+            try checkUnique(item, keys: keys, excluding: row.rowID)
+            let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
+            try db.statement("""
+                UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ?
+                WHERE rowid = ?
+                """).run([.int(lockClass.rawValue), .int(KeySpace(lockClass).rawValue), .blob(sealed.pk),
+                          .blob(sealed.account), .blob(sealed.service), .blob(sealed.metadata),
+                          .blob(sealed.secret), .int(row.rowID)])
+        }
     }
 
     /// Deletes every matching item; returns how many. Items whose access control needs the user's

@@ -24,10 +24,10 @@ enum PasswordCommand {
             let presence = PresenceOptions(askApplicationPassword: {
                 try Terminal.readSecret(prompt: "application password for the item: ", confirm: "retype application password: ")
             })
-            do {
+            if options.update {
+                try store.addOrUpdate(item, presence: presence)
+            } else {
                 try store.add(item, presence: presence)
-            } catch let error as KeychainError where error.code == .duplicateItem && options.update {
-                try store.update(Query(identifying: item), attributes: item.attributes, secret: secret, presence: presence)
             }
         }
     }

@@ -63,9 +63,9 @@ final class RegistryURLTests: XCTestCase {
         let store = try KeychainStore.create(at: dir + "/k/test.keychain-db", password: Array("pw".utf8),
                                              scrypt: .fastForTesting, storage: .process)
         func save(_ text: String) throws {
-            try store.replace(Query(itemClass: .internetPassword, attributes: try parse(text).exactAttributes),
-                              with: Item(itemClass: .internetPassword, attributes: try parse(text).exactAttributes.merging(["acct": .string(text)]) { a, _ in a },
-                                         secret: Array(text.utf8)))
+            try store.addOrUpdate(Item(itemClass: .internetPassword, attributes: try parse(text).exactAttributes.merging(["acct": .string(text)]) { a, _ in a },
+                                       secret: Array(text.utf8)),
+                                  matching: Query(itemClass: .internetPassword, attributes: try parse(text).exactAttributes))
         }
         func found(_ text: String) throws -> [String] {
             do {

@@ -87,7 +87,7 @@ final class PresenceChangeTests: OpenSSLTestCase {
         var query = Query(itemClass: .genericPassword)
         query.attributes["acct"] = .string("sealed")
         let replacement = Item(itemClass: .genericPassword, attributes: ["acct": .string("sealed")], secret: Array("evil".utf8))
-        XCTAssertThrowsError(try store.replace(query, with: replacement, presence: PresenceOptions(interaction: .fail))) {
+        XCTAssertThrowsError(try store.addOrUpdate(replacement, matching: query, presence: PresenceOptions(interaction: .fail))) {
             XCTAssertEqual(($0 as? KeychainCore.KeychainError)?.code, .interactionNotAllowed)
         }
         XCTAssertEqual(read(password: "owner-pass").1, "owner's")

@@ -49,7 +49,7 @@ struct DockerCredentialHelper {
         item["labl"] = .string(Self.label)
         // What docker sent, so that `list` gives back the very same key.
         item["icmt"] = .string(serverURL)
-        try store().replace(Query(itemClass: .internetPassword, attributes: url.exactAttributes), with: item)
+        try store().addOrUpdate(item, matching: Query(itemClass: .internetPassword, attributes: url.exactAttributes))
     }
 
     /// `get`: the bare URL; absent port and path are wildcards, the newest match wins.

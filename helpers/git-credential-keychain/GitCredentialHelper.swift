@@ -68,11 +68,7 @@ struct GitCredentialHelper {
         let label = (request["protocol"].map { "\($0)://" } ?? "") + (request["host"] ?? "") + " (git)"
         var item = Item(itemClass: .internetPassword, attributes: attributes, secret: secret.bytes)
         item["labl"] = .string(label)
-        do {
-            try store.update(Query(identifying: item), attributes: ["labl": .string(label)], secret: secret.bytes)
-        } catch let error as KeychainError where error.code == .itemNotFound {
-            try store.add(item)
-        }
+        try store.addOrUpdate(item)
     }
 
     /// Removes every match; when git gives the password that failed, only items holding it.
