@@ -91,7 +91,7 @@ extension KeychainStore {
     static func prepareNew(_ item: Item, keepingDates: Bool) throws -> (Item, Bytes?) {
         let hasData = item.secret != nil
         var (item, secret) = try DerivedAttributes.apply(to: normalized(item), secret: item.secret ?? [])
-        let stamp = AttributeValue.date(now())
+        let stamp = AttributeValue.date(SystemClock.now())
         if !keepingDates || item.attributes["cdat"] == nil { item.attributes["cdat"] = stamp }
         if !keepingDates || item.attributes["mdat"] == nil { item.attributes["mdat"] = stamp }
         item.attributes["pdmn"] = .string(item.protection.rawValue)
@@ -220,7 +220,7 @@ extension KeychainStore {
         for (row, old) in matches {
             var item = old
             for (k, v) in changes { item.attributes[k] = v }
-            item.attributes["mdat"] = .date(now())
+            item.attributes["mdat"] = .date(SystemClock.now())
             var plain = try secret ?? openSecret(row, keys: keys)
             defer { plain?.wipe() }
             let (before, after) = (AccessConditions(of: old), AccessConditions(of: item))

@@ -279,14 +279,6 @@ extension ScryptParameters {
     /// Seconds one derivation takes here: what every guess at the password costs.
     public func secondsPerGuess() -> Double {
         let password = Array("calibration".utf8), salt = Bytes(repeating: 7, count: 16)
-        return Self.measure { _ = try? Crypto.scrypt(password: password, salt: salt, parameters: self) }
-    }
-
-    static func measure(_ body: () -> Void) -> Double {
-        var start = timespec(), end = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &start)
-        body()
-        clock_gettime(CLOCK_MONOTONIC, &end)
-        return Double(end.tv_sec - start.tv_sec) + Double(end.tv_nsec - start.tv_nsec) / 1e9
+        return SystemClock.measure { _ = try? Crypto.scrypt(password: password, salt: salt, parameters: self) }
     }
 }

@@ -23,7 +23,7 @@ public struct LoginPasswordReset: Sendable {
     public let time: Int
     private(set) var password: Bytes
 
-    public init(password: Bytes, keychain: String, time: Int = Int(Glibc.time(nil))) {
+    public init(password: Bytes, keychain: String, time: Int = Int(SystemClock.now())) {
         self.password = password
         self.keychain = keychain
         self.time = time
@@ -68,7 +68,7 @@ public struct LoginPasswordReset: Sendable {
     /// The reset waiting for `keychain` in the caller's persistent keyring, if one was left by root,
     /// names this keychain and is less than `lifetime` old. Keys of that name the user's own
     /// processes made are ignored.
-    static func pending(keychain: String, now: Int = Int(Glibc.time(nil))) -> LoginPasswordReset? {
+    static func pending(keychain: String, now: Int = Int(SystemClock.now())) -> LoginPasswordReset? {
         let name = description(keychain: keychain)
         for key in KernelKeyring.members() where key.type == "user" && key.uid == 0 && key.description == name {
             guard var bytes = KernelKeyring.read(key, capacity: 4096) else { continue }

@@ -195,7 +195,7 @@ struct SecItemRequest {
         case "m_ValidOnDate":
             let seconds: Double
             if value is NSNull {
-                seconds = Date().timeIntervalSince1970
+                seconds = SystemClock.now()
             } else if let date = value as? Date, date.timeIntervalSince1970.isFinite {
                 seconds = date.timeIntervalSince1970
             } else {

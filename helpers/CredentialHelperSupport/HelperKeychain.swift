@@ -26,12 +26,6 @@ public enum HelperKeychain {
     public static func printError(_ line: String) {
         fputs(line + "\n", stderr)
     }
-
-    public static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Double(ts.tv_sec)
-    }
 }
 
 extension Item {

@@ -29,7 +29,7 @@ struct GitCredentialHelper {
     }
 
     func get(_ store: KeychainStore) throws {
-        let now = HelperKeychain.now()
+        let now = SystemClock.now()
         let authtypeCapable = request.has(capability: "authtype")
         let usable = try matches(in: store)
             .map { ($0, StoredSecret($0.secret ?? [])) }

@@ -83,7 +83,7 @@ public final class AuthenticationContext: @unchecked Sendable {
     /// SecItem call stands for `reuseDuration` seconds.
     func recordGrant(evaluation: Bool) {
         mutex.withLock {
-            grantedAt = ChildProcess.now()
+            grantedAt = SystemClock.monotonic()
             if evaluation { evaluated = true }
         }
     }
@@ -92,7 +92,7 @@ public final class AuthenticationContext: @unchecked Sendable {
     var holdsGrant: Bool {
         mutex.withLock {
             guard !invalid, let grantedAt else { return false }
-            return evaluated || ChildProcess.now() - grantedAt <= duration
+            return evaluated || SystemClock.monotonic() - grantedAt <= duration
         }
     }
 
@@ -100,7 +100,7 @@ public final class AuthenticationContext: @unchecked Sendable {
     public var grantIsRecent: Bool {
         mutex.withLock {
             guard !invalid, let grantedAt, duration > 0 else { return false }
-            return ChildProcess.now() - grantedAt <= duration
+            return SystemClock.monotonic() - grantedAt <= duration
         }
     }
 

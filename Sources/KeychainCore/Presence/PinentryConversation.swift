@@ -90,11 +90,11 @@ public final class PinentryConversation {
         return nil
     }
 
-    /// Waits up to `deadline` (CLOCK_MONOTONIC seconds, as `ChildProcess.now()`) for the outcome;
+    /// Waits up to `deadline` (CLOCK_MONOTONIC seconds, as `SystemClock.monotonic()`) for the outcome;
     /// nil when none came in time.
     public func wait(until deadline: Double) -> Event? {
         while true {
-            let left = Int32(max(0, min((deadline - ChildProcess.now()) * 1000, Double(Int32.max))))
+            let left = Int32(max(0, min((deadline - SystemClock.monotonic()) * 1000, Double(Int32.max))))
             guard left > 0 else { return nil }
             var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&pollfd, 1, left)

@@ -26,7 +26,7 @@ public struct PinentryPrompt: Sendable {
         }
         defer { conversation.stop() }
         conversation.ask(description: description, prompt: prompt)
-        switch conversation.wait(until: ChildProcess.now() + timeout) {
+        switch conversation.wait(until: SystemClock.monotonic() + timeout) {
         case .passphrase(var pin) where pin.isEmpty:
             pin.wipe()
             throw KeychainError.presence(.userCanceled, "the application password was not given")

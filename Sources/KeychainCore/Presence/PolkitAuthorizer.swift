@@ -30,7 +30,7 @@ public struct PolkitAuthorizer: PresenceAuthorizer {
 
     public func authorize(reason: String?) -> PresenceAnswer {
         guard let subject = Self.subject() else { return .unavailable("cannot describe this process to polkit") }
-        let deadline = ChildProcess.now() + timeout
+        let deadline = SystemClock.monotonic() + timeout
         var answer = check(subject, until: deadline)
         // As pkexec does: only when no agent serves us (no desktop session, an SSH terminal), one on
         // the controlling terminal, then ask again.

@@ -48,14 +48,14 @@ func benchItems(count: Int) {
     defer { keychain.store.lockAll() }
 
     let secret = Array("a password of a usual length, 40 bytes..".utf8)
-    let start = seconds()
+    let start = SystemClock.monotonic()
     for i in 0..<count {
         var attributes = itemQuery(i)
         attributes[kSecValueData as String] = Data(secret)
         attributes[kSecAttrPath as String] = "/"
         expect(SecItemAdd(attributes as CFDictionary, nil), "SecItemAdd")
     }
-    let addTotal = seconds() - start
+    let addTotal = SystemClock.monotonic() - start
     emit("add_total_s", addTotal)
     emit("add_per_item_us", addTotal / Double(count) * 1e6)
 
