@@ -65,4 +65,18 @@ public struct KeychainError: Error, Equatable, CustomStringConvertible {
     public static func locked(_ detail: String = "keychain is locked") -> KeychainError {
         KeychainError(.interactionNotAllowed, detail)
     }
+
+    /// No keychain where one was looked for, with what to do about it.
+    public static func noKeychain(at path: String) -> KeychainError {
+        KeychainError(.notAvailable, "no keychain at \(path); \(Remedy.create)")
+    }
+}
+
+/// What a person can do about a failure, worded once for every front end (`security`, SecKeychain,
+/// the credential helpers, the PAM module's log).
+public enum Remedy {
+    /// For a locked keychain.
+    public static let unlock = "run `security unlock-keychain`"
+    /// For a keychain that does not exist.
+    public static let create = "create one with `security create-keychain`"
 }

@@ -39,7 +39,7 @@ public final class SecKeychain: @unchecked Sendable {
         if let chosenDefault { return chosenDefault }
         let path = KeychainFile.defaultPath()
         guard KeychainFile.exists(path) else {
-            throw KeychainError(.notAvailable, "no keychain at \(path); create one with `security create-keychain`")
+            throw KeychainError.noKeychain(at: path)
         }
         let keychain = try SecKeychain.open(at: path)
         chosenDefault = keychain

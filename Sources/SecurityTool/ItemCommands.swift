@@ -166,7 +166,7 @@ struct DumpKeychain: ParsableCommand {
             }
             let total = try store.count()
             if total > shown {
-                Terminal.error("security: \(total - shown) item(s) not shown: locked; run `security unlock-keychain`")
+                Terminal.error("security: \(total - shown) item(s) not shown: locked; \(Remedy.unlock)")
             }
         }
     }

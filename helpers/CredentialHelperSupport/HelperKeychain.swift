@@ -15,9 +15,9 @@ public enum HelperKeychain {
         case .interactionNotAllowed where error.concernsPresence:
             return "\(helper): \(error.detail)"
         case .interactionNotAllowed:
-            return "\(helper): the keychain is locked; run `security unlock-keychain`"
+            return "\(helper): the keychain is locked; \(Remedy.unlock)"
         case .noSuchKeychain, .notAvailable:
-            return "\(helper): no keychain at \(KeychainFile.defaultPath()); create one with `security create-keychain`"
+            return "\(helper): \(KeychainError.noKeychain(at: KeychainFile.defaultPath()).detail)"
         default:
             return "\(helper): \(error.description) (\(KeychainError.name(for: error.status)))"
         }
