@@ -38,7 +38,7 @@ extension KeychainStore {
         payload.u32(UInt32(portable.count))
         for item in portable {
             payload.u64(UInt64(item.itemClass.code))
-            payload.blob(encodeAttributes(item.attributes.filter { $0.key != "sha1" }))
+            payload.blob(encodeAttributes(item.attributes.filter { $0.key != AttributeKey.sha1 }))
             payload.blob(item.secret ?? [])
         }
         var plain = payload.bytes
@@ -91,7 +91,7 @@ extension KeychainStore {
         for _ in 0..<(try p.u32()) {
             guard let itemClass = ItemClass(code: Int64(bitPattern: try p.u64())) else { throw KeychainError.decode("unknown item class in backup") }
             var item = Item(itemClass: itemClass, attributes: try decodeAttributes(try p.blob()), secret: try p.blob())
-            item.attributes["sha1"] = nil
+            item.attributes[AttributeKey.sha1] = nil
             do {
                 _ = try add(item, keepingDates: true)
                 summary.imported += 1

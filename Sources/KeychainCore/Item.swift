@@ -19,7 +19,7 @@ public struct Item: Sendable {
     }
 
     public var protection: Protection {
-        attributes["pdmn"]?.stringValue.flatMap(Protection.init(rawValue:)) ?? .whenUnlocked
+        attributes[AttributeKey.accessible]?.stringValue.flatMap(Protection.init(rawValue:)) ?? .whenUnlocked
     }
 
     public var persistentReference: PersistentReference { PersistentReference(itemClass: itemClass, rowID: rowID) }
@@ -84,17 +84,17 @@ public struct Query: Sendable {
     /// class's primary key, with the default an absent one stands for.
     public init(identifying item: Item) {
         self.init(itemClass: item.itemClass)
-        for name in AttributeSchema.primaryKey(for: item.itemClass) where name != "sync" {
+        for name in AttributeSchema.primaryKey(for: item.itemClass) where name != AttributeKey.synchronizable {
             attributes[name] = item.effectiveValue(name)
         }
-        synchronizable = item.effectiveValue("sync").boolValue == true ? .yes : .no
+        synchronizable = item.effectiveValue(AttributeKey.synchronizable).boolValue == true ? .yes : .no
     }
 
     func matches(_ item: Item) -> Bool {
         switch synchronizable {
         case .any: break
-        case .no: if item.effectiveValue("sync").boolValue == true { return false }
-        case .yes: if item.effectiveValue("sync").boolValue != true { return false }
+        case .no: if item.effectiveValue(AttributeKey.synchronizable).boolValue == true { return false }
+        case .yes: if item.effectiveValue(AttributeKey.synchronizable).boolValue != true { return false }
         }
         for (key, wanted) in attributes where !item.effectiveValue(key).matches(wanted, caseInsensitive: caseInsensitive) {
             return false

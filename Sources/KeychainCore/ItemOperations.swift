@@ -15,7 +15,7 @@ extension KeychainStore {
             var (prepared, secret) = try Self.prepareNew(item, keepingDates: false)
             if let plain = secret {
                 secret = try gate.storedForm(of: plain, conditions: conditions)
-                prepared.attributes["sha1"] = .data(Crypto.sha1(secret!))
+                prepared.attributes[AttributeKey.sha1] = .data(Crypto.sha1(secret!))
             }
             return try withLock {
                 try db.transaction { try insert(prepared, secret: secret, keys: try currentKeys()) }
@@ -75,7 +75,7 @@ extension KeychainStore {
                     var secret = plain
                     if let given = plain, conditions.contains(.applicationPassword) {
                         secret = try gate.storedForm(of: given, conditions: conditions)
-                        prepared.attributes["sha1"] = .data(Crypto.sha1(secret!))
+                        prepared.attributes[AttributeKey.sha1] = .data(Crypto.sha1(secret!))
                     }
                     _ = try insert(prepared, secret: secret, keys: keys)
                     return
@@ -92,13 +92,13 @@ extension KeychainStore {
         let hasData = item.secret != nil
         var (item, secret) = try DerivedAttributes.apply(to: normalized(item), secret: item.secret ?? [])
         let stamp = AttributeValue.date(SystemClock.now())
-        if !keepingDates || item.attributes["cdat"] == nil { item.attributes["cdat"] = stamp }
-        if !keepingDates || item.attributes["mdat"] == nil { item.attributes["mdat"] = stamp }
-        item.attributes["pdmn"] = .string(item.protection.rawValue)
-        if item.attributes["sync"] == nil { item.attributes["sync"] = .bool(false) }
+        if !keepingDates || item.attributes[AttributeKey.creationDate] == nil { item.attributes[AttributeKey.creationDate] = stamp }
+        if !keepingDates || item.attributes[AttributeKey.modificationDate] == nil { item.attributes[AttributeKey.modificationDate] = stamp }
+        item.attributes[AttributeKey.accessible] = .string(item.protection.rawValue)
+        if item.attributes[AttributeKey.synchronizable] == nil { item.attributes[AttributeKey.synchronizable] = .bool(false) }
         item.secret = hasData ? secret : nil
         try checkSize(secret)
-        item.attributes["sha1"] = .data(Crypto.sha1(secret))
+        item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(secret))
         return (item, item.secret)
     }
 
@@ -198,15 +198,15 @@ extension KeychainStore {
             throw KeychainError.param("\(key) is read-only: it comes from the certificate's data")
         }
         var changes = try given.reduce(into: [String: AttributeValue]()) { out, pair in
-            guard !["cdat", "mdat", "sha1"].contains(pair.key) else { return }
+            guard ![AttributeKey.creationDate, AttributeKey.modificationDate, AttributeKey.sha1].contains(pair.key) else { return }
             out[pair.key] = try AttributeSchema.normalize(pair.key, pair.value, for: itemClass)
         }
         if let secret {
             try Self.checkSize(secret)
-            changes["sha1"] = .data(Crypto.sha1(secret))
+            changes[AttributeKey.sha1] = .data(Crypto.sha1(secret))
         }
-        if let accc = changes["accc"] {
-            try AccessConditions(of: Item(itemClass: itemClass, attributes: ["accc": accc]))
+        if let accc = changes[AttributeKey.accessControl] {
+            try AccessConditions(of: Item(itemClass: itemClass, attributes: [AttributeKey.accessControl: accc]))
                 .checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
         }
         return changes
@@ -220,7 +220,7 @@ extension KeychainStore {
         for (row, old) in matches {
             var item = old
             for (k, v) in changes { item.attributes[k] = v }
-            item.attributes["mdat"] = .date(SystemClock.now())
+            item.attributes[AttributeKey.modificationDate] = .date(SystemClock.now())
             var plain = try secret ?? openSecret(row, keys: keys)
             defer { plain?.wipe() }
             let (before, after) = (AccessConditions(of: old), AccessConditions(of: item))
@@ -228,18 +228,18 @@ extension KeychainStore {
                 // New data for a certificate or key brings its own derived attributes.
                 let derived: Bytes
                 (item, derived) = try DerivedAttributes.apply(to: item, secret: secret)
-                item.attributes["sha1"] = .data(Crypto.sha1(derived))
+                item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(derived))
                 plain = derived
                 if after.contains(.applicationPassword) {
                     plain = try gate.storedForm(of: derived, conditions: after)
-                    item.attributes["sha1"] = .data(Crypto.sha1(plain!))
+                    item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(plain!))
                 }
             } else if before.contains(.applicationPassword) != after.contains(.applicationPassword), let stored = plain {
                 // Adding or removing the application password seals or opens the secret.
                 plain = before.contains(.applicationPassword)
                     ? try gate.readableForm(of: stored, conditions: before)
                     : try gate.storedForm(of: stored, conditions: after)
-                item.attributes["sha1"] = .data(Crypto.sha1(plain!))
+                item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(plain!))
             }
             let lockClass = item.protection.lockClass
             guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
@@ -370,9 +370,9 @@ extension KeychainStore {
                     sql += " AND service = ?"
                     values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: serviceName, value: service)))
                 }
-                if let account = query.attributes["acct"] {
+                if let account = query.attributes[AttributeKey.account] {
                     sql += " AND account = ?"
-                    values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: "acct", value: account)))
+                    values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: AttributeKey.account, value: account)))
                 }
             }
             if let wanted = query.rows {

@@ -102,11 +102,11 @@ public struct Certificate: Sendable {
     /// The attributes SecItemAdd derives; they replace whatever the caller passed for them.
     var derivedAttributes: [String: AttributeValue] {
         var out: [String: AttributeValue] = [
-            "ctyp": .int(version), "cenc": .int(3),  // CSSM_CERT_ENCODING_DER
-            "subj": .data(subject), "issr": .data(issuer), "slnr": .data(serialNumber),
-            "pkhh": .data(publicKeyHash),
+            AttributeKey.certificateType: .int(version), AttributeKey.certificateEncoding: .int(3),  // CSSM_CERT_ENCODING_DER
+            AttributeKey.subject: .data(subject), AttributeKey.issuer: .data(issuer), AttributeKey.serialNumber: .data(serialNumber),
+            AttributeKey.publicKeyHash: .data(publicKeyHash),
         ]
-        if let subjectKeyID { out["skid"] = .data(subjectKeyID) }
+        if let subjectKeyID { out[AttributeKey.subjectKeyID] = .data(subjectKeyID) }
         return out
     }
 

@@ -49,16 +49,16 @@ extension KeychainStore {
 
     static func item(_ certificate: Certificate, label: String?, protection: Protection?) -> Item {
         var item = Item(itemClass: .certificate, secret: certificate.der)
-        if let label { item["labl"] = .string(label) }
-        if let protection { item["pdmn"] = .string(protection.rawValue) }
+        if let label { item[AttributeKey.label] = .string(label) }
+        if let protection { item[AttributeKey.accessible] = .string(protection.rawValue) }
         return item
     }
 
     static func item(_ key: KeyMaterial, label: String?, protection: Protection?) -> Item {
         var item = Item(itemClass: .key, secret: key.external)
-        item["kcls"] = .int(key.keyClass.rawValue)
-        if let label { item["labl"] = .string(label) }
-        if let protection { item["pdmn"] = .string(protection.rawValue) }
+        item[AttributeKey.keyClass] = .int(key.keyClass.rawValue)
+        if let label { item[AttributeKey.label] = .string(label) }
+        if let protection { item[AttributeKey.accessible] = .string(protection.rawValue) }
         return item
     }
 

@@ -19,13 +19,13 @@ extension KeychainStore {
         let certificates = try find(certificateQuery, limit: nil, includeSecret: true, presence: presence)
         let privateKeys = try find(keyQuery, limit: nil, includeSecret: includeKeyData, presence: presence)
         var keysByLabel: [AttributeValue: Item] = [:]
-        for key in privateKeys where keysByLabel[key.effectiveValue("klbl")] == nil {
-            keysByLabel[key.effectiveValue("klbl")] = key
+        for key in privateKeys where keysByLabel[key.effectiveValue(AttributeKey.applicationLabel)] == nil {
+            keysByLabel[key.effectiveValue(AttributeKey.applicationLabel)] = key
         }
         var found: [Identity] = []
         for certificate in certificates {
             if let limit, found.count >= limit { break }
-            if let key = keysByLabel[certificate.effectiveValue("pkhh")] {
+            if let key = keysByLabel[certificate.effectiveValue(AttributeKey.publicKeyHash)] {
                 found.append(Identity(certificate: certificate, privateKey: key))
             }
         }
@@ -96,7 +96,7 @@ extension KeychainStore {
                 throw KeychainError.param("attribute \(name) does not belong to identities")
             }
         }
-        keyQuery.attributes["kcls"] = .int(KeyClass.private.rawValue)
+        keyQuery.attributes[AttributeKey.keyClass] = .int(KeyClass.private.rawValue)
         certificateQuery.rows = query.rows
         certificateQuery.certificateFilter = query.certificateFilter
         certificateQuery.synchronizable = query.synchronizable

@@ -92,15 +92,15 @@ public struct KeyMaterial: Sendable {
 
     /// The attributes SecItemAdd derives for a key item; a caller's value for them is replaced.
     public var derivedAttributes: [String: AttributeValue] {
-        ["kcls": .int(keyClass.rawValue), "type": .int(algorithm.rawValue), "bsiz": .int(bits), "esiz": .int(bits),
-         "klbl": .data(applicationLabel)]
+        [AttributeKey.keyClass: .int(keyClass.rawValue), AttributeKey.keyType: .int(algorithm.rawValue), AttributeKey.keySizeInBits: .int(bits), AttributeKey.effectiveKeySize: .int(bits),
+         AttributeKey.applicationLabel: .data(applicationLabel)]
     }
 
     /// Capabilities Apple gives a key when the caller names none (SecKeyCreate's defaults).
     var defaultCapabilities: [String: AttributeValue] {
         let isPrivate = keyClass == .private
-        return ["encr": .bool(!isPrivate), "decr": .bool(isPrivate), "drve": .bool(true), "sign": .bool(isPrivate),
-                "vrfy": .bool(!isPrivate), "wrap": .bool(!isPrivate), "unwp": .bool(isPrivate), "perm": .bool(true)]
+        return [AttributeKey.canEncrypt: .bool(!isPrivate), AttributeKey.canDecrypt: .bool(isPrivate), AttributeKey.canDerive: .bool(true), AttributeKey.canSign: .bool(isPrivate),
+                AttributeKey.canVerify: .bool(!isPrivate), AttributeKey.canWrap: .bool(!isPrivate), AttributeKey.canUnwrap: .bool(isPrivate), AttributeKey.isPermanent: .bool(true)]
     }
 
     /// PKCS#8 (private) or SubjectPublicKeyInfo (public) DER: what `openssl` and PEM files use.

@@ -23,7 +23,7 @@ public struct AccessConditions: OptionSet, Hashable, Sendable {
 
     /// The conditions of an item, from its `accc` attribute (none when it has no access control).
     public init(of item: Item) {
-        let raw = item.attributes["accc"]?.intValue ?? 0
+        let raw = item.attributes[AttributeKey.accessControl]?.intValue ?? 0
         self.init(rawValue: UInt64(bitPattern: raw))
     }
 
