@@ -12,7 +12,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
             throw KeychainError.param("search keys in SecItemAdd")
         }
         if request.synchronizable == .any { throw KeychainError.param("kSecAttrSynchronizableAny in SecItemAdd") }
-        if request.synchronizable == .yes { request.attributes["sync"] = .bool(true) }
+        if request.synchronizable == .yes { request.attributes[AttributeKey.synchronizable] = .bool(true) }
         let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
         if request.returnCount == 0 { request.returnRef = true }
         if request.itemClass == .identity {
@@ -24,8 +24,8 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
         item.secret = try request.secret ?? valueData(of: request)
         // A SecKey knows its class: a 97-byte P-256 private key would otherwise read as a P-384
         // public one (the X9.63 forms differ only in length).
-        if let key = request.valueRef as? SecKey, let material = key.material, item.attributes["kcls"] == nil {
-            item.attributes["kcls"] = .int(material.keyClass.rawValue)
+        if let key = request.valueRef as? SecKey, let material = key.material, item.attributes[AttributeKey.keyClass] == nil {
+            item.attributes[AttributeKey.keyClass] = .int(material.keyClass.rawValue)
         }
         let stored = try keychain.store.add(item, presence: request.presence)
         result?.pointee = SecItemResult.build(stored, request: request, keychain: keychain)
@@ -50,7 +50,7 @@ private func addIdentity(_ request: SecItemRequest, to keychain: SecKeychain) th
     }
     var certificate = Item(itemClass: .certificate, secret: identity.certificate.certificate.der)
     var key = Item(itemClass: .key, secret: identity.privateKey.data)
-    key["kcls"] = .int(KeyClass.private.rawValue)
+    key[AttributeKey.keyClass] = .int(KeyClass.private.rawValue)
     for (name, value) in request.attributes {
         if ItemClass.certificate.has(name) { certificate[name] = value }
         if ItemClass.key.has(name) { key[name] = value }
@@ -125,7 +125,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
               !changes.caseInsensitive, changes.synchronizable != .any
         else { throw KeychainError.param("only attributes and kSecValueData can be updated") }
         var newAttributes = changes.attributes
-        if let sync = changes.synchronizable { newAttributes["sync"] = .bool(sync == .yes) }
+        if let sync = changes.synchronizable { newAttributes[AttributeKey.synchronizable] = .bool(sync == .yes) }
         let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
         try keychain.store.update(request.query, attributes: newAttributes, secret: changes.secret, presence: request.presence)
     }

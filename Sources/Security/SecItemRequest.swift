@@ -121,11 +121,11 @@ struct SecItemRequest {
         }
         if let accessControl {
             let protection = AttributeValue.string(accessControl.protection.rawValue)
-            if let given = attributes["pdmn"], given != protection {
+            if let given = attributes[AttributeKey.accessible], given != protection {
                 throw KeychainError.param("kSecAttrAccessible disagrees with the protection of kSecAttrAccessControl")
             }
-            attributes["pdmn"] = protection
-            attributes["accc"] = .int(Int64(accessControl.flags.rawValue))
+            attributes[AttributeKey.accessible] = protection
+            attributes[AttributeKey.accessControl] = .int(Int64(accessControl.flags.rawValue))
         }
         if cls != .certificate && cls != .identity { certificateFilter = nil }
         certificateFilter?.caseInsensitive = caseInsensitive
@@ -209,7 +209,7 @@ struct SecItemRequest {
         case "u_Keychain":
             guard let kc = value as? SecKeychain else { throw KeychainError.param("kSecUseKeychain must be a SecKeychain") }
             keychain = kc
-        case "sync":
+        case AttributeKey.synchronizable:
             if let s = value as? String {
                 guard s == "syna" else { throw KeychainError.param("kSecAttrSynchronizable must be a boolean or kSecAttrSynchronizableAny") }
                 synchronizable = .any
@@ -217,7 +217,7 @@ struct SecItemRequest {
                 synchronizable = try Self.flag(value, key) ? .yes : .no
                 attributeCount += 1
             }
-        case "accc":
+        case AttributeKey.accessControl:
             guard let control = value as? SecAccessControl else {
                 throw KeychainError.param("Unexpected type of kSecAttrAccessControl attribute")
             }
@@ -269,11 +269,11 @@ struct SecItemRequest {
             if let stored = Self.storedReference(valueRef) {
                 q.rows = (q.rows ?? []) + [stored.rowID]
             } else if let certificate = (valueRef as? SecCertificate) ?? (valueRef as? SecIdentity)?.certificate {
-                q.attributes["issr"] = .data(certificate.certificate.issuer)
-                q.attributes["slnr"] = .data(certificate.certificate.serialNumber)
+                q.attributes[AttributeKey.issuer] = .data(certificate.certificate.issuer)
+                q.attributes[AttributeKey.serialNumber] = .data(certificate.certificate.serialNumber)
             } else if let key = valueRef as? SecKey {
-                if let label = key.attributes["klbl"] { q.attributes["klbl"] = label }
-                if let keyClass = key.attributes["kcls"] { q.attributes["kcls"] = keyClass }
+                if let label = key.attributes[AttributeKey.applicationLabel] { q.attributes[AttributeKey.applicationLabel] = label }
+                if let keyClass = key.attributes[AttributeKey.keyClass] { q.attributes[AttributeKey.keyClass] = keyClass }
             }
         }
         return q

@@ -14,13 +14,13 @@ final class AddOrUpdateTests: XCTestCase {
         try store.addOrUpdate(generic("me", secret: "one"))
         let first = try XCTUnwrap(store.find(query("me")).first)
         var changed = generic("me", secret: "two")
-        changed["labl"] = .string("new label")
+        changed[AttributeKey.label] = .string("new label")
         try store.addOrUpdate(changed)
         let found = try store.find(query("me"), limit: nil, includeSecret: true)
         XCTAssertEqual(found.count, 1)
         XCTAssertEqual(found[0].rowID, first.rowID, "changed in place: the persistent reference stands")
-        XCTAssertEqual(found[0]["cdat"], first["cdat"], "the creation date is kept")
-        XCTAssertEqual(found[0]["labl"]?.stringValue, "new label")
+        XCTAssertEqual(found[0][AttributeKey.creationDate], first[AttributeKey.creationDate], "the creation date is kept")
+        XCTAssertEqual(found[0][AttributeKey.label]?.stringValue, "new label")
         XCTAssertEqual(String(decoding: found[0].secret ?? [], as: UTF8.self), "two")
     }
 
@@ -32,7 +32,7 @@ final class AddOrUpdateTests: XCTestCase {
         try store.addOrUpdate(generic("c", secret: "new"), matching: query(service: "svc"))
         let found = try store.find(query(service: "svc"), limit: nil, includeSecret: true)
         XCTAssertEqual(found.map(\.rowID), [oldest.rowID])
-        XCTAssertEqual(found[0]["acct"]?.stringValue, "c")
+        XCTAssertEqual(found[0][AttributeKey.account]?.stringValue, "c")
         XCTAssertEqual(try secretString(store, query("c")), "new")
     }
 

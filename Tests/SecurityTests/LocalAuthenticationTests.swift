@@ -158,9 +158,9 @@ final class LocalAuthenticationTests: XCTestCase {
         XCTAssertEqual(read(wrong).0, errSecAuthFailed)
         XCTAssertEqual(authorizer.asked, 0, "an application password alone does not ask polkit")
         // Stored sealed: the engine, holding the class keys but no password, reads the sealed form only.
-        let stored = try keychain.keychain.store.find(Query(itemClass: .genericPassword, attributes: ["acct": .string("guarded")]),
+        let stored = try keychain.keychain.store.find(Query(itemClass: .genericPassword, attributes: [AttributeKey.account: .string("guarded")]),
                                                       includeSecret: false).first
-        XCTAssertNotEqual(stored?.attributes["sha1"], .data(Array(Crypto.sha1(Array("secret".utf8)))),
+        XCTAssertNotEqual(stored?.attributes[AttributeKey.sha1], .data(Array(Crypto.sha1(Array("secret".utf8)))),
                           "the hash attribute does not give the secret away")
         owner.setCredential(nil, type: .applicationPassword)
         XCTAssertFalse(owner.isCredentialSet(.applicationPassword))

@@ -30,7 +30,7 @@ public enum HelperKeychain {
 
 extension Item {
     public var modificationTime: Double {
-        if case .date(let d)? = self["mdat"] { return d }
+        if case .date(let d)? = self[AttributeKey.modificationDate] { return d }
         return 0
     }
 }

@@ -70,18 +70,18 @@ extension RegistryURL {
     /// leaves out matches any.
     public var searchAttributes: [String: AttributeValue] {
         var attributes: [String: AttributeValue] = [
-            "srvr": .string(host.server), "ptcl": .string(ProtocolCodes.code(forScheme: scheme)),
+            AttributeKey.server: .string(host.server), AttributeKey.protocol: .string(ProtocolCodes.code(forScheme: scheme)),
         ]
-        if let port = host.port { attributes["port"] = .int(Int64(port)) }
-        if !path.isEmpty { attributes["path"] = .string(path) }
+        if let port = host.port { attributes[AttributeKey.port] = .int(Int64(port)) }
+        if !path.isEmpty { attributes[AttributeKey.path] = .string(path) }
         return attributes
     }
 
     /// The one item a URL names when storing: an absent port is 0 and an absent path "".
     public var exactAttributes: [String: AttributeValue] {
         var attributes = searchAttributes
-        attributes["port"] = .int(Int64(host.port ?? 0))
-        attributes["path"] = .string(path)
+        attributes[AttributeKey.port] = .int(Int64(host.port ?? 0))
+        attributes[AttributeKey.path] = .string(path)
         return attributes
     }
 }

@@ -73,7 +73,7 @@ func benchItems(count: Int) {
         emit("breakdown_engine_find_us", medianMicroseconds(perBatch: 400) { n in
             let i = picks[n % picks.count]
             let query = Query(itemClass: .internetPassword, attributes: [
-                "srvr": .string(server(i)), "acct": .string(account(i)), "ptcl": .string("htps")])
+                AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)), AttributeKey.protocol: .string("htps")])
             _ = try! store.find(query, includeSecret: true)
         })
     }
@@ -100,7 +100,7 @@ func fill(path: String, count: Int) {
         let store = try KeychainStore.create(at: path, password: Array(password.utf8))
         for i in 0..<count {
             try store.add(Item(itemClass: .internetPassword, attributes: [
-                "srvr": .string(server(i)), "ptcl": .string("htps"), "acct": .string(account(i)), "labl": .string(server(i)),
+                AttributeKey.server: .string(server(i)), AttributeKey.protocol: .string("htps"), AttributeKey.account: .string(account(i)), AttributeKey.label: .string(server(i)),
             ], secret: Array("pass\(i)".utf8)))
         }
     } catch { fail("fill: \(error)") }
