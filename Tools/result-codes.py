@@ -36,12 +36,12 @@ def main(header):
         out.write(banner)
         out.write('\n/// A result code of Apple\'s Security framework: its constant\'s name and its\n'
                   '/// SecCopyErrorMessageString text (nil where Apple\'s header gives none).\n'
-                  'public struct ResultCode: Sendable {\n'
-                  '    public let name: String\n    public let status: Int32\n    public let message: String?\n\n'
+                  'package struct ResultCode: Sendable {\n'
+                  '    package let name: String\n    package let status: Int32\n    package let message: String?\n\n'
                   '    init(_ name: String, _ status: Int32, _ message: String?) {\n'
                   '        self.name = name\n        self.status = status\n        self.message = message\n    }\n\n'
                   '    /// Every code of SecBase.h, in the header\'s order.\n'
-                  '    public static let all: [ResultCode] = [\n')
+                  '    package static let all: [ResultCode] = [\n')
         for name, value, message in codes:
             out.write(f'        ResultCode({swift_string(name)}, {value}, {swift_string(message) if message else "nil"}),\n')
         out.write('    ]\n}\n')

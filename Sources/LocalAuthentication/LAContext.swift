@@ -7,7 +7,7 @@ import Security
 /// passed as kSecUseAuthenticationContext lets SecItem calls on items that need the user's presence
 /// go on without asking again, until invalidate().
 open class LAContext: NSObject, AuthenticationContextProviding, @unchecked Sendable {
-    public let authenticationContext = AuthenticationContext()
+    package let authenticationContext = AuthenticationContext()
     /// Who asks: the engine's presence authorizer, unless a test gives another.
     var authorizer: PresenceAuthorizer = KeychainStore.defaultPresenceAuthorizer
 

@@ -3,7 +3,7 @@ import KeychainCore
 /// What Apple's SecKeyRef is: an RSA or EC key (or a symmetric key's bytes) and its attributes.
 public final class SecKey: CustomStringConvertible {
     /// Nil for a symmetric key.
-    public let material: KeyMaterial?
+    package let material: KeyMaterial?
     let attributes: [String: AttributeValue]
     let data: Bytes
     let stored: StoredReference?

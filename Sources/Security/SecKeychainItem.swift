@@ -3,7 +3,7 @@ import KeychainCore
 /// What kSecReturnRef gives for a password item (macOS's SecKeychainItemRef): it names one row of
 /// one keychain, and can be passed back in kSecValueRef or kSecMatchItemList.
 public final class SecKeychainItem: CustomStringConvertible {
-    public let itemClass: ItemClass
+    package let itemClass: ItemClass
     public let rowID: Int64
     public let keychainPath: String
 

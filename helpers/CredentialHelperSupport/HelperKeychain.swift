@@ -3,13 +3,13 @@ import KeychainCore
 
 /// What a credential helper needs of the keychain: the user's default keychain with keys from
 /// the kernel, and one line on stderr when it cannot serve (never a prompt, never a hang).
-public enum HelperKeychain {
-    public static func open() throws -> KeychainStore {
+package enum HelperKeychain {
+    package static func open() throws -> KeychainStore {
         try KeychainStore.open(at: nil, storage: .kernel)
     }
 
     /// The one line a helper prints when the keychain cannot serve it.
-    public static func explain(_ error: Error, helper: String) -> String {
+    package static func explain(_ error: Error, helper: String) -> String {
         guard let error = error as? KeychainError else { return "\(helper): \(error)" }
         switch error.code {
         case .interactionNotAllowed where error.concernsPresence:
@@ -23,13 +23,13 @@ public enum HelperKeychain {
         }
     }
 
-    public static func printError(_ line: String) {
+    package static func printError(_ line: String) {
         fputs(line + "\n", stderr)
     }
 }
 
 extension Item {
-    public var modificationTime: Double {
+    package var modificationTime: Double {
         if case .date(let d)? = self[AttributeKey.modificationDate] { return d }
         return 0
     }

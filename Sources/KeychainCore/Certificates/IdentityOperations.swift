@@ -1,10 +1,10 @@
 /// A certificate and the private key whose public half it certifies.
-public struct Identity: Sendable {
-    public var certificate: Item
-    public var privateKey: Item
+package struct Identity: Sendable {
+    package var certificate: Item
+    package var privateKey: Item
 
     /// An identity's persistent reference names its certificate's row under the class "idnt".
-    public var persistentReference: PersistentReference { PersistentReference(itemClass: .identity, rowID: certificate.rowID) }
+    package var persistentReference: PersistentReference { PersistentReference(itemClass: .identity, rowID: certificate.rowID) }
 }
 
 /// kSecClassIdentity: identities are not stored as such (as on Apple's systems) but found by
@@ -13,7 +13,7 @@ public struct Identity: Sendable {
 extension KeychainStore {
     /// The identities that match, in certificate order, at most `limit`. Query attributes of the
     /// key class select the key, all others the certificate; `rows` name certificates.
-    public func findIdentities(_ query: Query, limit: Int? = 1, includeKeyData: Bool = false,
+    package func findIdentities(_ query: Query, limit: Int? = 1, includeKeyData: Bool = false,
                                presence: PresenceOptions = PresenceOptions()) throws -> [Identity] {
         let (certificateQuery, keyQuery) = try Self.split(query)
         let certificates = try find(certificateQuery, limit: nil, includeSecret: true, presence: presence)
@@ -36,7 +36,7 @@ extension KeychainStore {
     /// Deletes the certificate and the private key of every matching identity, in one transaction;
     /// one whose halves need the user's presence goes only once it is given.
     @discardableResult
-    public func deleteIdentities(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
+    package func deleteIdentities(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
         let identities = try findIdentities(query, limit: nil, presence: presence)
         let allowed = try withPresence(presence) { gate in
             let admitted = try identities.filter {
@@ -60,7 +60,7 @@ extension KeychainStore {
 
     /// Adds a certificate and its private key together; errSecParam if they do not belong together.
     @discardableResult
-    public func addIdentity(certificate: Item, privateKey: Item) throws -> Identity {
+    package func addIdentity(certificate: Item, privateKey: Item) throws -> Identity {
         guard certificate.itemClass == .certificate, privateKey.itemClass == .key else {
             throw KeychainError.param("an identity is a certificate and a key")
         }

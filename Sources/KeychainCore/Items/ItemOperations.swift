@@ -6,7 +6,7 @@ extension KeychainStore {
     /// machine cannot meet its conditions; one with an application password gets its secret sealed
     /// under it (from `presence`'s context, or asked for).
     @discardableResult
-    public func add(_ item: Item, presence: PresenceOptions = PresenceOptions()) throws -> Item {
+    package func add(_ item: Item, presence: PresenceOptions = PresenceOptions()) throws -> Item {
         let conditions = AccessConditions(of: item)
         guard conditions.needsAPerson else { return try add(item, keepingDates: false) }
         try conditions.checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
@@ -34,7 +34,7 @@ extension KeychainStore {
     /// Adds several items in one transaction: all of them or, on any error, none (an identity is
     /// a certificate and a private key that must not be stored apart).
     @discardableResult
-    public func add(_ items: [Item]) throws -> [Item] {
+    package func add(_ items: [Item]) throws -> [Item] {
         let prepared = try items.map { try Self.prepareNew($0, keepingDates: false) }
         return try withLock {
             try db.transaction {
@@ -51,7 +51,7 @@ extension KeychainStore {
     /// old item or the new one, never neither and never both.
     /// Old items that need a person are changed only once `presence` gives it (Skip is Fail
     /// here: an item left out would be stored twice).
-    public func addOrUpdate(_ item: Item, matching query: Query? = nil, presence: PresenceOptions = PresenceOptions()) throws {
+    package func addOrUpdate(_ item: Item, matching query: Query? = nil, presence: PresenceOptions = PresenceOptions()) throws {
         let query = try Self.normalized(query ?? Query(identifying: item))
         guard query.itemClass == item.itemClass, item.itemClass != .identity else {
             throw KeychainError.param("addOrUpdate needs a query of the item's own class, and no identity")
@@ -128,7 +128,7 @@ extension KeychainStore {
     /// Reading the secret of an item whose access control needs a person first asks (polkit, its
     /// application password) as `presence` allows; Skip leaves such items out. Attributes alone
     /// never ask, as on Apple's systems.
-    public func find(_ query: Query, limit: Int? = 1, includeSecret: Bool = false,
+    package func find(_ query: Query, limit: Int? = 1, includeSecret: Bool = false,
                      presence: PresenceOptions = PresenceOptions()) throws -> [Item] {
         let query = try Self.normalized(query)
         return try withPresence(presence) { gate in try withLock {
@@ -171,7 +171,7 @@ extension KeychainStore {
     /// matching candidate is locked or when a change would make two items equal.
     /// Items whose access control needs a person are changed only once it is given (`presence`).
     @discardableResult
-    public func update(_ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil,
+    package func update(_ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil,
                        presence: PresenceOptions = PresenceOptions()) throws -> Int {
         let query = try Self.normalized(query)
         if query.itemClass == .identity {
@@ -257,7 +257,7 @@ extension KeychainStore {
     /// Deletes every matching item; returns how many. Items whose access control needs the user's
     /// presence go only once it is given (`presence`; Skip keeps them).
     @discardableResult
-    public func delete(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
+    package func delete(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
         let query = try Self.normalized(query)
         return try withPresence(presence) { gate in try withLock {
             try db.transaction {
@@ -288,7 +288,7 @@ extension KeychainStore {
 
     /// Deletes the items these references name, in one transaction; returns how many existed.
     @discardableResult
-    public func delete(references: [PersistentReference]) throws -> Int {
+    package func delete(references: [PersistentReference]) throws -> Int {
         try withLock {
             try db.transaction {
                 let stmt = try db.statement("DELETE FROM items WHERE rowid = ? AND class = ?")
@@ -304,7 +304,7 @@ extension KeychainStore {
 
     /// The secret of one item found earlier: empty for an item that has no data, as Apple's
     /// kSecReturnData alone gives.
-    public func secret(of item: Item) throws -> Bytes {
+    package func secret(of item: Item) throws -> Bytes {
         guard let found = try find(Query(reference: item.persistentReference), limit: 1, includeSecret: true).first else {
             throw KeychainError(.itemNotFound)
         }
@@ -312,7 +312,7 @@ extension KeychainStore {
     }
 
     /// How many rows the file holds, locked or not (for `show-keychain-info` and tests).
-    public func count() throws -> Int {
+    package func count() throws -> Int {
         try withLock {
             let stmt = try db.statement("SELECT count(*) FROM items")
             _ = try stmt.step()
@@ -425,7 +425,7 @@ extension KeychainStore {
 
     /// The largest secret an item may hold. Keychains keep passwords, keys and certificates; a
     /// larger value is refused with errSecAllocate before any memory is spent on encrypting it.
-    public static let maximumSecretSize = 64 << 20
+    package static let maximumSecretSize = 64 << 20
 
     static func checkSize(_ secret: Bytes) throws {
         guard secret.count <= maximumSecretSize else {
@@ -435,7 +435,7 @@ extension KeychainStore {
 
     /// Attributes are small by nature; this bound keeps every length field of the row format far
     /// from overflow whatever a caller passes.
-    public static let maximumAttributesSize = 16 << 20
+    package static let maximumAttributesSize = 16 << 20
 
     static func checkAttributesSize(_ attributes: [String: AttributeValue]) throws {
         var total = 0

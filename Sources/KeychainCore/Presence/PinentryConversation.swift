@@ -6,8 +6,8 @@ import Glibc
 /// the one both askers use, PinentryPrompt (an application password, waiting for the answer)
 /// and the Secret Service's prompts (whose loop polls `fd` among its other clients, so a dialog
 /// left open never holds anyone up). Whoever waits calls `readable()` when `fd` has something.
-public final class PinentryConversation {
-    public enum Event {
+package final class PinentryConversation {
+    package enum Event {
         /// The person gave a passphrase, possibly empty (the caller wipes it).
         case passphrase(Bytes)
         /// The person dismissed the dialog (pinentry answered GETPIN with an error).
@@ -17,7 +17,7 @@ public final class PinentryConversation {
     }
 
     /// Readable when pinentry has said something.
-    public let fd: Int32
+    package let fd: Int32
     private let input: Int32
     private let child: ChildProcess
     private var buffer = Bytes()
@@ -30,7 +30,7 @@ public final class PinentryConversation {
     /// Starts `program` (a name without a slash is looked for in PATH, as a shell would) with the
     /// caller's environment, where pinentry finds its display or terminal (DISPLAY, GPG_TTY);
     /// `errors` is the descriptor its stderr becomes (-1: /dev/null).
-    public init(program: String, errors: Int32 = -1) throws {
+    package init(program: String, errors: Int32 = -1) throws {
         let path = Self.locate(program)
         var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0]
         guard clinux_pipe_cloexec(&toChild) == 0 else { throw KeychainError(.interactionNotAllowed, "cannot run \(path)") }
@@ -54,7 +54,7 @@ public final class PinentryConversation {
 
     /// Asks for one passphrase: `error` is shown above the field after a wrong try, `repeatPrompt`
     /// asks for it twice (a new password). Options an old pinentry does not know are passed over.
-    public func ask(title: String? = nil, description: String, prompt: String, error: String? = nil, repeatPrompt: String? = nil) {
+    package func ask(title: String? = nil, description: String, prompt: String, error: String? = nil, repeatPrompt: String? = nil) {
         if let title { queue.append("SETTITLE " + Assuan.escape(title)) }
         queue += ["SETDESC " + Assuan.escape(description), "SETPROMPT " + Assuan.escape(prompt)]
         if let error { queue.append("SETERROR " + Assuan.escape(error)) }
@@ -65,7 +65,7 @@ public final class PinentryConversation {
 
     /// Reads what is there; the conversation's outcome once GETPIN has been answered (or the
     /// program has failed), else nil.
-    public func readable() -> Event? {
+    package func readable() -> Event? {
         guard !finished else { return .failed }
         var chunk = Bytes(repeating: 0, count: 4096)
         defer { chunk.wipe() }
@@ -92,7 +92,7 @@ public final class PinentryConversation {
 
     /// Waits up to `deadline` (CLOCK_MONOTONIC seconds, as `SystemClock.monotonic()`) for the outcome;
     /// nil when none came in time.
-    public func wait(until deadline: Double) -> Event? {
+    package func wait(until deadline: Double) -> Event? {
         while true {
             let left = Int32(max(0, min((deadline - SystemClock.monotonic()) * 1000, Double(Int32.max))))
             guard left > 0 else { return nil }
@@ -145,7 +145,7 @@ public final class PinentryConversation {
     }
 
     /// Ends the program and reaps it; what was read is wiped.
-    public func stop() {
+    package func stop() {
         guard !finished else { return }
         finished = true
         data.wipe()

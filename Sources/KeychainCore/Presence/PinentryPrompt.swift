@@ -3,13 +3,13 @@ import Glibc
 /// One passphrase asked through pinentry (a `PinentryConversation`), waiting a bounded time: an
 /// item's application password when the caller's LAContext carries none, as Apple's systems
 /// prompt for it.
-public struct PinentryPrompt: Sendable {
+package struct PinentryPrompt: Sendable {
     /// KEYCHAIN_PINENTRY, else Debian's `pinentry` alternative.
-    public var program: String
+    package var program: String
     /// KEYCHAIN_PRESENCE_TIMEOUT, as for polkit (default 120 s).
-    public var timeout: Double
+    package var timeout: Double
 
-    public init(program: String? = nil, timeout: Double? = nil) {
+    package init(program: String? = nil, timeout: Double? = nil) {
         let chosen = program ?? getenv("KEYCHAIN_PINENTRY").map { String(cString: $0) } ?? "pinentry"
         self.program = chosen.contains("/") ? chosen : "/usr/bin/" + chosen
         self.timeout = timeout ?? PolkitAuthorizer().timeout
@@ -17,7 +17,7 @@ public struct PinentryPrompt: Sendable {
 
     /// The passphrase (the caller wipes it). Cancelled: errSecUserCanceled; no pinentry, or no
     /// answer in time: errSecInteractionNotAllowed.
-    public func ask(description: String, prompt: String) throws -> Bytes {
+    package func ask(description: String, prompt: String) throws -> Bytes {
         let conversation: PinentryConversation
         do {
             conversation = try PinentryConversation(program: program)

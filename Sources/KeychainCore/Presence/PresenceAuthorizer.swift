@@ -1,5 +1,5 @@
 /// What asking the person gave.
-public enum PresenceAnswer: Equatable, Sendable {
+package enum PresenceAnswer: Equatable, Sendable {
     case granted
     /// Authentication failed (a wrong password, a finger not recognised, the agent gone).
     case denied
@@ -22,7 +22,7 @@ public enum PresenceAnswer: Equatable, Sendable {
 /// Whoever confirms that the user is at the machine. The engine's default is polkit
 /// (`KeychainStore.defaultPresenceAuthorizer`); tests give their own. Front ends such as
 /// LocalAuthentication know only this seam, never what stands behind it.
-public protocol PresenceAuthorizer: Sendable {
+package protocol PresenceAuthorizer: Sendable {
     /// Asks, and waits a bounded time. `reason` is the caller's kSecUseOperationPrompt.
     func authorize(reason: String?) -> PresenceAnswer
     /// Whether biometry is set up for the user (fprintd has a finger enrolled).
@@ -37,6 +37,6 @@ public protocol PresenceAuthorizer: Sendable {
 
 extension PresenceAuthorizer {
     /// An authorizer that says nothing of its availability can always be asked.
-    public func unavailability() -> String? { nil }
-    public func biometryUnavailability() -> String? { nil }
+    package func unavailability() -> String? { nil }
+    package func biometryUnavailability() -> String? { nil }
 }

@@ -5,7 +5,7 @@ public typealias Bytes = [UInt8]
 
 extension Array where Element == UInt8 {
     /// Overwrites the buffer in place; OPENSSL_cleanse cannot be optimized away.
-    public mutating func wipe() {
+    package mutating func wipe() {
         withUnsafeMutableBytes { raw in
             if let base = raw.baseAddress { OPENSSL_cleanse(base, raw.count) }
         }

@@ -4,15 +4,15 @@ import Glibc
 /// clock for what is dated (item dates, certificate validity, password expiry, a reset's record),
 /// and the monotonic clock for deadlines and durations, which must not jump when the wall clock
 /// is set.
-public enum SystemClock {
+package enum SystemClock {
     /// Seconds since 1970 (CLOCK_REALTIME), as Foundation's Date.timeIntervalSince1970.
-    public static func now() -> Double { seconds(CLOCK_REALTIME) }
+    package static func now() -> Double { seconds(CLOCK_REALTIME) }
 
     /// Seconds on CLOCK_MONOTONIC: only differences between two readings mean anything.
-    public static func monotonic() -> Double { seconds(CLOCK_MONOTONIC) }
+    package static func monotonic() -> Double { seconds(CLOCK_MONOTONIC) }
 
     /// How long `body` took, in seconds.
-    public static func measure(_ body: () throws -> Void) rethrows -> Double {
+    package static func measure(_ body: () throws -> Void) rethrows -> Double {
         let start = monotonic()
         try body()
         return monotonic() - start

@@ -42,7 +42,7 @@ func benchItems(count: Int) {
     defer { _ = system("rm -rf '\(directory)'") }
     let keychain: SecKeychain
     do {
-        keychain = try SecKeychain.create(at: directory + "/bench.keychain-db", password: "bench", scrypt: .fastForTesting)
+        keychain = try SecKeychain.create(at: directory + "/bench.keychain-db", password: "bench", storage: .kernel, scrypt: .fastForTesting)
     } catch { fail("cannot create a keychain: \(error)") }
     SecKeychain.setDefault(keychain)
     defer { keychain.store.lockAll() }
