@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 import Glibc
 
 /// An X.509 certificate, parsed once by OpenSSL: what Keychain Services derives from the DER.

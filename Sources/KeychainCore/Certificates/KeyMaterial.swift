@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// kSecAttrKeyClass values (SecItem.h stores them as the numbers 0, 1, 2).
 package enum KeyClass: Int64, Sendable {

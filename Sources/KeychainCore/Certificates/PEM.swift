@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// PEM armour ("-----BEGIN CERTIFICATE-----" and base64), read and written by OpenSSL's codec.
 package enum PEM {

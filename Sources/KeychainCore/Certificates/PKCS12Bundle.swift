@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// The contents of a PKCS#12 (.p12, .pfx) file: what SecPKCS12Import and `security import` read.
 package struct PKCS12Bundle: Sendable {

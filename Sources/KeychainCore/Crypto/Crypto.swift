@@ -1,5 +1,5 @@
-import COpenSSL
-import CSodium
+internal import COpenSSL
+internal import CSodium
 
 /// The primitives of the key hierarchy: libsodium for what every call needs, OpenSSL's libcrypto
 /// where libsodium has nothing (AES-GCM on CPUs without AES-NI, SHA-1 for Apple's sha1 attribute).

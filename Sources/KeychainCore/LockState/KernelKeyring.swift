@@ -1,4 +1,4 @@
-import CLinux
+internal import CLinux
 import Glibc
 
 /// The user's persistent keyring (keyrings(7), persistent-keyring(7)): it outlives sessions and is

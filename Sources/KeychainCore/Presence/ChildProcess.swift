@@ -1,4 +1,4 @@
-import CLinux
+internal import CLinux
 import Glibc
 
 /// A helper program run for a bounded time: polkit's pkcheck and pkttyagent, fprintd-list. Started

@@ -1,4 +1,4 @@
-import CLinux
+internal import CLinux
 import Glibc
 
 /// One conversation with a pinentry program (GnuPG's passphrase dialog: pinentry-gnome3 or -qt on

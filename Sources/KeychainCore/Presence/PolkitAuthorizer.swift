@@ -1,4 +1,4 @@
-import CLinux
+internal import CLinux
 import Glibc
 
 /// User presence through polkit: the calling process is the subject of the project's action

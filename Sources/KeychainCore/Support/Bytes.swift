@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// Secrets travel as byte arrays rather than Foundation.Data so that the engine links without Foundation.
 public typealias Bytes = [UInt8]

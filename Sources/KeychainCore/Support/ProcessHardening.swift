@@ -1,4 +1,4 @@
-import CLinux
+internal import CLinux
 
 package enum ProcessHardening {
     /// Keys in memory stay out of core files and out of reach of ptrace by the user's other
