@@ -1,4 +1,4 @@
-import KeychainCore
+package import KeychainCore
 
 /// What Apple's SecCertificateRef is: a parsed certificate, which may remember the keychain row
 /// it came from (so that kSecValueRef and kSecMatchItemList can name that row).

@@ -1,4 +1,4 @@
-import KeychainCore
+package import KeychainCore
 
 /// A SecItem dictionary, checked and translated for the engine. Anything malformed is errSecParam.
 struct SecItemRequest {

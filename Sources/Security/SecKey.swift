@@ -1,4 +1,4 @@
-import KeychainCore
+package import KeychainCore
 
 /// What Apple's SecKeyRef is: an RSA or EC key (or a symmetric key's bytes) and its attributes.
 public final class SecKey: CustomStringConvertible {

@@ -1,4 +1,4 @@
-import KeychainCore
+package import KeychainCore
 
 import Glibc
 

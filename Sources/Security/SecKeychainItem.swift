@@ -1,4 +1,4 @@
-import KeychainCore
+package import KeychainCore
 
 /// What kSecReturnRef gives for a password item (macOS's SecKeychainItemRef): it names one row of
 /// one keychain, and can be passed back in kSecValueRef or kSecMatchItemList.
