@@ -453,19 +453,23 @@ extension KeychainStore {
     }
 
     static func normalized(_ item: Item) throws -> Item {
-        try checkAttributesSize(item.attributes)
         var out = item
-        for (key, value) in item.attributes {
-            out.attributes[key] = try AttributeSchema.normalize(key, value, for: item.itemClass)
-        }
+        out.attributes = try normalized(item.attributes, for: item.itemClass)
         return out
     }
 
     static func normalized(_ query: Query) throws -> Query {
-        try checkAttributesSize(query.attributes)
         var out = query
-        for (key, value) in query.attributes {
-            out.attributes[key] = try AttributeSchema.normalize(key, value, for: query.itemClass)
+        out.attributes = try normalized(query.attributes, for: query.itemClass)
+        return out
+    }
+
+    /// Attributes checked for size and each for its type in `itemClass`.
+    private static func normalized(_ attributes: [String: AttributeValue], for itemClass: ItemClass) throws -> [String: AttributeValue] {
+        try checkAttributesSize(attributes)
+        var out = attributes
+        for (key, value) in attributes {
+            out[key] = try AttributeSchema.normalize(key, value, for: itemClass)
         }
         return out
     }
