@@ -13,7 +13,6 @@ let package = Package(
     products: [
         .library(name: "Security", targets: ["Security"]),
         .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
-        .library(name: "KeychainCore", targets: ["KeychainCore"]),
         .executable(name: "security", targets: ["SecurityTool"]),
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
         .executable(name: "docker-credential-keychain", targets: ["docker-credential-keychain"]),

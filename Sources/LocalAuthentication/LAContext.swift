@@ -2,17 +2,16 @@ import Foundation
 import KeychainCore
 import Security
 
-/// Apple's LAContext over polkit: evaluating a policy asks the session's authentication agent to
-/// authenticate the user (password or finger, as polkit's PAM stack decides). An evaluated context
+/// Apple's LAContext over the engine's presence authorizer (`KeychainStore.defaultPresenceAuthorizer`):
+/// evaluating a policy asks it to authenticate the user. An evaluated context
 /// passed as kSecUseAuthenticationContext lets SecItem calls on items that need the user's presence
 /// go on without asking again, until invalidate().
 open class LAContext: NSObject, AuthenticationContextProviding, @unchecked Sendable {
-    public let authenticationContext = AuthenticationContext()
-    /// Who asks; polkit unless a test gives another.
-    var authorizer: PresenceAuthorizer = PolkitAuthorizer()
+    package let authenticationContext = AuthenticationContext()
+    /// Who asks: the engine's presence authorizer, unless a test gives another.
+    var authorizer: PresenceAuthorizer = KeychainStore.defaultPresenceAuthorizer
 
-    /// Shown where the agent can show it (pkttyagent's terminal); polkit's dialog shows the
-    /// action's own message.
+    /// Passed to the authorizer as the reason, shown where it can show one.
     open var localizedReason: String = ""
     open var localizedCancelTitle: String?
     open var localizedFallbackTitle: String?
@@ -52,20 +51,18 @@ open class LAContext: NSObject, AuthenticationContextProviding, @unchecked Senda
         biometryType = enrolled ? .touchID : .none
         switch policy {
         case .deviceOwnerAuthentication:
-            guard access("/usr/bin/pkcheck", X_OK) == 0 || !(authorizer is PolkitAuthorizer) else {
-                throw LAError(.passcodeNotSet, "polkit (pkcheck) is not installed")
-            }
+            if let why = authorizer.unavailability() { throw LAError(.passcodeNotSet, why) }
         case .deviceOwnerAuthenticationWithBiometrics:
             guard enrolled else {
-                throw access("/usr/bin/fprintd-list", X_OK) == 0 || !(authorizer is PolkitAuthorizer)
-                    ? LAError(.biometryNotEnrolled) : LAError(.biometryNotAvailable)
+                if let why = authorizer.biometryUnavailability() { throw LAError(.biometryNotAvailable, why) }
+                throw LAError(.biometryNotEnrolled)
             }
         default:
             throw LAError(.companionNotAvailable)
         }
     }
 
-    /// Asks polkit's agent on a background thread; `reply` gets the outcome there.
+    /// Asks the authorizer on a background thread; `reply` gets the outcome there.
     open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String,
                              reply: @escaping @Sendable (Bool, Error?) -> Void) {
         let reason = localizedReason
@@ -104,11 +101,11 @@ open class LAContext: NSObject, AuthenticationContextProviding, @unchecked Senda
         if authenticationContext.isInvalidated { throw LAError(.invalidContext) }
     }
 
-    /// Evaluates what `accessControl` asks for `operation`: polkit for its presence conditions.
+    /// Evaluates what `accessControl` asks for `operation`: the authorizer for its presence conditions.
     open func evaluateAccessControl(_ accessControl: SecAccessControl, operation: LAAccessControlOperation,
                                     localizedReason: String, reply: @escaping @Sendable (Bool, Error?) -> Void) {
         let conditions = AccessConditions(rawValue: UInt64(accessControl.flags.rawValue))
-        guard conditions.asksPolkit else { return reply(true, nil) }
+        guard conditions.asksAuthorizer else { return reply(true, nil) }
         let policy: LAPolicy = conditions.isDisjoint(with: .biometry) || conditions.contains(.or)
             ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics
         evaluatePolicy(policy, localizedReason: localizedReason, reply: reply)
@@ -131,6 +128,6 @@ open class LAContext: NSObject, AuthenticationContextProviding, @unchecked Senda
         type == .applicationPassword && authenticationContext.applicationPassword != nil
     }
 
-    /// Apple's hash of the enrolled fingers' set; nil here (fprintd does not expose one).
+    /// Apple's hash of the enrolled fingers' set; nil here (the authorizer exposes none).
     open var evaluatedPolicyDomainState: Data? { nil }
 }

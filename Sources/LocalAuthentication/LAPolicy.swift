@@ -1,8 +1,8 @@
 /// Apple's LAPolicy, with Apple's raw values (LAPublicDefines.h).
 public enum LAPolicy: Int, Sendable {
-    /// A finger (fprintd) through polkit's agent.
+    /// A finger, through the presence authorizer.
     case deviceOwnerAuthenticationWithBiometrics = 1
-    /// The user's password or a finger, as polkit's PAM stack decides.
+    /// The user's password or a finger, as the presence authorizer decides.
     case deviceOwnerAuthentication = 2
     /// A paired watch: there is none on Linux.
     case deviceOwnerAuthenticationWithWatch = 3

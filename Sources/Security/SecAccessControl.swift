@@ -1,4 +1,4 @@
-import KeychainCore
+package import KeychainCore
 
 /// Apple's SecAccessControlCreateFlags, with Apple's values (SecAccessControl.h).
 public struct SecAccessControlCreateFlags: OptionSet, Hashable, Sendable {

@@ -1,9 +1,9 @@
-import KeychainCore
+package import KeychainCore
 
 /// What Apple's SecCertificateRef is: a parsed certificate, which may remember the keychain row
 /// it came from (so that kSecValueRef and kSecMatchItemList can name that row).
 public final class SecCertificate: CustomStringConvertible {
-    public let certificate: Certificate
+    package let certificate: Certificate
     let stored: StoredReference?
 
     init(_ certificate: Certificate, stored: StoredReference? = nil) {

@@ -1,4 +1,4 @@
-import KeychainCore
+package import KeychainCore
 
 /// What Apple's SecIdentityRef is: a certificate and the private key that goes with it.
 public final class SecIdentity: CustomStringConvertible {

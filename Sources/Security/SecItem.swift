@@ -1,4 +1,4 @@
-import KeychainCore
+package import KeychainCore
 
 /// Adds an item. With a result pointer, returns what the kSecReturn* keys ask for (a reference
 /// when none is given, as the reference says).
@@ -12,7 +12,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
             throw KeychainError.param("search keys in SecItemAdd")
         }
         if request.synchronizable == .any { throw KeychainError.param("kSecAttrSynchronizableAny in SecItemAdd") }
-        if request.synchronizable == .yes { request.attributes["sync"] = .bool(true) }
+        if request.synchronizable == .yes { request.attributes[AttributeKey.synchronizable] = .bool(true) }
         let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
         if request.returnCount == 0 { request.returnRef = true }
         if request.itemClass == .identity {
@@ -24,8 +24,8 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
         item.secret = try request.secret ?? valueData(of: request)
         // A SecKey knows its class: a 97-byte P-256 private key would otherwise read as a P-384
         // public one (the X9.63 forms differ only in length).
-        if let key = request.valueRef as? SecKey, let material = key.material, item.attributes["kcls"] == nil {
-            item.attributes["kcls"] = .int(material.keyClass.rawValue)
+        if let key = request.valueRef as? SecKey, let material = key.material, item.attributes[AttributeKey.keyClass] == nil {
+            item.attributes[AttributeKey.keyClass] = .int(material.keyClass.rawValue)
         }
         let stored = try keychain.store.add(item, presence: request.presence)
         result?.pointee = SecItemResult.build(stored, request: request, keychain: keychain)
@@ -50,7 +50,7 @@ private func addIdentity(_ request: SecItemRequest, to keychain: SecKeychain) th
     }
     var certificate = Item(itemClass: .certificate, secret: identity.certificate.certificate.der)
     var key = Item(itemClass: .key, secret: identity.privateKey.data)
-    key["kcls"] = .int(KeyClass.private.rawValue)
+    key[AttributeKey.keyClass] = .int(KeyClass.private.rawValue)
     for (name, value) in request.attributes {
         if ItemClass.certificate.has(name) { certificate[name] = value }
         if ItemClass.key.has(name) { key[name] = value }
@@ -65,6 +65,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
     result?.pointee = nil
     return secStatus {
         let request = try SecItemRequest(query)
+        try request.checkReferenceAlone()
         if request.returnCount > 0 && result == nil { throw KeychainError.param("a return type was asked for with no result pointer") }
         let limit: Int?
         switch request.limit ?? .one {
@@ -72,28 +73,11 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         case .count(let n): limit = n
         case .all: limit = nil
         }
-        // Without kSecUseKeychain, the search list in order; a keychain that cannot be searched
-        // is passed over, and its error reported only when nothing is found anywhere. The
-        // person's answer (cancelled, a wrong password, not to be asked) ends the search: the next
-        // keychain must neither ask again nor answer in its place.
-        var built: [AnyObject] = []
-        var matched = false
-        var failure: Error?
-        for keychain in try request.keychain.map({ [$0] }) ?? SecKeychain.searchList() {
-            let remaining = limit.map { $0 - built.count }
-            if let remaining, remaining <= 0 { break }
-            do {
-                built += try find(request, in: keychain, limit: remaining)
-                matched = true
-            } catch let error as KeychainError where error.code == .itemNotFound {
-                continue
-            } catch let error as KeychainError where error.concernsPresence {
-                throw error
-            } catch {
-                if failure == nil { failure = error }
-            }
-        }
-        if !matched { throw failure ?? KeychainError(.itemNotFound) }
+        // Without kSecUseKeychain, the search list in order, by the engine's rule for it.
+        let keychains = try request.keychain.map { [$0] } ?? SecKeychain.searchList()
+        let built = try SearchList.search(keychains, limit: limit) { keychain, remaining in
+            try find(request, in: keychain, limit: remaining)
+        }.compactMap { $0 }
         guard let result, request.returnCount > 0 else { return }
         if request.limit == nil || request.limit == .one {
             result.pointee = built.first
@@ -103,17 +87,19 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
     }
 }
 
-private func find(_ request: SecItemRequest, in keychain: SecKeychain, limit: Int?) throws -> [AnyObject] {
+/// One result per item found (nil where no return type was asked for), so that the search
+/// counts items, not results.
+private func find(_ request: SecItemRequest, in keychain: SecKeychain, limit: Int?) throws -> [AnyObject?] {
     if request.itemClass == .identity {
         let identities = try keychain.store.findIdentities(request.query, limit: limit, includeKeyData: request.returnRef,
                                                            presence: request.presence)
-        return identities.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
+        return identities.map { SecItemResult.build($0, request: request, keychain: keychain) }
     }
     // References to certificates and keys are made from their data.
     let needData = request.returnData || (request.returnRef && request.itemClass != .genericPassword
                                           && request.itemClass != .internetPassword)
     let items = try keychain.store.find(request.query, limit: limit, includeSecret: needData, presence: request.presence)
-    return items.compactMap { SecItemResult.build($0, request: request, keychain: keychain) }
+    return items.map { SecItemResult.build($0, request: request, keychain: keychain) }
 }
 
 /// Changes every item the query matches. Only real attributes and kSecValueData may be changed.
@@ -126,6 +112,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
         }
         let request = try SecItemRequest(query)
         try request.checkNoSkip()
+        try request.checkReferenceAlone()
         guard request.returnCount == 0 else { throw KeychainError.param("kSecReturn* keys in SecItemUpdate") }
         var changesDictionary = try SecItemRequest.plain(attributesToUpdate)
         guard !changesDictionary.isEmpty else { throw KeychainError.param("nothing to update") }
@@ -138,7 +125,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
               !changes.caseInsensitive, changes.synchronizable != .any
         else { throw KeychainError.param("only attributes and kSecValueData can be updated") }
         var newAttributes = changes.attributes
-        if let sync = changes.synchronizable { newAttributes["sync"] = .bool(sync == .yes) }
+        if let sync = changes.synchronizable { newAttributes[AttributeKey.synchronizable] = .bool(sync == .yes) }
         let keychain = try request.keychain ?? SecKeychain.defaultKeychain()
         try keychain.store.update(request.query, attributes: newAttributes, secret: changes.secret, presence: request.presence)
     }
@@ -150,6 +137,7 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     secStatus {
         let request = try SecItemRequest(query)
         try request.checkNoSkip()
+        try request.checkReferenceAlone()
         // Delete acts on every match; securityd refuses any other limit ("match limit not
         // supported by delete", errSecMatchLimitUnsupported, which is errSecParam).
         guard request.limit == nil || request.limit == .all else {

@@ -1,4 +1,4 @@
-import KeychainCore
+package import KeychainCore
 
 /// A SecItem dictionary, checked and translated for the engine. Anything malformed is errSecParam.
 struct SecItemRequest {
@@ -27,7 +27,23 @@ struct SecItemRequest {
     var operationPrompt: String?
     var authenticationContext: AuthenticationContext?
 
+    /// How many attributes the caller named, as securityd's query_attr_count counts them: every
+    /// attribute key, kSecAttrSynchronizable included unless it is kSecAttrSynchronizableAny
+    /// (which query_add_attribute_with_desc skips), kSecAttrAccessControl not (it is kept beside
+    /// the attribute pairs); kSecClass, kSecReturn*, kSecMatch*, kSecUse* and kSecValue* are no
+    /// attributes.
+    private(set) var attributeCount = 0
+
     var returnCount: Int { [returnData, returnAttributes, returnRef, returnPersistentRef].filter { $0 }.count }
+
+    /// A persistent reference names its row by itself: securityd refuses a row id together with
+    /// any attribute (errSecItemIllegalQuery from s3dl_copy_matching, s3dl_query_update and
+    /// _SecItemDelete), which reaches the caller as errSecParam.
+    func checkReferenceAlone() throws {
+        if reference != nil && attributeCount > 0 {
+            throw KeychainError.param("a persistent reference and other attributes cannot be searched at the same time")
+        }
+    }
 
     /// Keys that ask for behaviour this engine gives anyway (the data-protection keychain is the
     /// only kind here; polkit's agent names the calling process itself).
@@ -105,11 +121,11 @@ struct SecItemRequest {
         }
         if let accessControl {
             let protection = AttributeValue.string(accessControl.protection.rawValue)
-            if let given = attributes["pdmn"], given != protection {
+            if let given = attributes[AttributeKey.accessible], given != protection {
                 throw KeychainError.param("kSecAttrAccessible disagrees with the protection of kSecAttrAccessControl")
             }
-            attributes["pdmn"] = protection
-            attributes["accc"] = .int(Int64(accessControl.flags.rawValue))
+            attributes[AttributeKey.accessible] = protection
+            attributes[AttributeKey.accessControl] = .int(Int64(accessControl.flags.rawValue))
         }
         if cls != .certificate && cls != .identity { certificateFilter = nil }
         certificateFilter?.caseInsensitive = caseInsensitive
@@ -179,7 +195,7 @@ struct SecItemRequest {
         case "m_ValidOnDate":
             let seconds: Double
             if value is NSNull {
-                seconds = Date().timeIntervalSince1970
+                seconds = SystemClock.now()
             } else if let date = value as? Date, date.timeIntervalSince1970.isFinite {
                 seconds = date.timeIntervalSince1970
             } else {
@@ -193,14 +209,15 @@ struct SecItemRequest {
         case "u_Keychain":
             guard let kc = value as? SecKeychain else { throw KeychainError.param("kSecUseKeychain must be a SecKeychain") }
             keychain = kc
-        case "sync":
+        case AttributeKey.synchronizable:
             if let s = value as? String {
                 guard s == "syna" else { throw KeychainError.param("kSecAttrSynchronizable must be a boolean or kSecAttrSynchronizableAny") }
                 synchronizable = .any
             } else {
                 synchronizable = try Self.flag(value, key) ? .yes : .no
+                attributeCount += 1
             }
-        case "accc":
+        case AttributeKey.accessControl:
             guard let control = value as? SecAccessControl else {
                 throw KeychainError.param("Unexpected type of kSecAttrAccessControl attribute")
             }
@@ -229,6 +246,7 @@ struct SecItemRequest {
                 throw KeychainError.param("attribute \(key) has a value of an unsupported type")
             }
             attributes[key] = converted
+            attributeCount += 1
         }
     }
 
@@ -251,11 +269,11 @@ struct SecItemRequest {
             if let stored = Self.storedReference(valueRef) {
                 q.rows = (q.rows ?? []) + [stored.rowID]
             } else if let certificate = (valueRef as? SecCertificate) ?? (valueRef as? SecIdentity)?.certificate {
-                q.attributes["issr"] = .data(certificate.certificate.issuer)
-                q.attributes["slnr"] = .data(certificate.certificate.serialNumber)
+                q.attributes[AttributeKey.issuer] = .data(certificate.certificate.issuer)
+                q.attributes[AttributeKey.serialNumber] = .data(certificate.certificate.serialNumber)
             } else if let key = valueRef as? SecKey {
-                if let label = key.attributes["klbl"] { q.attributes["klbl"] = label }
-                if let keyClass = key.attributes["kcls"] { q.attributes["kcls"] = keyClass }
+                if let label = key.attributes[AttributeKey.applicationLabel] { q.attributes[AttributeKey.applicationLabel] = label }
+                if let keyClass = key.attributes[AttributeKey.keyClass] { q.attributes[AttributeKey.keyClass] = keyClass }
             }
         }
         return q

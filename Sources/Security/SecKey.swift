@@ -1,9 +1,9 @@
-import KeychainCore
+package import KeychainCore
 
 /// What Apple's SecKeyRef is: an RSA or EC key (or a symmetric key's bytes) and its attributes.
 public final class SecKey: CustomStringConvertible {
     /// Nil for a symmetric key.
-    public let material: KeyMaterial?
+    package let material: KeyMaterial?
     let attributes: [String: AttributeValue]
     let data: Bytes
     let stored: StoredReference?
@@ -41,9 +41,9 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
             guard let converted = SecItemRequest.attributeValue(value) else { throw KeychainError.param("attribute \(name) has an unsupported type") }
             typed[name] = try ItemClass.key.normalize(name, converted)
         }
-        let keyClass = try KeyClass.named(by: typed["kcls"])
+        let keyClass = try KeyClass.named(by: typed[AttributeKey.keyClass])
         if keyClass == .symmetric { return SecKey(symmetric: Array(keyData as Data), attributes: typed, stored: nil) }
-        let algorithm = try KeyAlgorithm.named(by: typed["type"])
+        let algorithm = try KeyAlgorithm.named(by: typed[AttributeKey.keyType])
         return SecKey(try KeyMaterial(data: Array(keyData as Data), keyClass: keyClass, algorithm: algorithm), attributes: typed)
     } catch let caught {
         report(caught, error)

@@ -1,30 +1,51 @@
-import KeychainCore
+package import KeychainCore
 
 import Glibc
 
 /// A keychain file, as macOS's SecKeychainRef: what `kSecUseKeychain` names and what the
 /// SecKeychain* functions act on.
 public final class SecKeychain: @unchecked Sendable {
-    public let store: KeychainStore
+    package let store: KeychainStore
 
-    public init(store: KeychainStore) { self.store = store }
+    package init(store: KeychainStore) { self.store = store }
 
     public var path: String { store.path }
 
+    /// Where an unlocked keychain's class keys are kept.
+    public enum Storage: Sendable {
+        /// The user's persistent kernel keyring: shared by all the user's processes, gone at reboot.
+        case kernel
+        /// This process's memory only (embedded mode); the kernel is never asked.
+        case process
+
+        var engine: KeyStorage {
+            switch self {
+            case .kernel: return .kernel
+            case .process: return .process
+            }
+        }
+    }
+
     /// Opens a keychain; by default class keys are looked up in the kernel keyring.
-    public static func open(at path: String? = nil, storage: KeyStorage = .kernel) throws -> SecKeychain {
-        SecKeychain(store: try KeychainStore.open(at: path, storage: storage))
+    public static func open(at path: String? = nil, storage: Storage = .kernel) throws -> SecKeychain {
+        SecKeychain(store: try KeychainStore.open(at: path, storage: storage.engine))
     }
 
     /// Creates a keychain and leaves it unlocked.
-    public static func create(at path: String? = nil, password: String, storage: KeyStorage = .kernel,
-                              scrypt: ScryptParameters? = nil) throws -> SecKeychain {
+    public static func create(at path: String? = nil, password: String, storage: Storage = .kernel) throws -> SecKeychain {
+        try create(at: path, password: password, storage: storage.engine, scrypt: nil)
+    }
+
+    /// The same with the engine's terms, and the key derivation's cost chosen (tests and the bench
+    /// make cheap ones).
+    package static func create(at path: String?, password: String, storage: KeyStorage,
+                               scrypt: ScryptParameters?) throws -> SecKeychain {
         SecKeychain(store: try KeychainStore.create(at: path, password: Array(password.utf8), scrypt: scrypt, storage: storage))
     }
 
     public func unlock(password: String) throws { try store.unlock(password: Array(password.utf8)) }
     public func lock() { store.lock() }
-    public var status: LockStatus { store.status }
+    package var status: LockStatus { store.status }
 
     // MARK: The process's default keychain
 
@@ -39,7 +60,7 @@ public final class SecKeychain: @unchecked Sendable {
         if let chosenDefault { return chosenDefault }
         let path = KeychainFile.defaultPath()
         guard KeychainFile.exists(path) else {
-            throw KeychainError(.notAvailable, "no keychain at \(path); create one with `security create-keychain`")
+            throw KeychainError.noKeychain(at: path)
         }
         let keychain = try SecKeychain.open(at: path)
         chosenDefault = keychain

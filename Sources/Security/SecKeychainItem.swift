@@ -1,9 +1,9 @@
-import KeychainCore
+package import KeychainCore
 
 /// What kSecReturnRef gives for a password item (macOS's SecKeychainItemRef): it names one row of
 /// one keychain, and can be passed back in kSecValueRef or kSecMatchItemList.
 public final class SecKeychainItem: CustomStringConvertible {
-    public let itemClass: ItemClass
+    package let itemClass: ItemClass
     public let rowID: Int64
     public let keychainPath: String
 
@@ -20,11 +20,11 @@ public final class SecKeychainItem: CustomStringConvertible {
 enum SecItemResult {
     /// The attributes every item of a class reports, present or not (as Apple's do).
     static func reportedKeys(_ itemClass: ItemClass) -> [String] {
-        let common = ["acct", "agrp", "pdmn", "sync", "cdat", "mdat", "sha1"]
+        let common = [AttributeKey.account, AttributeKey.accessGroup, AttributeKey.accessible, AttributeKey.synchronizable, AttributeKey.creationDate, AttributeKey.modificationDate, AttributeKey.sha1]
         switch itemClass {
-        case .genericPassword: return common + ["svce"]
-        case .internetPassword: return common + ["sdmn", "srvr", "ptcl", "atyp", "port", "path"]
-        default: return common.filter { $0 != "acct" }
+        case .genericPassword: return common + [AttributeKey.service]
+        case .internetPassword: return common + [AttributeKey.securityDomain, AttributeKey.server, AttributeKey.protocol, AttributeKey.authenticationType, AttributeKey.port, AttributeKey.path]
+        default: return common.filter { $0 != AttributeKey.account }
         }
     }
 
@@ -43,15 +43,15 @@ enum SecItemResult {
         for key in reportedKeys(item.itemClass) {
             var value = item.effectiveValue(key)
             // Booleans such as sync are reported as the numbers 0 and 1.
-            if key == "sync", let b = value.boolValue { value = .int(b ? 1 : 0) }
+            if key == AttributeKey.synchronizable, let b = value.boolValue { value = .int(b ? 1 : 0) }
             out[key] = object(value)
         }
         for (key, value) in item.attributes where out[key] == nil {
             out[key] = object(value)
         }
         // kSecAttrAccessControl comes back as the object it was given as.
-        if let flags = item.attributes["accc"]?.intValue {
-            out["accc"] = SecAccessControl(protection: item.protection,
+        if let flags = item.attributes[AttributeKey.accessControl]?.intValue {
+            out[AttributeKey.accessControl] = SecAccessControl(protection: item.protection,
                                            flags: SecAccessControlCreateFlags(rawValue: CFOptionFlags(truncatingIfNeeded: flags)))
         }
         return out
@@ -65,10 +65,10 @@ enum SecItemResult {
         case .certificate:
             if let certificate = try? Certificate(der: item.secret ?? []) { return SecCertificate(certificate, stored: stored) }
         case .key:
-            if item.effectiveValue("kcls").intValue == KeyClass.symmetric.rawValue {
+            if item.effectiveValue(AttributeKey.keyClass).intValue == KeyClass.symmetric.rawValue {
                 return SecKey(symmetric: item.secret ?? [], attributes: item.attributes, stored: stored)
             }
-            let keyClass = item.effectiveValue("kcls").intValue.flatMap(KeyClass.init(rawValue:))
+            let keyClass = item.effectiveValue(AttributeKey.keyClass).intValue.flatMap(KeyClass.init(rawValue:))
             if let material = try? KeyMaterial(data: item.secret ?? [], keyClass: keyClass) {
                 return SecKey(material, attributes: item.attributes, stored: stored)
             }

@@ -1,4 +1,4 @@
-import KeychainCore
+package import KeychainCore
 
 // Keys of the dictionaries SecPKCS12Import returns, and its options (SecImportExport.h).
 public let kSecImportItemLabel: CFString = CFStringConstant(string: "label")

@@ -103,7 +103,7 @@ struct FindIdentity: ParsableCommand {
                         || certificate.emailAddresses.contains { $0.lowercased() == wanted }
                 }
             }
-            let now = Double(time(nil))
+            let now = SystemClock.now()
             if let string { Terminal.out("Looking for identities matching \"\(string)\"") }
             let wanted = policies.isEmpty ? ["basic"] : policies
             for (policy, policyName) in Self.policyNames where wanted.contains(policy) {

@@ -32,9 +32,9 @@ enum Failure {
 
     static func hint(for code: KeychainError.Code) -> String? {
         switch code {
-        case .interactionNotAllowed: return "run `security unlock-keychain`"
+        case .interactionNotAllowed: return Remedy.unlock
         case .authFailed: return "check the password"
-        case .noSuchKeychain, .notAvailable: return "create one with `security create-keychain`"
+        case .noSuchKeychain, .notAvailable: return Remedy.create
         case .decode: return "the keychain file is damaged; restore it from a backup (`security import`)"
         default: return nil
         }

@@ -4,9 +4,9 @@ import KeychainCore
 /// Adding, finding and deleting are the same for both password classes but for their attributes.
 enum PasswordCommand {
     static func add(_ query: Query, _ options: NewPasswordOptions, _ target: KeychainArgument) throws {
-        let nameKey = query.itemClass == .genericPassword ? "svce" : "srvr"
+        let nameKey = query.itemClass == .genericPassword ? AttributeKey.service : AttributeKey.server
         // keychain_add.c: an account and a service (or server) are required, else usage (2).
-        guard query.attributes["acct"] != nil, query.attributes[nameKey] != nil else {
+        guard query.attributes[AttributeKey.account] != nil, query.attributes[nameKey] != nil else {
             throw ValidationError("give the account (-a) and the \(query.itemClass == .genericPassword ? "service" : "server") (-s)")
         }
         try perform(context(query.itemClass, "add")) {
@@ -16,18 +16,18 @@ enum PasswordCommand {
             var attributes = query.attributes
             // keychain_add.c: the label defaults to the service (or server) name; an internet
             // password's authentication type defaults to "dflt".
-            if attributes["labl"] == nil { attributes["labl"] = attributes[nameKey] }
-            if query.itemClass == .internetPassword, attributes["atyp"] == nil { attributes["atyp"] = .string("dflt") }
+            if attributes[AttributeKey.label] == nil { attributes[AttributeKey.label] = attributes[nameKey] }
+            if query.itemClass == .internetPassword, attributes[AttributeKey.authenticationType] == nil { attributes[AttributeKey.authenticationType] = .string("dflt") }
             var item = Item(itemClass: query.itemClass, attributes: attributes, secret: secret)
-            item["pdmn"] = .string(options.protection!.rawValue)
-            if let conditions = options.conditions { item["accc"] = .int(Int64(bitPattern: conditions.rawValue)) }
+            item[AttributeKey.accessible] = .string(options.protection!.rawValue)
+            if let conditions = options.conditions { item[AttributeKey.accessControl] = .int(Int64(bitPattern: conditions.rawValue)) }
             let presence = PresenceOptions(askApplicationPassword: {
                 try Terminal.readSecret(prompt: "application password for the item: ", confirm: "retype application password: ")
             })
-            do {
+            if options.update {
+                try store.addOrUpdate(item, presence: presence)
+            } else {
                 try store.add(item, presence: presence)
-            } catch let error as KeychainError where error.code == .duplicateItem && options.update {
-                try store.update(Query(identifying: item), attributes: item.attributes, secret: secret, presence: presence)
             }
         }
     }
@@ -72,8 +72,8 @@ enum PasswordCommand {
 
     /// The item a command names, for the line shown before polkit's agent asks.
     static func describe(_ query: Query) -> String {
-        let name = query.itemClass == .genericPassword ? "svce" : "srvr"
-        let parts = [(name, query.itemClass == .genericPassword ? "service" : "server"), ("acct", "account"), ("labl", "label")]
+        let name = query.itemClass == .genericPassword ? AttributeKey.service : AttributeKey.server
+        let parts = [(name, query.itemClass == .genericPassword ? "service" : "server"), (AttributeKey.account, "account"), (AttributeKey.label, "label")]
             .compactMap { key, word in query.attributes[key]?.stringValue.map { "\(word) \($0)" } }
         return parts.isEmpty ? "the first matching item" : parts.joined(separator: ", ")
     }
@@ -167,7 +167,7 @@ struct DumpKeychain: ParsableCommand {
             }
             let total = try store.count()
             if total > shown {
-                Terminal.error("security: \(total - shown) item(s) not shown: locked; run `security unlock-keychain`")
+                Terminal.error("security: \(total - shown) item(s) not shown: locked; \(Remedy.unlock)")
             }
         }
     }

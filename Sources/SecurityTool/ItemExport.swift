@@ -33,7 +33,7 @@ enum ItemExport {
     }
 
     private static func storedKeys(_ store: KeychainStore, _ keyClass: KeyClass) throws -> [KeyMaterial] {
-        var query = Query(itemClass: .key, attributes: ["kcls": .int(keyClass.rawValue)])
+        var query = Query(itemClass: .key, attributes: [AttributeKey.keyClass: .int(keyClass.rawValue)])
         query.synchronizable = .any
         return try store.find(query, limit: nil, includeSecret: true).map { try KeyMaterial(data: $0.secret ?? [], keyClass: keyClass) }
     }
@@ -56,7 +56,7 @@ enum ItemExport {
         let key = try KeyMaterial(data: identity.privateKey.secret ?? [], keyClass: .private)
         let stored = try StoredCertificates.all(in: store).map(\.certificate)
         let chain = certificate.issuers(among: stored)
-        let label = identity.certificate["labl"]?.stringValue
+        let label = identity.certificate[AttributeKey.label]?.stringValue
         return try PKCS12Bundle.encode(privateKey: key, certificate: certificate, chain: chain, label: label, passphrase: passphrase())
     }
 }

@@ -5,28 +5,38 @@ import KeychainCore
 enum ItemFormat {
     private enum Kind: String { case blob, uint32, sint32, timedate }
 
+    // The attributes macOS prints for passwords and keys, in its order. Their printed names are the
+    // attribute keys themselves; "cusi", "prot" and "scrp" are macOS's own, never set here.
+    private typealias Key = AttributeKey
+
     private static let genericLayout: [(String, Kind)] = [
-        ("acct", .blob), ("cdat", .timedate), ("crtr", .uint32), ("cusi", .sint32), ("desc", .blob), ("gena", .blob),
-        ("icmt", .blob), ("invi", .sint32), ("mdat", .timedate), ("nega", .sint32), ("prot", .blob), ("scrp", .sint32),
-        ("svce", .blob), ("type", .uint32),
+        (Key.account, .blob), (Key.creationDate, .timedate), (Key.creator, .uint32), ("cusi", .sint32),
+        (Key.description, .blob), (Key.generic, .blob), (Key.comment, .blob), (Key.isInvisible, .sint32),
+        (Key.modificationDate, .timedate), (Key.isNegative, .sint32), ("prot", .blob), ("scrp", .sint32),
+        (Key.service, .blob), (Key.type, .uint32),
     ]
 
     private static let internetLayout: [(String, Kind)] = [
-        ("acct", .blob), ("atyp", .blob), ("cdat", .timedate), ("crtr", .uint32), ("cusi", .sint32), ("desc", .blob),
-        ("icmt", .blob), ("invi", .sint32), ("mdat", .timedate), ("nega", .sint32), ("path", .blob), ("port", .uint32),
-        ("prot", .blob), ("ptcl", .uint32), ("scrp", .sint32), ("sdmn", .blob), ("srvr", .blob), ("type", .uint32),
+        (Key.account, .blob), (Key.authenticationType, .blob), (Key.creationDate, .timedate), (Key.creator, .uint32),
+        ("cusi", .sint32), (Key.description, .blob), (Key.comment, .blob), (Key.isInvisible, .sint32),
+        (Key.modificationDate, .timedate), (Key.isNegative, .sint32), (Key.path, .blob), (Key.port, .uint32),
+        ("prot", .blob), (Key.protocol, .uint32), ("scrp", .sint32), (Key.securityDomain, .blob), (Key.server, .blob),
+        (Key.type, .uint32),
     ]
 
-    /// macOS's names for a certificate's attributes (the CSSM schema), mapped to Apple's SecItem keys.
+    /// macOS's names for a certificate's attributes (the CSSM schema, as printed), mapped to the
+    /// attribute keys.
     private static let certificateLayout: [(String, String?, Kind)] = [
-        ("alis", nil, .blob), ("cenc", "cenc", .uint32), ("ctyp", "ctyp", .uint32), ("hpky", "pkhh", .blob),
-        ("issu", "issr", .blob), ("labl", "labl", .blob), ("skid", "skid", .blob), ("snbr", "slnr", .blob), ("subj", "subj", .blob),
+        ("alis", nil, .blob), ("cenc", Key.certificateEncoding, .uint32), ("ctyp", Key.certificateType, .uint32),
+        ("hpky", Key.publicKeyHash, .blob), ("issu", Key.issuer, .blob), ("labl", Key.label, .blob),
+        ("skid", Key.subjectKeyID, .blob), ("snbr", Key.serialNumber, .blob), ("subj", Key.subject, .blob),
     ]
 
     private static let keyLayout: [(String, Kind)] = [
-        ("kcls", .uint32), ("labl", .blob), ("klbl", .blob), ("atag", .blob), ("type", .uint32), ("bsiz", .uint32),
-        ("esiz", .uint32), ("perm", .sint32), ("encr", .sint32), ("decr", .sint32), ("drve", .sint32), ("sign", .sint32),
-        ("vrfy", .sint32), ("wrap", .sint32), ("unwp", .sint32),
+        (Key.keyClass, .uint32), (Key.label, .blob), (Key.applicationLabel, .blob), (Key.applicationTag, .blob),
+        (Key.keyType, .uint32), (Key.keySizeInBits, .uint32), (Key.effectiveKeySize, .uint32), (Key.isPermanent, .sint32),
+        (Key.canEncrypt, .sint32), (Key.canDecrypt, .sint32), (Key.canDerive, .sint32), (Key.canSign, .sint32),
+        (Key.canVerify, .sint32), (Key.canWrap, .sint32), (Key.canUnwrap, .sint32),
     ]
 
     static func describe(_ item: Item, keychain: String) -> String {
@@ -41,7 +51,7 @@ enum ItemFormat {
             return lines.joined(separator: "\n")
         case .key:
             // CSSM_DL_DB_RECORD_PUBLIC_KEY, _PRIVATE_KEY, _SYMMETRIC_KEY
-            let recordType = ["0x0000000F", "0x00000010", "0x00000011"][Int(item.effectiveValue("kcls").intValue ?? 0).clamped]
+            let recordType = ["0x0000000F", "0x00000010", "0x00000011"][Int(item.effectiveValue(AttributeKey.keyClass).intValue ?? 0).clamped]
             var lines = ["keychain: \"\(keychain)\"", "version: 512", "class: \(recordType) ", "attributes:"]
             for (name, kind) in keyLayout {
                 let v = item[name]
@@ -52,7 +62,7 @@ enum ItemFormat {
             break
         }
         var lines = ["keychain: \"\(keychain)\"", "version: 512", "class: \"\(item.itemClass.rawValue)\"", "attributes:"]
-        lines.append("    0x00000007 <blob>=" + blob(item["labl"]))
+        lines.append("    0x00000007 <blob>=" + blob(item[AttributeKey.label]))
         if item.itemClass == .internetPassword { lines.append("    0x00000008 <blob>=<NULL>") }
         let layout = item.itemClass == .genericPassword ? genericLayout : internetLayout
         for (name, kind) in layout {
@@ -66,7 +76,7 @@ enum ItemFormat {
     private static func value(_ v: AttributeValue?, name: String, kind: Kind) -> String {
         guard let v else {
             // macOS shows a port of 0 rather than nothing.
-            return name == "port" ? "0x00000000 " : "<NULL>"
+            return name == AttributeKey.port ? "0x00000000 " : "<NULL>"
         }
         switch (kind, v) {
         case (.timedate, .date(let t)):
@@ -75,7 +85,7 @@ enum ItemFormat {
         case (.uint32, .int(let i)):
             let code = UInt32(truncatingIfNeeded: i)
             let chars = (0..<4).map { UInt8(truncatingIfNeeded: code >> (24 - 8 * UInt32($0))) }
-            if name != "port", chars.allSatisfy({ $0 >= 32 && $0 < 127 }) { return "\"\(String(decoding: chars, as: UTF8.self))\"" }
+            if name != AttributeKey.port, chars.allSatisfy({ $0 >= 32 && $0 < 127 }) { return "\"\(String(decoding: chars, as: UTF8.self))\"" }
             return "0x" + chars.map { hex2($0) }.joined() + " "
         case (.uint32, .string(let s)):
             return "\"\(s)\""

@@ -12,12 +12,12 @@ struct CommonAttributes: ParsableArguments {
 
     var attributes: [String: AttributeValue] {
         var out: [String: AttributeValue] = [:]
-        out["acct"] = account.map(AttributeValue.string)
-        out["crtr"] = creator.map(AttributeValue.string)
-        out["type"] = type.map(AttributeValue.string)
-        out["desc"] = kind.map(AttributeValue.string)
-        out["icmt"] = comment.map(AttributeValue.string)
-        out["labl"] = label.map(AttributeValue.string)
+        out[AttributeKey.account] = account.map(AttributeValue.string)
+        out[AttributeKey.creator] = creator.map(AttributeValue.string)
+        out[AttributeKey.type] = type.map(AttributeValue.string)
+        out[AttributeKey.description] = kind.map(AttributeValue.string)
+        out[AttributeKey.comment] = comment.map(AttributeValue.string)
+        out[AttributeKey.label] = label.map(AttributeValue.string)
         return out
     }
 }
@@ -29,8 +29,8 @@ struct GenericAttributes: ParsableArguments {
 
     var query: Query {
         var attributes = common.attributes
-        attributes["svce"] = service.map(AttributeValue.string)
-        attributes["gena"] = generic.map { .data(Array($0.utf8)) }
+        attributes[AttributeKey.service] = service.map(AttributeValue.string)
+        attributes[AttributeKey.generic] = generic.map { .data(Array($0.utf8)) }
         return Query(itemClass: .genericPassword, attributes: attributes)
     }
 }
@@ -56,12 +56,12 @@ struct InternetAttributes: ParsableArguments {
 
     var query: Query {
         var attributes = common.attributes
-        attributes["srvr"] = server.map(AttributeValue.string)
-        attributes["sdmn"] = securityDomain.map(AttributeValue.string)
-        attributes["path"] = path.map(AttributeValue.string)
-        attributes["port"] = port.map { .int(Int64($0)) }
-        attributes["ptcl"] = protocolCode.map { .string(Self.fourCharacters($0)) }
-        attributes["atyp"] = authenticationType.map { .string(Self.fourCharacters($0)) }
+        attributes[AttributeKey.server] = server.map(AttributeValue.string)
+        attributes[AttributeKey.securityDomain] = securityDomain.map(AttributeValue.string)
+        attributes[AttributeKey.path] = path.map(AttributeValue.string)
+        attributes[AttributeKey.port] = port.map { .int(Int64($0)) }
+        attributes[AttributeKey.protocol] = protocolCode.map { .string(Self.fourCharacters($0)) }
+        attributes[AttributeKey.authenticationType] = authenticationType.map { .string(Self.fourCharacters($0)) }
         return Query(itemClass: .internetPassword, attributes: attributes)
     }
 

@@ -20,44 +20,25 @@ struct KeychainListArgument: ParsableArguments {
     var paths: [String] { keychains.isEmpty ? SearchList.searched() : keychains.map(KeychainFile.resolve) }
 
     /// The first keychain, in order, where `body` finds something (keychain_find.c's
-    /// find_first_*: the first match of the list). A keychain that cannot be searched is passed
-    /// over; its error is reported only if nothing is found anywhere. The person's answer to a
-    /// presence check ends the search (`SecItemCopyMatching` does the same).
+    /// find_first_*: the first match of the list), by the engine's rule for the search list.
     func first<T>(_ body: (KeychainStore) throws -> T?) throws -> (T, KeychainStore) {
-        var failure: KeychainError?
-        for path in paths {
-            do {
-                let store = try KeychainStore.open(at: path, storage: .kernel)
-                if let found = try body(store) { return (found, store) }
-            } catch let error as KeychainError where error.code == .itemNotFound {
-                continue
-            } catch let error as KeychainError where error.concernsPresence {
-                throw error
-            } catch let error as KeychainError {
-                if failure == nil { failure = error }
-            }
-        }
-        throw failure ?? KeychainError(.itemNotFound)
+        try SearchList.search(paths, limit: 1) { path, _ in
+            let store = try KeychainStore.open(at: path, storage: .kernel)
+            return try body(store).map { [($0, store)] } ?? []
+        }[0]
     }
 
-    /// Everything `body` finds in each keychain, in order.
+    /// Everything `body` finds in each keychain, in order; nothing found is an empty list, unless a
+    /// keychain could not be searched.
     func all<T>(_ body: (KeychainStore) throws -> [T]) throws -> [(T, KeychainStore)] {
-        var failure: KeychainError?
-        var found: [(T, KeychainStore)] = []
-        for path in paths {
-            do {
+        do {
+            return try SearchList.search(paths) { path, _ in
                 let store = try KeychainStore.open(at: path, storage: .kernel)
-                found += try body(store).map { ($0, store) }
-            } catch let error as KeychainError where error.code == .itemNotFound {
-                continue
-            } catch let error as KeychainError where error.concernsPresence {
-                throw error
-            } catch let error as KeychainError {
-                if failure == nil { failure = error }
+                return try body(store).map { ($0, store) }
             }
+        } catch let error as KeychainError where error.code == .itemNotFound {
+            return []
         }
-        if found.isEmpty, let failure { throw failure }
-        return found
     }
 }
 

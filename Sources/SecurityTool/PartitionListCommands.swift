@@ -105,15 +105,15 @@ struct SetKeyPartitionList: ParsableCommand {
 
     func run() throws {
         var attributes: [String: AttributeValue] = [:]
-        attributes["klbl"] = applicationLabel.map { .data(Array($0.utf8)) }
-        attributes["crtr"] = creator.map(AttributeValue.string)
-        attributes["desc"] = kind.map(AttributeValue.string)
-        attributes["icmt"] = comment.map(AttributeValue.string)
-        attributes["labl"] = label.map(AttributeValue.string)
+        attributes[AttributeKey.applicationLabel] = applicationLabel.map { .data(Array($0.utf8)) }
+        attributes[AttributeKey.creator] = creator.map(AttributeValue.string)
+        attributes[AttributeKey.description] = kind.map(AttributeValue.string)
+        attributes[AttributeKey.comment] = comment.map(AttributeValue.string)
+        attributes[AttributeKey.label] = label.map(AttributeValue.string)
         // kSecAttrKeyClass: public 0, private 1, symmetric 2.
-        attributes["kcls"] = type.map { .int(["public": 0, "private": 1, "symmetric": 2][$0]!) }
-        for (flag, name) in [(decrypt, "decr"), (encrypt, "encr"), (derive, "drve"), (sign, "sign"), (unwrap, "unwp"),
-                             (verify, "vrfy"), (wrap, "wrap")] where flag {
+        attributes[AttributeKey.keyClass] = type.map { .int(["public": 0, "private": 1, "symmetric": 2][$0]!) }
+        for (flag, name) in [(decrypt, AttributeKey.canDecrypt), (encrypt, AttributeKey.canEncrypt), (derive, AttributeKey.canDerive), (sign, AttributeKey.canSign), (unwrap, AttributeKey.canUnwrap),
+                             (verify, AttributeKey.canVerify), (wrap, AttributeKey.canWrap)] where flag {
             attributes[name] = .bool(true)
         }
         try PartitionList.apply(Query(itemClass: .key, attributes: attributes), partitions: options.partitions,

@@ -63,14 +63,14 @@ final class RegistryURLTests: XCTestCase {
         let store = try KeychainStore.create(at: dir + "/k/test.keychain-db", password: Array("pw".utf8),
                                              scrypt: .fastForTesting, storage: .process)
         func save(_ text: String) throws {
-            try store.replace(Query(itemClass: .internetPassword, attributes: try parse(text).exactAttributes),
-                              with: Item(itemClass: .internetPassword, attributes: try parse(text).exactAttributes.merging(["acct": .string(text)]) { a, _ in a },
-                                         secret: Array(text.utf8)))
+            try store.addOrUpdate(Item(itemClass: .internetPassword, attributes: try parse(text).exactAttributes.merging([AttributeKey.account: .string(text)]) { a, _ in a },
+                                       secret: Array(text.utf8)),
+                                  matching: Query(itemClass: .internetPassword, attributes: try parse(text).exactAttributes))
         }
         func found(_ text: String) throws -> [String] {
             do {
                 return try store.find(Query(itemClass: .internetPassword, attributes: try parse(text).searchAttributes), limit: nil)
-                    .compactMap { $0["acct"]?.stringValue }.sorted()
+                    .compactMap { $0[AttributeKey.account]?.stringValue }.sorted()
             } catch let error as KeychainError where error.code == .itemNotFound {
                 return []
             }
@@ -90,7 +90,7 @@ final class RegistryURLTests: XCTestCase {
         XCTAssertEqual(try found("https://registry.example:5000//v2/"), [], "paths are compared as given, not cleaned")
         // Storing the same URL again replaces, whoever the user.
         try save("registry.example")
-        XCTAssertEqual(try store.find(Query(itemClass: .internetPassword, attributes: ["srvr": .string("registry.example")]), limit: nil).count, 2)
+        XCTAssertEqual(try store.find(Query(itemClass: .internetPassword, attributes: [AttributeKey.server: .string("registry.example")]), limit: nil).count, 2)
     }
 }
 

@@ -70,13 +70,13 @@ final class FileTests: XCTestCase {
         let needles = ["git.secret-server.example", "alice-the-account", "hunter2-password-xyzzy",
                        "my-generic-service", "a-label-nobody-sees", "/path/of/repo.git", "comment-text-here"]
         try store.add(Item(itemClass: .internetPassword, attributes: [
-            "srvr": .string(needles[0]), "acct": .string(needles[1]), "path": .string(needles[5]),
-            "labl": .string(needles[4]), "icmt": .string(needles[6]), "ptcl": .string("htps"),
+            AttributeKey.server: .string(needles[0]), AttributeKey.account: .string(needles[1]), AttributeKey.path: .string(needles[5]),
+            AttributeKey.label: .string(needles[4]), AttributeKey.comment: .string(needles[6]), AttributeKey.protocol: .string("htps"),
         ], secret: Array(needles[2].utf8)))
-        try store.add(Item(itemClass: .genericPassword, attributes: ["svce": .string(needles[3]), "acct": .string(needles[1])],
+        try store.add(Item(itemClass: .genericPassword, attributes: [AttributeKey.service: .string(needles[3]), AttributeKey.account: .string(needles[1])],
                            secret: Array(needles[2].utf8)))
-        try store.add(Item(itemClass: .genericPassword, attributes: ["svce": .string(needles[3]), "acct": .string("always-\(needles[1])"),
-                                                                    "pdmn": .string("dk")], secret: Array(needles[2].utf8)))
+        try store.add(Item(itemClass: .genericPassword, attributes: [AttributeKey.service: .string(needles[3]), AttributeKey.account: .string("always-\(needles[1])"),
+                                                                    AttributeKey.accessible: .string("dk")], secret: Array(needles[2].utf8)))
         // Both the main file and the write-ahead log are read, as a thief would copy them.
         var raw = FileManagerless.read(store.path)
         raw += FileManagerless.read(store.path + "-wal")
@@ -88,7 +88,7 @@ final class FileTests: XCTestCase {
             }
         }
         // And the search does work, so the items really are in there.
-        XCTAssertEqual(try store.find(Query(itemClass: .internetPassword, attributes: ["srvr": .string(needles[0])])).count, 1)
+        XCTAssertEqual(try store.find(Query(itemClass: .internetPassword, attributes: [AttributeKey.server: .string(needles[0])])).count, 1)
     }
 
     private func contains(_ haystack: Bytes, _ needle: Bytes) -> Bool {

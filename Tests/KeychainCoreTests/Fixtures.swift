@@ -48,14 +48,14 @@ class StoreTestCase: XCTestCase {
 
 func generic(_ account: String, service: String = "svc", secret: String = "pw", protection: Protection = .whenUnlocked) -> Item {
     Item(itemClass: .genericPassword,
-         attributes: ["acct": .string(account), "svce": .string(service), "pdmn": .string(protection.rawValue)],
+         attributes: [AttributeKey.account: .string(account), AttributeKey.service: .string(service), AttributeKey.accessible: .string(protection.rawValue)],
          secret: Array(secret.utf8))
 }
 
 func query(_ account: String? = nil, service: String? = nil) -> Query {
     var q = Query(itemClass: .genericPassword)
-    if let account { q.attributes["acct"] = .string(account) }
-    if let service { q.attributes["svce"] = .string(service) }
+    if let account { q.attributes[AttributeKey.account] = .string(account) }
+    if let service { q.attributes[AttributeKey.service] = .string(service) }
     return q
 }
 

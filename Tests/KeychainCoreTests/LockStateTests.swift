@@ -39,7 +39,7 @@ final class LockStateTests: XCTestCase {
         XCTAssertStatus(try store.find(query("nothing-here")), .itemNotFound, "a miss is still a miss while locked")
         XCTAssertStatus(try store.add(generic("new")), .interactionNotAllowed)
         XCTAssertNoThrow(try store.add(generic("new-afu", protection: .afterFirstUnlock)))
-        XCTAssertStatus(try store.update(query("wu"), attributes: ["labl": .string("x")]), .interactionNotAllowed)
+        XCTAssertStatus(try store.update(query("wu"), attributes: [AttributeKey.label: .string("x")]), .interactionNotAllowed)
         XCTAssertStatus(try store.delete(query("wu")), .interactionNotAllowed)
         XCTAssertStatus(try store.delete(query()), .interactionNotAllowed, "a delete must not remove only the unlocked part")
         XCTAssertEqual(try store.count(), 5)

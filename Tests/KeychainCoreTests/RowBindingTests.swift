@@ -43,7 +43,7 @@ final class RowBindingTests: XCTestCase {
         let store = try scratch.create()
         let item = try store.add(generic("alice", secret: "pw"))
         let before = try columns(store, row: item.rowID)
-        XCTAssertEqual(try store.update(query("alice"), attributes: ["labl": .string("renamed")]), 1)
+        XCTAssertEqual(try store.update(query("alice"), attributes: [AttributeKey.label: .string("renamed")]), 1)
         let after = try columns(store, row: item.rowID)
         XCTAssertNotEqual(before.secret, after.secret, "an update reseals the secret under the new metadata")
 
@@ -76,7 +76,7 @@ final class RowBindingTests: XCTestCase {
         XCTAssertEqual(try secretString(store, query("alice")), "format-1 secret")
 
         let format1 = try columns(store, row: added.rowID)
-        XCTAssertEqual(try store.update(query("alice"), attributes: ["labl": .string("updated")]), 1)
+        XCTAssertEqual(try store.update(query("alice"), attributes: [AttributeKey.label: .string("updated")]), 1)
         XCTAssertEqual(try secretString(store, query("alice")), "format-1 secret")
         let format2 = try columns(store, row: added.rowID)
 

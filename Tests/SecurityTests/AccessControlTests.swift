@@ -68,7 +68,7 @@ final class AccessControlTests: XCTestCase {
                                   kSecAttrAccessControl as String: access, kSecValueData as String: Data("s".utf8)]
         XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecSuccess)
 
-        let stored = try keychain.keychain.store.find(Query(itemClass: .genericPassword, attributes: ["svce": .string("acl")]))
+        let stored = try keychain.keychain.store.find(Query(itemClass: .genericPassword, attributes: [AttributeKey.service: .string("acl")]))
         XCTAssertEqual(stored.first?.protection, .afterFirstUnlockThisDeviceOnly)
 
         var result: CFTypeRef?

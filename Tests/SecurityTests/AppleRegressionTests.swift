@@ -78,8 +78,53 @@ final class AppleRegressionTests: XCTestCase {
         let (status, data) = copy([kSecValuePersistentRef as String: persist, kSecReturnData as String: true])
         XCTAssertEqual(status, errSecSuccess)
         XCTAssertEqual(data as? Data, Data("test".utf8))
-        XCTAssertEqual(copy([kSecValuePersistentRef as String: persist, kSecAttrSynchronizable as String: false]).0, errSecItemNotFound,
-                       "an explicit kSecAttrSynchronizable still filters")
+        // An explicit kSecAttrSynchronizable is an attribute like any other (query_add_attribute_with_desc
+        // records it; only kSecAttrSynchronizableAny is skipped), and a row id with an attribute is illegal.
+        XCTAssertEqual(copy([kSecValuePersistentRef as String: persist, kSecAttrSynchronizable as String: false]).0, errSecParam,
+                       "an explicit kSecAttrSynchronizable is an attribute beside the reference")
+        XCTAssertEqual(copy([kSecValuePersistentRef as String: persist, kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]).0,
+                       errSecSuccess, "kSecAttrSynchronizableAny is no attribute")
+    }
+
+    /// SecItemDb.c (s3dl_copy_matching, s3dl_query_update) and SecItemServer.c (_SecItemDelete):
+    /// a row id together with any attribute (query_attr_count(q) > 0) is errSecItemIllegalQuery,
+    /// which reaches the caller as errSecParam. kSecClass, kSecReturn*, kSecMatch* and kSecUse*
+    /// are no attributes; the attributes to update are a dictionary of their own.
+    func testPersistentReferenceWithAnAttributeIsParam() throws {
+        let persist = try addReturningPersistentRef(internetItem)
+        let attributes: [(String, Any)] = [
+            (kSecAttrAccount as String, "frtnbf"), (kSecAttrServer as String, "zuigt.nl"), (kSecAttrLabel as String, "a label"),
+            (kSecAttrPort as String, 80), (kSecAttrSynchronizable as String, true),
+            (kSecAttrAccessGroup as String, "a group"), (kSecAttrAccessible as String, kSecAttrAccessibleWhenUnlocked),
+        ]
+        for (name, value) in attributes {
+            let query: [String: Any] = [kSecValuePersistentRef as String: persist, name: value]
+            XCTAssertEqual(copy(query).0, errSecParam, "copy with \(name)")
+            XCTAssertEqual(copy(query.merging([kSecClass as String: kSecClassInternetPassword, kSecReturnData as String: true]) { a, _ in a }).0,
+                           errSecParam, "copy with kSecClass and \(name)")
+            XCTAssertEqual(SecItemUpdate(query as CFDictionary, [kSecAttrComment as String: "changed"] as CFDictionary), errSecParam,
+                           "update with \(name)")
+            XCTAssertEqual(SecItemDelete(query as CFDictionary), errSecParam, "delete with \(name)")
+        }
+        // None of those touched the item; what is not an attribute still goes with the reference.
+        let plain: [String: Any] = [kSecValuePersistentRef as String: persist, kSecClass as String: kSecClassInternetPassword,
+                                    kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]
+        let (status, found) = copy(plain.merging([kSecReturnAttributes as String: true, kSecMatchLimit as String: kSecMatchLimitOne,
+                                                  kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail]) { a, _ in a })
+        XCTAssertEqual(status, errSecSuccess)
+        XCTAssertNil((found as? [String: Any])?[kSecAttrComment as String], "no update went through")
+        XCTAssertEqual(SecItemUpdate(plain as CFDictionary, [kSecAttrAccount as String: "changed"] as CFDictionary), errSecSuccess,
+                       "attributes to update are their own dictionary")
+        XCTAssertEqual(SecItemDelete(plain as CFDictionary), errSecSuccess)
+        XCTAssertEqual(copy([kSecValuePersistentRef as String: persist]).0, errSecItemNotFound)
+
+        var generic: CFTypeRef?
+        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc", kSecAttrAccount as String: "me",
+                                   kSecReturnPersistentRef as String: true] as CFDictionary, &generic), errSecSuccess)
+        let genericRef = try XCTUnwrap(generic as? Data)
+        XCTAssertEqual(copy([kSecValuePersistentRef as String: genericRef, kSecAttrService as String: "svc"]).0, errSecParam)
+        XCTAssertEqual(SecItemDelete([kSecValuePersistentRef as String: genericRef, kSecAttrAccount as String: "me"] as CFDictionary), errSecParam)
+        XCTAssertEqual(copy([kSecValuePersistentRef as String: genericRef]).0, errSecSuccess)
     }
 
     func testMalformedPersistentReferenceWithoutClassIsParam() {

@@ -88,6 +88,19 @@ final class LocalAuthenticationTests: XCTestCase {
         XCTAssertEqual(error?.code, LAError.Code.companionNotAvailable.rawValue)
     }
 
+    /// What canEvaluatePolicy says of a machine without a way to ask comes from the authorizer.
+    func testCanEvaluatePolicyAsksTheAuthorizerWhetherItCanAsk() {
+        var error: NSError?
+        authorizer.missing = "nothing to ask with"
+        XCTAssertFalse(context().canEvaluatePolicy(.deviceOwnerAuthentication, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.passcodeNotSet.rawValue)
+        XCTAssertEqual(error?.localizedDescription, "nothing to ask with")
+        authorizer.biometryMissing = "no reader"
+        XCTAssertFalse(context().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.biometryNotAvailable.rawValue)
+        XCTAssertEqual(authorizer.asked, 0)
+    }
+
     func testAnEvaluatedContextLetsSecItemGoOnUntilInvalidated() throws {
         XCTAssertEqual(addGuarded(), errSecSuccess)
         let ctx = context()
@@ -145,9 +158,9 @@ final class LocalAuthenticationTests: XCTestCase {
         XCTAssertEqual(read(wrong).0, errSecAuthFailed)
         XCTAssertEqual(authorizer.asked, 0, "an application password alone does not ask polkit")
         // Stored sealed: the engine, holding the class keys but no password, reads the sealed form only.
-        let stored = try keychain.keychain.store.find(Query(itemClass: .genericPassword, attributes: ["acct": .string("guarded")]),
+        let stored = try keychain.keychain.store.find(Query(itemClass: .genericPassword, attributes: [AttributeKey.account: .string("guarded")]),
                                                       includeSecret: false).first
-        XCTAssertNotEqual(stored?.attributes["sha1"], .data(Array(Crypto.sha1(Array("secret".utf8)))),
+        XCTAssertNotEqual(stored?.attributes[AttributeKey.sha1], .data(Array(Crypto.sha1(Array("secret".utf8)))),
                           "the hash attribute does not give the secret away")
         owner.setCredential(nil, type: .applicationPassword)
         XCTAssertFalse(owner.isCredentialSet(.applicationPassword))

@@ -85,9 +85,9 @@ final class PresenceChangeTests: OpenSSLTestCase {
         addSealed("owner's", password: "owner-pass")
         let store = keychain.keychain.store
         var query = Query(itemClass: .genericPassword)
-        query.attributes["acct"] = .string("sealed")
-        let replacement = Item(itemClass: .genericPassword, attributes: ["acct": .string("sealed")], secret: Array("evil".utf8))
-        XCTAssertThrowsError(try store.replace(query, with: replacement, presence: PresenceOptions(interaction: .fail))) {
+        query.attributes[AttributeKey.account] = .string("sealed")
+        let replacement = Item(itemClass: .genericPassword, attributes: [AttributeKey.account: .string("sealed")], secret: Array("evil".utf8))
+        XCTAssertThrowsError(try store.addOrUpdate(replacement, matching: query, presence: PresenceOptions(interaction: .fail))) {
             XCTAssertEqual(($0 as? KeychainCore.KeychainError)?.code, .interactionNotAllowed)
         }
         XCTAssertEqual(read(password: "owner-pass").1, "owner's")
@@ -139,8 +139,8 @@ final class PresenceChangeTests: OpenSSLTestCase {
 
     func testACompanionOnlyItemIsServedToNobody() throws {
         // Stored as an older version or another writer could have: the add-time check bypassed.
-        let planted = Item(itemClass: .genericPassword, attributes: ["acct": .string("companion"),
-                                                                     "accc": .int(Int64(AccessConditions.companion.rawValue))],
+        let planted = Item(itemClass: .genericPassword, attributes: [AttributeKey.account: .string("companion"),
+                                                                     AttributeKey.accessControl: .int(Int64(AccessConditions.companion.rawValue))],
                            secret: Array("s".utf8))
         try keychain.keychain.store.add([planted])
         var result: CFTypeRef?

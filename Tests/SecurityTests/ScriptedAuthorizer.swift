@@ -4,6 +4,9 @@ import KeychainCore
 final class ScriptedAuthorizer: PresenceAuthorizer, @unchecked Sendable {
     var answer = PresenceAnswer.granted
     var fingers = false
+    /// What unavailability() and biometryUnavailability() answer.
+    var missing: String?
+    var biometryMissing: String?
     private(set) var reasons: [String?] = []
     var asked: Int { reasons.count }
 
@@ -13,4 +16,6 @@ final class ScriptedAuthorizer: PresenceAuthorizer, @unchecked Sendable {
     }
 
     func fingersEnrolled() -> Bool { fingers }
+    func unavailability() -> String? { missing }
+    func biometryUnavailability() -> String? { biometryMissing }
 }

@@ -4,18 +4,18 @@ import KeychainCore
 /// Standard input, read with a bound. A credential request is a few hundred bytes; one past the
 /// bound is refused as soon as the bound is crossed, before it can cost memory (a 400 MB line
 /// once cost the git helper 786 MB).
-public enum BoundedInput {
+package enum BoundedInput {
     /// A git request or a docker one: far beyond any credential, OAuth token or header.
-    public static let requestLimit = 1 << 20
+    package static let requestLimit = 1 << 20
 
-    public struct TooLarge: Error {
-        public let limit: Int
-        public var message: String { "the request is larger than \(limit) bytes; refused, nothing stored" }
+    package struct TooLarge: Error {
+        package let limit: Int
+        package var message: String { "the request is larger than \(limit) bytes; refused, nothing stored" }
     }
 
     /// Reads until the end of input, or until `isComplete` says the request has ended (git's
     /// blank line), and throws past `limit` bytes.
-    public static func read(limit: Int = requestLimit, isComplete: (Bytes, _ newFrom: Int) -> Bool = { _, _ in false }) throws -> Bytes {
+    package static func read(limit: Int = requestLimit, isComplete: (Bytes, _ newFrom: Int) -> Bool = { _, _ in false }) throws -> Bytes {
         var input = Bytes()
         var chunk = Bytes(repeating: 0, count: 1 << 16)
         defer { chunk.wipe() }

@@ -1,14 +1,14 @@
 /// `host`, `host:port`, `[v6]`, `[v6]:port` as git and docker write them.
-public struct HostAndPort: Equatable, Sendable {
-    public var server: String
-    public var port: Int?
+package struct HostAndPort: Equatable, Sendable {
+    package var server: String
+    package var port: Int?
 
-    public init(server: String, port: Int?) {
+    package init(server: String, port: Int?) {
         self.server = server
         self.port = port
     }
 
-    public init(parsing text: String) {
+    package init(parsing text: String) {
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
             server = String(text[text.index(after: text.startIndex)..<close])
             let rest = text[text.index(after: close)...]
@@ -31,7 +31,7 @@ public struct HostAndPort: Equatable, Sendable {
     }
 
     /// The form git and docker expect back: brackets around IPv6 addresses, the port when set.
-    public var text: String {
+    package var text: String {
         let host = server.contains(":") ? "[\(server)]" : server
         guard let port, port != 0 else { return host }
         return "\(host):\(port)"

@@ -1,6 +1,6 @@
 /// Just enough JSON for docker's credential protocol, without Foundation: a reader of any JSON
 /// value and a writer of string maps that escapes as Go's encoding/json does.
-public indirect enum JSONValue: Equatable, Sendable {
+package indirect enum JSONValue: Equatable, Sendable {
     case string(String)
     case number(String)
     case bool(Bool)
@@ -8,7 +8,7 @@ public indirect enum JSONValue: Equatable, Sendable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
-    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+    package static func == (a: JSONValue, b: JSONValue) -> Bool {
         switch (a, b) {
         case let (.string(x), .string(y)), let (.number(x), .number(y)): return x == y
         case let (.bool(x), .bool(y)): return x == y
@@ -19,7 +19,7 @@ public indirect enum JSONValue: Equatable, Sendable {
         }
     }
 
-    public var kind: String {
+    package var kind: String {
         switch self {
         case .string: return "string"
         case .number: return "number"
@@ -31,13 +31,13 @@ public indirect enum JSONValue: Equatable, Sendable {
     }
 }
 
-public struct JSONError: Error, Equatable, CustomStringConvertible {
-    public let description: String
+package struct JSONError: Error, Equatable, CustomStringConvertible {
+    package let description: String
 }
 
-public enum JSON {
+package enum JSON {
     /// Parses the first JSON value of `bytes`; what follows it is ignored, as Go's Decoder does.
-    public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
+    package static func parse(_ bytes: [UInt8]) throws -> JSONValue {
         var parser = Parser(bytes: bytes)
         parser.skipSpace()
         guard parser.index < bytes.count else { throw JSONError(description: "EOF") }
@@ -45,11 +45,11 @@ public enum JSON {
     }
 
     /// `{"k":"v",...}` in the given key order, escaped as Go does (HTML-safe), with no spaces.
-    public static func encode(_ pairs: [(String, String)]) -> String {
+    package static func encode(_ pairs: [(String, String)]) -> String {
         "{" + pairs.map { quote($0.0) + ":" + quote($0.1) }.joined(separator: ",") + "}"
     }
 
-    public static func quote(_ s: String) -> String {
+    package static func quote(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {
             switch scalar {

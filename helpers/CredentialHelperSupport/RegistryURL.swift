@@ -2,22 +2,22 @@
 /// https; only http and https are allowed; the query is dropped; the path is kept as given.
 import KeychainCore
 
-public struct RegistryURL: Equatable, Sendable {
-    public var scheme: String
-    public var host: HostAndPort
-    public var path: String
+package struct RegistryURL: Equatable, Sendable {
+    package var scheme: String
+    package var host: HostAndPort
+    package var path: String
 
-    public struct Invalid: Error, Equatable, CustomStringConvertible {
-        public let description: String
+    package struct Invalid: Error, Equatable, CustomStringConvertible {
+        package let description: String
     }
 
-    public init(scheme: String, host: HostAndPort, path: String) {
+    package init(scheme: String, host: HostAndPort, path: String) {
         self.scheme = scheme
         self.host = host
         self.path = path
     }
 
-    public init(parsing text: String) throws {
+    package init(parsing text: String) throws {
         var rest = Substring(text)
         var scheme = ""
         if let separator = Self.firstIndex(of: "://", in: rest) {
@@ -62,26 +62,26 @@ public struct RegistryURL: Equatable, Sendable {
     }
 
     /// The URL rebuilt from its parts, for items that did not record what docker sent.
-    public var text: String { "\(scheme)://\(host.text)\(path)" }
+    package var text: String { "\(scheme)://\(host.text)\(path)" }
 }
 
 extension RegistryURL {
     /// What a lookup asks for: http and https never match each other; a port or path the URL
     /// leaves out matches any.
-    public var searchAttributes: [String: AttributeValue] {
+    package var searchAttributes: [String: AttributeValue] {
         var attributes: [String: AttributeValue] = [
-            "srvr": .string(host.server), "ptcl": .string(ProtocolCodes.code(forScheme: scheme)),
+            AttributeKey.server: .string(host.server), AttributeKey.protocol: .string(ProtocolCodes.code(forScheme: scheme)),
         ]
-        if let port = host.port { attributes["port"] = .int(Int64(port)) }
-        if !path.isEmpty { attributes["path"] = .string(path) }
+        if let port = host.port { attributes[AttributeKey.port] = .int(Int64(port)) }
+        if !path.isEmpty { attributes[AttributeKey.path] = .string(path) }
         return attributes
     }
 
     /// The one item a URL names when storing: an absent port is 0 and an absent path "".
-    public var exactAttributes: [String: AttributeValue] {
+    package var exactAttributes: [String: AttributeValue] {
         var attributes = searchAttributes
-        attributes["port"] = .int(Int64(host.port ?? 0))
-        attributes["path"] = .string(path)
+        attributes[AttributeKey.port] = .int(Int64(host.port ?? 0))
+        attributes[AttributeKey.path] = .string(path)
         return attributes
     }
 }

@@ -45,11 +45,11 @@ struct DockerCredentialHelper {
         guard let username = fields["Username"], !username.isEmpty else { throw Failure.missingUsername }
         let url = try Self.parse(serverURL)
         var item = Item(itemClass: .internetPassword, attributes: url.exactAttributes, secret: Array((fields["Secret"] ?? "").utf8))
-        item["acct"] = .string(username)
-        item["labl"] = .string(Self.label)
+        item[AttributeKey.account] = .string(username)
+        item[AttributeKey.label] = .string(Self.label)
         // What docker sent, so that `list` gives back the very same key.
-        item["icmt"] = .string(serverURL)
-        try store().replace(Query(itemClass: .internetPassword, attributes: url.exactAttributes), with: item)
+        item[AttributeKey.comment] = .string(serverURL)
+        try store().addOrUpdate(item, matching: Query(itemClass: .internetPassword, attributes: url.exactAttributes))
     }
 
     /// `get`: the bare URL; absent port and path are wildcards, the newest match wins.
@@ -57,7 +57,7 @@ struct DockerCredentialHelper {
         let serverURL = try Self.serverURL(input)
         let matches = try find(try Self.parse(serverURL).searchAttributes, includeSecret: true)
         guard let item = matches.max(by: { $0.modificationTime < $1.modificationTime }) else { throw Failure.notFound }
-        return JSON.encode([("ServerURL", serverURL), ("Username", item["acct"]?.stringValue ?? ""),
+        return JSON.encode([("ServerURL", serverURL), ("Username", item[AttributeKey.account]?.stringValue ?? ""),
                             ("Secret", String(decoding: item.secret ?? [], as: UTF8.self))]) + "\n"
     }
 
@@ -72,17 +72,17 @@ struct DockerCredentialHelper {
     /// `list`: URL -> username of the items labelled "Docker Credentials", keys sorted as Go does.
     func list() throws -> String {
         var entries: [String: String] = [:]
-        for item in try find(["labl": .string(Self.label)], includeSecret: false) {
+        for item in try find([AttributeKey.label: .string(Self.label)], includeSecret: false) {
             let key: String
-            if let sent = item["icmt"]?.stringValue, !sent.isEmpty {
+            if let sent = item[AttributeKey.comment]?.stringValue, !sent.isEmpty {
                 key = sent
             } else {
-                let scheme = item["ptcl"]?.stringValue == "http" ? "http" : "https"
-                let port = item["port"]?.intValue.map { Int($0) }
-                key = RegistryURL(scheme: scheme, host: HostAndPort(server: item["srvr"]?.stringValue ?? "", port: port),
-                                  path: item["path"]?.stringValue ?? "").text
+                let scheme = item[AttributeKey.protocol]?.stringValue == "http" ? "http" : "https"
+                let port = item[AttributeKey.port]?.intValue.map { Int($0) }
+                key = RegistryURL(scheme: scheme, host: HostAndPort(server: item[AttributeKey.server]?.stringValue ?? "", port: port),
+                                  path: item[AttributeKey.path]?.stringValue ?? "").text
             }
-            entries[key] = item["acct"]?.stringValue ?? ""
+            entries[key] = item[AttributeKey.account]?.stringValue ?? ""
         }
         return JSON.encode(entries.keys.sorted().map { ($0, entries[$0]!) }) + "\n"
     }

@@ -11,11 +11,11 @@ struct GitCredentialHelper {
     var searchAttributes: [String: AttributeValue]? {
         guard let host = request["host"], !host.isEmpty else { return nil }
         let parsed = HostAndPort(parsing: host)
-        var attributes: [String: AttributeValue] = ["srvr": .string(parsed.server)]
-        if let port = parsed.port { attributes["port"] = .int(Int64(port)) }
-        if let scheme = request["protocol"], !scheme.isEmpty { attributes["ptcl"] = .string(ProtocolCodes.code(forScheme: scheme)) }
-        if let path = request["path"], !path.isEmpty { attributes["path"] = .string(path) }
-        if let user = request["username"], !user.isEmpty { attributes["acct"] = .string(user) }
+        var attributes: [String: AttributeValue] = [AttributeKey.server: .string(parsed.server)]
+        if let port = parsed.port { attributes[AttributeKey.port] = .int(Int64(port)) }
+        if let scheme = request["protocol"], !scheme.isEmpty { attributes[AttributeKey.protocol] = .string(ProtocolCodes.code(forScheme: scheme)) }
+        if let path = request["path"], !path.isEmpty { attributes[AttributeKey.path] = .string(path) }
+        if let user = request["username"], !user.isEmpty { attributes[AttributeKey.account] = .string(user) }
         return attributes
     }
 
@@ -29,14 +29,14 @@ struct GitCredentialHelper {
     }
 
     func get(_ store: KeychainStore) throws {
-        let now = HelperKeychain.now()
+        let now = SystemClock.now()
         let authtypeCapable = request.has(capability: "authtype")
         let usable = try matches(in: store)
             .map { ($0, StoredSecret($0.secret ?? [])) }
             .filter { !$0.1.isExpired(at: now) && ($0.1.authtype == nil || authtypeCapable) }
         guard let (item, secret) = usable.max(by: { $0.0.modificationTime < $1.0.modificationTime }) else { return }
         var answer = CredentialAnswer()
-        let account = item["acct"]?.stringValue ?? ""
+        let account = item[AttributeKey.account]?.stringValue ?? ""
         if let authtype = secret.authtype {
             answer.add("capability[]", "authtype")
             answer.add("authtype", authtype)
@@ -59,7 +59,7 @@ struct GitCredentialHelper {
             secret = StoredSecret(password: credential, extras: ["authtype": authtype])
         } else {
             guard let user = request["username"], let password = request["password"] else { return }
-            attributes["acct"] = .string(user)
+            attributes[AttributeKey.account] = .string(user)
             secret = StoredSecret(password: password)
         }
         secret.extras["password_expiry_utc"] = request["password_expiry_utc"]
@@ -67,12 +67,8 @@ struct GitCredentialHelper {
 
         let label = (request["protocol"].map { "\($0)://" } ?? "") + (request["host"] ?? "") + " (git)"
         var item = Item(itemClass: .internetPassword, attributes: attributes, secret: secret.bytes)
-        item["labl"] = .string(label)
-        do {
-            try store.update(Query(identifying: item), attributes: ["labl": .string(label)], secret: secret.bytes)
-        } catch let error as KeychainError where error.code == .itemNotFound {
-            try store.add(item)
-        }
+        item[AttributeKey.label] = .string(label)
+        try store.addOrUpdate(item)
     }
 
     /// Removes every match; when git gives the password that failed, only items holding it.

@@ -1,34 +1,34 @@
-import COpenSSL
+internal import COpenSSL
 import Glibc
 
 /// An X.509 certificate, parsed once by OpenSSL: what Keychain Services derives from the DER.
-public struct Certificate: Sendable {
+package struct Certificate: Sendable {
     /// The whole certificate, exactly as given (kSecValueData).
-    public let der: Bytes
+    package let der: Bytes
     /// DER of the subject and issuer Names (macOS's kSecSubjectItemAttr, kSecIssuerItemAttr).
-    public let subject: Bytes
-    public let issuer: Bytes
+    package let subject: Bytes
+    package let issuer: Bytes
     /// The serial number's DER contents, without tag and length.
-    public let serialNumber: Bytes
+    package let serialNumber: Bytes
     /// The subject key identifier extension, when there is one.
-    public let subjectKeyID: Bytes?
+    package let subjectKeyID: Bytes?
     /// SHA-1 of the subjectPublicKey bits: equal to the kSecAttrApplicationLabel of its keys.
-    public let publicKeyHash: Bytes
+    package let publicKeyHash: Bytes
     /// The SubjectPublicKeyInfo DER (what SecCertificateCopyKey reads).
-    public let publicKeyInfo: Bytes
+    package let publicKeyInfo: Bytes
     /// 1, 2 or 3 (CSSM_CERT_X_509v1..v3).
-    public let version: Int64
+    package let version: Int64
     /// Seconds since 1970.
-    public let notBefore: Double
-    public let notAfter: Double
+    package let notBefore: Double
+    package let notAfter: Double
     /// The subject's emailAddress attributes and the rfc822Name entries of subjectAltName.
-    public let emailAddresses: [String]
-    public let commonName: String?
+    package let emailAddresses: [String]
+    package let commonName: String?
     /// Every attribute value of the subject, as text (what kSecMatchSubjectContains looks in).
-    public let subjectValues: [String]
+    package let subjectValues: [String]
 
     /// errSecDecode unless `der` is one whole certificate.
-    public init(der: Bytes) throws {
+    package init(der: Bytes) throws {
         guard !der.isEmpty, der.count <= 1 << 20 else { throw KeychainError(.decode, "the data is not a DER certificate") }
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
@@ -74,19 +74,19 @@ public struct Certificate: Sendable {
 
     /// Apple's SecCertificateCopySubjectSummary: the common name, else the first email, else
     /// the last subject value.
-    public var subjectSummary: String {
+    package var subjectSummary: String {
         commonName ?? emailAddresses.first ?? subjectValues.last ?? ""
     }
 
-    public var sha1: Bytes { Crypto.sha1(der) }
-    public var sha256: Bytes { Crypto.sha256(der) }
+    package var sha1: Bytes { Crypto.sha1(der) }
+    package var sha256: Bytes { Crypto.sha256(der) }
 
     /// Issued by itself: the issuer Name is the subject Name.
-    public var isSelfIssued: Bool { Self.sameName(subject, issuer) }
+    package var isSelfIssued: Bool { Self.sameName(subject, issuer) }
 
     /// The issuers of this certificate among `candidates`, nearest first, up to a self-issued
     /// root; at most 16, so that a loop or a hostile set ends.
-    public func issuers(among candidates: [Certificate]) -> [Certificate] {
+    package func issuers(among candidates: [Certificate]) -> [Certificate] {
         var chain: [Certificate] = []
         var current = self
         while !current.isSelfIssued, chain.count < 16,
@@ -97,22 +97,22 @@ public struct Certificate: Sendable {
         return chain
     }
 
-    public func isValid(at time: Double) -> Bool { notBefore <= time && time <= notAfter }
+    package func isValid(at time: Double) -> Bool { notBefore <= time && time <= notAfter }
 
     /// The attributes SecItemAdd derives; they replace whatever the caller passed for them.
     var derivedAttributes: [String: AttributeValue] {
         var out: [String: AttributeValue] = [
-            "ctyp": .int(version), "cenc": .int(3),  // CSSM_CERT_ENCODING_DER
-            "subj": .data(subject), "issr": .data(issuer), "slnr": .data(serialNumber),
-            "pkhh": .data(publicKeyHash),
+            AttributeKey.certificateType: .int(version), AttributeKey.certificateEncoding: .int(3),  // CSSM_CERT_ENCODING_DER
+            AttributeKey.subject: .data(subject), AttributeKey.issuer: .data(issuer), AttributeKey.serialNumber: .data(serialNumber),
+            AttributeKey.publicKeyHash: .data(publicKeyHash),
         ]
-        if let subjectKeyID { out["skid"] = .data(subjectKeyID) }
+        if let subjectKeyID { out[AttributeKey.subjectKeyID] = .data(subjectKeyID) }
         return out
     }
 
     /// X.500 names compared as X509_NAME_cmp does (canonical form: case and spacing folded), so
     /// an issuer Name taken from another tool's encoding still matches.
-    public static func sameName(_ a: Bytes, _ b: Bytes) -> Bool {
+    package static func sameName(_ a: Bytes, _ b: Bytes) -> Bool {
         if a == b { return true }
         guard let x = OpenSSLEncoding.name(a) else { return false }
         defer { X509_NAME_free(x) }

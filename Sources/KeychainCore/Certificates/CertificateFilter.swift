@@ -1,17 +1,17 @@
 /// The search keys that look inside a certificate rather than at its stored attributes.
-public struct CertificateFilter: Sendable {
+package struct CertificateFilter: Sendable {
     /// kSecMatchSubjectContains: some attribute value of the subject contains this text.
-    public var subjectContains: String?
+    package var subjectContains: String?
     /// kSecMatchEmailAddressIfPresent: the certificate has this address, or has no address at all.
-    public var emailAddressIfPresent: String?
+    package var emailAddressIfPresent: String?
     /// kSecMatchIssuers: DER Names, one of which must issue a certificate of the chain.
-    public var issuers: [Bytes]?
+    package var issuers: [Bytes]?
     /// kSecMatchValidOnDate: seconds since 1970 that must fall within the validity period.
-    public var validOn: Double?
+    package var validOn: Double?
     /// kSecMatchCaseInsensitive applies to kSecMatchSubjectContains too.
-    public var caseInsensitive = false
+    package var caseInsensitive = false
 
-    public init() {}
+    package init() {}
 
     func accepts(_ certificate: Certificate, chain: inout CertificateChainSource) throws -> Bool {
         if let validOn, !certificate.isValid(at: validOn) { return false }

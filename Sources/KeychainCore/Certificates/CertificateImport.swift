@@ -1,11 +1,11 @@
 /// What an import stored, and what it found already there.
-public struct ImportedItems: Sendable {
-    public var identities = 0
-    public var certificates = 0
-    public var keys = 0
-    public var alreadyPresent = 0
+package struct ImportedItems: Sendable {
+    package var identities = 0
+    package var certificates = 0
+    package var keys = 0
+    package var alreadyPresent = 0
 
-    public var stored: Int { identities + certificates + keys }
+    package var stored: Int { identities + certificates + keys }
 
     mutating func record(_ added: Bool, as kind: WritableKeyPath<ImportedItems, Int>) {
         if added { self[keyPath: kind] += 1 } else { alreadyPresent += 1 }
@@ -18,7 +18,7 @@ extension KeychainStore {
     /// The private key and its certificate together, then the rest of the chain. Items already in
     /// the keychain are counted, not replaced; errSecDuplicateItem when nothing was new.
     @discardableResult
-    public func importBundle(_ bundle: PKCS12Bundle, label: String? = nil, protection: Protection? = nil) throws -> ImportedItems {
+    package func importBundle(_ bundle: PKCS12Bundle, label: String? = nil, protection: Protection? = nil) throws -> ImportedItems {
         var summary = ImportedItems()
         var rest = bundle.chain
         if let key = bundle.privateKey, key.keyClass == .private, let certificate = bundle.certificate {
@@ -49,16 +49,16 @@ extension KeychainStore {
 
     static func item(_ certificate: Certificate, label: String?, protection: Protection?) -> Item {
         var item = Item(itemClass: .certificate, secret: certificate.der)
-        if let label { item["labl"] = .string(label) }
-        if let protection { item["pdmn"] = .string(protection.rawValue) }
+        if let label { item[AttributeKey.label] = .string(label) }
+        if let protection { item[AttributeKey.accessible] = .string(protection.rawValue) }
         return item
     }
 
     static func item(_ key: KeyMaterial, label: String?, protection: Protection?) -> Item {
         var item = Item(itemClass: .key, secret: key.external)
-        item["kcls"] = .int(key.keyClass.rawValue)
-        if let label { item["labl"] = .string(label) }
-        if let protection { item["pdmn"] = .string(protection.rawValue) }
+        item[AttributeKey.keyClass] = .int(key.keyClass.rawValue)
+        if let label { item[AttributeKey.label] = .string(label) }
+        if let protection { item[AttributeKey.accessible] = .string(protection.rawValue) }
         return item
     }
 

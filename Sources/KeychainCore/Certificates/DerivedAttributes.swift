@@ -2,7 +2,7 @@
 /// are derived whenever the data is stored, so a search by them can be trusted.
 enum DerivedAttributes {
     /// A certificate's attributes that only its DER decides (read-only in Apple's documentation).
-    static let certificateReadOnly: Set<String> = ["subj", "issr", "slnr", "skid", "pkhh", "ctyp", "cenc"]
+    static let certificateReadOnly: Set<String> = [AttributeKey.subject, AttributeKey.issuer, AttributeKey.serialNumber, AttributeKey.subjectKeyID, AttributeKey.publicKeyHash, AttributeKey.certificateType, AttributeKey.certificateEncoding]
 
     /// The item with its derived attributes, and the data to store. Throws errSecDecode for data
     /// that is not a certificate or key, errSecParam for attributes that contradict it.
@@ -15,18 +15,18 @@ enum DerivedAttributes {
             let certificate = try Certificate(der: secret)
             for key in certificateReadOnly { item.attributes[key] = nil }
             item.attributes.merge(certificate.derivedAttributes) { _, derived in derived }
-            if item.attributes["labl"] == nil { item.attributes["labl"] = .string(certificate.subjectSummary) }
+            if item.attributes[AttributeKey.label] == nil { item.attributes[AttributeKey.label] = .string(certificate.subjectSummary) }
             return (item, secret)
         case .key:
-            if item.attributes["kcls"]?.intValue == KeyClass.symmetric.rawValue {
+            if item.attributes[AttributeKey.keyClass]?.intValue == KeyClass.symmetric.rawValue {
                 guard !secret.isEmpty else { throw KeychainError.param("a symmetric key needs kSecValueData") }
                 let bits = AttributeValue.int(Int64(secret.count) * 8)
-                if item.attributes["bsiz"] == nil { item.attributes["bsiz"] = bits }
-                if item.attributes["esiz"] == nil { item.attributes["esiz"] = item.attributes["bsiz"] }
+                if item.attributes[AttributeKey.keySizeInBits] == nil { item.attributes[AttributeKey.keySizeInBits] = bits }
+                if item.attributes[AttributeKey.effectiveKeySize] == nil { item.attributes[AttributeKey.effectiveKeySize] = item.attributes[AttributeKey.keySizeInBits] }
                 return (item, secret)
             }
-            let wantedClass = try KeyClass.named(by: item.attributes["kcls"])
-            let wantedType = try KeyAlgorithm.named(by: item.attributes["type"])
+            let wantedClass = try KeyClass.named(by: item.attributes[AttributeKey.keyClass])
+            let wantedType = try KeyAlgorithm.named(by: item.attributes[AttributeKey.keyType])
             let material = try KeyMaterial(data: secret, keyClass: wantedClass, algorithm: wantedType)
             item.attributes.merge(material.derivedAttributes) { _, derived in derived }
             item.attributes.merge(material.defaultCapabilities) { given, _ in given }

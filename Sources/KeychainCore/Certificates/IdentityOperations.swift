@@ -1,10 +1,10 @@
 /// A certificate and the private key whose public half it certifies.
-public struct Identity: Sendable {
-    public var certificate: Item
-    public var privateKey: Item
+package struct Identity: Sendable {
+    package var certificate: Item
+    package var privateKey: Item
 
     /// An identity's persistent reference names its certificate's row under the class "idnt".
-    public var persistentReference: PersistentReference { PersistentReference(itemClass: .identity, rowID: certificate.rowID) }
+    package var persistentReference: PersistentReference { PersistentReference(itemClass: .identity, rowID: certificate.rowID) }
 }
 
 /// kSecClassIdentity: identities are not stored as such (as on Apple's systems) but found by
@@ -13,19 +13,19 @@ public struct Identity: Sendable {
 extension KeychainStore {
     /// The identities that match, in certificate order, at most `limit`. Query attributes of the
     /// key class select the key, all others the certificate; `rows` name certificates.
-    public func findIdentities(_ query: Query, limit: Int? = 1, includeKeyData: Bool = false,
+    package func findIdentities(_ query: Query, limit: Int? = 1, includeKeyData: Bool = false,
                                presence: PresenceOptions = PresenceOptions()) throws -> [Identity] {
         let (certificateQuery, keyQuery) = try Self.split(query)
         let certificates = try find(certificateQuery, limit: nil, includeSecret: true, presence: presence)
         let privateKeys = try find(keyQuery, limit: nil, includeSecret: includeKeyData, presence: presence)
         var keysByLabel: [AttributeValue: Item] = [:]
-        for key in privateKeys where keysByLabel[key.effectiveValue("klbl")] == nil {
-            keysByLabel[key.effectiveValue("klbl")] = key
+        for key in privateKeys where keysByLabel[key.effectiveValue(AttributeKey.applicationLabel)] == nil {
+            keysByLabel[key.effectiveValue(AttributeKey.applicationLabel)] = key
         }
         var found: [Identity] = []
         for certificate in certificates {
             if let limit, found.count >= limit { break }
-            if let key = keysByLabel[certificate.effectiveValue("pkhh")] {
+            if let key = keysByLabel[certificate.effectiveValue(AttributeKey.publicKeyHash)] {
                 found.append(Identity(certificate: certificate, privateKey: key))
             }
         }
@@ -36,7 +36,7 @@ extension KeychainStore {
     /// Deletes the certificate and the private key of every matching identity, in one transaction;
     /// one whose halves need the user's presence goes only once it is given.
     @discardableResult
-    public func deleteIdentities(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
+    package func deleteIdentities(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
         let identities = try findIdentities(query, limit: nil, presence: presence)
         let allowed = try withPresence(presence) { gate in
             let admitted = try identities.filter {
@@ -60,7 +60,7 @@ extension KeychainStore {
 
     /// Adds a certificate and its private key together; errSecParam if they do not belong together.
     @discardableResult
-    public func addIdentity(certificate: Item, privateKey: Item) throws -> Identity {
+    package func addIdentity(certificate: Item, privateKey: Item) throws -> Identity {
         guard certificate.itemClass == .certificate, privateKey.itemClass == .key else {
             throw KeychainError.param("an identity is a certificate and a key")
         }
@@ -96,7 +96,7 @@ extension KeychainStore {
                 throw KeychainError.param("attribute \(name) does not belong to identities")
             }
         }
-        keyQuery.attributes["kcls"] = .int(KeyClass.private.rawValue)
+        keyQuery.attributes[AttributeKey.keyClass] = .int(KeyClass.private.rawValue)
         certificateQuery.rows = query.rows
         certificateQuery.certificateFilter = query.certificateFilter
         certificateQuery.synchronizable = query.synchronizable

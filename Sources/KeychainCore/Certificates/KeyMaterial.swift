@@ -1,7 +1,7 @@
-import COpenSSL
+internal import COpenSSL
 
 /// kSecAttrKeyClass values (SecItem.h stores them as the numbers 0, 1, 2).
-public enum KeyClass: Int64, Sendable {
+package enum KeyClass: Int64, Sendable {
     case `public` = 0
     case `private` = 1
     case symmetric = 2
@@ -9,7 +9,7 @@ public enum KeyClass: Int64, Sendable {
 
 extension KeyClass {
     /// The class a kSecAttrKeyClass attribute names, nil when absent; errSecParam when unknown.
-    public static func named(by value: AttributeValue?) throws -> KeyClass? {
+    package static func named(by value: AttributeValue?) throws -> KeyClass? {
         guard let value else { return nil }
         guard let keyClass = value.intValue.flatMap(KeyClass.init(rawValue:)) else { throw KeychainError.param("unknown kSecAttrKeyClass") }
         return keyClass
@@ -17,14 +17,14 @@ extension KeyClass {
 }
 
 /// kSecAttrKeyType values this engine understands for asymmetric keys (CSSM_ALGID numbers).
-public enum KeyAlgorithm: Int64, Sendable {
+package enum KeyAlgorithm: Int64, Sendable {
     case rsa = 42
     case ec = 73
 }
 
 extension KeyAlgorithm {
     /// The algorithm a kSecAttrKeyType attribute names, nil when absent; errSecParam when unsupported.
-    public static func named(by value: AttributeValue?) throws -> KeyAlgorithm? {
+    package static func named(by value: AttributeValue?) throws -> KeyAlgorithm? {
         guard let value else { return nil }
         guard let algorithm = value.intValue.flatMap(KeyAlgorithm.init(rawValue:)) else {
             throw KeychainError.param("kSecAttrKeyType must be kSecAttrKeyTypeRSA or kSecAttrKeyTypeECSECPrimeRandom")
@@ -36,20 +36,20 @@ extension KeyAlgorithm {
 /// An RSA or EC key, read from any of the forms people have and kept in Apple's external
 /// representation (SecKeyCopyExternalRepresentation): PKCS#1 for RSA, ANSI X9.63 for EC
 /// (04 || X || Y, then || D for a private key).
-public struct KeyMaterial: Sendable {
-    public let keyClass: KeyClass
-    public let algorithm: KeyAlgorithm
-    public let bits: Int64
+package struct KeyMaterial: Sendable {
+    package let keyClass: KeyClass
+    package let algorithm: KeyAlgorithm
+    package let bits: Int64
     /// Apple's external representation: what kSecValueData holds for the key item.
-    public let external: Bytes
+    package let external: Bytes
     /// The public key's external representation (for a public key, `external` itself).
-    public let publicExternal: Bytes
+    package let publicExternal: Bytes
     /// SHA-1 of `publicExternal`: kSecAttrApplicationLabel, and a certificate's kSecAttrPublicKeyHash.
-    public var applicationLabel: Bytes { Crypto.sha1(publicExternal) }
+    package var applicationLabel: Bytes { Crypto.sha1(publicExternal) }
 
     /// Reads DER (PKCS#1, SEC1, PKCS#8, SubjectPublicKeyInfo), PEM of those, or X9.63 EC bytes.
     /// `keyClass` and `algorithm`, when the caller gave them, must agree with the data.
-    public init(data: Bytes, keyClass wantedClass: KeyClass? = nil, algorithm wantedAlgorithm: KeyAlgorithm? = nil) throws {
+    package init(data: Bytes, keyClass wantedClass: KeyClass? = nil, algorithm wantedAlgorithm: KeyAlgorithm? = nil) throws {
         guard wantedClass != .symmetric else { throw KeychainError.param("a symmetric key is not an RSA or EC key") }
         guard let (pkey, isPrivate) = Self.decode(data, wantedClass: wantedClass) else {
             throw KeychainError(.decode, "the data is not an RSA or EC key in a known encoding")
@@ -91,20 +91,20 @@ public struct KeyMaterial: Sendable {
     }
 
     /// The attributes SecItemAdd derives for a key item; a caller's value for them is replaced.
-    public var derivedAttributes: [String: AttributeValue] {
-        ["kcls": .int(keyClass.rawValue), "type": .int(algorithm.rawValue), "bsiz": .int(bits), "esiz": .int(bits),
-         "klbl": .data(applicationLabel)]
+    package var derivedAttributes: [String: AttributeValue] {
+        [AttributeKey.keyClass: .int(keyClass.rawValue), AttributeKey.keyType: .int(algorithm.rawValue), AttributeKey.keySizeInBits: .int(bits), AttributeKey.effectiveKeySize: .int(bits),
+         AttributeKey.applicationLabel: .data(applicationLabel)]
     }
 
     /// Capabilities Apple gives a key when the caller names none (SecKeyCreate's defaults).
     var defaultCapabilities: [String: AttributeValue] {
         let isPrivate = keyClass == .private
-        return ["encr": .bool(!isPrivate), "decr": .bool(isPrivate), "drve": .bool(true), "sign": .bool(isPrivate),
-                "vrfy": .bool(!isPrivate), "wrap": .bool(!isPrivate), "unwp": .bool(isPrivate), "perm": .bool(true)]
+        return [AttributeKey.canEncrypt: .bool(!isPrivate), AttributeKey.canDecrypt: .bool(isPrivate), AttributeKey.canDerive: .bool(true), AttributeKey.canSign: .bool(isPrivate),
+                AttributeKey.canVerify: .bool(!isPrivate), AttributeKey.canWrap: .bool(!isPrivate), AttributeKey.canUnwrap: .bool(isPrivate), AttributeKey.isPermanent: .bool(true)]
     }
 
     /// PKCS#8 (private) or SubjectPublicKeyInfo (public) DER: what `openssl` and PEM files use.
-    public func standardDER() throws -> Bytes {
+    package func standardDER() throws -> Bytes {
         guard let (pkey, isPrivate) = Self.decode(external, wantedClass: keyClass) else { throw KeychainError(.decode) }
         defer { EVP_PKEY_free(pkey) }
         if isPrivate {

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 import Glibc
 
 /// Small conversions between OpenSSL's objects and bytes, shared by the certificate, key and

@@ -1,14 +1,14 @@
-import COpenSSL
+internal import COpenSSL
 
 /// PEM armour ("-----BEGIN CERTIFICATE-----" and base64), read and written by OpenSSL's codec.
-public enum PEM {
-    public struct Block: Sendable {
-        public var label: String
-        public var der: Bytes
+package enum PEM {
+    package struct Block: Sendable {
+        package var label: String
+        package var der: Bytes
     }
 
     /// Every block in `text`, in order; nothing when `text` holds none.
-    public static func blocks(in text: Bytes) -> [Block] {
+    package static func blocks(in text: Bytes) -> [Block] {
         guard text.count < 64 << 20, looksLikePEM(text) else { return [] }
         defer { OpenSSLErrors.clear() }
         return (try? OpenSSLEncoding.withBIO(text) { bio -> [Block] in
@@ -35,7 +35,7 @@ public enum PEM {
     static func firstBlock(in text: Bytes) -> Block? { blocks(in: text).first }
 
     /// Base64 in 64-column lines between BEGIN and END lines, as `openssl` writes it.
-    public static func encode(_ der: Bytes, label: String) -> String {
+    package static func encode(_ der: Bytes, label: String) -> String {
         var lines = ["-----BEGIN \(label)-----"]
         let encoded = base64(der)
         var index = encoded.startIndex

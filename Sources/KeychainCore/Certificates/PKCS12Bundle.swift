@@ -1,17 +1,17 @@
-import COpenSSL
+internal import COpenSSL
 
 /// The contents of a PKCS#12 (.p12, .pfx) file: what SecPKCS12Import and `security import` read.
-public struct PKCS12Bundle: Sendable {
-    public var privateKey: KeyMaterial?
+package struct PKCS12Bundle: Sendable {
+    package var privateKey: KeyMaterial?
     /// The certificate that goes with the private key (or the first one, without a key).
-    public var certificate: Certificate?
+    package var certificate: Certificate?
     /// The other certificates of the file: the issuers, in file order.
-    public var chain: [Certificate]
+    package var chain: [Certificate]
     /// The friendlyName bag attribute, when the file has one (kSecImportItemLabel).
-    public var label: String?
+    package var label: String?
 
     /// What a PEM file or a set of DER files hold, grouped the same way.
-    public init(privateKey: KeyMaterial?, certificate: Certificate?, chain: [Certificate], label: String? = nil) {
+    package init(privateKey: KeyMaterial?, certificate: Certificate?, chain: [Certificate], label: String? = nil) {
         self.privateKey = privateKey
         self.certificate = certificate
         self.chain = chain
@@ -20,7 +20,7 @@ public struct PKCS12Bundle: Sendable {
 
     /// errSecDecode when `data` is not PKCS#12; errSecAuthFailed when the passphrase does not
     /// open it (a wrong passphrase is never read as "no items").
-    public init(data: Bytes, passphrase: String?) throws {
+    package init(data: Bytes, passphrase: String?) throws {
         defer { OpenSSLErrors.clear() }
         guard let p12 = data.withUnsafeBufferPointer({ buffer -> OpaquePointer? in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
@@ -94,7 +94,7 @@ extension PKCS12Bundle {
     /// A PKCS#12 file of one private key, its certificate and the chain, protected by
     /// `passphrase` with OpenSSL 3's defaults (AES-256-CBC, PBKDF2, HMAC-SHA-256), which every
     /// current tool reads.
-    public static func encode(privateKey: KeyMaterial, certificate: Certificate?, chain: [Certificate], label: String?,
+    package static func encode(privateKey: KeyMaterial, certificate: Certificate?, chain: [Certificate], label: String?,
                               passphrase: String) throws -> Bytes {
         defer { OpenSSLErrors.clear() }
         guard !passphrase.isEmpty, !passphrase.utf8.contains(0) else { throw KeychainError.param("a PKCS#12 file needs a passphrase") }

@@ -1,7 +1,7 @@
 /// The escaping of GnuPG's Assuan protocol, which pinentry speaks: "%", CR and LF as %XX in what
 /// is sent, any %XX decoded in data lines received.
-public enum Assuan {
-    public static func escape(_ text: String) -> String {
+package enum Assuan {
+    package static func escape(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -14,7 +14,7 @@ public enum Assuan {
         return out
     }
 
-    public static func unescape(_ bytes: Bytes) -> Bytes {
+    package static func unescape(_ bytes: Bytes) -> Bytes {
         var out = Bytes()
         var i = 0
         while i < bytes.count {

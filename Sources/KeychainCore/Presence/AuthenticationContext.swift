@@ -1,7 +1,7 @@
 import Glibc
 
 /// How a call may reach the person when an item needs one (Apple's kSecUseAuthenticationUI).
-public enum PresenceInteraction: Sendable {
+package enum PresenceInteraction: Sendable {
     /// Ask (polkit's agent, a prompt for an application password).
     case allow
     /// Never ask: such an item is errSecInteractionNotAllowed.
@@ -11,21 +11,21 @@ public enum PresenceInteraction: Sendable {
 }
 
 /// What a SecItem call brings for items that need a person.
-public struct PresenceOptions: Sendable {
-    public var interaction: PresenceInteraction
+package struct PresenceOptions: Sendable {
+    package var interaction: PresenceInteraction
     /// kSecUseOperationPrompt: why the caller asks, shown where the agent can show it.
-    public var operationPrompt: String?
+    package var operationPrompt: String?
     /// kSecUseAuthenticationContext: an LAContext's state, which may already hold the answer.
-    public var context: AuthenticationContext?
+    package var context: AuthenticationContext?
     /// Asks for an item's application password when the context holds none (`security` reads the
     /// terminal, SecItem asks pinentry); it throws what the person's answer means. nil: such items
     /// are errSecInteractionNotAllowed.
-    public var askApplicationPassword: (@Sendable () throws -> Bytes)?
+    package var askApplicationPassword: (@Sendable () throws -> Bytes)?
     /// A backup takes application-password secrets as they are stored, sealed: they go into the
     /// backup sealed, and come back so.
     var keepsSealedSecrets = false
 
-    public init(interaction: PresenceInteraction = .allow, operationPrompt: String? = nil,
+    package init(interaction: PresenceInteraction = .allow, operationPrompt: String? = nil,
                 context: AuthenticationContext? = nil, askApplicationPassword: (@Sendable () throws -> Bytes)? = nil) {
         self.interaction = interaction
         self.operationPrompt = operationPrompt
@@ -36,7 +36,7 @@ public struct PresenceOptions: Sendable {
 
 /// The state behind an LAContext, shared with the engine: when polkit last granted through it,
 /// for how long that stands, the application password set on it, and whether it was invalidated.
-public final class AuthenticationContext: @unchecked Sendable {
+package final class AuthenticationContext: @unchecked Sendable {
     private let mutex = Mutex()
     private var grantedAt: Double?
     private var evaluated = false
@@ -45,24 +45,24 @@ public final class AuthenticationContext: @unchecked Sendable {
     private var duration: Double = 0
 
     /// Apple's LATouchIDAuthenticationMaximumAllowableReuseDuration.
-    public static let maximumReuseDuration: Double = 300
+    package static let maximumReuseDuration: Double = 300
 
-    public init() {}
+    package init() {}
     deinit { password?.wipe() }
 
     /// How long after a grant another use goes on without asking (0 to 300 s).
-    public var reuseDuration: Double {
+    package var reuseDuration: Double {
         get { mutex.withLock { duration } }
         set { mutex.withLock { duration = min(max(newValue.isNaN ? 0 : newValue, 0), Self.maximumReuseDuration) } }
     }
 
     /// kSecUseAuthenticationUI is Fail for calls made with this context (LAContext's interactionNotAllowed).
-    public var interactionNotAllowed = false
+    package var interactionNotAllowed = false
 
-    public var isInvalidated: Bool { mutex.withLock { invalid } }
+    package var isInvalidated: Bool { mutex.withLock { invalid } }
 
     /// LAContext.invalidate(): nothing goes on through it any more.
-    public func invalidate() {
+    package func invalidate() {
         mutex.withLock {
             invalid = true
             grantedAt = nil
@@ -73,7 +73,7 @@ public final class AuthenticationContext: @unchecked Sendable {
     }
 
     /// The application password (LAContext.setCredential(_:type: .applicationPassword)); nil clears it.
-    public var applicationPassword: Bytes? {
+    package var applicationPassword: Bytes? {
         get { mutex.withLock { password } }
         set { mutex.withLock { password?.wipe(); password = newValue } }
     }
@@ -83,7 +83,7 @@ public final class AuthenticationContext: @unchecked Sendable {
     /// SecItem call stands for `reuseDuration` seconds.
     func recordGrant(evaluation: Bool) {
         mutex.withLock {
-            grantedAt = ChildProcess.now()
+            grantedAt = SystemClock.monotonic()
             if evaluation { evaluated = true }
         }
     }
@@ -92,23 +92,23 @@ public final class AuthenticationContext: @unchecked Sendable {
     var holdsGrant: Bool {
         mutex.withLock {
             guard !invalid, let grantedAt else { return false }
-            return evaluated || ChildProcess.now() - grantedAt <= duration
+            return evaluated || SystemClock.monotonic() - grantedAt <= duration
         }
     }
 
     /// Whether evaluatePolicy may answer from an earlier grant: within the reuse duration of it.
-    public var grantIsRecent: Bool {
+    package var grantIsRecent: Bool {
         mutex.withLock {
             guard !invalid, let grantedAt, duration > 0 else { return false }
-            return ChildProcess.now() - grantedAt <= duration
+            return SystemClock.monotonic() - grantedAt <= duration
         }
     }
 
     /// Marks an evaluation that answered from a recent grant.
-    public func markEvaluated() { recordGrant(evaluation: true) }
+    package func markEvaluated() { recordGrant(evaluation: true) }
 }
 
 /// An object that can stand in kSecUseAuthenticationContext: LocalAuthentication's LAContext.
-public protocol AuthenticationContextProviding: AnyObject {
+package protocol AuthenticationContextProviding: AnyObject {
     var authenticationContext: AuthenticationContext { get }
 }

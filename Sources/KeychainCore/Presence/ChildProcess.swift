@@ -1,4 +1,4 @@
-import CLinux
+internal import CLinux
 import Glibc
 
 /// A helper program run for a bounded time: polkit's pkcheck and pkttyagent, fprintd-list. Started
@@ -71,7 +71,7 @@ struct ChildProcess {
             let rc = waitpid(pid, &status, WNOHANG)
             if rc == pid { return Self.exitCode(status) }
             if rc < 0 && errno != EINTR { return -1 }
-            if ChildProcess.now() >= deadline { return nil }
+            if SystemClock.monotonic() >= deadline { return nil }
             usleep(10_000)
         }
     }
@@ -79,7 +79,7 @@ struct ChildProcess {
     /// Ends it (SIGTERM, then SIGKILL after half a second) and reaps it.
     func stop() {
         kill(pid, SIGTERM)
-        if wait(until: ChildProcess.now() + 0.5) == nil {
+        if wait(until: SystemClock.monotonic() + 0.5) == nil {
             kill(pid, SIGKILL)
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
@@ -88,12 +88,6 @@ struct ChildProcess {
 
     static func exitCode(_ status: Int32) -> Int32 {
         (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    }
-
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
     /// Runs `path` to completion within `seconds`, returning its status and what it printed
@@ -107,18 +101,18 @@ struct ChildProcess {
             return nil
         }
         close(fds[1])
-        let deadline = now() + seconds
+        let deadline = SystemClock.monotonic() + seconds
         var collected: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         var pollfd = Glibc.pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
         while collected.count < 65536 {
-            let left = Int32(max(0, (deadline - now()) * 1000))
+            let left = Int32(max(0, (deadline - SystemClock.monotonic()) * 1000))
             guard left > 0, poll(&pollfd, 1, left) > 0 else { break }
             let n = read(fds[0], &buffer, buffer.count)
             if n <= 0 { break }
             collected += buffer[0..<n]
         }
-        guard let status = child.wait(until: max(deadline, now() + 0.1)) else {
+        guard let status = child.wait(until: max(deadline, SystemClock.monotonic() + 0.1)) else {
             child.stop()
             return nil
         }

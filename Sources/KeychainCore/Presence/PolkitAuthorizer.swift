@@ -1,4 +1,4 @@
-import CLinux
+internal import CLinux
 import Glibc
 
 /// User presence through polkit: the calling process is the subject of the project's action
@@ -9,28 +9,28 @@ import Glibc
 /// sd-bus has no static library; pkcheck's exit status tells apart every answer polkit gives.
 /// Polkit lets only root or the action's owner pass details, so the agent shows the action's own
 /// message; the operation prompt is printed on the terminal when the tool starts a text agent.
-public struct PolkitAuthorizer: PresenceAuthorizer {
+package struct PolkitAuthorizer: PresenceAuthorizer {
     /// The action `polkit/org.keychain-linux.user-presence.policy` declares.
-    public static let actionID = "org.keychain-linux.user-presence"
+    package static let actionID = "org.keychain-linux.user-presence"
     static let pkcheck = "/usr/bin/pkcheck"
     static let pkttyagent = "/usr/bin/pkttyagent"
     static let fprintdList = "/usr/bin/fprintd-list"
 
     /// How long to wait for the person (KEYCHAIN_PRESENCE_TIMEOUT seconds, 1-600; default 120).
-    public var timeout: Double
+    package var timeout: Double
     /// Start pkttyagent on the controlling terminal when no other agent serves this process, as
     /// pkexec does: `security` on an SSH terminal asks there.
-    public var terminalAgent: Bool
+    package var terminalAgent: Bool
 
-    public init(terminalAgent: Bool = false, timeout: Double? = nil) {
+    package init(terminalAgent: Bool = false, timeout: Double? = nil) {
         self.terminalAgent = terminalAgent
         let fromEnvironment = getenv("KEYCHAIN_PRESENCE_TIMEOUT").flatMap { Double(String(cString: $0)) }
         self.timeout = min(max(timeout ?? fromEnvironment ?? 120, 1), 600)
     }
 
-    public func authorize(reason: String?) -> PresenceAnswer {
+    package func authorize(reason: String?) -> PresenceAnswer {
         guard let subject = Self.subject() else { return .unavailable("cannot describe this process to polkit") }
-        let deadline = ChildProcess.now() + timeout
+        let deadline = SystemClock.monotonic() + timeout
         var answer = check(subject, until: deadline)
         // As pkexec does: only when no agent serves us (no desktop session, an SSH terminal), one on
         // the controlling terminal, then ask again.
@@ -105,7 +105,15 @@ public struct PolkitAuthorizer: PresenceAuthorizer {
         return agent
     }
 
-    public func fingersEnrolled() -> Bool {
+    package func unavailability() -> String? {
+        access(Self.pkcheck, X_OK) == 0 ? nil : "polkit (\(Self.pkcheck)) is not installed"
+    }
+
+    package func biometryUnavailability() -> String? {
+        access(Self.fprintdList, X_OK) == 0 ? nil : "fprintd (\(Self.fprintdList)) is not installed"
+    }
+
+    package func fingersEnrolled() -> Bool {
         guard let user = getpwuid(getuid())?.pointee.pw_name.map({ String(cString: $0) }),
               let (status, output) = ChildProcess.output(Self.fprintdList, [user], seconds: 5), status == 0 else {
             return false

@@ -1,5 +1,5 @@
 /// What asking the person gave.
-public enum PresenceAnswer: Equatable, Sendable {
+package enum PresenceAnswer: Equatable, Sendable {
     case granted
     /// Authentication failed (a wrong password, a finger not recognised, the agent gone).
     case denied
@@ -19,11 +19,24 @@ public enum PresenceAnswer: Equatable, Sendable {
     }
 }
 
-/// Whoever confirms that the user is at the machine. The engine's default is polkit; tests give
-/// their own.
-public protocol PresenceAuthorizer: Sendable {
+/// Whoever confirms that the user is at the machine. The engine's default is polkit
+/// (`KeychainStore.defaultPresenceAuthorizer`); tests give their own. Front ends such as
+/// LocalAuthentication know only this seam, never what stands behind it.
+package protocol PresenceAuthorizer: Sendable {
     /// Asks, and waits a bounded time. `reason` is the caller's kSecUseOperationPrompt.
     func authorize(reason: String?) -> PresenceAnswer
     /// Whether biometry is set up for the user (fprintd has a finger enrolled).
     func fingersEnrolled() -> Bool
+    /// Why nobody can be asked here at all (what asks is not installed), for people; nil when
+    /// asking is possible.
+    func unavailability() -> String?
+    /// Why biometry cannot be set up here at all (no fingerprint service), for people; nil when
+    /// it can be (whether a finger is enrolled is `fingersEnrolled()`).
+    func biometryUnavailability() -> String?
+}
+
+extension PresenceAuthorizer {
+    /// An authorizer that says nothing of its availability can always be asked.
+    package func unavailability() -> String? { nil }
+    package func biometryUnavailability() -> String? { nil }
 }

@@ -36,7 +36,7 @@ struct PresenceGate {
             throw KeychainError(.notAvailable, "the item needs a companion device, which this machine does not have")
         }
         var demand: Demand?
-        if conditions.asksPolkit && !polkitGranted {
+        if conditions.asksAuthorizer && !polkitGranted {
             demand = .polkit
         } else if !options.keepsSealedSecrets && conditions.contains(.applicationPassword) && password == nil {
             demand = .applicationPassword

@@ -28,7 +28,7 @@ func token(_ value: Bytes) -> String {
 }
 
 func query(_ account: String) -> Query {
-    Query(itemClass: .genericPassword, attributes: ["svce": .string("stress"), "acct": .string(account)])
+    Query(itemClass: .genericPassword, attributes: [AttributeKey.service: .string("stress"), AttributeKey.account: .string(account)])
 }
 
 func present(_ account: String, in store: KeychainStore) throws -> Bool {
@@ -62,8 +62,8 @@ case "create":
 case "dump":
     let store = open(path, password: password)
     do {
-        let items = try store.find(Query(itemClass: .genericPassword, attributes: ["svce": .string("stress")]), limit: nil, includeSecret: true)
-        let lines = items.map { "\($0["acct"]?.stringValue ?? "?") \(token($0.secret ?? []))" }
+        let items = try store.find(Query(itemClass: .genericPassword, attributes: [AttributeKey.service: .string("stress")]), limit: nil, includeSecret: true)
+        let lines = items.map { "\($0[AttributeKey.account]?.stringValue ?? "?") \(token($0.secret ?? []))" }
         for line in lines.sorted() { say(line) }
     } catch let error as KeychainError where error.code == .itemNotFound {
     } catch { fail("dump: \(error)") }
@@ -97,7 +97,7 @@ case "write" where arguments.count == 4:
             default:
                 say("try add \(account) \(token(value))")
                 var item = Item(itemClass: .genericPassword, attributes: query(account).attributes, secret: value)
-                item.attributes["pdmn"] = .string("ak")
+                item.attributes[AttributeKey.accessible] = .string("ak")
                 try store.add(item)
             }
             say("ok")

@@ -1,11 +1,4 @@
-import Glibc
-
-/// Monotonic seconds, for timing batches of calls.
-func seconds() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}
+import KeychainCore
 
 /// The median of `batches` timings of `perBatch` calls, per call, in microseconds. Medians of
 /// batches, not means of single calls: a single call is below the clock's useful resolution and
@@ -15,9 +8,9 @@ func medianMicroseconds(batches: Int = 15, perBatch: Int, _ body: (Int) -> Void)
     for _ in 0..<perBatch { body(counter); counter += 1 }  // warm-up
     var timings: [Double] = []
     for _ in 0..<batches {
-        let start = seconds()
+        let start = SystemClock.monotonic()
         for _ in 0..<perBatch { body(counter); counter += 1 }
-        timings.append((seconds() - start) / Double(perBatch) * 1e6)
+        timings.append((SystemClock.monotonic() - start) / Double(perBatch) * 1e6)
     }
     timings.sort()
     return timings[timings.count / 2]

@@ -42,20 +42,20 @@ func benchItems(count: Int) {
     defer { _ = system("rm -rf '\(directory)'") }
     let keychain: SecKeychain
     do {
-        keychain = try SecKeychain.create(at: directory + "/bench.keychain-db", password: "bench", scrypt: .fastForTesting)
+        keychain = try SecKeychain.create(at: directory + "/bench.keychain-db", password: "bench", storage: .kernel, scrypt: .fastForTesting)
     } catch { fail("cannot create a keychain: \(error)") }
     SecKeychain.setDefault(keychain)
     defer { keychain.store.lockAll() }
 
     let secret = Array("a password of a usual length, 40 bytes..".utf8)
-    let start = seconds()
+    let start = SystemClock.monotonic()
     for i in 0..<count {
         var attributes = itemQuery(i)
         attributes[kSecValueData as String] = Data(secret)
         attributes[kSecAttrPath as String] = "/"
         expect(SecItemAdd(attributes as CFDictionary, nil), "SecItemAdd")
     }
-    let addTotal = seconds() - start
+    let addTotal = SystemClock.monotonic() - start
     emit("add_total_s", addTotal)
     emit("add_per_item_us", addTotal / Double(count) * 1e6)
 
@@ -73,7 +73,7 @@ func benchItems(count: Int) {
         emit("breakdown_engine_find_us", medianMicroseconds(perBatch: 400) { n in
             let i = picks[n % picks.count]
             let query = Query(itemClass: .internetPassword, attributes: [
-                "srvr": .string(server(i)), "acct": .string(account(i)), "ptcl": .string("htps")])
+                AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)), AttributeKey.protocol: .string("htps")])
             _ = try! store.find(query, includeSecret: true)
         })
     }
@@ -100,7 +100,7 @@ func fill(path: String, count: Int) {
         let store = try KeychainStore.create(at: path, password: Array(password.utf8))
         for i in 0..<count {
             try store.add(Item(itemClass: .internetPassword, attributes: [
-                "srvr": .string(server(i)), "ptcl": .string("htps"), "acct": .string(account(i)), "labl": .string(server(i)),
+                AttributeKey.server: .string(server(i)), AttributeKey.protocol: .string("htps"), AttributeKey.account: .string(account(i)), AttributeKey.label: .string(server(i)),
             ], secret: Array("pass\(i)".utf8)))
         }
     } catch { fail("fill: \(error)") }

@@ -19,7 +19,7 @@ struct Hooks {
         switch outcome {
         case .done: pam.debug("\(what): done")
         case .noKeychain: pam.debug("\(what): no login keychain")
-        case .wrongPassword: pam.log(LOG_NOTICE, "\(what): the login password does not open the login keychain; run `security unlock-keychain`")
+        case .wrongPassword: pam.log(LOG_NOTICE, "\(what): the login password does not open the login keychain; \(Remedy.unlock)")
         case .resetPending: pam.log(LOG_NOTICE, "\(what): the login password does not open the login keychain since root reset it; `security unlock-keychain` with the keychain's old password re-keys it to the login password")
         case .locked: pam.log(LOG_NOTICE, "\(what): the keychain is locked")
         case .failed: pam.log(LOG_WARNING, "\(what): failed (see the keychain file and the kernel keyring)")

@@ -1,8 +1,8 @@
 import Glibc
 
 /// A failure of the engine, carrying the OSStatus code of Apple's Keychain Services that front ends report.
-public struct KeychainError: Error, Equatable, CustomStringConvertible {
-    public enum Code: Int32, Sendable {
+package struct KeychainError: Error, Equatable, CustomStringConvertible {
+    package enum Code: Int32, Sendable {
         case unimplemented = -4
         case param = -50
         case allocate = -108
@@ -19,27 +19,27 @@ public struct KeychainError: Error, Equatable, CustomStringConvertible {
         case io = -36
     }
 
-    public var code: Code
+    package var code: Code
     /// What went wrong, for people: one line, no secrets.
-    public var detail: String
+    package var detail: String
     /// The failure is about asking the person (user presence, an application password), not the
     /// keychain's lock: front ends then say so instead of suggesting `unlock-keychain`.
-    public var concernsPresence = false
+    package var concernsPresence = false
 
-    public init(_ code: Code, _ detail: String = "") {
+    package init(_ code: Code, _ detail: String = "") {
         self.code = code
         self.detail = detail
     }
 
-    public var status: Int32 { code.rawValue }
+    package var status: Int32 { code.rawValue }
 
-    public var description: String {
+    package var description: String {
         detail.isEmpty ? KeychainError.message(for: code.rawValue) : detail
     }
 
     /// Apple's text for a result code, as SecCopyErrorMessageString gives it: SecBase.h's text, else
     /// the code's name, else strerror for the errno range, else "OSStatus N".
-    public static func message(for status: Int32) -> String {
+    package static func message(for status: Int32) -> String {
         if let code = ResultCode.byStatus[status] { return code.message ?? code.name }
         if status >= errnoBase && status <= errnoBase + 255 {
             return "UNIX[\(String(cString: strerror(status - errnoBase)))]"
@@ -48,21 +48,35 @@ public struct KeychainError: Error, Equatable, CustomStringConvertible {
     }
 
     /// Apple's constant names, for messages such as `errSecItemNotFound`.
-    public static func name(for status: Int32) -> String {
+    package static func name(for status: Int32) -> String {
         ResultCode.byStatus[status]?.name ?? "OSStatus \(status)"
     }
 
     /// errSecErrnoBase: Apple's codes 100000...100255 stand for errno values.
     private static let errnoBase: Int32 = 100_000
 
-    public static func param(_ detail: String) -> KeychainError { KeychainError(.param, detail) }
+    package static func param(_ detail: String) -> KeychainError { KeychainError(.param, detail) }
     static func presence(_ code: Code, _ detail: String) -> KeychainError {
         var error = KeychainError(code, detail)
         error.concernsPresence = true
         return error
     }
-    public static func decode(_ detail: String) -> KeychainError { KeychainError(.decode, detail) }
-    public static func locked(_ detail: String = "keychain is locked") -> KeychainError {
+    package static func decode(_ detail: String) -> KeychainError { KeychainError(.decode, detail) }
+    package static func locked(_ detail: String = "keychain is locked") -> KeychainError {
         KeychainError(.interactionNotAllowed, detail)
     }
+
+    /// No keychain where one was looked for, with what to do about it.
+    package static func noKeychain(at path: String) -> KeychainError {
+        KeychainError(.notAvailable, "no keychain at \(path); \(Remedy.create)")
+    }
+}
+
+/// What a person can do about a failure, worded once for every front end (`security`, SecKeychain,
+/// the credential helpers, the PAM module's log).
+package enum Remedy {
+    /// For a locked keychain.
+    package static let unlock = "run `security unlock-keychain`"
+    /// For a keychain that does not exist.
+    package static let create = "create one with `security create-keychain`"
 }

@@ -1,5 +1,5 @@
-import COpenSSL
-import CSodium
+internal import COpenSSL
+internal import CSodium
 
 /// The primitives of the key hierarchy: libsodium for what every call needs, OpenSSL's libcrypto
 /// where libsodium has nothing (AES-GCM on CPUs without AES-NI, SHA-1 for Apple's sha1 attribute).
@@ -205,12 +205,12 @@ enum Crypto {
 }
 
 /// Cost parameters of the password KDF; stored in the keybag so they can be re-tuned on password change.
-public struct ScryptParameters: Equatable, Sendable {
-    public var n: UInt64
-    public var r: UInt64
-    public var p: UInt64
+package struct ScryptParameters: Equatable, Sendable {
+    package var n: UInt64
+    package var r: UInt64
+    package var p: UInt64
 
-    public init(n: UInt64, r: UInt64 = 8, p: UInt64 = 1) {
+    package init(n: UInt64, r: UInt64 = 8, p: UInt64 = 1) {
         self.n = n
         self.r = r
         self.p = p
@@ -218,7 +218,7 @@ public struct ScryptParameters: Equatable, Sendable {
 
     /// The most memory one derivation may take, 128·N·r bytes: what the largest tuning asks
     /// for (N = 2^20, r = 8). A keybag or backup asking for more is damaged or hostile.
-    public static let maximumMemory: UInt64 = 1 << 30
+    package static let maximumMemory: UInt64 = 1 << 30
 
     /// The most work one derivation may take, N·r·p: the largest tuning's, about 4 s on the
     /// 2-core machine of the README. Parallelism does not buy memory here: libsodium runs the
@@ -241,8 +241,8 @@ public struct ScryptParameters: Equatable, Sendable {
     }
 
     /// The bytes one derivation holds: what an unlock costs in memory.
-    public var memory: UInt64 { 128 * n * r }
+    package var memory: UInt64 { 128 * n * r }
 
     /// Fast parameters for tests and throwaway keychains only.
-    public static let fastForTesting = ScryptParameters(n: 1 << 10)
+    package static let fastForTesting = ScryptParameters(n: 1 << 10)
 }

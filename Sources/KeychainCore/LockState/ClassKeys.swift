@@ -1,5 +1,5 @@
 /// Where unlocked class keys are kept.
-public enum KeyStorage: Sendable {
+package enum KeyStorage: Sendable {
     /// The user's persistent kernel keyring: shared by all the user's processes, gone at reboot.
     case kernel
     /// This process's memory only (embedded mode for apps and tests); never touches the kernel.
@@ -91,11 +91,11 @@ enum KeySpace: Int64, CaseIterable {
 }
 
 /// What `security status` and `show-keychain-info` report.
-public struct LockStatus: Equatable, Sendable {
-    public var whenUnlocked: Bool
-    public var afterFirstUnlock: Bool
-    public var storage: KeyStorage
+package struct LockStatus: Equatable, Sendable {
+    package var whenUnlocked: Bool
+    package var afterFirstUnlock: Bool
+    package var storage: KeyStorage
     /// What is in force (see `KeychainStore.settings`).
-    public var settings: KeychainSettings
-    public var settingsIntegrity: SettingsIntegrity
+    package var settings: KeychainSettings
+    package var settingsIntegrity: SettingsIntegrity
 }

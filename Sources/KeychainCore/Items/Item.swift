@@ -1,47 +1,49 @@
 /// A keychain item as the engine hands it out: attributes with defaults filled in, and the secret
 /// when it was asked for.
+// Public, not package, only because SecretServiceItems.swift and SecretAttributes.swift declare
+// public API in its terms; its members are the package's.
 public struct Item: Sendable {
-    public var itemClass: ItemClass
-    public var attributes: [String: AttributeValue]
+    package var itemClass: ItemClass
+    package var attributes: [String: AttributeValue]
     /// nil when not asked for, and for an item that has no data (added without any).
-    public var secret: Bytes?
-    public internal(set) var rowID: Int64 = 0
+    package var secret: Bytes?
+    package internal(set) var rowID: Int64 = 0
 
-    public init(itemClass: ItemClass, attributes: [String: AttributeValue] = [:], secret: Bytes? = nil) {
+    package init(itemClass: ItemClass, attributes: [String: AttributeValue] = [:], secret: Bytes? = nil) {
         self.itemClass = itemClass
         self.attributes = attributes
         self.secret = secret
     }
 
-    public subscript(key: String) -> AttributeValue? {
+    package subscript(key: String) -> AttributeValue? {
         get { attributes[key] }
         set { attributes[key] = newValue }
     }
 
-    public var protection: Protection {
-        attributes["pdmn"]?.stringValue.flatMap(Protection.init(rawValue:)) ?? .whenUnlocked
+    package var protection: Protection {
+        attributes[AttributeKey.accessible]?.stringValue.flatMap(Protection.init(rawValue:)) ?? .whenUnlocked
     }
 
-    public var persistentReference: PersistentReference { PersistentReference(itemClass: itemClass, rowID: rowID) }
+    package var persistentReference: PersistentReference { PersistentReference(itemClass: itemClass, rowID: rowID) }
 
     /// The value that counts for matching and uniqueness: the stored one or the class default.
-    public func effectiveValue(_ key: String) -> AttributeValue {
+    package func effectiveValue(_ key: String) -> AttributeValue {
         attributes[key] ?? AttributeSchema.defaultValue(key, kind: AttributeSchema.kind(key, for: itemClass))
     }
 }
 
 /// Apple's persistent reference: the class code and the row, stable across processes.
 /// Rows are never reused (AUTOINCREMENT), so an old reference cannot name a newer item.
-public struct PersistentReference: Equatable, Hashable, Sendable {
-    public var itemClass: ItemClass
-    public var rowID: Int64
+package struct PersistentReference: Equatable, Hashable, Sendable {
+    package var itemClass: ItemClass
+    package var rowID: Int64
 
-    public init(itemClass: ItemClass, rowID: Int64) {
+    package init(itemClass: ItemClass, rowID: Int64) {
         self.itemClass = itemClass
         self.rowID = rowID
     }
 
-    public init?(bytes: Bytes) {
+    package init?(bytes: Bytes) {
         guard bytes.count == 12, let cls = ItemClass(rawValue: String(decoding: bytes[0..<4], as: UTF8.self)) else { return nil }
         var row: UInt64 = 0
         for b in bytes[4..<12] { row = row << 8 | UInt64(b) }
@@ -50,27 +52,27 @@ public struct PersistentReference: Equatable, Hashable, Sendable {
         rowID = Int64(row)
     }
 
-    public var bytes: Bytes { Array(itemClass.rawValue.utf8) + Bytes(bigEndian: UInt64(rowID)) }
+    package var bytes: Bytes { Array(itemClass.rawValue.utf8) + Bytes(bigEndian: UInt64(rowID)) }
 }
 
 /// What a search asks for. Attributes absent from `attributes` are wildcards.
-public struct Query: Sendable {
-    public enum Synchronizable: Sendable { case no, yes, any }
+package struct Query: Sendable {
+    package enum Synchronizable: Sendable { case no, yes, any }
 
-    public var itemClass: ItemClass
-    public var attributes: [String: AttributeValue]
-    public var synchronizable: Synchronizable = .no
-    public var caseInsensitive = false
+    package var itemClass: ItemClass
+    package var attributes: [String: AttributeValue]
+    package var synchronizable: Synchronizable = .no
+    package var caseInsensitive = false
     /// kSecMatchItemList / kSecValuePersistentRef: only these rows.
-    public var rows: [Int64]?
+    package var rows: [Int64]?
     /// kSecMatchSubjectContains, kSecMatchIssuers, ...: conditions on a certificate's data.
-    public var certificateFilter: CertificateFilter?
+    package var certificateFilter: CertificateFilter?
     /// Whether items a sandboxed app made through the Secret Service match. They match only a
     /// query that names their access group or their row, or one that asks for them (a listing):
     /// otherwise an app could plant the item another program then finds in place of its own.
-    public var includesAppItems = false
+    package var includesAppItems = false
 
-    public init(itemClass: ItemClass, attributes: [String: AttributeValue] = [:]) {
+    package init(itemClass: ItemClass, attributes: [String: AttributeValue] = [:]) {
         self.itemClass = itemClass
         self.attributes = attributes
     }
@@ -78,7 +80,7 @@ public struct Query: Sendable {
     /// The one item a persistent reference names, whether it is synchronizable or not: Apple adds
     /// no kSecAttrSynchronizable filter to a query that holds one (SecDbQuery.c,
     /// query_create_with_limit).
-    public init(reference: PersistentReference) {
+    package init(reference: PersistentReference) {
         self.init(itemClass: reference.itemClass)
         rows = [reference.rowID]
         synchronizable = .any
@@ -86,20 +88,20 @@ public struct Query: Sendable {
 
     /// The query that names exactly the item `item` would collide with: every attribute of its
     /// class's primary key, with the default an absent one stands for.
-    public init(identifying item: Item) {
+    package init(identifying item: Item) {
         self.init(itemClass: item.itemClass)
-        for name in AttributeSchema.primaryKey(for: item.itemClass) where name != "sync" {
+        for name in AttributeSchema.primaryKey(for: item.itemClass) where name != AttributeKey.synchronizable {
             attributes[name] = item.effectiveValue(name)
         }
-        synchronizable = item.effectiveValue("sync").boolValue == true ? .yes : .no
+        synchronizable = item.effectiveValue(AttributeKey.synchronizable).boolValue == true ? .yes : .no
     }
 
     func matches(_ item: Item) -> Bool {
         if !includesAppItems, rows == nil, attributes["agrp"] == nil, item.attributes[SecretAttributes.ownerKey] != nil { return false }
         switch synchronizable {
         case .any: break
-        case .no: if item.effectiveValue("sync").boolValue == true { return false }
-        case .yes: if item.effectiveValue("sync").boolValue != true { return false }
+        case .no: if item.effectiveValue(AttributeKey.synchronizable).boolValue == true { return false }
+        case .yes: if item.effectiveValue(AttributeKey.synchronizable).boolValue != true { return false }
         }
         for (key, wanted) in attributes where !item.effectiveValue(key).matches(wanted, caseInsensitive: caseInsensitive) {
             return false

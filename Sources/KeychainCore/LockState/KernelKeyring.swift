@@ -1,9 +1,9 @@
-import CLinux
+internal import CLinux
 import Glibc
 
 /// The user's persistent keyring (keyrings(7), persistent-keyring(7)): it outlives sessions and is
 /// forgotten at reboot, which is exactly the lifetime of an AfterFirstUnlock class key.
-public struct KernelKeyring: Sendable {
+package struct KernelKeyring: Sendable {
     // From <linux/keyctl.h>.
     private static let keyctlSetPerm: Int32 = 5
     private static let keyctlDescribe: Int32 = 6
@@ -18,7 +18,7 @@ public struct KernelKeyring: Sendable {
     private static let serials = SerialCache()
 
     /// The keyring's serial, or an error saying in one line why the kernel refused it.
-    public static func persistent() throws -> Int32 {
+    package static func persistent() throws -> Int32 {
         let id = clinux_keyctl(keyctlGetPersistent, UInt(bitPattern: -1), UInt(bitPattern: Int(processKeyring)), 0, 0)
         guard id >= 0 else {
             throw KeychainError(.notAvailable, "the kernel keyring is not available here (\(String(cString: strerror(errno)))); unlock in-process instead")
@@ -27,7 +27,7 @@ public struct KernelKeyring: Sendable {
     }
 
     /// Stores (or replaces) a user key in the persistent keyring.
-    public static func store(_ payload: Bytes, description: String) throws {
+    package static func store(_ payload: Bytes, description: String) throws {
         let ring = try persistent()
         let id = clinux_add_key("user", description, payload, payload.count, ring)
         serials.forget(description)
@@ -38,7 +38,7 @@ public struct KernelKeyring: Sendable {
     }
 
     /// The key's serial if it is present and not expired.
-    public static func find(_ description: String) -> Int32? {
+    package static func find(_ description: String) -> Int32? {
         guard let ring = try? persistent() else { return nil }
         let id = description.withCString { desc in
             "user".withCString { type in
@@ -57,7 +57,7 @@ public struct KernelKeyring: Sendable {
     /// keychain a moment ago; a serial found earlier makes that one KEYCTL_READ instead of three
     /// calls, and an invalidated, revoked or expired key fails that read, which sends us back to
     /// the search.
-    public static func read(_ description: String) -> Bytes? { readEntry(description)?.key }
+    package static func read(_ description: String) -> Bytes? { readEntry(description)?.key }
 
     /// The key's payload and the serial it was read from, so that a key found wrong can be
     /// removed without touching one stored under the same name a moment later.
@@ -85,7 +85,7 @@ public struct KernelKeyring: Sendable {
     }
 
     /// Invalidation removes the key from every keyring at once, not only from this one.
-    public static func remove(_ description: String) {
+    package static func remove(_ description: String) {
         defer { serials.forget(description) }
         while let id = find(description) {
             if clinux_keyctl(keyctlInvalidate, UInt(id), 0, 0, 0) < 0 {
@@ -106,7 +106,7 @@ public struct KernelKeyring: Sendable {
     }
 
     /// Seconds until the kernel forgets the key; 0 clears the timeout.
-    public static func setTimeout(_ description: String, seconds: UInt32) {
+    package static func setTimeout(_ description: String, seconds: UInt32) {
         guard let id = find(description) else { return }
         _ = clinux_keyctl(keyctlSetTimeout, UInt(id), UInt(seconds), 0, 0)
     }
@@ -116,14 +116,14 @@ public struct KernelKeyring: Sendable {
 
 extension KernelKeyring {
     /// Who owns a key, from KEYCTL_DESCRIBE ("type;uid;gid;perm;description").
-    public struct KeyInfo: Sendable, Equatable {
-        public var serial: Int32
-        public var type: String
-        public var uid: uid_t
-        public var description: String
+    package struct KeyInfo: Sendable, Equatable {
+        package var serial: Int32
+        package var type: String
+        package var uid: uid_t
+        package var description: String
     }
 
-    public static func describe(serial: Int32) -> KeyInfo? {
+    package static func describe(serial: Int32) -> KeyInfo? {
         var buffer = Bytes(repeating: 0, count: 4096)
         let n = buffer.withUnsafeMutableBytes { raw in
             clinux_keyctl(keyctlDescribe, UInt(bitPattern: Int(serial)), UInt(bitPattern: raw.baseAddress), UInt(raw.count), 0)
@@ -138,7 +138,7 @@ extension KernelKeyring {
 
     /// The keys linked directly in the caller's persistent keyring (not in keyrings nested in it,
     /// where a search would also look).
-    public static func members() -> [KeyInfo] {
+    package static func members() -> [KeyInfo] {
         guard let ring = try? persistent() else { return [] }
         return serials(in: Int(ring)).compactMap { describe(serial: $0) }
     }
@@ -153,16 +153,16 @@ extension KernelKeyring {
     }
 
     /// A key's payload by serial, up to `capacity` bytes.
-    public static func read(_ key: KeyInfo, capacity: Int) -> Bytes? { read(serial: key.serial, capacity: capacity) }
+    package static func read(_ key: KeyInfo, capacity: Int) -> Bytes? { read(serial: key.serial, capacity: capacity) }
 
     /// Invalidation removes the key from every keyring at once.
-    public static func invalidate(_ key: KeyInfo) {
+    package static func invalidate(_ key: KeyInfo) {
         _ = clinux_keyctl(keyctlInvalidate, UInt(bitPattern: Int(key.serial)), 0, 0, 0)
     }
 
     /// Root only: the payload of the `user` key owned by root named `description` in `uid`'s
     /// persistent keyring (as `storeOwnedByRoot` left it), if it is still there.
-    public static func readOwnedByRoot(description: String, forUser uid: uid_t, capacity: Int) -> Bytes? {
+    package static func readOwnedByRoot(description: String, forUser uid: uid_t, capacity: Int) -> Bytes? {
         guard geteuid() == 0 else { return nil }
         let ring = clinux_keyctl(keyctlGetPersistent, UInt(uid), UInt(bitPattern: Int(processKeyring)), 0, 0)
         guard ring >= 0 else { return nil }
@@ -179,7 +179,7 @@ extension KernelKeyring {
     /// its payload, its permissions or its timeout; nor can they make a key of their own that looks
     /// like it, because the kernel sets a key's owner from its creator and only CAP_SYS_ADMIN may
     /// chown a key. Replaces any key of that description already there, whoever made it.
-    public static func storeOwnedByRoot(_ payload: Bytes, description: String, forUser uid: uid_t, seconds: UInt32) throws {
+    package static func storeOwnedByRoot(_ payload: Bytes, description: String, forUser uid: uid_t, seconds: UInt32) throws {
         guard geteuid() == 0 else { throw KeychainError(.notAvailable, "only root can leave a key owned by root") }
         func failure(_ what: String) -> KeychainError {
             KeychainError(.notAvailable, "cannot leave a key for uid \(uid): \(what): \(String(cString: strerror(errno)))")

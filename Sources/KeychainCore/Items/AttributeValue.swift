@@ -1,5 +1,5 @@
 /// One attribute's value, typed as the engine stores it (CF types live in the Keychain module).
-public enum AttributeValue: Equatable, Hashable, Sendable {
+package enum AttributeValue: Equatable, Hashable, Sendable {
     case string(String)
     case data(Bytes)
     case int(Int64)
@@ -40,7 +40,7 @@ public enum AttributeValue: Equatable, Hashable, Sendable {
         }
     }
 
-    public var stringValue: String? {
+    package var stringValue: String? {
         switch self {
         case .string(let s): return s
         case .data(let d): return String(validating: d, as: UTF8.self)
@@ -48,7 +48,7 @@ public enum AttributeValue: Equatable, Hashable, Sendable {
         }
     }
 
-    public var intValue: Int64? {
+    package var intValue: Int64? {
         switch self {
         case .int(let i): return i
         case .bool(let b): return b ? 1 : 0
@@ -56,7 +56,7 @@ public enum AttributeValue: Equatable, Hashable, Sendable {
         }
     }
 
-    public var boolValue: Bool? {
+    package var boolValue: Bool? {
         switch self {
         case .bool(let b): return b
         case .int(let i): return i != 0

@@ -12,18 +12,18 @@ import Glibc
 /// A MAC would not do here: a key that the user's processes can compute without the keychain's
 /// password, a process running as the user can compute as well, and root at reset time has no
 /// class key to MAC with. The kernel's record of who created the key is what cannot be forged.
-public struct LoginPasswordReset: Sendable {
+package struct LoginPasswordReset: Sendable {
     /// How long the new login password waits in the kernel for the keychain's owner.
-    public static let lifetime: UInt32 = 86_400
+    package static let lifetime: UInt32 = 86_400
     private static let magic = "keychain-login-reset 1"
 
     /// The keychain it is meant for (`KeychainStore.identifier`, from the keybag's uuid).
-    public let keychain: String
+    package let keychain: String
     /// When root reset the password, in seconds since 1970.
-    public let time: Int
+    package let time: Int
     private(set) var password: Bytes
 
-    public init(password: Bytes, keychain: String, time: Int = Int(Glibc.time(nil))) {
+    package init(password: Bytes, keychain: String, time: Int = Int(SystemClock.now())) {
         self.password = password
         self.keychain = keychain
         self.time = time
@@ -43,14 +43,14 @@ public struct LoginPasswordReset: Sendable {
     }
 
     /// Root only, in the PAM module's own process (never its worker, which runs as the user).
-    public func remember(forUser uid: uid_t) throws {
+    package func remember(forUser uid: uid_t) throws {
         var bytes = payload
         defer { bytes.wipe() }
         try KernelKeyring.storeOwnedByRoot(bytes, description: Self.description(keychain: keychain), forUser: uid, seconds: Self.lifetime)
     }
 
     /// Root only: the reset root left for `keychain` in `uid`'s persistent keyring, if any.
-    public static func left(forUser uid: uid_t, keychain: String) -> LoginPasswordReset? {
+    package static func left(forUser uid: uid_t, keychain: String) -> LoginPasswordReset? {
         guard var bytes = KernelKeyring.readOwnedByRoot(description: description(keychain: keychain), forUser: uid, capacity: 4096)
         else { return nil }
         defer { bytes.wipe() }
@@ -63,12 +63,12 @@ public struct LoginPasswordReset: Sendable {
     }
 
     /// Whether `password` is the one root set, compared in constant time.
-    public func isPassword(_ password: Bytes) -> Bool { constantTimeEqual(self.password, password) }
+    package func isPassword(_ password: Bytes) -> Bool { constantTimeEqual(self.password, password) }
 
     /// The reset waiting for `keychain` in the caller's persistent keyring, if one was left by root,
     /// names this keychain and is less than `lifetime` old. Keys of that name the user's own
     /// processes made are ignored.
-    static func pending(keychain: String, now: Int = Int(Glibc.time(nil))) -> LoginPasswordReset? {
+    static func pending(keychain: String, now: Int = Int(SystemClock.now())) -> LoginPasswordReset? {
         let name = description(keychain: keychain)
         for key in KernelKeyring.members() where key.type == "user" && key.uid == 0 && key.description == name {
             guard var bytes = KernelKeyring.read(key, capacity: 4096) else { continue }
@@ -89,10 +89,10 @@ public struct LoginPasswordReset: Sendable {
         for key in KernelKeyring.members() where key.description == name { KernelKeyring.invalidate(key) }
     }
 
-    public mutating func wipe() { password.wipe() }
+    package mutating func wipe() { password.wipe() }
 
     /// "2026-11-22 14:05:03 UTC"
-    public var timeDescription: String {
+    package var timeDescription: String {
         var t = time_t(time)
         var parts = tm()
         var buffer = [CChar](repeating: 0, count: 64)
@@ -103,9 +103,9 @@ public struct LoginPasswordReset: Sendable {
 
 extension KeychainStore {
     /// The login password root set for this keychain's owner, if one is waiting (see `LoginPasswordReset`).
-    public var pendingLoginPasswordReset: LoginPasswordReset? { LoginPasswordReset.pending(keychain: identifier) }
+    package var pendingLoginPasswordReset: LoginPasswordReset? { LoginPasswordReset.pending(keychain: identifier) }
 
-    public var hasPendingLoginPasswordReset: Bool {
+    package var hasPendingLoginPasswordReset: Bool {
         guard var reset = pendingLoginPasswordReset else { return false }
         reset.wipe()
         return true
@@ -115,7 +115,7 @@ extension KeychainStore {
     /// and drops the record. `announce` receives one line saying what is about to happen, before
     /// anything changes. False when no reset is waiting or it already is the keychain's password.
     @discardableResult
-    public func adoptLoginPasswordReset(current: Bytes, announce: (String) -> Void) throws -> Bool {
+    package func adoptLoginPasswordReset(current: Bytes, announce: (String) -> Void) throws -> Bool {
         guard var reset = pendingLoginPasswordReset else { return false }
         defer { reset.wipe() }
         if reset.isPassword(current) {
@@ -129,5 +129,5 @@ extension KeychainStore {
     }
 
     /// Forgets a waiting reset, e.g. once the login password is seen to open the keychain.
-    public func discardLoginPasswordReset() { LoginPasswordReset.discard(keychain: identifier) }
+    package func discardLoginPasswordReset() { LoginPasswordReset.discard(keychain: identifier) }
 }

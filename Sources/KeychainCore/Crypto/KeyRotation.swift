@@ -9,7 +9,7 @@ extension KeychainStore {
     ///
     /// D rotates too although it protects little: it is stored in the clear, so any copy of the
     /// file holds the D of that copy. Rotating it means no key from before opens any row after.
-    public func rotateKeys(password: Bytes, newPassword: Bytes? = nil, scrypt: ScryptParameters? = nil) throws {
+    package func rotateKeys(password: Bytes, newPassword: Bytes? = nil, scrypt: ScryptParameters? = nil) throws {
         try withLock {
             var newA = try Crypto.random(Crypto.keyLength)
             var newC = try Crypto.random(Crypto.keyLength)

@@ -259,11 +259,11 @@ extension ScryptParameters {
     /// The least cost a keychain or backup gets by default: N = 2^17, r = 8, p = 1 (128 MiB),
     /// current guidance for scrypt (OWASP's password storage cheat sheet). Explicit parameters
     /// (tests, `make bench`) may be lower; tuning never is.
-    public static let floor = ScryptParameters(n: 1 << 17)
+    package static let floor = ScryptParameters(n: 1 << 17)
 
     /// The floor, or more where this machine derives it in under `target` / 1.5 seconds (up to
     /// N = 2^20, 1 GiB): the cost of every guess at the password.
-    public static func tuned(target: Double = 0.15) -> ScryptParameters {
+    package static func tuned(target: Double = 0.15) -> ScryptParameters {
         // Measured at 2^14 (16 MiB, tens of milliseconds) and scaled: scrypt's time is linear in
         // N, and measuring at the floor would cost as much as the derivation it calibrates.
         let probe = ScryptParameters(n: 1 << 14, r: floor.r, p: floor.p)
@@ -277,16 +277,8 @@ extension ScryptParameters {
     }
 
     /// Seconds one derivation takes here: what every guess at the password costs.
-    public func secondsPerGuess() -> Double {
+    package func secondsPerGuess() -> Double {
         let password = Array("calibration".utf8), salt = Bytes(repeating: 7, count: 16)
-        return Self.measure { _ = try? Crypto.scrypt(password: password, salt: salt, parameters: self) }
-    }
-
-    static func measure(_ body: () -> Void) -> Double {
-        var start = timespec(), end = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &start)
-        body()
-        clock_gettime(CLOCK_MONOTONIC, &end)
-        return Double(end.tv_sec - start.tv_sec) + Double(end.tv_nsec - start.tv_nsec) / 1e9
+        return SystemClock.measure { _ = try? Crypto.scrypt(password: password, salt: salt, parameters: self) }
     }
 }

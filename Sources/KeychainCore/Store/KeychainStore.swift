@@ -2,9 +2,9 @@ import Glibc
 
 /// The engine: one keychain file, its keybag, and every operation on its items. Each front end
 /// (SecItem, `security`, the PAM module, the credential helpers) is a thin layer over this type.
-public final class KeychainStore: @unchecked Sendable {
-    public let path: String
-    public let storage: KeyStorage
+package final class KeychainStore: @unchecked Sendable {
+    package let path: String
+    package let storage: KeyStorage
     let db: SQLiteDatabase
     var keybag: Keybag
     var processKeys: (a: Bytes?, c: Bytes?) = (nil, nil)
@@ -16,9 +16,9 @@ public final class KeychainStore: @unchecked Sendable {
     private var dataVersion: Int64 = 0
     private let mutex = Mutex()
     /// Who confirms the user's presence for items whose access control asks for it.
-    public var presenceAuthorizer: PresenceAuthorizer = KeychainStore.defaultPresenceAuthorizer
+    package var presenceAuthorizer: PresenceAuthorizer = KeychainStore.defaultPresenceAuthorizer
     /// What new stores get: polkit without a terminal agent; `security` starts one.
-    nonisolated(unsafe) public static var defaultPresenceAuthorizer: PresenceAuthorizer = PolkitAuthorizer()
+    nonisolated(unsafe) package static var defaultPresenceAuthorizer: PresenceAuthorizer = PolkitAuthorizer()
 
     init(path: String, db: SQLiteDatabase, keybag: Keybag, storage: KeyStorage) {
         self.path = path
@@ -33,17 +33,17 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// A stable name for this keychain, used to name its keys in the kernel keyring.
-    public var identifier: String { keybag.uuid.hex }
+    package var identifier: String { keybag.uuid.hex }
 
     /// The password KDF's cost parameters, as stored in the keybag.
-    public var scryptParameters: ScryptParameters { withLock { keybag.scrypt } }
+    package var scryptParameters: ScryptParameters { withLock { keybag.scrypt } }
 
     func withLock<T>(_ body: () throws -> T) rethrows -> T { try mutex.withLock(body) }
 
     // MARK: Opening and creating
 
     /// Opens an existing keychain, refusing files and folders that others own or could write to.
-    public static func open(at path: String? = nil, storage: KeyStorage = .kernel) throws -> KeychainStore {
+    package static func open(at path: String? = nil, storage: KeyStorage = .kernel) throws -> KeychainStore {
         let path = path ?? KeychainFile.defaultPath()
         let db = try SQLiteDatabase(verified: path)
         try configure(db)
@@ -56,7 +56,7 @@ public final class KeychainStore: @unchecked Sendable {
 
     /// Creates a keychain file 0600 in a 0700 folder and leaves it unlocked in `storage`.
     /// Without `scrypt`, the KDF is tuned to this machine (about 0.15 s per guess).
-    public static func create(at path: String? = nil, password: Bytes, scrypt: ScryptParameters? = nil,
+    package static func create(at path: String? = nil, password: Bytes, scrypt: ScryptParameters? = nil,
                               storage: KeyStorage = .kernel) throws -> KeychainStore {
         let path = path ?? KeychainFile.defaultPath()
         try KeychainFile.prepareDirectory(for: path)
@@ -84,7 +84,7 @@ public final class KeychainStore: @unchecked Sendable {
     /// sealed under 256 random bits that are dropped at once, its class keys in this process's
     /// memory only, so once the process is gone nothing can open the file. A random password
     /// needs no stretching, hence the smallest scrypt cost; hex, as passwords hold no NUL.
-    public static func createEphemeral(at path: String) throws -> KeychainStore {
+    package static func createEphemeral(at path: String) throws -> KeychainStore {
         var random = try Crypto.random(32)
         var password = Bytes(random.hex.utf8)
         defer { random.wipe(); password.wipe() }
@@ -127,7 +127,7 @@ public final class KeychainStore: @unchecked Sendable {
 
     /// Derives the key from the password and puts the class keys where every call will find them.
     /// A keychain made by an earlier version is upgraded in place first, in one transaction.
-    public func unlock(password: Bytes) throws {
+    package func unlock(password: Bytes) throws {
         try withLock {
             // The derivation takes a while; if another process re-keyed the keychain meanwhile,
             // the keys it gave are stale and must not reach the kernel: derive again.
@@ -195,7 +195,7 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// Locks WhenUnlocked items. AfterFirstUnlock stays open until reboot, as on Apple's systems.
-    public func lock() {
+    package func lock() {
         withLock {
             subkeyCache[.whenUnlocked] = nil
             settingsCheck = nil
@@ -210,7 +210,7 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// Drops both class keys, as a reboot does; tests use it to leave no key behind.
-    public func lockAll() {
+    package func lockAll() {
         lock()
         withLock {
             subkeyCache[.afterFirstUnlock] = nil
@@ -224,7 +224,7 @@ public final class KeychainStore: @unchecked Sendable {
         }
     }
 
-    public var status: LockStatus {
+    package var status: LockStatus {
         withLock {
             let keys = (try? currentKeys()) ?? ClassKeys([:])
             let (settings, integrity) = settingsInForce(keys)
@@ -234,7 +234,7 @@ public final class KeychainStore: @unchecked Sendable {
     }
 
     /// Checks a password without changing any state.
-    public func verify(password: Bytes) throws {
+    package func verify(password: Bytes) throws {
         var (a, c) = try withLock { try Keybag.load(from: db).unwrap(password: password) }
         a.wipe()
         c.wipe()
@@ -245,7 +245,7 @@ public final class KeychainStore: @unchecked Sendable {
     /// copy of the file taken before still opens with the old password, and so do items added
     /// later if the attacker also gets the new file: `rotatingKeys` (see `rotateKeys`) closes that.
     /// Without `scrypt`, the stored cost is kept, or raised to the tuned floor if below it.
-    public func changePassword(from old: Bytes, to new: Bytes, scrypt: ScryptParameters? = nil,
+    package func changePassword(from old: Bytes, to new: Bytes, scrypt: ScryptParameters? = nil,
                                rotatingKeys: Bool = false) throws {
         if rotatingKeys { return try rotateKeys(password: old, newPassword: new, scrypt: scrypt) }
         try withLock {
@@ -266,11 +266,11 @@ public final class KeychainStore: @unchecked Sendable {
 
     /// The settings in force: verified under class key A, or the safe defaults when their MAC
     /// fails; while WhenUnlocked is locked, the stored ones (unverified, and acted on by nothing).
-    public var settings: KeychainSettings { status.settings }
+    package var settings: KeychainSettings { status.settings }
 
     /// Changes the settings. Needs class key A: from the kernel (the keychain is unlocked) or
     /// from `password`. Locked and no password: errSecInteractionNotAllowed.
-    public func setSettings(_ settings: KeychainSettings, password: Bytes? = nil) throws {
+    package func setSettings(_ settings: KeychainSettings, password: Bytes? = nil) throws {
         try withLock {
             try db.transaction {
                 var bag: Keybag

@@ -1,6 +1,6 @@
 /// URL schemes and Apple's kSecAttrProtocol four-character codes, both ways, so that git, docker
 /// and `security find-internet-password -r htps` name the same items.
-public enum ProtocolCodes {
+package enum ProtocolCodes {
     static let byScheme: [String: String] = [
         "https": "htps", "http": "http", "ftp": "ftp ", "ftps": "ftps", "imap": "imap", "imaps": "imps",
         "smtp": "smtp", "ssh": "ssh ", "pop3": "pop3", "pop3s": "pops", "ldap": "ldap", "ldaps": "ldps",
@@ -10,11 +10,11 @@ public enum ProtocolCodes {
     static let byCode: [String: String] = Dictionary(uniqueKeysWithValues: byScheme.map { ($1, $0) })
 
     /// Apple's code for a scheme; a scheme without one is stored as it is, not dropped.
-    public static func code(forScheme scheme: String) -> String {
+    package static func code(forScheme scheme: String) -> String {
         byScheme[scheme.lowercased()] ?? scheme.lowercased()
     }
 
-    public static func scheme(forCode code: String) -> String {
+    package static func scheme(forCode code: String) -> String {
         byCode[code] ?? code
     }
 }

@@ -2,10 +2,10 @@
 
 /// A result code of Apple's Security framework: its constant's name and its
 /// SecCopyErrorMessageString text (nil where Apple's header gives none).
-public struct ResultCode: Sendable {
-    public let name: String
-    public let status: Int32
-    public let message: String?
+package struct ResultCode: Sendable {
+    package let name: String
+    package let status: Int32
+    package let message: String?
 
     init(_ name: String, _ status: Int32, _ message: String?) {
         self.name = name
@@ -14,7 +14,7 @@ public struct ResultCode: Sendable {
     }
 
     /// Every code of SecBase.h, in the header's order.
-    public static let all: [ResultCode] = [
+    package static let all: [ResultCode] = [
         ResultCode("errSecSuccess", 0, "No error."),
         ResultCode("errSecUnimplemented", -4, "Function or operation not implemented."),
         ResultCode("errSecDiskFull", -34, "The disk is full."),

@@ -1,10 +1,10 @@
 import Glibc
 
 /// Where keychains live and the file-system rules they obey.
-public enum KeychainFile {
+package enum KeychainFile {
     /// `$KEYCHAIN_PATH`, else the keychain chosen with `security default-keychain -s`, else
     /// `$XDG_DATA_HOME/keychains/login.keychain-db` (~/.local/share without XDG_DATA_HOME).
-    public static func defaultPath() -> String {
+    package static func defaultPath() -> String {
         if let p = environment("KEYCHAIN_PATH"), !p.isEmpty { return p }
         if let chosen = readSmallFile(defaultChoiceFile()), chosen.hasPrefix("/") { return chosen }
         return loginPath()
@@ -22,12 +22,12 @@ public enum KeychainFile {
     }
 
     /// Where `security default-keychain -s` records its choice.
-    public static func defaultChoiceFile() -> String {
+    package static func defaultChoiceFile() -> String {
         let config = environment("XDG_CONFIG_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil } ?? homeDirectory() + "/.config"
         return config + "/keychain/default-keychain"
     }
 
-    public static func setDefaultPath(_ path: String?) throws {
+    package static func setDefaultPath(_ path: String?) throws {
         let file = defaultChoiceFile()
         guard var path else {
             unlink(file)
@@ -54,7 +54,7 @@ public enum KeychainFile {
 
     /// A keychain named as macOS names them: a path as it is, a bare name in the keychains folder
     /// ("work" and "work.keychain" both mean work.keychain-db there).
-    public static func resolve(_ name: String) -> String {
+    package static func resolve(_ name: String) -> String {
         if name.contains("/") { return name }
         if name.hasSuffix(".keychain-db") { return directory() + "/" + name }
         if name.hasSuffix(".keychain") { return directory() + "/" + name + "-db" }
@@ -62,7 +62,7 @@ public enum KeychainFile {
     }
 
     /// The keychains in the keychains folder, and the default one wherever it is.
-    public static func list() -> [String] {
+    package static func list() -> [String] {
         var found: [String] = []
         if let dir = opendir(directory()) {
             while let entry = readdir(dir) {
@@ -87,7 +87,7 @@ public enum KeychainFile {
     }
 
     /// The folder that holds the user's keychains.
-    public static func directory() -> String {
+    package static func directory() -> String {
         if let x = environment("XDG_DATA_HOME"), x.hasPrefix("/") { return x + "/keychains" }
         return homeDirectory() + "/.local/share/keychains"
     }
@@ -95,7 +95,7 @@ public enum KeychainFile {
     /// $HOME, else the home folder /etc/passwd gives the user. Not getpwuid(3): in the statically
     /// linked tools it would load glibc's NSS modules at run time, which must then be of the glibc
     /// the tool was linked with. A user known only through NSS (LDAP, sssd) gets $HOME from login.
-    public static func homeDirectory() -> String {
+    package static func homeDirectory() -> String {
         if let h = environment("HOME"), !h.isEmpty { return h }
         return passwdHome(uid: geteuid()) ?? "/"
     }
@@ -115,11 +115,11 @@ public enum KeychainFile {
         return nil
     }
 
-    public static func environment(_ name: String) -> String? {
+    package static func environment(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }
 
-    public static func exists(_ path: String) -> Bool {
+    package static func exists(_ path: String) -> Bool {
         var st = stat()
         return lstat(path, &st) == 0
     }
@@ -257,7 +257,7 @@ public enum KeychainFile {
         close(fd)
     }
 
-    public static func remove(_ path: String) throws {
+    package static func remove(_ path: String) throws {
         try checkOwnership(path, isDirectory: false)
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
     }

@@ -1,5 +1,5 @@
-import CLinux
-import CSQLite
+internal import CLinux
+internal import CSQLite
 import Glibc
 
 /// A small wrapper over one SQLite connection, with statements prepared once and reused.

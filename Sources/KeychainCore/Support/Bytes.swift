@@ -1,11 +1,11 @@
-import COpenSSL
+internal import COpenSSL
 
 /// Secrets travel as byte arrays rather than Foundation.Data so that the engine links without Foundation.
 public typealias Bytes = [UInt8]
 
 extension Array where Element == UInt8 {
     /// Overwrites the buffer in place; OPENSSL_cleanse cannot be optimized away.
-    public mutating func wipe() {
+    package mutating func wipe() {
         withUnsafeMutableBytes { raw in
             if let base = raw.baseAddress { OPENSSL_cleanse(base, raw.count) }
         }

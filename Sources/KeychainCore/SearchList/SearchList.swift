@@ -5,11 +5,11 @@ import Glibc
 /// kSecUseKeychain). It lives in a small file beside the keychains, one absolute path a line;
 /// without that file the list is the default keychain alone, which is what searches used before
 /// there was a list. `$KEYCHAIN_PATH`, when set, is searched first whatever the file says.
-public enum SearchList {
-    public static func file() -> String { KeychainFile.directory() + "/search-list" }
+package enum SearchList {
+    package static func file() -> String { KeychainFile.directory() + "/search-list" }
 
     /// The list as `security list-keychains` shows it: stale entries included, as on macOS.
-    public static func current() -> [String] {
+    package static func current() -> [String] {
         var list = stored() ?? [KeychainFile.defaultPath()].filter(KeychainFile.exists)
         if let forced = KeychainFile.environment("KEYCHAIN_PATH"), !forced.isEmpty, !list.contains(forced) {
             list.insert(forced, at: 0)
@@ -19,20 +19,49 @@ public enum SearchList {
 
     /// The keychains a search looks in: the list's keychains that exist, or else the default
     /// keychain, so that a user with no keychain at all hears that it is missing.
-    public static func searched() -> [String] {
+    package static func searched() -> [String] {
         let existing = current().filter(KeychainFile.exists)
         return existing.isEmpty ? [KeychainFile.defaultPath()] : existing
     }
 
+    /// The one rule for searching several keychains in order (SecItemCopyMatching without
+    /// kSecUseKeychain, `security find-*`, keychain_find.c's find_first_*): `body` searches one
+    /// keychain for at most `remaining` results (nil: all) and returns what it found. A keychain
+    /// where nothing is found is passed over; so is one that cannot be searched, whose error is
+    /// reported only when nothing is found anywhere. The person's answer to a presence check
+    /// (cancelled, a wrong password, not to be asked) ends the search: the next keychain must
+    /// neither ask again nor answer in its place. Stops once `limit` results are found; nothing
+    /// found anywhere is that first error, or errSecItemNotFound.
+    package static func search<Keychain, Found>(_ keychains: [Keychain], limit: Int? = nil,
+                                               _ body: (Keychain, _ remaining: Int?) throws -> [Found]) throws -> [Found] {
+        var found: [Found] = []
+        var failure: Error?
+        for keychain in keychains {
+            let remaining = limit.map { $0 - found.count }
+            if let remaining, remaining <= 0 { break }
+            do {
+                found += try body(keychain, remaining)
+            } catch let error as KeychainError where error.code == .itemNotFound {
+                continue
+            } catch let error as KeychainError where error.concernsPresence {
+                throw error
+            } catch {
+                if failure == nil { failure = error }
+            }
+        }
+        if found.isEmpty { throw failure ?? KeychainError(.itemNotFound) }
+        return found
+    }
+
     /// `list-keychains -s`: replaces the list (an empty one too).
-    public static func set(_ paths: [String]) throws {
+    package static func set(_ paths: [String]) throws {
         var unique: [String] = []
         for path in paths.map(absolute) where !unique.contains(path) { unique.append(path) }
         try write(unique)
     }
 
     /// A keychain just created joins the list, as SecKeychainCreate does on macOS.
-    public static func add(_ path: String) throws {
+    package static func add(_ path: String) throws {
         let path = absolute(path)
         var list = stored() ?? [KeychainFile.defaultPath()].filter(KeychainFile.exists)
         guard !list.contains(path) else { return }
@@ -41,7 +70,7 @@ public enum SearchList {
     }
 
     /// A deleted keychain leaves the list.
-    public static func remove(_ path: String) throws {
+    package static func remove(_ path: String) throws {
         let path = absolute(path)
         guard let list = stored(), list.contains(path) else { return }
         try write(list.filter { $0 != path })

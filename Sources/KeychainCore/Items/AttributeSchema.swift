@@ -1,5 +1,7 @@
 /// Which attributes each class has, their types, defaults, and which of them make an item unique.
 enum AttributeSchema {
+    private typealias Key = AttributeKey
+
     enum Kind {
         case string, data, number, bool, date
         /// A number that Apple's constants give as decimal text (kSecAttrKeyTypeRSA is "42").
@@ -17,22 +19,22 @@ enum AttributeSchema {
 
     private static func commonKind(_ key: String) -> Kind? {
         switch key {
-        case "pdmn": return .protection
-        case "agrp", "labl": return .string
-        case "cdat", "mdat": return .date
-        case "sync": return .bool
+        case Key.accessible: return .protection
+        case Key.accessGroup, Key.label: return .string
+        case Key.creationDate, Key.modificationDate: return .date
+        case Key.synchronizable: return .bool
         // kSecAttrAccessControl's conditions (SecAccessControlCreateFlags); its protection class is pdmn.
-        case "accc": return .number
+        case Key.accessControl: return .number
         default: return nil
         }
     }
 
     private static func passwordKind(_ key: String) -> Kind? {
         switch key {
-        case "desc", "icmt": return .string
-        case "crtr", "type": return .number
-        case "invi", "nega": return .bool
-        case "acct": return .blob
+        case Key.description, Key.comment: return .string
+        case Key.creator, Key.type: return .number
+        case Key.isInvisible, Key.isNegative: return .bool
+        case Key.account: return .blob
         // What the Secret Service keeps beyond Apple's attributes (SecretServiceItems.swift).
         case SecretAttributes.storedKey: return .data
         case SecretAttributes.contentTypeKey, SecretAttributes.ownerKey: return .string
@@ -42,36 +44,37 @@ enum AttributeSchema {
 
     private static func genericPasswordKind(_ key: String) -> Kind? {
         switch key {
-        case "svce": return .blob
-        case "gena": return .data
+        case Key.service: return .blob
+        case Key.generic: return .data
         default: return nil
         }
     }
 
     private static func internetPasswordKind(_ key: String) -> Kind? {
         switch key {
-        case "sdmn", "srvr", "path": return .string
-        case "ptcl", "atyp": return .code
-        case "port": return .number
+        case Key.securityDomain, Key.server, Key.path: return .string
+        case Key.protocol, Key.authenticationType: return .code
+        case Key.port: return .number
         default: return nil
         }
     }
 
     private static func certificateKind(_ key: String) -> Kind? {
         switch key {
-        case "ctyp", "cenc": return .number
-        case "subj", "issr", "slnr", "skid", "pkhh": return .data
+        case Key.certificateType, Key.certificateEncoding: return .number
+        case Key.subject, Key.issuer, Key.serialNumber, Key.subjectKeyID, Key.publicKeyHash: return .data
         default: return nil
         }
     }
 
     private static func keyKind(_ key: String) -> Kind? {
         switch key {
-        case "kcls", "type", "bsiz", "esiz": return .decimal
-        case "crtr": return .number
-        case "klbl": return .data
-        case "atag": return .blob
-        case "perm", "encr", "decr", "drve", "sign", "vrfy", "wrap", "unwp": return .bool
+        case Key.keyClass, Key.keyType, Key.keySizeInBits, Key.effectiveKeySize: return .decimal
+        case Key.creator: return .number
+        case Key.applicationLabel: return .data
+        case Key.applicationTag: return .blob
+        case Key.isPermanent, Key.canEncrypt, Key.canDecrypt, Key.canDerive, Key.canSign, Key.canVerify, Key.canWrap,
+             Key.canUnwrap: return .bool
         default: return nil
         }
     }
@@ -91,29 +94,31 @@ enum AttributeSchema {
     /// Apple's primary keys: two items that agree on all of these are duplicates.
     static func primaryKey(for itemClass: ItemClass) -> [String] {
         switch itemClass {
-        case .genericPassword: return ["acct", "svce", "agrp", "sync"]
-        case .internetPassword: return ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path", "agrp", "sync"]
-        case .certificate, .identity: return ["ctyp", "issr", "slnr", "agrp", "sync"]
-        case .key: return ["kcls", "klbl", "atag", "crtr", "type", "bsiz", "esiz", "agrp", "sync"]
+        case .genericPassword: return [Key.account, Key.service, Key.accessGroup, Key.synchronizable]
+        case .internetPassword: return [Key.account, Key.securityDomain, Key.server, Key.protocol, Key.authenticationType, Key.port,
+                                        Key.path, Key.accessGroup, Key.synchronizable]
+        case .certificate, .identity: return [Key.certificateType, Key.issuer, Key.serialNumber, Key.accessGroup, Key.synchronizable]
+        case .key: return [Key.keyClass, Key.applicationLabel, Key.applicationTag, Key.creator, Key.keyType, Key.keySizeInBits,
+                           Key.effectiveKeySize, Key.accessGroup, Key.synchronizable]
         }
     }
 
     /// The attribute that the `service` index column holds.
     static func serviceKey(for itemClass: ItemClass) -> String {
         switch itemClass {
-        case .genericPassword: return "svce"
-        case .internetPassword: return "srvr"
-        case .certificate, .identity: return "labl"
-        case .key: return "atag"
+        case .genericPassword: return Key.service
+        case .internetPassword: return Key.server
+        case .certificate, .identity: return Key.label
+        case .key: return Key.applicationTag
         }
     }
 
     /// What a missing attribute counts as, for uniqueness and for matching.
     static func defaultValue(_ key: String, kind: Kind?) -> AttributeValue {
         switch key {
-        case "ptcl": return .int(0)
-        case "sync": return .bool(false)
-        case "pdmn": return .string(Protection.whenUnlocked.rawValue)
+        case Key.protocol: return .int(0)
+        case Key.synchronizable: return .bool(false)
+        case Key.accessible: return .string(Protection.whenUnlocked.rawValue)
         default: break
         }
         switch kind {

@@ -110,7 +110,7 @@ extension KeychainStore {
                                                       field: Self.secretField(hasData: secret != nil), version: version)))
         return SealedRow(
             pk: Self.primaryKeyHash(indexKey, item: item),
-            account: Self.indexHash(indexKey, itemClass: cls, name: "acct", value: item.effectiveValue("acct")),
+            account: Self.indexHash(indexKey, itemClass: cls, name: AttributeKey.account, value: item.effectiveValue(AttributeKey.account)),
             service: Self.indexHash(indexKey, itemClass: cls, name: serviceName, value: item.effectiveValue(serviceName)),
             metadata: metadata,
             secret: body.bytes)

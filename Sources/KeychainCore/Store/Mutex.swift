@@ -13,10 +13,3 @@ final class Mutex: @unchecked Sendable {
         return try body()
     }
 }
-
-/// Wall-clock seconds since 1970, without Foundation.
-func now() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}

@@ -1,4 +1,5 @@
 /// The five item classes of Keychain Services, by Apple's raw values.
+// Public for the same reason as Item (SecretServiceItems.swift, SecretAttributes.swift).
 public enum ItemClass: String, CaseIterable, Sendable {
     case genericPassword = "genp"
     case internetPassword = "inet"
@@ -18,10 +19,10 @@ public enum ItemClass: String, CaseIterable, Sendable {
     }
 
     /// Whether items of this class have the attribute `key`.
-    public func has(_ key: String) -> Bool { AttributeSchema.kind(key, for: self) != nil }
+    package func has(_ key: String) -> Bool { AttributeSchema.kind(key, for: self) != nil }
 
     /// `value` checked and converted as the engine stores it for `key` (errSecParam if it cannot be).
-    public func normalize(_ key: String, _ value: AttributeValue) throws -> AttributeValue {
+    package func normalize(_ key: String, _ value: AttributeValue) throws -> AttributeValue {
         try AttributeSchema.normalize(key, value, for: self)
     }
 
@@ -32,7 +33,7 @@ public enum ItemClass: String, CaseIterable, Sendable {
 }
 
 /// kSecAttrAccessible values. ThisDeviceOnly variants lock like their siblings; they differ in export.
-public enum Protection: String, CaseIterable, Sendable {
+package enum Protection: String, CaseIterable, Sendable {
     case whenUnlocked = "ak"
     case afterFirstUnlock = "ck"
     case always = "dk"
@@ -41,7 +42,7 @@ public enum Protection: String, CaseIterable, Sendable {
     case alwaysThisDeviceOnly = "dku"
     case whenPasscodeSetThisDeviceOnly = "akpu"
 
-    public var lockClass: LockClass {
+    package var lockClass: LockClass {
         switch self {
         case .whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly: return .whenUnlocked
         case .afterFirstUnlock, .afterFirstUnlockThisDeviceOnly: return .afterFirstUnlock
@@ -49,11 +50,11 @@ public enum Protection: String, CaseIterable, Sendable {
         }
     }
 
-    public var isThisDeviceOnly: Bool { rawValue.hasSuffix("u") }
+    package var isThisDeviceOnly: Bool { rawValue.hasSuffix("u") }
 }
 
 /// The three states a class key can be in, as Apple's data-protection classes A, C and D.
-public enum LockClass: Int64, CaseIterable, Sendable {
+package enum LockClass: Int64, CaseIterable, Sendable {
     /// Key in the kernel from unlock until lock.
     case whenUnlocked = 1
     /// Key in the kernel from the first unlock until reboot.

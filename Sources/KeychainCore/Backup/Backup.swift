@@ -4,19 +4,19 @@ extension KeychainStore {
     static let backupMagic = Array("keychain-backup-v1\n".utf8)
 
     /// Whether `bytes` are a backup made by exportBackup (rather than a certificate or key file).
-    public static func isBackup(_ bytes: Bytes) -> Bool { bytes.starts(with: backupMagic) }
+    package static func isBackup(_ bytes: Bytes) -> Bool { bytes.starts(with: backupMagic) }
 
-    public struct ExportSummary: Sendable {
-        public var backup: Bytes
-        public var exported: Int
+    package struct ExportSummary: Sendable {
+        package var backup: Bytes
+        package var exported: Int
         /// ThisDeviceOnly items, which by definition stay on this machine.
-        public var keptOnDevice: Int
+        package var keptOnDevice: Int
     }
 
     /// Refuses while any item is locked, so a backup is never silently partial.
     /// Items that need the user's presence are read once it is given (`presence`); those sealed
     /// under an application password go into the backup still sealed.
-    public func exportBackup(password: Bytes, scrypt: ScryptParameters? = nil,
+    package func exportBackup(password: Bytes, scrypt: ScryptParameters? = nil,
                              presence: PresenceOptions = PresenceOptions()) throws -> ExportSummary {
         var presence = presence
         presence.keepsSealedSecrets = true
@@ -39,7 +39,7 @@ extension KeychainStore {
         payload.u32(UInt32(portable.count))
         for item in portable {
             payload.u64(UInt64(item.itemClass.code))
-            payload.blob(encodeAttributes(item.attributes.filter { $0.key != "sha1" }))
+            payload.blob(encodeAttributes(item.attributes.filter { $0.key != AttributeKey.sha1 }))
             payload.blob(item.secret ?? [])
         }
         var plain = payload.bytes
@@ -60,14 +60,14 @@ extension KeychainStore {
         return ExportSummary(backup: header + file.bytes, exported: portable.count, keptOnDevice: items.count - portable.count)
     }
 
-    public struct ImportSummary: Sendable {
-        public var imported: Int
-        public var alreadyPresent: Int
+    package struct ImportSummary: Sendable {
+        package var imported: Int
+        package var alreadyPresent: Int
     }
 
     /// Adds the backup's items in one transaction per item; items already present are left as
     /// they are. A wrong backup password is errSecAuthFailed, a damaged file errSecDecode.
-    public func importBackup(_ backup: Bytes, password: Bytes) throws -> ImportSummary {
+    package func importBackup(_ backup: Bytes, password: Bytes) throws -> ImportSummary {
         guard backup.count > Self.backupMagic.count, Array(backup.prefix(Self.backupMagic.count)) == Self.backupMagic else {
             throw KeychainError.decode("not a keychain backup")
         }
@@ -92,7 +92,7 @@ extension KeychainStore {
         for _ in 0..<(try p.u32()) {
             guard let itemClass = ItemClass(code: Int64(bitPattern: try p.u64())) else { throw KeychainError.decode("unknown item class in backup") }
             var item = Item(itemClass: itemClass, attributes: try decodeAttributes(try p.blob()), secret: try p.blob())
-            item.attributes["sha1"] = nil
+            item.attributes[AttributeKey.sha1] = nil
             do {
                 _ = try add(item, keepingDates: true)
                 summary.imported += 1

@@ -6,7 +6,7 @@ extension KeychainStore {
     /// machine cannot meet its conditions; one with an application password gets its secret sealed
     /// under it (from `presence`'s context, or asked for).
     @discardableResult
-    public func add(_ item: Item, presence: PresenceOptions = PresenceOptions()) throws -> Item {
+    package func add(_ item: Item, presence: PresenceOptions = PresenceOptions()) throws -> Item {
         let conditions = AccessConditions(of: item)
         guard conditions.needsAPerson else { return try add(item, keepingDates: false) }
         try conditions.checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
@@ -15,7 +15,7 @@ extension KeychainStore {
             var (prepared, secret) = try Self.prepareNew(item, keepingDates: false)
             if let plain = secret {
                 secret = try gate.storedForm(of: plain, conditions: conditions)
-                prepared.attributes["sha1"] = .data(Crypto.sha1(secret!))
+                prepared.attributes[AttributeKey.sha1] = .data(Crypto.sha1(secret!))
             }
             return try withLock {
                 try db.transaction { try insert(prepared, secret: secret, keys: try currentKeys()) }
@@ -34,7 +34,7 @@ extension KeychainStore {
     /// Adds several items in one transaction: all of them or, on any error, none (an identity is
     /// a certificate and a private key that must not be stored apart).
     @discardableResult
-    public func add(_ items: [Item]) throws -> [Item] {
+    package func add(_ items: [Item]) throws -> [Item] {
         let prepared = try items.map { try Self.prepareNew($0, keepingDates: false) }
         return try withLock {
             try db.transaction {
@@ -44,33 +44,46 @@ extension KeychainStore {
         }
     }
 
-    /// Removes what `query` matches (nothing is fine) and adds `item`, in one transaction: other
-    /// processes see the old item or the new one, never neither.
-    /// An old item that needs the user's presence is replaced only once polkit grants it.
-    @discardableResult
-    public func replace(_ query: Query, with item: Item, presence: PresenceOptions = PresenceOptions()) throws -> Item {
-        let query = try Self.normalized(query)
-        try AccessConditions(of: item).checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
-        if AccessConditions(of: item).contains(.applicationPassword) {
-            throw KeychainError.param("an item with an application password is added, not replaced")
+    /// Stores `item` in one transaction, as `security add-* -U` and the credential helpers' store
+    /// do: where `query` (by default, the item `item` would collide with) finds items, the oldest
+    /// takes `item`'s attributes and secret in place (keeping its creation date and persistent
+    /// reference) and any others go; where it finds none, `item` is added. Other processes see the
+    /// old item or the new one, never neither and never both.
+    /// Old items that need a person are changed only once `presence` gives it (Skip is Fail
+    /// here: an item left out would be stored twice).
+    package func addOrUpdate(_ item: Item, matching query: Query? = nil, presence: PresenceOptions = PresenceOptions()) throws {
+        let query = try Self.normalized(query ?? Query(identifying: item))
+        guard query.itemClass == item.itemClass, item.itemClass != .identity else {
+            throw KeychainError.param("addOrUpdate needs a query of the item's own class, and no identity")
         }
-        let (prepared, secret) = try Self.prepareNew(item, keepingDates: false)
-        return try withPresence(presence) { gate in
-            try withLock {
-                try db.transaction {
-                    let keys = try currentKeys()
-                    do {
-                        let old = try lockedAwareMatches(query, keys: keys)
-                        for (_, item) in old where try !gate.admits(item, changing: true) {
-                            throw KeychainError(.interactionNotAllowed, "the old item needs the user's presence")
-                        }
-                        try proveApplicationPasswords(of: old, gate: gate, keys: keys)
-                        try deleteRows(old.map { $0.0.rowID })
-                    } catch let error as KeychainError where error.code == .itemNotFound {}
-                    return try insert(prepared, secret: secret, keys: keys)
+        let conditions = AccessConditions(of: item)
+        let changes = try self.changes(item.attributes, secret: item.secret, for: item.itemClass)
+        var (prepared, plain) = try Self.prepareNew(item, keepingDates: false)
+        defer { plain?.wipe() }
+        try withPresence(presence) { gate in try withLock {
+            try db.transaction {
+                let keys = try currentKeys()
+                var matches: [(Row, Item)] = []
+                do {
+                    matches = try lockedAwareMatches(query, keys: keys)
+                } catch let error as KeychainError where error.code == .itemNotFound {}
+                for (_, old) in matches where try !gate.admits(old, changing: true) {
+                    throw KeychainError(.interactionNotAllowed, "the old item needs the user's presence")
                 }
+                try proveApplicationPasswords(of: matches, gate: gate, keys: keys)
+                guard let first = matches.first else {
+                    var secret = plain
+                    if let given = plain, conditions.contains(.applicationPassword) {
+                        secret = try gate.storedForm(of: given, conditions: conditions)
+                        prepared.attributes[AttributeKey.sha1] = .data(Crypto.sha1(secret!))
+                    }
+                    _ = try insert(prepared, secret: secret, keys: keys)
+                    return
+                }
+                try deleteRows(matches.dropFirst().map { $0.0.rowID })
+                try change([first], changes, secret: item.secret, gate: gate, keys: keys)
             }
-        }
+        } }
     }
 
     /// Defaults, dates and the secret's hash for a new item. An item given no secret keeps none
@@ -78,14 +91,14 @@ extension KeychainStore {
     static func prepareNew(_ item: Item, keepingDates: Bool) throws -> (Item, Bytes?) {
         let hasData = item.secret != nil
         var (item, secret) = try DerivedAttributes.apply(to: normalized(item), secret: item.secret ?? [])
-        let stamp = AttributeValue.date(now())
-        if !keepingDates || item.attributes["cdat"] == nil { item.attributes["cdat"] = stamp }
-        if !keepingDates || item.attributes["mdat"] == nil { item.attributes["mdat"] = stamp }
-        item.attributes["pdmn"] = .string(item.protection.rawValue)
-        if item.attributes["sync"] == nil { item.attributes["sync"] = .bool(false) }
+        let stamp = AttributeValue.date(SystemClock.now())
+        if !keepingDates || item.attributes[AttributeKey.creationDate] == nil { item.attributes[AttributeKey.creationDate] = stamp }
+        if !keepingDates || item.attributes[AttributeKey.modificationDate] == nil { item.attributes[AttributeKey.modificationDate] = stamp }
+        item.attributes[AttributeKey.accessible] = .string(item.protection.rawValue)
+        if item.attributes[AttributeKey.synchronizable] == nil { item.attributes[AttributeKey.synchronizable] = .bool(false) }
         item.secret = hasData ? secret : nil
         try checkSize(secret)
-        item.attributes["sha1"] = .data(Crypto.sha1(secret))
+        item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(secret))
         return (item, item.secret)
     }
 
@@ -115,7 +128,7 @@ extension KeychainStore {
     /// Reading the secret of an item whose access control needs a person first asks (polkit, its
     /// application password) as `presence` allows; Skip leaves such items out. Attributes alone
     /// never ask, as on Apple's systems.
-    public func find(_ query: Query, limit: Int? = 1, includeSecret: Bool = false,
+    package func find(_ query: Query, limit: Int? = 1, includeSecret: Bool = false,
                      presence: PresenceOptions = PresenceOptions()) throws -> [Item] {
         let query = try Self.normalized(query)
         return try withPresence(presence) { gate in try withLock {
@@ -156,79 +169,95 @@ extension KeychainStore {
 
     /// Changes every matching item; returns how many. Refuses (and changes nothing) when a
     /// matching candidate is locked or when a change would make two items equal.
-    @discardableResult
     /// Items whose access control needs a person are changed only once it is given (`presence`).
-    public func update(_ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil,
+    @discardableResult
+    package func update(_ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil,
                        presence: PresenceOptions = PresenceOptions()) throws -> Int {
         let query = try Self.normalized(query)
-        try Self.checkAttributesSize(changes)
         if query.itemClass == .identity {
             throw KeychainError.param("identities are updated through their certificate or key")
         }
-        if query.itemClass == .certificate, let key = changes.keys.first(where: DerivedAttributes.certificateReadOnly.contains) {
-            throw KeychainError.param("\(key) is read-only: it comes from the certificate's data")
-        }
-        var changes = try changes.reduce(into: [String: AttributeValue]()) { out, pair in
-            guard !["cdat", "mdat", "sha1"].contains(pair.key) else { return }
-            out[pair.key] = try AttributeSchema.normalize(pair.key, pair.value, for: query.itemClass)
-        }
-        if let secret {
-            try Self.checkSize(secret)
-            changes["sha1"] = .data(Crypto.sha1(secret))
-        }
-        if let accc = changes["accc"] {
-            try AccessConditions(of: Item(itemClass: query.itemClass, attributes: ["accc": accc]))
-                .checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
-        }
+        let changes = try self.changes(changes, secret: secret, for: query.itemClass)
         return try withPresence(presence) { gate in try withLock {
             try db.transaction {
                 let keys = try currentKeys()
                 let matches = try changeable(lockedAwareMatches(query, keys: keys), gate: gate, keys: keys)
                 if matches.isEmpty { throw KeychainError(.itemNotFound) }
-                for (row, old) in matches {
-                    var item = old
-                    for (k, v) in changes { item.attributes[k] = v }
-                    item.attributes["mdat"] = .date(now())
-                    var plain = try secret ?? openSecret(row, keys: keys)
-                    defer { plain?.wipe() }
-                    let (before, after) = (AccessConditions(of: old), AccessConditions(of: item))
-                    if let secret {
-                        // New data for a certificate or key brings its own derived attributes.
-                        let derived: Bytes
-                        (item, derived) = try DerivedAttributes.apply(to: item, secret: secret)
-                        item.attributes["sha1"] = .data(Crypto.sha1(derived))
-                        plain = derived
-                        if after.contains(.applicationPassword) {
-                            plain = try gate.storedForm(of: derived, conditions: after)
-                            item.attributes["sha1"] = .data(Crypto.sha1(plain!))
-                        }
-                    } else if before.contains(.applicationPassword) != after.contains(.applicationPassword), let stored = plain {
-                        // Adding or removing the application password seals or opens the secret.
-                        plain = before.contains(.applicationPassword)
-                            ? try gate.readableForm(of: stored, conditions: before)
-                            : try gate.storedForm(of: stored, conditions: after)
-                        item.attributes["sha1"] = .data(Crypto.sha1(plain!))
-                    }
-                    let lockClass = item.protection.lockClass
-                    guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
-                    try checkUnique(item, keys: keys, excluding: row.rowID)
-                    let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
-                    try db.statement("""
-                        UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ?
-                        WHERE rowid = ?
-                        """).run([.int(lockClass.rawValue), .int(KeySpace(lockClass).rawValue), .blob(sealed.pk),
-                                  .blob(sealed.account), .blob(sealed.service), .blob(sealed.metadata),
-                                  .blob(sealed.secret), .int(row.rowID)])
-                }
+                try change(matches, changes, secret: secret, gate: gate, keys: keys)
                 return matches.count
             }
         } }
     }
 
+    /// The attributes an update writes, checked and normalized (dates and the hash are the
+    /// engine's), with the hash of new data. Conditions of a new access control must be ones this
+    /// machine can meet.
+    private func changes(_ given: [String: AttributeValue], secret: Bytes?, for itemClass: ItemClass) throws -> [String: AttributeValue] {
+        try Self.checkAttributesSize(given)
+        if itemClass == .certificate, let key = given.keys.first(where: DerivedAttributes.certificateReadOnly.contains) {
+            throw KeychainError.param("\(key) is read-only: it comes from the certificate's data")
+        }
+        var changes = try given.reduce(into: [String: AttributeValue]()) { out, pair in
+            guard ![AttributeKey.creationDate, AttributeKey.modificationDate, AttributeKey.sha1].contains(pair.key) else { return }
+            out[pair.key] = try AttributeSchema.normalize(pair.key, pair.value, for: itemClass)
+        }
+        if let secret {
+            try Self.checkSize(secret)
+            changes[AttributeKey.sha1] = .data(Crypto.sha1(secret))
+        }
+        if let accc = changes[AttributeKey.accessControl] {
+            try AccessConditions(of: Item(itemClass: itemClass, attributes: [AttributeKey.accessControl: accc]))
+                .checkAvailable(fingersEnrolled: presenceAuthorizer.fingersEnrolled)
+        }
+        return changes
+    }
+
+    /// Writes `changes` (and `secret`, when given) into matched rows, inside the caller's
+    /// transaction: the modification date moves, the secret is sealed or opened when an
+    /// application password comes or goes, and a change that would make two items equal is refused.
+    private func change(_ matches: [(Row, Item)], _ changes: [String: AttributeValue], secret: Bytes?,
+                        gate: PresenceGate, keys: ClassKeys) throws {
+        for (row, old) in matches {
+            var item = old
+            for (k, v) in changes { item.attributes[k] = v }
+            item.attributes[AttributeKey.modificationDate] = .date(SystemClock.now())
+            var plain = try secret ?? openSecret(row, keys: keys)
+            defer { plain?.wipe() }
+            let (before, after) = (AccessConditions(of: old), AccessConditions(of: item))
+            if let secret {
+                // New data for a certificate or key brings its own derived attributes.
+                let derived: Bytes
+                (item, derived) = try DerivedAttributes.apply(to: item, secret: secret)
+                item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(derived))
+                plain = derived
+                if after.contains(.applicationPassword) {
+                    plain = try gate.storedForm(of: derived, conditions: after)
+                    item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(plain!))
+                }
+            } else if before.contains(.applicationPassword) != after.contains(.applicationPassword), let stored = plain {
+                // Adding or removing the application password seals or opens the secret.
+                plain = before.contains(.applicationPassword)
+                    ? try gate.readableForm(of: stored, conditions: before)
+                    : try gate.storedForm(of: stored, conditions: after)
+                item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(plain!))
+            }
+            let lockClass = item.protection.lockClass
+            guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
+            try checkUnique(item, keys: keys, excluding: row.rowID)
+            let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
+            try db.statement("""
+                UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ?
+                WHERE rowid = ?
+                """).run([.int(lockClass.rawValue), .int(KeySpace(lockClass).rawValue), .blob(sealed.pk),
+                          .blob(sealed.account), .blob(sealed.service), .blob(sealed.metadata),
+                          .blob(sealed.secret), .int(row.rowID)])
+        }
+    }
+
     /// Deletes every matching item; returns how many. Items whose access control needs the user's
     /// presence go only once it is given (`presence`; Skip keeps them).
     @discardableResult
-    public func delete(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
+    package func delete(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
         let query = try Self.normalized(query)
         return try withPresence(presence) { gate in try withLock {
             try db.transaction {
@@ -259,7 +288,7 @@ extension KeychainStore {
 
     /// Deletes the items these references name, in one transaction; returns how many existed.
     @discardableResult
-    public func delete(references: [PersistentReference]) throws -> Int {
+    package func delete(references: [PersistentReference]) throws -> Int {
         try withLock {
             try db.transaction {
                 let stmt = try db.statement("DELETE FROM items WHERE rowid = ? AND class = ?")
@@ -275,7 +304,7 @@ extension KeychainStore {
 
     /// The secret of one item found earlier: empty for an item that has no data, as Apple's
     /// kSecReturnData alone gives.
-    public func secret(of item: Item) throws -> Bytes {
+    package func secret(of item: Item) throws -> Bytes {
         guard let found = try find(Query(reference: item.persistentReference), limit: 1, includeSecret: true).first else {
             throw KeychainError(.itemNotFound)
         }
@@ -283,7 +312,7 @@ extension KeychainStore {
     }
 
     /// How many rows the file holds, locked or not (for `show-keychain-info` and tests).
-    public func count() throws -> Int {
+    package func count() throws -> Int {
         try withLock {
             let stmt = try db.statement("SELECT count(*) FROM items")
             _ = try stmt.step()
@@ -341,9 +370,9 @@ extension KeychainStore {
                     sql += " AND service = ?"
                     values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: serviceName, value: service)))
                 }
-                if let account = query.attributes["acct"] {
+                if let account = query.attributes[AttributeKey.account] {
                     sql += " AND account = ?"
-                    values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: "acct", value: account)))
+                    values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: AttributeKey.account, value: account)))
                 }
             }
             if let wanted = query.rows {
@@ -396,7 +425,7 @@ extension KeychainStore {
 
     /// The largest secret an item may hold. Keychains keep passwords, keys and certificates; a
     /// larger value is refused with errSecAllocate before any memory is spent on encrypting it.
-    public static let maximumSecretSize = 64 << 20
+    package static let maximumSecretSize = 64 << 20
 
     static func checkSize(_ secret: Bytes) throws {
         guard secret.count <= maximumSecretSize else {
@@ -406,7 +435,7 @@ extension KeychainStore {
 
     /// Attributes are small by nature; this bound keeps every length field of the row format far
     /// from overflow whatever a caller passes.
-    public static let maximumAttributesSize = 16 << 20
+    package static let maximumAttributesSize = 16 << 20
 
     static func checkAttributesSize(_ attributes: [String: AttributeValue]) throws {
         var total = 0
@@ -424,19 +453,23 @@ extension KeychainStore {
     }
 
     static func normalized(_ item: Item) throws -> Item {
-        try checkAttributesSize(item.attributes)
         var out = item
-        for (key, value) in item.attributes {
-            out.attributes[key] = try AttributeSchema.normalize(key, value, for: item.itemClass)
-        }
+        out.attributes = try normalized(item.attributes, for: item.itemClass)
         return out
     }
 
     static func normalized(_ query: Query) throws -> Query {
-        try checkAttributesSize(query.attributes)
         var out = query
-        for (key, value) in query.attributes {
-            out.attributes[key] = try AttributeSchema.normalize(key, value, for: query.itemClass)
+        out.attributes = try normalized(query.attributes, for: query.itemClass)
+        return out
+    }
+
+    /// Attributes checked for size and each for its type in `itemClass`.
+    private static func normalized(_ attributes: [String: AttributeValue], for itemClass: ItemClass) throws -> [String: AttributeValue] {
+        try checkAttributesSize(attributes)
+        var out = attributes
+        for (key, value) in attributes {
+            out[key] = try AttributeSchema.normalize(key, value, for: itemClass)
         }
         return out
     }

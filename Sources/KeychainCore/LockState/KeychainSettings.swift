@@ -1,14 +1,14 @@
 /// `security set-keychain-settings`: how long WhenUnlocked stays open, and whether it closes with
 /// the user's last session. Stored in the keybag under a MAC keyed from class key A.
-public struct KeychainSettings: Equatable, Sendable {
+package struct KeychainSettings: Equatable, Sendable {
     /// Seconds without use after which the WhenUnlocked key expires; 0 means never.
-    public var idleTimeout: UInt32 = 0
-    public var lockOnSessionEnd = true
+    package var idleTimeout: UInt32 = 0
+    package var lockOnSessionEnd = true
 
     /// What a new keychain gets, and what is in force when the stored settings fail their MAC.
-    public static let safeDefaults = KeychainSettings()
+    package static let safeDefaults = KeychainSettings()
 
-    public init(idleTimeout: UInt32 = 0, lockOnSessionEnd: Bool = true) {
+    package init(idleTimeout: UInt32 = 0, lockOnSessionEnd: Bool = true) {
         self.idleTimeout = idleTimeout
         self.lockOnSessionEnd = lockOnSessionEnd
     }
@@ -30,7 +30,7 @@ public struct KeychainSettings: Equatable, Sendable {
 }
 
 /// Whether the settings in force could be checked against their MAC.
-public enum SettingsIntegrity: Equatable, Sendable {
+package enum SettingsIntegrity: Equatable, Sendable {
     /// The MAC verified under class key A.
     case verified
     /// The MAC did not verify: the settings were changed without the key; the safe defaults are

@@ -1,0 +1,168 @@
+internal import CLinux
+import Glibc
+
+/// One conversation with a pinentry program (GnuPG's passphrase dialog: pinentry-gnome3 or -qt on
+/// a desktop, -curses or -tty on a terminal) over the Assuan protocol on its stdin and stdout:
+/// the one both askers use, PinentryPrompt (an application password, waiting for the answer)
+/// and the Secret Service's prompts (whose loop polls `fd` among its other clients, so a dialog
+/// left open never holds anyone up). Whoever waits calls `readable()` when `fd` has something.
+package final class PinentryConversation {
+    package enum Event {
+        /// The person gave a passphrase, possibly empty (the caller wipes it).
+        case passphrase(Bytes)
+        /// The person dismissed the dialog (pinentry answered GETPIN with an error).
+        case cancelled
+        /// The program failed, closed, or spoke no Assuan.
+        case failed
+    }
+
+    /// Readable when pinentry has said something.
+    package let fd: Int32
+    private let input: Int32
+    private let child: ChildProcess
+    private var buffer = Bytes()
+    private var queue: [String] = []
+    private var awaiting = true  // the greeting comes first
+    private var lastSent: String?
+    private var data = Bytes()
+    private var finished = false
+
+    /// Starts `program` (a name without a slash is looked for in PATH, as a shell would) with the
+    /// caller's environment, where pinentry finds its display or terminal (DISPLAY, GPG_TTY);
+    /// `errors` is the descriptor its stderr becomes (-1: /dev/null).
+    package init(program: String, errors: Int32 = -1) throws {
+        let path = Self.locate(program)
+        var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0]
+        guard clinux_pipe_cloexec(&toChild) == 0 else { throw KeychainError(.interactionNotAllowed, "cannot run \(path)") }
+        guard clinux_pipe_cloexec(&fromChild) == 0 else {
+            close(toChild[0]); close(toChild[1])
+            throw KeychainError(.interactionNotAllowed, "cannot run \(path)")
+        }
+        defer { close(toChild[0]); close(fromChild[1]) }
+        do {
+            child = try ChildProcess.start(path, [], stdio: (toChild[0], fromChild[1], errors), environment: nil)
+        } catch {
+            close(toChild[1]); close(fromChild[0])
+            throw error
+        }
+        input = toChild[1]
+        fd = fromChild[0]
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    deinit { stop() }
+
+    /// Asks for one passphrase: `error` is shown above the field after a wrong try, `repeatPrompt`
+    /// asks for it twice (a new password). Options an old pinentry does not know are passed over.
+    package func ask(title: String? = nil, description: String, prompt: String, error: String? = nil, repeatPrompt: String? = nil) {
+        if let title { queue.append("SETTITLE " + Assuan.escape(title)) }
+        queue += ["SETDESC " + Assuan.escape(description), "SETPROMPT " + Assuan.escape(prompt)]
+        if let error { queue.append("SETERROR " + Assuan.escape(error)) }
+        if let repeatPrompt { queue.append("SETREPEAT " + Assuan.escape(repeatPrompt)) }
+        queue.append("GETPIN")
+        if !awaiting { sendNext() }
+    }
+
+    /// Reads what is there; the conversation's outcome once GETPIN has been answered (or the
+    /// program has failed), else nil.
+    package func readable() -> Event? {
+        guard !finished else { return .failed }
+        var chunk = Bytes(repeating: 0, count: 4096)
+        defer { chunk.wipe() }
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n > 0 {
+                buffer += chunk[0..<n]
+                // A pinentry line is at most 1,000 bytes; anything longer is not one.
+                if buffer.count > 65536 { return fail() }
+                continue
+            }
+            if n == 0 { return fail() }
+            if errno == EAGAIN || errno == EWOULDBLOCK { break }
+            if errno != EINTR { return fail() }
+        }
+        while let newline = buffer.firstIndex(of: 10) {
+            var line = Array(buffer[..<newline])
+            buffer.removeSubrange(...newline)
+            defer { line.wipe() }
+            if let event = handle(line) { return event }
+        }
+        return nil
+    }
+
+    /// Waits up to `deadline` (CLOCK_MONOTONIC seconds, as `SystemClock.monotonic()`) for the outcome;
+    /// nil when none came in time.
+    package func wait(until deadline: Double) -> Event? {
+        while true {
+            let left = Int32(max(0, min((deadline - SystemClock.monotonic()) * 1000, Double(Int32.max))))
+            guard left > 0 else { return nil }
+            var pollfd = Glibc.pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pollfd, 1, left)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return nil }
+            if let event = readable() { return event }
+        }
+    }
+
+    private func handle(_ line: Bytes) -> Event? {
+        if line.starts(with: Array("D ".utf8)) {
+            data += Assuan.unescape(Array(line.dropFirst(2)))
+            return nil
+        }
+        let isOK = line == Array("OK".utf8) || line.starts(with: Array("OK ".utf8))
+        let isError = line.starts(with: Array("ERR".utf8))
+        guard isOK || isError else { return nil }  // status (S) and comment (#) lines
+        let command = lastSent
+        awaiting = false
+        if command == "GETPIN" {
+            defer { data.wipe(); data = [] }
+            return isOK ? .passphrase(data) : .cancelled
+        }
+        // The greeting answers no command: an error there is no pinentry.
+        if isError, command == nil { return fail() }
+        sendNext()
+        return nil
+    }
+
+    private func sendNext() {
+        guard !queue.isEmpty else { return }
+        let command = queue.removeFirst()
+        lastSent = command
+        awaiting = true
+        let bytes = Array((command + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
+        }
+    }
+
+    private func fail() -> Event {
+        stop()
+        return .failed
+    }
+
+    /// Ends the program and reaps it; what was read is wiped.
+    package func stop() {
+        guard !finished else { return }
+        finished = true
+        data.wipe()
+        buffer.wipe()
+        close(input)
+        close(fd)
+        child.stop()
+    }
+
+    /// `program` as a path: a name without a slash is looked for in PATH, then in /usr/bin.
+    static func locate(_ program: String) -> String {
+        guard !program.contains("/") else { return program }
+        let path = getenv("PATH").map { String(cString: $0) } ?? ""
+        for directory in path.split(separator: ":") where directory.hasPrefix("/") {
+            let candidate = directory + "/" + program
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return "/usr/bin/" + program
+    }
+}
