@@ -466,14 +466,22 @@ final class SecretImportRun {
                     moved.insert(entry.serverURL)
                     continue
                 }
-                let existing = try credential.existing(in: store)
+                // docker-credential-keychain's store replaces every item of the URL; an import
+                // replaces nothing: only docker's own items count, others (git's) stay beside.
+                let existing = try credential.existing(in: store).filter { $0["labl"]?.stringValue == DockerCredential.label }
                 let wanted = Array(credential.secret.utf8)
                 if existing.contains(where: { $0["acct"]?.stringValue == credential.username && sameSecret($0.secret, wanted) }) {
                     count(.alreadyThere, place)
                 } else if !existing.isEmpty {
                     throw KeychainError(.duplicateItem, "the keychain already holds another login for this registry; the keychain's is kept")
                 } else {
-                    if !dryRun { try credential.save(in: store) }
+                    if !dryRun {
+                        do {
+                            try store.add(try credential.item().item)
+                        } catch let error as KeychainError where error.code == .duplicateItem {
+                            throw KeychainError(.duplicateItem, "the keychain already holds a password of this user for this registry's URL (not docker's); it is kept")
+                        }
+                    }
                     count(.added, place)
                 }
                 moved.insert(entry.serverURL)
