@@ -80,6 +80,10 @@ final class SecretImportRun {
     private let progress: ProgressLine
     /// Keychains opened for writing (or, in a dry run, for reading), by path.
     private var stores: [String: KeychainStore] = [:]
+    /// Keychains a dry run would create (a keyring's), so later sources can count on them.
+    private var planned: Set<String> = []
+    /// The default keychain a dry run would choose from gnome-keyring's default file.
+    private var plannedDefault: String?
 
     init(dryRun: Bool, password: Bytes?) {
         self.dryRun = dryRun
@@ -158,7 +162,7 @@ final class SecretImportRun {
         if let store = stores[path] { return store }
         guard KeychainFile.exists(path) else {
             if dryRun {
-                list("would create", "keychain \(path)")
+                if planned.insert(path).inserted { list("would create", "keychain \(path)") }
                 return nil
             }
             var secret = try newPassword()
@@ -194,8 +198,8 @@ final class SecretImportRun {
 
     /// The default keychain, where git-credential-keychain and docker-credential-keychain look.
     func defaultKeychain() throws -> KeychainStore? {
-        let path = KeychainFile.defaultPath()
-        if !KeychainFile.exists(path) && !dryRun {
+        let path = plannedDefault ?? KeychainFile.defaultPath()
+        if !KeychainFile.exists(path) && !planned.contains(path) {
             throw KeychainError(.noSuchKeychain, "no keychain at \(path), where the credential helpers look; create one with `security create-keychain`")
         }
         return try keychain(path, passwords: password.map { [$0] } ?? [], newPassword: { throw KeychainError(.noSuchKeychain) })
@@ -328,6 +332,7 @@ final class SecretImportRun {
             note("gnome-keyring's default keyring is \(name); the default keychain stays \(current), as you chose it")
         } else if dryRun {
             list("would make", "\(path) the default keychain (gnome-keyring's default keyring is \(name))")
+            plannedDefault = path
         } else {
             do {
                 try KeychainFile.setDefaultPath(path)

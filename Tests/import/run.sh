@@ -388,6 +388,16 @@ everything_at_once() {
     printf 'https://u:git-all@git.all.example\n' > "$HOME/.git-credentials"
     mkdir -p "$HOME/.docker"
     printf '{"auths": {"all.example": {"auth": "%s"}}}\n' "$(printf 'd:docker-all' | base64)" > "$HOME/.docker/config.json"
+    local docker_before
+    docker_before=$(sha "$HOME/.docker/config.json")
+    # A dry run counts git's and docker's logins into the keychains it would make.
+    printf 'login-pw\nwork-pw\n' | security import-secrets --all -n > "$case_dir/out"
+    cat "$case_dir/out"
+    expect "import-secrets: dry run: 8 would be added, 0 already there; nothing was changed" "$(tail -1 "$case_dir/out")"
+    grep -q '^would add .*(https://u@git.all.example)$' "$case_dir/out"
+    grep -q '^would change .*config.json: credsStore "keychain", 1 inline logins removed' "$case_dir/out"
+    [ ! -e "$XDG_DATA_HOME/keychains" ] || [ -z "$(ls "$XDG_DATA_HOME/keychains")" ]
+    expect "$docker_before" "$(sha "$HOME/.docker/config.json")"
     # The keyrings come first: login's keychain is made, Work becomes the default keychain, and
     # git's and docker's logins go where their helpers now look.
     printf 'login-pw\nplain-new\nwork-pw\n' | security import-secrets --all > "$case_dir/out"

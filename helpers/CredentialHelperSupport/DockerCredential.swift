@@ -36,10 +36,11 @@ public struct DockerCredential: Equatable, Sendable {
         try store.replace(query, with: item)
     }
 
-    /// The items `save` would replace, with their secrets.
+    /// The items `save` would replace, with their secrets; items that would ask for the user's
+    /// presence are left out, never asked for.
     public func existing(in store: KeychainStore) throws -> [Item] {
         do {
-            return try store.find(try item().replacing, limit: nil, includeSecret: true)
+            return try store.find(try item().replacing, limit: nil, includeSecret: true, presence: PresenceOptions(interaction: .skip))
         } catch let error as KeychainError where error.code == .itemNotFound {
             return []
         }

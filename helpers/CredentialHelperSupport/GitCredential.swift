@@ -55,10 +55,11 @@ public struct GitCredential: Equatable, Sendable {
         }
     }
 
-    /// The items that are the same credential as `item` (what `save` would update), with secrets.
+    /// The items that are the same credential as `item` (what `save` would update), with secrets;
+    /// items that would ask for the user's presence are left out, never asked for.
     public static func existing(_ item: Item, in store: KeychainStore) throws -> [Item] {
         do {
-            return try store.find(Query(identifying: item), limit: nil, includeSecret: true)
+            return try store.find(Query(identifying: item), limit: nil, includeSecret: true, presence: PresenceOptions(interaction: .skip))
         } catch let error as KeychainError where error.code == .itemNotFound {
             return []
         }
