@@ -257,7 +257,7 @@ final class SecretImportRun {
     /// opened (items that failed are counted, and said, one by one).
     @discardableResult
     func importKeyring(_ file: String, name: String) -> Bool {
-        let keyring: GnomeKeyring
+        var keyring: GnomeKeyring
         var keyringPassword: Bytes?
         defer { keyringPassword?.wipe() }
         do {
@@ -290,6 +290,7 @@ final class SecretImportRun {
             fail("\(file) -> \(target)", error)
             return false
         }
+        defer { for index in keyring.items.indices { keyring.items[index].secret.wipe() } }
         for (id, reason) in keyring.unreadable {
             fail("\(file): item \(id)", KeychainError.decode(reason))
         }
