@@ -84,6 +84,8 @@ final class SecretImportRun {
     private var planned: Set<String> = []
     /// The default keychain a dry run would choose from gnome-keyring's default file.
     private var plannedDefault: String?
+    /// Keychains this run created.
+    private var created: Set<String> = []
 
     init(dryRun: Bool, password: Bytes?) {
         self.dryRun = dryRun
@@ -169,6 +171,7 @@ final class SecretImportRun {
             defer { secret.wipe() }
             let store = try KeychainStore.create(at: path, password: secret)
             try SearchList.add(path)
+            created.insert(path)
             note("created the keychain \(path)")
             stores[path] = store
             return store
@@ -291,6 +294,15 @@ final class SecretImportRun {
             return false
         }
         defer { for index in keyring.items.indices { keyring.items[index].secret.wipe() } }
+        // A keychain made for the keyring is the same collection for Secret Service clients:
+        // it takes the keyring's label ("Login", "Work").
+        if let store, created.contains(target), !keyring.label.isEmpty {
+            do {
+                try store.setCollectionLabel(keyring.label)
+            } catch {
+                fail("\(file) -> \(target)", error)
+            }
+        }
         for (id, reason) in keyring.unreadable {
             fail("\(file): item \(id)", KeychainError.decode(reason))
         }

@@ -9,6 +9,8 @@
       own CreateWithMasterPassword, which takes the password without a prompt.
   keyring_items.py unlock NAME PASSWORD
       gnome-keyring's UnlockWithMasterPassword of collection NAME (no prompt).
+  keyring_items.py label NAME
+      The label of collection NAME.
   keyring_items.py dump NAME
       The items of /org/freedesktop/secrets/collection/NAME as one JSON line each, sorted:
       label, attributes, secret (hex), created, modified. Run under gnome-keyring before the
@@ -79,6 +81,8 @@ def dump(name):
 if __name__ == '__main__':
     if sys.argv[1] == 'fill':
         fill()
+    elif sys.argv[1] == 'label':
+        print(secretstorage.Collection(secretstorage.dbus_init(), f'/org/freedesktop/secrets/collection/{sys.argv[2]}').get_label())
     elif sys.argv[1] == 'unlock':
         unlock(sys.argv[2], sys.argv[3])
     else:

@@ -117,6 +117,7 @@ make_keyrings_inner() {
     start_daemon "$out"
     items unlock Work work-pw
     items unlock Plain ''
+    items label login > "$out/login.label"
     items dump login > "$out/login.dump"
     items dump Work > "$out/work.dump"
     items dump Plain > "$out/plain.dump"
@@ -163,6 +164,7 @@ login_keyring() {
     # Labels, attributes, secrets and dates as gnome-keyring's service showed them.
     on_service items dump login > "$case_dir/login.dump"
     diff "$fixtures/login.dump" "$case_dir/login.dump"
+    expect "$(cat "$fixtures/login.label")" "$(on_service items label login)" "the collection's label, as gnome-keyring's"
     # A second import adds and changes nothing.
     before=$(security dump-keychain -d login 2>/dev/null | sha256sum)
     printf 'login-pw\n' | security import-secrets --keyring "$keyrings/login.keyring" > "$case_dir/out"
@@ -189,6 +191,7 @@ keyrings_folder() {
     expect plain-secret "$(security find-generic-password -l 'Plain item' -w Plain)"
     security lock-keychain Plain
     printf 'plain-new\n' | security unlock-keychain Plain
+    expect Work "$(on_service items label Work)"
     on_service items dump Work > "$case_dir/work.dump"
     diff "$fixtures/work.dump" "$case_dir/work.dump"
     on_service items dump Plain > "$case_dir/plain.dump"
