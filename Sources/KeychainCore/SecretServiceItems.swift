@@ -176,8 +176,12 @@ extension KeychainStore {
     /// With an owner (a sandboxed app), the item is that app's: a generic password in the app's
     /// access group, whatever its attributes say, so that it never answers git's, docker's or
     /// another program's lookups, and `replace` touches only the app's own items.
+    ///
+    /// `created` and `modified` (seconds since 1970) keep the dates an item had elsewhere (an
+    /// import from gnome-keyring); without them, or for 0, the item is dated now.
     public func addSecretItem(label: String, attributes: [String: String], secret: Bytes, contentType: String,
-                              replace: Bool, owner: String? = nil) throws -> (item: SecretItem, replaced: [Int64]) {
+                              replace: Bool, owner: String? = nil,
+                              created: Double? = nil, modified: Double? = nil) throws -> (item: SecretItem, replaced: [Int64]) {
         let itemClass = owner == nil ? SecretAttributes.itemClass(for: attributes) : .genericPassword
         var item = Item(itemClass: itemClass, attributes: SecretAttributes.appleAttributes(attributes, itemClass: itemClass), secret: secret)
         item[SecretAttributes.storedKey] = .data(SecretAttributes.encode(attributes))
@@ -187,7 +191,10 @@ extension KeychainStore {
             item[SecretAttributes.ownerKey] = .string(owner)
             item["agrp"] = .string(owner)
         }
-        var (prepared, plain) = try Self.prepareNew(item, keepingDates: false)
+        for (key, date) in [("cdat", created), ("mdat", modified)] {
+            if let date, date > 0, date.isFinite { item[key] = .date(min(date, Self.latestDate)) }
+        }
+        var (prepared, plain) = try Self.prepareNew(item, keepingDates: true)
         defer { plain?.wipe() }
         return try withLock {
             let keys = try currentKeys()

@@ -16,6 +16,9 @@ struct CommandSpec {
     var promptWhenLast: Set<String> = []
     /// Options spelled differently here ("-p" of add-generic-password is macOS's legacy "-w").
     var renamed: [String: String] = [:]
+    /// Long options whose value is optional ("--git-credentials" or "--git-credentials FILE"),
+    /// and the parser's name for the option when a value is given.
+    var optionalValues: [String: String] = [:]
     /// import takes its file before its options (keychain_import.c starts getopt at optind = 2).
     var operandFirst = false
     var synopsis = ""
@@ -105,6 +108,12 @@ enum CommandTable {
         .unavailable("platformsso"),
         // This tool's own commands come last, so that no prefix of Apple's names reaches them first.
         CommandSpec(name: "status", type: Status.self, optstring: "h", synopsis: "[keychain]"),
+        CommandSpec(name: "import-secrets", type: ImportSecrets.self, optstring: "hnp:",
+                    longOptions: ["git-credentials": false, "docker-config": false, "keyring": true, "keyrings": false,
+                                  "all": false, "dry-run": false],
+                    secretOptions: ["p"],
+                    optionalValues: ["git-credentials": "git-credentials-file", "docker-config": "docker-config-file"],
+                    synopsis: "[-n|--dry-run] [-p password] [--git-credentials [file]] [--docker-config [file]] [--keyring file]... [--keyrings] [--all]"),
     ]
 
     /// security.c's match_command: the first command whose name starts with `name`.

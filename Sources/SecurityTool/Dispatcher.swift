@@ -88,7 +88,7 @@ struct Dispatcher {
         }
         let parsed: GetOpt
         do {
-            parsed = try GetOpt(arguments, spec: spec.optstring, longOptions: spec.longOptions)
+            parsed = try GetOpt(arguments, spec: spec.optstring, longOptions: spec.longOptions, optionalValues: Set(spec.optionalValues.keys))
         } catch GetOpt.Problem.unknown(let letter) {
             Terminal.error("security: illegal option -- \(letter)")
             return usage(spec)
@@ -130,7 +130,8 @@ struct Dispatcher {
     private func translate(_ spec: CommandSpec, _ parsed: GetOpt, leading: [Bytes]) throws -> [String] {
         var out: [String] = []
         for option in parsed.options {
-            let name = spec.renamed[option.name] ?? option.name
+            var name = spec.renamed[option.name] ?? option.name
+            if option.value != nil, let valued = spec.optionalValues[option.name] { name = valued }
             if name == "h" {
                 out.append("--help")
                 continue

@@ -33,7 +33,9 @@ struct GetOpt {
 
     /// `spec` is getopt's optstring ("a:c:wg": a colon marks an option that takes a value);
     /// `longOptions` maps a long name to whether it takes a value.
-    init(_ arguments: [Bytes], spec: String, longOptions: [String: Bool] = [:]) throws {
+    /// `optionalValues` are long options that take the next argument as their value when it is
+    /// not an option ("--git-credentials FILE"), and none otherwise ("--git-credentials --all").
+    init(_ arguments: [Bytes], spec: String, longOptions: [String: Bool] = [:], optionalValues: Set<String> = []) throws {
         let takesValue = Self.letters(spec)
         var index = 0
         scanning: while index < arguments.count {
@@ -51,6 +53,13 @@ struct GetOpt {
                 let wantsValue = longOptions[name] ?? false
                 if let equals {
                     options.append(Option(name: name, value: Array(body[(equals + 1)...]), valueIndex: index, valueOffset: equals + 3))
+                } else if optionalValues.contains(name) {
+                    if index + 1 < arguments.count, let next = arguments[index + 1].first, next != UInt8(ascii: "-") {
+                        options.append(Option(name: name, value: arguments[index + 1], valueIndex: index + 1))
+                        index += 1
+                    } else {
+                        options.append(Option(name: name))
+                    }
                 } else if wantsValue {
                     guard index + 1 < arguments.count else {
                         missingValue = name

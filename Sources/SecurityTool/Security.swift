@@ -26,6 +26,7 @@ struct Security: ParsableCommand {
             SetGenericPasswordPartitionList.self, SetInternetPasswordPartitionList.self, SetKeyPartitionList.self,
             DumpKeychain.self, Export.self, Import.self,
             FindCertificate.self, FindIdentity.self, DeleteCertificate.self,
+            ImportSecrets.self,
         ])
 
     static func main() {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Hardening: crashes, concurrency, bad input and secrets. `make test` runs the fast counts;
 # `make stress` (--long) runs the issue's full counts: 200 kills, 4 x 1,000 concurrent
-# operations, 3,000 fuzzed requests per helper, 50,000 random SecItem dictionaries and 1,000
-# wrong passwords through `security unlock-keychain` with the real KDF.
+# operations, 3,000 fuzzed requests per helper and import-secrets sources, 50,000 random SecItem
+# dictionaries, 20,000 damaged keyring files and 1,000 wrong passwords through
+# `security unlock-keychain` with the real KDF.
 set -uo pipefail
 bin=$(realpath "${1:-.build/debug}")
 long=${2:-}
@@ -21,6 +22,7 @@ finish() { rm -rf "$case_dir"; }
 crash() { python3 "$here/crash.py" "$bin/keychain-stress-writer" "$kills" "$seed"; }
 concurrency() { python3 "$here/concurrency.py" "$bin" "$ops" "$seed"; }
 fuzz() { python3 "$here/fuzz.py" "$bin" "$fuzz" "$seed"; }
+fuzz_import() { /usr/bin/python3 "$here/fuzz_import.py" "$bin" "$fuzz" "$seed"; }
 
 # A tool that holds keys must be undumpable from its first instruction: no core file, no
 # ptrace by the user's other processes. For a process of an unprivileged user the kernel then
@@ -74,6 +76,7 @@ wrong_passwords() {
 check "SIGKILL during writes and password changes ($kills kills): nothing acknowledged is lost" crash
 check "git, docker and security at once (4 x $ops operations): no lost update, no duplicate" concurrency
 check "fuzzed git and docker requests ($fuzz each): no crash, no hang, documented statuses" fuzz
+check "fuzzed import-secrets sources ($fuzz: keyring files, git and docker files): no crash, no hang, documented statuses" fuzz_import
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     check "security and both helpers are undumpable from the start" undumpable
 else
@@ -82,6 +85,8 @@ fi
 if [ "$long" = --long ]; then
     check "random SecItem dictionaries (50,000): only documented codes" \
         env KEYCHAIN_FUZZ_ITERATIONS=50000 swift test --skip-build --disable-swift-testing --filter FuzzTests
+    check "damaged keyring files (20,000) read in process: only errSecDecode or errSecAuthFailed" \
+        env KEYCHAIN_FUZZ_ITERATIONS=20000 swift test --skip-build --disable-swift-testing --filter GnomeKeyringTests.testFuzzedFilesNeverCrash
     check "1,000 wrong passwords through security unlock-keychain: all refused (51)" wrong_passwords
 fi
 summary

@@ -49,6 +49,24 @@ package enum JSON {
         "{" + pairs.map { quote($0.0) + ":" + quote($0.1) }.joined(separator: ",") + "}"
     }
 
+    /// Any JSON value as Go's json.MarshalIndent(v, "", "\t") lays it out: one member or element
+    /// per line, tabs, "key": value; empty objects and arrays as {} and []. Numbers as they were read.
+    package static func encodeIndented(_ value: JSONValue, depth: Int = 0) -> String {
+        let inner = String(repeating: "\t", count: depth + 1), outer = String(repeating: "\t", count: depth)
+        switch value {
+        case .string(let s): return quote(s)
+        case .number(let n): return n
+        case .bool(let b): return b ? "true" : "false"
+        case .null: return "null"
+        case .array(let items):
+            guard !items.isEmpty else { return "[]" }
+            return "[\n" + items.map { inner + encodeIndented($0, depth: depth + 1) }.joined(separator: ",\n") + "\n" + outer + "]"
+        case .object(let pairs):
+            guard !pairs.isEmpty else { return "{}" }
+            return "{\n" + pairs.map { inner + quote($0.0) + ": " + encodeIndented($0.1, depth: depth + 1) }.joined(separator: ",\n") + "\n" + outer + "}"
+        }
+    }
+
     package static func quote(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {

@@ -6,7 +6,7 @@ import KeychainCore
 /// as given, account = username, secret = the password or identity token.
 struct DockerCredentialHelper {
     static let name = "docker-credential-keychain"
-    static let label = "Docker Credentials"
+    static let label = DockerCredential.label
 
     /// An error docker shows as it is: one line on stdout, exit status 1.
     struct Failure: Error {
@@ -43,13 +43,8 @@ struct DockerCredentialHelper {
         }
         guard let serverURL = fields["ServerURL"], !serverURL.isEmpty else { throw Failure.missingServerURL }
         guard let username = fields["Username"], !username.isEmpty else { throw Failure.missingUsername }
-        let url = try Self.parse(serverURL)
-        var item = Item(itemClass: .internetPassword, attributes: url.exactAttributes, secret: Array((fields["Secret"] ?? "").utf8))
-        item[AttributeKey.account] = .string(username)
-        item[AttributeKey.label] = .string(Self.label)
-        // What docker sent, so that `list` gives back the very same key.
-        item[AttributeKey.comment] = .string(serverURL)
-        try store().addOrUpdate(item, matching: Query(itemClass: .internetPassword, attributes: url.exactAttributes))
+        _ = try Self.parse(serverURL)
+        try DockerCredential(serverURL: serverURL, username: username, secret: fields["Secret"] ?? "").save(in: store())
     }
 
     /// `get`: the bare URL; absent port and path are wildcards, the newest match wins.

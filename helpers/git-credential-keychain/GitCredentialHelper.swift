@@ -7,17 +7,13 @@ struct GitCredentialHelper {
     static let name = "git-credential-keychain"
     let request: CredentialMessage
 
-    /// Attributes the request names; what it leaves out matches anything.
-    var searchAttributes: [String: AttributeValue]? {
-        guard let host = request["host"], !host.isEmpty else { return nil }
-        let parsed = HostAndPort(parsing: host)
-        var attributes: [String: AttributeValue] = [AttributeKey.server: .string(parsed.server)]
-        if let port = parsed.port { attributes[AttributeKey.port] = .int(Int64(port)) }
-        if let scheme = request["protocol"], !scheme.isEmpty { attributes[AttributeKey.protocol] = .string(ProtocolCodes.code(forScheme: scheme)) }
-        if let path = request["path"], !path.isEmpty { attributes[AttributeKey.path] = .string(path) }
-        if let user = request["username"], !user.isEmpty { attributes[AttributeKey.account] = .string(user) }
-        return attributes
+    /// The credential the request names, mapped as `security import-secrets` maps git's files.
+    var credential: GitCredential {
+        GitCredential(scheme: request["protocol"], host: request["host"], path: request["path"], username: request["username"])
     }
+
+    /// Attributes the request names; what it leaves out matches anything.
+    var searchAttributes: [String: AttributeValue]? { credential.searchAttributes }
 
     private func matches(in store: KeychainStore) throws -> [Item] {
         guard let attributes = searchAttributes else { return [] }
@@ -53,22 +49,20 @@ struct GitCredentialHelper {
 
     func store(_ store: KeychainStore) throws {
         // An ephemeral credential is only good for a moment; git asks helpers not to keep it.
-        guard !request.flag("ephemeral"), var attributes = searchAttributes, request["protocol"] != nil else { return }
+        guard !request.flag("ephemeral"), request["protocol"] != nil else { return }
         var secret: StoredSecret
-        if request.has(capability: "authtype"), let authtype = request["authtype"], let credential = request["credential"] {
-            secret = StoredSecret(password: credential, extras: ["authtype": authtype])
+        var account: String?
+        if request.has(capability: "authtype"), let authtype = request["authtype"], let token = request["credential"] {
+            secret = StoredSecret(password: token, extras: ["authtype": authtype])
         } else {
             guard let user = request["username"], let password = request["password"] else { return }
-            attributes[AttributeKey.account] = .string(user)
+            account = user
             secret = StoredSecret(password: password)
         }
         secret.extras["password_expiry_utc"] = request["password_expiry_utc"]
         secret.extras["oauth_refresh_token"] = request["oauth_refresh_token"]
-
-        let label = (request["protocol"].map { "\($0)://" } ?? "") + (request["host"] ?? "") + " (git)"
-        var item = Item(itemClass: .internetPassword, attributes: attributes, secret: secret.bytes)
-        item[AttributeKey.label] = .string(label)
-        try store.addOrUpdate(item)
+        guard let item = credential.item(account: account, secret: secret) else { return }
+        try GitCredential.save(item, in: store)
     }
 
     /// Removes every match; when git gives the password that failed, only items holding it.

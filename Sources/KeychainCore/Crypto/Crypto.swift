@@ -186,6 +186,64 @@ enum Crypto {
         return out
     }
 
+    static func md5(_ data: Bytes) -> Bytes { digest(data, md5Digest, length: 16) }
+
+    private static let md5Digest = fetchDigest("MD5")
+
+    /// SHA-256 of `password || salt`, then of each digest again, `iterations` times in all: how
+    /// gnome-keyring's binary keyring files derive their AES-128 key (the first 16 bytes) and IV
+    /// (the next 16). The caller bounds `iterations`; each one is a single compression.
+    static func iteratedSHA256(_ password: Bytes, salt: Bytes, iterations: Int) -> Bytes {
+        _ = sodiumReady
+        var digest = Bytes(repeating: 0, count: 32)
+        var input = password + salt
+        defer { input.wipe() }
+        crypto_hash_sha256(&digest, input, UInt64(input.count))
+        if iterations > 1 {
+            var next = Bytes(repeating: 0, count: 32)
+            defer { next.wipe() }
+            for _ in 1..<iterations {
+                crypto_hash_sha256(&next, digest, 32)
+                swap(&digest, &next)
+            }
+        }
+        return digest
+    }
+
+    private static let aes128CBCCipher: OpaquePointer? = {
+        _ = ready
+        return EVP_CIPHER_fetch(nil, "AES-128-CBC", nil)
+    }()
+
+    /// AES-128-CBC over whole blocks, no padding (gnome-keyring pads with zeros itself and checks
+    /// an MD5 instead). errSecDecode when the length is not a multiple of 16.
+    static func aes128CBC(_ input: Bytes, key: Bytes, iv: Bytes, encrypt: Bool) throws -> Bytes {
+        guard key.count == 16, iv.count == 16, input.count % 16 == 0 else {
+            throw KeychainError.decode("AES-128-CBC needs a 16-byte key and IV and whole blocks")
+        }
+        guard !input.isEmpty else { return [] }
+        guard let ctx = EVP_CIPHER_CTX_new() else { throw KeychainError(.allocate) }
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        var out = Bytes(repeating: 0, count: input.count + 16)
+        var len: Int32 = 0
+        guard EVP_CipherInit_ex(ctx, aes128CBCCipher, nil, key, iv, encrypt ? 1 : 0) == 1,
+              EVP_CIPHER_CTX_set_padding(ctx, 0) == 1,
+              EVP_CipherUpdate(ctx, &out, &len, input, Int32(input.count)) == 1
+        else {
+            out.wipe()
+            throw KeychainError(.allocate, "AES-128-CBC failed")
+        }
+        let total = Int(len)
+        let ok = out.withUnsafeMutableBufferPointer { p in EVP_CipherFinal_ex(ctx, p.baseAddress! + total, &len) }
+        guard ok == 1 else {
+            out.wipe()
+            throw KeychainError(.allocate, "AES-128-CBC failed")
+        }
+        let result = Array(out[0..<(total + Int(len))])
+        out.wipe()
+        return result
+    }
+
     /// How many derivations this process has run: tests prove with it that every password guess
     /// pays for one (no shortcut, no cache of failures).
     nonisolated(unsafe) static var derivations = 0
