@@ -75,10 +75,10 @@ field() { sed -n "s/^$1=//p"; }
 # gnome-keyring-daemon in this bus, its login keyring unlocked (or created) with the login
 # password as pam_gnome_keyring would; its pid in $daemon.
 start_daemon() {
-    local i
+    local _
     printf 'login-pw' | gnome-keyring-daemon --foreground --unlock --components=secrets >> "$1/daemon.log" 2>&1 &
     daemon=$!
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
             org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q 'boolean true' && return
         sleep 0.1
@@ -369,7 +369,7 @@ EOF
     expect 93 "${result%%|*}"
     echo "$result" | grep -q "bad.example: its auth is not base64 of user:password"
     expect "$before" "$(sha "$case_dir/bad.json")"
-    expect 1 "$(ls "$case_dir" | grep -c 'bad.json')" "no backup of a file left alone"
+    expect 1 "$(find "$case_dir" -maxdepth 1 -name 'bad.json*' | wc -l)" "no backup of a file left alone"
     expect '{"ServerURL":"good.example","Username":"g","Secret":"gp"}' "$(echo good.example | docker-credential-keychain get)"
 }
 
