@@ -36,6 +36,10 @@ let package = Package(
 
         // The engine: no Foundation, so the helpers and the PAM module stay small and start fast.
         .target(name: "KeychainCore", dependencies: ["CSQLite", "CSodium", "COpenSSL", "CLinux"]),
+        // The Secret Service's items over the engine: libsecret's attribute vocabulary mapped to
+        // Apple's attributes, searches, replace, sandboxed apps' own items. The service and the
+        // importer of `security import-secrets` share it.
+        .target(name: "SecretServiceItems", dependencies: ["KeychainCore"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
         .target(name: "Security", dependencies: ["KeychainCore"]),
         // Apple's LAContext over polkit, for kSecUseAuthenticationContext.
@@ -43,7 +47,7 @@ let package = Package(
 
         // The command-line tool, a front end over the engine.
         .executableTarget(name: "SecurityTool", dependencies: [
-            "KeychainCore", "CredentialHelperSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "KeychainCore", "CredentialHelperSupport", "SecretServiceItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: helperLinking + [.linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]),
 
         // Credential helpers: small processes started once per fetch or pull, so they link the
@@ -59,7 +63,7 @@ let package = Package(
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
-        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "CSDBus", "COpenSSL", "CLinux"],
+        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "SecretServiceItems", "CSDBus", "COpenSSL", "CLinux"],
                           exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
@@ -82,7 +86,7 @@ let package = Package(
         // Tests/presence: SecItem and LAContext calls answered by a real polkit.
         .executableTarget(name: "keychain-presence-probe", dependencies: ["Security", "LocalAuthentication"], path: "Tests/presence/probe"),
 
-        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore"]),
+        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "SecretServiceItems"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
     ],

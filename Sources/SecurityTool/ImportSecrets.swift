@@ -2,6 +2,7 @@ import ArgumentParser
 import CredentialHelperSupport
 import Glibc
 import KeychainCore
+import SecretServiceItems
 
 /// `security import-secrets`: a desktop's secrets into keychains, so that nothing stays behind
 /// when gnome-keyring, git's credential store or docker's inline logins are given up.

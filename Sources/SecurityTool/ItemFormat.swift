@@ -69,7 +69,7 @@ enum ItemFormat {
             lines.append("    \"\(name)\"<\(kind.rawValue)>=" + value(item[name], name: name, kind: kind))
         }
         // Not a macOS attribute: the sandboxed app that made the item through the Secret Service.
-        if let owner = item[SecretAttributes.ownerKey] { lines.append("    \"ssow\"<blob>=" + blob(owner)) }
+        if let owner = item[AttributeKey.owner] { lines.append("    \"\(AttributeKey.owner)\"<blob>=" + blob(owner)) }
         return lines.joined(separator: "\n")
     }
 

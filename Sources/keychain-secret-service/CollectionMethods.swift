@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import SecretServiceItems
 
 /// org.freedesktop.Secret.Collection and org.freedesktop.Secret.Item.
 extension SecretService {

@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import SecretServiceItems
 
 /// The object paths of the spec.
 enum ObjectPaths {

@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import SecretServiceItems
 
 /// A Prompt object: what Unlock, CreateCollection and Collection.Delete return when a person must
 /// type a password. Prompt() asks for pinentry, which starts when this client has no other

@@ -2,6 +2,7 @@ import CLinux
 import CSDBus
 import Glibc
 import KeychainCore
+import SecretServiceItems
 
 /// The interfaces of the spec.
 enum Interface {

@@ -1,4 +1,5 @@
 import KeychainCore
+import SecretServiceItems
 
 /// org.freedesktop.Secret.Service.
 extension SecretService {

@@ -1,4 +1,5 @@
 @testable import KeychainCore
+@testable import SecretServiceItems
 import Glibc
 import XCTest
 

@@ -1,4 +1,5 @@
 @testable import KeychainCore
+@testable import SecretServiceItems
 import XCTest
 
 /// What a Secret Service client can reach: replace touches the item with the same attributes only,

@@ -10,7 +10,7 @@ internal import CSodium
 /// get`: 60% of all instructions, and still 73% with the configuration skipped and each algorithm
 /// fetched once. libsodium starts with a CPU-feature probe. The file format does not change: both
 /// give the same AES-256-GCM, SHA-256, HMAC and scrypt bytes (the tests check known answers).
-enum Crypto {
+package enum Crypto {
     static let keyLength = 32
     static let nonceLength = 12
     static let tagLength = 16
@@ -37,7 +37,7 @@ enum Crypto {
         return EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)
     }()
 
-    static func random(_ count: Int) throws -> Bytes {
+    package static func random(_ count: Int) throws -> Bytes {
         guard sodiumReady else { throw KeychainError(.allocate, "no randomness available") }
         var out = Bytes(repeating: 0, count: count)
         randombytes_buf(&out, count)
@@ -139,7 +139,7 @@ enum Crypto {
 
     /// HMAC-SHA-256 under a key fixed in advance: the key's inner and outer pads are hashed once,
     /// so each MAC costs the message's blocks and one more (the index hashes of every lookup).
-    final class HMACKey {
+    package final class HMACKey {
         private var state = crypto_auth_hmacsha256_state()
 
         init(_ key: Bytes) {
@@ -147,7 +147,7 @@ enum Crypto {
             crypto_auth_hmacsha256_init(&state, key, key.count)
         }
 
-        func mac(_ message: Bytes) -> Bytes {
+        package func mac(_ message: Bytes) -> Bytes {
             var copy = state
             var out = Bytes(repeating: 0, count: 32)
             crypto_auth_hmacsha256_update(&copy, message, UInt64(message.count))
@@ -165,7 +165,7 @@ enum Crypto {
     }
 
     /// Compares in time that does not depend on where the inputs differ.
-    static func equal(_ a: Bytes, _ b: Bytes) -> Bool {
+    package static func equal(_ a: Bytes, _ b: Bytes) -> Bool {
         _ = sodiumReady
         return a.count == b.count && sodium_memcmp(a, b, a.count) == 0
     }

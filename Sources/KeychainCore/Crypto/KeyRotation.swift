@@ -69,6 +69,6 @@ extension KeychainStore {
             try update.run([.int(row.space.rawValue), .blob(sealed.pk), .blob(sealed.account), .blob(sealed.service),
                             .blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)])
         }
-        try reindexSecretAttributes(items, keys: new)
+        try reindexAttributes(items, keys: new)
     }
 }

@@ -5,13 +5,22 @@
 /// secret's additional data carries a digest of the very metadata ciphertext it was sealed with,
 /// so an older secret pasted under newer metadata, or older metadata over a newer secret, fails
 /// too. Each seal draws a fresh nonce and stamps mdat, so that digest is the row's version.
-struct Row {
-    var rowID: Int64
-    var itemClass: ItemClass
-    var lockClass: LockClass
-    var space: KeySpace
-    var metadata: Bytes
-    var secret: Bytes
+package struct Row {
+    package var rowID: Int64
+    package var itemClass: ItemClass
+    package var lockClass: LockClass
+    package var space: KeySpace
+    package var metadata: Bytes
+    package var secret: Bytes
+
+    package init(rowID: Int64, itemClass: ItemClass, lockClass: LockClass, space: KeySpace, metadata: Bytes, secret: Bytes) {
+        self.rowID = rowID
+        self.itemClass = itemClass
+        self.lockClass = lockClass
+        self.space = space
+        self.metadata = metadata
+        self.secret = secret
+    }
 }
 
 struct SealedRow {
@@ -55,7 +64,7 @@ extension KeychainStore {
 
     /// Keyed hash of one attribute: equal values give equal hashes, and without the index key
     /// nothing can be learned from them.
-    static func indexHash(_ indexKey: Crypto.HMACKey, itemClass: ItemClass, name: String, value: AttributeValue) -> Bytes {
+    package static func indexHash(_ indexKey: Crypto.HMACKey, itemClass: ItemClass, name: String, value: AttributeValue) -> Bytes {
         var w = ByteWriter()
         w.u64(UInt64(itemClass.code))
         w.string(name)
@@ -63,7 +72,7 @@ extension KeychainStore {
         return Array(indexKey.mac(w.bytes).prefix(16))
     }
 
-    static func primaryKeyHash(_ indexKey: Crypto.HMACKey, item: Item) -> Bytes {
+    package static func primaryKeyHash(_ indexKey: Crypto.HMACKey, item: Item) -> Bytes {
         var w = ByteWriter()
         w.u64(UInt64(item.itemClass.code))
         for name in AttributeSchema.primaryKey(for: item.itemClass) {
@@ -116,7 +125,7 @@ extension KeychainStore {
             secret: body.bytes)
     }
 
-    func openAttributes(_ row: Row, keys: ClassKeys) throws -> Item {
+    package func openAttributes(_ row: Row, keys: ClassKeys) throws -> Item {
         var opened = try openRow(row, keys: keys, keepingItemKey: false)
         opened.wipe()
         return opened.item
@@ -167,7 +176,7 @@ extension KeychainStore {
     }
 
     /// The item's data, or nil for an item that has none.
-    func openSecret(_ row: Row, keys: ClassKeys) throws -> Bytes? {
+    package func openSecret(_ row: Row, keys: ClassKeys) throws -> Bytes? {
         guard let metadataKey = keys.metadataKey(row.lockClass) else { throw KeychainError.locked() }
         // The metadata is opened (not only digested) so that its format, which an attacker cannot
         // change without the key, decides the secret's: an old format-1 secret under format-2

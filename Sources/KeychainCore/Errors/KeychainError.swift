@@ -56,7 +56,7 @@ package struct KeychainError: Error, Equatable, CustomStringConvertible {
     private static let errnoBase: Int32 = 100_000
 
     package static func param(_ detail: String) -> KeychainError { KeychainError(.param, detail) }
-    static func presence(_ code: Code, _ detail: String) -> KeychainError {
+    package static func presence(_ code: Code, _ detail: String) -> KeychainError {
         var error = KeychainError(code, detail)
         error.concernsPresence = true
         return error

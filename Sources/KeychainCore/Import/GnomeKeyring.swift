@@ -19,48 +19,48 @@
 /// Hostile files are expected: every length is checked against what is left, nothing is
 /// allocated from a count before the bytes behind it are seen, and a KDF iteration count above
 /// `maximumIterations` is refused before any hashing.
-public struct GnomeKeyring: Sendable {
-    public enum Format: Sendable, Equatable {
+package struct GnomeKeyring: Sendable {
+    package enum Format: Sendable, Equatable {
         case encrypted, plainText
     }
 
-    public struct Item: Sendable, Equatable {
+    package struct Item: Sendable, Equatable {
         /// The item's number in the file, for messages.
-        public var id: String
-        public var label: String
-        public var secret: Bytes
+        package var id: String
+        package var label: String
+        package var secret: Bytes
         /// The attributes as gnome-keyring's Secret Service shows them: as stored, uint32 values in
         /// decimal, and `xdg:schema` from the item's type when the attributes do not name one.
-        public var attributes: [String: String]
+        package var attributes: [String: String]
         /// Seconds since 1970; 0 when the file does not say.
-        public var created: UInt64
-        public var modified: UInt64
+        package var created: UInt64
+        package var modified: UInt64
     }
 
     /// The keyring's display name (the collection's label).
-    public var label: String
-    public var format: Format
-    public var items: [Item]
+    package var label: String
+    package var format: Format
+    package var items: [Item]
     /// Items of a plain-text keyring that could not be read, and why; the others are still read.
-    public var unreadable: [(id: String, reason: String)] = []
+    package var unreadable: [(id: String, reason: String)] = []
 
     /// gnome-keyring picks 1000 to 4095 iterations; a file asking for more than this is damaged or
     /// hostile, and is refused before a single hash (10^6 iterations take about a third of a second).
-    public static let maximumIterations: UInt32 = 1_000_000
+    package static let maximumIterations: UInt32 = 1_000_000
     /// Keyring files hold passwords and keys: megabytes at most. Larger ones are refused unread.
-    public static let maximumFileSize = 64 << 20
+    package static let maximumFileSize = 64 << 20
 
     static let header: Bytes = Array("GnomeKeyring\n\r".utf8) + [0, 10]
 
     /// The format of a keyring file's bytes, or nil when it is neither.
-    public static func format(of bytes: Bytes) -> Format? {
+    package static func format(of bytes: Bytes) -> Format? {
         if bytes.starts(with: header) { return .encrypted }
         return PlainTextKeyring.looksLikeOne(bytes) ? .plainText : nil
     }
 
     /// Reads a keyring file. An encrypted one needs its password: a wrong one is errSecAuthFailed,
     /// a damaged or hostile file errSecDecode, each with one line saying why.
-    public static func read(_ bytes: Bytes, password: Bytes?) throws -> GnomeKeyring {
+    package static func read(_ bytes: Bytes, password: Bytes?) throws -> GnomeKeyring {
         guard bytes.count <= maximumFileSize else {
             throw KeychainError.decode("the file is larger than \(maximumFileSize >> 20) MiB; not a keyring gnome-keyring writes")
         }

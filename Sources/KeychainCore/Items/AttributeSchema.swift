@@ -1,8 +1,8 @@
 /// Which attributes each class has, their types, defaults, and which of them make an item unique.
-enum AttributeSchema {
+package enum AttributeSchema {
     private typealias Key = AttributeKey
 
-    enum Kind {
+    package enum Kind {
         case string, data, number, bool, date
         /// A number that Apple's constants give as decimal text (kSecAttrKeyTypeRSA is "42").
         case decimal
@@ -36,8 +36,8 @@ enum AttributeSchema {
         case Key.isInvisible, Key.isNegative: return .bool
         case Key.account: return .blob
         // What the Secret Service keeps beyond Apple's attributes (SecretServiceItems.swift).
-        case SecretAttributes.storedKey: return .data
-        case SecretAttributes.contentTypeKey, SecretAttributes.ownerKey: return .string
+        case AttributeKey.freeFormAttributes: return .data
+        case AttributeKey.contentType, AttributeKey.owner: return .string
         default: return nil
         }
     }
@@ -80,7 +80,7 @@ enum AttributeSchema {
     }
 
     /// The attribute's type in this class, or nil if the class has no such attribute.
-    static func kind(_ key: String, for itemClass: ItemClass) -> Kind? {
+    package static func kind(_ key: String, for itemClass: ItemClass) -> Kind? {
         if let kind = commonKind(key) { return kind }
         switch itemClass {
         case .genericPassword: return passwordKind(key) ?? genericPasswordKind(key)
@@ -104,7 +104,7 @@ enum AttributeSchema {
     }
 
     /// The attribute that the `service` index column holds.
-    static func serviceKey(for itemClass: ItemClass) -> String {
+    package static func serviceKey(for itemClass: ItemClass) -> String {
         switch itemClass {
         case .genericPassword: return Key.service
         case .internetPassword: return Key.server
@@ -114,7 +114,7 @@ enum AttributeSchema {
     }
 
     /// What a missing attribute counts as, for uniqueness and for matching.
-    static func defaultValue(_ key: String, kind: Kind?) -> AttributeValue {
+    package static func defaultValue(_ key: String, kind: Kind?) -> AttributeValue {
         switch key {
         case Key.protocol: return .int(0)
         case Key.synchronizable: return .bool(false)

@@ -1,8 +1,6 @@
 /// A keychain item as the engine hands it out: attributes with defaults filled in, and the secret
 /// when it was asked for.
-// Public, not package, only because SecretServiceItems.swift and SecretAttributes.swift declare
-// public API in its terms; its members are the package's.
-public struct Item: Sendable {
+package struct Item: Sendable {
     package var itemClass: ItemClass
     package var attributes: [String: AttributeValue]
     /// nil when not asked for, and for an item that has no data (added without any).
@@ -97,7 +95,7 @@ package struct Query: Sendable {
     }
 
     func matches(_ item: Item) -> Bool {
-        if !includesAppItems, rows == nil, attributes["agrp"] == nil, item.attributes[SecretAttributes.ownerKey] != nil { return false }
+        if !includesAppItems, rows == nil, attributes[AttributeKey.accessGroup] == nil, item.attributes[AttributeKey.owner] != nil { return false }
         switch synchronizable {
         case .any: break
         case .no: if item.effectiveValue(AttributeKey.synchronizable).boolValue == true { return false }

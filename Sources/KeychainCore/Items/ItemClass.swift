@@ -1,6 +1,5 @@
 /// The five item classes of Keychain Services, by Apple's raw values.
-// Public for the same reason as Item (SecretServiceItems.swift, SecretAttributes.swift).
-public enum ItemClass: String, CaseIterable, Sendable {
+package enum ItemClass: String, CaseIterable, Sendable {
     case genericPassword = "genp"
     case internetPassword = "inet"
     case certificate = "cert"
@@ -8,7 +7,7 @@ public enum ItemClass: String, CaseIterable, Sendable {
     case identity = "idnt"
 
     /// Stored in the `class` column; numbers never change once a file exists.
-    var code: Int64 {
+    package var code: Int64 {
         switch self {
         case .genericPassword: return 1
         case .internetPassword: return 2
@@ -26,7 +25,7 @@ public enum ItemClass: String, CaseIterable, Sendable {
         try AttributeSchema.normalize(key, value, for: self)
     }
 
-    init?(code: Int64) {
+    package init?(code: Int64) {
         guard let match = ItemClass.allCases.first(where: { $0.code == code }) else { return nil }
         self = match
     }

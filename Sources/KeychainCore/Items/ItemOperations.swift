@@ -88,7 +88,7 @@ extension KeychainStore {
 
     /// Defaults, dates and the secret's hash for a new item. An item given no secret keeps none
     /// (a password added without kSecValueData); certificates and keys cannot be made without.
-    static func prepareNew(_ item: Item, keepingDates: Bool) throws -> (Item, Bytes?) {
+    package static func prepareNew(_ item: Item, keepingDates: Bool) throws -> (Item, Bytes?) {
         let hasData = item.secret != nil
         var (item, secret) = try DerivedAttributes.apply(to: normalized(item), secret: item.secret ?? [])
         let stamp = AttributeValue.date(SystemClock.now())
@@ -103,7 +103,7 @@ extension KeychainStore {
     }
 
     /// Inserts inside the caller's transaction.
-    func insert(_ item: Item, secret: Bytes?, keys: ClassKeys) throws -> Item {
+    package func insert(_ item: Item, secret: Bytes?, keys: ClassKeys) throws -> Item {
         guard keys.canWrite(item.protection.lockClass) else {
             throw KeychainError.locked("keychain is locked: cannot add a \(item.protection.rawValue) item")
         }
@@ -329,7 +329,7 @@ extension KeychainStore {
         return try rows.filter { keys.has($0.lockClass) }.map { try Certificate(der: openSecret($0, keys: keys) ?? []) }
     }
 
-    func deleteRows(_ rowIDs: [Int64]) throws {
+    package func deleteRows(_ rowIDs: [Int64]) throws {
         let stmt = try db.statement("DELETE FROM items WHERE rowid = ?")
         for rowID in rowIDs { try stmt.run([.int(rowID)]) }
     }
@@ -388,7 +388,7 @@ extension KeychainStore {
         return (rows, lockedSpace)
     }
 
-    func collect(_ sql: String, _ values: [SQLiteValue], _ itemClass: ItemClass, _ space: KeySpace, into rows: inout [Row]) throws {
+    package func collect(_ sql: String, _ values: [SQLiteValue], _ itemClass: ItemClass, _ space: KeySpace, into rows: inout [Row]) throws {
         let stmt = try db.statement(sql)
         stmt.bind(values)
         defer { stmt.reset() }
@@ -437,7 +437,7 @@ extension KeychainStore {
     /// from overflow whatever a caller passes.
     package static let maximumAttributesSize = 16 << 20
 
-    static func checkAttributesSize(_ attributes: [String: AttributeValue]) throws {
+    package static func checkAttributesSize(_ attributes: [String: AttributeValue]) throws {
         var total = 0
         for (key, value) in attributes {
             total += key.utf8.count + 16

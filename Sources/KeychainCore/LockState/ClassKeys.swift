@@ -9,22 +9,22 @@ package enum KeyStorage: Sendable {
 /// The class keys one operation can use, as their subkeys. An index key exists per key space: AC
 /// items are indexed under a key from C, so a lookup can tell "locked" from "not found" while only
 /// WhenUnlocked is locked; Always items under a key from D.
-struct ClassKeys {
+package struct ClassKeys {
     private let subkeys: [LockClass: Subkeys]
 
     init(_ subkeys: [LockClass: Subkeys]) { self.subkeys = subkeys }
 
-    func has(_ lockClass: LockClass) -> Bool { subkeys[lockClass] != nil }
+    package func has(_ lockClass: LockClass) -> Bool { subkeys[lockClass] != nil }
 
     /// Writing an item needs its class key and the index key of its space.
-    func canWrite(_ lockClass: LockClass) -> Bool { has(lockClass) && indexKey(KeySpace(lockClass)) != nil }
+    package func canWrite(_ lockClass: LockClass) -> Bool { has(lockClass) && indexKey(KeySpace(lockClass)) != nil }
 
     func metadataKey(_ lockClass: LockClass) -> Bytes? { subkeys[lockClass]?.metadata }
     /// The key of the settings MAC, when WhenUnlocked is open (`Keybag.settingsKey`).
     var settingsKey: Bytes? { subkeys[.whenUnlocked]?.settings }
     func wrappingKey(_ lockClass: LockClass) -> Bytes? { subkeys[lockClass]?.wrapping }
 
-    func indexKey(_ space: KeySpace) -> Crypto.HMACKey? {
+    package func indexKey(_ space: KeySpace) -> Crypto.HMACKey? {
         switch space {
         case .protected: return subkeys[.afterFirstUnlock]?.index
         case .always: return subkeys[.always]?.index
@@ -83,11 +83,11 @@ final class Subkeys {
 }
 
 /// Rows are indexed in one of two spaces, by the lock class of their item.
-enum KeySpace: Int64, CaseIterable {
+package enum KeySpace: Int64, CaseIterable {
     case protected = 1
     case always = 2
 
-    init(_ lockClass: LockClass) { self = lockClass == .always ? .always : .protected }
+    package init(_ lockClass: LockClass) { self = lockClass == .always ? .always : .protected }
 }
 
 /// What `security status` and `show-keychain-info` report.

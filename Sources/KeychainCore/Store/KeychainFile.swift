@@ -11,10 +11,10 @@ package enum KeychainFile {
     }
 
     /// The login keychain: the one the PAM module unlocks with the login password.
-    public static func loginPath() -> String { directory() + "/login.keychain-db" }
+    package static func loginPath() -> String { directory() + "/login.keychain-db" }
 
     /// Whether two paths name one file (`a//b`, `a/./b`, links): compared by device and inode.
-    public static func sameFile(_ a: String, _ b: String) -> Bool {
+    package static func sameFile(_ a: String, _ b: String) -> Bool {
         if a == b { return true }
         var first = stat(), second = stat()
         guard stat(a, &first) == 0, stat(b, &second) == 0 else { return false }

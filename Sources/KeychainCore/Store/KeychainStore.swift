@@ -5,7 +5,7 @@ import Glibc
 package final class KeychainStore: @unchecked Sendable {
     package let path: String
     package let storage: KeyStorage
-    let db: SQLiteDatabase
+    package let db: SQLiteDatabase
     var keybag: Keybag
     var processKeys: (a: Bytes?, c: Bytes?) = (nil, nil)
     /// Subkeys of the class keys last seen, by lock class; only used while the same key is seen again.
@@ -38,7 +38,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// The password KDF's cost parameters, as stored in the keybag.
     package var scryptParameters: ScryptParameters { withLock { keybag.scrypt } }
 
-    func withLock<T>(_ body: () throws -> T) rethrows -> T { try mutex.withLock(body) }
+    package func withLock<T>(_ body: () throws -> T) rethrows -> T { try mutex.withLock(body) }
 
     // MARK: Opening and creating
 
@@ -334,7 +334,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// (planted by another process, or left over from before a rotation) is treated as locked
     /// and removed. Writers call this inside their transaction, so the keybag they check against
     /// is the one their rows will be committed with.
-    func currentKeys() throws -> ClassKeys {
+    package func currentKeys() throws -> ClassKeys {
         try refreshKeybag()
         var a: Bytes?, c: Bytes?
         defer { a?.wipe(); c?.wipe() }

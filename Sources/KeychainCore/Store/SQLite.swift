@@ -3,7 +3,7 @@ internal import CSQLite
 import Glibc
 
 /// A small wrapper over one SQLite connection, with statements prepared once and reused.
-final class SQLiteDatabase {
+package final class SQLiteDatabase {
     private var handle: OpaquePointer?
     private var cache: [String: SQLiteStatement] = [:]
 
@@ -43,7 +43,7 @@ final class SQLiteDatabase {
         sqlite3_close_v2(handle)
     }
 
-    func execute(_ sql: String) throws {
+    package func execute(_ sql: String) throws {
         var error: UnsafeMutablePointer<CChar>?
         let rc = sqlite3_exec(handle, sql, nil, nil, &error)
         if rc != SQLITE_OK {
@@ -53,7 +53,7 @@ final class SQLiteDatabase {
         }
     }
 
-    func statement(_ sql: String) throws -> SQLiteStatement {
+    package func statement(_ sql: String) throws -> SQLiteStatement {
         if let cached = cache[sql] {
             cached.reset()
             return cached
@@ -72,7 +72,7 @@ final class SQLiteDatabase {
 
     /// Runs `body` in one IMMEDIATE transaction: the write lock is taken up front, so a reader
     /// never has to upgrade and two writers never deadlock.
-    func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
         do {
             let result = try body()
@@ -95,7 +95,7 @@ final class SQLiteDatabase {
     }
 }
 
-final class SQLiteStatement {
+package final class SQLiteStatement {
     private let stmt: OpaquePointer
     private unowned let database: SQLiteDatabase
 
@@ -106,13 +106,13 @@ final class SQLiteStatement {
 
     deinit { sqlite3_finalize(stmt) }
 
-    func reset() {
+    package func reset() {
         sqlite3_reset(stmt)
         sqlite3_clear_bindings(stmt)
     }
 
     @discardableResult
-    func bind(_ values: [SQLiteValue]) -> SQLiteStatement {
+    package func bind(_ values: [SQLiteValue]) -> SQLiteStatement {
         for (i, value) in values.enumerated() {
             let index = Int32(i + 1)
             switch value {
@@ -129,7 +129,7 @@ final class SQLiteStatement {
     }
 
     /// Steps once; true while there is a row to read.
-    func step() throws -> Bool {
+    package func step() throws -> Bool {
         let rc = sqlite3_step(stmt)
         switch rc {
         case SQLITE_ROW: return true
@@ -141,15 +141,15 @@ final class SQLiteStatement {
         }
     }
 
-    func run(_ values: [SQLiteValue] = []) throws {
+    package func run(_ values: [SQLiteValue] = []) throws {
         bind(values)
         defer { sqlite3_reset(stmt) }
         while try step() {}
     }
 
-    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
+    package func int(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
 
-    func blob(_ column: Int32) -> Bytes {
+    package func blob(_ column: Int32) -> Bytes {
         let n = Int(sqlite3_column_bytes(stmt, column))
         guard n > 0, let p = sqlite3_column_blob(stmt, column) else { return [] }
         return Array(UnsafeRawBufferPointer(start: p, count: n))
@@ -163,7 +163,7 @@ final class SQLiteStatement {
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
 }
 
-enum SQLiteValue {
+package enum SQLiteValue {
     case null
     case int(Int64)
     case text(String)

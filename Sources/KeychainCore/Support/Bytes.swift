@@ -1,7 +1,7 @@
 internal import COpenSSL
 
 /// Secrets travel as byte arrays rather than Foundation.Data so that the engine links without Foundation.
-public typealias Bytes = [UInt8]
+package typealias Bytes = [UInt8]
 
 extension Array where Element == UInt8 {
     /// Overwrites the buffer in place; OPENSSL_cleanse cannot be optimized away.
@@ -15,7 +15,7 @@ extension Array where Element == UInt8 {
         self = (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * UInt64($0))) }
     }
 
-    var hex: String {
+    package var hex: String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(count * 2)

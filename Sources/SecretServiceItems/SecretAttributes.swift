@@ -1,3 +1,5 @@
+import KeychainCore
+
 /// How the Secret Service's free-form string attributes and Apple's typed attributes describe the
 /// same item, both ways.
 ///
@@ -9,20 +11,11 @@
 /// it, username) -> acct. Every attribute, mapped or not, is also kept as given (encrypted with the
 /// rest of the metadata), so a client reads back exactly what it stored; when another front end
 /// changes a mapped Apple attribute later, the Secret Service sees the new value.
-public enum SecretAttributes {
-    /// Metadata key of the attributes as the client gave them (encrypted like every attribute).
-    static let storedKey = "ssat"
-    /// Metadata key of the secret's content type (the Secret struct's fourth field).
-    static let contentTypeKey = "ssct"
-    /// Metadata key of the sandboxed app (Flatpak or Snap id) that created the item through the
-    /// service; absent for items of unconfined programs and other front ends. Not an attribute a
-    /// client sees or sets: the service writes it from the caller's identity.
-    public static let ownerKey = "ssow"
-
+package enum SecretAttributes {
     /// libsecret's schema for network passwords. Clients that search with a schema add its name as
     /// `xdg:schema`, so internet passwords stored by other front ends show this one.
-    public static let networkSchemaKey = "xdg:schema"
-    public static let networkSchema = "org.gnome.keyring.NetworkPassword"
+    package static let networkSchemaKey = "xdg:schema"
+    package static let networkSchema = "org.gnome.keyring.NetworkPassword"
 
     static let networkNames: [(name: String, apple: String)] = [
         ("user", "acct"), ("server", "srvr"), ("protocol", "ptcl"), ("port", "port"),
@@ -43,7 +36,7 @@ public enum SecretAttributes {
     }
 
     /// The class an item with these attributes is stored as.
-    public static func itemClass(for attributes: [String: String]) -> ItemClass {
+    package static func itemClass(for attributes: [String: String]) -> ItemClass {
         networkNames.contains { attributes[$0.name] != nil } ? .internetPassword : .genericPassword
     }
 
@@ -102,7 +95,7 @@ public enum SecretAttributes {
     }
 
     /// The attributes the Secret Service shows for an item, whichever front end stored it.
-    public static func view(of item: Item) -> [String: String] {
+    package static func view(of item: Item) -> [String: String] {
         let stored = storedAttributes(of: item)
         guard item.itemClass == .genericPassword || item.itemClass == .internetPassword else { return stored }
         var out = stored
@@ -119,29 +112,5 @@ public enum SecretAttributes {
         return out
     }
 
-    static func storedAttributes(of item: Item) -> [String: String] {
-        guard case .data(let bytes)? = item.attributes[storedKey], let decoded = try? decode(bytes) else { return [:] }
-        return decoded
-    }
-
-    static func encode(_ attributes: [String: String]) -> Bytes {
-        var w = ByteWriter()
-        w.u32(UInt32(attributes.count))
-        for key in attributes.keys.sorted() {
-            w.string(key)
-            w.string(attributes[key]!)
-        }
-        return w.bytes
-    }
-
-    static func decode(_ bytes: Bytes) throws -> [String: String] {
-        var r = ByteReader(bytes)
-        var out: [String: String] = [:]
-        for _ in 0..<(try r.u32()) {
-            let key = try r.string()
-            out[key] = try r.string()
-        }
-        guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in Secret Service attributes") }
-        return out
-    }
+    static func storedAttributes(of item: Item) -> [String: String] { FreeFormAttributes.of(item) }
 }

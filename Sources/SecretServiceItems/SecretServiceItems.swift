@@ -1,17 +1,19 @@
+import KeychainCore
+
 /// A keychain item as the Secret Service shows it.
-public struct SecretItem: Sendable {
+package struct SecretItem: Sendable {
     /// The item's row: its identity in this keychain, never reused.
-    public var row: Int64
-    public var itemClass: ItemClass
-    public var label: String
-    public var attributes: [String: String]
-    public var contentType: String
-    public var created: UInt64
-    public var modified: UInt64
-    public var secret: Bytes?
+    package var row: Int64
+    package var itemClass: ItemClass
+    package var label: String
+    package var attributes: [String: String]
+    package var contentType: String
+    package var created: UInt64
+    package var modified: UInt64
+    package var secret: Bytes?
     /// The sandboxed app that created the item through the service (nil: an unconfined program or
     /// another front end).
-    public var owner: String?
+    package var owner: String?
 
     /// Whether a search of `owner` for `query` finds this item: every pair exactly, and the item
     /// made by that owner (nil: by no sandboxed app, so that an app's items never answer
@@ -23,12 +25,12 @@ public struct SecretItem: Sendable {
 
 /// What a Secret Service search finds: items it could read, and rows of locked items that the
 /// attribute index says match (their attributes are encrypted under the locked class key).
-public struct SecretSearchResult: Sendable {
-    public var unlocked: [SecretItem] = []
-    public var locked: [Int64] = []
+package struct SecretSearchResult: Sendable {
+    package var unlocked: [SecretItem] = []
+    package var locked: [Int64] = []
 
     /// Every row found, locked or not, oldest first.
-    public var rows: [Int64] { (unlocked.map(\.row) + locked).sorted() }
+    package var rows: [Int64] { (unlocked.map(\.row) + locked).sorted() }
 }
 
 /// The Secret Service's items in the engine: generic and internet passwords (SecretAttributes says
@@ -42,22 +44,9 @@ public struct SecretSearchResult: Sendable {
 /// hashes when any front end deletes the row. Items that other front ends add have no hashes; they
 /// are found through the service/account columns while unlocked.
 extension KeychainStore {
-    static let secretIndexSchema = """
-        CREATE TABLE IF NOT EXISTS secret_attributes (hash BLOB NOT NULL, item INTEGER NOT NULL,
-            PRIMARY KEY (hash, item)) WITHOUT ROWID;
-        CREATE INDEX IF NOT EXISTS secret_attributes_item ON secret_attributes(item);
-        CREATE TRIGGER IF NOT EXISTS secret_attributes_cleanup AFTER DELETE ON items
-            BEGIN DELETE FROM secret_attributes WHERE item = old.rowid; END;
-        """
 
     /// The default content type of a secret, as libsecret sends it.
-    public static let defaultContentType = "text/plain"
-
-    /// The index name under which an item's owner is hashed beside its attributes. D-Bus strings
-    /// cannot hold a NUL, so no client attribute can take this name.
-    static let ownerIndexName = "\u{0}owner"
-    /// Hashed for every item an app owns, whichever app: what tells an owned locked item apart.
-    static let ownedIndexPair = ["\u{0}owned": ""]
+    package static let defaultContentType = "text/plain"
 
     /// The latest date the service shows (the last second of year 9999): a stored date beyond it,
     /// or one that is not finite (a crafted backup can carry either), is shown as this.
@@ -65,10 +54,7 @@ extension KeychainStore {
 
     /// `query` narrowed to the items of `owner`, as the attribute index sees it.
     static func scoped(_ query: [String: String], owner: String?) -> [String: String] {
-        guard let owner else { return query }
-        var scoped = query
-        scoped[ownerIndexName] = owner
-        return scoped
+        FreeFormAttributes.scoped(query, owner: owner)
     }
 
     // MARK: Reading
@@ -76,15 +62,15 @@ extension KeychainStore {
     /// The rows of the items a search of `owner` can find, locked or not, oldest first: with an
     /// owner, that app's (found through the index, so locked ones too); without, every item no app
     /// owns.
-    public func secretItemRows(owner: String? = nil) throws -> [Int64] {
+    package func secretItemRows(owner: String? = nil) throws -> [Int64] {
         if owner != nil { return try searchSecretItems([:], owner: owner).rows }
         return try withLock {
             var sql = "SELECT rowid FROM items WHERE class IN (?, ?)"
             var values: [SQLiteValue] = [.int(ItemClass.genericPassword.code), .int(ItemClass.internetPassword.code)]
-            if let key = try currentKeys().indexKey(.protected), try hasSecretIndex() {
+            if let key = try currentKeys().indexKey(.protected), try hasAttributeIndex() {
                 sql += " AND rowid NOT IN (SELECT item FROM secret_attributes WHERE hash = ?)"
-                let (name, value) = Self.ownedIndexPair.first!
-                values.append(.blob(Self.secretAttributeHash(key, name: name, value: value)))
+                let (name, value) = FreeFormAttributes.ownedIndexPair.first!
+                values.append(.blob(Self.attributeHash(key, name: name, value: value)))
             }
             let stmt = try db.statement(sql + " ORDER BY rowid")
             stmt.bind(values)
@@ -96,13 +82,13 @@ extension KeychainStore {
     }
 
     /// Whether `row` is a Secret Service item of this keychain (locked or not).
-    public func hasSecretItem(_ row: Int64) throws -> Bool {
+    package func hasSecretItem(_ row: Int64) throws -> Bool {
         try withLock { try loadRow(row) != nil }
     }
 
     /// One item; errSecInteractionNotAllowed when its class key is locked, errSecItemNotFound when
     /// there is no such item, or, with an owner, when the item is not that app's.
-    public func secretItem(_ row: Int64, includeSecret: Bool = false, owner: String? = nil) throws -> SecretItem {
+    package func secretItem(_ row: Int64, includeSecret: Bool = false, owner: String? = nil) throws -> SecretItem {
         try withLock {
             guard let stored = try loadRow(row) else { throw KeychainError(.itemNotFound) }
             let keys = try currentKeys()
@@ -120,7 +106,7 @@ extension KeychainStore {
 
     /// Items whose attributes include every given pair, exactly (no pairs: every item); with an
     /// owner, only the items that app created.
-    public func searchSecretItems(_ query: [String: String], owner: String? = nil) throws -> SecretSearchResult {
+    package func searchSecretItems(_ query: [String: String], owner: String? = nil) throws -> SecretSearchResult {
         try withLock {
             let keys = try currentKeys()
             let scoped = Self.scoped(query, owner: owner)
@@ -130,7 +116,7 @@ extension KeychainStore {
                     let item = try secretItem(row, keys: keys, includeSecret: false)
                     if item.matches(query, owner: owner) { result.unlocked.append(item) }
                 } else if try indexHolds(scoped, row: row.rowID, keys: keys),
-                          try owner != nil || !indexHolds(Self.ownedIndexPair, row: row.rowID, keys: keys) {
+                          try owner != nil || !indexHolds(FreeFormAttributes.ownedIndexPair, row: row.rowID, keys: keys) {
                     result.locked.append(row.rowID)
                 }
             }
@@ -141,7 +127,7 @@ extension KeychainStore {
     /// Whether every item of this keychain is one the Secret Service manages: a password that
     /// needs nobody's presence, readable now. A keychain that also holds certificates, keys,
     /// identities, protected or locked items is not the service's to delete.
-    public func holdsOnlySecretServiceItems() throws -> Bool {
+    package func holdsOnlySecretServiceItems() throws -> Bool {
         try withLock {
             let keys = try currentKeys()
             let stmt = try db.statement("SELECT rowid, class FROM items ORDER BY rowid")
@@ -179,16 +165,16 @@ extension KeychainStore {
     ///
     /// `created` and `modified` (seconds since 1970) keep the dates an item had elsewhere (an
     /// import from gnome-keyring); without them, or for 0, the item is dated now.
-    public func addSecretItem(label: String, attributes: [String: String], secret: Bytes, contentType: String,
+    package func addSecretItem(label: String, attributes: [String: String], secret: Bytes, contentType: String,
                               replace: Bool, owner: String? = nil,
                               created: Double? = nil, modified: Double? = nil) throws -> (item: SecretItem, replaced: [Int64]) {
         let itemClass = owner == nil ? SecretAttributes.itemClass(for: attributes) : .genericPassword
         var item = Item(itemClass: itemClass, attributes: SecretAttributes.appleAttributes(attributes, itemClass: itemClass), secret: secret)
-        item[SecretAttributes.storedKey] = .data(SecretAttributes.encode(attributes))
-        item[SecretAttributes.contentTypeKey] = .string(contentType)
+        item[AttributeKey.freeFormAttributes] = .data(FreeFormAttributes.encode(attributes))
+        item[AttributeKey.contentType] = .string(contentType)
         item["labl"] = .string(label)
         if let owner {
-            item[SecretAttributes.ownerKey] = .string(owner)
+            item[AttributeKey.owner] = .string(owner)
             item["agrp"] = .string(owner)
         }
         for (key, date) in [("cdat", created), ("mdat", modified)] {
@@ -200,7 +186,6 @@ extension KeychainStore {
             let keys = try currentKeys()
             guard keys.canWrite(.whenUnlocked), let indexKey = keys.indexKey(.protected) else { throw KeychainError.locked() }
             return try db.transaction {
-                try db.execute(Self.secretIndexSchema)
                 var replaced: [Int64] = []
                 if replace {
                     for row in try secretCandidates(Self.scoped(attributes, owner: owner), keys: keys) where keys.has(row.lockClass) {
@@ -227,7 +212,7 @@ extension KeychainStore {
                             guard let row = try loadRow(rowID) else { continue }
                             if !keys.has(row.lockClass) { throw KeychainError.locked() }
                             try refuseNeedingAPerson(row, keys: keys)
-                            if try openAttributes(row, keys: keys)[SecretAttributes.ownerKey]?.stringValue != owner { ours = false }
+                            if try openAttributes(row, keys: keys)[AttributeKey.owner]?.stringValue != owner { ours = false }
                         }
                     }
                     if replace && ours {
@@ -238,7 +223,7 @@ extension KeychainStore {
                     }
                     stored = try insert(prepared, secret: plain, keys: keys)
                 }
-                try index(attributes, row: stored.rowID, key: indexKey, owner: owner)
+                try indexAttributes(attributes, row: stored.rowID, key: indexKey, owner: owner)
                 guard let row = try loadRow(stored.rowID) else { throw KeychainError(.itemNotFound) }
                 return (try secretItem(row, keys: keys, includeSecret: false), replaced)
             }
@@ -248,28 +233,25 @@ extension KeychainStore {
     /// Changes an item's label, attributes, secret or content type (nil: unchanged). The item keeps
     /// its class and its row, so its object path stays.
     @discardableResult
-    public func updateSecretItem(_ rowID: Int64, label: String? = nil, attributes: [String: String]? = nil,
+    package func updateSecretItem(_ rowID: Int64, label: String? = nil, attributes: [String: String]? = nil,
                                  secret: Bytes? = nil, contentType: String? = nil, owner: String? = nil) throws -> SecretItem {
         let current = try secretItem(rowID, owner: owner)
         // Refused before anything is written, the attribute index included.
         try withLock { try checkChangeable(rowID, keys: try currentKeys()) }
         var changes: [String: AttributeValue] = [:]
         if let label { changes["labl"] = .string(label) }
-        if let contentType { changes[SecretAttributes.contentTypeKey] = .string(contentType) }
+        if let contentType { changes[AttributeKey.contentType] = .string(contentType) }
         if let attributes {
             let mapped = SecretAttributes.appleAttributes(attributes, itemClass: current.itemClass)
             let previous = SecretAttributes.mappedNames(current.itemClass, stored: current.attributes)
             for (_, apple) in previous + SecretAttributes.mappedNames(current.itemClass, stored: attributes) {
                 changes[apple] = mapped[apple] ?? AttributeSchema.defaultValue(apple, kind: AttributeSchema.kind(apple, for: current.itemClass))
             }
-            changes[SecretAttributes.storedKey] = .data(SecretAttributes.encode(attributes))
+            changes[AttributeKey.freeFormAttributes] = .data(FreeFormAttributes.encode(attributes))
             // The new hashes go in before the item changes and the old ones out after: a crash in
             // between leaves extra hashes (a search checks the attributes anyway), never missing ones.
             try withIndexKey { key in
-                try db.transaction {
-                    try db.execute(Self.secretIndexSchema)
-                    try index(attributes, row: rowID, key: key, owner: current.owner)
-                }
+                try db.transaction { try indexAttributes(attributes, row: rowID, key: key, owner: current.owner) }
             }
         }
         var query = Query(itemClass: current.itemClass)
@@ -280,8 +262,8 @@ extension KeychainStore {
         if let attributes {
             try withIndexKey { key in
                 try db.transaction {
-                    try db.statement("DELETE FROM secret_attributes WHERE item = ?").run([.int(rowID)])
-                    try index(attributes, row: rowID, key: key, owner: current.owner)
+                    try unindexAttributes(row: rowID)
+                    try indexAttributes(attributes, row: rowID, key: key, owner: current.owner)
                 }
             }
         }
@@ -290,7 +272,7 @@ extension KeychainStore {
 
     /// Deletes one item; errSecInteractionNotAllowed while it is locked; with an owner, only an
     /// item of that app.
-    public func deleteSecretItem(_ rowID: Int64, owner: String? = nil) throws {
+    package func deleteSecretItem(_ rowID: Int64, owner: String? = nil) throws {
         if owner != nil { _ = try secretItem(rowID, owner: owner) }
         try withLock {
             try checkChangeable(rowID, keys: try currentKeys())
@@ -302,7 +284,7 @@ extension KeychainStore {
 
     /// The label a Secret Service client gave this keychain (nil: none; the service then shows the
     /// keychain's name). Kept beside the keybag, in the clear like the file's name.
-    public func collectionLabel() throws -> String? {
+    package func collectionLabel() throws -> String? {
         try withLock {
             let stmt = try db.statement("SELECT value FROM keychain WHERE name = 'secret-service.label'")
             defer { stmt.reset() }
@@ -311,7 +293,7 @@ extension KeychainStore {
         }
     }
 
-    public func setCollectionLabel(_ label: String) throws {
+    package func setCollectionLabel(_ label: String) throws {
         try KeychainStore.checkAttributesSize(["labl": .string(label)])
         try withLock {
             try db.transaction {
@@ -363,7 +345,7 @@ extension KeychainStore {
     /// not that app's (checked before anything else is said about it).
     private func secretItem(_ row: Row, keys: ClassKeys, includeSecret: Bool, owner: String? = nil) throws -> SecretItem {
         let item = try openAttributes(row, keys: keys)
-        if owner != nil && item[SecretAttributes.ownerKey]?.stringValue != owner { throw KeychainError(.itemNotFound) }
+        if owner != nil && item[AttributeKey.owner]?.stringValue != owner { throw KeychainError(.itemNotFound) }
         if includeSecret && AccessConditions(of: item).needsAPerson {
             throw KeychainError.presence(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
         }
@@ -373,58 +355,10 @@ extension KeychainStore {
         }
         return SecretItem(row: row.rowID, itemClass: row.itemClass, label: item["labl"]?.stringValue ?? "",
                           attributes: SecretAttributes.view(of: item),
-                          contentType: item[SecretAttributes.contentTypeKey]?.stringValue ?? Self.defaultContentType,
+                          contentType: item[AttributeKey.contentType]?.stringValue ?? Self.defaultContentType,
                           created: seconds("cdat"), modified: seconds("mdat"),
                           secret: includeSecret ? try openSecret(row, keys: keys) : nil,
-                          owner: item[SecretAttributes.ownerKey]?.stringValue)
-    }
-
-    private func hasSecretIndex() throws -> Bool {
-        let stmt = try db.statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'secret_attributes'")
-        defer { stmt.reset() }
-        return try stmt.step()
-    }
-
-    static func secretAttributeHash(_ key: Crypto.HMACKey, name: String, value: String) -> Bytes {
-        var w = ByteWriter()
-        w.string("secret-service-attribute")
-        w.string(name)
-        w.string(value)
-        return Array(key.mac(w.bytes).prefix(16))
-    }
-
-    /// Key rotation makes a new class key C, and this index is keyed under it: rebuilt from the
-    /// attributes each re-sealed item carries, inside the rotation's transaction.
-    func reindexSecretAttributes(_ items: [Item], keys: ClassKeys) throws {
-        guard try hasSecretIndex() else { return }
-        guard let key = keys.indexKey(.protected) else { throw KeychainError.locked() }
-        try db.execute("DELETE FROM secret_attributes")
-        for item in items {
-            guard case .data(let encoded)? = item.attributes[SecretAttributes.storedKey] else { continue }
-            try index(try SecretAttributes.decode(encoded), row: item.rowID, key: key,
-                      owner: item.attributes[SecretAttributes.ownerKey]?.stringValue)
-        }
-    }
-
-    private func index(_ attributes: [String: String], row: Int64, key: Crypto.HMACKey, owner: String?) throws {
-        let stmt = try db.statement("INSERT OR IGNORE INTO secret_attributes(hash, item) VALUES (?, ?)")
-        var pairs = Self.scoped(attributes, owner: owner)
-        if owner != nil { pairs.merge(Self.ownedIndexPair) { $1 } }
-        for (name, value) in pairs {
-            try stmt.run([.blob(Self.secretAttributeHash(key, name: name, value: value)), .int(row)])
-        }
-    }
-
-    /// Whether the index has every pair of `query` for `row`: how a locked item is matched.
-    private func indexHolds(_ query: [String: String], row: Int64, keys: ClassKeys) throws -> Bool {
-        guard let key = keys.indexKey(.protected), try hasSecretIndex() else { return false }
-        let stmt = try db.statement("SELECT 1 FROM secret_attributes WHERE hash = ? AND item = ?")
-        for (name, value) in query {
-            stmt.bind([.blob(Self.secretAttributeHash(key, name: name, value: value)), .int(row)])
-            defer { stmt.reset() }
-            guard try stmt.step() else { return false }
-        }
-        return true
+                          owner: item[AttributeKey.owner]?.stringValue)
     }
 
     /// Rows that may match, oldest first: through the attribute index when the query names an
@@ -433,20 +367,10 @@ extension KeychainStore {
     /// index uses the hashes of what the Secret Service last stored, mapped attributes included.
     private func secretCandidates(_ query: [String: String], keys: ClassKeys) throws -> [Row] {
         if query.contains(where: { !SecretAttributes.isMapped($0.key, $0.value) }) {
-            guard let key = keys.indexKey(.protected), try hasSecretIndex() else { return [] }
-            var rows: Set<Int64>?
-            let stmt = try db.statement("SELECT item FROM secret_attributes WHERE hash = ?")
             // Only the unmapped pairs: other front ends may change the mapped attributes, which the
             // caller then checks against the item itself.
-            for (name, value) in query where !SecretAttributes.isMapped(name, value) {
-                stmt.bind([.blob(Self.secretAttributeHash(key, name: name, value: value))])
-                var found: Set<Int64> = []
-                while try stmt.step() { found.insert(stmt.int(0)) }
-                stmt.reset()
-                rows = rows.map { $0.intersection(found) } ?? found
-                if rows?.isEmpty == true { return [] }
-            }
-            return try (rows ?? []).sorted().compactMap { try loadRow($0) }
+            let rows = try rowsIndexed(with: query.filter { !SecretAttributes.isMapped($0.key, $0.value) }, keys: keys) ?? []
+            return try rows.sorted().compactMap { try loadRow($0) }
         }
         var rows: [Row] = []
         for itemClass in SecretAttributes.classes(for: query) {

@@ -1,0 +1,144 @@
+/// Free-form attributes: string pairs a front end keeps on a generic or internet password beyond
+/// Apple's typed attributes (the Secret Service's `a{ss}`), encrypted with the item's other
+/// attributes, and indexed by keyed hashes so that a search on them stays indexed and a locked
+/// keychain can still say which rows match.
+///
+/// The index is a table of (HMAC(index key, name, value), row): as opaque as the other index
+/// columns (without the key, nothing can be learned from a hash). It is keyed with the protected
+/// space's index key, which AfterFirstUnlock keeps. A trigger removes a row's hashes when any front
+/// end deletes the row. What the pairs mean is the front end's business; the engine knows only
+/// where they are kept, and that an item made by a sandboxed app carries its owner.
+extension AttributeKey {
+    /// The free-form attributes as the front end gave them (encoded by `FreeFormAttributes`).
+    package static let freeFormAttributes = "ssat"
+    /// The MIME type of the secret (the Secret Service's content type).
+    package static let contentType = "ssct"
+    /// The sandboxed app that made the item (its app id); absent for every other item. Such an item
+    /// matches only queries that name its access group or its row (`Query.includesAppItems`).
+    package static let owner = "ssow"
+}
+
+package enum FreeFormAttributes {
+    package static func encode(_ attributes: [String: String]) -> Bytes {
+        var w = ByteWriter()
+        w.u32(UInt32(attributes.count))
+        for key in attributes.keys.sorted() {
+            w.string(key)
+            w.string(attributes[key]!)
+        }
+        return w.bytes
+    }
+
+    package static func decode(_ bytes: Bytes) throws -> [String: String] {
+        var r = ByteReader(bytes)
+        var out: [String: String] = [:]
+        for _ in 0..<(try r.u32()) {
+            let key = try r.string()
+            out[key] = try r.string()
+        }
+        guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in free-form attributes") }
+        return out
+    }
+
+    /// An item's free-form attributes ([:] when it has none).
+    package static func of(_ item: Item) -> [String: String] {
+        guard case .data(let bytes)? = item.attributes[AttributeKey.freeFormAttributes], let decoded = try? decode(bytes) else { return [:] }
+        return decoded
+    }
+
+    /// The index name under which an item's owner is hashed beside its pairs. D-Bus strings, and so
+    /// every pair a client can send, cannot hold a NUL: no pair can take this name.
+    package static let ownerIndexName = "\u{0}owner"
+    /// Hashed for every item an app owns, whichever app: what tells an owned locked item apart.
+    package static let ownedIndexPair = ["\u{0}owned": ""]
+
+    /// `pairs` as the index holds them for an item of `owner`: narrowed to that owner's items.
+    package static func scoped(_ pairs: [String: String], owner: String?) -> [String: String] {
+        guard let owner else { return pairs }
+        var scoped = pairs
+        scoped[ownerIndexName] = owner
+        return scoped
+    }
+}
+
+extension KeychainStore {
+    package static let attributeIndexSchema = """
+        CREATE TABLE IF NOT EXISTS secret_attributes (hash BLOB NOT NULL, item INTEGER NOT NULL,
+            PRIMARY KEY (hash, item)) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS secret_attributes_item ON secret_attributes(item);
+        CREATE TRIGGER IF NOT EXISTS secret_attributes_cleanup AFTER DELETE ON items
+            BEGIN DELETE FROM secret_attributes WHERE item = old.rowid; END;
+        """
+
+    package static func attributeHash(_ key: Crypto.HMACKey, name: String, value: String) -> Bytes {
+        var w = ByteWriter()
+        w.string("secret-service-attribute")
+        w.string(name)
+        w.string(value)
+        return Array(key.mac(w.bytes).prefix(16))
+    }
+
+    package func hasAttributeIndex() throws -> Bool {
+        let stmt = try db.statement("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'secret_attributes'")
+        defer { stmt.reset() }
+        return try stmt.step()
+    }
+
+    /// Adds `row`'s pairs (and its owner's, for an app's item) to the index (in the caller's transaction).
+    package func indexAttributes(_ pairs: [String: String], row: Int64, key: Crypto.HMACKey, owner: String?) throws {
+        try db.execute(Self.attributeIndexSchema)
+        let stmt = try db.statement("INSERT OR IGNORE INTO secret_attributes(hash, item) VALUES (?, ?)")
+        var all = FreeFormAttributes.scoped(pairs, owner: owner)
+        if owner != nil { all.merge(FreeFormAttributes.ownedIndexPair) { $1 } }
+        for (name, value) in all {
+            try stmt.run([.blob(Self.attributeHash(key, name: name, value: value)), .int(row)])
+        }
+    }
+
+    /// Drops `row`'s pairs from the index (in the caller's transaction).
+    package func unindexAttributes(row: Int64) throws {
+        guard try hasAttributeIndex() else { return }
+        try db.statement("DELETE FROM secret_attributes WHERE item = ?").run([.int(row)])
+    }
+
+    /// The rows the index holds every pair of `pairs` for (nil: no index, or no key to look with).
+    package func rowsIndexed(with pairs: [String: String], keys: ClassKeys) throws -> Set<Int64>? {
+        guard let key = keys.indexKey(.protected), try hasAttributeIndex() else { return nil }
+        var rows: Set<Int64>?
+        let stmt = try db.statement("SELECT item FROM secret_attributes WHERE hash = ?")
+        for (name, value) in pairs {
+            stmt.bind([.blob(Self.attributeHash(key, name: name, value: value))])
+            var found: Set<Int64> = []
+            while try stmt.step() { found.insert(stmt.int(0)) }
+            stmt.reset()
+            rows = rows.map { $0.intersection(found) } ?? found
+            if rows?.isEmpty == true { return [] }
+        }
+        return rows ?? []
+    }
+
+    /// Whether the index has every pair of `pairs` for `row`: how a locked item is matched.
+    package func indexHolds(_ pairs: [String: String], row: Int64, keys: ClassKeys) throws -> Bool {
+        guard let key = keys.indexKey(.protected), try hasAttributeIndex() else { return false }
+        let stmt = try db.statement("SELECT 1 FROM secret_attributes WHERE hash = ? AND item = ?")
+        for (name, value) in pairs {
+            stmt.bind([.blob(Self.attributeHash(key, name: name, value: value)), .int(row)])
+            defer { stmt.reset() }
+            guard try stmt.step() else { return false }
+        }
+        return true
+    }
+
+    /// Key rotation makes a new class key C, and the index is keyed under it: rebuilt from the
+    /// pairs each re-sealed item carries, inside the rotation's transaction.
+    func reindexAttributes(_ items: [Item], keys: ClassKeys) throws {
+        guard try hasAttributeIndex() else { return }
+        guard let key = keys.indexKey(.protected) else { throw KeychainError.locked() }
+        try db.execute("DELETE FROM secret_attributes")
+        for item in items {
+            guard case .data(let encoded)? = item.attributes[AttributeKey.freeFormAttributes] else { continue }
+            try indexAttributes(try FreeFormAttributes.decode(encoded), row: item.rowID, key: key,
+                                owner: item.attributes[AttributeKey.owner]?.stringValue)
+        }
+    }
+}
