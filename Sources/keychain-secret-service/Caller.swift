@@ -1,5 +1,6 @@
 import CSDBus
 import Glibc
+import KeychainCore
 
 /// Who sent a call: an unconfined program of the user, or an app in a Flatpak or Snap sandbox.
 ///
@@ -55,10 +56,7 @@ enum Caller: Equatable {
 
     /// Now, in the clock ticks since boot that /proc/PID/stat counts a process's start in.
     static func ticksSinceBoot() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_BOOTTIME, &now)
-        let hertz = UInt64(max(sysconf(Int32(_SC_CLK_TCK)), 1))
-        return UInt64(now.tv_sec) * hertz + UInt64(now.tv_nsec) * hertz / 1_000_000_000
+        UInt64(SystemClock.sinceBoot() * Double(max(sysconf(Int32(_SC_CLK_TCK)), 1)))
     }
 
     /// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot.

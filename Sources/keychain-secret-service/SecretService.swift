@@ -132,9 +132,8 @@ final class SecretService {
             var timeout: UInt64 = 0
             var wait: Int32 = 2000
             if sd_bus_get_timeout(bus, &timeout) > 0, timeout != UInt64.max {
-                var now = timespec()
-                clock_gettime(CLOCK_MONOTONIC, &now)
-                let nowUs = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec / 1000)
+                // sd-bus's deadline is in microseconds of CLOCK_MONOTONIC.
+                let nowUs = UInt64(SystemClock.monotonic() * 1_000_000)
                 wait = timeout <= nowUs ? 0 : Int32(min(UInt64(wait), (timeout - nowUs + 999) / 1000))
             }
             if poll(&fds, nfds_t(fds.count), wait) < 0, errno != EINTR { return 1 }
@@ -143,7 +142,7 @@ final class SecretService {
             }
             // A second between looks is soon enough to notice a lock and keeps a busy client's
             // calls from each paying for a folder scan and the kernel reads.
-            let now = Self.monotonicSeconds()
+            let now = SystemClock.monotonic()
             if now - lastLockCheck >= 1 {
                 lastLockCheck = now
                 noticeLockChanges()
@@ -152,11 +151,6 @@ final class SecretService {
         return 0
     }
 
-    static func monotonicSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-    }
 
     /// `security lock-keychain` and the PAM module change the lock state behind the service's
     /// back; each turn of the loop compares and announces.

@@ -11,6 +11,10 @@ package enum SystemClock {
     /// Seconds on CLOCK_MONOTONIC: only differences between two readings mean anything.
     package static func monotonic() -> Double { seconds(CLOCK_MONOTONIC) }
 
+    /// Seconds since boot, suspended time included (CLOCK_BOOTTIME): the clock /proc/PID/stat
+    /// counts a process's start on.
+    package static func sinceBoot() -> Double { seconds(CLOCK_BOOTTIME) }
+
     /// How long `body` took, in seconds.
     package static func measure(_ body: () throws -> Void) rethrows -> Double {
         let start = monotonic()
