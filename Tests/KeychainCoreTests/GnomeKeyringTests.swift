@@ -212,7 +212,7 @@ final class GnomeKeyringTests: XCTestCase {
     /// Seeded damage to both real files: flipped, inserted, removed bytes; big-endian lengths set
     /// to extremes. Each read ends with a keyring or a documented error, quickly.
     func testFuzzedFilesNeverCrash() {
-        var g = Generator(state: 20_240_611)
+        var g = SeededGenerator(state: 20_240_611)
         let iterations = Int(getenv("KEYCHAIN_FUZZ_ITERATIONS").flatMap { Int(String(cString: $0)) } ?? 1500)
         let sources: [(Bytes, String?)] = [
             (GnomeKeyringFixtures.encrypted, GnomeKeyringFixtures.encryptedPassword),
@@ -330,16 +330,6 @@ final class GnomeKeyringTests: XCTestCase {
         XCTAssertEqual(try store.secretItem(chromium.row, includeSecret: true).secret, Array("c2VjcmV0LWtleQ==".utf8))
     }
 
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 }
 
 /// Writes the encrypted format field by field (gkm-secret-binary.c's layout), with knobs for what

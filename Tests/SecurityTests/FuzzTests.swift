@@ -44,18 +44,8 @@ final class FuzzTests: XCTestCase {
             .compactMap { try? fixtures.data($0) }
     }()
 
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
-    func randomValue(_ g: inout Generator, depth: Int = 0) -> Any {
+    func randomValue(_ g: inout SeededGenerator, depth: Int = 0) -> Any {
         switch Int.random(in: 0..<15, using: &g) {
         case 0: return Self.constants.randomElement(using: &g)!
         case 1: return ["", "a", "example.com", "\u{0}x", "ü€𝄞", String(repeating: "s", count: 70_000)].randomElement(using: &g)!
@@ -82,7 +72,7 @@ final class FuzzTests: XCTestCase {
         }
     }
 
-    func randomDictionary(_ g: inout Generator) -> [String: Any] {
+    func randomDictionary(_ g: inout SeededGenerator) -> [String: Any] {
         var dictionary: [String: Any] = [:]
         if Int.random(in: 0..<4, using: &g) != 0 {
             dictionary[kSecClass as String] = [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey,
@@ -97,7 +87,7 @@ final class FuzzTests: XCTestCase {
     func testRandomDictionariesGiveOnlyDocumentedCodes() {
         let iterations = Int(ProcessInfo.processInfo.environment["KEYCHAIN_FUZZ_ITERATIONS"] ?? "") ?? 3000
         let seed: UInt64 = 20_261_121
-        var g = Generator(state: seed)
+        var g = SeededGenerator(state: seed)
         var seen: [OSStatus: Int] = [:]
         for n in 0..<iterations {
             let query = randomDictionary(&g)
