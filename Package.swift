@@ -34,9 +34,13 @@ let package = Package(
         .target(name: "CLinux"),
         // sd-bus's object tables (C macros) for the Secret Service provider.
         .target(name: "CSDBus", linkerSettings: [.linkedLibrary("systemd")]),
+        // tpm2-tss (ESAPI, TCTI loader, marshalling) for sealing a keychain to this machine's TPM:
+        // its headers at build time, its libraries loaded at run time (dlopen): Debian has no
+        // static tpm2-tss, and a machine without it installed is one without a TPM.
+        .target(name: "CTSS2"),
 
         // The engine: no Foundation, so the helpers and the PAM module stay small and start fast.
-        .target(name: "KeychainCore", dependencies: ["CSQLite", "CSodium", "COpenSSL", "CLinux"]),
+        .target(name: "KeychainCore", dependencies: ["CSQLite", "CSodium", "COpenSSL", "CLinux", "CTSS2"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
         .target(name: "Security", dependencies: ["KeychainCore"]),
         // Apple's LAContext over polkit, for kSecUseAuthenticationContext.
