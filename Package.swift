@@ -18,6 +18,9 @@ let package = Package(
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
         .executable(name: "docker-credential-keychain", targets: ["docker-credential-keychain"]),
         .executable(name: "keychain-secret-service", targets: ["keychain-secret-service"]),
+        // The TPM's operations in a process of their own (the static tools cannot dlopen
+        // tpm2-tss): installed as $(PREFIX)/libexec/keychain-tpm-helper, or beside the tools.
+        .executable(name: "keychain-tpm-helper", targets: ["keychain-tpm-helper"]),
         // pam_keychain.so: self-contained (Swift runtime linked in), exporting only pam_sm_*.
         .library(name: "pam_keychain", type: .dynamic, targets: ["PAMKeychain"]),
     ],
@@ -66,6 +69,12 @@ let package = Package(
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
         .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "CSDBus", "COpenSSL", "CLinux"],
                           exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
+
+        // A fully static program that dlopens tpm2-tss gets a second C library whose thread data
+        // collides with its own (libcrypto crashes): the engine runs this one, linked against the
+        // system's C library, for its TPM operations (and so bounds their time by killing it).
+        .executableTarget(name: "keychain-tpm-helper", dependencies: ["KeychainCore"],
+                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),
