@@ -105,6 +105,13 @@ enum CommandTable {
         .unavailable("platformsso"),
         // This tool's own commands come last, so that no prefix of Apple's names reaches them first.
         CommandSpec(name: "status", type: Status.self, optstring: "h", synopsis: "[keychain]"),
+        CommandSpec(name: "tpm-status", type: TPMStatusCommand.self, optstring: "h", synopsis: "[keychain]"),
+        CommandSpec(name: "tpm-enroll", type: TPMEnroll.self, optstring: "hp:", secretOptions: ["p"],
+                    synopsis: "[-h] [-p password] [keychain]"),
+        CommandSpec(name: "tpm-unenroll", type: TPMUnenroll.self, optstring: "hp:", secretOptions: ["p"],
+                    synopsis: "[-h] [-p password] [keychain]"),
+        CommandSpec(name: "tpm-recover", type: TPMRecover.self, optstring: "hR:p:", secretOptions: ["R", "p"],
+                    synopsis: "[-h] [-R recoveryKey] [-p newPassword] [keychain]"),
     ]
 
     /// security.c's match_command: the first command whose name starts with `name`.
