@@ -1,4 +1,5 @@
 @testable import KeychainCore
+@testable import KeychainTPM
 import Glibc
 import XCTest
 
@@ -401,8 +402,12 @@ final class TPMTests: XCTestCase {
         let store = try scratch.create()
         try store.add(generic("device", secret: "bound", protection: .whenUnlockedThisDeviceOnly))
         let before = try Keybag.load(from: store.db)
-        // A closed port: tpm2-tss's swtpm TCTI cannot connect (or tpm2-tss is not installed).
-        XCTAssertStatus(try store.sealToTPM(password: pw, tpm: TPMConfiguration(tcti: "swtpm:host=127.0.0.1,port=1")), .serviceNotAvailable)
+        // No helper beside the test runner, or a closed port for the helper's tpm2-tss.
+        let closed = TPMConfiguration(tcti: "swtpm:host=127.0.0.1,port=1")
+        XCTAssertStatus(try store.sealToTPM(password: pw, tpm: closed), .serviceNotAvailable)
+        XCTAssertThrowsError(try LocalTPM(configuration: closed).describe(primaryName: nil)) { error in
+            guard case .unavailable? = error as? TPMFailure else { return XCTFail("\(error)") }
+        }
         XCTAssertStatus(try store.sealToTPM(password: pw, tpm: TPMConfiguration(tcti: nil)), .serviceNotAvailable)
         let after = try Keybag.load(from: store.db)
         XCTAssertEqual(after.version, 2)
@@ -442,7 +447,7 @@ final class TPMTests: XCTestCase {
             } catch {
                 XCTFail("garbage \(n) gave \(error)")
             }
-            XCTAssertThrowsError(try TPMHelperService.serve(garbage))
+            XCTAssertThrowsError(try TPMHelperService.serve(garbage) { LocalTPM(configuration: $0) })
         }
     }
 }

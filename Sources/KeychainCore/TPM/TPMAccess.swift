@@ -1,15 +1,14 @@
-import CTSS2
 import Glibc
 
 /// The three things a keychain asks of a TPM, done by `keychain-tpm-helper` in a process of its
-/// own (`HelperTPM`) whenever it is installed, else in this process (`LocalTPM`) if it can load
-/// tpm2-tss at all. The helper is needed by the fully static tools (`security`, the credential
-/// helpers): dlopen in a static program gives the library a second C library, and libcrypto's
-/// thread-specific data then collides with the program's. It is preferred by everyone else too:
-/// tpm2-tss's synchronous calls wait for the TPM without end, so only a process that can be
-/// killed bounds the time a TPM (or a TCTI) that stops answering costs, and whatever tpm2-tss does
-/// with a malformed answer happens outside the caller.
-protocol TPMOperations {
+/// own (`HelperTPM`), through tpm2-tss (Sources/KeychainTPM, the helper's only user). The engine
+/// itself never links tpm2-tss: the tools are fully static and Debian ships no static tpm2-tss,
+/// and dlopen in a static program gives the library a second C library whose thread-specific
+/// data collides with the program's (libcrypto crashed in Esys_CreatePrimary). A process of its
+/// own is worth having anyway: tpm2-tss's synchronous calls wait for the TPM without end, so only
+/// a process that can be killed bounds what a TPM (or a TCTI) that stops answering costs, and
+/// whatever tpm2-tss does with a malformed answer happens outside the caller.
+package protocol TPMOperations {
     /// Seals `secret` under the owner hierarchy's storage key for `auth`, checks that it unseals.
     func seal(_ secret: Bytes, auth: Bytes) throws -> TPMSealedSecret
     /// The sealed secret for `auth`, if the TPM is the one recorded and accepts `auth`.
@@ -26,65 +25,10 @@ enum TPMAccess {
     static func operations(_ configuration: TPMConfiguration) throws -> TPMOperations {
         guard configuration.tcti != nil else { throw TPMFailure.unavailable(configuration.absence) }
         if let simulated { return simulated(configuration) }
-        if let helper = HelperTPM.locate() { return HelperTPM(configuration: configuration, path: helper) }
-        guard ctss2_process_is_static() == 0 else {
-            throw TPMFailure.unavailable("\(HelperTPM.name) is not installed (this statically linked program reaches the TPM through it)")
+        guard let helper = HelperTPM.locate() else {
+            throw TPMFailure.unavailable("\(HelperTPM.name) is not installed (this program reaches the TPM through it)")
         }
-        return LocalTPM(configuration: configuration)
-    }
-}
-
-/// The TPM through tpm2-tss in this process: one connection per operation, closed (every
-/// transient object flushed) before returning.
-struct LocalTPM: TPMOperations {
-    let configuration: TPMConfiguration
-
-    private func connected<T>(_ body: (TPMConnection) throws -> T) throws -> T {
-        let connection = try TPMConnection(configuration)
-        defer { connection.close() }
-        do {
-            return try body(connection)
-        } catch TPMFailure.authorization {
-            // The TPM's own count, read on the same connection after the failure.
-            throw TPMFailure.authorization(try? connection.lockoutState())
-        } catch TPMFailure.lockout {
-            throw TPMFailure.lockout(try? connection.lockoutState())
-        }
-    }
-
-    func seal(_ secret: Bytes, auth: Bytes) throws -> TPMSealedSecret {
-        try connected { connection in
-            let (primary, name) = try connection.createPrimary()
-            let (pub, priv) = try connection.seal(secret, auth: auth, parent: primary)
-            var check = try connection.unseal(public: pub, private: priv, auth: auth, parent: primary, expectedLength: secret.count)
-            defer { check.wipe() }
-            guard Crypto.equal(check, secret) else { throw TPMFailure.failed("the TPM unsealed another secret than the one it sealed") }
-            return TPMSealedSecret(primaryName: name, sealedPublic: pub, sealedPrivate: priv)
-        }
-    }
-
-    func unseal(_ record: TPMSealedSecret, auth: Bytes, length: Int) throws -> Bytes {
-        try connected { connection in
-            let (primary, name) = try connection.createPrimary()
-            // Before any authorization is sent: a TPM whose storage key is not the one recorded
-            // cannot load the object anyway, and gets nothing derived from the password.
-            guard Crypto.equal(name, record.primaryName) else {
-                throw TPMFailure.foreign("this TPM's storage key is not the one the keychain was sealed under")
-            }
-            return try connection.unseal(public: record.sealedPublic, private: record.sealedPrivate, auth: auth,
-                                         parent: primary, expectedLength: length)
-        }
-    }
-
-    func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?) {
-        try connected { connection in
-            let description = TPMDescription(tcti: connection.configuration, manufacturer: (try? connection.manufacturer()) ?? "?",
-                                             lockout: try? connection.lockoutState())
-            guard let primaryName else { return (description, nil) }
-            let (primary, name) = try connection.createPrimary()
-            connection.flush(primary)
-            return (description, Crypto.equal(name, primaryName))
-        }
+        return HelperTPM(configuration: configuration, path: helper)
     }
 }
 
@@ -229,6 +173,8 @@ struct HelperTPM: TPMOperations {
         }()
         if answer.isEmpty, let status = ended {
             if status == 128 + SIGALRM { throw TPMFailure.failed("the TPM did not answer within \(timeout) s") }
+            // The dynamic loader's status when a library is missing: tpm2-tss is not installed.
+            if status == 127 { throw TPMFailure.unavailable("\(Self.name) cannot run (is tpm2-tss installed? libtss2-esys, -tctildr, -mu)") }
             throw TPMFailure.failed("\(Self.name) ended without an answer (\(status > 128 ? "signal \(status - 128)" : "exit status \(status)"))")
         }
         reader = try TPMHelperWire.readReply(answer)
@@ -305,9 +251,9 @@ enum TPMHelperWire {
 }
 
 /// `keychain-tpm-helper`'s whole program: one request from standard input, the operation done
-/// through tpm2-tss in this (dynamically linked) process, one answer on standard output.
-public enum TPMHelperService {
-    public static func main() -> Int32 {
+/// by `operations` (tpm2-tss, in the helper), one answer on standard output.
+package enum TPMHelperService {
+    package static func main(_ operations: (TPMConfiguration) -> TPMOperations) -> Int32 {
         ProcessHardening.becomeUndumpable()
         // A TPM or TCTI that stops answering must not keep this process (and what it holds) alive.
         alarm(HelperTPM.longest)
@@ -323,7 +269,7 @@ public enum TPMHelperService {
         }
         var answer: Bytes
         do {
-            answer = try serve(request)
+            answer = try serve(request, operations)
         } catch let failure as TPMFailure {
             answer = TPMHelperWire.failure(failure)
         } catch let error as KeychainError {
@@ -342,13 +288,13 @@ public enum TPMHelperService {
         return 0
     }
 
-    static func serve(_ request: Bytes) throws -> Bytes {
+    static func serve(_ request: Bytes, _ operations: (TPMConfiguration) -> TPMOperations) throws -> Bytes {
         guard request.count <= TPMHelperWire.limit else { throw TPMFailure.failed("request too large") }
         var r = ByteReader(request)
         guard try r.u32() == TPMHelperWire.version else { throw TPMFailure.failed("a request of another version") }
         let operation = try r.string()
         let tcti = try r.string()
-        let tpm = LocalTPM(configuration: TPMConfiguration(tcti: tcti.isEmpty ? nil : tcti))
+        let tpm = operations(TPMConfiguration(tcti: tcti.isEmpty ? nil : tcti))
         /// The request's last field: the time the caller waits, at most `longest`.
         func finish(_ r: inout ByteReader) throws {
             let seconds = try r.u32()

@@ -16,7 +16,7 @@
 /// more than an offline check of password guesses at scrypt's cost per guess (what a keychain
 /// without a TPM gives to whoever has its file), and whatever it answers, the KEK still depends
 /// on S. A wrong T gives a KEK that opens nothing: errSecDecode, never a weaker key.
-struct TPMSealedSecret: Equatable {
+package struct TPMSealedSecret: Equatable {
     static let format: UInt32 = 1
     /// `TPMTemplates.storagePrimary`; a later template would get another number.
     static let primaryTemplate: UInt32 = 1
@@ -24,10 +24,10 @@ struct TPMSealedSecret: Equatable {
 
     /// The primary key's name when the secret was sealed: a different one means another TPM (or
     /// this one after its owner hierarchy was cleared), known before any authorization is sent.
-    var primaryName: Bytes
+    package var primaryName: Bytes
     /// TPM2B_PUBLIC and TPM2B_PRIVATE of the sealed object, marshalled by tss2-mu.
-    var sealedPublic: Bytes
-    var sealedPrivate: Bytes
+    package var sealedPublic: Bytes
+    package var sealedPrivate: Bytes
 
     // MARK: Derivations
 
@@ -101,7 +101,7 @@ struct TPMSealedSecret: Equatable {
         return w.bytes
     }
 
-    init(primaryName: Bytes, sealedPublic: Bytes, sealedPrivate: Bytes) {
+    package init(primaryName: Bytes, sealedPublic: Bytes, sealedPrivate: Bytes) {
         self.primaryName = primaryName
         self.sealedPublic = sealedPublic
         self.sealedPrivate = sealedPrivate

@@ -1,77 +1,7 @@
-import CTSS2
 import COpenSSL
+import CTSS2
 import Glibc
-
-/// Where this machine's TPM 2.0 is reached, if anywhere.
-public struct TPMConfiguration: Sendable, Equatable {
-    /// A tpm2-tss TCTI configuration ("device:/dev/tpmrm0", "swtpm:host=127.0.0.1,port=2321");
-    /// nil when there is no TPM to use.
-    public var tcti: String?
-    /// Why there is none (one line, for status output); empty when there is one.
-    public var absence: String
-
-    public static let environmentVariable = "KEYCHAIN_TPM_TCTI"
-    /// The kernel's resource manager: it flushes whatever a process left behind, and lets several
-    /// processes share the TPM.
-    public static let kernelDevice = "/dev/tpmrm0"
-
-    public init(tcti: String?, absence: String = "") {
-        self.tcti = tcti
-        self.absence = tcti == nil && absence.isEmpty ? "no TPM" : absence
-    }
-
-    /// $KEYCHAIN_TPM_TCTI when set ("none" or empty: no TPM; ignored in set-user-ID processes),
-    /// else the kernel's resource manager when the device exists. Never tpm2-tss's own default,
-    /// which falls back to TCP ports on localhost, where any local user could answer as a TPM.
-    public static var current: TPMConfiguration {
-        if let raw = ctss2_tcti_from_environment() {
-            let value = String(cString: raw)
-            if value.isEmpty || value == "none" {
-                return TPMConfiguration(tcti: nil, absence: "no TPM ($\(environmentVariable) is \(value.isEmpty ? "empty" : "none"))")
-            }
-            return TPMConfiguration(tcti: value)
-        }
-        var st = stat()
-        guard stat(kernelDevice, &st) == 0 else {
-            return TPMConfiguration(tcti: nil, absence: "no TPM (\(kernelDevice) does not exist)")
-        }
-        return TPMConfiguration(tcti: "device:" + kernelDevice)
-    }
-}
-
-/// Why the TPM did not do what was asked.
-enum TPMFailure: Error, Equatable {
-    /// No TPM here: none configured, tpm2-tss not installed, or the TCTI cannot connect.
-    case unavailable(String)
-    /// TPM_RC_AUTH_FAIL: the authorization did not match; the TPM counted it (its count after,
-    /// when it could be read).
-    case authorization(TPMLockoutState?)
-    /// TPM_RC_LOCKOUT: the TPM refuses every authorization of DA-protected objects for now.
-    case lockout(TPMLockoutState?)
-    /// The sealed object, or the primary key it hangs under, is not this TPM's.
-    case foreign(String)
-    /// The TPM refused, or answered something that cannot be used.
-    case failed(String)
-}
-
-/// The TPM's dictionary-attack state (TPM2_GetCapability, TPM_PT_PERMANENT and TPM_PT_LOCKOUT_*).
-public struct TPMLockoutState: Sendable, Equatable {
-    public var inLockout: Bool
-    /// Failed authorizations counted so far (TPM_PT_LOCKOUT_COUNTER).
-    public var failures: UInt32
-    /// The count at which the TPM locks out (TPM_PT_MAX_AUTH_FAIL).
-    public var maximum: UInt32
-    /// Seconds after which one counted failure is forgotten (TPM_PT_LOCKOUT_INTERVAL).
-    public var interval: UInt32
-}
-
-/// What `security tpm-status` shows of the TPM itself.
-public struct TPMDescription: Sendable, Equatable {
-    public var tcti: String
-    /// TPM_PT_MANUFACTURER as its four ASCII letters ("IBM " for swtpm).
-    public var manufacturer: String
-    public var lockout: TPMLockoutState?
-}
+import KeychainCore
 
 /// One session with the TPM through tpm2-tss's ESAPI: opened, used for one job, closed. Every
 /// transient object and session made through it is flushed before it closes, so nothing stays in
@@ -81,7 +11,6 @@ public struct TPMDescription: Sendable, Equatable {
 /// capability answer must be the one asked for, and an unsealed secret must have the length
 /// sealed. A TPM that answers wrongly gives an error, never a crash or a shorter key.
 final class TPMConnection {
-    private let api: UnsafePointer<ctss2_api>
     private var tcti: OpaquePointer?
     private var esys: OpaquePointer?
     private var transient: [ESYS_TR] = []
@@ -89,17 +18,15 @@ final class TPMConnection {
 
     init(_ configuration: TPMConfiguration) throws {
         guard let tcti = configuration.tcti else { throw TPMFailure.unavailable(configuration.absence) }
-        guard let api = ctss2_load() else { throw TPMFailure.unavailable(String(cString: ctss2_load_error())) }
-        self.api = api
         self.configuration = tcti
         var context: OpaquePointer?
-        let rc = api.pointee.tctildr_initialize(tcti, &context)
+        let rc = Tss2_TctiLdr_Initialize(tcti, &context)
         guard rc == 0, let context else {
             throw TPMFailure.unavailable("no TPM reachable through \(tcti) (\(Self.describe(rc)))")
         }
         self.tcti = context
         var esys: OpaquePointer?
-        let erc = api.pointee.initialize(&esys, context, nil)
+        let erc = Esys_Initialize(&esys, context, nil)
         guard erc == 0, let esys else {
             close()
             throw TPMFailure.unavailable("tpm2-tss cannot talk to the TPM through \(tcti) (\(Self.describe(erc)))")
@@ -111,14 +38,14 @@ final class TPMConnection {
 
     func close() {
         if let esys {
-            for handle in transient.reversed() { _ = api.pointee.flush_context(esys, handle) }
+            for handle in transient.reversed() { _ = Esys_FlushContext(esys, handle) }
             transient.removeAll()
             var context: OpaquePointer? = esys
-            api.pointee.finalize(&context)
+            Esys_Finalize(&context)
             self.esys = nil
         }
         if tcti != nil {
-            api.pointee.tctildr_finalize(&tcti)
+            Tss2_TctiLdr_Finalize(&tcti)
             tcti = nil
         }
     }
@@ -132,7 +59,7 @@ final class TPMConnection {
     func flush(_ handle: ESYS_TR) {
         guard let esys, let index = transient.firstIndex(of: handle) else { return }
         transient.remove(at: index)
-        _ = api.pointee.flush_context(esys, handle)
+        _ = Esys_FlushContext(esys, handle)
     }
 
     // MARK: Capabilities
@@ -142,9 +69,9 @@ final class TPMConnection {
         let esys = try context()
         var more: TPMI_YES_NO = 0
         var data: UnsafeMutablePointer<TPMS_CAPABILITY_DATA>?
-        let rc = api.pointee.get_capability(esys, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+        let rc = Esys_GetCapability(esys, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                             TPM2_CAP(TPMConstant.capTPMProperties), first, count, &more, &data)
-        defer { api.pointee.free(data) }
+        defer { Esys_Free(data) }
         guard rc == 0, let data else { throw Self.failure(rc, "TPM2_GetCapability") }
         guard data.pointee.capability == TPM2_CAP(TPMConstant.capTPMProperties) else {
             throw TPMFailure.failed("the TPM answered another capability than the one asked for")
@@ -191,7 +118,7 @@ final class TPMConnection {
         var outsideInfo = TPM2B_DATA()
         var pcrs = TPML_PCR_SELECTION()
         var handle = ESYS_TR(ESYS_TR_NONE)
-        let rc = api.pointee.create_primary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE),
+        let rc = Esys_CreatePrimary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE),
                                             ESYS_TR(ESYS_TR_NONE), &sensitive, &template, &outsideInfo, &pcrs, &handle,
                                             nil, nil, nil, nil)
         guard rc == 0 else {
@@ -206,8 +133,8 @@ final class TPMConnection {
 
     private func name(of handle: ESYS_TR) throws -> Bytes {
         var name: UnsafeMutablePointer<TPM2B_NAME>?
-        let rc = api.pointee.get_name(try context(), handle, &name)
-        defer { api.pointee.free(name) }
+        let rc = Esys_TR_GetName(try context(), handle, &name)
+        defer { Esys_Free(name) }
         guard rc == 0, let name, let bytes = TPM2B.read(&name.pointee.name, size: name.pointee.size), bytes.count == 34
         else { throw Self.failure(rc, "the name of the primary key") }
         return bytes
@@ -223,7 +150,7 @@ final class TPMConnection {
         symmetric.keyBits.aes = 128
         symmetric.mode.aes = TPMConstant.algCFB
         var session = ESYS_TR(ESYS_TR_NONE)
-        let rc = api.pointee.start_auth_session(try context(), primary, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+        let rc = Esys_StartAuthSession(try context(), primary, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                                 ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), nil, TPM2_SE(TPMConstant.seHMAC),
                                                 &symmetric, TPMConstant.algSHA256, &session)
         guard rc == 0 else { throw Self.failure(rc, "TPM2_StartAuthSession") }
@@ -232,7 +159,7 @@ final class TPMConnection {
     }
 
     private func setAttributes(_ session: ESYS_TR, _ attributes: TPMA_SESSION) throws {
-        let rc = api.pointee.session_set_attributes(try context(), session, attributes, 0xff)
+        let rc = Esys_TRSess_SetAttributes(try context(), session, attributes, 0xff)
         guard rc == 0 else { throw Self.failure(rc, "session attributes") }
     }
 
@@ -254,9 +181,9 @@ final class TPMConnection {
         var pcrs = TPML_PCR_SELECTION()
         var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
         var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
-        let rc = api.pointee.create(esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive,
+        let rc = Esys_Create(esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive,
                                     &template, &outsideInfo, &pcrs, &outPrivate, &outPublic, nil, nil, nil)
-        defer { api.pointee.free(outPrivate); api.pointee.free(outPublic) }
+        defer { Esys_Free(outPrivate); Esys_Free(outPublic) }
         guard rc == 0, let outPrivate, let outPublic else { throw Self.failure(rc, "TPM2_Create") }
         return (try marshal(outPublic), try marshal(outPrivate))
     }
@@ -271,7 +198,7 @@ final class TPMConnection {
         }
         var inPrivate = try unmarshalPrivate(`private`)
         var object = ESYS_TR(ESYS_TR_NONE)
-        let rc = api.pointee.load(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+        let rc = Esys_Load(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                                   &inPrivate, &inPublic, &object)
         guard rc == 0 else {
             // The private area is encrypted and authenticated under the parent's key: another
@@ -286,16 +213,16 @@ final class TPMConnection {
         var authValue = TPM2B_AUTH()
         defer { TPM2B.wipe(&authValue) }
         authValue.size = try TPM2B.fill(&authValue.buffer, with: auth)
-        let src = api.pointee.set_auth(esys, object, &authValue)
+        let src = Esys_TR_SetAuth(esys, object, &authValue)
         guard src == 0 else { throw Self.failure(src, "the object's authorization") }
         let session = try startSession(salt: parent)
         defer { flush(session) }
         try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionEncrypt)
         var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
-        let urc = api.pointee.unseal(esys, object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &out)
+        let urc = Esys_Unseal(esys, object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &out)
         defer {
             if let out { TPM2B.wipe(&out.pointee) }
-            api.pointee.free(out)
+            Esys_Free(out)
         }
         guard urc == 0, let out else { throw Self.failure(urc, "TPM2_Unseal") }
         guard let secret = TPM2B.read(&out.pointee.buffer, size: out.pointee.size), secret.count == expectedLength else {
@@ -309,7 +236,7 @@ final class TPMConnection {
     private func marshal(_ value: UnsafeMutablePointer<TPM2B_PUBLIC>) throws -> Bytes {
         var buffer = Bytes(repeating: 0, count: MemoryLayout<TPM2B_PUBLIC>.size)
         var offset = 0
-        let rc = api.pointee.public_marshal(value, &buffer, buffer.count, &offset)
+        let rc = Tss2_MU_TPM2B_PUBLIC_Marshal(value, &buffer, buffer.count, &offset)
         guard rc == 0, offset <= buffer.count else { throw Self.failure(rc, "marshalling the public area") }
         return Array(buffer.prefix(offset))
     }
@@ -317,7 +244,7 @@ final class TPMConnection {
     private func marshal(_ value: UnsafeMutablePointer<TPM2B_PRIVATE>) throws -> Bytes {
         var buffer = Bytes(repeating: 0, count: MemoryLayout<TPM2B_PRIVATE>.size)
         var offset = 0
-        let rc = api.pointee.private_marshal(value, &buffer, buffer.count, &offset)
+        let rc = Tss2_MU_TPM2B_PRIVATE_Marshal(value, &buffer, buffer.count, &offset)
         guard rc == 0, offset <= buffer.count else { throw Self.failure(rc, "marshalling the private area") }
         return Array(buffer.prefix(offset))
     }
@@ -326,7 +253,7 @@ final class TPMConnection {
     private func unmarshalPublic(_ bytes: Bytes) throws -> TPM2B_PUBLIC {
         var value = TPM2B_PUBLIC()
         var offset = 0
-        let rc = api.pointee.public_unmarshal(bytes, bytes.count, &offset, &value)
+        let rc = Tss2_MU_TPM2B_PUBLIC_Unmarshal(bytes, bytes.count, &offset, &value)
         guard rc == 0, offset == bytes.count else { throw TPMFailure.failed("the sealed object's public area in the keychain is damaged") }
         return value
     }
@@ -334,7 +261,7 @@ final class TPMConnection {
     private func unmarshalPrivate(_ bytes: Bytes) throws -> TPM2B_PRIVATE {
         var value = TPM2B_PRIVATE()
         var offset = 0
-        let rc = api.pointee.private_unmarshal(bytes, bytes.count, &offset, &value)
+        let rc = Tss2_MU_TPM2B_PRIVATE_Unmarshal(bytes, bytes.count, &offset, &value)
         guard rc == 0, offset == bytes.count else { throw TPMFailure.failed("the sealed object's private area in the keychain is damaged") }
         return value
     }
