@@ -15,7 +15,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # What the build needs beyond the Swift toolchain's own prerequisites (gcc, libstdc++-12-dev, ...,
 # taken as given with /opt/swift): the system libraries the C shims link, pkg-config to find them,
 # git for SwiftPM to fetch swift-argument-parser, binutils for `install -s`, scdoc for the man pages.
-BUILD_DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev libsystemd-dev pkg-config git binutils scdoc
+BUILD_DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev libsystemd-dev libtss2-dev pkg-config git binutils scdoc
 # What packaging/deb/build.sh adds: dpkg-architecture and dpkg-shlibdeps.
 DEB_DEBS := dpkg-dev
 # What `make check` adds: shellcheck, and python3 for Tools/check-imports.py.
@@ -24,7 +24,8 @@ CHECK_DEBS := shellcheck python3
 # a docker is already on the PATH (deps adds it).
 TEST_DEBS := keyutils sqlite3 curl docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux \
         openssl gcc dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
-        polkitd pkexec python3-dbus python3-gi man-db lintian bubblewrap gnome-keyring python3-cryptography
+        polkitd pkexec python3-dbus python3-gi man-db lintian bubblewrap gnome-keyring python3-cryptography \
+        swtpm tpm2-tools
 DEBS := $(sort $(BUILD_DEBS) $(DEB_DEBS) $(CHECK_DEBS) $(TEST_DEBS))
 
 # What `make bench` adds: the peers it measures against, and what builds them.
@@ -33,7 +34,7 @@ BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecre
 
 # What `make install` copies: all of it is made by `make release`.
 INSTALL_INPUTS := $(addprefix .build/release/,security git-credential-keychain docker-credential-keychain keychain-secret-service \
-                  libpam_keychain.so) $(addsuffix .gz,$(MANPAGES))
+                  keychain-tpm-helper libpam_keychain.so) $(addsuffix .gz,$(MANPAGES))
 
 # glibc's linker warns about every getaddrinfo/dlopen/... reachable in the statically linked tools
 # (from libcrypto, SQLite and the Swift runtime; none of those paths runs in them): see CONTRIBUTING.md.
@@ -103,6 +104,10 @@ test-pam:
 test-install:
 	bash Tests/install/run.sh
 
+# A software TPM (swtpm) on 127.0.0.1, started and stopped by the suite.
+test-tpm:
+	bash Tests/tpm/run.sh .build/debug
+
 test-secret-service:
 	bash Tests/secret-service/run.sh .build/debug
 
@@ -141,6 +146,10 @@ install:
 	install -s -m 0755 .build/release/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/git-credential-keychain
 	install -s -m 0755 .build/release/docker-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain
 	install -s -m 0755 .build/release/keychain-secret-service $(DESTDIR)$(PREFIX)/bin/keychain-secret-service
+	# The TPM's ESAPI runs in a program of its own (tpm2-tss has no static library for the static
+	# tools); the engine finds it in ../libexec from the tool that needs it.
+	install -d $(DESTDIR)$(PREFIX)/libexec
+	install -s -m 0755 .build/release/keychain-tpm-helper $(DESTDIR)$(PREFIX)/libexec/keychain-tpm-helper
 	# Started on demand by the session bus (and by systemd --user where it runs the session). The
 	# file is named for this project, not for the bus name: gnome-keyring owns
 	# org.freedesktop.secrets.service, and the bus reads the name from inside the file.
@@ -188,6 +197,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/security $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_security \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/security.fish
 	rm -f $(DESTDIR)/usr/share/polkit-1/actions/org.keychain-linux.user-presence.policy
+	rm -f $(DESTDIR)$(PREFIX)/libexec/keychain-tpm-helper
 	rm -f $(DESTDIR)$(PREFIX)/bin/keychain-secret-service $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.keychain-linux.secrets.service \
 		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
 

@@ -17,6 +17,9 @@ let package = Package(
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
         .executable(name: "docker-credential-keychain", targets: ["docker-credential-keychain"]),
         .executable(name: "keychain-secret-service", targets: ["keychain-secret-service"]),
+        // The TPM's operations in a process of their own (the engine links no tpm2-tss):
+        // installed as $(PREFIX)/libexec/keychain-tpm-helper, or beside the tools.
+        .executable(name: "keychain-tpm-helper", targets: ["keychain-tpm-helper"]),
         // pam_keychain.so: self-contained (Swift runtime linked in), exporting only pam_sm_*.
         .library(name: "pam_keychain", type: .dynamic, targets: ["PAMKeychain"]),
     ],
@@ -33,6 +36,7 @@ let package = Package(
         .target(name: "CLinux"),
         // sd-bus's object tables (C macros) for the Secret Service provider.
         .target(name: "CSDBus", linkerSettings: [.linkedLibrary("systemd")]),
+        .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys", providers: [.apt(["libtss2-dev"])]),
 
         // The engine: no Foundation, so the helpers and the PAM module stay small and start fast.
         .target(name: "KeychainCore", dependencies: ["CSQLite", "CSodium", "COpenSSL", "CLinux"]),
@@ -66,6 +70,14 @@ let package = Package(
         .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "SecretServiceItems", "CSDBus", "COpenSSL", "CLinux"],
                           exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
+        // Sealing a keychain to the TPM: tpm2-tss's ESAPI, in a program of its own that the engine
+        // runs for each TPM operation. The tools are fully static and Debian has no static
+        // tpm2-tss (and dlopen in a static program gives libcrypto a second C library, which
+        // crashes); a process of its own also bounds what a TPM that stops answering costs.
+        .target(name: "KeychainTPM", dependencies: ["KeychainCore", "CTSS2", "COpenSSL"]),
+        .executableTarget(name: "keychain-tpm-helper", dependencies: ["KeychainCore", "KeychainTPM"],
+                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
+
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),
         .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "CPAM"], path: "pam/Sources/PAMKeychain",
@@ -86,7 +98,7 @@ let package = Package(
         // Tests/presence: SecItem and LAContext calls answered by a real polkit.
         .executableTarget(name: "keychain-presence-probe", dependencies: ["Security", "LocalAuthentication"], path: "Tests/presence/probe"),
 
-        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "SecretServiceItems"]),
+        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "SecretServiceItems", "KeychainTPM"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
     ],

@@ -57,3 +57,7 @@ int clinux_catch_termination(void) {
 }
 
 int clinux_termination_requested(void) { return termination_requested; }
+
+#include <stdlib.h>
+
+const char *clinux_secure_getenv(const char *name) { return secure_getenv(name); }

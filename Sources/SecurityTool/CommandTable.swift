@@ -114,6 +114,13 @@ enum CommandTable {
                     secretOptions: ["p"],
                     optionalValues: ["git-credentials": "git-credentials-file", "docker-config": "docker-config-file"],
                     synopsis: "[-n|--dry-run] [-p password] [--git-credentials [file]] [--docker-config [file]] [--keyring file]... [--keyrings] [--all]"),
+        CommandSpec(name: "tpm-status", type: TPMStatusCommand.self, optstring: "h", synopsis: "[keychain]"),
+        CommandSpec(name: "tpm-enroll", type: TPMEnroll.self, optstring: "hp:", secretOptions: ["p"],
+                    synopsis: "[-h] [-p password] [keychain]"),
+        CommandSpec(name: "tpm-unenroll", type: TPMUnenroll.self, optstring: "hp:", secretOptions: ["p"],
+                    synopsis: "[-h] [-p password] [keychain]"),
+        CommandSpec(name: "tpm-recover", type: TPMRecover.self, optstring: "hR:p:", secretOptions: ["R", "p"],
+                    synopsis: "[-h] [-R recoveryKey] [-p newPassword] [keychain]"),
     ]
 
     /// security.c's match_command: the first command whose name starts with `name`.

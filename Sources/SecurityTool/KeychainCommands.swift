@@ -284,7 +284,12 @@ struct SetKeychainPassword: ParsableCommand {
             var oldSecret = try old.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "Old Password: ")
             var newSecret = try new.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "New Password: ", confirm: "Retype New Password: ")
             defer { oldSecret.wipe(); newSecret.wipe() }
-            try store.changePassword(from: oldSecret, to: newSecret, rotatingKeys: rotateKeys)
+            // A keychain sealed to a TPM gets a new recovery key with new class keys.
+            if var recovery = try store.changePassword(from: oldSecret, to: newSecret, rotatingKeys: rotateKeys) {
+                defer { recovery.wipe() }
+                showRecoveryKey(&recovery)
+                Terminal.error("security: the keys were rotated: the old recovery key opens nothing any more; the new one above is shown only this once")
+            }
         }
     }
 }
@@ -314,6 +319,7 @@ struct Status: ParsableCommand {
             Terminal.out("lock at logout:    \(status.settings.lockOnSessionEnd ? "yes (with the PAM module)" : "no")")
             if let note = settingsNote(status.settingsIntegrity) { Terminal.out("settings:          \(note)") }
             Terminal.out("items:             \(try store.count())")
+            Terminal.out("TPM:               " + tpmSummary(store.tpmStatus()))
         }
     }
 }

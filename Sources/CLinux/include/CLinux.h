@@ -28,4 +28,8 @@ int clinux_pipe_cloexec(int fds[2]);
 int clinux_catch_termination(void);
 int clinux_termination_requested(void);
 
+/* secure_getenv(3), a GNU extension Swift's Glibc does not export: NULL in a set-user-ID or
+ * otherwise privileged process, where the caller chose the environment. */
+const char *clinux_secure_getenv(const char *name);
+
 #endif

@@ -9,35 +9,58 @@ extension KeychainStore {
     ///
     /// D rotates too although it protects little: it is stored in the clear, so any copy of the
     /// file holds the D of that copy. Rotating it means no key from before opens any row after.
-    package func rotateKeys(password: Bytes, newPassword: Bytes? = nil, scrypt: ScryptParameters? = nil) throws {
+    ///
+    /// A keychain sealed to a TPM gets new ThisDeviceOnly keys and a new sealed secret as well,
+    /// and a new recovery key, returned (the old one opened the old A and C only): the caller
+    /// shows it, once.
+    @discardableResult
+    package func rotateKeys(password: Bytes, newPassword: Bytes? = nil, scrypt: ScryptParameters? = nil) throws -> RecoveryKey? {
         try withLock {
             var newA = try Crypto.random(Crypto.keyLength)
             var newC = try Crypto.random(Crypto.keyLength)
-            defer { newA.wipe(); newC.wipe() }
+            var newDevice = try DeviceKeys.generate()
+            defer { newA.wipe(); newC.wipe(); newDevice.wipe() }
+            var recovery: RecoveryKey?
             try db.transaction {
                 var bag = try Keybag.load(from: db)
                 var kek = try bag.deriveKEK(password: password)
                 defer { kek.wipe() }
                 var (a, c) = try bag.unwrap(kek: kek)
-                defer { a.wipe(); c.wipe() }
+                var device = try bag.unwrapDevice(kek: kek)
+                defer { a.wipe(); c.wipe(); device?.wipe() }
                 try bag.upgrade(kek: kek, a: a, c: c)
                 // Settings that fail their MAC are not carried over under the new keys.
                 let settings = bag.verifiedSettings(a: a) ?? .safeDefaults
-                let old = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                                     .always: Subkeys(classKey: bag.keyD)])
+                var oldKeys: [LockClass: Subkeys] = [.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                                                     .always: Subkeys(classKey: bag.keyD)]
+                if let device {
+                    oldKeys[.whenUnlockedThisDeviceOnly] = Subkeys(classKey: device.a)
+                    oldKeys[.afterFirstUnlockThisDeviceOnly] = Subkeys(classKey: device.c)
+                }
+                let old = ClassKeys(oldKeys, separatesDeviceOnly: bag.isBound)
                 let newD = try Crypto.random(Crypto.keyLength)
                 let new = ClassKeys([.whenUnlocked: Subkeys(classKey: newA), .afterFirstUnlock: Subkeys(classKey: newC),
-                                     .always: Subkeys(classKey: newD)])
+                                     .always: Subkeys(classKey: newD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: newDevice.a),
+                                     .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: newDevice.c)],
+                                    separatesDeviceOnly: bag.isBound)
                 try resealAllRows(from: old, to: new)
                 bag.keyD = newD
-                try bag.rewrap(a: newA, c: newC, password: newPassword ?? password,
+                if bag.isBound {
+                    let key = try RecoveryKey.generate()
+                    bag.binding!.recovery = try RecoveryRecord.make(
+                        a: newA, c: newC, checkA: Keybag.keyCheck(newA, uuid: bag.uuid, .whenUnlocked),
+                        checkC: Keybag.keyCheck(newC, uuid: bag.uuid, .afterFirstUnlock), uuid: bag.uuid, key: key)
+                    recovery = key
+                }
+                try bag.rewrap(a: newA, c: newC, device: bag.isBound ? newDevice : nil, password: newPassword ?? password,
                                scrypt: scrypt ?? bag.scrypt.raisedToFloor())
                 bag.settings = settings
                 bag.authenticateSettings(a: newA)
                 try bag.save(to: db)
                 keybag = bag
             }
-            try install(a: newA, c: newC)
+            try install(a: newA, c: newC, device: keybag.isBound ? newDevice : nil)
+            return recovery
         }
     }
 

@@ -7,8 +7,14 @@ import Glibc
 /// Version 2 added the key check values (so a key planted in the kernel is recognised) and the
 /// settings MAC (so settings cannot be changed without class key A). A version 1 keybag is still
 /// read; the next unlock with the password upgrades it in place (`upgrade(kek:a:c:)`).
+///
+/// Version 3 is a keybag sealed to a TPM (`binding`, TPMBinding.swift): its key-encryption key
+/// needs the TPM as well as the password, and it holds the ThisDeviceOnly class keys and the
+/// recovery key's wrapping. Only enrolment writes it; a keychain never enrolled stays version 2,
+/// readable by earlier versions of this program, and removing the binding brings it back to 2.
 struct Keybag {
     static let formatVersion: UInt32 = 2
+    static let boundFormatVersion: UInt32 = 3
 
     var version: UInt32
     var uuid: Bytes
@@ -24,6 +30,8 @@ struct Keybag {
     var settings: KeychainSettings
     /// Empty in a version 1 keybag.
     var settingsMAC: Bytes
+    /// Version 3 only: the TPM binding, the ThisDeviceOnly class keys and the recovery record.
+    var binding: TPMBinding? = nil
 
     /// A new keybag with fresh random class keys; returns the unwrapped A and C keys too.
     static func make(password: Bytes, scrypt: ScryptParameters) throws -> (Keybag, a: Bytes, c: Bytes) {
@@ -39,11 +47,16 @@ struct Keybag {
 
     /// The key-encryption key. Parameters out of bounds are refused before scrypt runs: a
     /// tampered keybag must not cost gigabytes or minutes per attempt.
-    func deriveKEK(password: Bytes) throws -> Bytes {
+    /// Sealed to a TPM (version 3), the key also needs the secret the TPM releases for the
+    /// password: the TPM checks each guess and counts the wrong ones.
+    func deriveKEK(password: Bytes, tpm: TPMConfiguration = .current) throws -> Bytes {
         guard scrypt.isSane, salt.count >= 16 else {
             throw KeychainError(.decode, "the keybag is damaged (KDF parameters out of bounds)")
         }
-        return try Crypto.scrypt(password: password, salt: salt, parameters: scrypt)
+        var stretched = try Crypto.scrypt(password: password, salt: salt, parameters: scrypt)
+        guard let binding else { return stretched }
+        defer { stretched.wipe() }
+        return try binding.sealed.kek(stretched: stretched, uuid: uuid, tpm: tpm)
     }
 
     /// Opens A and C with the password. A wrong password and a changed keybag look the same to
@@ -67,6 +80,9 @@ struct Keybag {
                 throw KeychainError(.decode, "the keybag is damaged (key check values)")
             }
             return (a, c)
+        // Sealed to a TPM, the TPM has already accepted the password: a key that opens nothing
+        // means a changed keybag, or a TPM that answered wrongly.
+        case (nil, nil) where binding != nil: throw KeychainError(.decode, "the TPM's secret does not open the keybag: the file was changed, or the TPM answered wrongly")
         case (nil, nil): throw KeychainError(.authFailed, "wrong password for this keychain")
         // The password opened one class key and not the other: the keybag was changed.
         default: throw KeychainError(.decode, "the keybag is damaged")
@@ -75,7 +91,10 @@ struct Keybag {
 
     /// Wraps class keys A and C under a new password, with a new salt. A password change alone
     /// needs no item re-encryption; a key rotation gives new keys here.
-    mutating func rewrap(a: Bytes, c: Bytes, password: Bytes, scrypt: ScryptParameters) throws {
+    /// Sealed to a TPM, a new secret is sealed for the new password and `device` (the
+    /// ThisDeviceOnly class keys) is wrapped again too.
+    mutating func rewrap(a: Bytes, c: Bytes, device: DeviceKeys? = nil, password: Bytes, scrypt: ScryptParameters,
+                         tpm: TPMConfiguration = .current) throws {
         // Never write a keybag that could not be opened again.
         try scrypt.checkWritable()
         let newSalt = try Crypto.random(16)
@@ -83,12 +102,14 @@ struct Keybag {
         defer { kek.wipe() }
         self.scrypt = scrypt
         salt = newSalt
+        if binding != nil { return try seal(a: a, c: c, device: device, stretched: kek, tpm: tpm) }
         try wrap(a: a, c: c, kek: kek)
     }
 
-    /// Seals A and C under `kek` (of this keybag's salt and parameters) in the current format.
-    private mutating func wrap(a: Bytes, c: Bytes, kek: Bytes) throws {
-        version = Self.formatVersion
+    /// Seals A and C under `kek` (of this keybag's salt and parameters) in the current format
+    /// (version 3 with a binding, whose record must be in place first: the wraps are bound to it).
+    mutating func wrap(a: Bytes, c: Bytes, kek: Bytes) throws {
+        version = binding == nil ? Self.formatVersion : Self.boundFormatVersion
         checkA = Self.keyCheck(a, uuid: uuid, .whenUnlocked)
         checkC = Self.keyCheck(c, uuid: uuid, .afterFirstUnlock)
         wrappedA = try Crypto.seal(a, key: kek, aad: aad(.whenUnlocked))
@@ -107,16 +128,18 @@ struct Keybag {
     /// The additional data binds each wrapped key to this keychain, its class, the KDF settings
     /// and (version 2) the key's check value, so lowering the parameters in the file or swapping
     /// a check value breaks the tag instead of weakening the KDF or vouching for another key.
-    private func aad(_ lockClass: LockClass) -> Bytes {
+    /// Version 3 adds a digest of the sealed object's record, for the ThisDeviceOnly keys as well.
+    func aad(_ lockClass: LockClass) -> Bytes {
         var w = ByteWriter()
-        w.string(version < 2 ? "keychain-keybag-v1" : "keychain-keybag-v2")
+        w.string(version < 2 ? "keychain-keybag-v1" : version < 3 ? "keychain-keybag-v2" : "keychain-keybag-v3")
         w.blob(uuid)
         w.string(lockClass.letter)
         w.u64(scrypt.n)
         w.u64(scrypt.r)
         w.u64(scrypt.p)
         w.blob(salt)
-        if version >= 2 { w.blob(lockClass == .whenUnlocked ? checkA : checkC) }
+        if version >= 2 { w.blob(check(lockClass)) }
+        if version >= 3 { w.blob(Crypto.sha256(binding?.sealed.bytes ?? [])) }
         return w.bytes
     }
 
@@ -135,9 +158,21 @@ struct Keybag {
     /// Whether `key` is this keychain's class key. A version 1 keybag has no check values and
     /// vouches for no key: its keys are trusted only as they come from the password.
     func matches(_ key: Bytes, _ lockClass: LockClass) -> Bool {
-        guard version >= 2 else { return false }
-        let stored = lockClass == .whenUnlocked ? checkA : checkC
+        let stored = check(lockClass)
+        guard version >= 2, !stored.isEmpty else { return false }
         return Crypto.equal(stored, Self.keyCheck(key, uuid: uuid, lockClass))
+    }
+
+    /// The stored check value of a class key; empty for D, and for the ThisDeviceOnly classes of
+    /// a keybag without them.
+    func check(_ lockClass: LockClass) -> Bytes {
+        switch lockClass {
+        case .whenUnlocked: return checkA
+        case .afterFirstUnlock: return checkC
+        case .whenUnlockedThisDeviceOnly: return binding?.checkAu ?? []
+        case .afterFirstUnlockThisDeviceOnly: return binding?.checkCu ?? []
+        case .always: return []
+        }
     }
 
     // MARK: Settings
@@ -183,7 +218,7 @@ struct Keybag {
             throw KeychainError(.decode, "not a keychain file (\(error.detail))")
         }
         guard let rawVersion = fields["version"], rawVersion.count == 8,
-              let version = [1, 2].first(where: { rawVersion == Bytes(bigEndian: UInt64($0)) })
+              let version = [1, 2, 3].first(where: { rawVersion == Bytes(bigEndian: UInt64($0)) })
         else { throw KeychainError(.decode, "not a keychain file, or one of an unknown version") }
         guard let uuid = fields["uuid"], uuid.count == 16,
               let kdf = fields["kdf"], let a = fields["wrap.A"], let c = fields["wrap.C"],
@@ -194,7 +229,8 @@ struct Keybag {
         if version >= 2 {
             guard checkA.count == 16, checkC.count == 16 else { throw KeychainError(.decode, "the keybag is incomplete") }
         }
-        let summed = version >= 2 ? [uuid, kdf, a, c, checkA, checkC, d] : [uuid, kdf, a, c, d, rawSettings]
+        let summed = version >= 2 ? [uuid, kdf, a, c, checkA, checkC, d] + TPMBinding.checksummed(fields, version: version)
+                                  : [uuid, kdf, a, c, d, rawSettings]
         guard let sum = fields["checksum"], constantTimeEqual(sum, checksum(summed)) else {
             throw KeychainError(.decode, "the keybag is damaged")
         }
@@ -218,7 +254,8 @@ struct Keybag {
             throw KeychainError.decode("the keybag settings are damaged")
         }
         return Keybag(version: UInt32(version), uuid: uuid, scrypt: params, salt: salt, wrappedA: a, wrappedC: c,
-                      checkA: checkA, checkC: checkC, keyD: d, settings: settings, settingsMAC: settingsMAC)
+                      checkA: checkA, checkC: checkC, keyD: d, settings: settings, settingsMAC: settingsMAC,
+                      binding: version >= 3 ? try TPMBinding(fields) : nil)
     }
 
     /// An unkeyed checksum over the stored key material cannot stop a forger, and does not try to
@@ -240,11 +277,13 @@ struct Keybag {
     }
 
     /// Writes the whole keybag, in the current format only (a version 1 keybag is upgraded
-    /// before anything else is written).
+    /// before anything else is written): version 3 with a binding, else version 2, whose file
+    /// then keeps no field of a binding removed.
     func save(to db: SQLiteDatabase) throws {
-        precondition(version == Self.formatVersion, "a keybag is upgraded before it is saved")
+        precondition(version == (binding == nil ? Self.formatVersion : Self.boundFormatVersion),
+                     "a keybag is upgraded before it is saved")
         let kdf = kdfRecord
-        let sum = Keybag.checksum([uuid, kdf, wrappedA, wrappedC, checkA, checkC, keyD])
+        let sum = Keybag.checksum([uuid, kdf, wrappedA, wrappedC, checkA, checkC, keyD] + (binding?.fields.map(\.value) ?? []))
         let insert = try db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES (?, ?)")
         for (name, value) in [("version", Bytes(bigEndian: UInt64(version))), ("uuid", uuid), ("kdf", kdf),
                               ("wrap.A", wrappedA), ("wrap.C", wrappedC), ("check.A", checkA), ("check.C", checkC),
@@ -252,6 +291,7 @@ struct Keybag {
                               ("checksum", sum)] {
             try insert.run([.text(name), .blob(value)])
         }
+        try TPMBinding.save(binding, to: db)
     }
 }
 

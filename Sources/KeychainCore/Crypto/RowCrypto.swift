@@ -99,7 +99,7 @@ extension KeychainStore {
 
     /// `secret` nil: the item has no data.
     func seal(_ item: Item, rowID: Int64, secret: Bytes?, keys: ClassKeys) throws -> SealedRow {
-        let lockClass = item.protection.lockClass
+        let lockClass = keys.lockClass(for: item.protection)
         let space = KeySpace(lockClass)
         guard let metadataKey = keys.metadataKey(lockClass), let wrappingKey = keys.wrappingKey(lockClass),
               let indexKey = keys.indexKey(space)
@@ -154,7 +154,7 @@ extension KeychainStore {
         var item = Item(itemClass: row.itemClass, attributes: try decodeAttributes(plain))
         item.rowID = row.rowID
         // The stored protection must agree with the key that opened the row.
-        guard item.protection.lockClass == row.lockClass else {
+        guard keys.lockClass(for: item.protection) == row.lockClass else {
             itemKey?.wipe()
             throw KeychainError.decode("item protection does not match its row")
         }

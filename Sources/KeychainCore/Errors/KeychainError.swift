@@ -17,6 +17,12 @@ package struct KeychainError: Error, Equatable, CustomStringConvertible {
         case interactionNotAllowed = -25308
         case decode = -26275
         case io = -36
+        /// A keychain sealed to a TPM that is not here (none, another one, tpm2-tss missing).
+        case serviceNotAvailable = -67585
+        /// The TPM refused an operation or answered something unusable.
+        case deviceFailed = -67588
+        /// The TPM's dictionary-attack lockout: its quota of wrong passwords is used up for now.
+        case quotaExceeded = -67596
     }
 
     package var code: Code

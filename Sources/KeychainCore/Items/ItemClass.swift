@@ -60,12 +60,19 @@ package enum LockClass: Int64, CaseIterable, Sendable {
     case afterFirstUnlock = 2
     /// Key in the file: protected by file permissions only (Apple deprecated these).
     case always = 3
+    /// In a keychain sealed to a TPM, the keys of WhenUnlocked and AfterFirstUnlock ThisDeviceOnly
+    /// items: locked and unlocked with A and C, wrapped under the TPM-tangled key only (the
+    /// recovery key does not open them; see TPMBinding.swift).
+    case whenUnlockedThisDeviceOnly = 4
+    case afterFirstUnlockThisDeviceOnly = 5
 
     var letter: String {
         switch self {
         case .whenUnlocked: return "A"
         case .afterFirstUnlock: return "C"
         case .always: return "D"
+        case .whenUnlockedThisDeviceOnly: return "Au"
+        case .afterFirstUnlockThisDeviceOnly: return "Cu"
         }
     }
 }

@@ -104,7 +104,8 @@ extension KeychainStore {
 
     /// Inserts inside the caller's transaction.
     package func insert(_ item: Item, secret: Bytes?, keys: ClassKeys) throws -> Item {
-        guard keys.canWrite(item.protection.lockClass) else {
+        let lockClass = keys.lockClass(for: item.protection)
+        guard keys.canWrite(lockClass) else {
             throw KeychainError.locked("keychain is locked: cannot add a \(item.protection.rawValue) item")
         }
         try checkUnique(item, keys: keys, excluding: nil)
@@ -113,8 +114,8 @@ extension KeychainStore {
         try db.statement("""
             INSERT INTO items(rowid, class, lockclass, space, pk, account, service, metadata, secret)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).run([.int(rowID), .int(item.itemClass.code), .int(item.protection.lockClass.rawValue),
-                      .int(KeySpace(item.protection.lockClass).rawValue), .blob(sealed.pk), .blob(sealed.account),
+            """).run([.int(rowID), .int(item.itemClass.code), .int(lockClass.rawValue),
+                      .int(KeySpace(lockClass).rawValue), .blob(sealed.pk), .blob(sealed.account),
                       .blob(sealed.service), .blob(sealed.metadata), .blob(sealed.secret)])
         var stored = item
         stored.rowID = rowID
@@ -241,7 +242,7 @@ extension KeychainStore {
                     : try gate.storedForm(of: stored, conditions: after)
                 item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(plain!))
             }
-            let lockClass = item.protection.lockClass
+            let lockClass = keys.lockClass(for: item.protection)
             guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
             try checkUnique(item, keys: keys, excluding: row.rowID)
             let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)

@@ -11,8 +11,18 @@ package enum KeyStorage: Sendable {
 /// WhenUnlocked is locked; Always items under a key from D.
 package struct ClassKeys {
     private let subkeys: [LockClass: Subkeys]
+    /// Whether ThisDeviceOnly items have their own class keys (a keychain sealed to a TPM).
+    let separatesDeviceOnly: Bool
 
-    init(_ subkeys: [LockClass: Subkeys]) { self.subkeys = subkeys }
+    init(_ subkeys: [LockClass: Subkeys], separatesDeviceOnly: Bool = false) {
+        self.subkeys = subkeys
+        self.separatesDeviceOnly = separatesDeviceOnly
+    }
+
+    /// The class key an item of `protection` is sealed under in this keychain.
+    func lockClass(for protection: Protection) -> LockClass {
+        protection.keyClass(separatingDeviceOnly: separatesDeviceOnly)
+    }
 
     package func has(_ lockClass: LockClass) -> Bool { subkeys[lockClass] != nil }
 

@@ -7,7 +7,8 @@ package final class KeychainStore: @unchecked Sendable {
     package let storage: KeyStorage
     package let db: SQLiteDatabase
     var keybag: Keybag
-    var processKeys: (a: Bytes?, c: Bytes?) = (nil, nil)
+    /// The class keys of `.process` storage, by class (A, C, and Au, Cu when sealed to a TPM).
+    var processKeys: [LockClass: Bytes] = [:]
     /// Subkeys of the class keys last seen, by lock class; only used while the same key is seen again.
     var subkeyCache: [LockClass: Subkeys] = [:]
     /// The settings in force and whether their MAC verified, once class key A was seen.
@@ -28,8 +29,7 @@ package final class KeychainStore: @unchecked Sendable {
     }
 
     deinit {
-        processKeys.a?.wipe()
-        processKeys.c?.wipe()
+        for lockClass in Array(processKeys.keys) { processKeys[lockClass]?.wipe() }
     }
 
     /// A stable name for this keychain, used to name its keys in the kernel keyring.
@@ -137,7 +137,8 @@ package final class KeychainStore: @unchecked Sendable {
                 var kek = try bag.deriveKEK(password: password)
                 defer { kek.wipe() }
                 var (a, c) = try bag.unwrap(kek: kek)
-                defer { a.wipe(); c.wipe() }
+                var device = try bag.unwrapDevice(kek: kek)
+                defer { a.wipe(); c.wipe(); device?.wipe() }
                 if bag.version < Keybag.formatVersion { bag = try upgrade(bag, kek: kek, a: a, c: c) }
                 let now = try Keybag.load(from: db)
                 guard now.wrappedA == bag.wrappedA, now.wrappedC == bag.wrappedC else { continue }
@@ -145,7 +146,7 @@ package final class KeychainStore: @unchecked Sendable {
                 dataVersion = version
                 subkeyCache.removeAll()
                 settingsCheck = nil
-                return try install(a: a, c: c)
+                return try install(a: a, c: c, device: device)
             }
             throw KeychainError(.io, "the keychain's keys kept changing while it was being unlocked; try again")
         }
@@ -171,40 +172,52 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// Puts keys the password (or a rotation) just gave into their place. A key already in the
     /// kernel under the same name is invalidated first, so every key stored has a new serial and
-    /// a process that found the old one wrong can only ever remove the old one.
-    func install(a: Bytes, c: Bytes) throws {
+    /// a process that found the old one wrong can only ever remove the old one. `device`: the
+    /// ThisDeviceOnly keys of a keychain sealed to a TPM (without, any left over are removed).
+    func install(a: Bytes, c: Bytes, device: DeviceKeys? = nil) throws {
         subkeyCache.removeAll()
         settingsCheck = nil
         let idle = (keybag.verifiedSettings(a: a) ?? .safeDefaults).idleTimeout
+        // Cu before C and Au before A: a key counts only while the key of its lock state is
+        // there too (`currentKeys`), so a reader never sees A with a stale Au.
+        let keys: [(LockClass, Bytes?)] = [(.afterFirstUnlockThisDeviceOnly, device?.c), (.afterFirstUnlock, c),
+                                           (.whenUnlockedThisDeviceOnly, device?.a), (.whenUnlocked, a)]
         switch storage {
         case .process:
-            processKeys.a?.wipe()
-            processKeys.c?.wipe()
-            processKeys = (a, c)
+            for (lockClass, key) in keys {
+                processKeys[lockClass]?.wipe()
+                processKeys[lockClass] = key
+            }
         case .kernel:
-            for lockClass in [LockClass.afterFirstUnlock, .whenUnlocked] {
-                if let old = KernelKeyring.readEntry(kernelName(lockClass)),
-                   !Crypto.equal(old.key, lockClass == .whenUnlocked ? a : c) {
+            for (lockClass, key) in keys {
+                if let old = KernelKeyring.readEntry(kernelName(lockClass)), key == nil || !Crypto.equal(old.key, key!) {
                     KernelKeyring.remove(serial: old.serial, description: kernelName(lockClass))
                 }
             }
-            try KernelKeyring.store(c, description: kernelName(.afterFirstUnlock))
-            try KernelKeyring.store(a, description: kernelName(.whenUnlocked))
-            if idle > 0 { KernelKeyring.setTimeout(kernelName(.whenUnlocked), seconds: idle) }
+            for (lockClass, key) in keys {
+                guard let key else { continue }
+                try KernelKeyring.store(key, description: kernelName(lockClass))
+                if idle > 0, lockClass.lockState == .whenUnlocked { KernelKeyring.setTimeout(kernelName(lockClass), seconds: idle) }
+            }
         }
     }
 
     /// Locks WhenUnlocked items. AfterFirstUnlock stays open until reboot, as on Apple's systems.
     package func lock() {
-        withLock {
-            subkeyCache[.whenUnlocked] = nil
-            settingsCheck = nil
+        withLock { drop(.whenUnlocked) }
+    }
+
+    /// Removes a lock state's keys (A and Au, or C and Cu), the ThisDeviceOnly one first.
+    private func drop(_ lockState: LockClass) {
+        if lockState == .whenUnlocked { settingsCheck = nil }
+        for lockClass in [lockState.deviceOnly, lockState].compactMap({ $0 }) {
+            subkeyCache[lockClass] = nil
             switch storage {
             case .process:
-                processKeys.a?.wipe()
-                processKeys.a = nil
+                processKeys[lockClass]?.wipe()
+                processKeys[lockClass] = nil
             case .kernel:
-                KernelKeyring.remove(kernelName(.whenUnlocked))
+                KernelKeyring.remove(kernelName(lockClass))
             }
         }
     }
@@ -212,16 +225,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// Drops both class keys, as a reboot does; tests use it to leave no key behind.
     package func lockAll() {
         lock()
-        withLock {
-            subkeyCache[.afterFirstUnlock] = nil
-            switch storage {
-            case .process:
-                processKeys.c?.wipe()
-                processKeys.c = nil
-            case .kernel:
-                KernelKeyring.remove(kernelName(.afterFirstUnlock))
-            }
-        }
+        withLock { drop(.afterFirstUnlock) }
     }
 
     package var status: LockStatus {
@@ -245,8 +249,10 @@ package final class KeychainStore: @unchecked Sendable {
     /// copy of the file taken before still opens with the old password, and so do items added
     /// later if the attacker also gets the new file: `rotatingKeys` (see `rotateKeys`) closes that.
     /// Without `scrypt`, the stored cost is kept, or raised to the tuned floor if below it.
+    /// Rotating the keys of a keychain sealed to a TPM returns its new recovery key.
+    @discardableResult
     package func changePassword(from old: Bytes, to new: Bytes, scrypt: ScryptParameters? = nil,
-                               rotatingKeys: Bool = false) throws {
+                               rotatingKeys: Bool = false) throws -> RecoveryKey? {
         if rotatingKeys { return try rotateKeys(password: old, newPassword: new, scrypt: scrypt) }
         try withLock {
             try db.transaction {
@@ -254,14 +260,16 @@ package final class KeychainStore: @unchecked Sendable {
                 var kek = try bag.deriveKEK(password: old)
                 defer { kek.wipe() }
                 var (a, c) = try bag.unwrap(kek: kek)
-                defer { a.wipe(); c.wipe() }
+                var device = try bag.unwrapDevice(kek: kek)
+                defer { a.wipe(); c.wipe(); device?.wipe() }
                 try bag.upgrade(kek: kek, a: a, c: c)
-                try bag.rewrap(a: a, c: c, password: new, scrypt: scrypt ?? bag.scrypt.raisedToFloor())
+                try bag.rewrap(a: a, c: c, device: device, password: new, scrypt: scrypt ?? bag.scrypt.raisedToFloor())
                 try bag.save(to: db)
                 keybag = bag
                 dataVersion = try currentDataVersion()
             }
         }
+        return nil
     }
 
     /// The settings in force: verified under class key A, or the safe defaults when their MAC
@@ -300,6 +308,7 @@ package final class KeychainStore: @unchecked Sendable {
             }
             if storage == .kernel, KernelKeyring.find(kernelName(.whenUnlocked)) != nil {
                 KernelKeyring.setTimeout(kernelName(.whenUnlocked), seconds: settings.idleTimeout)
+                if keybag.isBound { KernelKeyring.setTimeout(kernelName(.whenUnlockedThisDeviceOnly), seconds: settings.idleTimeout) }
             }
         }
     }
@@ -321,7 +330,8 @@ package final class KeychainStore: @unchecked Sendable {
         let version = try currentDataVersion()
         guard version != dataVersion || force else { return }
         let bag = try Keybag.load(from: db)
-        if bag.checkA != keybag.checkA || bag.checkC != keybag.checkC || bag.keyD != keybag.keyD || bag.version != keybag.version {
+        if bag.checkA != keybag.checkA || bag.checkC != keybag.checkC || bag.keyD != keybag.keyD || bag.version != keybag.version
+            || bag.binding?.checkAu != keybag.binding?.checkAu || bag.binding?.checkCu != keybag.binding?.checkCu {
             subkeyCache.removeAll()
         }
         if bag.settingsMAC != keybag.settingsMAC || bag.settings != keybag.settings { settingsCheck = nil }
@@ -336,27 +346,30 @@ package final class KeychainStore: @unchecked Sendable {
     /// is the one their rows will be committed with.
     package func currentKeys() throws -> ClassKeys {
         try refreshKeybag()
-        var a: Bytes?, c: Bytes?
-        defer { a?.wipe(); c?.wipe() }
-        switch storage {
-        case .process:
-            a = processKeys.a
-            c = processKeys.c
-            if let key = a, !isTrusted(key, .whenUnlocked) {
-                processKeys.a?.wipe()
-                processKeys.a = nil
-                a = nil
+        var found: [LockClass: Bytes] = [:]
+        defer { for lockClass in Array(found.keys) { found[lockClass]?.wipe() } }
+        let classes: [LockClass] = keybag.isBound
+            ? [.whenUnlocked, .afterFirstUnlock, .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly]
+            : [.whenUnlocked, .afterFirstUnlock]
+        for lockClass in classes {
+            switch storage {
+            case .process:
+                guard let key = processKeys[lockClass] else { continue }
+                if isTrusted(key, lockClass) {
+                    found[lockClass] = key
+                } else {
+                    processKeys[lockClass]?.wipe()
+                    processKeys[lockClass] = nil
+                }
+            case .kernel:
+                found[lockClass] = try trustedKernelKey(lockClass)
             }
-            if let key = c, !isTrusted(key, .afterFirstUnlock) {
-                processKeys.c?.wipe()
-                processKeys.c = nil
-                c = nil
-            }
-        case .kernel:
-            a = try trustedKernelKey(.whenUnlocked)
-            c = try trustedKernelKey(.afterFirstUnlock)
         }
-        let keys = classKeys(a: a, c: c)
+        // A ThisDeviceOnly key opens nothing without the key of its lock state: a lock, or an
+        // idle timeout, that took A but not yet Au has locked WhenUnlocked ThisDeviceOnly too.
+        for lockClass in classes where found[lockClass.lockState] == nil { found[lockClass]?.wipe(); found[lockClass] = nil }
+        let a = found[.whenUnlocked]
+        let keys = classKeys(found)
         if let a, settingsCheck == nil {
             let verified = keybag.verifiedSettings(a: a)
             settingsCheck = (verified ?? .safeDefaults, verified == nil ? .damaged : .verified)
@@ -364,6 +377,7 @@ package final class KeychainStore: @unchecked Sendable {
         if storage == .kernel, a != nil, let idle = settingsCheck?.settings.idleTimeout, idle > 0 {
             // Each use restarts the idle clock.
             KernelKeyring.setTimeout(kernelName(.whenUnlocked), seconds: idle)
+            if found[.whenUnlockedThisDeviceOnly] != nil { KernelKeyring.setTimeout(kernelName(.whenUnlockedThisDeviceOnly), seconds: idle) }
         }
         return keys
     }
@@ -392,9 +406,11 @@ package final class KeychainStore: @unchecked Sendable {
         return check
     }
 
-    private func classKeys(a: Bytes?, c: Bytes?) -> ClassKeys {
+    private func classKeys(_ found: [LockClass: Bytes]) -> ClassKeys {
         var present: [LockClass: Subkeys] = [:]
-        for (lockClass, key) in [(LockClass.whenUnlocked, a), (.afterFirstUnlock, c), (.always, keybag.keyD)] {
+        for (lockClass, key) in [(LockClass.whenUnlocked, found[.whenUnlocked]), (.afterFirstUnlock, found[.afterFirstUnlock]),
+                                 (.whenUnlockedThisDeviceOnly, found[.whenUnlockedThisDeviceOnly]),
+                                 (.afterFirstUnlockThisDeviceOnly, found[.afterFirstUnlockThisDeviceOnly]), (.always, keybag.keyD)] {
             guard let key else {
                 subkeyCache[lockClass] = nil
                 continue
@@ -407,7 +423,7 @@ package final class KeychainStore: @unchecked Sendable {
                 present[lockClass] = fresh
             }
         }
-        return ClassKeys(present)
+        return ClassKeys(present, separatesDeviceOnly: keybag.isBound)
     }
 }
 

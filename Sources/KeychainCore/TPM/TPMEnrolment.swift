@@ -1,0 +1,199 @@
+import Glibc
+
+/// What `security tpm-status` reports: this machine's TPM, and whether and how the keychain is
+/// sealed to it.
+package struct TPMStatus: Sendable {
+    /// Where the TPM would be reached ($KEYCHAIN_TPM_TCTI, or /dev/tpmrm0).
+    package var configuration: TPMConfiguration
+    /// The TPM here, when one answers.
+    package var tpm: TPMDescription?
+    /// Why no TPM can be used here, in one line; nil when one answers.
+    package var problem: String?
+    /// The keychain is sealed to a TPM (keybag version 3).
+    package var sealed: Bool
+    /// Sealed, and to the TPM here (its storage key is the one recorded); nil when that cannot be
+    /// told (no TPM answers, or not sealed).
+    package var sealedHere: Bool?
+    /// The recovery record opens the current class keys A and C (false after a rotation made
+    /// elsewhere by a version that did not renew it, or for a damaged record).
+    package var recoveryKeyCurrent: Bool
+    /// How many items are ThisDeviceOnly under the TPM-bound keys (Au, Cu).
+    package var deviceOnlyItems: Int
+}
+
+/// What `security tpm-recover` did.
+package struct TPMRecoveryOutcome: Sendable {
+    /// ThisDeviceOnly items that were bound to the lost TPM and are gone.
+    package var deviceOnlyItemsLost: Int
+    /// The keychain is sealed again, to the TPM here; false: protected by its password only.
+    package var sealedAgain: Bool
+}
+
+extension KeychainStore {
+    /// Whether the keychain is sealed to a TPM (its keybag as last read).
+    package var isSealedToTPM: Bool { withLock { keybag.isBound } }
+
+    /// Seals the keychain to the TPM of `tpm`: from now on the key that unwraps its class keys
+    /// needs the password and a secret that this TPM releases only for that password, each wrong
+    /// guess counted by the TPM. WhenUnlocked and AfterFirstUnlock ThisDeviceOnly items move under
+    /// class keys of their own, wrapped under that key alone. Returns the recovery key, which
+    /// opens A and C (not the ThisDeviceOnly keys) without the TPM: the caller shows it once.
+    ///
+    /// Nothing is written unless the TPM sealed the secret and unsealed it again; the keychain is
+    /// left unlocked. A keychain sealed already is errSecParam (remove the binding first).
+    package func sealToTPM(password: Bytes, tpm: TPMConfiguration = .current) throws -> RecoveryKey {
+        try withLock {
+            let recovery = try RecoveryKey.generate()
+            var device = try DeviceKeys.generate()
+            var a = Bytes(), c = Bytes()
+            defer { device.wipe(); a.wipe(); c.wipe() }
+            try db.transaction {
+                var bag = try Keybag.load(from: db)
+                guard !bag.isBound else {
+                    throw KeychainError.param("this keychain is sealed to a TPM already (`security tpm-unenroll` removes the binding)")
+                }
+                // Without a binding the key-encryption key is the password's scrypt output: the
+                // same salt and cost go on, S now only one half of the key.
+                var stretched = try bag.deriveKEK(password: password)
+                defer { stretched.wipe() }
+                (a, c) = try bag.unwrap(kek: stretched)
+                try bag.upgrade(kek: stretched, a: a, c: c)
+                let old = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                                     .always: Subkeys(classKey: bag.keyD)])
+                try bag.bind(a: a, c: c, device: device, stretched: stretched, recovery: recovery, tpm: tpm)
+                let new = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                                     .always: Subkeys(classKey: bag.keyD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: device.a),
+                                     .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: device.c)], separatesDeviceOnly: true)
+                try resealMovedRows(from: old, to: new)
+                try bag.save(to: db)
+                keybag = bag
+            }
+            try install(a: a, c: c, device: device)
+            return recovery
+        }
+    }
+
+    /// Removes the binding: the keychain opens with its password alone again (keybag version 2,
+    /// as before enrolment, with a new salt), its ThisDeviceOnly items back under A and C, the
+    /// recovery key no longer of any use. Needs the password, checked by the TPM.
+    package func unsealFromTPM(password: Bytes, tpm: TPMConfiguration = .current) throws {
+        try withLock {
+            var a = Bytes(), c = Bytes()
+            defer { a.wipe(); c.wipe() }
+            try db.transaction {
+                var bag = try Keybag.load(from: db)
+                guard bag.isBound else { throw KeychainError.param("this keychain is not sealed to a TPM") }
+                var kek = try bag.deriveKEK(password: password, tpm: tpm)
+                defer { kek.wipe() }
+                (a, c) = try bag.unwrap(kek: kek)
+                guard var device = try bag.unwrapDevice(kek: kek) else { throw KeychainError.decode("the keybag is damaged") }
+                defer { device.wipe() }
+                let old = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                                     .always: Subkeys(classKey: bag.keyD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: device.a),
+                                     .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: device.c)], separatesDeviceOnly: true)
+                let new = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                                     .always: Subkeys(classKey: bag.keyD)])
+                try resealMovedRows(from: old, to: new)
+                try bag.unbind(a: a, c: c, password: password, scrypt: bag.scrypt)
+                try bag.save(to: db)
+                keybag = bag
+            }
+            try install(a: a, c: c)
+        }
+    }
+
+    /// Opens the keychain with its recovery key, when its TPM is gone (another machine, a new
+    /// mainboard, a cleared TPM) or its password forgotten. A and C come back; the ThisDeviceOnly
+    /// items were bound to the TPM alone and are deleted. The keychain then takes `newPassword`
+    /// and is sealed again to the TPM of `tpm` when there is one (else it is protected by the
+    /// password alone, as one never sealed). The recovery key stays valid (A and C are the same).
+    /// A TPM that is configured but fails is an error, never a silent fall back to the password.
+    package func recoverFromTPM(recoveryKey: RecoveryKey, newPassword: Bytes, tpm: TPMConfiguration = .current,
+                               scrypt: ScryptParameters? = nil) throws -> TPMRecoveryOutcome {
+        try withLock {
+            var a = Bytes(), c = Bytes()
+            var device = try DeviceKeys.generate()
+            defer { a.wipe(); c.wipe(); device.wipe() }
+            var outcome = TPMRecoveryOutcome(deviceOnlyItemsLost: 0, sealedAgain: tpm.tcti != nil)
+            try db.transaction {
+                var bag = try Keybag.load(from: db)
+                guard bag.isBound else { throw KeychainError.param("this keychain is not sealed to a TPM and has no recovery key") }
+                (a, c) = try bag.unwrap(recovery: recoveryKey)
+                let parameters = scrypt ?? bag.scrypt.raisedToFloor()
+                if outcome.sealedAgain {
+                    try bag.rewrap(a: a, c: c, device: device, password: newPassword, scrypt: parameters, tpm: tpm)
+                } else {
+                    try bag.unbind(a: a, c: c, password: newPassword, scrypt: parameters)
+                }
+                let delete = try db.statement("DELETE FROM items WHERE lockclass IN (?, ?)")
+                try delete.run([.int(LockClass.whenUnlockedThisDeviceOnly.rawValue), .int(LockClass.afterFirstUnlockThisDeviceOnly.rawValue)])
+                outcome.deviceOnlyItemsLost = Int(db.changes)
+                try bag.save(to: db)
+                keybag = bag
+            }
+            try install(a: a, c: c, device: outcome.sealedAgain ? device : nil)
+            return outcome
+        }
+    }
+
+    /// The TPM here and this keychain's binding. Asks the TPM for nothing that needs an
+    /// authorization, so it counts nothing and works in lockout.
+    package func tpmStatus(tpm: TPMConfiguration = .current) -> TPMStatus {
+        withLock {
+            let bag = (try? Keybag.load(from: db)) ?? keybag
+            var status = TPMStatus(configuration: tpm, tpm: nil, problem: nil, sealed: bag.isBound, sealedHere: nil,
+                                   recoveryKeyCurrent: false, deviceOnlyItems: 0)
+            if let binding = bag.binding {
+                status.recoveryKeyCurrent = Crypto.equal(binding.recovery.checkA, bag.checkA) && Crypto.equal(binding.recovery.checkC, bag.checkC)
+                if let stmt = try? db.statement("SELECT count(*) FROM items WHERE lockclass IN (4, 5)"), (try? stmt.step()) == true {
+                    status.deviceOnlyItems = Int(stmt.int(0))
+                    stmt.reset()
+                }
+            }
+            do {
+                let (description, here) = try TPMAccess.operations(tpm).describe(primaryName: bag.binding?.sealed.primaryName)
+                status.tpm = description
+                status.sealedHere = here
+            } catch let failure as TPMFailure {
+                switch failure {
+                case .unavailable(let why), .foreign(let why), .failed(let why): status.problem = why
+                case .authorization, .lockout: status.problem = failure.keychainError.detail
+                }
+            } catch {
+                status.problem = "\(error)"
+            }
+            return status
+        }
+    }
+
+    /// Re-seals, at the same row ids, the rows whose items change class key between `old` and
+    /// `new`: ThisDeviceOnly items when a binding is added or removed. The index key (from C) does
+    /// not change, so neither do the index columns; the transaction is the caller's. A row that
+    /// does not open stops everything (the caller's transaction rolls back).
+    func resealMovedRows(from old: ClassKeys, to new: ClassKeys) throws {
+        var rows: [Row] = []
+        let select = try db.statement("SELECT rowid, class, lockclass, metadata, secret FROM items WHERE space = ? ORDER BY rowid")
+        select.bind([.int(KeySpace.protected.rawValue)])
+        defer { select.reset() }
+        while try select.step() {
+            guard let itemClass = ItemClass(code: select.int(1)), let lockClass = LockClass(rawValue: select.int(2)) else {
+                throw KeychainError.decode("row \(select.int(0)) has an invalid class")
+            }
+            rows.append(Row(rowID: select.int(0), itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
+                            metadata: select.blob(3), secret: select.blob(4)))
+        }
+        let update = try db.statement("""
+            UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ? WHERE rowid = ?
+            """)
+        for row in rows {
+            let item = try openAttributes(row, keys: old)
+            let target = new.lockClass(for: item.protection)
+            guard target != row.lockClass else { continue }
+            var secret = try openSecret(row, keys: old)
+            defer { secret?.wipe() }
+            let sealed = try seal(item, rowID: row.rowID, secret: secret, keys: new)
+            try update.run([.int(target.rawValue), .int(KeySpace(target).rawValue), .blob(sealed.pk), .blob(sealed.account),
+                            .blob(sealed.service), .blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)])
+        }
+    }
+}

@@ -1,0 +1,148 @@
+/// The keybag's `tpm` field: a 256-bit secret T sealed in this machine's TPM under the storage
+/// primary key of the owner hierarchy, with an authorization value derived from the password.
+///
+/// The key that wraps the class keys then needs both halves (`kek`): the password's scrypt output
+/// S and T. T comes out of the TPM only for the right authorization, and the TPM checks it itself:
+/// every wrong guess counts towards its dictionary-attack lockout, and a copy of the file on
+/// another machine has nothing to guess against (the private area loads in this TPM only).
+///
+///     S        = scrypt(password, salt)                  (the keybag's KDF, as without a TPM)
+///     authValue = HMAC(S, "keychain-tpm-auth-v1" || uuid), trailing zero bytes removed
+///     P        = HMAC(S, "keychain-tpm-password-v1" || uuid)
+///     T        = TPM2_Unseal(object, authValue)          (salted session, response encrypted)
+///     KEK      = HMAC(P, "keychain-tpm-kek-v1" || uuid || T)
+///
+/// What the TPM sees (authValue) does not give P: a TPM or TCTI that lies or records learns no
+/// more than an offline check of password guesses at scrypt's cost per guess (what a keychain
+/// without a TPM gives to whoever has its file), and whatever it answers, the KEK still depends
+/// on S. A wrong T gives a KEK that opens nothing: errSecDecode, never a weaker key.
+package struct TPMSealedSecret: Equatable {
+    static let format: UInt32 = 1
+    /// `TPMTemplates.storagePrimary`; a later template would get another number.
+    static let primaryTemplate: UInt32 = 1
+    static let secretLength = 32
+
+    /// The primary key's name when the secret was sealed: a different one means another TPM (or
+    /// this one after its owner hierarchy was cleared), known before any authorization is sent.
+    package var primaryName: Bytes
+    /// TPM2B_PUBLIC and TPM2B_PRIVATE of the sealed object, marshalled by tss2-mu.
+    package var sealedPublic: Bytes
+    package var sealedPrivate: Bytes
+
+    // MARK: Derivations
+
+    static func authValue(stretched: Bytes, uuid: Bytes) -> Bytes {
+        var auth = Crypto.hmacSHA256(key: stretched, label("keychain-tpm-auth-v1", uuid))
+        // The TPM drops trailing zero bytes of an authorization value; so do we, on both sides.
+        while auth.last == 0 { auth.removeLast() }
+        return auth
+    }
+
+    static func kek(stretched: Bytes, sealed: Bytes, uuid: Bytes) -> Bytes {
+        var passwordPart = Crypto.hmacSHA256(key: stretched, label("keychain-tpm-password-v1", uuid))
+        defer { passwordPart.wipe() }
+        var message = label("keychain-tpm-kek-v1", uuid)
+        message.append(contentsOf: sealed)
+        defer { message.wipe() }
+        return Crypto.hmacSHA256(key: passwordPart, message)
+    }
+
+    private static func label(_ text: String, _ uuid: Bytes) -> Bytes {
+        var w = ByteWriter()
+        w.string(text)
+        w.blob(uuid)
+        return w.bytes
+    }
+
+    // MARK: Sealing and unsealing
+
+    /// Seals a new random T in the TPM of `tpm` for the password whose scrypt output is
+    /// `stretched`, checks at once that it unseals, and returns the record and the KEK.
+    static func make(stretched: Bytes, uuid: Bytes, tpm: TPMConfiguration) throws -> (TPMSealedSecret, kek: Bytes) {
+        var secret = try Crypto.random(secretLength)
+        var auth = authValue(stretched: stretched, uuid: uuid)
+        defer { secret.wipe(); auth.wipe() }
+        let record = try keychainErrors(sealing: true) { try TPMAccess.operations(tpm).seal(secret, auth: auth) }
+        return (record, kek(stretched: stretched, sealed: secret, uuid: uuid))
+    }
+
+    /// The KEK, once the TPM of `tpm` has accepted the password's authorization value.
+    func kek(stretched: Bytes, uuid: Bytes, tpm: TPMConfiguration) throws -> Bytes {
+        var auth = Self.authValue(stretched: stretched, uuid: uuid)
+        defer { auth.wipe() }
+        var secret = try Self.keychainErrors {
+            try TPMAccess.operations(tpm).unseal(self, auth: auth, length: Self.secretLength)
+        }
+        defer { secret.wipe() }
+        return Self.kek(stretched: stretched, sealed: secret, uuid: uuid)
+    }
+
+    /// The TPM's failures as the keychain's errors; `sealing`: there is no binding yet to speak of.
+    static func keychainErrors<T>(sealing: Bool = false, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let failure as TPMFailure {
+            if sealing, case .unavailable(let why) = failure {
+                throw KeychainError(.serviceNotAvailable, "no TPM to seal this keychain to: \(why)")
+            }
+            throw failure.keychainError
+        }
+    }
+
+    // MARK: Storage
+
+    var bytes: Bytes {
+        var w = ByteWriter()
+        w.u32(Self.format)
+        w.u32(Self.primaryTemplate)
+        w.blob(primaryName)
+        w.blob(sealedPublic)
+        w.blob(sealedPrivate)
+        return w.bytes
+    }
+
+    package init(primaryName: Bytes, sealedPublic: Bytes, sealedPrivate: Bytes) {
+        self.primaryName = primaryName
+        self.sealedPublic = sealedPublic
+        self.sealedPrivate = sealedPrivate
+    }
+
+    init(bytes: Bytes) throws {
+        var r = ByteReader(bytes)
+        guard try r.u32() == Self.format, try r.u32() == Self.primaryTemplate else {
+            throw KeychainError.decode("the keychain's TPM record is of an unknown format")
+        }
+        self.init(primaryName: try r.blob(), sealedPublic: try r.blob(), sealedPrivate: try r.blob())
+        // Sizes of TPM2B_NAME (SHA-256), TPM2B_PUBLIC and TPM2B_PRIVATE at most.
+        guard r.isAtEnd, primaryName.count == 34, (1...640).contains(sealedPublic.count), (1...1024).contains(sealedPrivate.count) else {
+            throw KeychainError.decode("the keychain's TPM record is damaged")
+        }
+    }
+}
+
+extension TPMFailure {
+    var keychainError: KeychainError {
+        switch self {
+        case .unavailable(let why):
+            return KeychainError(.serviceNotAvailable, "this keychain is sealed to a TPM, and there is \(why.hasPrefix("no TPM") ? why : "no TPM here: \(why)"); open it with its recovery key (`security tpm-recover`)")
+        case .foreign(let why):
+            return KeychainError(.serviceNotAvailable, "this keychain is sealed to another TPM (a copy from another machine, or this TPM's owner hierarchy was cleared: \(why)); open it with its recovery key (`security tpm-recover`)")
+        case .authorization(let state):
+            var detail = "wrong password for this keychain; the TPM counted the attempt"
+            if let state, state.maximum > 0 {
+                detail += state.inLockout
+                    ? ", and now refuses every password for a while (dictionary-attack lockout)"
+                    : " (\(state.failures) of \(state.maximum) before it refuses every password for a while)"
+            }
+            return KeychainError(.authFailed, detail)
+        case .lockout(let state):
+            var detail = "the TPM is in dictionary-attack lockout after too many wrong passwords: it refuses every password, the right one too, until the lockout ends"
+            if let state, state.interval > 0 {
+                detail += " (it forgets one wrong password every \(state.interval) s; its owner can end the lockout at once with the TPM's lockout authorization)"
+            }
+            return KeychainError(.quotaExceeded, detail)
+        case .failed(let why):
+            return KeychainError(.deviceFailed, "the TPM failed: \(why)")
+        }
+    }
+}

@@ -1,0 +1,86 @@
+internal import CLinux
+import Glibc
+
+/// Where this machine's TPM 2.0 is reached, if anywhere.
+package struct TPMConfiguration: Sendable, Equatable {
+    /// A tpm2-tss TCTI configuration ("device:/dev/tpmrm0", "swtpm:host=127.0.0.1,port=2321");
+    /// nil when there is no TPM to use.
+    package var tcti: String?
+    /// Why there is none (one line, for status output); empty when there is one.
+    package var absence: String
+
+    package static let environmentVariable = "KEYCHAIN_TPM_TCTI"
+    /// The kernel's resource manager: it flushes whatever a process left behind, and lets several
+    /// processes share the TPM.
+    package static let kernelDevice = "/dev/tpmrm0"
+
+    package init(tcti: String?, absence: String = "") {
+        self.tcti = tcti
+        self.absence = tcti == nil && absence.isEmpty ? "no TPM" : absence
+    }
+
+    /// $KEYCHAIN_TPM_TCTI when set ("none" or empty: no TPM; ignored in set-user-ID processes),
+    /// else the kernel's resource manager when the device exists. Never tpm2-tss's own default,
+    /// which falls back to TCP ports on localhost, where any local user could answer as a TPM.
+    package static var current: TPMConfiguration {
+        if let raw = clinux_secure_getenv(environmentVariable) {
+            let value = String(cString: raw)
+            if value.isEmpty || value == "none" {
+                return TPMConfiguration(tcti: nil, absence: "no TPM ($\(environmentVariable) is \(value.isEmpty ? "empty" : "none"))")
+            }
+            return TPMConfiguration(tcti: value)
+        }
+        var st = stat()
+        guard stat(kernelDevice, &st) == 0 else {
+            return TPMConfiguration(tcti: nil, absence: "no TPM (\(kernelDevice) does not exist)")
+        }
+        return TPMConfiguration(tcti: "device:" + kernelDevice)
+    }
+}
+
+/// Why the TPM did not do what was asked.
+package enum TPMFailure: Error, Equatable {
+    /// No TPM here: none configured, tpm2-tss not installed, or the TCTI cannot connect.
+    case unavailable(String)
+    /// TPM_RC_AUTH_FAIL: the authorization did not match; the TPM counted it (its count after,
+    /// when it could be read).
+    case authorization(TPMLockoutState?)
+    /// TPM_RC_LOCKOUT: the TPM refuses every authorization of DA-protected objects for now.
+    case lockout(TPMLockoutState?)
+    /// The sealed object, or the primary key it hangs under, is not this TPM's.
+    case foreign(String)
+    /// The TPM refused, or answered something that cannot be used.
+    case failed(String)
+}
+
+/// The TPM's dictionary-attack state (TPM2_GetCapability, TPM_PT_PERMANENT and TPM_PT_LOCKOUT_*).
+package struct TPMLockoutState: Sendable, Equatable {
+    package var inLockout: Bool
+    /// Failed authorizations counted so far (TPM_PT_LOCKOUT_COUNTER).
+    package var failures: UInt32
+    /// The count at which the TPM locks out (TPM_PT_MAX_AUTH_FAIL).
+    package var maximum: UInt32
+    /// Seconds after which one counted failure is forgotten (TPM_PT_LOCKOUT_INTERVAL).
+    package var interval: UInt32
+
+    package init(inLockout: Bool, failures: UInt32, maximum: UInt32, interval: UInt32) {
+        self.inLockout = inLockout
+        self.failures = failures
+        self.maximum = maximum
+        self.interval = interval
+    }
+}
+
+/// What `security tpm-status` shows of the TPM itself.
+package struct TPMDescription: Sendable, Equatable {
+    package var tcti: String
+    /// TPM_PT_MANUFACTURER as its four ASCII letters ("IBM " for swtpm).
+    package var manufacturer: String
+    package var lockout: TPMLockoutState?
+
+    package init(tcti: String, manufacturer: String, lockout: TPMLockoutState?) {
+        self.tcti = tcti
+        self.manufacturer = manufacturer
+        self.lockout = lockout
+    }
+}

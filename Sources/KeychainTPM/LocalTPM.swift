@@ -1,0 +1,66 @@
+import KeychainCore
+
+/// The keychain's TPM operations (`TPMOperations`) through tpm2-tss, in the process that runs
+/// them: keychain-tpm-helper. One connection per operation, closed (every transient object
+/// flushed) before returning.
+package struct LocalTPM: TPMOperations {
+    let configuration: TPMConfiguration
+
+    package init(configuration: TPMConfiguration) { self.configuration = configuration }
+
+    private func connected<T>(_ body: (TPMConnection) throws -> T) throws -> T {
+        let connection = try TPMConnection(configuration)
+        defer { connection.close() }
+        do {
+            return try body(connection)
+        } catch TPMFailure.authorization {
+            // The TPM's own count, read on the same connection after the failure.
+            throw TPMFailure.authorization(try? connection.lockoutState())
+        } catch TPMFailure.lockout {
+            throw TPMFailure.lockout(try? connection.lockoutState())
+        }
+    }
+
+    package func seal(_ secret: Bytes, auth: Bytes) throws -> TPMSealedSecret {
+        try connected { connection in
+            let (primary, name) = try connection.createPrimary()
+            let (pub, priv) = try connection.seal(secret, auth: auth, parent: primary)
+            var check = try connection.unseal(public: pub, private: priv, auth: auth, parent: primary, expectedLength: secret.count)
+            defer { check.wipe() }
+            guard equal(check, secret) else { throw TPMFailure.failed("the TPM unsealed another secret than the one it sealed") }
+            return TPMSealedSecret(primaryName: name, sealedPublic: pub, sealedPrivate: priv)
+        }
+    }
+
+    package func unseal(_ record: TPMSealedSecret, auth: Bytes, length: Int) throws -> Bytes {
+        try connected { connection in
+            let (primary, name) = try connection.createPrimary()
+            // Before any authorization is sent: a TPM whose storage key is not the one recorded
+            // cannot load the object anyway, and gets nothing derived from the password.
+            guard equal(name, record.primaryName) else {
+                throw TPMFailure.foreign("this TPM's storage key is not the one the keychain was sealed under")
+            }
+            return try connection.unseal(public: record.sealedPublic, private: record.sealedPrivate, auth: auth,
+                                         parent: primary, expectedLength: length)
+        }
+    }
+
+    package func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?) {
+        try connected { connection in
+            let description = TPMDescription(tcti: connection.configuration, manufacturer: (try? connection.manufacturer()) ?? "?",
+                                             lockout: try? connection.lockoutState())
+            guard let primaryName else { return (description, nil) }
+            let (primary, name) = try connection.createPrimary()
+            connection.flush(primary)
+            return (description, equal(name, primaryName))
+        }
+    }
+
+    /// In time that does not depend on where the inputs differ.
+    private func equal(_ a: Bytes, _ b: Bytes) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for i in a.indices { difference |= a[i] ^ b[i] }
+        return difference == 0
+    }
+}

@@ -1,0 +1,416 @@
+import COpenSSL
+import CTSS2
+import Glibc
+import KeychainCore
+
+/// One session with the TPM through tpm2-tss's ESAPI: opened, used for one job, closed. Every
+/// transient object and session made through it is flushed before it closes, so nothing stays in
+/// the TPM (a TPM without a resource manager, such as swtpm over TCP, has three or so slots).
+///
+/// Nothing from the TPM is trusted blindly: sizes are checked before bytes are copied, a
+/// capability answer must be the one asked for, and an unsealed secret must have the length
+/// sealed. A TPM that answers wrongly gives an error, never a crash or a shorter key.
+final class TPMConnection {
+    private var tcti: OpaquePointer?
+    private var esys: OpaquePointer?
+    private var transient: [ESYS_TR] = []
+    let configuration: String
+
+    init(_ configuration: TPMConfiguration) throws {
+        guard let tcti = configuration.tcti else { throw TPMFailure.unavailable(configuration.absence) }
+        self.configuration = tcti
+        var context: OpaquePointer?
+        let rc = Tss2_TctiLdr_Initialize(tcti, &context)
+        guard rc == 0, let context else {
+            throw TPMFailure.unavailable("no TPM reachable through \(tcti) (\(Self.describe(rc)))")
+        }
+        self.tcti = context
+        var esys: OpaquePointer?
+        let erc = Esys_Initialize(&esys, context, nil)
+        guard erc == 0, let esys else {
+            close()
+            throw TPMFailure.unavailable("tpm2-tss cannot talk to the TPM through \(tcti) (\(Self.describe(erc)))")
+        }
+        self.esys = esys
+    }
+
+    deinit { close() }
+
+    func close() {
+        if let esys {
+            for handle in transient.reversed() { _ = Esys_FlushContext(esys, handle) }
+            transient.removeAll()
+            var context: OpaquePointer? = esys
+            Esys_Finalize(&context)
+            self.esys = nil
+        }
+        if tcti != nil {
+            Tss2_TctiLdr_Finalize(&tcti)
+            tcti = nil
+        }
+    }
+
+    private func context() throws -> OpaquePointer {
+        guard let esys else { throw TPMFailure.failed("the TPM connection is closed") }
+        return esys
+    }
+
+    /// Flushes a transient object or session made through this connection.
+    func flush(_ handle: ESYS_TR) {
+        guard let esys, let index = transient.firstIndex(of: handle) else { return }
+        transient.remove(at: index)
+        _ = Esys_FlushContext(esys, handle)
+    }
+
+    // MARK: Capabilities
+
+    /// Up to `count` TPM properties from `first` on, as the TPM reports them.
+    private func properties(from first: UInt32, count: UInt32) throws -> [UInt32: UInt32] {
+        let esys = try context()
+        var more: TPMI_YES_NO = 0
+        var data: UnsafeMutablePointer<TPMS_CAPABILITY_DATA>?
+        let rc = Esys_GetCapability(esys, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                                            TPM2_CAP(TPMConstant.capTPMProperties), first, count, &more, &data)
+        defer { Esys_Free(data) }
+        guard rc == 0, let data else { throw Self.failure(rc, "TPM2_GetCapability") }
+        guard data.pointee.capability == TPM2_CAP(TPMConstant.capTPMProperties) else {
+            throw TPMFailure.failed("the TPM answered another capability than the one asked for")
+        }
+        var out: [UInt32: UInt32] = [:]
+        let listed = Int(data.pointee.data.tpmProperties.count)
+        withUnsafeBytes(of: &data.pointee.data.tpmProperties.tpmProperty) { raw in
+            let all = raw.bindMemory(to: TPMS_TAGGED_PROPERTY.self)
+            for entry in all.prefix(min(listed, all.count)) { out[entry.property] = entry.value }
+        }
+        return out
+    }
+
+    func lockoutState() throws -> TPMLockoutState {
+        let p = try properties(from: TPMConstant.ptPermanent, count: TPMConstant.ptLockoutRecovery - TPMConstant.ptPermanent + 1)
+        guard let permanent = p[TPMConstant.ptPermanent], let failures = p[TPMConstant.ptLockoutCounter],
+              let maximum = p[TPMConstant.ptMaxAuthFail], let interval = p[TPMConstant.ptLockoutInterval]
+        else { throw TPMFailure.failed("the TPM did not report its dictionary-attack state") }
+        return TPMLockoutState(inLockout: permanent & TPMConstant.permanentInLockout != 0, failures: failures,
+                               maximum: maximum, interval: interval)
+    }
+
+    func manufacturer() throws -> String {
+        guard let value = try properties(from: TPMConstant.ptManufacturer, count: 1)[TPMConstant.ptManufacturer] else {
+            throw TPMFailure.failed("the TPM did not report its manufacturer")
+        }
+        // Four ASCII letters, padded with spaces or NULs ("IBM\0" for swtpm).
+        var letters = (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32($0))) }
+        while let last = letters.last, last == 0 || last == 0x20 { letters.removeLast() }
+        return String(decoding: letters.map { (0x20..<0x7f).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+    }
+
+    // MARK: Keys and sealed objects
+
+    /// The storage primary key of the owner hierarchy, made from a fixed template (below): the
+    /// same TPM gives the same key every time (it is derived from the hierarchy's seed), so it
+    /// is recreated rather than kept at a persistent handle, which would take NV space, need
+    /// provisioning and could be evicted or replaced by any program with owner authorization.
+    /// Returns its handle and its name (nameAlg || digest of its public area).
+    func createPrimary() throws -> (handle: ESYS_TR, name: Bytes) {
+        let esys = try context()
+        var sensitive = TPM2B_SENSITIVE_CREATE()
+        var template = TPMTemplates.storagePrimary()
+        var outsideInfo = TPM2B_DATA()
+        var pcrs = TPML_PCR_SELECTION()
+        var handle = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_CreatePrimary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE),
+                                            ESYS_TR(ESYS_TR_NONE), &sensitive, &template, &outsideInfo, &pcrs, &handle,
+                                            nil, nil, nil, nil)
+        guard rc == 0 else {
+            if TPMConstant.code(rc) == TPMConstant.rcBadAuth || TPMConstant.code(rc) == TPMConstant.rcAuthFail {
+                throw TPMFailure.failed("the TPM's owner hierarchy has a password; a keychain cannot be sealed under it")
+            }
+            throw Self.failure(rc, "TPM2_CreatePrimary")
+        }
+        transient.append(handle)
+        return (handle, try name(of: handle))
+    }
+
+    private func name(of handle: ESYS_TR) throws -> Bytes {
+        var name: UnsafeMutablePointer<TPM2B_NAME>?
+        let rc = Esys_TR_GetName(try context(), handle, &name)
+        defer { Esys_Free(name) }
+        guard rc == 0, let name, let bytes = TPM2B.read(&name.pointee.name, size: name.pointee.size), bytes.count == 34
+        else { throw Self.failure(rc, "the name of the primary key") }
+        return bytes
+    }
+
+    /// A salted HMAC session (the salt encrypted to `primary`, so only the TPM that holds its
+    /// private key learns the session key) with AES-128-CFB parameter encryption: the secret
+    /// going in (TPM2_Create) and coming out (TPM2_Unseal) never crosses the bus in the clear,
+    /// and the authorization HMAC cannot be replayed or checked against guesses by a listener.
+    private func startSession(salt primary: ESYS_TR) throws -> ESYS_TR {
+        var symmetric = TPMT_SYM_DEF()
+        symmetric.algorithm = TPMConstant.algAES
+        symmetric.keyBits.aes = 128
+        symmetric.mode.aes = TPMConstant.algCFB
+        var session = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_StartAuthSession(try context(), primary, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                                                ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), nil, TPM2_SE(TPMConstant.seHMAC),
+                                                &symmetric, TPMConstant.algSHA256, &session)
+        guard rc == 0 else { throw Self.failure(rc, "TPM2_StartAuthSession") }
+        transient.append(session)
+        return session
+    }
+
+    private func setAttributes(_ session: ESYS_TR, _ attributes: TPMA_SESSION) throws {
+        let rc = Esys_TRSess_SetAttributes(try context(), session, attributes, 0xff)
+        guard rc == 0 else { throw Self.failure(rc, "session attributes") }
+    }
+
+    /// Seals `secret` under `parent` in a keyed-hash data object whose authorization is `auth`,
+    /// subject to the TPM's dictionary-attack protection (no noDA). Returns the object's public
+    /// and private areas, marshalled; the private area is encrypted under the parent's key, so
+    /// only this TPM can load it.
+    func seal(_ secret: Bytes, auth: Bytes, parent: ESYS_TR) throws -> (public: Bytes, private: Bytes) {
+        let esys = try context()
+        let session = try startSession(salt: parent)
+        defer { flush(session) }
+        try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionDecrypt)
+        var sensitive = TPM2B_SENSITIVE_CREATE()
+        defer { TPM2B.wipe(&sensitive) }
+        sensitive.sensitive.userAuth.size = try TPM2B.fill(&sensitive.sensitive.userAuth.buffer, with: auth)
+        sensitive.sensitive.data.size = try TPM2B.fill(&sensitive.sensitive.data.buffer, with: secret)
+        var template = TPMTemplates.sealedData()
+        var outsideInfo = TPM2B_DATA()
+        var pcrs = TPML_PCR_SELECTION()
+        var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
+        var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        let rc = Esys_Create(esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive,
+                                    &template, &outsideInfo, &pcrs, &outPrivate, &outPublic, nil, nil, nil)
+        defer { Esys_Free(outPrivate); Esys_Free(outPublic) }
+        guard rc == 0, let outPrivate, let outPublic else { throw Self.failure(rc, "TPM2_Create") }
+        return (try marshal(outPublic), try marshal(outPrivate))
+    }
+
+    /// Loads a sealed object under `parent` and unseals it with `auth`, through a salted session
+    /// that encrypts the answer. `expectedLength`: anything else is an error, not a key.
+    func unseal(public: Bytes, private: Bytes, auth: Bytes, parent: ESYS_TR, expectedLength: Int) throws -> Bytes {
+        let esys = try context()
+        var inPublic = try unmarshalPublic(`public`)
+        guard TPMTemplates.isSealedData(inPublic) else {
+            throw TPMFailure.failed("the sealed object in the keychain is not one this program makes")
+        }
+        var inPrivate = try unmarshalPrivate(`private`)
+        var object = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_Load(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                                  &inPrivate, &inPublic, &object)
+        guard rc == 0 else {
+            // The private area is encrypted and authenticated under the parent's key: another
+            // TPM (or this one after its owner hierarchy was cleared) cannot load it.
+            if let code = TPMConstant.code(rc), TPMConstant.foreignObject.contains(code) {
+                throw TPMFailure.foreign("the sealed secret does not load in this TPM (\(Self.describe(rc)))")
+            }
+            throw Self.failure(rc, "TPM2_Load")
+        }
+        transient.append(object)
+        defer { flush(object) }
+        var authValue = TPM2B_AUTH()
+        defer { TPM2B.wipe(&authValue) }
+        authValue.size = try TPM2B.fill(&authValue.buffer, with: auth)
+        let src = Esys_TR_SetAuth(esys, object, &authValue)
+        guard src == 0 else { throw Self.failure(src, "the object's authorization") }
+        let session = try startSession(salt: parent)
+        defer { flush(session) }
+        try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionEncrypt)
+        var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+        let urc = Esys_Unseal(esys, object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &out)
+        defer {
+            if let out { TPM2B.wipe(&out.pointee) }
+            Esys_Free(out)
+        }
+        guard urc == 0, let out else { throw Self.failure(urc, "TPM2_Unseal") }
+        guard let secret = TPM2B.read(&out.pointee.buffer, size: out.pointee.size), secret.count == expectedLength else {
+            throw TPMFailure.failed("the TPM unsealed a secret of the wrong length")
+        }
+        return secret
+    }
+
+    // MARK: Marshalling (tss2-mu), for the keybag
+
+    private func marshal(_ value: UnsafeMutablePointer<TPM2B_PUBLIC>) throws -> Bytes {
+        var buffer = Bytes(repeating: 0, count: MemoryLayout<TPM2B_PUBLIC>.size)
+        var offset = 0
+        let rc = Tss2_MU_TPM2B_PUBLIC_Marshal(value, &buffer, buffer.count, &offset)
+        guard rc == 0, offset <= buffer.count else { throw Self.failure(rc, "marshalling the public area") }
+        return Array(buffer.prefix(offset))
+    }
+
+    private func marshal(_ value: UnsafeMutablePointer<TPM2B_PRIVATE>) throws -> Bytes {
+        var buffer = Bytes(repeating: 0, count: MemoryLayout<TPM2B_PRIVATE>.size)
+        var offset = 0
+        let rc = Tss2_MU_TPM2B_PRIVATE_Marshal(value, &buffer, buffer.count, &offset)
+        guard rc == 0, offset <= buffer.count else { throw Self.failure(rc, "marshalling the private area") }
+        return Array(buffer.prefix(offset))
+    }
+
+    /// The whole input must be one well-formed area: trailing bytes are refused too.
+    private func unmarshalPublic(_ bytes: Bytes) throws -> TPM2B_PUBLIC {
+        var value = TPM2B_PUBLIC()
+        var offset = 0
+        let rc = Tss2_MU_TPM2B_PUBLIC_Unmarshal(bytes, bytes.count, &offset, &value)
+        guard rc == 0, offset == bytes.count else { throw TPMFailure.failed("the sealed object's public area in the keychain is damaged") }
+        return value
+    }
+
+    private func unmarshalPrivate(_ bytes: Bytes) throws -> TPM2B_PRIVATE {
+        var value = TPM2B_PRIVATE()
+        var offset = 0
+        let rc = Tss2_MU_TPM2B_PRIVATE_Unmarshal(bytes, bytes.count, &offset, &value)
+        guard rc == 0, offset == bytes.count else { throw TPMFailure.failed("the sealed object's private area in the keychain is damaged") }
+        return value
+    }
+
+    // MARK: Errors
+
+    static func failure(_ rc: TSS2_RC, _ what: String) -> TPMFailure {
+        switch TPMConstant.code(rc) {
+        case TPMConstant.rcAuthFail?: return .authorization(nil)
+        case TPMConstant.rcLockout?: return .lockout(nil)
+        default: return .failed("\(what) failed: \(describe(rc))")
+        }
+    }
+
+    /// "TPM_RC_INTEGRITY (0x9f)", "tpm2-tss error 0x70001 (ESAPI layer)", ...: names for the codes
+    /// a person might meet, the number always.
+    static func describe(_ rc: TSS2_RC) -> String {
+        let hex = "0x" + String(rc, radix: 16)
+        if let code = TPMConstant.code(rc) {
+            return (TPMConstant.names[code].map { "\($0), " } ?? "TPM error ") + hex
+        }
+        let layers: [UInt32: String] = [6: "SAPI", 7: "ESAPI", 8: "system API", 9: "marshalling", 10: "TCTI", 12: "TCTI loader"]
+        return "tpm2-tss error \(hex)" + (layers[rc >> 16].map { " (\($0) layer)" } ?? "")
+    }
+}
+
+/// Copying to and from the fixed-size buffers of TPM2B structures (C arrays, which Swift sees as
+/// tuples), always within their size.
+enum TPM2B {
+    static func fill<Buffer>(_ buffer: inout Buffer, with bytes: Bytes) throws -> UInt16 {
+        try withUnsafeMutableBytes(of: &buffer) { raw in
+            guard bytes.count <= raw.count, bytes.count <= Int(UInt16.max) else { throw TPMFailure.failed("a value too large for the TPM") }
+            raw.copyBytes(from: bytes)
+        }
+        return UInt16(bytes.count)
+    }
+
+    /// nil when `size` claims more than the buffer holds.
+    static func read<Buffer>(_ buffer: inout Buffer, size: UInt16) -> Bytes? {
+        withUnsafeBytes(of: &buffer) { raw in Int(size) <= raw.count ? Array(raw.prefix(Int(size))) : nil }
+    }
+
+    static func wipe<Value>(_ value: inout Value) {
+        withUnsafeMutableBytes(of: &value) { raw in
+            if let base = raw.baseAddress { OPENSSL_cleanse(base, raw.count) }
+        }
+    }
+}
+
+/// The two object templates this program uses. Fixed: a keychain records the primary key's name
+/// and the sealed object's public area, and both depend on every field here.
+enum TPMTemplates {
+    /// TCG's ECC P-256 storage root key template (restricted decryption key, AES-128-CFB for its
+    /// children, noDA: no authorization of its own to guess), with an empty unique field.
+    static func storagePrimary() -> TPM2B_PUBLIC {
+        var template = TPM2B_PUBLIC()
+        template.publicArea.type = TPMConstant.algECC
+        template.publicArea.nameAlg = TPMConstant.algSHA256
+        template.publicArea.objectAttributes = TPMConstant.attrFixedTPM | TPMConstant.attrFixedParent
+            | TPMConstant.attrSensitiveDataOrigin | TPMConstant.attrUserWithAuth | TPMConstant.attrNoDA
+            | TPMConstant.attrRestricted | TPMConstant.attrDecrypt
+        template.publicArea.parameters.eccDetail.symmetric.algorithm = TPMConstant.algAES
+        template.publicArea.parameters.eccDetail.symmetric.keyBits.aes = 128
+        template.publicArea.parameters.eccDetail.symmetric.mode.aes = TPMConstant.algCFB
+        template.publicArea.parameters.eccDetail.scheme.scheme = TPMConstant.algNull
+        template.publicArea.parameters.eccDetail.curveID = TPMConstant.eccNISTP256
+        template.publicArea.parameters.eccDetail.kdf.scheme = TPMConstant.algNull
+        return template
+    }
+
+    /// The attributes of a sealed secret: it stays in this TPM and under this parent, is used
+    /// with its authorization value, and (no noDA) every wrong authorization counts towards the
+    /// TPM's dictionary-attack lockout.
+    static let sealedAttributes: TPMA_OBJECT = TPMConstant.attrFixedTPM | TPMConstant.attrFixedParent | TPMConstant.attrUserWithAuth
+
+    static func sealedData() -> TPM2B_PUBLIC {
+        var template = TPM2B_PUBLIC()
+        template.publicArea.type = TPMConstant.algKeyedHash
+        template.publicArea.nameAlg = TPMConstant.algSHA256
+        template.publicArea.objectAttributes = sealedAttributes
+        template.publicArea.parameters.keyedHashDetail.scheme.scheme = TPMConstant.algNull
+        return template
+    }
+
+    /// Whether a public area read from a keychain is a sealed object of `sealedData`'s kind: a
+    /// file edited to hold an object without dictionary-attack protection, or with a policy, is
+    /// refused before the TPM sees any authorization for it.
+    static func isSealedData(_ value: TPM2B_PUBLIC) -> Bool {
+        let area = value.publicArea
+        return area.type == TPMConstant.algKeyedHash && area.nameAlg == TPMConstant.algSHA256
+            && area.objectAttributes == sealedAttributes && area.authPolicy.size == 0
+            && area.parameters.keyedHashDetail.scheme.scheme == TPMConstant.algNull
+    }
+}
+
+/// Numbers of the TPM 2.0 specification (Part 2), spelled out: tpm2-tss defines them as macros
+/// with casts, which Swift does not import.
+enum TPMConstant {
+    static let algAES: TPM2_ALG_ID = 0x0006
+    static let algKeyedHash: TPM2_ALG_ID = 0x0008
+    static let algSHA256: TPM2_ALG_ID = 0x000B
+    static let algNull: TPM2_ALG_ID = 0x0010
+    static let algECC: TPM2_ALG_ID = 0x0023
+    static let algCFB: TPM2_ALG_ID = 0x0043
+    static let eccNISTP256: TPM2_ECC_CURVE = 0x0003
+    static let seHMAC: UInt8 = 0x00
+
+    static let attrFixedTPM: TPMA_OBJECT = 0x0000_0002
+    static let attrFixedParent: TPMA_OBJECT = 0x0000_0010
+    static let attrSensitiveDataOrigin: TPMA_OBJECT = 0x0000_0020
+    static let attrUserWithAuth: TPMA_OBJECT = 0x0000_0040
+    static let attrNoDA: TPMA_OBJECT = 0x0000_0400
+    static let attrRestricted: TPMA_OBJECT = 0x0001_0000
+    static let attrDecrypt: TPMA_OBJECT = 0x0002_0000
+
+    static let sessionContinue: TPMA_SESSION = 0x01
+    static let sessionDecrypt: TPMA_SESSION = 0x20
+    static let sessionEncrypt: TPMA_SESSION = 0x40
+
+    static let capTPMProperties: UInt32 = 0x0000_0006
+    static let ptManufacturer: UInt32 = 0x105
+    static let ptPermanent: UInt32 = 0x200
+    static let ptLockoutCounter: UInt32 = 0x20E
+    static let ptMaxAuthFail: UInt32 = 0x20F
+    static let ptLockoutInterval: UInt32 = 0x210
+    static let ptLockoutRecovery: UInt32 = 0x211
+    static let permanentInLockout: UInt32 = 0x200
+
+    static let rcAuthFail: UInt32 = 0x08E
+    static let rcBadAuth: UInt32 = 0x0A2
+    static let rcLockout: UInt32 = 0x921
+    /// Load failures of a private area made under another parent: integrity check (its HMAC
+    /// under the parent's key fails), or a size or value that decrypts to nonsense.
+    static let foreignObject: Set<UInt32> = [0x09F, 0x095, 0x084, 0x09A, 0x0A9]
+
+    static let names: [UInt32: String] = [
+        0x08E: "TPM_RC_AUTH_FAIL", 0x0A2: "TPM_RC_BAD_AUTH", 0x921: "TPM_RC_LOCKOUT", 0x09F: "TPM_RC_INTEGRITY",
+        0x095: "TPM_RC_SIZE", 0x084: "TPM_RC_VALUE", 0x09A: "TPM_RC_KEY", 0x0A9: "TPM_RC_BINDING",
+        0x085: "TPM_RC_HIERARCHY", 0x902: "TPM_RC_OBJECT_MEMORY", 0x903: "TPM_RC_SESSION_MEMORY",
+        0x901: "TPM_RC_CONTEXT_GAP", 0x922: "TPM_RC_RETRY", 0x908: "TPM_RC_YIELDED", 0x90A: "TPM_RC_TESTING",
+        0x100: "TPM_RC_INITIALIZE", 0x101: "TPM_RC_FAILURE", 0x086: "TPM_RC_ATTRIBUTES", 0x09D: "TPM_RC_POLICY_FAIL",
+    ]
+
+    /// The TPM's own response code in a tpm2-tss return code (the TPM's layer, or a resource
+    /// manager passing it on), with format-1 codes stripped of the handle, session or parameter
+    /// number they name; nil for errors of tpm2-tss itself.
+    static func code(_ rc: TSS2_RC) -> UInt32? {
+        guard rc >> 16 == 0 || rc >> 16 == 11 else { return nil }
+        let value = rc & 0xFFFF
+        return value & 0x80 != 0 ? 0x80 | (value & 0x3F) : value & 0xFFF
+    }
+}

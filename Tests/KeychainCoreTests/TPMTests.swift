@@ -1,0 +1,453 @@
+@testable import KeychainCore
+@testable import KeychainTPM
+import Glibc
+import XCTest
+
+/// An in-memory TPM: it keeps each sealed secret with its authorization, counts wrong ones and
+/// locks out past `maximum`, and names itself by `primary` (another "machine" has another).
+/// `lying` makes it answer a different secret than it sealed, as a malicious TPM or TCTI could.
+final class SimulatedTPM: TPMOperations {
+    var primary: Bytes
+    var sealed: [Bytes: (secret: Bytes, auth: Bytes)] = [:]
+    var failures: UInt32 = 0
+    var maximum: UInt32 = 3
+    var lying = false
+    var unseals = 0
+
+    init(primary: UInt8 = 1) { self.primary = [0, 0x0b] + Bytes(repeating: primary, count: 32) }
+
+    func seal(_ secret: Bytes, auth: Bytes) throws -> TPMSealedSecret {
+        let handle = Bytes((0..<16).map { _ in UInt8.random(in: 0...255) })
+        sealed[handle] = (secret, auth)
+        return TPMSealedSecret(primaryName: primary, sealedPublic: [1, 2, 3], sealedPrivate: handle)
+    }
+
+    func unseal(_ record: TPMSealedSecret, auth: Bytes, length: Int) throws -> Bytes {
+        unseals += 1
+        guard record.primaryName == primary, let entry = sealed[record.sealedPrivate] else {
+            throw TPMFailure.foreign("not this TPM's")
+        }
+        guard failures < maximum else { throw TPMFailure.lockout(state) }
+        guard entry.auth == auth else {
+            failures += 1
+            throw TPMFailure.authorization(state)
+        }
+        return lying ? Bytes(repeating: 0x5a, count: length) : entry.secret
+    }
+
+    var state: TPMLockoutState { TPMLockoutState(inLockout: failures >= maximum, failures: failures, maximum: maximum, interval: 600) }
+
+    func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?) {
+        (TPMDescription(tcti: "simulated", manufacturer: "SIM", lockout: state), primaryName.map { $0 == primary })
+    }
+}
+
+final class TPMTests: XCTestCase {
+    var scratch: Scratch!
+    var tpm: SimulatedTPM!
+    let here = TPMConfiguration(tcti: "simulated")
+    let pw = Array("pw".utf8)
+
+    override func setUp() {
+        scratch = Scratch()
+        tpm = SimulatedTPM()
+        TPMAccess.simulated = { [unowned self] _ in self.tpm }
+        // What unlock and the other calls without an explicit configuration find.
+        setenv("KEYCHAIN_TPM_TCTI", "simulated", 1)
+    }
+
+    override func tearDown() {
+        TPMAccess.simulated = nil
+        unsetenv("KEYCHAIN_TPM_TCTI")
+        scratch.remove()
+    }
+
+    func sealed(items: Bool = true) throws -> (KeychainStore, RecoveryKey) {
+        let store = try scratch.create()
+        if items {
+            try store.add(generic("portable", secret: "kept"))
+            try store.add(generic("portable-c", secret: "kept-c", protection: .afterFirstUnlock))
+            try store.add(generic("device", secret: "bound", protection: .whenUnlockedThisDeviceOnly))
+            try store.add(generic("device-c", secret: "bound-c", protection: .afterFirstUnlockThisDeviceOnly))
+            try store.add(generic("device-always", secret: "always", protection: .alwaysThisDeviceOnly))
+        }
+        let key = try store.sealToTPM(password: pw, tpm: here)
+        return (store, key)
+    }
+
+    func lockClasses(_ store: KeychainStore) throws -> [Int64] {
+        let stmt = try store.db.statement("SELECT lockclass FROM items ORDER BY rowid")
+        defer { stmt.reset() }
+        var out: [Int64] = []
+        while try stmt.step() { out.append(stmt.int(0)) }
+        return out
+    }
+
+    // MARK: Recovery key
+
+    func testRecoveryKeyFormatsAsEightGroupsOfSixDigitsAndParsesBack() throws {
+        for _ in 0..<200 {
+            let key = try RecoveryKey.generate()
+            let text = key.formatted
+            XCTAssertEqual(text.count, 8 * 6 + 7)
+            let groups = text.split(separator: "-")
+            XCTAssertEqual(groups.count, 8)
+            for group in groups {
+                XCTAssertEqual(group.count, 6)
+                XCTAssertEqual(Int(group)! % 11, 0)
+            }
+            XCTAssertEqual(try RecoveryKey(parsing: Array(text.utf8)), key)
+            // Spaces, no separators, a trailing newline: the same key.
+            XCTAssertEqual(try RecoveryKey(parsing: Array((text.replacingOccurrences(of: "-", with: " ") + "\n").utf8)), key)
+            XCTAssertEqual(try RecoveryKey(parsing: Array(text.replacingOccurrences(of: "-", with: "").utf8)), key)
+        }
+    }
+
+    func testRecoveryKeyKnownEncoding() throws {
+        let key = RecoveryKey(bytes: [0x00, 0x00, 0xff, 0xff, 0x12, 0x34, 0x00, 0x01, 0x80, 0x00, 0x7f, 0xff, 0xab, 0xcd, 0x00, 0x0b])
+        // 0*11, 65535*11, 0x1234*11 = 4660*11, 1*11, 32768*11, 32767*11, 43981*11, 11*11
+        XCTAssertEqual(key.formatted, "000000-720885-051260-000011-360448-360437-483791-000121")
+        XCTAssertEqual(try RecoveryKey(parsing: Array(key.formatted.utf8)), key)
+    }
+
+    func testEveryMistypedDigitAndSwappedNeighboursAreCaughtInTheirGroup() throws {
+        let text = Array(try RecoveryKey.generate().formatted.utf8)
+        for (i, byte) in text.enumerated() where byte != UInt8(ascii: "-") {
+            for digit in UInt8(ascii: "0")...UInt8(ascii: "9") where digit != byte {
+                var typo = text
+                typo[i] = digit
+                XCTAssertThrowsError(try RecoveryKey(parsing: typo)) { error in
+                    XCTAssertEqual((error as? KeychainError)?.detail, "group \(i / 7 + 1) of the recovery key is mistyped")
+                }
+            }
+            if i + 1 < text.count, text[i + 1] != UInt8(ascii: "-"), text[i + 1] != byte {
+                var swapped = text
+                swapped.swapAt(i, i + 1)
+                XCTAssertStatus(try RecoveryKey(parsing: swapped), .param, "swapped digits at \(i)")
+            }
+        }
+    }
+
+    func testMalformedRecoveryKeysAreRefused() {
+        for bad in ["", "123", "000000-720885-051172-000011-360448-360437-483791", "000000-720885-051172-000011-360448-360437-483791-000121-000000",
+                    "000000-720885-051172-000011-360448-360437-483791-00012a", "720896-000000-000000-000000-000000-000000-000000-000000",
+                    "999999-000000-000000-000000-000000-000000-000000-000000"] {
+            XCTAssertStatus(try RecoveryKey(parsing: Array(bad.utf8)), .param, bad)
+        }
+    }
+
+    // MARK: Derivations
+
+    func testAuthorizationValueHasNoTrailingZeroAndTheKeyNeedsBothHalves() {
+        let uuid = Bytes(repeating: 9, count: 16)
+        for n in 0..<2000 {
+            let s = Crypto.sha256(Array("s\(n)".utf8))
+            XCTAssertNotEqual(TPMSealedSecret.authValue(stretched: s, uuid: uuid).last, 0)
+        }
+        let s = Bytes(repeating: 1, count: 32), t = Bytes(repeating: 2, count: 32)
+        let kek = TPMSealedSecret.kek(stretched: s, sealed: t, uuid: uuid)
+        XCTAssertNotEqual(kek, TPMSealedSecret.kek(stretched: Bytes(repeating: 3, count: 32), sealed: t, uuid: uuid))
+        XCTAssertNotEqual(kek, TPMSealedSecret.kek(stretched: s, sealed: Bytes(repeating: 3, count: 32), uuid: uuid))
+        XCTAssertNotEqual(kek, TPMSealedSecret.kek(stretched: s, sealed: t, uuid: Bytes(repeating: 8, count: 16)))
+        // What the TPM sees is neither half of the key nor the key.
+        let auth = TPMSealedSecret.authValue(stretched: s, uuid: uuid)
+        XCTAssertNotEqual(auth, kek)
+        XCTAssertNotEqual(auth, s)
+    }
+
+    func testTPMResponseCodes() {
+        XCTAssertEqual(TPMConstant.code(0x98E), TPMConstant.rcAuthFail)  // session 1
+        XCTAssertEqual(TPMConstant.code(0x8E), TPMConstant.rcAuthFail)
+        XCTAssertEqual(TPMConstant.code(0x921), TPMConstant.rcLockout)
+        XCTAssertEqual(TPMConstant.code(0x0B_0921), TPMConstant.rcLockout)  // through a resource manager
+        XCTAssertEqual(TPMConstant.code(0x1DF), 0x9F)  // TPM_RC_INTEGRITY of parameter 1
+        XCTAssertNil(TPMConstant.code(0x07_0001))  // ESAPI's own
+        if case .authorization = TPMConnection.failure(0x98E, "x") {} else { XCTFail("AUTH_FAIL") }
+        if case .lockout = TPMConnection.failure(0x921, "x") {} else { XCTFail("LOCKOUT") }
+        if case .failed = TPMConnection.failure(0xA000A, "x") {} else { XCTFail("TCTI") }
+    }
+
+    func testConfigurationFromTheEnvironment() {
+        setenv("KEYCHAIN_TPM_TCTI", "none", 1)
+        XCTAssertNil(TPMConfiguration.current.tcti)
+        setenv("KEYCHAIN_TPM_TCTI", "", 1)
+        XCTAssertNil(TPMConfiguration.current.tcti)
+        setenv("KEYCHAIN_TPM_TCTI", "swtpm:host=127.0.0.1,port=9", 1)
+        XCTAssertEqual(TPMConfiguration.current.tcti, "swtpm:host=127.0.0.1,port=9")
+        unsetenv("KEYCHAIN_TPM_TCTI")
+        var st = stat()
+        XCTAssertEqual(TPMConfiguration.current.tcti, stat("/dev/tpmrm0", &st) == 0 ? "device:/dev/tpmrm0" : nil)
+    }
+
+    // MARK: Keybag versions
+
+    func testAKeychainNeverSealedStaysVersion2WithNoBindingFields() throws {
+        let store = try scratch.create()
+        XCTAssertEqual(store.keybag.version, 2)
+        XCTAssertFalse(store.isSealedToTPM)
+        let names = try store.db.statement("SELECT count(*) FROM keychain WHERE name IN ('tpm', 'recovery', 'wrap.Au', 'wrap.Cu', 'check.Au', 'check.Cu')")
+        XCTAssertTrue(try names.step())
+        XCTAssertEqual(names.int(0), 0)
+    }
+
+    func testSealingWritesVersion3ThatReloadsAndUnsealingGoesBackTo2() throws {
+        let (store, _) = try sealed()
+        let bag = try Keybag.load(from: store.db)
+        XCTAssertEqual(bag.version, 3)
+        XCTAssertEqual(bag.binding, store.keybag.binding)
+        XCTAssertEqual(try lockClasses(store), [1, 2, 4, 5, 3], "ThisDeviceOnly items moved under Au and Cu; AlwaysThisDeviceOnly stays under D")
+
+        try store.unsealFromTPM(password: pw, tpm: here)
+        let back = try Keybag.load(from: store.db)
+        XCTAssertEqual(back.version, 2)
+        XCTAssertNil(back.binding)
+        XCTAssertEqual(try lockClasses(store), [1, 2, 1, 2, 3])
+        let names = try store.db.statement("SELECT count(*) FROM keychain WHERE name IN ('tpm', 'recovery', 'wrap.Au', 'wrap.Cu', 'check.Au', 'check.Cu')")
+        XCTAssertTrue(try names.step())
+        XCTAssertEqual(names.int(0), 0)
+        // The TPM is not asked any more.
+        TPMAccess.simulated = nil
+        let reopened = try scratch.open()
+        try reopened.unlock(password: pw)
+        XCTAssertEqual(try secretString(reopened, query("device")), "bound")
+        XCTAssertEqual(try secretString(reopened, query("portable")), "kept")
+    }
+
+    func testEveryBindingFieldIsCoveredByTheChecksumOrTheTags() throws {
+        let (store, _) = try sealed(items: false)
+        for name in TPMBinding.fieldNames {
+            let original = try value(store, name)
+            for index in [0, original.count / 2, original.count - 1] {
+                var changed = original
+                changed[index] ^= 0x01
+                try set(store, name, changed)
+                XCTAssertStatus(try Keybag.load(from: store.db), .decode, "\(name)[\(index)]")
+            }
+            try set(store, name, original)
+        }
+        XCTAssertNoThrow(try Keybag.load(from: store.db))
+        try store.db.statement("DELETE FROM keychain WHERE name = 'recovery'").run([])
+        XCTAssertStatus(try Keybag.load(from: store.db), .decode)
+    }
+
+    func testASwappedSealedObjectOpensNothing() throws {
+        // Someone who can write the file swaps in the sealed object of another keybag (and fixes
+        // the checksum): its authorization is another keybag's, so the TPM refuses (and counts).
+        let (store, _) = try sealed(items: false)
+        let other = try scratch.create("other")
+        _ = try other.sealToTPM(password: pw, tpm: here)
+        try set(store, "tpm", try value(other, "tpm"))
+        try fixChecksum(store)
+        XCTAssertStatus(try Keybag.load(from: store.db).unwrap(password: pw), .authFailed)
+        // Even one that accepts this password's authorization (as if its author had seen it)
+        // releases a secret that is not T: the key opens nothing, and the keychain says so.
+        let bag = try Keybag.load(from: store.db)
+        let stretched = try Crypto.scrypt(password: pw, salt: bag.salt, parameters: bag.scrypt)
+        let forged = try tpm.seal(Crypto.random(32), auth: TPMSealedSecret.authValue(stretched: stretched, uuid: bag.uuid))
+        try set(store, "tpm", forged.bytes)
+        try fixChecksum(store)
+        XCTAssertStatus(try Keybag.load(from: store.db).unwrap(password: pw), .decode)
+    }
+
+    func value(_ store: KeychainStore, _ name: String) throws -> Bytes {
+        let stmt = try store.db.statement("SELECT value FROM keychain WHERE name = ?")
+        stmt.bind([.text(name)])
+        defer { stmt.reset() }
+        XCTAssertTrue(try stmt.step())
+        return stmt.blob(0)
+    }
+
+    func set(_ store: KeychainStore, _ name: String, _ value: Bytes) throws {
+        try store.db.statement("UPDATE keychain SET value = ? WHERE name = ?").run([.blob(value), .text(name)])
+    }
+
+    func fixChecksum(_ store: KeychainStore) throws {
+        let fields = try ["uuid", "kdf", "wrap.A", "wrap.C", "check.A", "check.C", "key.D"].map { try value(store, $0) }
+            + TPMBinding.fieldNames.map { try value(store, $0) }
+        try set(store, "checksum", Keybag.checksum(fields))
+    }
+
+    // MARK: Unlocking through the TPM
+
+    func testTheRightPasswordUnlocksThroughTheTPMAndEveryItemReads() throws {
+        let (store, _) = try sealed()
+        store.lockAll()
+        XCTAssertStatus(try store.find(query("portable"), includeSecret: true), .interactionNotAllowed)
+        try store.unlock(password: pw)
+        for (account, secret) in [("portable", "kept"), ("portable-c", "kept-c"), ("device", "bound"), ("device-c", "bound-c"), ("device-always", "always")] {
+            XCTAssertEqual(try secretString(store, query(account)), secret, account)
+        }
+        // New ThisDeviceOnly items go under the TPM-bound keys.
+        try store.add(generic("device-new", secret: "new", protection: .whenPasscodeSetThisDeviceOnly))
+        XCTAssertEqual(try lockClasses(store).last, 4)
+        // Locking WhenUnlocked locks its ThisDeviceOnly sibling too.
+        store.lock()
+        XCTAssertStatus(try store.find(query("device"), includeSecret: true), .interactionNotAllowed)
+        XCTAssertEqual(try secretString(store, query("device-c")), "bound-c")
+    }
+
+    func testWrongPasswordsAreCountedByTheTPMAndLockoutRefusesTheRightOne() throws {
+        let (store, _) = try sealed(items: false)
+        store.lockAll()
+        for n in 1...3 {
+            XCTAssertThrowsError(try store.unlock(password: Array("wrong\(n)".utf8))) { error in
+                let error = error as? KeychainError
+                XCTAssertEqual(error?.code, .authFailed)
+                XCTAssertTrue(error?.detail.contains("the TPM counted the attempt") == true, error?.detail ?? "")
+            }
+        }
+        XCTAssertEqual(tpm.failures, 3)
+        XCTAssertThrowsError(try store.unlock(password: pw)) { error in
+            let error = error as? KeychainError
+            XCTAssertEqual(error?.code, .quotaExceeded)
+            XCTAssertTrue(error?.detail.contains("lockout") == true, error?.detail ?? "")
+        }
+        XCTAssertFalse(store.status.whenUnlocked)
+        tpm.failures = 0
+        try store.unlock(password: pw)
+        XCTAssertTrue(store.status.whenUnlocked)
+    }
+
+    func testEachGuessGoesToTheTPM() throws {
+        let (store, _) = try sealed(items: false)
+        tpm.maximum = 1000
+        let before = tpm.unseals
+        for n in 0..<20 { XCTAssertStatus(try store.verify(password: Array("guess\(n)".utf8)), .authFailed) }
+        XCTAssertEqual(tpm.unseals - before, 20)
+    }
+
+    func testATPMThatAnswersAWrongSecretUnlocksNothing() throws {
+        let (store, _) = try sealed()
+        store.lockAll()
+        tpm.lying = true
+        XCTAssertStatus(try store.unlock(password: pw), .decode)
+        XCTAssertFalse(store.status.whenUnlocked)
+        XCTAssertFalse(store.status.afterFirstUnlock)
+    }
+
+    func testACopyOnAnotherMachineCannotBeOpenedWithThePasswordButWithTheRecoveryKey() throws {
+        let (store, key) = try sealed()
+        store.lockAll()
+        let elsewhere = scratch.path("elsewhere")
+        try store.db.execute("VACUUM INTO '\(elsewhere)'")
+        tpm = SimulatedTPM(primary: 2)
+        let copy = try scratch.open("elsewhere")
+        XCTAssertStatus(try copy.unlock(password: pw), .serviceNotAvailable)
+        XCTAssertEqual(tpm.failures, 0, "another TPM gets no authorization at all")
+        XCTAssertStatus(try copy.recoverFromTPM(recoveryKey: RecoveryKey.generate(), newPassword: pw, tpm: here), .authFailed)
+        let outcome = try copy.recoverFromTPM(recoveryKey: key, newPassword: Array("new".utf8), tpm: here)
+        XCTAssertEqual(outcome.deviceOnlyItemsLost, 2)
+        XCTAssertTrue(outcome.sealedAgain)
+        XCTAssertEqual(try secretString(copy, query("portable")), "kept")
+        XCTAssertEqual(try secretString(copy, query("portable-c")), "kept-c")
+        XCTAssertEqual(try secretString(copy, query("device-always")), "always")
+        XCTAssertStatus(try copy.find(query("device"), includeSecret: true), .itemNotFound)
+        XCTAssertStatus(try copy.find(query("device-c"), includeSecret: true), .itemNotFound)
+        // Sealed to the new TPM with the new password; the recovery key stays valid.
+        copy.lockAll()
+        XCTAssertStatus(try copy.unlock(password: pw), .authFailed)
+        try copy.unlock(password: Array("new".utf8))
+        XCTAssertEqual(try Keybag.load(from: copy.db).binding?.sealed.primaryName, tpm.primary)
+        XCTAssertNoThrow(try copy.keybag.unwrap(recovery: key))
+    }
+
+    func testRecoveryWithoutATPMLeavesAPasswordOnlyKeychain() throws {
+        let (store, key) = try sealed()
+        let outcome = try store.recoverFromTPM(recoveryKey: key, newPassword: Array("new".utf8), tpm: TPMConfiguration(tcti: nil))
+        XCTAssertFalse(outcome.sealedAgain)
+        XCTAssertEqual(store.keybag.version, 2)
+        TPMAccess.simulated = nil
+        store.lockAll()
+        try store.unlock(password: Array("new".utf8))
+        XCTAssertEqual(try secretString(store, query("portable")), "kept")
+        XCTAssertStatus(try store.find(query("device"), includeSecret: true), .itemNotFound)
+    }
+
+    func testTheRecoveryKeyNeverOpensTheThisDeviceOnlyKeys() throws {
+        let (store, key) = try sealed()
+        let bag = try Keybag.load(from: store.db)
+        let (a, c) = try bag.unwrap(recovery: key)
+        let recovered = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c)], separatesDeviceOnly: true)
+        XCTAssertFalse(recovered.has(.whenUnlockedThisDeviceOnly))
+        // Every wrapping of the device keys is under the TPM-tangled key: neither A, C nor the
+        // recovery key's wrapping key opens them.
+        let wrapping = key.wrappingKey(uuid: bag.uuid, salt: bag.binding!.recovery.salt)
+        for candidate in [a, c, wrapping] {
+            XCTAssertNil(try? Crypto.open(bag.binding!.wrappedAu, key: candidate, aad: bag.aad(.whenUnlockedThisDeviceOnly)))
+            XCTAssertNil(try? Crypto.open(bag.binding!.wrappedCu, key: candidate, aad: bag.aad(.afterFirstUnlockThisDeviceOnly)))
+        }
+    }
+
+    func testPasswordChangeAndRotationKeepTheBinding() throws {
+        let (store, key) = try sealed()
+        try store.changePassword(from: pw, to: Array("two".utf8))
+        store.lockAll()
+        XCTAssertStatus(try store.unlock(password: pw), .authFailed)
+        try store.unlock(password: Array("two".utf8))
+        XCTAssertEqual(try secretString(store, query("device")), "bound")
+        XCTAssertNoThrow(try store.keybag.unwrap(recovery: key), "a password change keeps the recovery key")
+
+        let newKey = try XCTUnwrap(try store.changePassword(from: Array("two".utf8), to: Array("three".utf8), rotatingKeys: true))
+        XCTAssertStatus(try Keybag.load(from: store.db).unwrap(recovery: key), .authFailed, "a rotation makes a new recovery key")
+        XCTAssertNoThrow(try Keybag.load(from: store.db).unwrap(recovery: newKey))
+        store.lockAll()
+        try store.unlock(password: Array("three".utf8))
+        XCTAssertEqual(try secretString(store, query("device")), "bound")
+        XCTAssertEqual(try secretString(store, query("portable")), "kept")
+        XCTAssertEqual(try lockClasses(store), [1, 2, 4, 5, 3])
+    }
+
+    func testNoTPMReachableLeavesTheKeychainAsItWas() throws {
+        TPMAccess.simulated = nil
+        let store = try scratch.create()
+        try store.add(generic("device", secret: "bound", protection: .whenUnlockedThisDeviceOnly))
+        let before = try Keybag.load(from: store.db)
+        // No helper beside the test runner, or a closed port for the helper's tpm2-tss.
+        let closed = TPMConfiguration(tcti: "swtpm:host=127.0.0.1,port=1")
+        XCTAssertStatus(try store.sealToTPM(password: pw, tpm: closed), .serviceNotAvailable)
+        XCTAssertThrowsError(try LocalTPM(configuration: closed).describe(primaryName: nil)) { error in
+            guard case .unavailable? = error as? TPMFailure else { return XCTFail("\(error)") }
+        }
+        XCTAssertStatus(try store.sealToTPM(password: pw, tpm: TPMConfiguration(tcti: nil)), .serviceNotAvailable)
+        let after = try Keybag.load(from: store.db)
+        XCTAssertEqual(after.version, 2)
+        XCTAssertEqual(after.wrappedA, before.wrappedA)
+        XCTAssertEqual(try lockClasses(store), [1])
+        let status = store.tpmStatus(tpm: TPMConfiguration(tcti: nil))
+        XCTAssertFalse(status.sealed)
+        XCTAssertNil(status.tpm)
+        XCTAssertNotNil(status.problem)
+    }
+
+    func testAWrongPasswordAtEnrolmentChangesNothing() throws {
+        let store = try scratch.create()
+        XCTAssertStatus(try store.sealToTPM(password: Array("nope".utf8), tpm: here), .authFailed)
+        XCTAssertEqual(try Keybag.load(from: store.db).version, 2)
+        XCTAssertTrue(tpm.sealed.isEmpty)
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        XCTAssertStatus(try store.sealToTPM(password: pw, tpm: here), .param, "sealed already")
+    }
+
+    // MARK: The helper's wire format
+
+    func testHelperAnswersRoundTripAndGarbageIsAnErrorNotACrash() throws {
+        let state = TPMLockoutState(inLockout: false, failures: 2, maximum: 32, interval: 600)
+        for failure in [TPMFailure.unavailable("u"), .authorization(state), .authorization(nil), .lockout(state), .foreign("f"), .failed("x")] {
+            XCTAssertThrowsError(try TPMHelperWire.readReply(TPMHelperWire.failure(failure))) { error in
+                XCTAssertEqual(error as? TPMFailure, failure)
+            }
+        }
+        var generator = SystemRandomNumberGenerator()
+        for n in 0..<2000 {
+            let garbage = (0..<Int.random(in: 0...64, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            do {
+                var reply = try TPMHelperWire.readReply(garbage)
+                _ = try? reply.blob()
+            } catch is TPMFailure {
+            } catch {
+                XCTFail("garbage \(n) gave \(error)")
+            }
+            XCTAssertThrowsError(try TPMHelperService.serve(garbage) { LocalTPM(configuration: $0) })
+        }
+    }
+}
