@@ -43,7 +43,7 @@ QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtim
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
 .PHONY: deb test-deb man deps build-deps deb-deps check-deps install-debs bench-deps bench build release check test test-unit \
-        test-cli test-git test-docker test-pam test-install test-secret-service test-presence stress demo install uninstall clean
+        test-cli test-tpm test-git test-docker test-pam test-install test-secret-service test-presence stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
 deps:
