@@ -51,7 +51,10 @@ guard opened >= 0, let bus else {
     exit(1)
 }
 let service = SecretService(bus: bus, pinentryProgram: pinentry)
+// xdg-desktop-portal's Secret backend, on the same connection (Portal.swift).
+let portal = SecretPortal(service: service)
 do {
+    try portal.register()
     let status = try service.run(replace: replace)
     sd_bus_flush_close_unref(bus)
     SessionCollection.remove()
