@@ -4,6 +4,7 @@ import Glibc
 import KeychainCore
 
 /// keychain-secret-service [--replace] [--pinentry PROGRAM]
+/// keychain-secret-service enable | disable | status | import | export ... (Subcommands.swift)
 ///
 /// The desktop's org.freedesktop.secrets over the keychain. Started by D-Bus activation or the
 /// systemd user unit; the pinentry program is --pinentry, else $KEYCHAIN_PINENTRY, else `pinentry`
@@ -18,6 +19,9 @@ let usage = """
 var replace = false
 var pinentry = getenv("KEYCHAIN_PINENTRY").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "pinentry"
 var arguments = CommandLine.arguments.dropFirst()
+if let command = arguments.first, Subcommand.names.contains(command) {
+    exit(Subcommand.run(command, Array(arguments.dropFirst()), pinentry: pinentry))
+}
 while let argument = arguments.popFirst() {
     switch argument {
     case "--replace", "-r":
@@ -29,7 +33,7 @@ while let argument = arguments.popFirst() {
         }
         pinentry = program
     case "--help", "-h":
-        print(usage)
+        print(Subcommand.usage)
         exit(0)
     default:
         fputs("keychain-secret-service: unknown argument \(argument)\n\(usage)\n", stderr)
