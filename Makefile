@@ -42,7 +42,7 @@ QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtim
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
 .PHONY: deb test-deb man deps build-deps deb-deps check-deps install-debs bench-deps bench build release check test test-unit \
-        test-cli test-git test-docker test-pam test-install test-secret-service test-presence stress demo install uninstall clean
+        test-cli test-git test-docker test-pam test-install test-secret-service test-desktop test-presence stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
 deps:
@@ -105,6 +105,10 @@ test-install:
 
 test-secret-service:
 	bash Tests/secret-service/run.sh .build/debug
+
+# enable/disable/status, import/export over D-Bus and the portal backend, against gnome-keyring.
+test-desktop:
+	bash Tests/desktop/run.sh .build/debug
 
 # root: a private system bus and polkitd, a throwaway user (see Tests/presence/run.sh).
 test-presence:
