@@ -156,6 +156,10 @@ install:
 	# polkit reads actions from /usr/share only, whatever PREFIX is.
 	install -d $(DESTDIR)/usr/share/polkit-1/actions
 	install -m 0644 polkit/org.keychain-linux.user-presence.policy $(DESTDIR)/usr/share/polkit-1/actions/
+	# xdg-desktop-portal's Secret backend (Flatpak apps' secrets), served by keychain-secret-service
+	# under the Secret Service's bus name; xdg-desktop-portal reads /usr/share only, whatever PREFIX is.
+	install -d $(DESTDIR)/usr/share/xdg-desktop-portal/portals
+	install -m 0644 Sources/keychain-secret-service/dbus/keychain.portal $(DESTDIR)/usr/share/xdg-desktop-portal/portals/keychain.portal
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)/usr/share/pam-configs
 	install -s -m 0644 .build/release/libpam_keychain.so $(DESTDIR)$(PAMDIR)/pam_keychain.so
 	# Offered to pam-auth-update, not enabled: `sudo pam-auth-update --enable keychain`.
@@ -192,6 +196,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/security $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_security \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/security.fish
 	rm -f $(DESTDIR)/usr/share/polkit-1/actions/org.keychain-linux.user-presence.policy
+	rm -f $(DESTDIR)/usr/share/xdg-desktop-portal/portals/keychain.portal
 	rm -f $(DESTDIR)$(PREFIX)/bin/keychain-secret-service $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.keychain-linux.secrets.service \
 		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
 
