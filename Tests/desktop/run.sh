@@ -407,6 +407,46 @@ portal_secret_per_app() {
     kill "$service"
 }
 
+# Chromium keeps one key in the Secret Service ("Chromium Safe Storage") and encrypts its cookies
+# and saved passwords with it: after the switch it must find the same key, or what it kept is lost.
+chromium_keeps_its_cookie() {
+    start_daemon
+    mkdir -p "$case_dir/www"
+    printf '<html><body><script>document.cookie = "kept=yes-%s; path=/; max-age=86400"; document.body.textContent = "set:" + document.cookie;</script></body></html>' \
+        "$$" > "$case_dir/www/set.html"
+    printf '<html><body><script>document.body.textContent = "cookie:" + document.cookie;</script></body></html>' > "$case_dir/www/get.html"
+    "$py" -c '
+import functools, http.server, sys
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+server = http.server.HTTPServer(("127.0.0.1", 0), handler)
+print(server.server_address[1], flush=True)
+server.timeout = 1
+import time
+deadline = time.time() + 120
+while time.time() < deadline:
+    server.handle_request()' "$case_dir/www" > "$case_dir/port" 2> /dev/null &
+    web=$!
+    for _ in $(seq 50); do [ -s "$case_dir/port" ] && break; sleep 0.1; done
+    port=$(cat "$case_dir/port")
+    browse() {
+        timeout 60 chromium --headless=new --no-sandbox --password-store=gnome-libsecret --user-data-dir="$case_dir/profile" \
+            --no-first-run --disable-gpu --dump-dom "http://127.0.0.1:$port/$1" 2>> "$case_dir/chromium.log" | grep -o "$2[^<]*"
+    }
+    expect "set:kept=yes-$$" "$(browse set.html set:)" "the cookie Chromium set"
+    key=$(secret-tool lookup xdg:schema chrome_libsecret_os_crypt_password_v2 application chromium)
+    [ -n "$key" ] || { echo "Chromium stored no key in gnome-keyring"; return 1; }
+    # Kept encrypted under that key (v11: the key from the Secret Service).
+    expect 763131 "$(sqlite3 "$case_dir/profile/Default/Cookies" "select substr(hex(encrypted_value), 1, 6) from cookies where name = 'kept'")" \
+        "the cookie, encrypted with the Safe Storage key"
+    answers login-pw
+    keychain-secret-service enable > "$case_dir/enable.out"
+    wait_for_owner keychain-secret-service
+    ! kill -0 "$daemon" 2>/dev/null
+    expect "$key" "$(secret-tool lookup xdg:schema chrome_libsecret_os_crypt_password_v2 application chromium)" "the key, from the keychain"
+    expect "cookie:kept=yes-$$" "$(browse get.html cookie:)" "Chromium reads the cookie it set before the switch"
+    kill "$web"
+}
+
 # --- the suite ------------------------------------------------------------------------------
 
 if [ -n "$inner" ]; then
@@ -448,5 +488,10 @@ if command -v bwrap >/dev/null; then
         on_bus portal_secret_per_app
 else
     skip "bwrap (bubblewrap) is not installed: the portal case runs a sandboxed caller"
+fi
+if command -v chromium >/dev/null && command -v sqlite3 >/dev/null; then
+    check "Chromium (headless, gnome-libsecret) reads the cookie it set under gnome-keyring after enable" on_bus chromium_keeps_its_cookie
+else
+    skip "chromium (or sqlite3) is not installed: the Chromium case needs Debian's chromium"
 fi
 summary
