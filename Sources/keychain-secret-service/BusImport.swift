@@ -488,7 +488,7 @@ struct BusImport {
                 continue
             }
             do {
-                if try store.holdsSecretItem(label: item.label, attributes: item.attributes, secret: secret) {
+                if try Self.holds(store, item, secret) {
                     tally.count(added: false, itemPlace)
                 } else {
                     if !dryRun {
@@ -551,6 +551,17 @@ struct BusImport {
                 tally.fail(place, KeychainErrorText.of(error))
             }
         }
+    }
+
+    /// Whether the keychain has the item already. gnome-keyring gives an item stored without an
+    /// `xdg:schema` one (org.freedesktop.Secret.Generic) once it has read its file again, so an
+    /// item brought before that, without it, is the same item.
+    static func holds(_ store: KeychainStore, _ item: RemoteProvider.ItemInfo, _ secret: Bytes) throws -> Bool {
+        if try store.holdsSecretItem(label: item.label, attributes: item.attributes, secret: secret) { return true }
+        guard item.attributes["xdg:schema"] != nil else { return false }
+        var without = item.attributes
+        without["xdg:schema"] = nil
+        return try store.holdsSecretItem(label: item.label, attributes: without, secret: secret)
     }
 
     /// The keychain at `path`, unlocked, made when missing; nil in a dry run when it is missing
@@ -718,11 +729,22 @@ struct BusExport {
         var secrets = try provider.secrets(candidates)
         defer { for key in secrets.keys { secrets[key]?.value.wipe() } }
         for path in candidates {
-            guard let info = try? provider.item(path), info.label == item.label, info.attributes == item.attributes,
+            guard let info = try? provider.item(path), info.label == item.label, Self.same(info.attributes, item.attributes),
                   let theirs = secrets[path]?.value else { continue }
             if theirs == secret { return true }
         }
         return false
+    }
+
+    /// The provider's attributes and ours are the same, but for an `xdg:schema` the provider may
+    /// add to an item stored without one (gnome-keyring does, from the item's type, once it has
+    /// read its keyring file again).
+    static func same(_ theirs: [String: String], _ ours: [String: String]) -> Bool {
+        if theirs == ours { return true }
+        guard ours["xdg:schema"] == nil, theirs["xdg:schema"] != nil else { return false }
+        var rest = theirs
+        rest["xdg:schema"] = nil
+        return rest == ours
     }
 
     /// The keychain's Secret Service items with their secrets: every generic and internet

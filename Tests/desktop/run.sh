@@ -319,8 +319,9 @@ export_back_to_gnome_keyring() {
     expect git-here "$(secret-tool lookup server git.example.org user bob)" "git's credential, with network-password attributes"
     # gnome-keyring's own portal finds the app's secret under the same app_id.
     expect "$chat" "$(desktop portal org.example.Chat)" "the app's portal secret, through gnome-keyring's portal"
-    keychain-secret-service export --to org.freedesktop.secrets > "$case_dir/export.out"
-    expect "export: 0 added, 4 already there" "$(tail -1 "$case_dir/export.out")"
+    keychain-secret-service export --to org.freedesktop.secrets --dry-run > "$case_dir/export.out"
+    cat "$case_dir/export.out"
+    expect "export: dry run: 0 would be added, 4 already there; nothing was changed" "$(tail -1 "$case_dir/export.out")"
     kill "$daemon"
 }
 
@@ -456,6 +457,11 @@ if [ -n "$inner" ]; then
     exit
 fi
 
+if ! command -v gnome-keyring-daemon >/dev/null || [ ! -f /usr/lib/systemd/user/gnome-keyring-daemon.service ]; then
+    skip "gnome-keyring is not installed: every case of this suite runs against it"
+    summary
+    exit
+fi
 libsecret_dir=$(mktemp -d /tmp/desktop-libsecret-XXXXXX)
 trap 'rm -rf "$libsecret_dir"' EXIT
 libsecret_src=/usr/share/doc/git/contrib/credential/libsecret
