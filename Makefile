@@ -24,7 +24,7 @@ CHECK_DEBS := shellcheck python3
 # a docker is already on the PATH (deps adds it).
 TEST_DEBS := keyutils sqlite3 curl docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux \
         openssl gcc dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
-        polkitd pkexec python3-dbus python3-gi man-db lintian bubblewrap gnome-keyring python3-cryptography \
+        polkitd pkexec python3-dbus python3-gi man-db lintian bubblewrap gnome-keyring python3-cryptography chromium libpam-gnome-keyring procps make \
         swtpm tpm2-tools
 DEBS := $(sort $(BUILD_DEBS) $(DEB_DEBS) $(CHECK_DEBS) $(TEST_DEBS))
 
@@ -43,7 +43,7 @@ QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtim
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
 .PHONY: deb test-deb man deps build-deps deb-deps check-deps install-debs bench-deps bench build release check test test-unit \
-        test-cli test-tpm test-git test-docker test-pam test-install test-secret-service test-presence stress demo install uninstall clean
+        test-cli test-tpm test-git test-docker test-pam test-install test-secret-service test-desktop test-presence stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
 deps:
@@ -111,6 +111,10 @@ test-tpm:
 test-secret-service:
 	bash Tests/secret-service/run.sh .build/debug
 
+# enable/disable/status, import/export over D-Bus and the portal backend, against gnome-keyring.
+test-desktop:
+	bash Tests/desktop/run.sh .build/debug
+
 # root: a private system bus and polkitd, a throwaway user (see Tests/presence/run.sh).
 test-presence:
 	bash Tests/presence/run.sh .build/debug
@@ -161,6 +165,10 @@ install:
 	# polkit reads actions from /usr/share only, whatever PREFIX is.
 	install -d $(DESTDIR)/usr/share/polkit-1/actions
 	install -m 0644 polkit/org.keychain-linux.user-presence.policy $(DESTDIR)/usr/share/polkit-1/actions/
+	# xdg-desktop-portal's Secret backend (Flatpak apps' secrets), served by keychain-secret-service
+	# under the Secret Service's bus name; xdg-desktop-portal reads /usr/share only, whatever PREFIX is.
+	install -d $(DESTDIR)/usr/share/xdg-desktop-portal/portals
+	install -m 0644 Sources/keychain-secret-service/dbus/keychain.portal $(DESTDIR)/usr/share/xdg-desktop-portal/portals/keychain.portal
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)/usr/share/pam-configs
 	install -s -m 0644 .build/release/libpam_keychain.so $(DESTDIR)$(PAMDIR)/pam_keychain.so
 	# Offered to pam-auth-update, not enabled: `sudo pam-auth-update --enable keychain`.
@@ -198,6 +206,7 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/security.fish
 	rm -f $(DESTDIR)/usr/share/polkit-1/actions/org.keychain-linux.user-presence.policy
 	rm -f $(DESTDIR)$(PREFIX)/libexec/keychain-tpm-helper
+	rm -f $(DESTDIR)/usr/share/xdg-desktop-portal/portals/keychain.portal
 	rm -f $(DESTDIR)$(PREFIX)/bin/keychain-secret-service $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.keychain-linux.secrets.service \
 		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
 

@@ -80,7 +80,7 @@ let package = Package(
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),
-        .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "CPAM"], path: "pam/Sources/PAMKeychain",
+        .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "SecretServiceItems", "CPAM"], path: "pam/Sources/PAMKeychain",
                 linkerSettings: [.unsafeFlags([
                     "-static-stdlib",
                     "-Xlinker", "--version-script=\(Context.packageDirectory)/pam/pam_keychain.map",

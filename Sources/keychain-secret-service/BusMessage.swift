@@ -1,6 +1,7 @@
 import CSDBus
 import Glibc
 import KeychainCore
+import SecretServiceItems
 
 /// The D-Bus type codes the provider reads and writes.
 enum BusType {

@@ -1,6 +1,7 @@
 import CSDBus
 import Glibc
 import KeychainCore
+import SecretServiceItems
 
 /// Who sent a call: an unconfined program of the user, or an app in a Flatpak or Snap sandbox.
 ///

@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import SecretServiceItems
 
 /// A prompt's pinentry: the engine's `PinentryConversation` (the one Assuan conversation both the
 /// service and SecItem's application-password prompt use), in the terms the prompts speak. The

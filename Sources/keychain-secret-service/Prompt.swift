@@ -36,6 +36,8 @@ final class Prompt {
     /// Prompt() was called: the prompt waits for its turn, or runs.
     private(set) var requested = false
     private var started = false
+    /// Called once the prompt completes (dismissed or not): the portal's pending calls wait on it.
+    var completion: ((_ dismissed: Bool) -> Void)?
 
     init(id: String, sequence: UInt64, owner: String, caller: Caller, action: Action) {
         self.id = id
@@ -172,6 +174,8 @@ final class Prompt {
                 try w.container(BusType.variant, "ao") { try w.objectPaths(dismissed ? [] : unlockedPaths) }
             }
         }
+        completion?(dismissed)
+        completion = nil
     }
 
     func cancel() {

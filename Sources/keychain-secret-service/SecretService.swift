@@ -94,7 +94,8 @@ final class SecretService {
         if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
         rc = sd_bus_request_name(bus, Self.busName, flags)
         if rc == -EEXIST {
-            SecretService.log("\(Self.busName) is already provided by \(currentOwner()); run with --replace to take it over")
+            let next = replace ? "it does not give the name up; `keychain-secret-service enable` hands it over" : "run with --replace to take it over"
+            SecretService.log("\(Self.busName) is already provided by \(currentOwner()); \(next)")
             return 1
         }
         guard rc >= 0 else { throw ServiceError.failed("cannot own \(Self.busName): \(String(cString: strerror(-rc)))") }

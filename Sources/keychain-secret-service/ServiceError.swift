@@ -1,5 +1,6 @@
 import CSDBus
 import KeychainCore
+import SecretServiceItems
 
 /// The errors the Secret Service API names, and the D-Bus standard ones it uses for bad calls.
 enum ServiceError: Error {

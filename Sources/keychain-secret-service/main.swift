@@ -2,8 +2,10 @@ import CLinux
 import CSDBus
 import Glibc
 import KeychainCore
+import SecretServiceItems
 
 /// keychain-secret-service [--replace] [--pinentry PROGRAM]
+/// keychain-secret-service enable | disable | status | import | export ... (Subcommands.swift)
 ///
 /// The desktop's org.freedesktop.secrets over the keychain. Started by D-Bus activation or the
 /// systemd user unit; the pinentry program is --pinentry, else $KEYCHAIN_PINENTRY, else `pinentry`
@@ -18,6 +20,9 @@ let usage = """
 var replace = false
 var pinentry = getenv("KEYCHAIN_PINENTRY").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "pinentry"
 var arguments = CommandLine.arguments.dropFirst()
+if let command = arguments.first, Subcommand.names.contains(command) {
+    exit(Subcommand.run(command, Array(arguments.dropFirst()), pinentry: pinentry))
+}
 while let argument = arguments.popFirst() {
     switch argument {
     case "--replace", "-r":
@@ -29,7 +34,7 @@ while let argument = arguments.popFirst() {
         }
         pinentry = program
     case "--help", "-h":
-        print(usage)
+        print(Subcommand.usage)
         exit(0)
     default:
         fputs("keychain-secret-service: unknown argument \(argument)\n\(usage)\n", stderr)
@@ -51,7 +56,10 @@ guard opened >= 0, let bus else {
     exit(1)
 }
 let service = SecretService(bus: bus, pinentryProgram: pinentry)
+// xdg-desktop-portal's Secret backend, on the same connection (Portal.swift).
+let portal = SecretPortal(service: service)
 do {
+    try portal.register()
     let status = try service.run(replace: replace)
     sd_bus_flush_close_unref(bus)
     SessionCollection.remove()

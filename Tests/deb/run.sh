@@ -106,6 +106,9 @@ served-by-the-installed-service" "$out" "secret-tool through the installed keych
         XDG_RUNTIME_DIR=$work/runtime systemd-analyze --user verify /usr/lib/systemd/user/keychain-secret-service.service
         # The polkit action, where polkitd reads actions.
         [ -f /usr/share/polkit-1/actions/org.keychain-linux.user-presence.policy ]
+        # The portal backend, where xdg-desktop-portal reads portals, naming the service's bus name.
+        grep -qx 'DBusName=org.freedesktop.secrets' /usr/share/xdg-desktop-portal/portals/keychain.portal
+        grep -qx 'Interfaces=org.freedesktop.impl.portal.Secret' /usr/share/xdg-desktop-portal/portals/keychain.portal
     }
 
     pam_login() {
@@ -161,7 +164,7 @@ PAM
     check "with /opt/swift hidden: man -w finds every page; security(1) has every subcommand" man_pages_are_found
     check "with /opt/swift hidden: /usr/bin/security creates a keychain, adds and finds" security_round_trip
     check "with /opt/swift hidden: a git credential round trip through the installed helper" git_round_trip
-    check "with /opt/swift hidden: the session bus starts the installed Secret Service; its unit verifies; the polkit action is in place" secret_service_is_activated
+    check "with /opt/swift hidden: the session bus starts the installed Secret Service; its unit verifies; the polkit action and portal file are in place" secret_service_is_activated
     check "with /opt/swift hidden: a PAM login through the installed pam_keychain.so" pam_login
     check "an upgrade to a higher version keeps the files, the users' keychains, and the profile disabled" upgrades_in_place
     check "apt-get purge leaves no file of the package; the user's keychain untouched" purge_leaves_nothing

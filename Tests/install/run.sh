@@ -128,6 +128,8 @@ finish() {
 make_install() {
     $installed || { cat "$install_log"; return 1; }
     for f in $tools $secret_service $module; do [ -f "$f" ] || { echo "missing: $f"; return 1; }; done
+    # Where xdg-desktop-portal reads portals, whatever PREFIX is.
+    grep -qx 'Interfaces=org.freedesktop.impl.portal.Secret' "$stage/usr/share/xdg-desktop-portal/portals/keychain.portal"
 }
 
 stripped() {

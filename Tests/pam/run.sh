@@ -486,6 +486,88 @@ worker_inherits_no_descriptor_or_environment() {
     expect "" "$(awk '$1 == "worker-fd" && $2 > 2 && $3 != "this-listing" && !($2 == 3 && $3 ~ /^pipe:/)' "$case_dir/worker")"
 }
 
+# --- gnome-keyring's login keyring, at the first login ---------------------------------------
+
+# The service as GDM's stack has it: pam_gnome_keyring beside this module (Debian's
+# libpam-gnome-keyring; its session part starts gnome-keyring-daemon --login as the user).
+write_gnome_keyring_service() {
+    cat > "/etc/pam.d/$service" <<PAM
+auth     required  pam_unix.so
+auth     optional  pam_gnome_keyring.so
+auth     optional  $module debug
+account  required  pam_unix.so
+password required  pam_unix.so yescrypt
+password optional  pam_gnome_keyring.so use_authtok
+password optional  $module debug
+session  required  pam_unix.so
+session  optional  pam_gnome_keyring.so auto_start
+session  optional  $module debug auto_create lock_on_close
+PAM
+}
+
+# The user's login.keyring, written by gnome-keyring-daemon itself (in a private bus, as the
+# user), its items stored through secret-tool; $1 is the keyring's password.
+make_login_keyring() {
+    local run=$case_dir/gk-run
+    mkdir -p "$run" "$case_dir/no-services" && chown "$uid:$gid" "$run" && chmod 700 "$run"
+    sed "s|@SERVICES@|$case_dir/no-services|" "$here/../secret-service/session.conf" > "$case_dir/session.conf"
+    chmod 644 "$case_dir/session.conf"
+    as_user env XDG_RUNTIME_DIR="$run" timeout 60 dbus-run-session --config-file="$case_dir/session.conf" -- sh -c '
+        printf %s "$1" | gnome-keyring-daemon --foreground --unlock --components=secrets > /dev/null 2>&1 &
+        daemon=$!
+        for _ in $(seq 100); do
+            dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner \
+                string:org.freedesktop.secrets 2>/dev/null | grep -q true && break
+            sleep 0.1
+        done
+        printf chromium-key-0123 | secret-tool store --label="Chromium Safe Storage" xdg:schema chrome_libsecret_os_crypt_password_v2 application chromium
+        printf mail-secret | secret-tool store --label=Mail service imap.example account ann
+        kill $daemon; wait $daemon' sh "$1" 2>&1 | grep -v 'fd limit' || true
+    [ -f "$home/.local/share/keyrings/login.keyring" ] || { echo "gnome-keyring wrote no login.keyring"; return 1; }
+}
+
+# What pam_gnome_keyring started for the user: stopped by pid, so the user can be removed.
+stop_user_processes() {
+    local pid
+    for pid in $(pgrep -u "$uid"); do kill "$pid" 2>/dev/null; done
+}
+
+first_login_imports_login_keyring() {
+    write_gnome_keyring_service
+    make_login_keyring "$password"
+    keyring_sum=$(digest "$home/.local/share/keyrings/login.keyring")
+    [ ! -e "$keychain" ]
+    login
+    stop_user_processes
+    expect unlocked "$(state WhenUnlocked)"
+    expect chromium-key-0123 "$(as_user security find-generic-password -l 'Chromium Safe Storage' -w)" "Chromium's key, at the first login"
+    expect mail-secret "$(as_user security find-generic-password -s imap.example -a ann -w)"
+    logged 'login keyring imported into the login keychain: 2 added, 0 already there; done once'
+    [ -f "$home/.local/share/keychains/.login-keyring-imported" ]
+    expect "$uid 600" "$(stat -c '%u %a' "$home/.local/share/keychains/.login-keyring-imported")" "the record, the user's"
+    expect "$keyring_sum" "$(digest "$home/.local/share/keyrings/login.keyring")" "login.keyring unchanged"
+    # Once: a later login leaves it alone, even when an item was removed since.
+    as_user security delete-generic-password -s imap.example -a ann > /dev/null
+    [ -n "$devlog" ] && : > "$devlog"
+    logout
+    login
+    stop_user_processes
+    logged 'open_session: done'
+    refute grep -q 'login keyring imported' "${devlog:-/dev/null}"
+    expect 44 "$(status_of as_user security find-generic-password -s imap.example -a ann)" "not imported again"
+}
+
+first_login_with_another_keyring_password() {
+    write_gnome_keyring_service
+    make_login_keyring 'Other-keyring-pw'
+    login
+    stop_user_processes
+    expect unlocked "$(state WhenUnlocked)" "the login goes on"
+    expect 44 "$(status_of as_user security find-generic-password -l 'Chromium Safe Storage')" "nothing imported"
+    [ ! -e "$home/.local/share/keychains/.login-keyring-imported" ]
+    logged 'login.keyring does not open with the login password'
+}
+
 check "first login creates the keychain and unlocks both classes" first_login_creates_and_unlocks
 check "sessions are counted; the last close locks WhenUnlocked only" sessions_are_counted
 check "chauthtok re-keys: the new password unlocks, the old does not" change_password_rekeys
@@ -510,5 +592,12 @@ check "a reset planted by the user's own process is ignored; nothing re-keyed" p
 check "a reset record by root that is stale or names another keychain is ignored" stale_or_foreign_reset_is_ignored
 check "a login whose password does not open the keychain re-keys nothing" login_with_other_password_does_not_rekey
 check "pam-auth-update: the session line stays out of sudo's and cron's stack" profile_is_interactive_only
+if [ -e "$(dirname "$(find /usr/lib /lib -name pam_unix.so -path '*security*' 2>/dev/null | head -1)")/pam_gnome_keyring.so" ] &&
+        command -v gnome-keyring-daemon >/dev/null; then
+    check "first login beside pam_gnome_keyring: login.keyring's items come, once, with no prompt" first_login_imports_login_keyring
+    check "a login.keyring the login password does not open: nothing imported, the login goes on" first_login_with_another_keyring_password
+else
+    skip "pam_gnome_keyring (libpam-gnome-keyring) or gnome-keyring-daemon is not installed"
+fi
 
 summary

@@ -20,4 +20,14 @@ typedef struct {
 /* Registers the Service object and the Collection, Item, Session and Prompt subtrees. */
 int csdbus_register(sd_bus *bus, const csdbus_handlers *handlers, void *userdata);
 
+/* xdg-desktop-portal's Secret backend: RetrieveSecret and the version property at
+ * /org/freedesktop/portal/desktop (portal.c). */
+typedef struct {
+    int (*method)(sd_bus_message *message, void *userdata, sd_bus_error *error);
+    int (*get)(const char *path, const char *interface, const char *property, sd_bus_message *reply,
+               void *userdata, sd_bus_error *error);
+} csdbus_portal_handlers;
+
+int csdbus_register_portal(sd_bus *bus, const csdbus_portal_handlers *handlers, void *userdata);
+
 #endif

@@ -72,6 +72,8 @@ struct Hooks {
             return Self.unlock(account, password: token!, create: create)
         }
         report(outcome, "open_session")
+        // The login password opened the login keychain: gnome-keyring's login keyring comes too, once.
+        if outcome == .done, token != nil { importLoginKeyring(account, password: token!) }
         return PAM_SUCCESS
     }
 

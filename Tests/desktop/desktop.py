@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Secret Service and portal client for Tests/desktop (python3-secretstorage, python3-dbus).
+
+  desktop.py fill
+      Under gnome-keyring-daemon: items in the login collection (a binary secret, an app token
+      with awkward characters) and a "Work" collection made with the password work-pw (through
+      gnome-keyring's CreateWithMasterPassword, no prompt) holding one item.
+  desktop.py dump NAME
+      The items of /org/freedesktop/secrets/collection/NAME as one JSON line each, sorted (label,
+      attributes, secret in hex, created, modified), leaving out what the provider lists but does
+      not serve (gnome-keyring's portal keys). Equal under gnome-keyring and, after the import,
+      under keychain-secret-service.
+  desktop.py portal APP_ID
+      xdg-desktop-portal's call to the Secret backend (org.freedesktop.impl.portal.Secret at
+      /org/freedesktop/portal/desktop of org.freedesktop.secrets): RetrieveSecret with a pipe;
+      prints the response code and what was written to the pipe, in hex. An error: its name.
+"""
+import json
+import os
+import sys
+
+
+def fill():
+    import secretstorage
+    from jeepney import DBusAddress, new_method_call
+    conn = secretstorage.dbus_init()
+    service = DBusAddress('/org/freedesktop/secrets', bus_name='org.freedesktop.secrets',
+                          interface='org.freedesktop.Secret.Service')
+    internal = DBusAddress('/org/freedesktop/secrets', bus_name='org.freedesktop.secrets',
+                           interface='org.gnome.keyring.InternalUnsupportedGuiltRiddenInterface')
+    session = conn.send_and_get_reply(new_method_call(service, 'OpenSession', 'sv', ('plain', ('s', '')))).body[1]
+    login = secretstorage.Collection(conn, '/org/freedesktop/secrets/collection/login')
+    login.create_item('Mail password', {'service': 'mail.example', 'account': 'ann@example'}, b'\x00\xffbin\x80')
+    login.create_item('My app token', {'app': 'myapp', 'key': 'token', 'note': ' spaced = "quoted" \\ '}, b'tok-123',
+                      content_type='application/octet-stream')
+    reply = conn.send_and_get_reply(new_method_call(
+        internal, 'CreateWithMasterPassword', 'a{sv}(oayays)',
+        ({'org.freedesktop.Secret.Collection.Label': ('s', 'Work')}, (session, b'', b'work-pw', 'text/plain'))))
+    work = secretstorage.Collection(conn, reply.body[0])
+    work.create_item('VPN', {'service': 'vpn.example', 'account': 'ann'}, b'vpn-pw')
+
+
+def dump(name):
+    import secretstorage
+    from secretstorage.exceptions import ItemNotFoundException
+    from secretstorage.item import Item
+    conn = secretstorage.dbus_init()
+    collection = secretstorage.Collection(conn, f'/org/freedesktop/secrets/collection/{name}')
+    lines = []
+    for path in collection._collection.get_property('Items'):
+        try:
+            item = Item(conn, path)
+        except ItemNotFoundException:
+            continue
+        lines.append(json.dumps({
+            'label': item.get_label(),
+            'attributes': dict(sorted(item.get_attributes().items())),
+            'secret': item.get_secret().hex(),
+            'created': item.get_created(),
+            'modified': item.get_modified(),
+        }, sort_keys=True))
+    for line in sorted(lines):
+        print(line)
+
+
+def portal(app_id):
+    import dbus
+    bus = dbus.SessionBus()
+    backend = dbus.Interface(bus.get_object('org.freedesktop.secrets', '/org/freedesktop/portal/desktop', introspect=False),
+                             'org.freedesktop.impl.portal.Secret')
+    read_end, write_end = os.pipe()
+    try:
+        response, _ = backend.RetrieveSecret(dbus.ObjectPath('/org/freedesktop/portal/desktop/request/1_1/test'), app_id,
+                                             dbus.types.UnixFd(write_end), dbus.Dictionary({}, signature='sv'),
+                                             signature='osha{sv}', timeout=60)
+    except dbus.DBusException as error:
+        print('error', error.get_dbus_name())
+        sys.exit(1)
+    os.close(write_end)
+    data = b''
+    while True:
+        chunk = os.read(read_end, 4096)
+        if not chunk:
+            break
+        data += chunk
+    print(int(response), data.hex())
+
+
+if __name__ == '__main__':
+    if sys.argv[1] == 'fill':
+        fill()
+    elif sys.argv[1] == 'dump':
+        dump(sys.argv[2])
+    elif sys.argv[1] == 'portal':
+        portal(sys.argv[2])
+    else:
+        sys.exit(f'unknown command {sys.argv[1]}')

@@ -1,0 +1,503 @@
+#!/usr/bin/env bash
+# Switching a desktop: keychain-secret-service enable | disable | status | import | export, and its
+# xdg-desktop-portal Secret backend, against Debian's gnome-keyring-daemon filled through its own
+# clients (secret-tool, python3-secretstorage, git-credential-libsecret built from git's contrib
+# sources). Each case has its own HOME, XDG folders and XDG_RUNTIME_DIR, and its own session bus
+# (dbus-run-session) whose service folders are the user's (~/.local/share/dbus-1/services, where
+# enable writes) and a "system" one holding gnome-keyring's activation file, as on a Debian desktop.
+# The systemd user units are looked for where $SYSTEMD_UNIT_PATH says (copies of gnome-keyring's
+# and ours): no systemd user manager runs here, so the no-manager path is the one taken, and the
+# unit files and masks enable writes are checked by reading them. Prompts are answered by
+# Tests/secret-service/pinentry.sh.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+# Inside a case's bus: run the named function of this file.
+if [ "${1:-}" = --inner ]; then
+    bin=$2; shift 2
+    export PATH="$bin:$PATH"
+    inner=1
+else
+    bin=$(realpath "${1:-.build/debug}")
+    export PATH="$bin:$PATH"
+    inner=
+fi
+export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
+py=/usr/bin/python3
+desktop() { "$py" "$here/desktop.py" "$@"; }
+items() { "$py" "$here/../import/keyring_items.py" "$@"; }
+. "$here/../lib.sh"
+repo=$(cd "$here/../.." && pwd)
+
+fresh() {
+    case_dir=$(mktemp -d /tmp/desktop-XXXXXX)
+    export case_dir
+    export HOME=$case_dir/home XDG_DATA_HOME=$case_dir/home/data XDG_CONFIG_HOME=$case_dir/home/config \
+        XDG_STATE_HOME=$case_dir/home/state XDG_RUNTIME_DIR=$case_dir/run
+    mkdir -p "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+    unset KEYCHAIN_PATH DBUS_SESSION_BUS_ADDRESS GNOME_KEYRING_CONTROL
+    # The machine's folders: gnome-keyring's units and activation file, and our unit from the build.
+    mkdir -p "$case_dir/system/units" "$case_dir/system/services"
+    cp /usr/lib/systemd/user/gnome-keyring-daemon.service /usr/lib/systemd/user/gnome-keyring-daemon.socket "$case_dir/system/units/"
+    sed "s|@BINDIR@|$bin|" "$repo/Sources/keychain-secret-service/dbus/keychain-secret-service.service.in" \
+        > "$case_dir/system/units/keychain-secret-service.service"
+    cp /usr/share/dbus-1/services/org.freedesktop.secrets.service "$case_dir/system/services/"
+    export SYSTEMD_UNIT_PATH=$case_dir/system/units
+    sed "s|<servicedir>@SERVICES@</servicedir>|<servicedir>$XDG_DATA_HOME/dbus-1/services</servicedir><servicedir>$case_dir/system/services</servicedir>|" \
+        "$here/../secret-service/session.conf" > "$case_dir/session.conf"
+    export KEYCHAIN_PINENTRY=$here/../secret-service/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log
+    : > "$PINENTRY_ANSWERS"
+}
+
+finish() {
+    local keychain
+    for keychain in "$XDG_DATA_HOME"/keychains/*.keychain-db; do
+        [ -e "$keychain" ] && security delete-keychain "$keychain" >/dev/null 2>&1
+    done
+    rm -rf "$case_dir"
+}
+
+# on_bus FUNCTION ARGS...: FUNCTION in the case's own session bus, bounded in time. Whatever
+# gnome-keyring-daemon the case leaves running is stopped, by its pid, when the case ends.
+on_bus() {
+    timeout 150 dbus-run-session --config-file="$case_dir/session.conf" -- bash "$here/run.sh" --inner "$bin" "$@" \
+        2> >(grep -v -e 'Failed to set fd limit' -e 'Reloaded configuration' -e 'Activating service name' -e 'Successfully activated' >&2)
+}
+
+answers() { printf '%s\n' "$@" > "$PINENTRY_ANSWERS"; }
+
+# Every file and folder enable may touch, with its type, mode and link target.
+snapshot() { (cd "$HOME" && { find config data/dbus-1 state -printf '%p %y %m %l\n' 2>/dev/null || true; } | sort); }
+
+owner_pid() {
+    dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.secrets 2>/dev/null | awk '/uint32/ { print $2 }'
+}
+owner_name() { local pid; pid=$(owner_pid); [ -n "$pid" ] && basename "$(readlink "/proc/$pid/exe")"; }
+
+wait_for_owner() {
+    local _
+    for _ in $(seq 100); do [ "$(owner_name)" = "$1" ] && return; sleep 0.1; done
+    echo "org.freedesktop.secrets is not provided by $1 (owner: $(owner_name))"; return 1
+}
+
+# gnome-keyring-daemon in this bus, its login keyring unlocked (or created) with the login
+# password as pam_gnome_keyring would; its pid in $daemon.
+start_daemon() {
+    printf 'login-pw' | gnome-keyring-daemon --foreground --unlock --components=secrets >> "$case_dir/daemon.log" 2>&1 &
+    daemon=$!
+    wait_for_owner gnome-keyring-daemon
+}
+
+# Whatever gnome-keyring-daemon owns the name now (disable starts one that is not our child).
+stop_gnome_keyring() {
+    local pid
+    pid=$(owner_pid)
+    [ -n "$pid" ] && [ "$(owner_name)" = gnome-keyring-daemon ] && kill "$pid"
+    for _ in $(seq 50); do [ -z "$(owner_pid)" ] && return 0; sleep 0.1; done
+}
+
+# Our service, started by hand (the bus would start gnome-keyring for the name); its pid in $service.
+start_service() {
+    keychain-secret-service 2>> "$case_dir/service.log" &
+    service=$!
+    wait_for_owner keychain-secret-service
+}
+
+# Items stored through gnome-keyring's own clients: Chromium's key as Chromium stores it through
+# libsecret, git's libsecret helper, SecretStorage (login and a Work collection), secret-tool.
+fill_daemon() {
+    head -c 16 /dev/urandom | base64 | tr -d '\n' > "$case_dir/chromium.key"
+    secret-tool store --label='Chromium Safe Storage' xdg:schema chrome_libsecret_os_crypt_password_v2 application chromium \
+        < "$case_dir/chromium.key"
+    if [ -n "${LIBSECRET_HELPER:-}" ]; then
+        printf 'protocol=https\nhost=git.example.com:8443\nusername=ann\npassword=git-secret\n\n' | "$LIBSECRET_HELPER" store > /dev/null
+    fi
+    printf 'mail-secret' | secret-tool store --label='Mail' service imap.example account ann
+    desktop fill
+}
+
+# What each client finds, the same before and after the switch.
+clients_find_everything() {
+    expect "$(cat "$case_dir/chromium.key")" "$(secret-tool lookup xdg:schema chrome_libsecret_os_crypt_password_v2 application chromium)" \
+        "Chromium's Safe Storage key"
+    expect mail-secret "$(secret-tool lookup service imap.example account ann)" "secret-tool"
+    if [ -n "${LIBSECRET_HELPER:-}" ]; then
+        expect password=git-secret "$(printf 'protocol=https\nhost=git.example.com:8443\n\n' | "$LIBSECRET_HELPER" get | grep '^password=')" \
+            "git-credential-libsecret"
+    fi
+    desktop dump login > "$case_dir/login.now"
+    diff "$case_dir/login.before" "$case_dir/login.now"
+    desktop dump Work > "$case_dir/work.now"
+    diff "$case_dir/work.before" "$case_dir/work.now"
+}
+
+# --- cases (each runs inside its bus) ------------------------------------------------------
+
+enable_and_disable_files() {
+    # The user's own files: an override of gnome-keyring's socket unit, another autostart entry.
+    mkdir -p "$XDG_CONFIG_HOME/systemd/user" "$XDG_CONFIG_HOME/autostart"
+    printf '# mine\n[Socket]\n' > "$XDG_CONFIG_HOME/systemd/user/gnome-keyring-daemon.socket"
+    printf '[Desktop Entry]\nName=Mine\n' > "$XDG_CONFIG_HOME/autostart/mine.desktop"
+    snapshot > "$case_dir/before"
+    keychain-secret-service enable > "$case_dir/enable.out"
+    cat "$case_dir/enable.out"
+    grep -q '^no systemd user manager runs for you' "$case_dir/enable.out"
+    grep -q "gnome-keyring-daemon.socket is yours (not written by enable): left as it is" "$case_dir/enable.out"
+    # What enable wrote, exactly.
+    grep -qx 'Hidden=true' "$XDG_CONFIG_HOME/autostart/gnome-keyring-secrets.desktop"
+    expect /dev/null "$(readlink "$XDG_CONFIG_HOME/systemd/user/gnome-keyring-daemon.service")" "gnome-keyring's service unit masked"
+    expect '# mine' "$(head -1 "$XDG_CONFIG_HOME/systemd/user/gnome-keyring-daemon.socket")" "the user's own unit file"
+    expect "$SYSTEMD_UNIT_PATH/keychain-secret-service.service" \
+        "$(readlink "$XDG_CONFIG_HOME/systemd/user/graphical-session-pre.target.wants/keychain-secret-service.service")" \
+        "our unit enabled for the graphical session, as systemctl enable links it"
+    grep -qx "Exec=$bin/keychain-secret-service" "$XDG_DATA_HOME/dbus-1/services/org.freedesktop.secrets.service"
+    grep -qx 'SystemdService=keychain-secret-service.service' "$XDG_DATA_HOME/dbus-1/services/org.freedesktop.secrets.service"
+    {
+        cat "$case_dir/before"
+        cat <<EOF
+config/autostart/gnome-keyring-secrets.desktop f 644 
+config/systemd/user/gnome-keyring-daemon.service l 777 /dev/null
+config/systemd/user/graphical-session-pre.target.wants d 700 
+config/systemd/user/graphical-session-pre.target.wants/keychain-secret-service.service l 777 $SYSTEMD_UNIT_PATH/keychain-secret-service.service
+data/dbus-1 d 700 
+data/dbus-1/services d 700 
+data/dbus-1/services/org.freedesktop.secrets.service f 644 
+state d 700 
+state/keychain d 700 
+state/keychain/secret-service-enabled f 600 
+EOF
+    } | sort > "$case_dir/expected"
+    diff "$case_dir/expected" <(snapshot)
+    # The bus now starts this service for the name, not gnome-keyring.
+    wait_for_owner keychain-secret-service
+    keychain-secret-service status > "$case_dir/status"
+    cat "$case_dir/status"
+    grep -q "^org.freedesktop.secrets: keychain-secret-service (pid [0-9]*, uid $(id -u)), since 20" "$case_dir/status"
+    grep -q '^enabled: yes, since 20' "$case_dir/status"
+    grep -q "gnome-keyring-daemon.service: masked (.*, by enable)" "$case_dir/status"
+    grep -q "gnome-keyring's secrets autostart: hidden (.*, by enable)" "$case_dir/status"
+    grep -q 'systemd user manager: not running' "$case_dir/status"
+    # A second enable adds nothing; disable then removes exactly what enable wrote.
+    keychain-secret-service enable > "$case_dir/enable.out"
+    expect 1 "$(grep -c '^file ' "$XDG_STATE_HOME/keychain/secret-service-enabled" | awk '{print ($1 == 2)}')" "two files recorded, once each"
+    keychain-secret-service disable > "$case_dir/disable.out"
+    cat "$case_dir/disable.out"
+    diff "$case_dir/before" <(snapshot)
+    for _ in $(seq 50); do [ -z "$(owner_pid)" ] && break; sleep 0.1; done
+    expect "" "$(owner_pid)" "the name is given up"
+    grep -qx 'enabled: no' <<< "$(keychain-secret-service status)"
+    # Nothing to undo now.
+    grep -q 'not enabled' <<< "$(keychain-secret-service disable)"
+}
+
+changed_files_are_left_alone() {
+    snapshot > "$case_dir/before"
+    keychain-secret-service enable > /dev/null
+    printf 'X-Mine=true\n' >> "$XDG_CONFIG_HOME/autostart/gnome-keyring-secrets.desktop"
+    ln -sfn /usr/lib/systemd/user/gnome-keyring-daemon.service "$XDG_CONFIG_HOME/systemd/user/gnome-keyring-daemon.service"
+    keychain-secret-service disable > "$case_dir/disable.out"
+    cat "$case_dir/disable.out"
+    grep -q 'gnome-keyring-secrets.desktop changed since enable wrote it: left as it is' "$case_dir/disable.out"
+    grep -q 'gnome-keyring-daemon.service now points at /usr/lib/systemd/user/gnome-keyring-daemon.service' "$case_dir/disable.out"
+    grep -qx 'X-Mine=true' "$XDG_CONFIG_HOME/autostart/gnome-keyring-secrets.desktop"
+    [ ! -e "$XDG_DATA_HOME/dbus-1/services/org.freedesktop.secrets.service" ]
+    [ ! -e "$XDG_CONFIG_HOME/systemd/user/graphical-session-pre.target.wants" ]
+}
+
+hand_over_from_gnome_keyring() {
+    start_daemon
+    fill_daemon
+    # A Flatpak app's portal secret, as gnome-keyring's own portal backend makes it.
+    mkdir -p "$HOME/.var/app/org.example.Chat"
+    chat=$(desktop portal org.example.Chat)
+    [[ "$chat" =~ ^0\ [0-9a-f]{128}$ ]] || { echo "gnome-keyring's portal: $chat"; return 1; }
+    desktop dump login > "$case_dir/login.before"
+    desktop dump Work > "$case_dir/work.before"
+    expect 5 "$(wc -l < "$case_dir/login.before")" "items gnome-keyring serves in login"
+    snapshot > "$case_dir/files.before"
+    # The login keychain and Work are new: their passwords through pinentry.
+    answers login-pw work-new
+    started=$(date +%s%N)
+    keychain-secret-service enable > "$case_dir/enable.out"
+    took=$((($(date +%s%N) - started) / 1000000))
+    cat "$case_dir/enable.out"
+    echo "enable took $took ms"
+    [ "$took" -lt 10000 ]
+    grep -q "^importing the secrets of gnome-keyring-daemon (pid $daemon) first" "$case_dir/enable.out"
+    grep -q "^import: 7 added, 0 already there, 1 skipped$" "$case_dir/enable.out"
+    grep -q "^stopped gnome-keyring-daemon (pid $daemon), after its secrets were imported" "$case_dir/enable.out"
+    wait "$daemon" 2>/dev/null || true
+    ! kill -0 "$daemon" 2>/dev/null
+    wait_for_owner keychain-secret-service
+    # Every client finds what it stored, through the keychain now.
+    clients_find_everything
+    expect "$chat" "$(desktop portal org.example.Chat)" "the Flatpak app's portal secret, the same after the switch"
+    expect git-secret "$(printf 'protocol=https\nhost=git.example.com:8443\n\n' | git-credential-keychain get | sed -n 's/^password=//p')" \
+        "git-credential-keychain finds what git's libsecret helper stored in gnome-keyring"
+    # disable: the files as they were, gnome-keyring back for the name.
+    keychain-secret-service disable > "$case_dir/disable.out"
+    cat "$case_dir/disable.out"
+    wait_for_owner gnome-keyring-daemon
+    diff "$case_dir/files.before" <(snapshot)
+    grep -q '^org.freedesktop.secrets: gnome-keyring-daemon (pid' <<< "$(keychain-secret-service status)"
+    # Its keyrings are as it left them: unlocked with the login password, it serves them again.
+    items unlock login login-pw
+    expect mail-secret "$(secret-tool lookup service imap.example account ann)" "gnome-keyring serves its own items again"
+    stop_gnome_keyring
+}
+
+locked_collection_changes_nothing() {
+    start_daemon
+    fill_daemon
+    kill "$daemon"; wait "$daemon" 2>/dev/null || true
+    # At the next start, login is unlocked with the login password, Work stays locked; its
+    # prompt (gnome-keyring's own dialog) cannot be shown here, so it is dismissed.
+    start_daemon
+    snapshot > "$case_dir/files.before"
+    answers login-pw
+    if keychain-secret-service enable > "$case_dir/enable.out" 2>&1; then cat "$case_dir/enable.out"; echo "enable succeeded"; return 1; fi
+    cat "$case_dir/enable.out"
+    grep -q '“Work”: locked, and its unlock prompt was dismissed; nothing of it came' "$case_dir/enable.out"
+    grep -q 'nothing else was changed, and it still serves' "$case_dir/enable.out"
+    diff "$case_dir/files.before" <(snapshot)
+    kill -0 "$daemon"
+    wait_for_owner gnome-keyring-daemon
+    [ ! -e "$XDG_STATE_HOME/keychain/secret-service-enabled" ]
+    kill "$daemon"
+}
+
+import_twice_then_every_client() {
+    start_daemon
+    fill_daemon
+    desktop dump login > "$case_dir/login.before"
+    desktop dump Work > "$case_dir/work.before"
+    # A dry run lists and changes nothing.
+    keychain-secret-service import --dry-run > "$case_dir/dry.out"
+    cat "$case_dir/dry.out"
+    grep -q '^would create  keychain .*/login.keychain-db$' "$case_dir/dry.out"
+    grep -q '^would add     gnome-keyring-daemon.s “Work”: “VPN”$' "$case_dir/dry.out"
+    expect "import: dry run: 6 would be added, 0 already there; nothing was changed" "$(tail -1 "$case_dir/dry.out")"
+    [ ! -e "$XDG_DATA_HOME/keychains" ]
+    answers login-pw work-new
+    keychain-secret-service import > "$case_dir/import.out"
+    expect "import: 6 added, 0 already there" "$(tail -1 "$case_dir/import.out")"
+    expect Work "$(security list-keychains | grep -c Work.keychain-db | sed 's/1/Work/')" "Work became a keychain"
+    expect vpn-pw "$(security find-generic-password -s vpn.example -a ann -w Work)"
+    before=$(security dump-keychain 2>/dev/null | sha256sum; security dump-keychain Work 2>/dev/null | sha256sum)
+    # Again: nothing added, nothing changed.
+    keychain-secret-service import > "$case_dir/import.out"
+    expect "import: 0 added, 6 already there" "$(tail -1 "$case_dir/import.out")"
+    expect "$before" "$(security dump-keychain 2>/dev/null | sha256sum; security dump-keychain Work 2>/dev/null | sha256sum)" "the keychains are unchanged"
+    # The switch by hand: gnome-keyring stopped, this service for the name; every client finds
+    # what it stored, the secrets' content types kept.
+    kill "$daemon"; wait "$daemon" 2>/dev/null || true
+    start_service
+    clients_find_everything
+    kill "$service"
+}
+
+export_back_to_gnome_keyring() {
+    printf 'login-pw\n' | security create-keychain > /dev/null
+    start_service
+    printf 'through-us' | secret-tool store --label='Stored here' service new.example account ann
+    printf 'protocol=https\nhost=git.example.org\nusername=bob\npassword=git-here\n\n' | git-credential-keychain store
+    security add-generic-password -s cli.example -a carol -w cli-here
+    mkdir -p "$HOME/.var/app/org.example.Chat"
+    chat=$(desktop portal org.example.Chat)
+    kill "$service"; wait "$service" 2>/dev/null || true
+    start_daemon
+    keychain-secret-service export --to org.freedesktop.secrets --dry-run > "$case_dir/dry.out"
+    cat "$case_dir/dry.out"
+    expect "export: dry run: 4 would be added, 0 already there; nothing was changed" "$(tail -1 "$case_dir/dry.out")"
+    ! secret-tool lookup service new.example
+    keychain-secret-service export --to org.freedesktop.secrets > "$case_dir/export.out"
+    cat "$case_dir/export.out"
+    expect "export: 4 added, 0 already there" "$(tail -1 "$case_dir/export.out")"
+    expect through-us "$(secret-tool lookup service new.example account ann)" "secret-tool, through gnome-keyring"
+    expect cli-here "$(secret-tool lookup service cli.example account carol)" "what security stored"
+    expect git-here "$(secret-tool lookup server git.example.org user bob)" "git's credential, with network-password attributes"
+    # gnome-keyring's own portal finds the app's secret under the same app_id.
+    expect "$chat" "$(desktop portal org.example.Chat)" "the app's portal secret, through gnome-keyring's portal"
+    keychain-secret-service export --to org.freedesktop.secrets --dry-run > "$case_dir/export.out"
+    cat "$case_dir/export.out"
+    expect "export: dry run: 0 would be added, 4 already there; nothing was changed" "$(tail -1 "$case_dir/export.out")"
+    kill "$daemon"
+}
+
+# Another provider (this program serving another HOME's keychains, which keeps content types):
+# a locked collection is unlocked through that provider's own prompt; labels, attributes,
+# secrets, content types and dates come as it served them.
+import_through_the_providers_prompt() {
+    local source=$case_dir/source
+    mkdir -p "$source"
+    HOME=$source XDG_DATA_HOME=$source/data XDG_CONFIG_HOME=$source/config sh -c '
+        printf "source-pw\n" | security create-keychain > /dev/null
+        printf "vault-pw\n" | security create-keychain Vault > /dev/null
+        security lock-keychain Vault'
+    HOME=$source XDG_DATA_HOME=$source/data XDG_CONFIG_HOME=$source/config keychain-secret-service 2>> "$case_dir/source.log" &
+    provider=$!
+    wait_for_owner keychain-secret-service
+    "$py" -c '
+import secretstorage
+c = secretstorage.dbus_init()
+login = secretstorage.Collection(c, "/org/freedesktop/secrets/collection/login")
+login.create_item("Blob", {"app": "blob"}, b"\x01\x02\x03", content_type="application/octet-stream")
+login.create_item("Note", {"app": "note", "kind": "text"}, b"plain words")'
+    answers vault-pw
+    "$py" -c '
+import secretstorage
+c = secretstorage.dbus_init()
+vault = secretstorage.Collection(c, "/org/freedesktop/secrets/collection/Vault")
+vault.unlock()
+vault.create_item("Safe", {"app": "safe"}, b"in the vault")'
+    desktop dump login > "$case_dir/login.before"
+    desktop dump Vault > "$case_dir/vault.before"
+    HOME=$source XDG_DATA_HOME=$source/data XDG_CONFIG_HOME=$source/config security lock-keychain Vault
+    # Without --from, another keychain-secret-service is taken for this one: nothing to import.
+    grep -q 'nothing to import' <<< "$(keychain-secret-service import 2>&1)"
+    # The new login keychain's password (here), Vault's own (the provider's prompt), the new Vault's.
+    answers home-pw vault-pw vault-new
+    keychain-secret-service import --from org.freedesktop.secrets > "$case_dir/import.out"
+    cat "$case_dir/import.out"
+    expect "import: 3 added, 0 already there" "$(tail -1 "$case_dir/import.out")"
+    grep -q "^SETDESC .*Vault.*Enter its password to unlock it" "$PINENTRY_LOG"
+    kill "$provider"; wait "$provider" 2>/dev/null || true
+    start_service
+    desktop dump login | diff "$case_dir/login.before" -
+    desktop dump Vault | diff "$case_dir/vault.before" -
+    "$py" -c '
+import secretstorage
+c = secretstorage.dbus_init()
+blob = next(secretstorage.search_items(c, {"app": "blob"}))
+assert blob.get_secret_content_type() == "application/octet-stream", blob.get_secret_content_type()
+note = next(secretstorage.search_items(c, {"app": "note"}))
+assert note.get_secret_content_type() == "text/plain", note.get_secret_content_type()'
+    kill "$service"
+}
+
+portal_secret_per_app() {
+    printf 'pw\n' | security create-keychain > /dev/null
+    start_service
+    a=$(desktop portal org.example.A)
+    [[ "$a" =~ ^0\ [0-9a-f]{128}$ ]] || { echo "RetrieveSecret: $a"; return 1; }
+    expect "$a" "$(desktop portal org.example.A)" "the same app, again"
+    b=$(desktop portal org.example.B)
+    [[ "$b" =~ ^0\ [0-9a-f]{128}$ ]] && [ "$b" != "$a" ] || { echo "another app: $b"; return 1; }
+    # Kept as the app's own items: no unconfined search finds them.
+    expect 1 "$(security dump-keychain | grep -cx '    "ssow"<blob>="org.example.A"')" "the item of org.example.A"
+    ! secret-tool lookup app_id org.example.A
+    # Across a restart of the service.
+    kill "$service"; wait "$service" 2>/dev/null || true
+    start_service
+    expect "$a" "$(desktop portal org.example.A)" "the same app after a restart"
+    # A sandboxed app cannot ask in the portal's place (it could name another app).
+    printf '[Application]\nname=org.example.B\n' > "$case_dir/flatpak-info"
+    out=$(bwrap --tmpfs / --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
+        --symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --bind /tmp /tmp --ro-bind "$here" "$here" \
+        --ro-bind "$case_dir/flatpak-info" /.flatpak-info --setenv DBUS_SESSION_BUS_ADDRESS "$DBUS_SESSION_BUS_ADDRESS" \
+        --unsetenv XDG_RUNTIME_DIR --chdir / -- "$py" "$here/desktop.py" portal org.example.A) && { echo "a sandbox was answered: $out"; return 1; }
+    expect "error org.freedesktop.DBus.Error.AccessDenied" "$out" "a sandboxed caller"
+    # Locked, and the prompt dismissed: nothing written, response 1 (cancelled).
+    security lock-keychain
+    answers CANCEL
+    expect "1 " "$(desktop portal org.example.A)" "a dismissed unlock prompt"
+    grep -q "SETDESC .*org.example.A" "$PINENTRY_LOG"
+    answers pw
+    expect "$a" "$(desktop portal org.example.A)" "unlocked through the prompt"
+    kill "$service"
+}
+
+# Chromium keeps one key in the Secret Service ("Chromium Safe Storage") and encrypts its cookies
+# and saved passwords with it: after the switch it must find the same key, or what it kept is lost.
+chromium_keeps_its_cookie() {
+    start_daemon
+    mkdir -p "$case_dir/www"
+    printf '<html><body><script>document.cookie = "kept=yes-%s; path=/; max-age=86400"; document.body.textContent = "set:" + document.cookie;</script></body></html>' \
+        "$$" > "$case_dir/www/set.html"
+    printf '<html><body><script>document.body.textContent = "cookie:" + document.cookie;</script></body></html>' > "$case_dir/www/get.html"
+    "$py" -c '
+import functools, http.server, sys
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+server = http.server.HTTPServer(("127.0.0.1", 0), handler)
+print(server.server_address[1], flush=True)
+server.timeout = 1
+import time
+deadline = time.time() + 120
+while time.time() < deadline:
+    server.handle_request()' "$case_dir/www" > "$case_dir/port" 2> /dev/null &
+    web=$!
+    for _ in $(seq 50); do [ -s "$case_dir/port" ] && break; sleep 0.1; done
+    port=$(cat "$case_dir/port")
+    browse() {
+        timeout 60 chromium --headless=new --no-sandbox --password-store=gnome-libsecret --user-data-dir="$case_dir/profile" \
+            --no-first-run --disable-gpu --dump-dom "http://127.0.0.1:$port/$1" 2>> "$case_dir/chromium.log" | grep -o "$2[^<]*"
+    }
+    expect "set:kept=yes-$$" "$(browse set.html set:)" "the cookie Chromium set"
+    key=$(secret-tool lookup xdg:schema chrome_libsecret_os_crypt_password_v2 application chromium)
+    [ -n "$key" ] || { echo "Chromium stored no key in gnome-keyring"; return 1; }
+    # Kept encrypted under that key (v11: the key from the Secret Service).
+    expect 763131 "$(sqlite3 "$case_dir/profile/Default/Cookies" "select substr(hex(encrypted_value), 1, 6) from cookies where name = 'kept'")" \
+        "the cookie, encrypted with the Safe Storage key"
+    answers login-pw
+    keychain-secret-service enable > "$case_dir/enable.out"
+    wait_for_owner keychain-secret-service
+    ! kill -0 "$daemon" 2>/dev/null
+    expect "$key" "$(secret-tool lookup xdg:schema chrome_libsecret_os_crypt_password_v2 application chromium)" "the key, from the keychain"
+    expect "cookie:kept=yes-$$" "$(browse get.html cookie:)" "Chromium reads the cookie it set before the switch"
+    kill "$web"
+}
+
+# --- the suite ------------------------------------------------------------------------------
+
+if [ -n "$inner" ]; then
+    set -e
+    [ -z "${DESKTOP_TRACE:-}" ] || set -x
+    "$@"
+    exit
+fi
+
+if ! command -v gnome-keyring-daemon >/dev/null || [ ! -f /usr/lib/systemd/user/gnome-keyring-daemon.service ]; then
+    skip "gnome-keyring is not installed: every case of this suite runs against it"
+    summary
+    exit
+fi
+libsecret_dir=$(mktemp -d /tmp/desktop-libsecret-XXXXXX)
+trap 'rm -rf "$libsecret_dir"' EXIT
+libsecret_src=/usr/share/doc/git/contrib/credential/libsecret
+if make -s -C "$libsecret_dir" -f "$libsecret_src/Makefile" VPATH="$libsecret_src" >/dev/null 2>&1; then
+    export LIBSECRET_HELPER=$libsecret_dir/git-credential-libsecret
+else
+    skip "git-credential-libsecret could not be built from $libsecret_src (libsecret-1-dev missing?): the cases run without it"
+fi
+
+# DESKTOP_ONLY=FUNCTION runs that one case, for working on it.
+if [ -n "${DESKTOP_ONLY:-}" ]; then
+    check "$DESKTOP_ONLY" on_bus "$DESKTOP_ONLY"
+    summary
+    exit
+fi
+check "enable writes the autostart override, masks, unit link and activation file (no user manager); status; disable removes exactly those" \
+    on_bus enable_and_disable_files
+check "disable leaves a file the user changed since enable" on_bus changed_files_are_left_alone
+check "enable hands gnome-keyring's name over within seconds, every secret (and an app's portal secret) first; disable returns it" \
+    on_bus hand_over_from_gnome_keyring
+check "a collection that stays locked: enable changes nothing, gnome-keyring keeps serving" on_bus locked_collection_changes_nothing
+check "import over D-Bus: dry run, every collection and item, a second run changes nothing; then every client finds what it stored" \
+    on_bus import_twice_then_every_client
+check "import --from another provider: a locked collection through its own prompt; content types and dates kept" \
+    on_bus import_through_the_providers_prompt
+check "export --to gnome-keyring: every item, the portal secret under gnome-keyring's portal, a second run adds nothing" \
+    on_bus export_back_to_gnome_keyring
+if command -v bwrap >/dev/null; then
+    check "the portal backend: one secret per app id, kept across restarts, refused to a sandbox and while locked after a dismissed prompt" \
+        on_bus portal_secret_per_app
+else
+    skip "bwrap (bubblewrap) is not installed: the portal case runs a sandboxed caller"
+fi
+if command -v chromium >/dev/null && command -v sqlite3 >/dev/null; then
+    check "Chromium (headless, gnome-libsecret) reads the cookie it set under gnome-keyring after enable" on_bus chromium_keeps_its_cookie
+else
+    skip "chromium (or sqlite3) is not installed: the Chromium case needs Debian's chromium"
+fi
+summary
