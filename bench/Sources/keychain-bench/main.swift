@@ -10,6 +10,11 @@ import Security
 //   keychain-bench scrypt PATH the time of one key derivation with PATH's parameters
 //   keychain-bench fill PATH N create PATH (password on stdin, KDF tuned as `security` does)
 //                              holding N internet passwords as git-credential-keychain stores them
+//   keychain-bench profile OP N CALLS
+//                              N items (added in one transaction), then CALLS of OP (lookup,
+//                              engine-lookup, add, update, delete): run under `perf stat -e
+//                              instructions` or callgrind with CALLS 0 and CALLS > 0, the
+//                              difference over CALLS is one call's instructions
 
 func emit(_ name: String, _ value: Double) {
     print(name, value)
@@ -106,6 +111,67 @@ func fill(path: String, count: Int) {
     } catch { fail("fill: \(error)") }
 }
 
+/// A keychain in a fresh folder under /tmp, its keys in the kernel; removed by `done`.
+func throwawayKeychain() -> (SecKeychain, done: () -> Void) {
+    var template = Array("/tmp/keychain-bench-XXXXXX".utf8CString)
+    guard let dir = mkdtemp(&template) else { fail("mkdtemp") }
+    let directory = String(cString: dir)
+    do {
+        let keychain = try SecKeychain.create(at: directory + "/bench.keychain-db", password: "bench", storage: .kernel,
+                                              scrypt: .fastForTesting)
+        return (keychain, { keychain.store.lockAll(); _ = system("rm -rf '\(directory)'") })
+    } catch { fail("cannot create a keychain: \(error)") }
+}
+
+/// For instruction counts: the same setup with and without the calls, so the difference is theirs.
+func profile(_ op: String, count: Int, calls: Int) {
+    let (keychain, done) = throwawayKeychain()
+    defer { done() }
+    SecKeychain.setDefault(keychain)
+    let secret = Array("a password of a usual length, 40 bytes..".utf8)
+    do {
+        try keychain.store.add((0..<count).map { i in
+            Item(itemClass: .internetPassword, attributes: [
+                AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)),
+                AttributeKey.protocol: .string("htps"), AttributeKey.path: .string("/")], secret: secret)
+        })
+    } catch { fail("fill: \(error)") }
+    var random = SeededGenerator(state: UInt64(count))
+    let picks = (0..<max(calls, 1)).map { _ in Int.random(in: 0..<count, using: &random) }
+    profiledCalls(op, keychain: keychain, count: count, calls: calls, picks: picks, secret: secret)
+}
+
+/// The calls alone (callgrind: --toggle-collect='*profiledCalls*').
+@inline(never)
+func profiledCalls(_ op: String, keychain: SecKeychain, count: Int, calls: Int, picks: [Int], secret: [UInt8]) {
+    for n in 0..<calls {
+        switch op {
+        case "lookup":
+            var query = itemQuery(picks[n])
+            query[kSecReturnData as String] = true
+            var result: CFTypeRef?
+            expect(SecItemCopyMatching(query as CFDictionary, &result), "SecItemCopyMatching")
+        case "engine-lookup":
+            let i = picks[n]
+            let query = Query(itemClass: .internetPassword, attributes: [
+                AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)), AttributeKey.protocol: .string("htps")])
+            _ = try! keychain.store.find(query, includeSecret: true)
+        case "add":
+            var attributes = itemQuery(count + n)
+            attributes[kSecValueData as String] = Data(secret)
+            attributes[kSecAttrPath as String] = "/"
+            expect(SecItemAdd(attributes as CFDictionary, nil), "SecItemAdd")
+        case "update":
+            expect(SecItemUpdate(itemQuery(n % count) as CFDictionary, [kSecValueData as String: Data(secret.reversed())] as CFDictionary),
+                   "SecItemUpdate")
+        case "delete":
+            expect(SecItemDelete(itemQuery(n % count) as CFDictionary), "SecItemDelete")
+        default:
+            fail("profile: unknown operation \(op)")
+        }
+    }
+}
+
 let arguments = CommandLine.arguments
 switch arguments.count >= 3 ? arguments[1] : "" {
 case "fill" where arguments.count == 4:
@@ -114,11 +180,14 @@ case "fill" where arguments.count == 4:
 case "items" where arguments.count == 3:
     guard let count = Int(arguments[2]), count > 1000 || count == 1000 else { fail("items: a count of at least 1000") }
     benchItems(count: count)
+case "profile" where arguments.count == 5:
+    guard let count = Int(arguments[3]), count > 0, let calls = Int(arguments[4]), calls >= 0 else { fail("profile: OP N CALLS") }
+    profile(arguments[2], count: count, calls: calls)
 case "scrypt" where arguments.count == 3:
     do {
         let store = try KeychainStore.open(at: arguments[2])
         emit("scrypt_s", store.scryptParameters.secondsPerGuess())
     } catch { fail("cannot open \(arguments[2]): \(error)") }
 default:
-    fail("usage: keychain-bench items N | scrypt PATH | fill PATH N")
+    fail("usage: keychain-bench items N | scrypt PATH | fill PATH N | profile OP N CALLS")
 }
