@@ -1,10 +1,17 @@
 import Glibc
 
-/// One engine may be shared by threads of an app; its SQLite connection may not.
+/// One engine may be shared by threads of an app; its SQLite connection may not. Recursive: a
+/// batch (`KeychainStore.batch`) holds it while the operations inside take it again.
 final class Mutex: @unchecked Sendable {
     private var mutex = pthread_mutex_t()
 
-    init() { pthread_mutex_init(&mutex, nil) }
+    init() {
+        var attributes = pthread_mutexattr_t()
+        pthread_mutexattr_init(&attributes)
+        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_RECURSIVE))
+        pthread_mutex_init(&mutex, &attributes)
+        pthread_mutexattr_destroy(&attributes)
+    }
     deinit { pthread_mutex_destroy(&mutex) }
 
     func withLock<T>(_ body: () throws -> T) rethrows -> T {

@@ -6,6 +6,14 @@ import Glibc
 package final class SQLiteDatabase {
     private var handle: OpaquePointer?
     private var cache: [String: SQLiteStatement] = [:]
+    /// `execute`'s scripts, each statement prepared once (a Secret Service store runs its schema
+    /// script every time).
+    private var scripts: [String: [SQLiteStatement]] = [:]
+    /// The transaction open on this connection: none, a read snapshot (`read`), or a write
+    /// transaction (`transaction`) with `depth` - 1 savepoints inside it.
+    private enum Open { case none, read, write }
+    private var open = Open.none
+    private var depth = 0
 
     /// Opens the keychain at `path` once its folder and files pass KeychainFile's checks, and
     /// checks that SQLite opened the very file that was checked.
@@ -40,17 +48,33 @@ package final class SQLiteDatabase {
 
     deinit {
         cache.removeAll()
+        scripts.removeAll()
         sqlite3_close_v2(handle)
     }
 
+    /// Runs every statement of `sql` in turn. Each is prepared the first time, just before it runs
+    /// (a script may create what its next statement uses), and kept for the next time.
     package func execute(_ sql: String) throws {
-        var error: UnsafeMutablePointer<CChar>?
-        let rc = sqlite3_exec(handle, sql, nil, nil, &error)
-        if rc != SQLITE_OK {
-            let message = error.map { String(cString: $0) } ?? "error \(rc)"
-            sqlite3_free(error)
-            throw SQLiteDatabase.failure(rc, message)
+        if let script = scripts[sql] {
+            for stmt in script { try stmt.run() }
+            return
         }
+        var script: [SQLiteStatement] = []
+        try sql.withCString { text in
+            var next: UnsafePointer<CChar>? = text
+            while let start = next, start.pointee != 0 {
+                var stmt: OpaquePointer?
+                var tail: UnsafePointer<CChar>?
+                let rc = sqlite3_prepare_v3(handle, start, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, &tail)
+                guard rc == SQLITE_OK else { throw SQLiteDatabase.failure(rc, errorMessage) }
+                next = tail
+                guard let stmt else { continue }  // whitespace or a comment
+                let wrapped = SQLiteStatement(stmt, database: self)
+                try wrapped.run()
+                script.append(wrapped)
+            }
+        }
+        scripts[sql] = script
     }
 
     package func statement(_ sql: String) throws -> SQLiteStatement {
@@ -72,17 +96,72 @@ package final class SQLiteDatabase {
 
     /// Runs `body` in one IMMEDIATE transaction: the write lock is taken up front, so a reader
     /// never has to upgrade and two writers never deadlock.
+    ///
+    /// Inside a transaction already open (a batch: `KeychainStore.batch`), `body` runs in a
+    /// savepoint of it instead: what `body` wrote is undone if it throws, the rest of the outer
+    /// transaction stays, and nothing is committed until the outer transaction is.
     package func transaction<T>(_ body: () throws -> T) throws -> T {
-        try execute("BEGIN IMMEDIATE")
+        switch open {
+        case .read:
+            // A snapshot read for a lookup would have to be upgraded, which a concurrent writer
+            // can make fail; no write is ever started inside one.
+            preconditionFailure("a write transaction inside a read snapshot")
+        case .write:
+            try statement("SAVEPOINT nested").run()
+            depth += 1
+            do {
+                let result = try body()
+                depth -= 1
+                try statement("RELEASE nested").run()
+                return result
+            } catch {
+                depth -= 1
+                try? statement("ROLLBACK TO nested").run()
+                try? statement("RELEASE nested").run()
+                throw error
+            }
+        case .none:
+            try statement("BEGIN IMMEDIATE").run()
+            open = .write
+            depth = 1
+            do {
+                let result = try body()
+                try statement("COMMIT").run()
+                open = .none
+                depth = 0
+                return result
+            } catch {
+                try? statement("ROLLBACK").run()
+                open = .none
+                depth = 0
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body`'s reads in one snapshot: one WAL read lock taken and released (two system
+    /// calls) instead of one per statement, and every statement sees the same committed state.
+    /// Inside a transaction already open, `body` just runs in it.
+    func read<T>(_ body: () throws -> T) throws -> T {
+        guard open == .none else { return try body() }
+        try statement("BEGIN").run()
+        open = .read
+        defer { open = .none }
         do {
             let result = try body()
-            try execute("COMMIT")
+            try statement("COMMIT").run()
             return result
         } catch {
-            try? execute("ROLLBACK")
+            try? statement("ROLLBACK").run()
             throw error
         }
     }
+
+    /// Whether a read snapshot or a transaction is open on this connection.
+    var inTransaction: Bool { open != .none }
+    /// Whether a read snapshot (`read`) is open: nothing may be written, and what it reads may be
+    /// older than the file.
+    var inReadSnapshot: Bool { open == .read }
 
     static func failure(_ rc: Int32, _ message: String) -> KeychainError {
         switch rc & 0xff {
