@@ -46,8 +46,13 @@ package enum Crypto {
 
     /// AES-256-GCM; the result is nonce || ciphertext || tag.
     static func seal(_ plaintext: Bytes, key: Bytes, aad: Bytes) throws -> Bytes {
-        precondition(key.count == keyLength)
-        let nonce = try random(nonceLength)
+        try seal(plaintext, key: key, aad: aad, nonce: try random(nonceLength))
+    }
+
+    /// The same with a nonce drawn by the caller (fresh randomness for every seal: `seal` of
+    /// RowCrypto draws one item key and three nonces in one call to the kernel).
+    static func seal(_ plaintext: Bytes, key: Bytes, aad: Bytes, nonce: Bytes) throws -> Bytes {
+        precondition(key.count == keyLength && nonce.count == nonceLength)
         if sodiumAESGCM {
             var out = nonce + Bytes(repeating: 0, count: plaintext.count + tagLength)
             var length: UInt64 = 0
@@ -127,36 +132,28 @@ package enum Crypto {
 
     /// HMAC-SHA-256 with keys of any length (checked against RFC 4231's vectors in the tests).
     static func hmacSHA256(key: Bytes, _ message: Bytes) -> Bytes {
-        _ = sodiumReady
-        var state = crypto_auth_hmacsha256_state()
-        var out = Bytes(repeating: 0, count: 32)
-        crypto_auth_hmacsha256_init(&state, key, key.count)
-        crypto_auth_hmacsha256_update(&state, message, UInt64(message.count))
-        crypto_auth_hmacsha256_final(&state, &out)
-        withUnsafeMutableBytes(of: &state) { sodium_memzero($0.baseAddress, $0.count) }
-        return out
+        HMACKey(key).mac(message)
     }
 
     /// HMAC-SHA-256 under a key fixed in advance: the key's inner and outer pads are hashed once,
     /// so each MAC costs the message's blocks and one more (the index hashes of every lookup).
+    /// libcrypto's SHA-256 (COpenSSL/shim.h), which uses the CPU's SHA extensions.
     package final class HMACKey {
-        private var state = crypto_auth_hmacsha256_state()
+        private var state = keychain_hmac_sha256_key()
 
         init(_ key: Bytes) {
-            _ = sodiumReady
-            crypto_auth_hmacsha256_init(&state, key, key.count)
+            key.withUnsafeBufferPointer { keychain_hmac_sha256_init(&state, $0.baseAddress, $0.count) }
         }
 
         package func mac(_ message: Bytes) -> Bytes {
-            var copy = state
             var out = Bytes(repeating: 0, count: 32)
-            crypto_auth_hmacsha256_update(&copy, message, UInt64(message.count))
-            crypto_auth_hmacsha256_final(&copy, &out)
-            withUnsafeMutableBytes(of: &copy) { sodium_memzero($0.baseAddress, $0.count) }
+            message.withUnsafeBufferPointer { input in
+                out.withUnsafeMutableBufferPointer { keychain_hmac_sha256(&state, input.baseAddress, input.count, $0.baseAddress) }
+            }
             return out
         }
 
-        deinit { withUnsafeMutableBytes(of: &state) { sodium_memzero($0.baseAddress, $0.count) } }
+        deinit { keychain_hmac_sha256_wipe(&state) }
     }
 
     /// A subkey for one purpose: HKDF-Expand (RFC 5869) of one block, with the class key as PRK.
@@ -171,9 +168,10 @@ package enum Crypto {
     }
 
     static func sha256(_ data: Bytes) -> Bytes {
-        _ = sodiumReady
         var out = Bytes(repeating: 0, count: 32)
-        crypto_hash_sha256(&out, data, UInt64(data.count))
+        data.withUnsafeBufferPointer { input in
+            out.withUnsafeMutableBufferPointer { keychain_sha256(input.baseAddress, input.count, $0.baseAddress) }
+        }
         return out
     }
 
