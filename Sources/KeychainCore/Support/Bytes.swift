@@ -39,11 +39,27 @@ func constantTimeEqual(_ a: Bytes, _ b: Bytes) -> Bool {
 struct ByteWriter {
     private(set) var bytes = Bytes()
 
+    init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+
     mutating func u8(_ v: UInt8) { bytes.append(v) }
-    mutating func u32(_ v: UInt32) { for s in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: v >> UInt32(s))) } }
-    mutating func u64(_ v: UInt64) { bytes.append(contentsOf: Bytes(bigEndian: v)) }
+    mutating func u32(_ v: UInt32) {
+        bytes.append(UInt8(truncatingIfNeeded: v >> 24))
+        bytes.append(UInt8(truncatingIfNeeded: v >> 16))
+        bytes.append(UInt8(truncatingIfNeeded: v >> 8))
+        bytes.append(UInt8(truncatingIfNeeded: v))
+    }
+    mutating func u64(_ v: UInt64) {
+        u32(UInt32(truncatingIfNeeded: v >> 32))
+        u32(UInt32(truncatingIfNeeded: v))
+    }
     mutating func blob(_ b: Bytes) { u32(UInt32(b.count)); bytes.append(contentsOf: b) }
-    mutating func string(_ s: String) { blob(Array(s.utf8)) }
+    mutating func string(_ s: String) {
+        var s = s
+        s.withUTF8 { utf8 in
+            u32(UInt32(utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
+    }
 }
 
 struct ByteReader {
@@ -62,27 +78,36 @@ struct ByteReader {
     }
 
     mutating func u32() throws -> UInt32 {
-        var v: UInt32 = 0
-        for _ in 0..<4 { v = v << 8 | UInt32(try u8()) }
-        return v
+        guard bytes.count - offset >= 4 else { throw KeychainError.decode("truncated record") }
+        defer { offset += 4 }
+        return UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
     }
 
     mutating func u64() throws -> UInt64 {
-        var v: UInt64 = 0
-        for _ in 0..<8 { v = v << 8 | UInt64(try u8()) }
-        return v
+        let high = try u32()
+        return UInt64(high) << 32 | UInt64(try u32())
+    }
+
+    /// The next blob's length, checked against what is left.
+    private mutating func length() throws -> Int {
+        let n = Int(try u32())
+        guard n <= bytes.count - offset else { throw KeychainError.decode("truncated record") }
+        return n
     }
 
     mutating func blob() throws -> Bytes {
-        let n = Int(try u32())
-        guard n <= bytes.count - offset else { throw KeychainError.decode("truncated record") }
+        let n = try length()
         defer { offset += n }
         return Array(bytes[offset..<offset + n])
     }
 
     mutating func string() throws -> String {
-        let b = try blob()
-        guard let s = String(validating: b, as: UTF8.self) else { throw KeychainError.decode("invalid UTF-8 in record") }
+        let n = try length()
+        let start = offset
+        offset += n
+        // Validated in place, without a copy of the bytes first.
+        let s = bytes.withUnsafeBufferPointer { String(validating: UnsafeBufferPointer(rebasing: $0[start..<start + n]), as: UTF8.self) }
+        guard let s else { throw KeychainError.decode("invalid UTF-8 in record") }
         return s
     }
 }
