@@ -45,7 +45,10 @@ let package = Package(
         // importer of `security import-secrets` share it.
         .target(name: "SecretServiceItems", dependencies: ["KeychainCore"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
-        .target(name: "Security", dependencies: ["KeychainCore"]),
+        .target(name: "Security", dependencies: ["KeychainCore", "CFoundationBridge"]),
+        // Foundation's own CFDictionary functions, for reading a SecItem dictionary without
+        // converting every key and value first (declarations only; libFoundation has them).
+        .target(name: "CFoundationBridge"),
         // Apple's LAContext over polkit, for kSecUseAuthenticationContext.
         .target(name: "LocalAuthentication", dependencies: ["KeychainCore", "Security"]),
 

@@ -6,7 +6,8 @@ import Foundation
 /// `[AnyHashable: Any]` whose keys are Strings); swift-corelibs-foundation's NSString would hash
 /// as an object there and find nothing.
 final class CFStringConstant: NSString, _HasCustomAnyHashableRepresentation {
-    private let value: String
+    /// The Swift string, as SecItemRequest reads a key or value without bridging it.
+    let value: String
     private let units: [unichar]
 
     required init(string value: String) {

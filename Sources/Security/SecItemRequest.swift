@@ -1,4 +1,5 @@
 package import KeychainCore
+internal import CFoundationBridge
 
 /// A SecItem dictionary, checked and translated for the engine. Anything malformed is errSecParam.
 struct SecItemRequest {
@@ -56,8 +57,54 @@ struct SecItemRequest {
     }
 
     static func plain(_ dictionary: CFDictionary) throws -> [String: Any] {
+        // The objects the dictionary holds, read through CF (CFoundationBridge) and converted here
+        // for the types a SecItem dictionary is made of: NSDictionary's Swift interface converts
+        // every key and value, our constants' slowly (UTF-16) and data byte by byte.
+        let count = dictionary.count
+        guard count > 0 else { return [:] }
+        var keys = [UnsafeRawPointer?](repeating: nil, count: count)
+        var values = [UnsafeRawPointer?](repeating: nil, count: count)
+        let cf = UnsafeRawPointer(Unmanaged.passUnretained(dictionary).toOpaque())
+        guard keychain_cf_dictionary_count(cf) == count else { return try converted(dictionary) }
+        keychain_cf_dictionary_keys_and_values(cf, &keys, &values)
+        var plain: [String: Any] = Dictionary(minimumCapacity: count)
+        for index in 0..<count {
+            guard let rawKey = keys[index], let rawValue = values[index] else { return try converted(dictionary) }
+            let key = Unmanaged<AnyObject>.fromOpaque(rawKey).takeUnretainedValue()
+            let value = Unmanaged<AnyObject>.fromOpaque(rawValue).takeUnretainedValue()
+            // Anything but a string key takes Foundation's way, for its error.
+            guard let name = string(key) else { return try converted(dictionary) }
+            // Anything this does not know is converted by Foundation, as before.
+            guard let converted = swiftValue(value) ?? dictionary.object(forKey: key) else { return try converted(dictionary) }
+            plain[name] = converted
+        }
+        return plain
+    }
+
+    /// A key or value object that is a string, as Foundation's conversion would give it.
+    private static func string(_ object: AnyObject) -> String? {
+        if let constant = object as? CFStringConstant { return constant.value }
+        if let string = object as? NSString { return string as String }
+        return nil
+    }
+
+    private static let booleans = (true: NSNumber(value: true), false: NSNumber(value: false))
+
+    /// What Foundation's conversion (`__SwiftValue.fetch`) makes of the objects SecItem
+    /// dictionaries hold most: strings, data, CF's two booleans and other numbers; nil for the rest.
+    private static func swiftValue(_ object: AnyObject) -> Any? {
+        if let text = string(object) { return text }
+        if let data = object as? NSData { return data.length == 0 ? Data() : Data(bytes: data.bytes, count: data.length) }
+        if object === booleans.true { return true }
+        if object === booleans.false { return false }
+        if let number = object as? NSNumber, String(cString: number.objCType) != "c" { return number }
+        return nil
+    }
+
+    /// The dictionary as NSDictionary's Swift interface gives it (the way for anything unusual).
+    private static func converted(_ dictionary: CFDictionary) throws -> [String: Any] {
         // enumerateKeysAndObjects hands each value with its key; NSDictionary's iterator looks
-        // every key up again (a sixth of a lookup's time).
+        // every key up again.
         var plain: [String: Any] = Dictionary(minimumCapacity: dictionary.count)
         var stranger: Any?
         dictionary.enumerateKeysAndObjects(options: []) { key, value, stop in
