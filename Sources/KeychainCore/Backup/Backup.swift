@@ -65,8 +65,9 @@ extension KeychainStore {
         package var alreadyPresent: Int
     }
 
-    /// Adds the backup's items in one transaction per item; items already present are left as
-    /// they are. A wrong backup password is errSecAuthFailed, a damaged file errSecDecode.
+    /// Adds the backup's items in one transaction (a batch): all of them or, on any error, none;
+    /// items already present are left as they are. A wrong backup password is errSecAuthFailed,
+    /// a damaged file errSecDecode.
     package func importBackup(_ backup: Bytes, password: Bytes) throws -> ImportSummary {
         guard backup.count > Self.backupMagic.count, Array(backup.prefix(Self.backupMagic.count)) == Self.backupMagic else {
             throw KeychainError.decode("not a keychain backup")
@@ -88,18 +89,21 @@ extension KeychainStore {
         }
         defer { plain.wipe() }
         var p = ByteReader(plain)
-        var summary = ImportSummary(imported: 0, alreadyPresent: 0)
-        for _ in 0..<(try p.u32()) {
-            guard let itemClass = ItemClass(code: Int64(bitPattern: try p.u64())) else { throw KeychainError.decode("unknown item class in backup") }
-            var item = Item(itemClass: itemClass, attributes: try decodeAttributes(try p.blob()), secret: try p.blob())
-            item.attributes[AttributeKey.sha1] = nil
-            do {
-                _ = try add(item, keepingDates: true)
-                summary.imported += 1
-            } catch let error as KeychainError where error.code == .duplicateItem {
-                summary.alreadyPresent += 1
+        return try batch {
+            var summary = ImportSummary(imported: 0, alreadyPresent: 0)
+            for _ in 0..<(try p.u32()) {
+                guard let itemClass = ItemClass(code: Int64(bitPattern: try p.u64())) else { throw KeychainError.decode("unknown item class in backup") }
+                var item = Item(itemClass: itemClass, attributes: try decodeAttributes(try p.blob()), secret: try p.blob())
+                item.attributes[AttributeKey.sha1] = nil
+                defer { item.secret?.wipe() }
+                do {
+                    _ = try add(item, keepingDates: true)
+                    summary.imported += 1
+                } catch let error as KeychainError where error.code == .duplicateItem {
+                    summary.alreadyPresent += 1
+                }
             }
+            return summary
         }
-        return summary
     }
 }

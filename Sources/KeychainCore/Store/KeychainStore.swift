@@ -15,6 +15,9 @@ package final class KeychainStore: @unchecked Sendable {
     private var settingsCheck: (settings: KeychainSettings, integrity: SettingsIntegrity)?
     /// SQLite's data_version when the keybag was last read (`refreshKeybag`).
     private var dataVersion: Int64 = 0
+    /// Set when a batch rolled back: what this process kept of the keybag may be what the
+    /// rollback undid, and data_version does not move for this connection's own changes.
+    private var keybagStale = false
     private let mutex = Mutex()
     /// Who confirms the user's presence for items whose access control asks for it.
     package var presenceAuthorizer: PresenceAuthorizer = KeychainStore.defaultPresenceAuthorizer
@@ -328,7 +331,8 @@ package final class KeychainStore: @unchecked Sendable {
     /// password change elsewhere must be seen before this process seals anything under a key.
     private func refreshKeybag(force: Bool = false) throws {
         let version = try currentDataVersion()
-        guard version != dataVersion || force else { return }
+        guard version != dataVersion || force || keybagStale else { return }
+        keybagStale = false
         let bag = try Keybag.load(from: db)
         if bag.checkA != keybag.checkA || bag.checkC != keybag.checkC || bag.keyD != keybag.keyD || bag.version != keybag.version
             || bag.binding?.checkAu != keybag.binding?.checkAu || bag.binding?.checkCu != keybag.binding?.checkCu {
@@ -406,21 +410,89 @@ package final class KeychainStore: @unchecked Sendable {
         return check
     }
 
-    private func classKeys(_ found: [LockClass: Bytes]) -> ClassKeys {
-        var present: [LockClass: Subkeys] = [:]
-        for (lockClass, key) in [(LockClass.whenUnlocked, found[.whenUnlocked]), (.afterFirstUnlock, found[.afterFirstUnlock]),
-                                 (.whenUnlockedThisDeviceOnly, found[.whenUnlockedThisDeviceOnly]),
-                                 (.afterFirstUnlockThisDeviceOnly, found[.afterFirstUnlockThisDeviceOnly]), (.always, keybag.keyD)] {
-            guard let key else {
-                subkeyCache[lockClass] = nil
-                continue
+    private func classKeys(a: Bytes?, c: Bytes?) -> ClassKeys {
+        ClassKeys(a: subkeys(.whenUnlocked, a), c: subkeys(.afterFirstUnlock, c), d: subkeys(.always, keybag.keyD))
+    }
+
+    /// The cached subkeys of `key` if they are its own (compared in constant time), else fresh ones.
+    private func subkeys(_ lockClass: LockClass, _ key: Bytes?) -> Subkeys? {
+        guard let key else {
+            subkeyCache[lockClass] = nil
+            return nil
+        }
+        if let cached = subkeyCache[lockClass], cached.matches(key) { return cached }
+        let fresh = Subkeys(classKey: key)
+        subkeyCache[lockClass] = fresh
+        return fresh
+    }
+
+    // MARK: Batches
+
+    /// Runs `body` as one write transaction: every change made inside it (`add`, `update`,
+    /// `delete`, `addOrUpdate`, the Secret Service's `addSecretItem`, ...) joins it and is
+    /// committed with the others when `body` returns, or none of them if `body` throws. Each
+    /// operation inside keeps its own checks (lock state, uniqueness, presence) and its own
+    /// atomicity: one that fails is undone alone (a savepoint), so a caller may catch its error,
+    /// skip that item and go on. Other threads using this store wait until the batch ends; other
+    /// processes' writers wait for the write lock as they do for any transaction (up to 10 s),
+    /// and read the state from before the batch until it commits.
+    ///
+    /// For bulk writers (`security import`, `import-secrets`): one commit instead of one per item.
+    package func batch<T>(_ body: () throws -> T) throws -> T {
+        try withLock {
+            if db.inTransaction { return try db.transaction(body) }
+            do {
+                return try db.transaction(body)
+            } catch {
+                // What this process learned inside (a keybag it wrote, subkeys) may be undone.
+                keybagStale = true
+                subkeyCache.removeAll()
+                settingsCheck = nil
+                throw error
             }
-            if let cached = subkeyCache[lockClass], cached.matches(key) {
-                present[lockClass] = cached
-            } else {
-                let fresh = Subkeys(classKey: key)
-                subkeyCache[lockClass] = fresh
-                present[lockClass] = fresh
+        }
+    }
+
+    /// Adds every item in one transaction (a batch), each with the checks of `add`; an item
+    /// that is already there (errSecDuplicateItem) is skipped and counted, any other error
+    /// undoes the whole batch. Dates are set here unless `keepingDates` (a backup's).
+    package func addAll(_ items: [Item], keepingDates: Bool = false) throws -> (added: [Item], duplicates: Int) {
+        try batch {
+            var added: [Item] = []
+            var duplicates = 0
+            added.reserveCapacity(items.count)
+            for item in items {
+                do {
+                    added.append(try add(item, keepingDates: keepingDates))
+                } catch let error as KeychainError where error.code == .duplicateItem {
+                    duplicates += 1
+                }
+            }
+            return (added, duplicates)
+        }
+    }
+}
+
+/// The subkeys of the class keys last seen (`KeychainStore.subkeyCache`): three fields, since every
+/// call reads them.
+struct SubkeyCache {
+    private var a: Subkeys?
+    private var c: Subkeys?
+    private var d: Subkeys?
+
+    subscript(lockClass: LockClass) -> Subkeys? {
+        get {
+            switch lockClass {
+            case .whenUnlocked: return a
+            case .afterFirstUnlock: return c
+            case .always: return d
+            }
+        }
+        set {
+            switch lockClass {
+            case .whenUnlocked: a = newValue
+            case .afterFirstUnlock: c = newValue
+            case .always: d = newValue
             }
         }
         return ClassKeys(present, separatesDeviceOnly: keybag.isBound)
