@@ -307,6 +307,28 @@ final class SecretImportRun {
         for (id, reason) in keyring.unreadable {
             fail("\(file): item \(id)", KeychainError.decode(reason))
         }
+        // One transaction for the whole keyring (a batch): one commit instead of one per item,
+        // and a run killed midway leaves none of this keyring's items. An item that fails is
+        // undone alone, said, and the others go on, as before.
+        inBatch(store, place: "\(file) -> \(target)") { importKeyringItems(keyring, name: name, file: file, store: store) }
+        progress.clear()
+        return true
+    }
+
+    /// Runs `body` in one batch of `store` when this run writes to it; if the batch cannot be
+    /// committed, nothing of it came in, and the counts say so.
+    func inBatch(_ store: KeychainStore?, place: String, _ body: () -> Void) {
+        guard let store, !dryRun else { return body() }
+        let before = (added, alreadyThere)
+        do {
+            try store.batch(body)
+        } catch {
+            (added, alreadyThere) = before
+            fail(place, error)
+        }
+    }
+
+    func importKeyringItems(_ keyring: GnomeKeyring, name: String, file: String, store: KeychainStore?) {
         for (index, item) in keyring.items.enumerated() {
             progress.show("import-secrets: \(name).keyring \(index + 1)/\(keyring.items.count)")
             let place = "\(file): " + (item.label.isEmpty ? "item \(item.id)" : "\"\(item.label)\"")
@@ -326,8 +348,6 @@ final class SecretImportRun {
                 fail(place, error)
             }
         }
-        progress.clear()
-        return true
     }
 
     /// gnome-keyring's `default` file names the keyring its `default` alias points at. The
@@ -391,45 +411,48 @@ final class SecretImportRun {
                 continue
             }
             defer { bytes.wipe() }
-            for (number, raw) in bytes.split(separator: 10, omittingEmptySubsequences: false).enumerated() {
-                let line = raw.last == 13 ? raw.dropLast() : raw
-                if line.isEmpty { continue }
-                let place = "\(file) line \(number + 1)"
-                let parsed: GitCredentialStoreLine
-                do {
-                    parsed = try GitCredentialStoreLine(parsing: String(decoding: line, as: UTF8.self))
-                } catch {
-                    skip(place, "\(error)")
-                    continue
-                }
-                let credential = parsed.credential
-                guard let item = credential.item(account: credential.username, secret: StoredSecret(password: parsed.password)) else {
-                    fail(place, KeychainError.param("it names no host; git-credential-keychain keeps only credentials with one"))
-                    continue
-                }
-                let shown = "\(place) (\(credential.scheme ?? "")://\(credential.username.map { $0 + "@" } ?? "")\(credential.host ?? "")\(credential.path.map { "/" + $0 } ?? ""))"
-                let key = Query(identifying: item).attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{0}")
-                if let earlier = first[key] {
-                    skip(shown, "the same credential as \(earlier), which git uses")
-                    continue
-                }
-                first[key] = place
-                do {
-                    guard let store else {
-                        count(.added, shown)
+            // One batch per file, as for a keyring.
+            inBatch(store, place: file) {
+                for (number, raw) in bytes.split(separator: 10, omittingEmptySubsequences: false).enumerated() {
+                    let line = raw.last == 13 ? raw.dropLast() : raw
+                    if line.isEmpty { continue }
+                    let place = "\(file) line \(number + 1)"
+                    let parsed: GitCredentialStoreLine
+                    do {
+                        parsed = try GitCredentialStoreLine(parsing: String(decoding: line, as: UTF8.self))
+                    } catch {
+                        skip(place, "\(error)")
                         continue
                     }
-                    let existing = try GitCredential.existing(item, in: store)
-                    if existing.contains(where: { sameSecret($0.secret, item.secret) }) {
-                        count(.alreadyThere, shown)
-                    } else if !existing.isEmpty {
-                        fail(shown, KeychainError(.duplicateItem, "the keychain already holds another password for this credential; the keychain's is kept"))
-                    } else {
-                        if !dryRun { try GitCredential.save(item, in: store) }
-                        count(.added, shown)
+                    let credential = parsed.credential
+                    guard let item = credential.item(account: credential.username, secret: StoredSecret(password: parsed.password)) else {
+                        fail(place, KeychainError.param("it names no host; git-credential-keychain keeps only credentials with one"))
+                        continue
                     }
-                } catch {
-                    fail(shown, error)
+                    let shown = "\(place) (\(credential.scheme ?? "")://\(credential.username.map { $0 + "@" } ?? "")\(credential.host ?? "")\(credential.path.map { "/" + $0 } ?? ""))"
+                    let key = Query(identifying: item).attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{0}")
+                    if let earlier = first[key] {
+                        skip(shown, "the same credential as \(earlier), which git uses")
+                        continue
+                    }
+                    first[key] = place
+                    do {
+                        guard let store else {
+                            count(.added, shown)
+                            continue
+                        }
+                        let existing = try GitCredential.existing(item, in: store)
+                        if existing.contains(where: { sameSecret($0.secret, item.secret) }) {
+                            count(.alreadyThere, shown)
+                        } else if !existing.isEmpty {
+                            fail(shown, KeychainError(.duplicateItem, "the keychain already holds another password for this credential; the keychain's is kept"))
+                        } else {
+                            if !dryRun { try GitCredential.save(item, in: store) }
+                            count(.added, shown)
+                        }
+                    } catch {
+                        fail(shown, error)
+                    }
                 }
             }
         }
