@@ -59,6 +59,39 @@ final class CFPatternTests: XCTestCase {
         XCTAssertEqual(accounts, ["any", "objects", "optional"])
     }
 
+    /// SecItem reads a dictionary's objects as they are (CFoundationBridge) and converts the usual
+    /// kinds itself: each form of a value must mean what Foundation's own conversion made of it.
+    func testEveryFormOfAValueMeansTheSame() {
+        let add = NSMutableDictionary()
+        add[kSecClass] = kSecClassGenericPassword
+        add[kSecAttrAccount] = NSMutableString(string: "mutable")
+        add[kSecAttrService] = "svc" as NSString
+        add[kSecAttrGeneric] = NSMutableData(data: Data([1, 2, 3]))
+        add[kSecValueData] = NSData()
+        add[kSecAttrIsInvisible] = kCFBooleanTrue
+        add[kSecAttrCreator] = NSNumber(value: 0x6b6c)
+        add[kSecAttrSynchronizable] = kCFBooleanFalse
+        XCTAssertEqual(SecItemAdd(add, nil), errSecSuccess)
+        var result: CFTypeRef?
+        let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "mutable",
+                                    kSecReturnAttributes as String: true, kSecReturnData as String: true]
+        XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, &result), errSecSuccess)
+        let found = result as? [String: Any]
+        XCTAssertEqual(found?[kSecValueData as String] as? Data, Data(), "empty data is data")
+        XCTAssertEqual(found?[kSecAttrGeneric as String] as? Data, Data([1, 2, 3]))
+        XCTAssertEqual((found?[kSecAttrIsInvisible as String] as? NSNumber)?.boolValue, true)
+        XCTAssertEqual((found?[kSecAttrCreator as String] as? NSNumber)?.intValue, 0x6b6c)
+        // A boolean is no match limit, a number is.
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kCFBooleanTrue!] as CFDictionary, &result),
+                       errSecParam)
+        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecMatchLimit: NSNumber(value: 2),
+                                            kSecReturnAttributes: kCFBooleanTrue!] as CFDictionary, &result), errSecSuccess)
+        XCTAssertEqual((result as? [Any])?.count, 1)
+        // A value of a kind SecItem has no use for is still errSecParam.
+        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "odd", kSecAttrLabel: NSNull()] as CFDictionary, nil),
+                       errSecParam)
+    }
+
     func testAKeyThatIsNotAStringIsErrSecParam() {
         let numberKeys: NSDictionary = [1: "x", kSecClass: kSecClassGenericPassword]
         XCTAssertEqual(SecItemAdd(numberKeys, nil), errSecParam)
