@@ -410,20 +410,24 @@ package final class KeychainStore: @unchecked Sendable {
         return check
     }
 
-    private func classKeys(a: Bytes?, c: Bytes?) -> ClassKeys {
-        ClassKeys(a: subkeys(.whenUnlocked, a), c: subkeys(.afterFirstUnlock, c), d: subkeys(.always, keybag.keyD))
-    }
-
-    /// The cached subkeys of `key` if they are its own (compared in constant time), else fresh ones.
-    private func subkeys(_ lockClass: LockClass, _ key: Bytes?) -> Subkeys? {
-        guard let key else {
-            subkeyCache[lockClass] = nil
-            return nil
+    private func classKeys(_ found: [LockClass: Bytes]) -> ClassKeys {
+        var present: [LockClass: Subkeys] = [:]
+        for (lockClass, key) in [(LockClass.whenUnlocked, found[.whenUnlocked]), (.afterFirstUnlock, found[.afterFirstUnlock]),
+                                 (.whenUnlockedThisDeviceOnly, found[.whenUnlockedThisDeviceOnly]),
+                                 (.afterFirstUnlockThisDeviceOnly, found[.afterFirstUnlockThisDeviceOnly]), (.always, keybag.keyD)] {
+            guard let key else {
+                subkeyCache[lockClass] = nil
+                continue
+            }
+            if let cached = subkeyCache[lockClass], cached.matches(key) {
+                present[lockClass] = cached
+            } else {
+                let fresh = Subkeys(classKey: key)
+                subkeyCache[lockClass] = fresh
+                present[lockClass] = fresh
+            }
         }
-        if let cached = subkeyCache[lockClass], cached.matches(key) { return cached }
-        let fresh = Subkeys(classKey: key)
-        subkeyCache[lockClass] = fresh
-        return fresh
+        return ClassKeys(present, separatesDeviceOnly: keybag.isBound)
     }
 
     // MARK: Batches
@@ -470,32 +474,6 @@ package final class KeychainStore: @unchecked Sendable {
             }
             return (added, duplicates)
         }
-    }
-}
-
-/// The subkeys of the class keys last seen (`KeychainStore.subkeyCache`): three fields, since every
-/// call reads them.
-struct SubkeyCache {
-    private var a: Subkeys?
-    private var c: Subkeys?
-    private var d: Subkeys?
-
-    subscript(lockClass: LockClass) -> Subkeys? {
-        get {
-            switch lockClass {
-            case .whenUnlocked: return a
-            case .afterFirstUnlock: return c
-            case .always: return d
-            }
-        }
-        set {
-            switch lockClass {
-            case .whenUnlocked: a = newValue
-            case .afterFirstUnlock: c = newValue
-            case .always: d = newValue
-            }
-        }
-        return ClassKeys(present, separatesDeviceOnly: keybag.isBound)
     }
 }
 
