@@ -40,15 +40,17 @@ package struct LocalTPM: TPMOperations {
             guard equal(name, record.primaryName) else {
                 throw TPMFailure.foreign("this TPM's storage key is not the one the keychain was sealed under")
             }
-            return try connection.unseal(public: record.sealedPublic, private: record.sealedPrivate, auth: auth,
-                                         parent: primary, expectedLength: length)
+            return try connection.unseal(
+                public: record.sealedPublic, private: record.sealedPrivate, auth: auth,
+                parent: primary, expectedLength: length)
         }
     }
 
     package func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?) {
         try connected { connection in
-            let description = TPMDescription(tcti: connection.configuration, manufacturer: (try? connection.manufacturer()) ?? "?",
-                                             lockout: try? connection.lockoutState())
+            let description = TPMDescription(
+                tcti: connection.configuration, manufacturer: (try? connection.manufacturer()) ?? "?",
+                lockout: try? connection.lockoutState())
             guard let primaryName else { return (description, nil) }
             let (primary, name) = try connection.createPrimary()
             connection.flush(primary)

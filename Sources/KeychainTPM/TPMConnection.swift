@@ -69,8 +69,9 @@ final class TPMConnection {
         let esys = try context()
         var more: TPMI_YES_NO = 0
         var data: UnsafeMutablePointer<TPMS_CAPABILITY_DATA>?
-        let rc = Esys_GetCapability(esys, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
-                                            TPM2_CAP(TPMConstant.capTPMProperties), first, count, &more, &data)
+        let rc = Esys_GetCapability(
+            esys, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            TPM2_CAP(TPMConstant.capTPMProperties), first, count, &more, &data)
         defer { Esys_Free(data) }
         guard rc == 0, let data else { throw Self.failure(rc, "TPM2_GetCapability") }
         guard data.pointee.capability == TPM2_CAP(TPMConstant.capTPMProperties) else {
@@ -88,10 +89,11 @@ final class TPMConnection {
     func lockoutState() throws -> TPMLockoutState {
         let p = try properties(from: TPMConstant.ptPermanent, count: TPMConstant.ptLockoutRecovery - TPMConstant.ptPermanent + 1)
         guard let permanent = p[TPMConstant.ptPermanent], let failures = p[TPMConstant.ptLockoutCounter],
-              let maximum = p[TPMConstant.ptMaxAuthFail], let interval = p[TPMConstant.ptLockoutInterval]
+            let maximum = p[TPMConstant.ptMaxAuthFail], let interval = p[TPMConstant.ptLockoutInterval]
         else { throw TPMFailure.failed("the TPM did not report its dictionary-attack state") }
-        return TPMLockoutState(inLockout: permanent & TPMConstant.permanentInLockout != 0, failures: failures,
-                               maximum: maximum, interval: interval)
+        return TPMLockoutState(
+            inLockout: permanent & TPMConstant.permanentInLockout != 0, failures: failures,
+            maximum: maximum, interval: interval)
     }
 
     func manufacturer() throws -> String {
@@ -118,9 +120,10 @@ final class TPMConnection {
         var outsideInfo = TPM2B_DATA()
         var pcrs = TPML_PCR_SELECTION()
         var handle = ESYS_TR(ESYS_TR_NONE)
-        let rc = Esys_CreatePrimary(esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE),
-                                            ESYS_TR(ESYS_TR_NONE), &sensitive, &template, &outsideInfo, &pcrs, &handle,
-                                            nil, nil, nil, nil)
+        let rc = Esys_CreatePrimary(
+            esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE),
+            ESYS_TR(ESYS_TR_NONE), &sensitive, &template, &outsideInfo, &pcrs, &handle,
+            nil, nil, nil, nil)
         guard rc == 0 else {
             if TPMConstant.code(rc) == TPMConstant.rcBadAuth || TPMConstant.code(rc) == TPMConstant.rcAuthFail {
                 throw TPMFailure.failed("the TPM's owner hierarchy has a password; a keychain cannot be sealed under it")
@@ -150,9 +153,10 @@ final class TPMConnection {
         symmetric.keyBits.aes = 128
         symmetric.mode.aes = TPMConstant.algCFB
         var session = ESYS_TR(ESYS_TR_NONE)
-        let rc = Esys_StartAuthSession(try context(), primary, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
-                                                ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), nil, TPM2_SE(TPMConstant.seHMAC),
-                                                &symmetric, TPMConstant.algSHA256, &session)
+        let rc = Esys_StartAuthSession(
+            try context(), primary, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), nil, TPM2_SE(TPMConstant.seHMAC),
+            &symmetric, TPMConstant.algSHA256, &session)
         guard rc == 0 else { throw Self.failure(rc, "TPM2_StartAuthSession") }
         transient.append(session)
         return session
@@ -181,8 +185,9 @@ final class TPMConnection {
         var pcrs = TPML_PCR_SELECTION()
         var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
         var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
-        let rc = Esys_Create(esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive,
-                                    &template, &outsideInfo, &pcrs, &outPrivate, &outPublic, nil, nil, nil)
+        let rc = Esys_Create(
+            esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive,
+            &template, &outsideInfo, &pcrs, &outPrivate, &outPublic, nil, nil, nil)
         defer { Esys_Free(outPrivate); Esys_Free(outPublic) }
         guard rc == 0, let outPrivate, let outPublic else { throw Self.failure(rc, "TPM2_Create") }
         return (try marshal(outPublic), try marshal(outPrivate))
@@ -198,8 +203,9 @@ final class TPMConnection {
         }
         var inPrivate = try unmarshalPrivate(`private`)
         var object = ESYS_TR(ESYS_TR_NONE)
-        let rc = Esys_Load(esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
-                                  &inPrivate, &inPublic, &object)
+        let rc = Esys_Load(
+            esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            &inPrivate, &inPublic, &object)
         guard rc == 0 else {
             // The private area is encrypted and authenticated under the parent's key: another
             // TPM (or this one after its owner hierarchy was cleared) cannot load it.
@@ -320,7 +326,8 @@ enum TPMTemplates {
         var template = TPM2B_PUBLIC()
         template.publicArea.type = TPMConstant.algECC
         template.publicArea.nameAlg = TPMConstant.algSHA256
-        template.publicArea.objectAttributes = TPMConstant.attrFixedTPM | TPMConstant.attrFixedParent
+        template.publicArea.objectAttributes =
+            TPMConstant.attrFixedTPM | TPMConstant.attrFixedParent
             | TPMConstant.attrSensitiveDataOrigin | TPMConstant.attrUserWithAuth | TPMConstant.attrNoDA
             | TPMConstant.attrRestricted | TPMConstant.attrDecrypt
         template.publicArea.parameters.eccDetail.symmetric.algorithm = TPMConstant.algAES
@@ -402,7 +409,7 @@ enum TPMConstant {
         0x095: "TPM_RC_SIZE", 0x084: "TPM_RC_VALUE", 0x09A: "TPM_RC_KEY", 0x0A9: "TPM_RC_BINDING",
         0x085: "TPM_RC_HIERARCHY", 0x902: "TPM_RC_OBJECT_MEMORY", 0x903: "TPM_RC_SESSION_MEMORY",
         0x901: "TPM_RC_CONTEXT_GAP", 0x922: "TPM_RC_RETRY", 0x908: "TPM_RC_YIELDED", 0x90A: "TPM_RC_TESTING",
-        0x100: "TPM_RC_INITIALIZE", 0x101: "TPM_RC_FAILURE", 0x086: "TPM_RC_ATTRIBUTES", 0x09D: "TPM_RC_POLICY_FAIL",
+        0x100: "TPM_RC_INITIALIZE", 0x101: "TPM_RC_FAILURE", 0x086: "TPM_RC_ATTRIBUTES", 0x09D: "TPM_RC_POLICY_FAIL"
     ]
 
     /// The TPM's own response code in a tpm2-tss return code (the TPM's layer, or a resource

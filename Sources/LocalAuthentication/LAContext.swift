@@ -63,8 +63,10 @@ open class LAContext: NSObject, AuthenticationContextProviding, @unchecked Senda
     }
 
     /// Asks the authorizer on a background thread; `reply` gets the outcome there.
-    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String,
-                             reply: @escaping @Sendable (Bool, Error?) -> Void) {
+    open func evaluatePolicy(
+        _ policy: LAPolicy, localizedReason: String,
+        reply: @escaping @Sendable (Bool, Error?) -> Void
+    ) {
         let reason = localizedReason
         Thread.detachNewThread { [self] in
             do {
@@ -102,11 +104,14 @@ open class LAContext: NSObject, AuthenticationContextProviding, @unchecked Senda
     }
 
     /// Evaluates what `accessControl` asks for `operation`: the authorizer for its presence conditions.
-    open func evaluateAccessControl(_ accessControl: SecAccessControl, operation: LAAccessControlOperation,
-                                    localizedReason: String, reply: @escaping @Sendable (Bool, Error?) -> Void) {
+    open func evaluateAccessControl(
+        _ accessControl: SecAccessControl, operation: LAAccessControlOperation,
+        localizedReason: String, reply: @escaping @Sendable (Bool, Error?) -> Void
+    ) {
         let conditions = AccessConditions(rawValue: UInt64(accessControl.flags.rawValue))
         guard conditions.asksAuthorizer else { return reply(true, nil) }
-        let policy: LAPolicy = conditions.isDisjoint(with: .biometry) || conditions.contains(.or)
+        let policy: LAPolicy =
+            conditions.isDisjoint(with: .biometry) || conditions.contains(.or)
             ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics
         evaluatePolicy(policy, localizedReason: localizedReason, reply: reply)
     }

@@ -19,7 +19,7 @@ package enum SecretAttributes {
 
     static let networkNames: [(name: String, apple: String)] = [
         ("user", "acct"), ("server", "srvr"), ("protocol", "ptcl"), ("port", "port"),
-        ("object", "path"), ("authtype", "atyp"), ("domain", "sdmn"),
+        ("object", "path"), ("authtype", "atyp"), ("domain", "sdmn")
     ]
 
     /// Whether a query's pair can be matched without the attribute index: a mapped attribute, or
@@ -69,7 +69,8 @@ package enum SecretAttributes {
         case "port":
             // A port that is not one stays an unmapped attribute rather than failing the store.
             guard !text.isEmpty, text.utf8.count <= 5, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
-                  let port = Int64(text), port <= 65535 else { return nil }
+                let port = Int64(text), port <= 65535
+            else { return nil }
             return .int(port)
         default: return .string(text)
         }

@@ -23,11 +23,14 @@ extension KeychainStore {
     /// Adds the item unless it is already here; it keeps its dates (0: unknown, dated now). A
     /// look-alike (same attributes, another secret) is added beside the existing item, never over
     /// it: nothing already in the keychain is replaced by an import.
-    package func importSecretItem(label: String, attributes: [String: String], secret: Bytes,
-                                 created: UInt64, modified: UInt64) throws -> ImportOutcome {
+    package func importSecretItem(
+        label: String, attributes: [String: String], secret: Bytes,
+        created: UInt64, modified: UInt64
+    ) throws -> ImportOutcome {
         if try holdsSecretItem(label: label, attributes: attributes, secret: secret) { return .alreadyThere }
-        _ = try addSecretItem(label: label, attributes: attributes, secret: secret, contentType: Self.defaultContentType,
-                              replace: false, created: Double(created), modified: Double(modified))
+        _ = try addSecretItem(
+            label: label, attributes: attributes, secret: secret, contentType: Self.defaultContentType,
+            replace: false, created: Double(created), modified: Double(modified))
         return .added
     }
 }

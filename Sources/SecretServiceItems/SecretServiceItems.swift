@@ -116,7 +116,8 @@ extension KeychainStore {
                     let item = try secretItem(row, keys: keys, includeSecret: false)
                     if item.matches(query, owner: owner) { result.unlocked.append(item) }
                 } else if try indexHolds(scoped, row: row.rowID, keys: keys),
-                          try owner != nil || !indexHolds(FreeFormAttributes.ownedIndexPair, row: row.rowID, keys: keys) {
+                    try owner != nil || !indexHolds(FreeFormAttributes.ownedIndexPair, row: row.rowID, keys: keys)
+                {
                     result.locked.append(row.rowID)
                 }
             }
@@ -143,7 +144,8 @@ extension KeychainStore {
             stmt.reset()
             for rowID in rows {
                 guard let row = try loadRow(rowID), keys.has(row.lockClass),
-                      !AccessConditions(of: try openAttributes(row, keys: keys)).needsAPerson else { return false }
+                    !AccessConditions(of: try openAttributes(row, keys: keys)).needsAPerson
+                else { return false }
             }
             return true
         }
@@ -165,9 +167,11 @@ extension KeychainStore {
     ///
     /// `created` and `modified` (seconds since 1970) keep the dates an item had elsewhere (an
     /// import from gnome-keyring); without them, or for 0, the item is dated now.
-    package func addSecretItem(label: String, attributes: [String: String], secret: Bytes, contentType: String,
-                              replace: Bool, owner: String? = nil,
-                              created: Double? = nil, modified: Double? = nil) throws -> (item: SecretItem, replaced: [Int64]) {
+    package func addSecretItem(
+        label: String, attributes: [String: String], secret: Bytes, contentType: String,
+        replace: Bool, owner: String? = nil,
+        created: Double? = nil, modified: Double? = nil
+    ) throws -> (item: SecretItem, replaced: [Int64]) {
         let itemClass = owner == nil ? SecretAttributes.itemClass(for: attributes) : .genericPassword
         var item = Item(itemClass: itemClass, attributes: SecretAttributes.appleAttributes(attributes, itemClass: itemClass), secret: secret)
         item[AttributeKey.freeFormAttributes] = .data(FreeFormAttributes.encode(attributes))
@@ -233,8 +237,10 @@ extension KeychainStore {
     /// Changes an item's label, attributes, secret or content type (nil: unchanged). The item keeps
     /// its class and its row, so its object path stays.
     @discardableResult
-    package func updateSecretItem(_ rowID: Int64, label: String? = nil, attributes: [String: String]? = nil,
-                                 secret: Bytes? = nil, contentType: String? = nil, owner: String? = nil) throws -> SecretItem {
+    package func updateSecretItem(
+        _ rowID: Int64, label: String? = nil, attributes: [String: String]? = nil,
+        secret: Bytes? = nil, contentType: String? = nil, owner: String? = nil
+    ) throws -> SecretItem {
         let current = try secretItem(rowID, owner: owner)
         // Refused before anything is written, the attribute index included.
         try withLock { try checkChangeable(rowID, keys: try currentKeys()) }
@@ -320,8 +326,9 @@ extension KeychainStore {
         guard let itemClass = ItemClass(code: stmt.int(0)), let lockClass = LockClass(rawValue: stmt.int(1)) else {
             throw KeychainError.decode("row \(rowID) has an invalid class")
         }
-        return Row(rowID: rowID, itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
-                   metadata: stmt.blob(2), secret: stmt.blob(3))
+        return Row(
+            rowID: rowID, itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
+            metadata: stmt.blob(2), secret: stmt.blob(3))
     }
 
     /// Items whose access control needs a person (made with SecItem or `security --require`) are
@@ -353,12 +360,13 @@ extension KeychainStore {
             guard case .date(let d)? = item[key], d > 0 else { return 0 }
             return UInt64(d.isFinite ? min(d, Self.latestDate).rounded() : Self.latestDate)
         }
-        return SecretItem(row: row.rowID, itemClass: row.itemClass, label: item["labl"]?.stringValue ?? "",
-                          attributes: SecretAttributes.view(of: item),
-                          contentType: item[AttributeKey.contentType]?.stringValue ?? Self.defaultContentType,
-                          created: seconds("cdat"), modified: seconds("mdat"),
-                          secret: includeSecret ? try openSecret(row, keys: keys) : nil,
-                          owner: item[AttributeKey.owner]?.stringValue)
+        return SecretItem(
+            row: row.rowID, itemClass: row.itemClass, label: item["labl"]?.stringValue ?? "",
+            attributes: SecretAttributes.view(of: item),
+            contentType: item[AttributeKey.contentType]?.stringValue ?? Self.defaultContentType,
+            created: seconds("cdat"), modified: seconds("mdat"),
+            secret: includeSecret ? try openSecret(row, keys: keys) : nil,
+            owner: item[AttributeKey.owner]?.stringValue)
     }
 
     /// Rows that may match, oldest first: through the attribute index when the query names an

@@ -153,8 +153,10 @@ public let kCFErrorDomainPOSIX: CFErrorDomain! = CFStringConstant(string: "NSPOS
 public let kCFErrorLocalizedDescriptionKey: CFString! = CFStringConstant(string: "NSLocalizedDescription")
 public let kCFErrorLocalizedFailureReasonKey: CFString! = CFStringConstant(string: "NSLocalizedFailureReason")
 
-public func CFErrorCreate(_ allocator: CFAllocator?, _ domain: CFErrorDomain!, _ code: CFIndex,
-                          _ userInfo: CFDictionary!) -> CFError! {
+public func CFErrorCreate(
+    _ allocator: CFAllocator?, _ domain: CFErrorDomain!, _ code: CFIndex,
+    _ userInfo: CFDictionary!
+) -> CFError! {
     var info: [String: Any] = [:]
     for (key, value) in userInfo ?? [:] {
         if let name = key as? String { info[name] = value }
@@ -207,9 +209,13 @@ public struct SecError: Error, Equatable, CustomStringConvertible {
     }
 
     init(_ error: Error) {
-        if let e = error as? KeychainError { self.init(e.status, e.description) }
-        else if let e = error as? SecError { self = e }
-        else { self.init(errSecParam, "\(error)") }
+        if let e = error as? KeychainError {
+            self.init(e.status, e.description)
+        } else if let e = error as? SecError {
+            self = e
+        } else {
+            self.init(errSecParam, "\(error)")
+        }
     }
 
     public var description: String { "\(KeychainError.name(for: status)) (\(status)): \(message)" }

@@ -22,8 +22,10 @@ public struct SecAccessControlCreateFlags: OptionSet, Hashable, Sendable {
     public static let applicationPassword = SecAccessControlCreateFlags(rawValue: 1 << 31)
 
     /// The constraints that stand for a person: satisfying one needs someone at the machine.
-    static let needingAPerson: SecAccessControlCreateFlags = [.userPresence, .biometryAny, .biometryCurrentSet,
-                                                              .devicePasscode, .companion, .applicationPassword]
+    static let needingAPerson: SecAccessControlCreateFlags = [
+        .userPresence, .biometryAny, .biometryCurrentSet,
+        .devicePasscode, .companion, .applicationPassword
+    ]
 }
 
 /// What kSecAttrAccessControl holds: a protection class (a kSecAttrAccessible value) and the
@@ -50,9 +52,11 @@ public func SecAccessControlGetTypeID() -> CFTypeID { TypeID.accessControl }
 /// An access control for `protection` with `flags`, checked as Apple checks them: a known
 /// protection class, at most one of `.or`/`.and`, one biometry constraint, and `.userPresence`
 /// combined only with `.applicationPassword` and `.privateKeyUsage`. Failures are errSecParam.
-public func SecAccessControlCreateWithFlags(_ allocator: CFAllocator?, _ protection: CFTypeRef,
-                                            _ flags: SecAccessControlCreateFlags,
-                                            _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecAccessControl? {
+public func SecAccessControlCreateWithFlags(
+    _ allocator: CFAllocator?, _ protection: CFTypeRef,
+    _ flags: SecAccessControlCreateFlags,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> SecAccessControl? {
     do {
         guard let name = protection as? String, let protectionClass = Protection(rawValue: name) else {
             throw KeychainError.param("SecAccessControl: invalid protection: \(CFCopyDescription(protection) ?? "nil")")
@@ -64,8 +68,10 @@ public func SecAccessControlCreateWithFlags(_ allocator: CFAllocator?, _ protect
             throw KeychainError.param("only one bio constraint can be set")
         }
         if flags.contains(.userPresence),
-           !flags.subtracting([.userPresence, .applicationPassword, .privateKeyUsage]).isEmpty {
-            throw KeychainError.param("kSecAccessControlUserPresence can be combined only with kSecAccessControlApplicationPassword and kSecAccessControlPrivateKeyUsage")
+            !flags.subtracting([.userPresence, .applicationPassword, .privateKeyUsage]).isEmpty
+        {
+            throw KeychainError.param(
+                "kSecAccessControlUserPresence can be combined only with kSecAccessControlApplicationPassword and kSecAccessControlPrivateKeyUsage")
         }
         let known: SecAccessControlCreateFlags = [.needingAPerson, .or, .and, .privateKeyUsage]
         if !flags.subtracting(known).isEmpty {

@@ -20,7 +20,6 @@ struct StoredReference {
     var keychainPath: String
 }
 
-
 /// nil unless `data` is one DER certificate (PEM is not accepted, as on Apple's systems).
 public func SecCertificateCreateWithData(_ allocator: CFAllocator?, _ data: CFData) -> SecCertificate? {
     (try? Certificate(der: Array(data as Data))).map { SecCertificate($0) }

@@ -91,13 +91,16 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 /// counts items, not results.
 private func find(_ request: SecItemRequest, in keychain: SecKeychain, limit: Int?) throws -> [AnyObject?] {
     if request.itemClass == .identity {
-        let identities = try keychain.store.findIdentities(request.query, limit: limit, includeKeyData: request.returnRef,
-                                                           presence: request.presence)
+        let identities = try keychain.store.findIdentities(
+            request.query, limit: limit, includeKeyData: request.returnRef,
+            presence: request.presence)
         return identities.map { SecItemResult.build($0, request: request, keychain: keychain) }
     }
     // References to certificates and keys are made from their data.
-    let needData = request.returnData || (request.returnRef && request.itemClass != .genericPassword
-                                          && request.itemClass != .internetPassword)
+    let needData =
+        request.returnData
+        || (request.returnRef && request.itemClass != .genericPassword
+            && request.itemClass != .internetPassword)
     let items = try keychain.store.find(request.query, limit: limit, includeSecret: needData, presence: request.presence)
     return items.map { SecItemResult.build($0, request: request, keychain: keychain) }
 }
@@ -121,8 +124,8 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
         let changes = try SecItemRequest(changesDictionary)
         try changes.checkAccessControlForWriting()
         guard changes.returnCount == 0, changes.limit == nil, changes.rows == nil, changes.keychain == nil,
-              changes.valueRef == nil, changes.certificateFilter == nil,
-              !changes.caseInsensitive, changes.synchronizable != .any
+            changes.valueRef == nil, changes.certificateFilter == nil,
+            !changes.caseInsensitive, changes.synchronizable != .any
         else { throw KeychainError.param("only attributes and kSecValueData can be updated") }
         var newAttributes = changes.attributes
         if let sync = changes.synchronizable { newAttributes[AttributeKey.synchronizable] = .bool(sync == .yes) }

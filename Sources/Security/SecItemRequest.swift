@@ -3,7 +3,11 @@ internal import CFoundationBridge
 
 /// A SecItem dictionary, checked and translated for the engine. Anything malformed is errSecParam.
 struct SecItemRequest {
-    enum Limit: Equatable { case one, count(Int), all }
+    enum Limit: Equatable {
+        case one
+        case count(Int)
+        case all
+    }
 
     var itemClass: ItemClass
     var attributes: [String: AttributeValue] = [:]
@@ -131,11 +135,13 @@ struct SecItemRequest {
     /// What the engine needs to ask the person, or not.
     var presence: PresenceOptions {
         let reason = operationPrompt
-        return PresenceOptions(interaction: authenticationUI, operationPrompt: operationPrompt, context: authenticationContext,
-                               askApplicationPassword: {
-            try PinentryPrompt().ask(description: reason ?? "An application wants to use a keychain item protected by an application password.",
-                                 prompt: "Application password:")
-        })
+        return PresenceOptions(
+            interaction: authenticationUI, operationPrompt: operationPrompt, context: authenticationContext,
+            askApplicationPassword: {
+                try PinentryPrompt().ask(
+                    description: reason ?? "An application wants to use a keychain item protected by an application password.",
+                    prompt: "Application password:")
+            })
     }
 
     /// Apple allows kSecUseAuthenticationUISkip in SecItemCopyMatching only.
@@ -147,8 +153,10 @@ struct SecItemRequest {
 
     init(_ dictionary: [String: Any]) throws {
         // Apple lets kSecValueRef and kSecValuePersistentRef stand for kSecClass.
-        guard let raw = dictionary["class"] ?? dictionary["v_Ref"].flatMap(Self.itemClass(of:))?.rawValue
-                ?? dictionary["v_PersistentRef"].flatMap({ try? Self.persistentReference($0) })?.itemClass.rawValue else {
+        guard
+            let raw = dictionary["class"] ?? dictionary["v_Ref"].flatMap(Self.itemClass(of:))?.rawValue
+                ?? dictionary["v_PersistentRef"].flatMap({ try? Self.persistentReference($0) })?.itemClass.rawValue
+        else {
             throw KeychainError.param("the dictionary has no kSecClass")
         }
         guard let name = raw as? String, let cls = ItemClass(rawValue: name) else {
@@ -163,7 +171,8 @@ struct SecItemRequest {
             try take(key, value)
         }
         if let filter = certificateFilter, cls != .certificate && cls != .identity,
-           filter.subjectContains != nil || filter.emailAddressIfPresent != nil || filter.issuers != nil {
+            filter.subjectContains != nil || filter.emailAddressIfPresent != nil || filter.issuers != nil
+        {
             throw KeychainError.param("certificate search keys in a search for \(cls.rawValue) items")
         }
         if let accessControl {
@@ -219,14 +228,15 @@ struct SecItemRequest {
             }
         case "m_ItemList":
             guard let list = value as? [Any], !list.isEmpty else { throw KeychainError.param("kSecMatchItemList must be a non-empty array") }
-            addRows(try list.map { entry in
-                if let ref = entry as? SecKeychainItem { return ref.rowID }
-                if let stored = Self.storedReference(entry) { return stored.rowID }
-                if Self.itemClass(of: entry) != nil {
-                    throw KeychainError(.unimplemented, "kSecMatchItemList with references to items in no keychain")
-                }
-                return try Self.persistentReference(entry).rowID
-            })
+            addRows(
+                try list.map { entry in
+                    if let ref = entry as? SecKeychainItem { return ref.rowID }
+                    if let stored = Self.storedReference(entry) { return stored.rowID }
+                    if Self.itemClass(of: entry) != nil {
+                        throw KeychainError(.unimplemented, "kSecMatchItemList with references to items in no keychain")
+                    }
+                    return try Self.persistentReference(entry).rowID
+                })
         case "m_SubjectContains":
             guard let text = value as? String else { throw KeychainError.param("kSecMatchSubjectContains must be a string") }
             filter { $0.subjectContains = text }
@@ -235,7 +245,8 @@ struct SecItemRequest {
             filter { $0.emailAddressIfPresent = text }
         case "m_Issuers":
             guard let list = value as? [Any], !list.isEmpty,
-                  case let names = list.compactMap({ $0 as? Data }), names.count == list.count else {
+                case let names = list.compactMap({ $0 as? Data }), names.count == list.count
+            else {
                 throw KeychainError.param("kSecMatchIssuers must be a non-empty array of X.500 names (Data)")
             }
             filter { $0.issuers = names.map { Array($0) } }
@@ -349,7 +360,8 @@ struct SecItemRequest {
             }
         }
         guard type(of: value) != Bool.self, let n = value as? NSNumber, String(cString: n.objCType) != "c" || n.intValue > 1,
-              let count = integer(n), count >= 1 else {
+            let count = integer(n), count >= 1
+        else {
             throw KeychainError.param("kSecMatchLimit must be kSecMatchLimitOne, kSecMatchLimitAll or a number of at least 1")
         }
         return count == 1 ? .one : .count(Int(clamping: count))
@@ -386,7 +398,8 @@ struct SecItemRequest {
         case "f", "d":
             let double = n.doubleValue
             guard double.isFinite, double == double.rounded(), double >= -9.223372036854775808e18,
-                  double < 9.223372036854775808e18 else { return nil }
+                double < 9.223372036854775808e18
+            else { return nil }
             return Int64(double)
         case "Q", "L", "I", "S", "C":
             return n.uint64Value <= UInt64(Int64.max) ? Int64(n.uint64Value) : nil

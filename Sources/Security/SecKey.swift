@@ -32,8 +32,10 @@ public final class SecKey: CustomStringConvertible {
 
 /// A key from its external representation (PKCS#1 for RSA, X9.63 for EC; DER/PEM PKCS#8 and
 /// SubjectPublicKeyInfo are read too). kSecAttrKeyClass and kSecAttrKeyType, when given, must agree.
-public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
-                                 _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+public func SecKeyCreateWithData(
+    _ keyData: CFData, _ attributes: CFDictionary,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> SecKey? {
     do {
         var typed: [String: AttributeValue] = [:]
         // Other keys (kSecClass, kSecAttrIsPermanent's relatives) are not key attributes: ignored, as Apple does.

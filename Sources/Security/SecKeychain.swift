@@ -38,8 +38,10 @@ public final class SecKeychain: @unchecked Sendable {
 
     /// The same with the engine's terms, and the key derivation's cost chosen (tests and the bench
     /// make cheap ones).
-    package static func create(at path: String?, password: String, storage: KeyStorage,
-                               scrypt: ScryptParameters?) throws -> SecKeychain {
+    package static func create(
+        at path: String?, password: String, storage: KeyStorage,
+        scrypt: ScryptParameters?
+    ) throws -> SecKeychain {
         SecKeychain(store: try KeychainStore.create(at: path, password: Array(password.utf8), scrypt: scrypt, storage: storage))
     }
 
@@ -100,9 +102,11 @@ public final class SecKeychain: @unchecked Sendable {
 
 // The macOS functions over keychains, for code written against them.
 
-public func SecKeychainCreate(_ pathName: String, _ passwordLength: UInt32, _ password: UnsafeRawPointer?,
-                              _ promptUser: Bool, _ initialAccess: AnyObject?,
-                              _ keychain: UnsafeMutablePointer<SecKeychain?>) -> OSStatus {
+public func SecKeychainCreate(
+    _ pathName: String, _ passwordLength: UInt32, _ password: UnsafeRawPointer?,
+    _ promptUser: Bool, _ initialAccess: AnyObject?,
+    _ keychain: UnsafeMutablePointer<SecKeychain?>
+) -> OSStatus {
     guard let password else { return errSecParam }
     let bytes = Array(UnsafeRawBufferPointer(start: password, count: Int(passwordLength)))
     return secStatus {
@@ -114,8 +118,10 @@ public func SecKeychainOpen(_ pathName: String, _ keychain: UnsafeMutablePointer
     secStatus { keychain.pointee = try SecKeychain.open(at: pathName) }
 }
 
-public func SecKeychainUnlock(_ keychain: SecKeychain?, _ passwordLength: UInt32, _ password: UnsafeRawPointer?,
-                              _ usePassword: Bool) -> OSStatus {
+public func SecKeychainUnlock(
+    _ keychain: SecKeychain?, _ passwordLength: UInt32, _ password: UnsafeRawPointer?,
+    _ usePassword: Bool
+) -> OSStatus {
     guard let password, usePassword else { return errSecInteractionNotAllowed }
     let bytes = Array(UnsafeRawBufferPointer(start: password, count: Int(passwordLength)))
     return secStatus { try (keychain ?? SecKeychain.defaultKeychain()).store.unlock(password: bytes) }

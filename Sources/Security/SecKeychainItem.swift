@@ -20,10 +20,16 @@ public final class SecKeychainItem: CustomStringConvertible {
 enum SecItemResult {
     /// The attributes every item of a class reports, present or not (as Apple's do).
     static func reportedKeys(_ itemClass: ItemClass) -> [String] {
-        let common = [AttributeKey.account, AttributeKey.accessGroup, AttributeKey.accessible, AttributeKey.synchronizable, AttributeKey.creationDate, AttributeKey.modificationDate, AttributeKey.sha1]
+        let common = [
+            AttributeKey.account, AttributeKey.accessGroup, AttributeKey.accessible, AttributeKey.synchronizable, AttributeKey.creationDate,
+            AttributeKey.modificationDate, AttributeKey.sha1
+        ]
         switch itemClass {
         case .genericPassword: return common + [AttributeKey.service]
-        case .internetPassword: return common + [AttributeKey.securityDomain, AttributeKey.server, AttributeKey.protocol, AttributeKey.authenticationType, AttributeKey.port, AttributeKey.path]
+        case .internetPassword:
+            return common + [
+                AttributeKey.securityDomain, AttributeKey.server, AttributeKey.protocol, AttributeKey.authenticationType, AttributeKey.port, AttributeKey.path
+            ]
         default: return common.filter { $0 != AttributeKey.account }
         }
     }
@@ -51,8 +57,9 @@ enum SecItemResult {
         }
         // kSecAttrAccessControl comes back as the object it was given as.
         if let flags = item.attributes[AttributeKey.accessControl]?.intValue {
-            out[AttributeKey.accessControl] = SecAccessControl(protection: item.protection,
-                                           flags: SecAccessControlCreateFlags(rawValue: CFOptionFlags(truncatingIfNeeded: flags)))
+            out[AttributeKey.accessControl] = SecAccessControl(
+                protection: item.protection,
+                flags: SecAccessControlCreateFlags(rawValue: CFOptionFlags(truncatingIfNeeded: flags)))
         }
         return out
     }
@@ -87,7 +94,8 @@ enum SecItemResult {
         }
         return build(merged, request: request, keychain: keychain) { () -> AnyObject in
             guard let certificate = reference(identity.certificate, keychain: keychain) as? SecCertificate,
-                  let key = reference(identity.privateKey, keychain: keychain) as? SecKey else { return NSNull() }
+                let key = reference(identity.privateKey, keychain: keychain) as? SecKey
+            else { return NSNull() }
             return SecIdentity(certificate: certificate, privateKey: key)
         }
     }

@@ -30,7 +30,8 @@ struct Export: ParsableCommand {
                 return
             }
             guard let output else { throw ValidationError("a backup needs -o FILE") }
-            var secret = try passphrase.map { Array($0.utf8) }
+            var secret =
+                try passphrase.map { Array($0.utf8) }
                 ?? Terminal.readSecret(prompt: "passphrase for the backup: ", confirm: "retype passphrase: ")
             defer { secret.wipe() }
             guard !secret.isEmpty else { throw KeychainError(.param, "a backup needs a passphrase") }

@@ -69,8 +69,11 @@ struct FindIdentity: ParsableCommand {
         abstract: "Find identities: certificates whose private key is in the keychain.",
         discussion: "Valid means within the certificate's validity dates; trust settings are not kept by this keychain.")
 
-    @Option(name: .customShort("p"), parsing: .unconditionalSingleValue,
-            help: "Policy (basic, ssl-client, ssl-server, smime, eap, ipsec, ichat, codesigning, sys-default, sys-kerberos-kdc, appleID, macappstore): shown, not evaluated; may be repeated.")
+    @Option(
+        name: .customShort("p"), parsing: .unconditionalSingleValue,
+        help:
+            "Policy (basic, ssl-client, ssl-server, smime, eap, ipsec, ichat, codesigning, sys-default, sys-kerberos-kdc, appleID, macappstore): shown, not evaluated; may be repeated."
+    )
     var policies: [String] = []
     @Option(name: .customShort("s"), parsing: .unconditional, help: "Only identities whose certificate names this host or email address.") var string: String?
     @Flag(name: .customShort("v"), help: "Show valid identities only.") var validOnly = false
@@ -80,7 +83,7 @@ struct FindIdentity: ParsableCommand {
     static let policyNames: [(String, String)] = [
         ("ssl-client", "SSL"), ("ssl-server", "SSL"), ("smime", "S/MIME"), ("eap", "EAP"), ("ipsec", "IPSec"),
         ("ichat", "iChat"), ("codesigning", "Code Signing"), ("basic", "X.509 Basic"), ("sys-default", "System Default"),
-        ("sys-kerberos-kdc", "System Kerberos KDC"), ("appleID", "AppleID Sharing"), ("macappstore", "Mac App Store Receipt"),
+        ("sys-kerberos-kdc", "System Kerberos KDC"), ("appleID", "AppleID Sharing"), ("macappstore", "Mac App Store Receipt")
     ]
 
     func validate() throws {
@@ -148,7 +151,8 @@ struct DeleteCertificate: ParsableCommand {
         abstract: "Delete a certificate, named by common name (-c) or SHA-1 or SHA-256 hash (-Z).")
 
     @Option(name: .customShort("c"), parsing: .unconditional, help: "Common name of the certificate (must name exactly one).") var name: String?
-    @Option(name: .customShort("Z"), parsing: .unconditional, help: "SHA-1 or SHA-256 hash of the certificate, as find-certificate -Z prints them.") var hash: String?
+    @Option(name: .customShort("Z"), parsing: .unconditional, help: "SHA-1 or SHA-256 hash of the certificate, as find-certificate -Z prints them.") var hash:
+        String?
     @Flag(name: .customShort("t"), help: "Also delete user trust settings (there are none here; accepted for macOS compatibility).")
     var trust = false
     @OptionGroup var target: KeychainListArgument

@@ -109,7 +109,9 @@ struct Dispatcher {
                 CommandLine.wipe(argument: base + index, from: option.valueOffset)
             }
             if !warned && !quiet && argvOffset != nil {
-                Terminal.error("security: warning: a password given with -\(option.name) is visible to other local users while the command starts (/proc/PID/cmdline); leave it out to be prompted, or pipe it on standard input")
+                Terminal.error(
+                    "security: warning: a password given with -\(option.name) is visible to other local users while the command starts (/proc/PID/cmdline); leave it out to be prompted, or pipe it on standard input"
+                )
                 warned = true
             }
         }
@@ -149,7 +151,8 @@ struct Dispatcher {
                 out[out.count - 1] = "-X"
                 out.append(value.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined())
             } else {
-                throw KeychainError(.param, "the value of -\(option.name) is not valid UTF-8; names are kept as UTF-8 text here, so it is refused rather than changed")
+                throw KeychainError(
+                    .param, "the value of -\(option.name) is not valid UTF-8; names are kept as UTF-8 text here, so it is refused rather than changed")
             }
         }
         // -w (or -p) last: prompt for the password; -k last: the command prompts for it anyway.
@@ -193,7 +196,8 @@ struct Dispatcher {
 
     /// security.c's usage(): on standard output, status 2.
     static func printUsage() {
-        Terminal.out("""
+        Terminal.out(
+            """
             Usage: security [-h] [-i] [-l] [-p prompt] [-q] [-v] [command] [opt ...]
                 -i    Run in interactive mode.
                 -l    Accepted (macOS runs leaks(1) before exiting).
@@ -306,7 +310,7 @@ struct Dispatcher {
         case "cms": return "CMS and provisioning-profile support"
         case "authorizationdb", "authorize", "execute-with-privileges": return "Authorization Services"
         case "verify-cert", "add-trusted-cert", "remove-trusted-cert", "dump-trust-settings", "user-trust-settings-enable",
-             "trust-settings-export", "trust-settings-import":
+            "trust-settings-export", "trust-settings-import":
             return "trust settings and policy evaluation"
         case "list-smartcards", "export-smartcard", "smartcards": return "CryptoTokenKit"
         default: return "system services"

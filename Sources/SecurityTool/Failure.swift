@@ -19,7 +19,10 @@ enum Failure {
         line += error.description
         // A file given to import that is not a certificate is not a damaged keychain.
         if let hint = error.concernsPresence ? presenceHint(for: error.code) : hint(for: error.code),
-           !(context == "import" && error.code == .decode) { line += "; " + hint }
+            !(context == "import" && error.code == .decode)
+        {
+            line += "; " + hint
+        }
         line += " (\(KeychainError.name(for: error.status)))"
         Terminal.error(line)
     }

@@ -27,10 +27,16 @@ struct ImportSecrets: ParsableCommand {
             line of standard input per keyring).
             """)
 
-    @Flag(name: .customLong("git-credentials"), help: ArgumentHelp("git's credential-store files: ~/.git-credentials and $XDG_CONFIG_HOME/git/credentials, or the FILE given (--git-credentials FILE).", valueName: "FILE"))
+    @Flag(
+        name: .customLong("git-credentials"),
+        help: ArgumentHelp(
+            "git's credential-store files: ~/.git-credentials and $XDG_CONFIG_HOME/git/credentials, or the FILE given (--git-credentials FILE).",
+            valueName: "FILE"))
     var gitCredentials = false
     @Option(name: .customLong("git-credentials-file"), help: .hidden) var gitCredentialFiles: [String] = []
-    @Flag(name: .customLong("docker-config"), help: "docker's inline logins: $DOCKER_CONFIG/config.json or ~/.docker/config.json, or the FILE given (--docker-config FILE).")
+    @Flag(
+        name: .customLong("docker-config"),
+        help: "docker's inline logins: $DOCKER_CONFIG/config.json or ~/.docker/config.json, or the FILE given (--docker-config FILE).")
     var dockerConfig = false
     @Option(name: .customLong("docker-config-file"), help: .hidden) var dockerConfigFiles: [String] = []
     @Option(name: .customLong("keyring"), help: ArgumentHelp("A gnome-keyring keyring file (repeatable).", valueName: "file"))
@@ -39,7 +45,9 @@ struct ImportSecrets: ParsableCommand {
     var allKeyrings = false
     @Flag(name: .customLong("all"), help: "All of the above that exist.") var all = false
     @Flag(name: [.customShort("n"), .customLong("dry-run")], help: "List what would come; change nothing.") var dryRun = false
-    @Option(name: .customShort("p"), parsing: .unconditional, help: ArgumentHelp("The keyrings' password (visible to other processes; prefer the prompt or standard input).", valueName: "password"))
+    @Option(
+        name: .customShort("p"), parsing: .unconditional,
+        help: ArgumentHelp("The keyrings' password (visible to other processes; prefer the prompt or standard input).", valueName: "password"))
     var password: String?
 
     func run() throws {
@@ -58,8 +66,9 @@ struct ImportSecrets: ParsableCommand {
         }
         if wantsGit {
             let explicit = !gitCredentialFiles.isEmpty
-            run.importGitCredentials(explicit ? gitCredentialFiles : SecretImportRun.gitCredentialFiles(),
-                                     explicit: explicit, quietWhenMissing: all && !gitCredentials)
+            run.importGitCredentials(
+                explicit ? gitCredentialFiles : SecretImportRun.gitCredentialFiles(),
+                explicit: explicit, quietWhenMissing: all && !gitCredentials)
         }
         if wantsDocker {
             let explicit = !dockerConfigFiles.isEmpty
@@ -246,7 +255,7 @@ final class SecretImportRun {
 
     func importKeyrings(_ files: [String], folderAsked: Bool) {
         var seen = Set<String>()
-        var imported: [String: Set<String>] = [:]   // folder -> names brought in
+        var imported: [String: Set<String>] = [:]  // folder -> names brought in
         if files.isEmpty, folderAsked { note("no gnome-keyring keyrings in \(Self.keyringFolder())") }
         for file in files where seen.insert(file).inserted {
             let name = Self.keychainName(forKeyring: file)
@@ -338,8 +347,10 @@ final class SecretImportRun {
                         let there = try store.holdsSecretItem(label: item.label, attributes: item.attributes, secret: item.secret)
                         count(there ? .alreadyThere : .added, place)
                     } else {
-                        count(try store.importSecretItem(label: item.label, attributes: item.attributes, secret: item.secret,
-                                                         created: item.created, modified: item.modified), place)
+                        count(
+                            try store.importSecretItem(
+                                label: item.label, attributes: item.attributes, secret: item.secret,
+                                created: item.created, modified: item.modified), place)
                     }
                 } else {
                     count(.added, place)
@@ -355,9 +366,10 @@ final class SecretImportRun {
     /// keychain, unless the user chose a default keychain already.
     func respectDefault(folder: String, imported: Set<String>) {
         guard let bytes = try? ImportFiles.read(folder + "/default", limit: 4096),
-              let name = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r" }).first.map(String.init)?
+            let name = String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r" }).first.map(String.init)?
                 .trimmingCharacters(in: " \t"),
-              !name.isEmpty, !name.contains("/"), imported.contains(name) else { return }
+            !name.isEmpty, !name.contains("/"), imported.contains(name)
+        else { return }
         let path = name == "login" ? KeychainFile.loginPath() : KeychainFile.resolve(name)
         let current = KeychainFile.defaultPath()
         guard current != path else { return }
@@ -429,7 +441,8 @@ final class SecretImportRun {
                         fail(place, KeychainError.param("it names no host; git-credential-keychain keeps only credentials with one"))
                         continue
                     }
-                    let shown = "\(place) (\(credential.scheme ?? "")://\(credential.username.map { $0 + "@" } ?? "")\(credential.host ?? "")\(credential.path.map { "/" + $0 } ?? ""))"
+                    let shown =
+                        "\(place) (\(credential.scheme ?? "")://\(credential.username.map { $0 + "@" } ?? "")\(credential.host ?? "")\(credential.path.map { "/" + $0 } ?? ""))"
                     let key = Query(identifying: item).attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{0}")
                     if let earlier = first[key] {
                         skip(shown, "the same credential as \(earlier), which git uses")
@@ -445,7 +458,8 @@ final class SecretImportRun {
                         if existing.contains(where: { sameSecret($0.secret, item.secret) }) {
                             count(.alreadyThere, shown)
                         } else if !existing.isEmpty {
-                            fail(shown, KeychainError(.duplicateItem, "the keychain already holds another password for this credential; the keychain's is kept"))
+                            fail(
+                                shown, KeychainError(.duplicateItem, "the keychain already holds another password for this credential; the keychain's is kept"))
                         } else {
                             if !dryRun { try GitCredential.save(item, in: store) }
                             count(.added, shown)
@@ -480,7 +494,9 @@ final class SecretImportRun {
             return
         }
         if let current = config.credsStore, !current.isEmpty, current != "keychain" {
-            fail(file, KeychainError.param("its credsStore is \"\(current)\": docker keeps its logins in that helper; nothing was moved and the file is unchanged"))
+            fail(
+                file,
+                KeychainError.param("its credsStore is \"\(current)\": docker keeps its logins in that helper; nothing was moved and the file is unchanged"))
             return
         }
         let entries = config.inlineEntries
@@ -502,7 +518,7 @@ final class SecretImportRun {
                 continue
             }
             do {
-                _ = try credential.item()   // the URL must be one the helper can store
+                _ = try credential.item()  // the URL must be one the helper can store
                 guard let store else {
                     count(.added, place)
                     moved.insert(entry.serverURL)
@@ -521,7 +537,8 @@ final class SecretImportRun {
                         do {
                             try store.add(try credential.item().item)
                         } catch let error as KeychainError where error.code == .duplicateItem {
-                            throw KeychainError(.duplicateItem, "the keychain already holds a password of this user for this registry's URL (not docker's); it is kept")
+                            throw KeychainError(
+                                .duplicateItem, "the keychain already holds a password of this user for this registry's URL (not docker's); it is kept")
                         }
                     }
                     count(.added, place)
@@ -547,7 +564,9 @@ final class SecretImportRun {
         do {
             try ImportFiles.writeNew(original, to: backup)
             try ImportFiles.replaceAtomically(file, with: config.migrated(to: "keychain", moved: moved))
-            note("\(file): credsStore is now \"keychain\" and its \(moved.count) inline logins are gone from it; the old file is \(backup) (readable by you only)")
+            note(
+                "\(file): credsStore is now \"keychain\" and its \(moved.count) inline logins are gone from it; the old file is \(backup) (readable by you only)"
+            )
             if !ImportFiles.onPath("docker-credential-keychain") {
                 note("docker-credential-keychain is not on PATH: docker finds its logins only once it is")
             }

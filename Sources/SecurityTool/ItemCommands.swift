@@ -17,7 +17,9 @@ enum PasswordCommand {
             // keychain_add.c: the label defaults to the service (or server) name; an internet
             // password's authentication type defaults to "dflt".
             if attributes[AttributeKey.label] == nil { attributes[AttributeKey.label] = attributes[nameKey] }
-            if query.itemClass == .internetPassword, attributes[AttributeKey.authenticationType] == nil { attributes[AttributeKey.authenticationType] = .string("dflt") }
+            if query.itemClass == .internetPassword, attributes[AttributeKey.authenticationType] == nil {
+                attributes[AttributeKey.authenticationType] = .string("dflt")
+            }
             var item = Item(itemClass: query.itemClass, attributes: attributes, secret: secret)
             item[AttributeKey.accessible] = .string(options.protection!.rawValue)
             if let conditions = options.conditions { item[AttributeKey.accessControl] = .int(Int64(bitPattern: conditions.rawValue)) }
@@ -65,9 +67,11 @@ enum PasswordCommand {
     /// Items that need a person: polkit asks (through pkttyagent on this terminal when no other
     /// agent serves us), and an application password is read from the terminal or standard input.
     static func asking(_ reason: String) -> PresenceOptions {
-        PresenceOptions(operationPrompt: reason, askApplicationPassword: {
-            try Terminal.readSecret(prompt: "application password for the item: ")
-        })
+        PresenceOptions(
+            operationPrompt: reason,
+            askApplicationPassword: {
+                try Terminal.readSecret(prompt: "application password for the item: ")
+            })
     }
 
     /// The item a command names, for the line shown before polkit's agent asks.
@@ -130,7 +134,8 @@ struct DeleteInternetPassword: ParsableCommand {
 }
 
 struct DumpKeychain: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "dump-keychain", abstract: "Show every item a keychain holds (locked items are counted, not shown).")
+    static let configuration = CommandConfiguration(
+        commandName: "dump-keychain", abstract: "Show every item a keychain holds (locked items are counted, not shown).")
 
     @Flag(name: .customShort("d"), help: "Show the passwords too.") var data = false
     @Flag(name: .customShort("a"), help: "Accepted for macOS compatibility.") var accessControl = false
@@ -154,8 +159,9 @@ struct DumpKeychain: ParsableCommand {
                 let items: [Item]
                 do {
                     // A certificate's data is public, and its description is made from it.
-                    items = try store.find(query, limit: nil, includeSecret: data || itemClass == .certificate,
-                                           presence: PasswordCommand.asking("dump-keychain -d: showing every password of \(store.path)"))
+                    items = try store.find(
+                        query, limit: nil, includeSecret: data || itemClass == .certificate,
+                        presence: PasswordCommand.asking("dump-keychain -d: showing every password of \(store.path)"))
                 } catch let error as KeychainError where error.code == .itemNotFound || error.code == .interactionNotAllowed {
                     continue
                 }

@@ -3,8 +3,10 @@ import KeychainCore
 /// `security export -t ...`: certificates and public keys as PEM or DER; private keys only inside
 /// a passphrase-protected PKCS#12 file, never in the clear.
 enum ItemExport {
-    static func export(from store: KeychainStore, type: String, format: String?, pem: Bool,
-                       passphrase: () throws -> String) throws -> Bytes {
+    static func export(
+        from store: KeychainStore, type: String, format: String?, pem: Bool,
+        passphrase: () throws -> String
+    ) throws -> Bytes {
         switch type {
         case "certs":
             let certificates = try StoredCertificates.all(in: store).map(\.certificate)

@@ -13,7 +13,7 @@ enum ItemFormat {
         (Key.account, .blob), (Key.creationDate, .timedate), (Key.creator, .uint32), ("cusi", .sint32),
         (Key.description, .blob), (Key.generic, .blob), (Key.comment, .blob), (Key.isInvisible, .sint32),
         (Key.modificationDate, .timedate), (Key.isNegative, .sint32), ("prot", .blob), ("scrp", .sint32),
-        (Key.service, .blob), (Key.type, .uint32),
+        (Key.service, .blob), (Key.type, .uint32)
     ]
 
     private static let internetLayout: [(String, Kind)] = [
@@ -21,7 +21,7 @@ enum ItemFormat {
         ("cusi", .sint32), (Key.description, .blob), (Key.comment, .blob), (Key.isInvisible, .sint32),
         (Key.modificationDate, .timedate), (Key.isNegative, .sint32), (Key.path, .blob), (Key.port, .uint32),
         ("prot", .blob), (Key.protocol, .uint32), ("scrp", .sint32), (Key.securityDomain, .blob), (Key.server, .blob),
-        (Key.type, .uint32),
+        (Key.type, .uint32)
     ]
 
     /// macOS's names for a certificate's attributes (the CSSM schema, as printed), mapped to the
@@ -29,14 +29,14 @@ enum ItemFormat {
     private static let certificateLayout: [(String, String?, Kind)] = [
         ("alis", nil, .blob), ("cenc", Key.certificateEncoding, .uint32), ("ctyp", Key.certificateType, .uint32),
         ("hpky", Key.publicKeyHash, .blob), ("issu", Key.issuer, .blob), ("labl", Key.label, .blob),
-        ("skid", Key.subjectKeyID, .blob), ("snbr", Key.serialNumber, .blob), ("subj", Key.subject, .blob),
+        ("skid", Key.subjectKeyID, .blob), ("snbr", Key.serialNumber, .blob), ("subj", Key.subject, .blob)
     ]
 
     private static let keyLayout: [(String, Kind)] = [
         (Key.keyClass, .uint32), (Key.label, .blob), (Key.applicationLabel, .blob), (Key.applicationTag, .blob),
         (Key.keyType, .uint32), (Key.keySizeInBits, .uint32), (Key.effectiveKeySize, .uint32), (Key.isPermanent, .sint32),
         (Key.canEncrypt, .sint32), (Key.canDecrypt, .sint32), (Key.canDerive, .sint32), (Key.canSign, .sint32),
-        (Key.canVerify, .sint32), (Key.canWrap, .sint32), (Key.canUnwrap, .sint32),
+        (Key.canVerify, .sint32), (Key.canWrap, .sint32), (Key.canUnwrap, .sint32)
     ]
 
     static func describe(_ item: Item, keychain: String) -> String {
@@ -116,9 +116,11 @@ enum ItemFormat {
         var out = ""
         if anyOther { out += "0x" + bytes.map { hex2($0) }.joined() + (anyPrintable ? "  " : " ") }
         if anyPrintable {
-            out += "\"" + bytes.map { b -> String in
-                printable(b) ? String(UnicodeScalar(b)) : "\\" + String(b, radix: 8).leftPadded(3)
-            }.joined() + "\""
+            out +=
+                "\""
+                + bytes.map { b -> String in
+                    printable(b) ? String(UnicodeScalar(b)) : "\\" + String(b, radix: 8).leftPadded(3)
+                }.joined() + "\""
         }
         return out
     }

@@ -41,8 +41,10 @@ struct InternetAttributes: ParsableArguments {
     @Option(name: .customShort("d"), parsing: .unconditional, help: "Security domain.") var securityDomain: String?
     @Option(name: .customShort("p"), parsing: .unconditional, help: "Path.") var path: String?
     @Option(name: .customShort("P"), parsing: .unconditional, help: "Port number.") var port: Int?
-    @Option(name: .customShort("r"), parsing: .unconditional, help: "Protocol (four-character code, such as htps, http, ftp, ssh, imps, smtp).") var protocolCode: String?
-    @Option(name: .customShort("t"), parsing: .unconditional, help: "Authentication type (four-character code, such as dflt, http, form, ntlm).") var authenticationType: String?
+    @Option(name: .customShort("r"), parsing: .unconditional, help: "Protocol (four-character code, such as htps, http, ftp, ssh, imps, smtp).")
+    var protocolCode: String?
+    @Option(name: .customShort("t"), parsing: .unconditional, help: "Authentication type (four-character code, such as dflt, http, form, ntlm).")
+    var authenticationType: String?
 
     func validate() throws {
         if let port, !(0...65535).contains(port) { throw ValidationError("port must be between 0 and 65535") }
@@ -79,10 +81,19 @@ struct NewPasswordOptions: ParsableArguments {
     @Option(name: .customShort("X"), parsing: .unconditional, help: "The password as hexadecimal bytes.") var hexPassword: String?
     @Flag(name: .customShort("U"), help: "Update the item if it exists.") var update = false
     @Flag(name: .customShort("A"), help: "Accepted for macOS compatibility (every process of the user has access).") var anyApplication = false
-    @Option(name: .customShort("T"), parsing: .unconditionalSingleValue, help: "Accepted for macOS compatibility (no per-application access lists on Linux).") var applications: [String] = []
-    @Option(name: .customLong("accessibility"), help: "Protection class: whenUnlocked (default), afterFirstUnlock, always, or one of these with ThisDeviceOnly; Apple's codes (ak, ck, dk, aku, cku, dku) work too.")
+    @Option(name: .customShort("T"), parsing: .unconditionalSingleValue, help: "Accepted for macOS compatibility (no per-application access lists on Linux).")
+    var applications: [String] = []
+    @Option(
+        name: .customLong("accessibility"),
+        help:
+            "Protection class: whenUnlocked (default), afterFirstUnlock, always, or one of these with ThisDeviceOnly; Apple's codes (ak, ck, dk, aku, cku, dku) work too."
+    )
     var accessibility: String?
-    @Option(name: .customLong("require"), help: "Ask for the person before the password is read, changed or deleted: user-presence, device-passcode, biometry-any, biometry-current-set, application-password (comma-separated; 'or' makes any one enough).")
+    @Option(
+        name: .customLong("require"),
+        help:
+            "Ask for the person before the password is read, changed or deleted: user-presence, device-passcode, biometry-any, biometry-current-set, application-password (comma-separated; 'or' makes any one enough)."
+    )
     var require: String?
 
     func validate() throws {
@@ -98,7 +109,7 @@ struct NewPasswordOptions: ParsableArguments {
         let names: [String: AccessConditions] = [
             "user-presence": .userPresence, "device-passcode": .devicePasscode, "biometry-any": .biometryAny,
             "biometry-current-set": .biometryCurrentSet, "application-password": .applicationPassword,
-            "or": .or, "and": .and,
+            "or": .or, "and": .and
         ]
         var conditions: AccessConditions = []
         for name in text.lowercased().split(separator: ",") {
@@ -114,7 +125,7 @@ struct NewPasswordOptions: ParsableArguments {
         let names: [String: Protection] = [
             "whenunlocked": .whenUnlocked, "afterfirstunlock": .afterFirstUnlock, "always": .always,
             "whenunlockedthisdeviceonly": .whenUnlockedThisDeviceOnly,
-            "afterfirstunlockthisdeviceonly": .afterFirstUnlockThisDeviceOnly, "alwaysthisdeviceonly": .alwaysThisDeviceOnly,
+            "afterfirstunlockthisdeviceonly": .afterFirstUnlockThisDeviceOnly, "alwaysthisdeviceonly": .alwaysThisDeviceOnly
         ]
         return names[accessibility.lowercased()]
     }

@@ -57,7 +57,8 @@ struct CreateKeychain: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "create-keychain", abstract: "Create keychains and leave them unlocked.")
 
     @Flag(name: .customShort("P"), help: "Prompt for the password.") var prompt = false
-    @Option(name: .customShort("p"), parsing: .unconditional, help: "The password (visible to other processes; prefer the prompt or standard input).") var password: String?
+    @Option(name: .customShort("p"), parsing: .unconditional, help: "The password (visible to other processes; prefer the prompt or standard input).")
+    var password: String?
     @Argument(help: "Keychain names or paths.") var keychains: [String] = []
 
     func run() throws {
@@ -65,7 +66,8 @@ struct CreateKeychain: ParsableCommand {
         for name in names {
             let path = KeychainFile.resolve(name)
             try perform(path) {
-                var secret = try password.map { Array($0.utf8) }
+                var secret =
+                    try password.map { Array($0.utf8) }
                     ?? Terminal.readSecret(prompt: "password for new keychain: ", confirm: "retype password for new keychain: ")
                 defer { secret.wipe() }
                 _ = try KeychainStore.create(at: path, password: secret)
@@ -161,7 +163,8 @@ struct UnlockKeychain: ParsableCommand {
         abstract: "Unlock a keychain: its class keys go to the kernel keyring until it is locked (WhenUnlocked) or the machine restarts (AfterFirstUnlock).")
 
     @Flag(name: .customShort("u"), help: "Accepted for macOS compatibility; a password is always needed.") var noPassword = false
-    @Option(name: .customShort("p"), parsing: .unconditional, help: "The password (visible to other processes; prefer the prompt or standard input).") var password: String?
+    @Option(name: .customShort("p"), parsing: .unconditional, help: "The password (visible to other processes; prefer the prompt or standard input).")
+    var password: String?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
@@ -214,7 +217,9 @@ struct ShowKeychainInfo: ParsableCommand {
             let s = store.settings
             // keychain_show_info.c's words: -l is "lock-on-sleep" there (here: at the end of the session).
             let timeout = s.idleTimeout == 0 ? " no-timeout" : " timeout=\(s.idleTimeout)s"
-            Terminal.error("Keychain \"\(target.keychain ?? store.path)\"\(s.lockOnSessionEnd ? " lock-on-sleep" : "")\(s.idleTimeout == 0 ? "" : " use-lock-interval")\(timeout)")
+            Terminal.error(
+                "Keychain \"\(target.keychain ?? store.path)\"\(s.lockOnSessionEnd ? " lock-on-sleep" : "")\(s.idleTimeout == 0 ? "" : " use-lock-interval")\(timeout)"
+            )
             if let note = settingsNote(status.settingsIntegrity) { Terminal.error("security: \(note)") }
         }
     }
@@ -233,11 +238,14 @@ struct SetKeychainSettings: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set-keychain-settings",
         abstract: "Set when a keychain locks itself. With no option: never by itself.",
-        discussion: "The settings are authenticated under the keychain's WhenUnlocked key: a locked keychain asks for its password (terminal or standard input), as macOS does.")
+        discussion:
+            "The settings are authenticated under the keychain's WhenUnlocked key: a locked keychain asks for its password (terminal or standard input), as macOS does."
+    )
 
     @Flag(name: .customShort("l"), help: "Lock when the user's last session ends (macOS: on sleep).") var lockOnSessionEnd = false
     @Flag(name: .customShort("u"), help: "Lock after the idle timeout.") var lockAfterTimeout = false
-    @Option(name: .customShort("t"), parsing: .unconditional, help: "Idle timeout in seconds (implies -u; without -t there is no timeout).") var timeout: UInt32?
+    @Option(name: .customShort("t"), parsing: .unconditional, help: "Idle timeout in seconds (implies -u; without -t there is no timeout).") var timeout:
+        UInt32?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {

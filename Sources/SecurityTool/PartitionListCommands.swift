@@ -19,7 +19,8 @@ enum PartitionList {
         } catch let error as KeychainError {
             throw Failure.report(error, context: "couldn't open \"\(keychain ?? target.path)\"")
         }
-        var secret = try password.map { Array($0.utf8) }
+        var secret =
+            try password.map { Array($0.utf8) }
             ?? Terminal.readSecret(prompt: "password to unlock \(keychain ?? "default"): ")
         defer { secret.wipe() }
         do {
@@ -82,7 +83,9 @@ struct SetInternetPasswordPartitionList: ParsableCommand {
 struct SetKeyPartitionList: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set-key-partition-list",
-        abstract: "Check the keychain password and show the keys that match; Linux has no partition lists to set (every process of the user may use an unlocked key).")
+        abstract:
+            "Check the keychain password and show the keys that match; Linux has no partition lists to set (every process of the user may use an unlocked key)."
+    )
 
     @Option(name: .customShort("a"), parsing: .unconditional, help: "Match the application label.") var applicationLabel: String?
     @Option(name: .customShort("c"), parsing: .unconditional, help: "Match the creator.") var creator: String?
@@ -112,11 +115,15 @@ struct SetKeyPartitionList: ParsableCommand {
         attributes[AttributeKey.label] = label.map(AttributeValue.string)
         // kSecAttrKeyClass: public 0, private 1, symmetric 2.
         attributes[AttributeKey.keyClass] = type.map { .int(["public": 0, "private": 1, "symmetric": 2][$0]!) }
-        for (flag, name) in [(decrypt, AttributeKey.canDecrypt), (encrypt, AttributeKey.canEncrypt), (derive, AttributeKey.canDerive), (sign, AttributeKey.canSign), (unwrap, AttributeKey.canUnwrap),
-                             (verify, AttributeKey.canVerify), (wrap, AttributeKey.canWrap)] where flag {
+        for (flag, name) in [
+            (decrypt, AttributeKey.canDecrypt), (encrypt, AttributeKey.canEncrypt), (derive, AttributeKey.canDerive), (sign, AttributeKey.canSign),
+            (unwrap, AttributeKey.canUnwrap),
+            (verify, AttributeKey.canVerify), (wrap, AttributeKey.canWrap)
+        ] where flag {
             attributes[name] = .bool(true)
         }
-        try PartitionList.apply(Query(itemClass: .key, attributes: attributes), partitions: options.partitions,
-                                password: options.password, keychain: options.keychain)
+        try PartitionList.apply(
+            Query(itemClass: .key, attributes: attributes), partitions: options.partitions,
+            password: options.password, keychain: options.keychain)
     }
 }

@@ -21,7 +21,9 @@ struct TPMEnroll: ParsableCommand {
             this machine.
             """)
 
-    @Option(name: .customShort("p"), parsing: .unconditional, help: "The keychain's password (visible to other processes; prefer the prompt or standard input).") var password: String?
+    @Option(
+        name: .customShort("p"), parsing: .unconditional, help: "The keychain's password (visible to other processes; prefer the prompt or standard input).")
+    var password: String?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
@@ -32,7 +34,9 @@ struct TPMEnroll: ParsableCommand {
             var recovery = try store.sealToTPM(password: secret)
             defer { recovery.wipe() }
             showRecoveryKey(&recovery)
-            Terminal.error("security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?")); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)")
+            Terminal.error(
+                "security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?")); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)"
+            )
         }
     }
 }
@@ -56,7 +60,9 @@ struct TPMUnenroll: ParsableCommand {
             sealed, its ThisDeviceOnly items kept; its recovery key opens nothing any more.
             """)
 
-    @Option(name: .customShort("p"), parsing: .unconditional, help: "The keychain's password (visible to other processes; prefer the prompt or standard input).") var password: String?
+    @Option(
+        name: .customShort("p"), parsing: .unconditional, help: "The keychain's password (visible to other processes; prefer the prompt or standard input).")
+    var password: String?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
@@ -82,8 +88,11 @@ struct TPMRecover: ParsableCommand {
             there is one (else its password alone protects it); the recovery key stays valid.
             """)
 
-    @Option(name: .customShort("R"), parsing: .unconditional, help: "The recovery key (visible to other processes; prefer the prompt or standard input).") var recoveryKey: String?
-    @Option(name: .customShort("p"), parsing: .unconditional, help: "The keychain's new password (visible to other processes; prefer the prompt or standard input).") var password: String?
+    @Option(name: .customShort("R"), parsing: .unconditional, help: "The recovery key (visible to other processes; prefer the prompt or standard input).")
+    var recoveryKey: String?
+    @Option(
+        name: .customShort("p"), parsing: .unconditional, help: "The keychain's new password (visible to other processes; prefer the prompt or standard input)."
+    ) var password: String?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
@@ -93,15 +102,19 @@ struct TPMRecover: ParsableCommand {
             defer { typed.wipe() }
             var key = try RecoveryKey(parsing: typed)
             defer { key.wipe() }
-            var secret = try password.map { Array($0.utf8) }
+            var secret =
+                try password.map { Array($0.utf8) }
                 ?? Terminal.readSecret(prompt: "new password of \(store.path): ", confirm: "retype new password: ")
             defer { secret.wipe() }
             let outcome = try store.recoverFromTPM(recoveryKey: key, newPassword: secret)
             let lost = outcome.deviceOnlyItemsLost
-            Terminal.error("security: \(store.path) opened with its recovery key; \(lost) ThisDeviceOnly item\(lost == 1 ? " was" : "s were") bound to the old TPM and \(lost == 1 ? "is" : "are") gone")
-            Terminal.error(outcome.sealedAgain
-                ? "security: it is sealed to this machine's TPM now, with the new password; the recovery key stays valid"
-                : "security: there is no TPM here: its new password alone protects it (`security tpm-enroll` seals it to a TPM later)")
+            Terminal.error(
+                "security: \(store.path) opened with its recovery key; \(lost) ThisDeviceOnly item\(lost == 1 ? " was" : "s were") bound to the old TPM and \(lost == 1 ? "is" : "are") gone"
+            )
+            Terminal.error(
+                outcome.sealedAgain
+                    ? "security: it is sealed to this machine's TPM now, with the new password; the recovery key stays valid"
+                    : "security: there is no TPM here: its new password alone protects it (`security tpm-enroll` seals it to a TPM later)")
         }
     }
 }
@@ -129,7 +142,8 @@ func tpmLines(_ status: TPMStatus) -> [String] {
     if let tpm = status.tpm {
         var line = "TPM:             \(tpm.manufacturer.trimmingTrailingSpaces) through \(tpm.tcti)"
         if let lockout = tpm.lockout {
-            line += lockout.inLockout
+            line +=
+                lockout.inLockout
                 ? "; in dictionary-attack lockout: refuses every password for now"
                 : "; \(lockout.failures) of \(lockout.maximum) wrong passwords counted before lockout, one forgotten every \(lockout.interval) s"
         }
@@ -146,7 +160,8 @@ func tpmLines(_ status: TPMStatus) -> [String] {
         lines.append("recovery key:    \(status.recoveryKeyCurrent ? "set (opens all but the ThisDeviceOnly items)" : "does not fit the current keys")")
         lines.append("ThisDeviceOnly:  \(status.deviceOnlyItems) item(s) bound to the TPM alone")
     } else {
-        lines.append("sealed:          no: the password alone protects this keychain\(status.tpm == nil ? "" : " (`security tpm-enroll` seals it to this TPM)")")
+        lines.append(
+            "sealed:          no: the password alone protects this keychain\(status.tpm == nil ? "" : " (`security tpm-enroll` seals it to this TPM)")")
     }
     return lines
 }

@@ -12,8 +12,10 @@ struct BusCallError: Error, CustomStringConvertible {
 
     /// The peer has no such object (gnome-keyring answers UnknownMethod for one it never made).
     var isNoSuchObject: Bool {
-        ["org.freedesktop.Secret.Error.NoSuchObject", "org.freedesktop.DBus.Error.UnknownObject",
-         "org.freedesktop.DBus.Error.UnknownMethod"].contains(name)
+        [
+            "org.freedesktop.Secret.Error.NoSuchObject", "org.freedesktop.DBus.Error.UnknownObject",
+            "org.freedesktop.DBus.Error.UnknownMethod"
+        ].contains(name)
     }
 }
 
@@ -47,8 +49,10 @@ final class BusClient {
     /// Calls `member`; the reply, or the peer's error thrown as BusCallError. `timeout` in seconds
     /// (0: sd-bus's default, 25 s).
     @discardableResult
-    func call(_ destination: String, _ path: String, _ interface: String, _ member: String, timeout: Double = 0,
-              _ body: (MessageWriter) throws -> Void = { _ in }) throws -> BusReply {
+    func call(
+        _ destination: String, _ path: String, _ interface: String, _ member: String, timeout: Double = 0,
+        _ body: (MessageWriter) throws -> Void = { _ in }
+    ) throws -> BusReply {
         var message: OpaquePointer?
         guard sd_bus_message_new_method_call(bus, &message, destination, path, interface, member) >= 0, let message else {
             throw ServiceError.failed("cannot make a call to \(destination)")
@@ -71,8 +75,10 @@ final class BusClient {
     }
 
     /// One property, read by `read` from inside its variant.
-    func property<T>(_ destination: String, _ path: String, _ interface: String, _ name: String,
-                     _ read: (MessageReader, String) throws -> T) throws -> T {
+    func property<T>(
+        _ destination: String, _ path: String, _ interface: String, _ name: String,
+        _ read: (MessageReader, String) throws -> T
+    ) throws -> T {
         let reply = try call(destination, path, "org.freedesktop.DBus.Properties", "Get") { w in
             try w.string(interface)
             try w.string(name)
@@ -178,20 +184,22 @@ final class BusClient {
     func runPrompt(_ destination: String, _ prompt: String, timeout: Double) throws -> [String]? {
         let outcome = PromptOutcome()
         var slot: OpaquePointer?
-        let rc = sd_bus_match_signal(bus, &slot, nil, prompt, "org.freedesktop.Secret.Prompt", "Completed", { message, userdata, _ in
-            let outcome = Unmanaged<PromptOutcome>.fromOpaque(userdata!).takeUnretainedValue()
-            let reader = MessageReader(message: message!)
-            outcome.dismissed = (try? reader.bool()) ?? true
-            if let signature = try? reader.variantSignature(), (try? reader.enter(BusType.variant, signature)) != nil {
-                if signature == "ao" {
-                    outcome.paths = (try? reader.objectPaths()) ?? []
-                } else if signature == "o", let path = try? reader.objectPath() {
-                    outcome.paths = [path]
+        let rc = sd_bus_match_signal(
+            bus, &slot, nil, prompt, "org.freedesktop.Secret.Prompt", "Completed",
+            { message, userdata, _ in
+                let outcome = Unmanaged<PromptOutcome>.fromOpaque(userdata!).takeUnretainedValue()
+                let reader = MessageReader(message: message!)
+                outcome.dismissed = (try? reader.bool()) ?? true
+                if let signature = try? reader.variantSignature(), (try? reader.enter(BusType.variant, signature)) != nil {
+                    if signature == "ao" {
+                        outcome.paths = (try? reader.objectPaths()) ?? []
+                    } else if signature == "o", let path = try? reader.objectPath() {
+                        outcome.paths = [path]
+                    }
                 }
-            }
-            outcome.done = true
-            return 0
-        }, Unmanaged.passUnretained(outcome).toOpaque())
+                outcome.done = true
+                return 0
+            }, Unmanaged.passUnretained(outcome).toOpaque())
         guard rc >= 0 else { throw ServiceError.failed("cannot watch the prompt: \(String(cString: strerror(-rc)))") }
         defer { sd_bus_slot_unref(slot) }
         try call(destination, prompt, "org.freedesktop.Secret.Prompt", "Prompt") { try $0.string("") }

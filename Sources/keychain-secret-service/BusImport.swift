@@ -46,7 +46,8 @@ struct RemoteProvider {
 
     func alias(_ alias: String) -> String? {
         guard let reply = try? client.call(name, ObjectPaths.root, Self.service, "ReadAlias", { try $0.string(alias) }),
-              let path = try? reply.reader.objectPath(), path != ObjectPaths.none else { return nil }
+            let path = try? reply.reader.objectPath(), path != ObjectPaths.none
+        else { return nil }
         return path
     }
 
@@ -349,9 +350,10 @@ struct BusImport {
         var bytes = Array(element.utf8)[...]
         while let byte = bytes.first {
             if byte == UInt8(ascii: "_"), bytes.count >= 3,
-               let value = UInt8(String(decoding: bytes.dropFirst().prefix(2), as: UTF8.self), radix: 16),
-               (value >= 0x30 && value <= 0x39) || (value >= 0x41 && value <= 0x5a) || (value >= 0x61 && value <= 0x7a)
-                || value == UInt8(ascii: "-") || value == UInt8(ascii: ".") || value == UInt8(ascii: " ") || value == UInt8(ascii: "_") {
+                let value = UInt8(String(decoding: bytes.dropFirst().prefix(2), as: UTF8.self), radix: 16),
+                (value >= 0x30 && value <= 0x39) || (value >= 0x41 && value <= 0x5a) || (value >= 0x61 && value <= 0x7a)
+                    || value == UInt8(ascii: "-") || value == UInt8(ascii: ".") || value == UInt8(ascii: " ") || value == UInt8(ascii: "_")
+            {
                 out.unicodeScalars.append(Unicode.Scalar(value))
                 bytes = bytes.dropFirst(3)
             } else {
@@ -375,7 +377,9 @@ struct BusImport {
             return 1
         }
         if peer.isKeychainService && !named {
-            tally.note("\(from) is provided by keychain-secret-service (pid \(peer.pid)): these are the keychain's own items; nothing to import (name it with --from to read it all the same)")
+            tally.note(
+                "\(from) is provided by keychain-secret-service (pid \(peer.pid)): these are the keychain's own items; nothing to import (name it with --from to read it all the same)"
+            )
             return 0
         }
         var provider = RemoteProvider(client: client, name: peer.uniqueName, promptTimeout: promptTimeout)
@@ -426,8 +430,10 @@ struct BusImport {
     /// One collection into its keychain; the keychain (nil when it could not be opened, or in a
     /// dry run when it does not exist yet).
     @discardableResult
-    private func importCollection(_ start: RemoteProvider.CollectionInfo, into target: String, provider: RemoteProvider,
-                                  peer: BusClient.Peer, tally: TransferTally) -> KeychainStore? {
+    private func importCollection(
+        _ start: RemoteProvider.CollectionInfo, into target: String, provider: RemoteProvider,
+        peer: BusClient.Peer, tally: TransferTally
+    ) -> KeychainStore? {
         var info = start
         let shown = info.label.isEmpty ? info.element : info.label
         let place = "\(peer.command)'s \u{201C}\(shown)\u{201D}"
@@ -493,8 +499,9 @@ struct BusImport {
                     tally.count(added: false, itemPlace)
                 } else {
                     if !dryRun {
-                        _ = try store.addSecretItem(label: item.label, attributes: item.attributes, secret: secret, contentType: item.contentType,
-                                                    replace: false, created: Double(item.created), modified: Double(item.modified))
+                        _ = try store.addSecretItem(
+                            label: item.label, attributes: item.attributes, secret: secret, contentType: item.contentType,
+                            replace: false, created: Double(item.created), modified: Double(item.modified))
                     }
                     tally.count(added: true, itemPlace)
                 }
@@ -520,8 +527,10 @@ struct BusImport {
     /// Each Flatpak app's portal secret (the key of its own encrypted store), as the provider's
     /// portal keeps it in its login collection, becomes the app's item in the login keychain, where
     /// this service's portal finds it: the app opens its store after the switch.
-    private func importPortalSecrets(provider: RemoteProvider, collection: String, into store: KeychainStore?,
-                                     peer: BusClient.Peer, tally: TransferTally) {
+    private func importPortalSecrets(
+        provider: RemoteProvider, collection: String, into store: KeychainStore?,
+        peer: BusClient.Peer, tally: TransferTally
+    ) {
         for app in Self.flatpakApps() {
             let attributes = [SecretPortal.appIDAttribute: app]
             guard let found = try? provider.search(collection, attributes), !found.isEmpty else { continue }
@@ -544,8 +553,9 @@ struct BusImport {
                     continue
                 }
                 if !dryRun {
-                    _ = try store.addSecretItem(label: "Portal secret of \(app)", attributes: attributes, secret: secret,
-                                                contentType: "application/octet-stream", replace: false, owner: app)
+                    _ = try store.addSecretItem(
+                        label: "Portal secret of \(app)", attributes: attributes, secret: secret,
+                        contentType: "application/octet-stream", replace: false, owner: app)
                 }
                 tally.count(added: true, place)
             } catch {
@@ -568,14 +578,16 @@ struct BusImport {
     /// The keychain at `path`, unlocked, made when missing; nil in a dry run when it is missing
     /// or locked (everything would be added).
     private func keychain(_ path: String, label: String, from place: String, tally: TransferTally) throws -> KeychainStore? {
-        let name = KeychainFile.sameFile(path, KeychainFile.loginPath()) || path == KeychainFile.loginPath()
+        let name =
+            KeychainFile.sameFile(path, KeychainFile.loginPath()) || path == KeychainFile.loginPath()
             ? "login" : String(path.split(separator: "/").last ?? "").replacingSuffix(".keychain-db")
         guard KeychainFile.exists(path) else {
             if dryRun {
                 print("would create".padded(14) + "keychain \(path)")
                 return nil
             }
-            let description = name == "login"
+            let description =
+                name == "login"
                 ? "\(place) goes to your login keychain, which is made now. Choose its password: your login password, so that it unlocks when you log in."
                 : "\(place) goes to a new keychain \u{201C}\(name)\u{201D}. Choose its password."
             var password = try asker.ask(title: "New keychain", description: description, twice: true)
@@ -634,7 +646,8 @@ struct BusExport {
             return 1
         }
         guard !peer.isKeychainService else {
-            tally.note("\(to) is provided by keychain-secret-service (pid \(peer.pid)), which serves these keychains: run `keychain-secret-service disable` first")
+            tally.note(
+                "\(to) is provided by keychain-secret-service (pid \(peer.pid)), which serves these keychains: run `keychain-secret-service disable` first")
             return 1
         }
         var provider = RemoteProvider(client: client, name: peer.uniqueName, promptTimeout: promptTimeout)
@@ -655,8 +668,10 @@ struct BusExport {
         return tally.failed == 0 ? 0 : 1
     }
 
-    private func exportKeychain(_ file: String, remote: [RemoteProvider.CollectionInfo], defaultPath: String?, provider: RemoteProvider,
-                                peer: BusClient.Peer, tally: TransferTally) {
+    private func exportKeychain(
+        _ file: String, remote: [RemoteProvider.CollectionInfo], defaultPath: String?, provider: RemoteProvider,
+        peer: BusClient.Peer, tally: TransferTally
+    ) {
         let isLogin = KeychainFile.sameFile(file, KeychainFile.loginPath())
         let name = isLogin ? "login" : String(file.split(separator: "/").last ?? "").replacingSuffix(".keychain-db")
         let store: KeychainStore
@@ -676,7 +691,8 @@ struct BusExport {
         defer { for index in items.indices { items[index].secret?.wipe() } }
         if items.isEmpty { return }
         let place = "keychain \(name) -> \(peer.command)"
-        var target = isLogin
+        var target =
+            isLogin
             ? remote.first { $0.element == "login" } ?? remote.first { $0.path == defaultPath }
             : remote.first { $0.label == label || $0.element == ObjectPaths.element(for: name) }
         do {
@@ -708,8 +724,9 @@ struct BusExport {
                         tally.count(added: false, itemPlace)
                     } else {
                         if !dryRun {
-                            try provider.createItem(in: collection.path, label: item.label, attributes: item.attributes, secret: secret,
-                                                    contentType: item.contentType)
+                            try provider.createItem(
+                                in: collection.path, label: item.label, attributes: item.attributes, secret: secret,
+                                contentType: item.contentType)
                         }
                         tally.count(added: true, itemPlace)
                     }
@@ -731,7 +748,8 @@ struct BusExport {
         defer { for key in secrets.keys { secrets[key]?.value.wipe() } }
         for path in candidates {
             guard let info = try? provider.item(path), info.label == item.label, Self.same(info.attributes, item.attributes),
-                  let theirs = secrets[path]?.value else { continue }
+                let theirs = secrets[path]?.value
+            else { continue }
             if theirs == secret { return true }
         }
         return false

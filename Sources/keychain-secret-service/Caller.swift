@@ -41,7 +41,8 @@ enum Caller: Equatable {
     static func of(connection name: String, on bus: OpaquePointer, appeared: UInt64) -> Caller {
         var creds: OpaquePointer?
         guard sd_bus_get_name_creds(bus, name, UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_SELINUX_CONTEXT), &creds) >= 0,
-              let creds else { return .unidentified }
+            let creds
+        else { return .unidentified }
         defer { sd_bus_creds_unref(creds) }
         var label: UnsafePointer<CChar>?
         if sd_bus_creds_get_selinux_context(creds, &label) >= 0, let label, let id = appArmorAppID(String(cString: label)) {
@@ -49,7 +50,8 @@ enum Caller: Equatable {
         }
         var pid: pid_t = 0
         guard sd_bus_creds_get_pid(creds, &pid) >= 0, pid > 0,
-              let started = startTime(of: pid), started <= appeared else { return .unidentified }
+            let started = startTime(of: pid), started <= appeared
+        else { return .unidentified }
         let caller = sandbox(of: pid)
         guard startTime(of: pid) == started else { return .unidentified }
         return caller
@@ -63,7 +65,8 @@ enum Caller: Equatable {
     /// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot.
     static func startTime(of pid: pid_t) -> UInt64? {
         guard let stat = read("/proc/\(pid)/stat", limit: 4096),
-              let end = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+            let end = stat.lastIndex(of: UInt8(ascii: ")"))
+        else { return nil }
         // After the command name (which may hold spaces and parentheses): state is field 3.
         let fields = stat[(end + 1)...].split(separator: UInt8(ascii: " "))
         guard fields.count > 19 else { return nil }
@@ -135,10 +138,11 @@ enum Caller: Equatable {
 
     /// Letters, digits, `.`, `_` and `-`, as Flatpak and snapd allow in their ids.
     static func isAppID(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 255 && id.utf8.allSatisfy { byte in
-            (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
-                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
-        }
+        !id.isEmpty && id.utf8.count <= 255
+            && id.utf8.allSatisfy { byte in
+                (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            }
     }
 
     private static func read(_ path: String, limit: Int) -> [UInt8]? {

@@ -42,8 +42,9 @@ extension SecretService {
             var secret = try session(wire.session, for: call).decode(wire)
             defer { secret.wipe() }
             let store = try collection.store()
-            let (item, replaced) = try store.addSecretItem(label: label, attributes: attributes, secret: secret,
-                                                           contentType: wire.contentType, replace: replace, owner: call.owner)
+            let (item, replaced) = try store.addSecretItem(
+                label: label, attributes: attributes, secret: secret,
+                contentType: wire.contentType, replace: replace, owner: call.owner)
             try reply(call) { w in
                 try w.objectPath(collection.itemPath(item.row))
                 try w.objectPath(ObjectPaths.none)
@@ -101,8 +102,9 @@ extension SecretService {
             throw ServiceError.accessDenied("\(collection.name) is the login or default keychain")
         }
         guard try collection.store().holdsOnlySecretServiceItems() else {
-            throw ServiceError.accessDenied("\(collection.name) holds items the Secret Service does not manage (certificates, keys, "
-                                            + "or items that ask for the user); delete it with `security delete-keychain`")
+            throw ServiceError.accessDenied(
+                "\(collection.name) holds items the Secret Service does not manage (certificates, keys, "
+                    + "or items that ask for the user); delete it with `security delete-keychain`")
         }
         (try? collection.store())?.lockAll()
         collection.forget()

@@ -133,7 +133,9 @@ final class CollectionRegistry {
     func setAlias(_ name: String, to collection: Collection?) throws {
         if name == "default" {
             guard let collection else { throw ServiceError.notSupported("the default alias names the default keychain; it cannot be removed") }
-            guard !collection.isSession else { throw ServiceError.notSupported("the session collection lasts as long as the service; it cannot be the default keychain") }
+            guard !collection.isSession else {
+                throw ServiceError.notSupported("the session collection lasts as long as the service; it cannot be the default keychain")
+            }
             // The default keychain is where security, git and docker store: a client may name one
             // only where there is none (a first keychain made through a prompt), never move it.
             if let current = defaultCollection {

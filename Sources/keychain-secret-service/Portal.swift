@@ -23,7 +23,9 @@ final class SecretPortal {
 
     /// The portal's response codes.
     enum Response: UInt32 {
-        case success = 0, cancelled = 1, failed = 2
+        case success = 0
+        case cancelled = 1
+        case failed = 2
     }
 
     private unowned let service: SecretService
@@ -94,7 +96,8 @@ final class SecretPortal {
             var code = response.rawValue
             let writer = MessageWriter(message: reply)
             guard sd_bus_message_append_basic(reply, CChar(UInt8(ascii: "u")), &code) >= 0,
-                  (try? writer.container(BusType.array, "{sv}") {}) != nil else { return }
+                (try? writer.container(BusType.array, "{sv}") {}) != nil
+            else { return }
             _ = sd_bus_send(nil, reply, nil)
         }
     }
@@ -129,8 +132,9 @@ final class SecretPortal {
                 // Answered once the keychain's password is given (or the prompt dismissed): the
                 // dialog names the app.
                 let id = service.nextID("p")
-                let prompt = Prompt(id: id, sequence: UInt64(id.dropFirst()) ?? 0, owner: sender, caller: .app(appID),
-                                    action: .unlock([(collection.path, collection)]))
+                let prompt = Prompt(
+                    id: id, sequence: UInt64(id.dropFirst()) ?? 0, owner: sender, caller: .app(appID),
+                    action: .unlock([(collection.path, collection)]))
                 prompt.completion = { [weak self] dismissed in
                     guard let self else { return }
                     if dismissed {
@@ -173,21 +177,25 @@ final class SecretPortal {
     func secret(of appID: String, in store: KeychainStore) throws -> Bytes {
         let attributes = [Self.appIDAttribute: appID]
         if let own = try store.searchSecretItems(attributes, owner: appID).unlocked.first(where: { $0.attributes == attributes }),
-           let secret = try store.secretItem(own.row, includeSecret: true, owner: appID).secret {
+            let secret = try store.secretItem(own.row, includeSecret: true, owner: appID).secret
+        {
             return secret
         }
         if let brought = try store.searchSecretItems(attributes).unlocked.first(where: { $0.attributes == attributes }),
-           let secret = try store.secretItem(brought.row, includeSecret: true).secret, !secret.isEmpty {
-            _ = try store.addSecretItem(label: brought.label, attributes: attributes, secret: secret, contentType: brought.contentType,
-                                        replace: false, owner: appID, created: Double(brought.created), modified: Double(brought.modified))
+            let secret = try store.secretItem(brought.row, includeSecret: true).secret, !secret.isEmpty
+        {
+            _ = try store.addSecretItem(
+                label: brought.label, attributes: attributes, secret: secret, contentType: brought.contentType,
+                replace: false, owner: appID, created: Double(brought.created), modified: Double(brought.modified))
             try store.deleteSecretItem(brought.row)
             return secret
         }
         var secret = Bytes(repeating: 0, count: Self.secretLength)
         guard RAND_bytes(&secret, Int32(secret.count)) == 1 else { throw ServiceError.failed("no randomness") }
         do {
-            _ = try store.addSecretItem(label: "Portal secret of \(appID)", attributes: attributes, secret: secret,
-                                        contentType: "application/octet-stream", replace: false, owner: appID)
+            _ = try store.addSecretItem(
+                label: "Portal secret of \(appID)", attributes: attributes, secret: secret,
+                contentType: "application/octet-stream", replace: false, owner: appID)
         } catch {
             secret.wipe()
             throw error

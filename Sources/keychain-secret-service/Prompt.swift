@@ -83,17 +83,20 @@ final class Prompt {
         switch action {
         case .unlock:
             guard let collection = pending.first else { return }
-            pinentry?.ask(title: "Unlock keychain",
-                          description: "\(asker) wants access to the keychain \u{201C}\(collection.name)\u{201D}. Enter its password to unlock it.",
-                          prompt: "Password:", error: error)
+            pinentry?.ask(
+                title: "Unlock keychain",
+                description: "\(asker) wants access to the keychain \u{201C}\(collection.name)\u{201D}. Enter its password to unlock it.",
+                prompt: "Password:", error: error)
         case .delete(let collection):
-            pinentry?.ask(title: "Delete keychain",
-                          description: "\(asker) wants to delete the keychain \u{201C}\(collection.name)\u{201D} and every item in it. Enter its password to delete it.",
-                          prompt: "Password:", error: error)
+            pinentry?.ask(
+                title: "Delete keychain",
+                description: "\(asker) wants to delete the keychain \u{201C}\(collection.name)\u{201D} and every item in it. Enter its password to delete it.",
+                prompt: "Password:", error: error)
         case .create(let label, _):
-            pinentry?.ask(title: "New keychain",
-                          description: "\(asker) wants to create a new keychain \u{201C}\(label.isEmpty ? "keychain" : label)\u{201D}. Choose a password for it.",
-                          prompt: "Password:", error: error, repeatPrompt: "Repeat:")
+            pinentry?.ask(
+                title: "New keychain",
+                description: "\(asker) wants to create a new keychain \u{201C}\(label.isEmpty ? "keychain" : label)\u{201D}. Choose a password for it.",
+                prompt: "Password:", error: error, repeatPrompt: "Repeat:")
         }
     }
 
@@ -206,8 +209,9 @@ extension SecretService {
         while true {
             let running = prompts.values.filter { $0.pinentry != nil }
             guard running.count < Self.pinentriesAtOnce,
-                  let next = prompts.values.filter({ prompt in prompt.isWaiting && !running.contains { $0.requester == prompt.requester } })
-                      .min(by: { $0.sequence < $1.sequence }) else { return }
+                let next = prompts.values.filter({ prompt in prompt.isWaiting && !running.contains { $0.requester == prompt.requester } })
+                    .min(by: { $0.sequence < $1.sequence })
+            else { return }
             next.start(self)
         }
     }
@@ -216,7 +220,8 @@ extension SecretService {
         // Another connection's prompt does not exist for this one: it can neither dismiss it nor
         // raise its dialog.
         guard call.path.hasPrefix(ObjectPaths.prompts), let prompt = prompts[String(call.path.dropFirst(ObjectPaths.prompts.count))],
-              prompt.owner == call.sender else {
+            prompt.owner == call.sender
+        else {
             throw ServiceError.noSuchObject("no prompt \(call.path)")
         }
         switch member {
@@ -235,9 +240,10 @@ extension SecretService {
 
     /// A new keychain in the keychains folder, named after the label, unlocked.
     func createCollection(label: String, alias: String, password: Bytes) throws -> Collection {
-        var base = String(label.unicodeScalars.map { scalar -> Character in
-            scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_" ? Character(scalar) : "_"
-        })
+        var base = String(
+            label.unicodeScalars.map { scalar -> Character in
+                scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "-" || scalar == "_" ? Character(scalar) : "_"
+            })
         if base.isEmpty { base = "keychain" }
         var name = base, number = 1
         while KeychainFile.exists(KeychainFile.resolve(name)) {

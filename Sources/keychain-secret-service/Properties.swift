@@ -6,8 +6,10 @@ import SecretServiceItems
 /// org.freedesktop.DBus.Properties: sd-bus calls these for Get, GetAll and Set, and for the values
 /// PropertiesChanged carries.
 extension SecretService {
-    func get(_ path: String, _ interface: String, _ property: String, _ reply: OpaquePointer,
-             _ busError: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
+    func get(
+        _ path: String, _ interface: String, _ property: String, _ reply: OpaquePointer,
+        _ busError: UnsafeMutablePointer<sd_bus_error>
+    ) -> Int32 {
         let w = MessageWriter(message: reply)
         let caller = currentCaller
         do {
@@ -60,8 +62,10 @@ extension SecretService {
         }
     }
 
-    func set(_ path: String, _ interface: String, _ property: String, _ value: OpaquePointer,
-             _ busError: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
+    func set(
+        _ path: String, _ interface: String, _ property: String, _ value: OpaquePointer,
+        _ busError: UnsafeMutablePointer<sd_bus_error>
+    ) -> Int32 {
         let reader = MessageReader(message: value)
         let caller = currentCaller
         do {

@@ -77,17 +77,21 @@ final class SecretService {
         let me = Unmanaged.passUnretained(self).toOpaque()
         var rc = csdbus_register(bus, &handlers, me)
         guard rc >= 0 else { throw ServiceError.failed("cannot register the objects: \(String(cString: strerror(-rc)))") }
-        rc = sd_bus_match_signal(bus, nil, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                 "NameOwnerChanged", { message, userdata, _ in
-                                     SecretService.from(userdata).nameOwnerChanged(message!)
-                                     return 0
-                                 }, me)
+        rc = sd_bus_match_signal(
+            bus, nil, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+            "NameOwnerChanged",
+            { message, userdata, _ in
+                SecretService.from(userdata).nameOwnerChanged(message!)
+                return 0
+            }, me)
         guard rc >= 0 else { throw ServiceError.failed("cannot watch clients: \(String(cString: strerror(-rc)))") }
-        rc = sd_bus_match_signal(bus, nil, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                 "NameLost", { message, userdata, _ in
-                                     SecretService.from(userdata).nameLost(message!)
-                                     return 0
-                                 }, me)
+        rc = sd_bus_match_signal(
+            bus, nil, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+            "NameLost",
+            { message, userdata, _ in
+                SecretService.from(userdata).nameLost(message!)
+                return 0
+            }, me)
         guard rc >= 0 else { throw ServiceError.failed("cannot watch the name: \(String(cString: strerror(-rc)))") }
 
         var flags = UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT)
@@ -107,7 +111,8 @@ final class SecretService {
     private func currentOwner() -> String {
         var creds: OpaquePointer?
         guard sd_bus_get_name_creds(bus, Self.busName, UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_COMM | SD_BUS_CREDS_AUGMENT), &creds) >= 0,
-              let creds else { return "another program" }
+            let creds
+        else { return "another program" }
         defer { sd_bus_creds_unref(creds) }
         var pid: pid_t = 0
         var comm: UnsafePointer<CChar>?
@@ -152,7 +157,6 @@ final class SecretService {
         return 0
     }
 
-
     /// `security lock-keychain` and the PAM module change the lock state behind the service's
     /// back; each turn of the loop compares and announces.
     func noticeLockChanges() {
@@ -168,7 +172,8 @@ final class SecretService {
     private func nameOwnerChanged(_ message: OpaquePointer) {
         let reader = MessageReader(message: message)
         guard let name = try? reader.string(), let oldOwner = try? reader.string(), let newOwner = try? reader.string(),
-              name.hasPrefix(":") else { return }
+            name.hasPrefix(":")
+        else { return }
         if oldOwner.isEmpty && !newOwner.isEmpty {
             appeared[name] = Caller.ticksSinceBoot()
             return
@@ -275,8 +280,10 @@ final class SecretService {
         } else if let (collection, row) = collections.resolve(path), row == nil, currentCaller != .unidentified {
             paths = ((try? collection.store().secretItemRows(owner: currentCaller.owner)) ?? []).map { path + "/" + String($0) }
         }
-        guard let list = malloc(MemoryLayout<UnsafeMutablePointer<CChar>?>.stride * (paths.count + 1))?
-            .bindMemory(to: UnsafeMutablePointer<CChar>?.self, capacity: paths.count + 1) else { return nil }
+        guard
+            let list = malloc(MemoryLayout<UnsafeMutablePointer<CChar>?>.stride * (paths.count + 1))?
+                .bindMemory(to: UnsafeMutablePointer<CChar>?.self, capacity: paths.count + 1)
+        else { return nil }
         for (index, path) in paths.enumerated() { list[index] = strdup(path) }
         list[paths.count] = nil
         return list
@@ -311,7 +318,7 @@ final class SecretService {
 
     func session(_ path: String, for call: Call) throws -> Session {
         guard path.hasPrefix(ObjectPaths.sessions), let session = sessions[String(path.dropFirst(ObjectPaths.sessions.count))],
-              session.owner == call.sender
+            session.owner == call.sender
         else { throw ServiceError.noSession("no session \(path) for this client") }
         return session
     }

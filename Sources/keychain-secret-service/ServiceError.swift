@@ -29,7 +29,7 @@ enum ServiceError: Error {
     var message: String {
         switch self {
         case .isLocked(let m), .noSession(let m), .noSuchObject(let m), .invalidArgs(let m), .accessDenied(let m),
-             .limitsExceeded(let m), .notSupported(let m), .failed(let m):
+            .limitsExceeded(let m), .notSupported(let m), .failed(let m):
             return m
         }
     }

@@ -61,7 +61,7 @@ extension SecretService {
             for path in paths {
                 // Locked and missing items are left out, as gnome-keyring does.
                 guard let (collection, row) = collections.resolve(path), let row,
-                      let item = try? collection.store().secretItem(row, includeSecret: true, owner: call.owner), var secret = item.secret
+                    let item = try? collection.store().secretItem(row, includeSecret: true, owner: call.owner), var secret = item.secret
                 else { continue }
                 defer { secret.wipe() }
                 secrets.append((path, try session.encode(secret, path: ObjectPaths.sessions + session.id, contentType: item.contentType)))

@@ -57,7 +57,8 @@ enum SessionCollection {
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
             guard name.hasPrefix(prefix), let pid = pid_t(name.dropFirst(prefix.count).prefix(while: { $0 != "-" })),
-                  pid != getpid() else { continue }
+                pid != getpid()
+            else { continue }
             var info = stat()
             guard lstat(parent + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else { continue }
             if kill(pid, 0) == -1 && errno == ESRCH { remove(parent + "/" + name) }

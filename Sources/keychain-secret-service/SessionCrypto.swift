@@ -8,7 +8,8 @@ import SecretServiceItems
 /// PKCS#7 padding and a fresh 16-byte IV as the Secret's parameters.
 enum SessionCrypto {
     static let algorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
-    private static let primeHex = "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7EDEE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF"
+    private static let primeHex =
+        "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7EDEE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF"
     private static let groupBytes = 128
     static let keyLength = 16
     static let blockLength = 16
@@ -29,7 +30,7 @@ enum SessionCrypto {
             BN_free(peer); BN_free(limit); BN_free(generator); BN_clear_free(secretExponent); BN_free(ours); BN_clear_free(shared)
         }
         guard let peer, let limit, let generator, let secretExponent, let ours, let shared,
-              BN_copy(limit, prime) != nil, BN_sub_word(limit, 1) == 1, BN_set_word(generator, 2) == 1
+            BN_copy(limit, prime) != nil, BN_sub_word(limit, 1) == 1, BN_set_word(generator, 2) == 1
         else { throw ServiceError.failed("out of memory") }
         // 1 < y < p - 1: the other values would force a known shared secret.
         guard BN_cmp(peer, BN_value_one()) > 0, BN_cmp(peer, limit) < 0 else {
@@ -39,13 +40,13 @@ enum SessionCrypto {
             guard BN_priv_rand_range(secretExponent, limit) == 1 else { throw ServiceError.failed("no randomness") }
         } while BN_cmp(secretExponent, BN_value_one()) <= 0
         guard BN_mod_exp_mont_consttime(ours, generator, secretExponent, prime, ctx, nil) == 1,
-              BN_mod_exp_mont_consttime(shared, peer, secretExponent, prime, ctx, nil) == 1
+            BN_mod_exp_mont_consttime(shared, peer, secretExponent, prime, ctx, nil) == 1
         else { throw ServiceError.failed("key agreement failed") }
         var publicKey = Bytes(repeating: 0, count: groupBytes)
         var sharedBytes = Bytes(repeating: 0, count: groupBytes)
         defer { sharedBytes.wipe() }
         guard BN_bn2binpad(ours, &publicKey, Int32(groupBytes)) == Int32(groupBytes),
-              BN_bn2binpad(shared, &sharedBytes, Int32(groupBytes)) == Int32(groupBytes)
+            BN_bn2binpad(shared, &sharedBytes, Int32(groupBytes)) == Int32(groupBytes)
         else { throw ServiceError.failed("key agreement failed") }
         return (publicKey, try hkdf(sharedBytes))
     }
@@ -87,7 +88,7 @@ enum SessionCrypto {
         var out = Bytes(repeating: 0, count: input.count + blockLength)
         var length: Int32 = 0, total: Int32 = 0
         guard EVP_CipherInit_ex(ctx, EVP_aes_128_cbc(), nil, key, iv, encrypt ? 1 : 0) == 1,
-              EVP_CipherUpdate(ctx, &out, &length, input, Int32(input.count)) == 1
+            EVP_CipherUpdate(ctx, &out, &length, input, Int32(input.count)) == 1
         else {
             out.wipe()
             throw ServiceError.failed("cipher failed")

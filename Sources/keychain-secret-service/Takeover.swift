@@ -54,8 +54,10 @@ struct Takeover {
     /// The folders systemd reads user units from, the user's own configuration left out:
     /// $SYSTEMD_UNIT_PATH as systemd takes it (an empty element: the usual folders), else the usual.
     static func systemUnitFolders() -> [String] {
-        let usual = ["/etc/systemd/user", xdg("XDG_RUNTIME_DIR", ".run") + "/systemd/user", "/run/systemd/user", dataHome + "/systemd/user",
-                     "/usr/local/share/systemd/user", "/usr/share/systemd/user", "/usr/local/lib/systemd/user", "/usr/lib/systemd/user"]
+        let usual = [
+            "/etc/systemd/user", xdg("XDG_RUNTIME_DIR", ".run") + "/systemd/user", "/run/systemd/user", dataHome + "/systemd/user",
+            "/usr/local/share/systemd/user", "/usr/share/systemd/user", "/usr/local/lib/systemd/user", "/usr/lib/systemd/user"
+        ]
         guard let path = KeychainFile.environment("SYSTEMD_UNIT_PATH") else { return usual }
         var folders: [String] = []
         for element in path.split(separator: ":", omittingEmptySubsequences: false) {
@@ -75,7 +77,9 @@ struct Takeover {
         var targets: [String] = []
         for raw in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
             let line = raw.trimmingSpaces
-            if line.hasPrefix("[") { section = line } else if section == "[Install]", line.hasPrefix("WantedBy=") {
+            if line.hasPrefix("[") {
+                section = line
+            } else if section == "[Install]", line.hasPrefix("WantedBy=") {
                 targets += line.dropFirst("WantedBy=".count).split(separator: " ").map(String.init)
             }
         }
@@ -198,10 +202,14 @@ struct Takeover {
             }
             if importFirst {
                 say("importing the secrets of \(provider.shown) first")
-                let imported = BusImport(from: provider.uniqueName, dryRun: false, asker: PasswordAsker(program: pinentry, timeout: promptTimeout),
-                                         promptTimeout: promptTimeout).run(client: client)
+                let imported = BusImport(
+                    from: provider.uniqueName, dryRun: false, asker: PasswordAsker(program: pinentry, timeout: promptTimeout),
+                    promptTimeout: promptTimeout
+                ).run(client: client)
                 guard imported == 0 else {
-                    say("not every secret of \(provider.shown) could come (above); nothing else was changed, and it still serves. Bring the rest over by hand, or run `keychain-secret-service enable --no-import`")
+                    say(
+                        "not every secret of \(provider.shown) could come (above); nothing else was changed, and it still serves. Bring the rest over by hand, or run `keychain-secret-service enable --no-import`"
+                    )
                     return 1
                 }
             }
@@ -222,8 +230,9 @@ struct Takeover {
         if let ours = Self.unitFile(Self.ourUnit) {
             let targets = Self.wantedBy(ours)
             for target in targets.isEmpty ? ["graphical-session-pre.target"] : targets {
-                link(Self.userUnitFolder + "/" + target + ".wants/" + Self.ourUnit, to: ours, what: "\(Self.ourUnit) enabled for \(target)",
-                     manager: manager, systemctl: ["enable", Self.ourUnit], state: &state)
+                link(
+                    Self.userUnitFolder + "/" + target + ".wants/" + Self.ourUnit, to: ours, what: "\(Self.ourUnit) enabled for \(target)",
+                    manager: manager, systemctl: ["enable", Self.ourUnit], state: &state)
             }
         } else {
             say("\(Self.ourUnit) is not installed in any systemd user unit folder: the D-Bus activation file starts the service instead")
@@ -247,7 +256,9 @@ struct Takeover {
                 say("\(Self.busName) is provided by \(provider.shown); asking it to hand the name over (--replace)")
                 _ = Spawn.detached([ProcFile.link("/proc/self/exe") ?? "keychain-secret-service", "--replace", "--pinentry", pinentry])
                 if !client.wait(seconds: 5, until: { client.peer(Self.busName)?.isKeychainService == true }) {
-                    say("\(provider.shown) keeps \(Self.busName): turn its Secret Service off (KeePassXC: Settings, Secret Service Integration; KWallet: its Secret Service API), then run `keychain-secret-service enable` again")
+                    say(
+                        "\(provider.shown) keeps \(Self.busName): turn its Secret Service off (KeePassXC: Settings, Secret Service Integration; KWallet: its Secret Service API), then run `keychain-secret-service enable` again"
+                    )
                     return 1
                 }
             }
@@ -275,7 +286,9 @@ struct Takeover {
         if lstat(path, &st) == 0 {
             let hides = (ProcFile.read(path, limit: 65536).map { String(decoding: $0, as: UTF8.self) } ?? "")
                 .split(separator: "\n").contains { $0.trimmingSpaces == "Hidden=true" }
-            say("\(path) is yours (not written by enable): left as it is\(path == Self.autostartFile && !hides ? "; it does not say Hidden=true, so gnome-keyring's secrets component may still start at login" : "")")
+            say(
+                "\(path) is yours (not written by enable): left as it is\(path == Self.autostartFile && !hides ? "; it does not say Hidden=true, so gnome-keyring's secrets component may still start at login" : "")"
+            )
             return
         }
         do {
@@ -341,7 +354,8 @@ struct Takeover {
         var how = "signal"
         let cgroup = ProcFile.read("/proc/\(provider.pid)/cgroup").map { String(decoding: $0, as: UTF8.self) } ?? ""
         if manager, cgroup.contains("/gnome-keyring-daemon.service"),
-           let result = Spawn.run(["systemctl", "--user", "stop"] + Self.gnomeKeyringUnits), result.status == 0 {
+            let result = Spawn.run(["systemctl", "--user", "stop"] + Self.gnomeKeyringUnits), result.status == 0
+        {
             how = "systemd"
         } else if kill(provider.pid, SIGTERM) != 0 {
             say("cannot stop \(provider.shown): \(String(cString: strerror(errno)))")
@@ -355,9 +369,11 @@ struct Takeover {
         say("stopped \(provider.shown), after its secrets were imported")
         if !others.isEmpty {
             let result = Spawn.run(["gnome-keyring-daemon", "--start", "--components=" + others.joined(separator: ",")], seconds: 15)
-            say(result?.status == 0
-                ? "gnome-keyring-daemon started again for \(others.joined(separator: " and ")) only (not the secrets)"
-                : "gnome-keyring-daemon's \(others.joined(separator: " and ")) could not be started again: `gnome-keyring-daemon --start --components=\(others.joined(separator: ","))`")
+            say(
+                result?.status == 0
+                    ? "gnome-keyring-daemon started again for \(others.joined(separator: " and ")) only (not the secrets)"
+                    : "gnome-keyring-daemon's \(others.joined(separator: " and ")) could not be started again: `gnome-keyring-daemon --start --components=\(others.joined(separator: ","))`"
+            )
         }
         return true
     }
@@ -431,7 +447,9 @@ struct Takeover {
         for case .stopped(let components, let how) in state.records {
             if how == "systemd" && manager {
                 let result = Spawn.run(["systemctl", "--user", "start"] + Self.gnomeKeyringUnits.reversed())
-                say(result?.status == 0 ? "gnome-keyring-daemon started again (systemctl --user start)" : "gnome-keyring-daemon could not be started: \(result?.output ?? "")")
+                say(
+                    result?.status == 0
+                        ? "gnome-keyring-daemon started again (systemctl --user start)" : "gnome-keyring-daemon could not be started: \(result?.output ?? "")")
             } else {
                 let result = Spawn.run(["gnome-keyring-daemon", "--start", "--components=" + components], seconds: 15)
                 if result?.status != 0 {
@@ -440,9 +458,12 @@ struct Takeover {
                 }
             }
             if let client, client.wait(seconds: 10, until: { client.peer(Self.busName)?.isGnomeKeyring == true }),
-               let owner = client.peer(Self.busName) {
+                let owner = client.peer(Self.busName)
+            {
                 say("\(Self.busName) is provided by \(owner.shown) again")
-                say("what was stored in the keychain since enable stays there: `keychain-secret-service export --to \(Self.busName)` copies it into gnome-keyring")
+                say(
+                    "what was stored in the keychain since enable stays there: `keychain-secret-service export --to \(Self.busName)` copies it into gnome-keyring"
+                )
             }
         }
         // Kept when something could not be undone, so that a second disable tries again.
@@ -471,12 +492,13 @@ struct Takeover {
         } else {
             print("enabled: no")
         }
-        let written = Set((state?.records ?? []).compactMap { record -> String? in
-            switch record {
-            case .file(let path, _), .link(let path, _): return path
-            case .stopped, .folder: return nil
-            }
-        })
+        let written = Set(
+            (state?.records ?? []).compactMap { record -> String? in
+                switch record {
+                case .file(let path, _), .link(let path, _): return path
+                case .stopped, .folder: return nil
+                }
+            })
         func origin(_ path: String) -> String { written.contains(path) ? "by enable" : "yours" }
         var st = stat()
         if lstat(Self.autostartFile, &st) == 0 {
@@ -513,7 +535,8 @@ struct Takeover {
     static func startTime(of pid: pid_t) -> Int? {
         guard let ticks = Caller.startTime(of: pid), let stat = ProcFile.read("/proc/stat") else { return nil }
         guard let line = String(decoding: stat, as: UTF8.self).split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
-              let boot = Int(line.dropFirst("btime ".count)) else { return nil }
+            let boot = Int(line.dropFirst("btime ".count))
+        else { return nil }
         return boot + Int(ticks) / max(sysconf(Int32(_SC_CLK_TCK)), 1)
     }
 

@@ -22,7 +22,7 @@ final class ImportSourceTests: XCTestCase {
             ("https://u:p@h?x=1", "https", "h", "?x=1", "u", "p"),
             ("https://u:@h", "https", "h", nil, "u", ""),
             ("https://:p@h", "https", "h", nil, "", "p"),
-            ("imaps://m%20x:p%20w@mail.example", "imaps", "mail.example", nil, "m x", "p w"),
+            ("imaps://m%20x:p%20w@mail.example", "imaps", "mail.example", nil, "m x", "p w")
         ]
         for (text, scheme, host, path, user, password) in cases {
             let parsed = try line(text)
@@ -43,7 +43,7 @@ final class ImportSourceTests: XCTestCase {
             ("://u:p@h", .notAURL),
             ("", .notAURL),
             ("https://u:p%0Aq@h", .newline("password")),
-            ("https://u%0a:p@h", .newline("username")),
+            ("https://u%0a:p@h", .newline("username"))
         ]
         for (text, problem) in cases {
             XCTAssertThrowsError(try line(text), text) { XCTAssertEqual($0 as? GitCredentialStoreLine.Problem, problem, text) }
@@ -86,12 +86,14 @@ final class ImportSourceTests: XCTestCase {
         XCTAssertEqual(parsed.credsStore, "keychain")
         let entries = parsed.inlineEntries
         XCTAssertEqual(entries.map(\.serverURL), ["https://index.docker.io/v1/", "registry.example:5000", "plain.example", "nul.example"])
-        XCTAssertEqual(entries.map(\.credential), [
-            DockerCredential(serverURL: "https://index.docker.io/v1/", username: "alice", secret: "pa:ss"),
-            DockerCredential(serverURL: "registry.example:5000", username: "<token>", secret: "tok-1"),
-            DockerCredential(serverURL: "plain.example", username: "carol", secret: "pw3"),
-            DockerCredential(serverURL: "nul.example", username: "dave", secret: "pw"),
-        ])
+        XCTAssertEqual(
+            entries.map(\.credential),
+            [
+                DockerCredential(serverURL: "https://index.docker.io/v1/", username: "alice", secret: "pa:ss"),
+                DockerCredential(serverURL: "registry.example:5000", username: "<token>", secret: "tok-1"),
+                DockerCredential(serverURL: "plain.example", username: "carol", secret: "pw3"),
+                DockerCredential(serverURL: "nul.example", username: "dave", secret: "pw")
+            ])
         XCTAssertTrue(entries.allSatisfy { $0.problem == nil })
     }
 
@@ -118,7 +120,9 @@ final class ImportSourceTests: XCTestCase {
              "HttpHeaders": {"User-Agent": "x<y>"}, "psFormat": "table", "list": [1, 2.5e3, true, null, []], "credsStore": ""}
             """
         let migrated = try config(text).migrated(to: "keychain", moved: ["https://index.docker.io/v1/"])
-        XCTAssertEqual(String(decoding: migrated, as: UTF8.self), """
+        XCTAssertEqual(
+            String(decoding: migrated, as: UTF8.self),
+            """
             {
             \t"auths": {
             \t\t"https://index.docker.io/v1/": {
@@ -145,8 +149,9 @@ final class ImportSourceTests: XCTestCase {
             """)
         let added = try config("{\"auths\": {\"x\": {\"identitytoken\": \"t\", \"username\": \"u\", \"password\": \"p\", \"registrytoken\": \"r\"}}}")
             .migrated(to: "keychain", moved: ["x"])
-        XCTAssertEqual(String(decoding: added, as: UTF8.self),
-                       "{\n\t\"auths\": {\n\t\t\"x\": {\n\t\t\t\"registrytoken\": \"r\"\n\t\t}\n\t},\n\t\"credsStore\": \"keychain\"\n}\n")
+        XCTAssertEqual(
+            String(decoding: added, as: UTF8.self),
+            "{\n\t\"auths\": {\n\t\t\"x\": {\n\t\t\t\"registrytoken\": \"r\"\n\t\t}\n\t},\n\t\"credsStore\": \"keychain\"\n}\n")
         // What comes out reads back as the same configuration, now without inline logins.
         let again = try DockerConfig(parsing: migrated)
         XCTAssertEqual(again.credsStore, "keychain")

@@ -22,7 +22,7 @@ final class RegistryURLTests: XCTestCase {
             ("[fe80::1]", "https", "fe80::1", nil, ""),
             ("https://registry.example//////a/../../b", "https", "registry.example", nil, "//////a/../../b"),
             ("HTTPS://Registry.Example", "https", "Registry.Example", nil, ""),
-            ("https://user@registry.example/x", "https", "registry.example", nil, "/x"),
+            ("https://user@registry.example/x", "https", "registry.example", nil, "/x")
         ]
         for (text, scheme, server, port, path) in cases {
             let url = try parse(text)
@@ -39,7 +39,7 @@ final class RegistryURLTests: XCTestCase {
             ("/foobar.docker.io", "no hostname in URL"),
             ("https://", "no hostname in URL"),
             ("https://host:port", "invalid port \":port\" after host"),
-            ("https://host:99999", "invalid port \":99999\" after host"),
+            ("https://host:99999", "invalid port \":99999\" after host")
         ]
         for (text, message) in cases {
             XCTAssertThrowsError(try parse(text), text) { error in
@@ -60,12 +60,15 @@ final class RegistryURLTests: XCTestCase {
         var template = Array("/tmp/registry-url-XXXXXX".utf8CString)
         let dir = String(cString: mkdtemp(&template)!)
         defer { _ = system("rm -rf '\(dir)'") }
-        let store = try KeychainStore.create(at: dir + "/k/test.keychain-db", password: Array("pw".utf8),
-                                             scrypt: .fastForTesting, storage: .process)
+        let store = try KeychainStore.create(
+            at: dir + "/k/test.keychain-db", password: Array("pw".utf8),
+            scrypt: .fastForTesting, storage: .process)
         func save(_ text: String) throws {
-            try store.addOrUpdate(Item(itemClass: .internetPassword, attributes: try parse(text).exactAttributes.merging([AttributeKey.account: .string(text)]) { a, _ in a },
-                                       secret: Array(text.utf8)),
-                                  matching: Query(itemClass: .internetPassword, attributes: try parse(text).exactAttributes))
+            try store.addOrUpdate(
+                Item(
+                    itemClass: .internetPassword, attributes: try parse(text).exactAttributes.merging([AttributeKey.account: .string(text)]) { a, _ in a },
+                    secret: Array(text.utf8)),
+                matching: Query(itemClass: .internetPassword, attributes: try parse(text).exactAttributes))
         }
         func found(_ text: String) throws -> [String] {
             do {
@@ -96,9 +99,12 @@ final class RegistryURLTests: XCTestCase {
 
 final class JSONTests: XCTestCase {
     func testParse() throws {
-        XCTAssertEqual(try JSON.parse(Array(#" {"a": "b\u00e9\n", "n": -1.5e3, "t": true, "z": null, "l": [1, {}]} trailing"#.utf8)),
-                       .object([("a", .string("bé\n")), ("n", .number("-1.5e3")), ("t", .bool(true)), ("z", .null),
-                                ("l", .array([.number("1"), .object([])]))]))
+        XCTAssertEqual(
+            try JSON.parse(Array(#" {"a": "b\u00e9\n", "n": -1.5e3, "t": true, "z": null, "l": [1, {}]} trailing"#.utf8)),
+            .object([
+                ("a", .string("bé\n")), ("n", .number("-1.5e3")), ("t", .bool(true)), ("z", .null),
+                ("l", .array([.number("1"), .object([])]))
+            ]))
         XCTAssertEqual(try JSON.parse(Array(#""\ud83d\ude00""#.utf8)), .string("😀"))
         for bad in ["", "{", "{\"a\"", "{\"a\":}", "nope", "[1,]", "\"\u{01}\"", "{\"a\" 1}", String(repeating: "[", count: 10_000)] {
             XCTAssertThrowsError(try JSON.parse(Array(bad.utf8)), bad)

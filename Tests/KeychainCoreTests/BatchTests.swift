@@ -9,12 +9,13 @@ final class BatchTests: StoreTestCase {
 
     func testABatchThatFailsMidwayLeavesNothing() throws {
         try store.add(generic("before"))
-        XCTAssertThrowsError(try store.batch {
-            try store.add(generic("a"))
-            try store.add(generic("b"))
-            try store.update(query("before"), attributes: [AttributeKey.label: .string("changed")])
-            throw Stop()
-        })
+        XCTAssertThrowsError(
+            try store.batch {
+                try store.add(generic("a"))
+                try store.add(generic("b"))
+                try store.update(query("before"), attributes: [AttributeKey.label: .string("changed")])
+                throw Stop()
+            })
         XCTAssertEqual(try store.count(), 1)
         XCTAssertStatus(try store.find(query("a")), .itemNotFound)
         XCTAssertNil(try store.find(query("before")).first?[AttributeKey.label], "the update inside was undone too")
@@ -25,7 +26,7 @@ final class BatchTests: StoreTestCase {
 
     func testAnItemThatFailsItsChecksUndoesTheWholeAddAll() throws {
         var bad = generic("bad")
-        bad.attributes[AttributeKey.port] = .string("not a port")   // no such attribute for a generic password
+        bad.attributes[AttributeKey.port] = .string("not a port")  // no such attribute for a generic password
         XCTAssertStatus(try store.addAll([generic("a"), generic("b"), bad, generic("c")]), .param)
         XCTAssertEqual(try store.count(), 0)
     }
@@ -44,10 +45,11 @@ final class BatchTests: StoreTestCase {
         try store.batch {
             try store.add(generic("kept"))
             // An operation that fails after writing part of its work: a nested batch.
-            XCTAssertThrowsError(try store.batch {
-                try store.add(generic("undone"))
-                throw Stop()
-            })
+            XCTAssertThrowsError(
+                try store.batch {
+                    try store.add(generic("undone"))
+                    throw Stop()
+                })
             // A duplicate refused inside the batch leaves the rest standing.
             XCTAssertStatus(try store.add(generic("kept")), .duplicateItem)
             try store.add(generic("also kept"))
@@ -69,12 +71,13 @@ final class BatchTests: StoreTestCase {
 
     func testABatchKeepsEveryItemsLockCheck() throws {
         let items = (0..<5).map { generic("wu\($0)") }
-        XCTAssertStatus(try store.batch {
-            try store.add(items[0])
-            try store.add(items[1])
-            store.lock()
-            try store.add(items[2])
-        }, .interactionNotAllowed)
+        XCTAssertStatus(
+            try store.batch {
+                try store.add(items[0])
+                try store.add(items[1])
+                store.lock()
+                try store.add(items[2])
+            }, .interactionNotAllowed)
         try store.unlock(password: Array("pw".utf8))
         XCTAssertEqual(try store.count(), 0, "the items added before the lock went with the batch")
     }

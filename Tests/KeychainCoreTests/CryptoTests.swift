@@ -15,15 +15,23 @@ final class CryptoTests: XCTestCase {
 
     func testHMACSHA256AgainstRFC4231() {
         let vectors: [(Bytes, Bytes, String)] = [
-            (Bytes(repeating: 0x0b, count: 20), Array("Hi There".utf8),
-             "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"),
-            (Array("Jefe".utf8), Array("what do ya want for nothing?".utf8),
-             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"),
-            (Bytes(repeating: 0xaa, count: 20), Bytes(repeating: 0xdd, count: 50),
-             "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"),
+            (
+                Bytes(repeating: 0x0b, count: 20), Array("Hi There".utf8),
+                "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"
+            ),
+            (
+                Array("Jefe".utf8), Array("what do ya want for nothing?".utf8),
+                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+            ),
+            (
+                Bytes(repeating: 0xaa, count: 20), Bytes(repeating: 0xdd, count: 50),
+                "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe"
+            ),
             // A key longer than the block is hashed first.
-            (Bytes(repeating: 0xaa, count: 131), Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8),
-             "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"),
+            (
+                Bytes(repeating: 0xaa, count: 131), Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8),
+                "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"
+            )
         ]
         for (key, message, expected) in vectors {
             XCTAssertEqual(Crypto.hmacSHA256(key: key, message), hex(expected))
@@ -59,6 +67,10 @@ final class CryptoTests: XCTestCase {
 
     func testScryptAgainstRFC7914() throws {
         let out = try Crypto.scrypt(password: Array("password".utf8), salt: Array("NaCl".utf8), parameters: ScryptParameters(n: 1024, r: 8, p: 16))
-        XCTAssertEqual(out, Array(hex("fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640").prefix(32)))
+        XCTAssertEqual(
+            out,
+            Array(
+                hex("fdbabe1c9d3472007856e7190d01e9fe7c6ad7cbc8237830e77376634b3731622eaf30d92e22a3886ff109279d9830dac727afb94a83ee6d8360cbdfa2cc0640").prefix(
+                    32)))
     }
 }

@@ -67,16 +67,28 @@ final class FileTests: XCTestCase {
     /// A stolen file tells nothing: neither secrets nor which servers and accounts it holds.
     func testFileHoldsNoSecretAndNoAttributeValue() throws {
         let store = try scratch.create()
-        let needles = ["git.secret-server.example", "alice-the-account", "hunter2-password-xyzzy",
-                       "my-generic-service", "a-label-nobody-sees", "/path/of/repo.git", "comment-text-here"]
-        try store.add(Item(itemClass: .internetPassword, attributes: [
-            AttributeKey.server: .string(needles[0]), AttributeKey.account: .string(needles[1]), AttributeKey.path: .string(needles[5]),
-            AttributeKey.label: .string(needles[4]), AttributeKey.comment: .string(needles[6]), AttributeKey.protocol: .string("htps"),
-        ], secret: Array(needles[2].utf8)))
-        try store.add(Item(itemClass: .genericPassword, attributes: [AttributeKey.service: .string(needles[3]), AttributeKey.account: .string(needles[1])],
-                           secret: Array(needles[2].utf8)))
-        try store.add(Item(itemClass: .genericPassword, attributes: [AttributeKey.service: .string(needles[3]), AttributeKey.account: .string("always-\(needles[1])"),
-                                                                    AttributeKey.accessible: .string("dk")], secret: Array(needles[2].utf8)))
+        let needles = [
+            "git.secret-server.example", "alice-the-account", "hunter2-password-xyzzy",
+            "my-generic-service", "a-label-nobody-sees", "/path/of/repo.git", "comment-text-here"
+        ]
+        try store.add(
+            Item(
+                itemClass: .internetPassword,
+                attributes: [
+                    AttributeKey.server: .string(needles[0]), AttributeKey.account: .string(needles[1]), AttributeKey.path: .string(needles[5]),
+                    AttributeKey.label: .string(needles[4]), AttributeKey.comment: .string(needles[6]), AttributeKey.protocol: .string("htps")
+                ], secret: Array(needles[2].utf8)))
+        try store.add(
+            Item(
+                itemClass: .genericPassword, attributes: [AttributeKey.service: .string(needles[3]), AttributeKey.account: .string(needles[1])],
+                secret: Array(needles[2].utf8)))
+        try store.add(
+            Item(
+                itemClass: .genericPassword,
+                attributes: [
+                    AttributeKey.service: .string(needles[3]), AttributeKey.account: .string("always-\(needles[1])"),
+                    AttributeKey.accessible: .string("dk")
+                ], secret: Array(needles[2].utf8)))
         // Both the main file and the write-ahead log are read, as a thief would copy them.
         var raw = FileManagerless.read(store.path)
         raw += FileManagerless.read(store.path + "-wal")

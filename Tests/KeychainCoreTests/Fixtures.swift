@@ -47,9 +47,10 @@ class StoreTestCase: XCTestCase {
 }
 
 func generic(_ account: String, service: String = "svc", secret: String = "pw", protection: Protection = .whenUnlocked) -> Item {
-    Item(itemClass: .genericPassword,
-         attributes: [AttributeKey.account: .string(account), AttributeKey.service: .string(service), AttributeKey.accessible: .string(protection.rawValue)],
-         secret: Array(secret.utf8))
+    Item(
+        itemClass: .genericPassword,
+        attributes: [AttributeKey.account: .string(account), AttributeKey.service: .string(service), AttributeKey.accessible: .string(protection.rawValue)],
+        secret: Array(secret.utf8))
 }
 
 func query(_ account: String? = nil, service: String? = nil) -> Query {
@@ -59,8 +60,10 @@ func query(_ account: String? = nil, service: String? = nil) -> Query {
     return q
 }
 
-func XCTAssertStatus<T>(_ expression: @autoclosure () throws -> T, _ code: KeychainError.Code,
-                        _ message: String = "", file: StaticString = #filePath, line: UInt = #line) {
+func XCTAssertStatus<T>(
+    _ expression: @autoclosure () throws -> T, _ code: KeychainError.Code,
+    _ message: String = "", file: StaticString = #filePath, line: UInt = #line
+) {
     XCTAssertThrowsError(try expression(), message, file: file, line: line) { error in
         XCTAssertEqual((error as? KeychainError)?.code, code, "\(message) \(error)", file: file, line: line)
     }

@@ -40,8 +40,10 @@ final class FolderAttackTests: XCTestCase {
         XCTAssertEqual(mkdir(shared, 0o755), 0)
         chmod(shared, 0o1777)
         chown(shared, nobody, nobody)
-        XCTAssertStatus(try KeychainStore.create(at: shared + "/new.keychain-db", password: Array("pw".utf8),
-                                                 scrypt: .fastForTesting, storage: .process), .param)
+        XCTAssertStatus(
+            try KeychainStore.create(
+                at: shared + "/new.keychain-db", password: Array("pw".utf8),
+                scrypt: .fastForTesting, storage: .process), .param)
         XCTAssertFalse(KeychainFile.exists(shared + "/new.keychain-db"), "nothing was created there")
 
         // A keychain moved into it is refused too.
@@ -61,8 +63,9 @@ final class FolderAttackTests: XCTestCase {
 
     func testTmpItselfIsRefusedAsTheKeychainsFolder() throws {
         let path = "/tmp/keychain-attack-\(getpid()).keychain-db"
-        XCTAssertStatus(try KeychainStore.create(at: path, password: Array("pw".utf8), scrypt: .fastForTesting, storage: .process),
-                        .param)
+        XCTAssertStatus(
+            try KeychainStore.create(at: path, password: Array("pw".utf8), scrypt: .fastForTesting, storage: .process),
+            .param)
         XCTAssertFalse(KeychainFile.exists(path))
     }
 
@@ -96,10 +99,12 @@ final class FolderAttackTests: XCTestCase {
 
     func testTheSchemaCannotBeRewrittenOrTrusted() throws {
         let store = try scratch.create()
-        XCTAssertThrowsError(try store.db.execute("""
-            PRAGMA writable_schema=ON;
-            UPDATE sqlite_master SET sql = 'CREATE TABLE items (x)' WHERE name = 'items'
-            """), "defensive mode: sqlite_master is read-only")
+        XCTAssertThrowsError(
+            try store.db.execute(
+                """
+                PRAGMA writable_schema=ON;
+                UPDATE sqlite_master SET sql = 'CREATE TABLE items (x)' WHERE name = 'items'
+                """), "defensive mode: sqlite_master is read-only")
         let trusted = try store.db.statement("PRAGMA trusted_schema")
         XCTAssertTrue(try trusted.step())
         XCTAssertEqual(trusted.int(0), 0)

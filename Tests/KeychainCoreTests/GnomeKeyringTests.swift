@@ -32,8 +32,9 @@ final class GnomeKeyringTests: XCTestCase {
         XCTAssertEqual(git.secret, Array("git-pw".utf8))
         let binary = try XCTUnwrap(item(keyring, "  spaced\nlabel"))
         XCTAssertEqual(binary.secret, [0, 255, 1, 0x80])
-        XCTAssertEqual(binary.attributes, ["app": "bin", "k=v": " x\\y ", "xdg:schema": "org.freedesktop.Secret.Generic"],
-                       "an item stored without a schema shows the one of its type, as gnome-keyring's service does")
+        XCTAssertEqual(
+            binary.attributes, ["app": "bin", "k=v": " x\\y ", "xdg:schema": "org.freedesktop.Secret.Generic"],
+            "an item stored without a schema shows the one of its type, as gnome-keyring's service does")
         let empty = try XCTUnwrap(item(keyring, ""))
         XCTAssertEqual(empty.secret, [])
         XCTAssertEqual(empty.attributes, ["xdg:schema": "org.freedesktop.Secret.Generic"])
@@ -85,8 +86,9 @@ final class GnomeKeyringTests: XCTestCase {
         for _ in 1..<1000 { expected = Crypto.sha256(expected) }
         XCTAssertEqual(Crypto.iteratedSHA256(password, salt: salt, iterations: 1000), expected)
         // SHA-256("abc"), FIPS 180-2's example, through the same path (empty salt, one iteration).
-        XCTAssertEqual(Crypto.iteratedSHA256(Array("abc".utf8), salt: [], iterations: 1).hex,
-                       "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        XCTAssertEqual(
+            Crypto.iteratedSHA256(Array("abc".utf8), salt: [], iterations: 1).hex,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         XCTAssertEqual(Crypto.md5(Array("abc".utf8)).hex, "900150983cd24fb0d6963f7d28e17f72", "RFC 1321's example")
     }
 
@@ -189,7 +191,7 @@ final class GnomeKeyringTests: XCTestCase {
             .init(label: nil, secret: nil, attributes: [("port", .uint32(8443)), ("server", .string("h")), ("nothing", .string(nil))], type: 1),
             .init(label: "note", secret: [9], type: 2),
             .init(label: "odd type", secret: [9], type: 0x7777),
-            .init(label: "named", secret: [9], attributes: [("xdg:schema", .string("my.schema"))], type: 1),
+            .init(label: "named", secret: [9], attributes: [("xdg:schema", .string("my.schema"))], type: 1)
         ])
         let keyring = try read(writer.bytes(password: Array("pw".utf8)), "pw")
         XCTAssertEqual(keyring.items[0].label, "")
@@ -217,7 +219,7 @@ final class GnomeKeyringTests: XCTestCase {
         let sources: [(Bytes, String?)] = [
             (GnomeKeyringFixtures.encrypted, GnomeKeyringFixtures.encryptedPassword),
             (Array(GnomeKeyringFixtures.plainText.utf8), nil),
-            (KeyringWriter(items: [.init(label: "a", secret: [1], attributes: [("p", .uint32(1))])]).bytes(password: Array("pw".utf8)), "pw"),
+            (KeyringWriter(items: [.init(label: "a", secret: [1], attributes: [("p", .uint32(1))])]).bytes(password: Array("pw".utf8)), "pw")
         ]
         for round in 0..<iterations {
             let (source, password) = sources[round % sources.count]
@@ -304,12 +306,16 @@ final class GnomeKeyringTests: XCTestCase {
         let store = try scratch.create()
         let keyring = try read(GnomeKeyringFixtures.encrypted)
         for item in keyring.items {
-            XCTAssertEqual(try store.importSecretItem(label: item.label, attributes: item.attributes, secret: item.secret,
-                                                      created: item.created, modified: item.modified), .added, item.label)
+            XCTAssertEqual(
+                try store.importSecretItem(
+                    label: item.label, attributes: item.attributes, secret: item.secret,
+                    created: item.created, modified: item.modified), .added, item.label)
         }
         for item in keyring.items {
-            XCTAssertEqual(try store.importSecretItem(label: item.label, attributes: item.attributes, secret: item.secret,
-                                                      created: item.created, modified: item.modified), .alreadyThere, item.label)
+            XCTAssertEqual(
+                try store.importSecretItem(
+                    label: item.label, attributes: item.attributes, secret: item.secret,
+                    created: item.created, modified: item.modified), .alreadyThere, item.label)
         }
         XCTAssertEqual(try store.secretItemRows().count, 4)
         let chromium = try XCTUnwrap(try store.searchSecretItems(["application": "chromium"]).unlocked.first)
@@ -320,12 +326,15 @@ final class GnomeKeyringTests: XCTestCase {
         XCTAssertEqual(chromium.created, original.created)
         XCTAssertEqual(chromium.modified, original.modified)
         // git's libsecret attributes make an internet password git-credential-keychain shares.
-        let git = try store.find(Query(itemClass: .internetPassword, attributes: ["srvr": .string("git.example.com"), "acct": .string("ann")]),
-                                 includeSecret: true)
+        let git = try store.find(
+            Query(itemClass: .internetPassword, attributes: ["srvr": .string("git.example.com"), "acct": .string("ann")]),
+            includeSecret: true)
         XCTAssertEqual(git.first?.secret, Array("git-pw".utf8))
         // A look-alike with another secret comes beside it; nothing is replaced.
-        XCTAssertEqual(try store.importSecretItem(label: "Chromium Safe Storage", attributes: chromium.attributes, secret: [1],
-                                                  created: 0, modified: 0), .added)
+        XCTAssertEqual(
+            try store.importSecretItem(
+                label: "Chromium Safe Storage", attributes: chromium.attributes, secret: [1],
+                created: 0, modified: 0), .added)
         XCTAssertEqual(try store.searchSecretItems(["application": "chromium"]).unlocked.count, 2)
         XCTAssertEqual(try store.secretItem(chromium.row, includeSecret: true).secret, Array("c2VjcmV0LWtleQ==".utf8))
     }
@@ -396,10 +405,11 @@ struct KeyringWriter {
         for (index, item) in items.enumerated() {
             out.u32(UInt32(index + 1))
             out.u32(item.type)
-            out.attributes(item.attributes.map { name, value in
-                if case .string(let s) = value { return (name, .string(Crypto.md5(Array((s ?? "").utf8)).hex)) }
-                return (name, value)
-            })
+            out.attributes(
+                item.attributes.map { name, value in
+                    if case .string(let s) = value { return (name, .string(Crypto.md5(Array((s ?? "").utf8)).hex)) }
+                    return (name, value)
+                })
         }
         var inner = Out()
         inner.bytes = Bytes(repeating: 0, count: 16)

@@ -53,13 +53,16 @@ final class KeyRotationTests: XCTestCase {
         // The old keys themselves, row by row: none opens a row of the rotated file.
         let oldBag = try Keybag.load(from: SQLiteDatabase(path: oldCopy))
         let (a, c) = try oldBag.unwrap(password: Array("old".utf8))
-        let oldKeys = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                                 .always: Subkeys(classKey: oldBag.keyD)])
+        let oldKeys = ClassKeys([
+            .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+            .always: Subkeys(classKey: oldBag.keyD)
+        ])
         let rows = try store.db.statement("SELECT rowid, lockclass, metadata, secret FROM items")
         var count = 0
         while try rows.step() {
-            let row = Row(rowID: rows.int(0), itemClass: .genericPassword, lockClass: LockClass(rawValue: rows.int(1))!,
-                          space: KeySpace(LockClass(rawValue: rows.int(1))!), metadata: rows.blob(2), secret: rows.blob(3))
+            let row = Row(
+                rowID: rows.int(0), itemClass: .genericPassword, lockClass: LockClass(rawValue: rows.int(1))!,
+                space: KeySpace(LockClass(rawValue: rows.int(1))!), metadata: rows.blob(2), secret: rows.blob(3))
             XCTAssertStatus(try store.openAttributes(row, keys: oldKeys), .decode, "row \(row.rowID)")
             XCTAssertStatus(try store.openSecret(row, keys: oldKeys), .decode, "row \(row.rowID)")
             count += 1

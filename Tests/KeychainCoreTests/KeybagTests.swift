@@ -86,7 +86,7 @@ final class KeybagTests: XCTestCase {
         ScryptParameters(n: 1 << 34), ScryptParameters(n: 1 << 20, r: 16), ScryptParameters(n: 1 << 21),
         ScryptParameters(n: 1 << 20, r: 8, p: 2), ScryptParameters(n: 1 << 10, r: 8, p: 17), ScryptParameters(n: 1 << 10, r: 33),
         ScryptParameters(n: 1000), ScryptParameters(n: 1), ScryptParameters(n: 0), ScryptParameters(n: 1 << 10, r: 0),
-        ScryptParameters(n: 1 << 10, r: 8, p: 0), ScryptParameters(n: 1 << 63), ScryptParameters(n: 1 << 62, r: 1 << 40, p: 1 << 40),
+        ScryptParameters(n: 1 << 10, r: 8, p: 0), ScryptParameters(n: 1 << 63), ScryptParameters(n: 1 << 62, r: 1 << 40, p: 1 << 40)
     ]
 
     func testBoundsAcceptEveryTuningAndRefuseTheAbsurd() {
@@ -98,8 +98,10 @@ final class KeybagTests: XCTestCase {
     /// the bounds stand in the way: errSecDecode before any derivation, at open and at unwrap.
     func testAbsurdKDFParametersAreNeverWritten() throws {
         var before = Crypto.derivations
-        XCTAssertStatus(try KeychainStore.create(at: scratch.path(), password: Array("pw".utf8), scrypt: ScryptParameters(n: 1 << 21),
-                                                 storage: .process), .param)
+        XCTAssertStatus(
+            try KeychainStore.create(
+                at: scratch.path(), password: Array("pw".utf8), scrypt: ScryptParameters(n: 1 << 21),
+                storage: .process), .param)
         XCTAssertEqual(Crypto.derivations, before)
         XCTAssertFalse(KeychainFile.exists(scratch.path()), "nothing left behind")
         let store = try scratch.create(password: "pw")
@@ -175,8 +177,10 @@ final class KeybagTests: XCTestCase {
         for field in [bag.uuid, kdf.bytes, wrapA, wrapC, bag.keyD, settings.bytes] { sum.blob(field) }
         try store.db.execute("DELETE FROM keychain")
         let insert = try store.db.statement("INSERT INTO keychain(name, value) VALUES (?, ?)")
-        for (name, value) in [("version", Bytes(bigEndian: 1)), ("uuid", bag.uuid), ("kdf", kdf.bytes), ("wrap.A", wrapA),
-                              ("wrap.C", wrapC), ("key.D", bag.keyD), ("settings", settings.bytes), ("checksum", Crypto.sha256(sum.bytes))] {
+        for (name, value) in [
+            ("version", Bytes(bigEndian: 1)), ("uuid", bag.uuid), ("kdf", kdf.bytes), ("wrap.A", wrapA),
+            ("wrap.C", wrapC), ("key.D", bag.keyD), ("settings", settings.bytes), ("checksum", Crypto.sha256(sum.bytes))
+        ] {
             try insert.run([.text(name), .blob(value)])
         }
     }

@@ -44,8 +44,9 @@ final class PinentryTests: XCTestCase {
     }
 
     func testNoPinentryOrNoAssuanIsInteractionNotAllowed() throws {
-        XCTAssertStatus(try PinentryPrompt(program: scratch.directory + "/none", timeout: 10).ask(description: "d", prompt: "p"),
-                        .interactionNotAllowed)
+        XCTAssertStatus(
+            try PinentryPrompt(program: scratch.directory + "/none", timeout: 10).ask(description: "d", prompt: "p"),
+            .interactionNotAllowed)
         let (program, _) = try pinentry(greeting: "ERR 1 no", answer: "OK")
         XCTAssertStatus(try PinentryPrompt(program: program, timeout: 10).ask(description: "d", prompt: "p"), .interactionNotAllowed)
     }

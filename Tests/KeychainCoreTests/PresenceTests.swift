@@ -27,19 +27,23 @@ final class PresenceTests: XCTestCase {
     }
 
     func testFprintdListOutput() {
-        XCTAssertTrue(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: """
-            found 1 devices
-            Device at /net/reactivated/Fprint/Device/0
-            Using device /net/reactivated/Fprint/Device/0
-            Fingerprints for user alice on Synaptics Sensors (press):
-             - #0: right-index-finger
-            """))
-        XCTAssertFalse(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: """
-            found 1 devices
-            Device at /net/reactivated/Fprint/Device/0
-            Using device /net/reactivated/Fprint/Device/0
-            User alice has no fingers enrolled for Synaptics Sensors.
-            """))
+        XCTAssertTrue(
+            PolkitAuthorizer.hasEnrolledFinger(
+                fprintdListOutput: """
+                    found 1 devices
+                    Device at /net/reactivated/Fprint/Device/0
+                    Using device /net/reactivated/Fprint/Device/0
+                    Fingerprints for user alice on Synaptics Sensors (press):
+                     - #0: right-index-finger
+                    """))
+        XCTAssertFalse(
+            PolkitAuthorizer.hasEnrolledFinger(
+                fprintdListOutput: """
+                    found 1 devices
+                    Device at /net/reactivated/Fprint/Device/0
+                    Using device /net/reactivated/Fprint/Device/0
+                    User alice has no fingers enrolled for Synaptics Sensors.
+                    """))
         XCTAssertFalse(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: "No devices available\n"))
         XCTAssertFalse(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: ""))
     }

@@ -96,9 +96,11 @@ final class RowBindingTests: XCTestCase {
         XCTAssertEqual(try secretString(store, query("alice")), "kept")
         let rotated = try columns(store, row: added.rowID)
         let keys = try store.currentKeys()
-        let v2 = store.additionalData(rowID: added.rowID, itemClass: .genericPassword, lockClass: .whenUnlocked,
-                                      field: "metadata", version: [])
-        XCTAssertNoThrow(try Crypto.open(rotated.metadata, key: keys.metadataKey(.whenUnlocked)!, aad: v2),
-                         "the rotated row is sealed in format 2")
+        let v2 = store.additionalData(
+            rowID: added.rowID, itemClass: .genericPassword, lockClass: .whenUnlocked,
+            field: "metadata", version: [])
+        XCTAssertNoThrow(
+            try Crypto.open(rotated.metadata, key: keys.metadataKey(.whenUnlocked)!, aad: v2),
+            "the rotated row is sealed in format 2")
     }
 }

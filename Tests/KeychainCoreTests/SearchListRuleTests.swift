@@ -21,11 +21,13 @@ final class SearchListRuleTests: XCTestCase {
     }
 
     func testNothingFoundIsTheFirstFailureElseNotFound() {
-        XCTAssertThrowsError(try SearchList.search(["a", "b", "c"]) { name, _ -> [String] in
-            if name == "a" { throw KeychainError(.itemNotFound) }
-            if name == "b" { throw KeychainError(.decode, "b") }
-            throw locked
-        }) { XCTAssertEqual(($0 as? KeychainError)?.code, .decode) }
+        XCTAssertThrowsError(
+            try SearchList.search(["a", "b", "c"]) { name, _ -> [String] in
+                if name == "a" { throw KeychainError(.itemNotFound) }
+                if name == "b" { throw KeychainError(.decode, "b") }
+                throw locked
+            }
+        ) { XCTAssertEqual(($0 as? KeychainError)?.code, .decode) }
         XCTAssertThrowsError(try SearchList.search(["a", "b"]) { _, _ -> [String] in [] }) {
             XCTAssertEqual(($0 as? KeychainError)?.code, .itemNotFound)
         }
@@ -33,10 +35,12 @@ final class SearchListRuleTests: XCTestCase {
 
     func testThePersonsAnswerEndsTheSearch() {
         var searched: [String] = []
-        XCTAssertThrowsError(try SearchList.search(["a", "b"]) { name, _ -> [String] in
-            searched.append(name)
-            throw KeychainError.presence(.userCanceled, "dismissed")
-        }) { XCTAssertEqual(($0 as? KeychainError)?.code, .userCanceled) }
+        XCTAssertThrowsError(
+            try SearchList.search(["a", "b"]) { name, _ -> [String] in
+                searched.append(name)
+                throw KeychainError.presence(.userCanceled, "dismissed")
+            }
+        ) { XCTAssertEqual(($0 as? KeychainError)?.code, .userCanceled) }
         XCTAssertEqual(searched, ["a"])
     }
 }

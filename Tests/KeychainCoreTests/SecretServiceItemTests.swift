@@ -7,10 +7,14 @@ import XCTest
 /// index, and the mapping to Apple's generic and internet passwords both ways.
 final class SecretServiceItemTests: StoreTestCase {
     @discardableResult
-    private func add(_ attributes: [String: String], secret: String = "s3cret", label: String = "label",
-                     replace: Bool = false) throws -> SecretItem {
-        try store.addSecretItem(label: label, attributes: attributes, secret: Array(secret.utf8),
-                                contentType: "text/plain", replace: replace).item
+    private func add(
+        _ attributes: [String: String], secret: String = "s3cret", label: String = "label",
+        replace: Bool = false
+    ) throws -> SecretItem {
+        try store.addSecretItem(
+            label: label, attributes: attributes, secret: Array(secret.utf8),
+            contentType: "text/plain", replace: replace
+        ).item
     }
 
     private func found(_ query: [String: String]) throws -> [Int64] {
@@ -58,8 +62,9 @@ final class SecretServiceItemTests: StoreTestCase {
         let second = try add(["service": "mail", "account": "ann"], secret: "two")
         XCTAssertNotEqual(first.row, second.row)
         XCTAssertEqual(try found(["service": "mail"]).count, 2)
-        let third = try store.addSecretItem(label: "l", attributes: ["service": "mail", "account": "ann"],
-                                            secret: Array("three".utf8), contentType: "text/plain", replace: true)
+        let third = try store.addSecretItem(
+            label: "l", attributes: ["service": "mail", "account": "ann"],
+            secret: Array("three".utf8), contentType: "text/plain", replace: true)
         XCTAssertEqual(Set(third.replaced), [first.row, second.row])
         XCTAssertEqual(try found(["service": "mail"]), [third.item.row])
     }
@@ -67,40 +72,60 @@ final class SecretServiceItemTests: StoreTestCase {
     /// An item whose access control needs the user's presence is listed through the Secret Service,
     /// but its secret is not given, changed or deleted there (polkit could only vouch for the service).
     func testItemsNeedingAPersonAreNotServed() throws {
-        let guarded = try store.add(Item(itemClass: .internetPassword,
-                                         attributes: ["srvr": .string("guarded.example"), "acct": .string("ann"),
-                                                      "accc": .int(Int64(AccessConditions.userPresence.rawValue))],
-                                         secret: Array("pw".utf8)))
+        let guarded = try store.add(
+            Item(
+                itemClass: .internetPassword,
+                attributes: [
+                    "srvr": .string("guarded.example"), "acct": .string("ann"),
+                    "accc": .int(Int64(AccessConditions.userPresence.rawValue))
+                ],
+                secret: Array("pw".utf8)))
         let listed = try store.searchSecretItems(["server": "guarded.example"]).unlocked
         XCTAssertEqual(listed.map(\.row), [guarded.rowID], "listed")
-        for attempt in [{ _ = try self.store.secretItem(guarded.rowID, includeSecret: true) },
-                        { _ = try self.store.updateSecretItem(guarded.rowID, secret: Array("new".utf8)) },
-                        { try self.store.deleteSecretItem(guarded.rowID) },
-                        { _ = try self.store.addSecretItem(label: "l", attributes: ["server": "guarded.example", "user": "ann"],
-                                                           secret: [1], contentType: "text/plain", replace: true) }] {
+        for attempt in [
+            { _ = try self.store.secretItem(guarded.rowID, includeSecret: true) },
+            { _ = try self.store.updateSecretItem(guarded.rowID, secret: Array("new".utf8)) },
+            { try self.store.deleteSecretItem(guarded.rowID) },
+            {
+                _ = try self.store.addSecretItem(
+                    label: "l", attributes: ["server": "guarded.example", "user": "ann"],
+                    secret: [1], contentType: "text/plain", replace: true)
+            }
+        ] {
             XCTAssertThrowsError(try attempt()) { XCTAssertEqual(($0 as? KeychainError)?.code, .interactionNotAllowed) }
         }
         XCTAssertEqual(try store.searchSecretItems(["server": "guarded.example"]).unlocked.map(\.row), [guarded.rowID], "still there")
     }
 
     func testNetworkPasswordsAreInternetPasswordsBothWays() throws {
-        let stored = try add(["xdg:schema": "org.git.Password", "user": "ann", "server": "git.example.com",
-                              "protocol": "https", "port": "8443", "object": "team/repo.git"])
+        let stored = try add([
+            "xdg:schema": "org.git.Password", "user": "ann", "server": "git.example.com",
+            "protocol": "https", "port": "8443", "object": "team/repo.git"
+        ])
         XCTAssertEqual(stored.itemClass, .internetPassword)
         // What `security find-internet-password` and git-credential-keychain look for.
-        var query = Query(itemClass: .internetPassword,
-                          attributes: ["srvr": .string("git.example.com"), "acct": .string("ann"), "ptcl": .string("htps"),
-                                       "port": .int(8443), "path": .string("team/repo.git")])
+        var query = Query(
+            itemClass: .internetPassword,
+            attributes: [
+                "srvr": .string("git.example.com"), "acct": .string("ann"), "ptcl": .string("htps"),
+                "port": .int(8443), "path": .string("team/repo.git")
+            ])
         XCTAssertEqual(try secretString(store, query), "s3cret")
 
         // And the reverse: an item stored by another front end, found by network-password attributes.
-        try store.add(Item(itemClass: .internetPassword,
-                           attributes: ["srvr": .string("other.example"), "acct": .string("bob"), "ptcl": .string("htps")],
-                           secret: Array("pw".utf8)))
+        try store.add(
+            Item(
+                itemClass: .internetPassword,
+                attributes: ["srvr": .string("other.example"), "acct": .string("bob"), "ptcl": .string("htps")],
+                secret: Array("pw".utf8)))
         let result = try store.searchSecretItems(["server": "other.example", "protocol": "https"]).unlocked
         XCTAssertEqual(result.count, 1)
-        XCTAssertEqual(result.first?.attributes, ["server": "other.example", "user": "bob", "protocol": "https",
-                                                  "xdg:schema": "org.gnome.keyring.NetworkPassword"])
+        XCTAssertEqual(
+            result.first?.attributes,
+            [
+                "server": "other.example", "user": "bob", "protocol": "https",
+                "xdg:schema": "org.gnome.keyring.NetworkPassword"
+            ])
         // libsecret's network-password schema, as clients that search with it send it.
         XCTAssertEqual(try store.searchSecretItems(["xdg:schema": "org.gnome.keyring.NetworkPassword", "server": "other.example"]).unlocked.count, 1)
 
@@ -124,12 +149,18 @@ final class SecretServiceItemTests: StoreTestCase {
     }
 
     func testReplaceUpdatesTheCredentialAnotherFrontEndStored() throws {
-        try store.add(Item(itemClass: .internetPassword,
-                           attributes: ["srvr": .string("h.example"), "acct": .string("ann"), "ptcl": .string("htps")],
-                           secret: Array("old".utf8)))
-        let new = try store.addSecretItem(label: "git", attributes: ["xdg:schema": "org.git.Password", "server": "h.example",
-                                                                     "user": "ann", "protocol": "https"],
-                                          secret: Array("new".utf8), contentType: "text/plain", replace: true)
+        try store.add(
+            Item(
+                itemClass: .internetPassword,
+                attributes: ["srvr": .string("h.example"), "acct": .string("ann"), "ptcl": .string("htps")],
+                secret: Array("old".utf8)))
+        let new = try store.addSecretItem(
+            label: "git",
+            attributes: [
+                "xdg:schema": "org.git.Password", "server": "h.example",
+                "user": "ann", "protocol": "https"
+            ],
+            secret: Array("new".utf8), contentType: "text/plain", replace: true)
         XCTAssertEqual(new.replaced.count, 1)
         let q = Query(itemClass: .internetPassword, attributes: ["srvr": .string("h.example")])
         XCTAssertEqual(try store.find(q, limit: nil).count, 1)
@@ -138,8 +169,9 @@ final class SecretServiceItemTests: StoreTestCase {
 
     func testUpdateKeepsTheRowAndReindexes() throws {
         let a = try add(["app": "x", "service": "s"])
-        let updated = try store.updateSecretItem(a.row, label: "new", attributes: ["app": "y", "service": "t"],
-                                                 secret: Array("v2".utf8), contentType: "application/octet-stream")
+        let updated = try store.updateSecretItem(
+            a.row, label: "new", attributes: ["app": "y", "service": "t"],
+            secret: Array("v2".utf8), contentType: "application/octet-stream")
         XCTAssertEqual(updated.row, a.row)
         XCTAssertEqual(updated.label, "new")
         XCTAssertEqual(updated.contentType, "application/octet-stream")

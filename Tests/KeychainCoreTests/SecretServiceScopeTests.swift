@@ -7,8 +7,10 @@ import XCTest
 final class SecretServiceScopeTests: StoreTestCase {
     @discardableResult
     private func add(_ attributes: [String: String], secret: String = "s", replace: Bool = false, owner: String? = nil) throws -> SecretItem {
-        try store.addSecretItem(label: "l", attributes: attributes, secret: Array(secret.utf8), contentType: "text/plain",
-                                replace: replace, owner: owner).item
+        try store.addSecretItem(
+            label: "l", attributes: attributes, secret: Array(secret.utf8), contentType: "text/plain",
+            replace: replace, owner: owner
+        ).item
     }
 
     private func rows(_ query: [String: String], owner: String? = nil) throws -> [Int64] {
@@ -18,16 +20,19 @@ final class SecretServiceScopeTests: StoreTestCase {
     /// One CreateItem(replace) with empty attributes deleted every password of the keychain: the
     /// spec's replace is of the item with the same attributes, not of every item that has them.
     func testReplaceTouchesOnlyTheItemWithTheSameAttributes() throws {
-        let git = try store.add(Item(itemClass: .internetPassword,
-                                     attributes: ["srvr": .string("git.example"), "acct": .string("ann"), "ptcl": .string("htps")],
-                                     secret: Array("git".utf8)))
+        let git = try store.add(
+            Item(
+                itemClass: .internetPassword,
+                attributes: ["srvr": .string("git.example"), "acct": .string("ann"), "ptcl": .string("htps")],
+                secret: Array("git".utf8)))
         let wider = try add(["app": "x", "profile": "work"])
         let empty = try add([:], secret: "first", replace: true)
         XCTAssertEqual(Set(try rows([:])), [git.rowID, wider.row, empty.row], "an empty replace deletes nothing else")
         let narrower = try add(["app": "x"], replace: true)
         XCTAssertEqual(Set(try rows(["app": "x"])), [wider.row, narrower.row], "a subset replaces no superset")
-        let same = try store.addSecretItem(label: "l", attributes: ["app": "x", "profile": "work"], secret: Array("2".utf8),
-                                           contentType: "text/plain", replace: true)
+        let same = try store.addSecretItem(
+            label: "l", attributes: ["app": "x", "profile": "work"], secret: Array("2".utf8),
+            contentType: "text/plain", replace: true)
         XCTAssertEqual(same.replaced, [wider.row])
         let again = try store.addSecretItem(label: "l", attributes: [:], secret: Array("second".utf8), contentType: "text/plain", replace: true)
         XCTAssertEqual(again.replaced, [empty.row], "the item with no attributes is the one an empty replace replaces")
@@ -35,9 +40,11 @@ final class SecretServiceScopeTests: StoreTestCase {
     }
 
     func testAnAppSeesOnlyItsOwnItems() throws {
-        try store.add(Item(itemClass: .internetPassword,
-                           attributes: ["srvr": .string("git.example"), "acct": .string("ann"), "ptcl": .string("htps")],
-                           secret: Array("git".utf8)))
+        try store.add(
+            Item(
+                itemClass: .internetPassword,
+                attributes: ["srvr": .string("git.example"), "acct": .string("ann"), "ptcl": .string("htps")],
+                secret: Array("git".utf8)))
         let unconfined = try add(["service": "mail", "account": "ann"])
         let mine = try add(["service": "mail", "account": "ann"], secret: "mine", owner: "org.example.A")
         let theirs = try add(["service": "mail", "account": "ann"], secret: "theirs", owner: "org.example.B")
@@ -65,21 +72,26 @@ final class SecretServiceScopeTests: StoreTestCase {
     /// An app's item never takes the place of git's or another program's credential, whatever
     /// attributes it claims, and its replace never deletes one.
     func testAnAppCannotReplaceOrShadowOthersCredentials() throws {
-        let git = try store.add(Item(itemClass: .internetPassword,
-                                     attributes: ["srvr": .string("git.example"), "acct": .string("ann"), "ptcl": .string("htps")],
-                                     secret: Array("git".utf8)))
-        let planted = try add(["server": "git.example", "user": "ann", "protocol": "https"], secret: "planted", replace: true,
-                              owner: "org.example.A")
+        let git = try store.add(
+            Item(
+                itemClass: .internetPassword,
+                attributes: ["srvr": .string("git.example"), "acct": .string("ann"), "ptcl": .string("htps")],
+                secret: Array("git".utf8)))
+        let planted = try add(
+            ["server": "git.example", "user": "ann", "protocol": "https"], secret: "planted", replace: true,
+            owner: "org.example.A")
         XCTAssertEqual(planted.itemClass, .genericPassword, "an app's item is a generic password")
         XCTAssertEqual(try store.find(Query(itemClass: .internetPassword), limit: nil).map(\.rowID), [git.rowID])
         XCTAssertEqual(try rows(["server": "git.example"], owner: "org.example.A"), [planted.row])
         let unconfined = try add(["service": "s", "account": "a"], secret: "kept")
-        let colliding = try store.addSecretItem(label: "l", attributes: ["service": "s", "account": "a"], secret: Array("app".utf8),
-                                                contentType: "text/plain", replace: true, owner: "org.example.A")
+        let colliding = try store.addSecretItem(
+            label: "l", attributes: ["service": "s", "account": "a"], secret: Array("app".utf8),
+            contentType: "text/plain", replace: true, owner: "org.example.A")
         XCTAssertEqual(colliding.replaced, [])
         XCTAssertEqual(try store.secretItem(unconfined.row, includeSecret: true).secret, Array("kept".utf8))
-        let second = try store.addSecretItem(label: "l", attributes: ["service": "s", "account": "a"], secret: Array("app2".utf8),
-                                             contentType: "text/plain", replace: true, owner: "org.example.A")
+        let second = try store.addSecretItem(
+            label: "l", attributes: ["service": "s", "account": "a"], secret: Array("app2".utf8),
+            contentType: "text/plain", replace: true, owner: "org.example.A")
         XCTAssertEqual(second.replaced, [colliding.item.row], "its own item it replaces")
     }
 
@@ -104,8 +116,9 @@ final class SecretServiceScopeTests: StoreTestCase {
     /// A crafted backup can bring any date: `UInt64(d.rounded())` trapped on 1.8e19 or infinity.
     func testStoredDatesAreClamped() throws {
         for (index, date) in [1.8e19, Double.infinity, -Double.infinity, Double.nan, -5, 1.7e9].enumerated() {
-            var item = Item(itemClass: .genericPassword, attributes: ["svce": .string("dated"), "acct": .string("\(index)")],
-                            secret: Array("x".utf8))
+            var item = Item(
+                itemClass: .genericPassword, attributes: ["svce": .string("dated"), "acct": .string("\(index)")],
+                secret: Array("x".utf8))
             item["cdat"] = .date(date)
             item["mdat"] = .date(date)
             let stored = try store.add(item, keepingDates: true)

@@ -129,9 +129,11 @@ final class TPMTests: XCTestCase {
     }
 
     func testMalformedRecoveryKeysAreRefused() {
-        for bad in ["", "123", "000000-720885-051172-000011-360448-360437-483791", "000000-720885-051172-000011-360448-360437-483791-000121-000000",
-                    "000000-720885-051172-000011-360448-360437-483791-00012a", "720896-000000-000000-000000-000000-000000-000000-000000",
-                    "999999-000000-000000-000000-000000-000000-000000-000000"] {
+        for bad in [
+            "", "123", "000000-720885-051172-000011-360448-360437-483791", "000000-720885-051172-000011-360448-360437-483791-000121-000000",
+            "000000-720885-051172-000011-360448-360437-483791-00012a", "720896-000000-000000-000000-000000-000000-000000-000000",
+            "999999-000000-000000-000000-000000-000000-000000-000000"
+        ] {
             XCTAssertStatus(try RecoveryKey(parsing: Array(bad.utf8)), .param, bad)
         }
     }
@@ -262,7 +264,8 @@ final class TPMTests: XCTestCase {
     }
 
     func fixChecksum(_ store: KeychainStore) throws {
-        let fields = try ["uuid", "kdf", "wrap.A", "wrap.C", "check.A", "check.C", "key.D"].map { try value(store, $0) }
+        let fields =
+            try ["uuid", "kdf", "wrap.A", "wrap.C", "check.A", "check.C", "key.D"].map { try value(store, $0) }
             + TPMBinding.fieldNames.map { try value(store, $0) }
         try set(store, "checksum", Keybag.checksum(fields))
     }

@@ -106,8 +106,10 @@ final class TamperTests: XCTestCase {
                     XCTAssertEqual(reopened.settings, .safeDefaults, "\(name) byte \(i)")
                     continue
                 }
-                XCTAssertThrowsError(try KeychainStore.open(at: scratch.path(), storage: .process).unlock(password: Array("pw".utf8)),
-                                     "\(name) byte \(i)") { error in
+                XCTAssertThrowsError(
+                    try KeychainStore.open(at: scratch.path(), storage: .process).unlock(password: Array("pw".utf8)),
+                    "\(name) byte \(i)"
+                ) { error in
                     XCTAssertEqual((error as? KeychainError)?.code, .decode, "\(name) byte \(i): \(error)")
                 }
             }

@@ -24,15 +24,17 @@ final class AccessControlTests: XCTestCase {
     func testEveryFlagHasApplesValue() {
         let expected: [(SecAccessControlCreateFlags, CFOptionFlags)] = [
             (.userPresence, 1), (.biometryAny, 2), (.biometryCurrentSet, 8), (.devicePasscode, 16), (.companion, 32),
-            (.or, 1 << 14), (.and, 1 << 15), (.privateKeyUsage, 1 << 30), (.applicationPassword, 1 << 31),
+            (.or, 1 << 14), (.and, 1 << 15), (.privateKeyUsage, 1 << 30), (.applicationPassword, 1 << 31)
         ]
         for (flag, value) in expected { XCTAssertEqual(flag.rawValue, value) }
     }
 
     func testCreationFollowsApplesRules() throws {
-        for flags: SecAccessControlCreateFlags in [[], .userPresence, .biometryCurrentSet, [.biometryAny, .devicePasscode, .or],
-                                                   [.biometryAny, .devicePasscode, .and, .applicationPassword], .applicationPassword,
-                                                   [.userPresence, .applicationPassword, .privateKeyUsage], .privateKeyUsage] {
+        for flags: SecAccessControlCreateFlags in [
+            [], .userPresence, .biometryCurrentSet, [.biometryAny, .devicePasscode, .or],
+            [.biometryAny, .devicePasscode, .and, .applicationPassword], .applicationPassword,
+            [.userPresence, .applicationPassword, .privateKeyUsage], .privateKeyUsage
+        ] {
             XCTAssertNotNil(control(kSecAttrAccessibleWhenUnlocked, flags), "\(flags)")
         }
         let refused: [(CFTypeRef, SecAccessControlCreateFlags, String)] = [
@@ -40,7 +42,7 @@ final class AccessControlTests: XCTestCase {
             (kCFBooleanTrue, [], "SecAccessControl: invalid protection"),
             (kSecAttrAccessibleWhenUnlocked, [.or, .and], "only one logical operation can be set"),
             (kSecAttrAccessibleWhenUnlocked, [.biometryAny, .biometryCurrentSet], "only one bio constraint can be set"),
-            (kSecAttrAccessibleWhenUnlocked, [.userPresence, .biometryAny], "kSecAccessControlUserPresence can be combined only"),
+            (kSecAttrAccessibleWhenUnlocked, [.userPresence, .biometryAny], "kSecAccessControlUserPresence can be combined only")
         ]
         for (protection, flags, message) in refused {
             let error = try XCTUnwrap(creationError(protection, flags))
@@ -64,8 +66,10 @@ final class AccessControlTests: XCTestCase {
     /// The item lands in the class the access control names and comes back with it.
     func testStoredInItsProtectionClassAndReturned() throws {
         let access = try XCTUnwrap(control(kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly, [.privateKeyUsage, .or]))
-        let add: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "acl",
-                                  kSecAttrAccessControl as String: access, kSecValueData as String: Data("s".utf8)]
+        let add: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "acl",
+            kSecAttrAccessControl as String: access, kSecValueData as String: Data("s".utf8)
+        ]
         XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecSuccess)
 
         let stored = try keychain.keychain.store.find(Query(itemClass: .genericPassword, attributes: [AttributeKey.service: .string("acl")]))
@@ -85,26 +89,44 @@ final class AccessControlTests: XCTestCase {
         let plain = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, []))
         let keyUsage = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, .privateKeyUsage))
         for (account, access) in [("plain", plain), ("usage", keyUsage)] {
-            XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: account,
-                                       kSecAttrAccessControl: access] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrAccount: account,
+                        kSecAttrAccessControl: access
+                    ] as CFDictionary, nil), errSecSuccess)
         }
         var result: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: keyUsage,
-                                            kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitAll] as CFDictionary, &result), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: keyUsage,
+                    kSecReturnAttributes: true, kSecMatchLimit: kSecMatchLimitAll
+                ] as CFDictionary, &result), errSecSuccess)
         XCTAssertEqual((result as? [[String: Any]])?.compactMap { $0[kSecAttrAccount as String] as? String }, ["usage"])
         let other = try XCTUnwrap(control(kSecAttrAccessibleAfterFirstUnlock, .privateKeyUsage))
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: other] as CFDictionary, nil),
-                       errSecItemNotFound)
+        XCTAssertEqual(
+            SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: other] as CFDictionary, nil),
+            errSecItemNotFound)
     }
 
     func testWhatTheAccessControlCannotBeGiven() throws {
         let access = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, []))
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: "biometry"] as CFDictionary, nil), errSecParam,
-                       "not a SecAccessControl")
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: access,
-                                   kSecAttrSynchronizable: true] as CFDictionary, nil), errSecParam, "synchronizable")
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: access,
-                                   kSecAttrAccessible: kSecAttrAccessibleAlways] as CFDictionary, nil), errSecParam, "two protections")
+        XCTAssertEqual(
+            SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: "biometry"] as CFDictionary, nil), errSecParam,
+            "not a SecAccessControl")
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: access,
+                    kSecAttrSynchronizable: true
+                ] as CFDictionary, nil), errSecParam, "synchronizable")
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: access,
+                    kSecAttrAccessible: kSecAttrAccessibleAlways
+                ] as CFDictionary, nil), errSecParam, "two protections")
         XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword] as CFDictionary, nil), errSecItemNotFound, "nothing was added")
     }
 
@@ -115,25 +137,38 @@ final class AccessControlTests: XCTestCase {
         keychain.keychain.store.presenceAuthorizer = authorizer
         for flags: SecAccessControlCreateFlags in [.biometryAny, .biometryCurrentSet, .companion, [.biometryAny, .and, .devicePasscode]] {
             let access = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, flags))
-            XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: access] as CFDictionary, nil),
-                           errSecNotAvailable, "\(flags)")
+            XCTAssertEqual(
+                SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccessControl: access] as CFDictionary, nil),
+                errSecNotAvailable, "\(flags)")
             XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword] as CFDictionary, nil), errSecItemNotFound)
         }
-        let accepted: [SecAccessControlCreateFlags] = [.userPresence, .devicePasscode, [.biometryAny, .or, .devicePasscode],
-                                                       [.privateKeyUsage, .devicePasscode], .privateKeyUsage, .or, .and]
+        let accepted: [SecAccessControlCreateFlags] = [
+            .userPresence, .devicePasscode, [.biometryAny, .or, .devicePasscode],
+            [.privateKeyUsage, .devicePasscode], .privateKeyUsage, .or, .and
+        ]
         for (i, flags) in accepted.enumerated() {
             let access = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, flags))
-            XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "\(i)",
-                                       kSecAttrAccessControl: access] as CFDictionary, nil), errSecSuccess, "\(flags)")
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrAccount: "\(i)",
+                        kSecAttrAccessControl: access
+                    ] as CFDictionary, nil), errSecSuccess, "\(flags)")
         }
         authorizer.fingers = true
         let finger = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, .biometryCurrentSet))
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "finger",
-                                   kSecAttrAccessControl: finger] as CFDictionary, nil), errSecSuccess, "with a finger enrolled")
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "finger",
+                    kSecAttrAccessControl: finger
+                ] as CFDictionary, nil), errSecSuccess, "with a finger enrolled")
         XCTAssertEqual(authorizer.asked, 0, "adding asks nobody")
         authorizer.fingers = false
-        XCTAssertEqual(SecItemUpdate([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "0"] as CFDictionary,
-                                     [kSecAttrAccessControl: finger] as CFDictionary), errSecNotAvailable, "nor given by update")
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "0"] as CFDictionary,
+                [kSecAttrAccessControl: finger] as CFDictionary), errSecNotAvailable, "nor given by update")
     }
 
     func testAuthenticationUIValues() {
@@ -171,15 +206,25 @@ final class AccessControlTests: XCTestCase {
         let authorizer = ScriptedAuthorizer()
         keychain.keychain.store.presenceAuthorizer = authorizer
         let presence = try XCTUnwrap(control(kSecAttrAccessibleWhenUnlocked, .userPresence))
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "guarded",
-                                   kSecAttrAccessControl: presence, kSecValueData: Data("secret".utf8)] as CFDictionary, nil), errSecSuccess)
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "open",
-                                   kSecValueData: Data("open".utf8)] as CFDictionary, nil), errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "guarded",
+                    kSecAttrAccessControl: presence, kSecValueData: Data("secret".utf8)
+                ] as CFDictionary, nil), errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrService: "s", kSecAttrAccount: "open",
+                    kSecValueData: Data("open".utf8)
+                ] as CFDictionary, nil), errSecSuccess)
 
         func read(_ ui: CFString?, noUI: Bool = false, data: Bool = true, limit: CFString = kSecMatchLimitAll) -> (OSStatus, [String]) {
-            var query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "s",
-                                        kSecReturnAttributes as String: true, kSecMatchLimit as String: limit,
-                                        kSecUseOperationPrompt as String: "Read s"]
+            var query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "s",
+                kSecReturnAttributes as String: true, kSecMatchLimit as String: limit,
+                kSecUseOperationPrompt as String: "Read s"
+            ]
             if data { query[kSecReturnData as String] = true }
             if let ui { query[kSecUseAuthenticationUI as String] = ui }
             if noUI { query["u_NoAuthUI"] = kCFBooleanTrue }
@@ -201,8 +246,10 @@ final class AccessControlTests: XCTestCase {
         XCTAssertEqual(authorizer.reasons, ["Read s"], "kSecUseOperationPrompt is the reason given")
         XCTAssertEqual(read(nil).1, ["guarded", "open"], "Allow is the default")
         XCTAssertEqual(authorizer.asked, 2, "and each call asks again")
-        for (answer, status) in [(PresenceAnswer.denied, errSecAuthFailed), (.canceled, errSecUserCanceled),
-                                 (.unavailable("no agent"), errSecInteractionNotAllowed)] {
+        for (answer, status) in [
+            (PresenceAnswer.denied, errSecAuthFailed), (.canceled, errSecUserCanceled),
+            (.unavailable("no agent"), errSecInteractionNotAllowed)
+        ] {
             authorizer.answer = answer
             XCTAssertEqual(read(nil).0, status, "\(answer)")
         }

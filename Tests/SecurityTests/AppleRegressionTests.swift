@@ -21,7 +21,7 @@ final class AppleRegressionTests: XCTestCase {
     private let internetItem: [String: Any] = [
         kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "zuigt.nl", kSecAttrAccount as String: "frtnbf",
         kSecAttrPort as String: 80, kSecAttrProtocol as String: kSecAttrProtocolHTTP,
-        kSecAttrAuthenticationType as String: kSecAttrAuthenticationTypeDefault,
+        kSecAttrAuthenticationType as String: kSecAttrAuthenticationTypeDefault
     ]
 
     private func addReturningPersistentRef(_ item: [String: Any]) throws -> Data {
@@ -80,10 +80,12 @@ final class AppleRegressionTests: XCTestCase {
         XCTAssertEqual(data as? Data, Data("test".utf8))
         // An explicit kSecAttrSynchronizable is an attribute like any other (query_add_attribute_with_desc
         // records it; only kSecAttrSynchronizableAny is skipped), and a row id with an attribute is illegal.
-        XCTAssertEqual(copy([kSecValuePersistentRef as String: persist, kSecAttrSynchronizable as String: false]).0, errSecParam,
-                       "an explicit kSecAttrSynchronizable is an attribute beside the reference")
-        XCTAssertEqual(copy([kSecValuePersistentRef as String: persist, kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]).0,
-                       errSecSuccess, "kSecAttrSynchronizableAny is no attribute")
+        XCTAssertEqual(
+            copy([kSecValuePersistentRef as String: persist, kSecAttrSynchronizable as String: false]).0, errSecParam,
+            "an explicit kSecAttrSynchronizable is an attribute beside the reference")
+        XCTAssertEqual(
+            copy([kSecValuePersistentRef as String: persist, kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]).0,
+            errSecSuccess, "kSecAttrSynchronizableAny is no attribute")
     }
 
     /// SecItemDb.c (s3dl_copy_matching, s3dl_query_update) and SecItemServer.c (_SecItemDelete):
@@ -95,32 +97,44 @@ final class AppleRegressionTests: XCTestCase {
         let attributes: [(String, Any)] = [
             (kSecAttrAccount as String, "frtnbf"), (kSecAttrServer as String, "zuigt.nl"), (kSecAttrLabel as String, "a label"),
             (kSecAttrPort as String, 80), (kSecAttrSynchronizable as String, true),
-            (kSecAttrAccessGroup as String, "a group"), (kSecAttrAccessible as String, kSecAttrAccessibleWhenUnlocked),
+            (kSecAttrAccessGroup as String, "a group"), (kSecAttrAccessible as String, kSecAttrAccessibleWhenUnlocked)
         ]
         for (name, value) in attributes {
             let query: [String: Any] = [kSecValuePersistentRef as String: persist, name: value]
             XCTAssertEqual(copy(query).0, errSecParam, "copy with \(name)")
-            XCTAssertEqual(copy(query.merging([kSecClass as String: kSecClassInternetPassword, kSecReturnData as String: true]) { a, _ in a }).0,
-                           errSecParam, "copy with kSecClass and \(name)")
-            XCTAssertEqual(SecItemUpdate(query as CFDictionary, [kSecAttrComment as String: "changed"] as CFDictionary), errSecParam,
-                           "update with \(name)")
+            XCTAssertEqual(
+                copy(query.merging([kSecClass as String: kSecClassInternetPassword, kSecReturnData as String: true]) { a, _ in a }).0,
+                errSecParam, "copy with kSecClass and \(name)")
+            XCTAssertEqual(
+                SecItemUpdate(query as CFDictionary, [kSecAttrComment as String: "changed"] as CFDictionary), errSecParam,
+                "update with \(name)")
             XCTAssertEqual(SecItemDelete(query as CFDictionary), errSecParam, "delete with \(name)")
         }
         // None of those touched the item; what is not an attribute still goes with the reference.
-        let plain: [String: Any] = [kSecValuePersistentRef as String: persist, kSecClass as String: kSecClassInternetPassword,
-                                    kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]
-        let (status, found) = copy(plain.merging([kSecReturnAttributes as String: true, kSecMatchLimit as String: kSecMatchLimitOne,
-                                                  kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail]) { a, _ in a })
+        let plain: [String: Any] = [
+            kSecValuePersistentRef as String: persist, kSecClass as String: kSecClassInternetPassword,
+            kSecAttrSynchronizable as String: kSecAttrSynchronizableAny
+        ]
+        let (status, found) = copy(
+            plain.merging([
+                kSecReturnAttributes as String: true, kSecMatchLimit as String: kSecMatchLimitOne,
+                kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail
+            ]) { a, _ in a })
         XCTAssertEqual(status, errSecSuccess)
         XCTAssertNil((found as? [String: Any])?[kSecAttrComment as String], "no update went through")
-        XCTAssertEqual(SecItemUpdate(plain as CFDictionary, [kSecAttrAccount as String: "changed"] as CFDictionary), errSecSuccess,
-                       "attributes to update are their own dictionary")
+        XCTAssertEqual(
+            SecItemUpdate(plain as CFDictionary, [kSecAttrAccount as String: "changed"] as CFDictionary), errSecSuccess,
+            "attributes to update are their own dictionary")
         XCTAssertEqual(SecItemDelete(plain as CFDictionary), errSecSuccess)
         XCTAssertEqual(copy([kSecValuePersistentRef as String: persist]).0, errSecItemNotFound)
 
         var generic: CFTypeRef?
-        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc", kSecAttrAccount as String: "me",
-                                   kSecReturnPersistentRef as String: true] as CFDictionary, &generic), errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc", kSecAttrAccount as String: "me",
+                    kSecReturnPersistentRef as String: true
+                ] as CFDictionary, &generic), errSecSuccess)
         let genericRef = try XCTUnwrap(generic as? Data)
         XCTAssertEqual(copy([kSecValuePersistentRef as String: genericRef, kSecAttrService as String: "svc"]).0, errSecParam)
         XCTAssertEqual(SecItemDelete([kSecValuePersistentRef as String: genericRef, kSecAttrAccount as String: "me"] as CFDictionary), errSecParam)
@@ -135,13 +149,15 @@ final class AppleRegressionTests: XCTestCase {
     // MARK: si-80-empty-data.c: an item added without kSecValueData has no data
 
     private let emptyDataItem: [String: Any] = [
-        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "empty-data-account-test", kSecAttrService as String: "empty-data-svce-test",
+        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "empty-data-account-test", kSecAttrService as String: "empty-data-svce-test"
     ]
 
     func testItemWithoutDataReturnsNoDataKey() throws {
         XCTAssertEqual(SecItemAdd(emptyDataItem as CFDictionary, nil), errSecSuccess, "add generic password")
-        let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "empty-data-svce-test",
-                                    kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true, kSecReturnAttributes as String: true]
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "empty-data-svce-test",
+            kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true, kSecReturnAttributes as String: true
+        ]
         let (status, result) = copy(query)
         XCTAssertEqual(status, errSecSuccess, "query generic password")
         let rows = try XCTUnwrap(result as? [Any], "an array of results")
@@ -150,8 +166,9 @@ final class AppleRegressionTests: XCTestCase {
         XCTAssertNil(row[kSecValueData as String], "result contains no data")
         XCTAssertEqual(row[kSecAttrService as String] as? String, "empty-data-svce-test", "svce attribute is returned")
         XCTAssertEqual(row[kSecAttrAccount as String] as? String, "empty-data-account-test", "account attribute is returned")
-        XCTAssertEqual(SecItemDelete([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "empty-data-svce-test"]), errSecSuccess,
-                       "delete testing item")
+        XCTAssertEqual(
+            SecItemDelete([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "empty-data-svce-test"]), errSecSuccess,
+            "delete testing item")
     }
 
     /// SecItemDb.c, handle_result: kSecReturnData alone gives an empty CFData for an item without
@@ -171,40 +188,52 @@ final class AppleRegressionTests: XCTestCase {
     /// data, as an update of attributes only leaves an item without data as it was.
     func testEmptyDataIsDataAndUpdatesKeepTheDifference() throws {
         XCTAssertEqual(SecItemAdd(emptyDataItem as CFDictionary, nil), errSecSuccess)
-        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "explicitly-empty", kSecValueData as String: Data()], nil),
-                       errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "explicitly-empty", kSecValueData as String: Data()], nil),
+            errSecSuccess)
         func data(_ account: String) throws -> Any? {
-            let (status, result) = copy([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
-                                         kSecReturnData as String: true, kSecReturnAttributes as String: true])
+            let (status, result) = copy([
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
+                kSecReturnData as String: true, kSecReturnAttributes as String: true
+            ])
             XCTAssertEqual(status, errSecSuccess)
             return try XCTUnwrap(result as? [String: Any])[kSecValueData as String]
         }
         XCTAssertEqual(try data("explicitly-empty") as? Data, Data())
-        XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "empty-data-account-test"],
-                                     [kSecAttrLabel as String: "renamed"]), errSecSuccess)
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "empty-data-account-test"],
+                [kSecAttrLabel as String: "renamed"]), errSecSuccess)
         XCTAssertNil(try data("empty-data-account-test"), "an update of attributes gives no data")
-        XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "empty-data-account-test"],
-                                     [kSecValueData as String: Data("now some".utf8)]), errSecSuccess)
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "empty-data-account-test"],
+                [kSecValueData as String: Data("now some".utf8)]), errSecSuccess)
         XCTAssertEqual(try data("empty-data-account-test") as? Data, Data("now some".utf8))
     }
 
     // MARK: SecItemDb.c, s3dl_query_update: the query of SecItemUpdate takes no match keys
 
     func testUpdateRefusesMatchKeys() throws {
-        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a", kSecValueData as String: Data("pw".utf8)], nil),
-                       errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a", kSecValueData as String: Data("pw".utf8)], nil),
+            errSecSuccess)
         let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a"]
         let matchKeys: [(String, Any)] = [
-            (kSecMatchLimit as String, kSecMatchLimitOne), (kSecMatchLimit as String, kSecMatchLimitAll), (kSecMatchLimit as String, 1), (kSecMatchLimit as String, 5),
-            (kSecMatchCaseInsensitive as String, true), (kSecMatchSubjectContains as String, "a"),
+            (kSecMatchLimit as String, kSecMatchLimitOne), (kSecMatchLimit as String, kSecMatchLimitAll), (kSecMatchLimit as String, 1),
+            (kSecMatchLimit as String, 5),
+            (kSecMatchCaseInsensitive as String, true), (kSecMatchSubjectContains as String, "a")
         ]
         for (key, value) in matchKeys {
-            XCTAssertEqual(SecItemUpdate(query.merging([key: value]) { a, _ in a } as CFDictionary, [kSecAttrLabel as String: "changed"] as CFDictionary), errSecParam,
-                           "\(key) = \(value)")
+            XCTAssertEqual(
+                SecItemUpdate(query.merging([key: value]) { a, _ in a } as CFDictionary, [kSecAttrLabel as String: "changed"] as CFDictionary), errSecParam,
+                "\(key) = \(value)")
         }
         let persistent = try XCTUnwrap(copy(query.merging([kSecReturnPersistentRef as String: true]) { a, _ in a }).1 as? Data)
-        XCTAssertEqual(SecItemUpdate(query.merging([kSecMatchItemList as String: [persistent]]) { a, _ in a } as CFDictionary, [kSecAttrLabel as String: "changed"] as CFDictionary),
-                       errSecParam, "kSecMatchItemList")
+        XCTAssertEqual(
+            SecItemUpdate(
+                query.merging([kSecMatchItemList as String: [persistent]]) { a, _ in a } as CFDictionary, [kSecAttrLabel as String: "changed"] as CFDictionary),
+            errSecParam, "kSecMatchItemList")
         let (_, attributes) = copy(query.merging([kSecReturnAttributes as String: true]) { a, _ in a })
         XCTAssertNil((attributes as? [String: Any])?[kSecAttrLabel as String], "nothing was changed")
         XCTAssertEqual(SecItemUpdate(query as CFDictionary, [kSecAttrLabel as String: "changed"]), errSecSuccess, "the same update without match keys")

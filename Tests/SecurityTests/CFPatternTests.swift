@@ -10,8 +10,10 @@ final class CFPatternTests: XCTestCase {
     override func tearDown() { keychain.tearDown() }
 
     private func addPassword(_ account: String, _ secret: String = "pw") {
-        let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
-                                    kSecAttrAccount as String: account, kSecValueData as String: Data(secret.utf8)]
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
+            kSecAttrAccount as String: account, kSecValueData as String: Data(secret.utf8)
+        ]
         XCTAssertEqual(SecItemAdd(query as CFDictionary, nil), errSecSuccess)
     }
 
@@ -33,19 +35,26 @@ final class CFPatternTests: XCTestCase {
     }
 
     func testDictionaryLiteralWithConstantKeysAsCFDictionary() {
-        let add = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "literal",
-                   kSecValueData: Data("x".utf8), kSecReturnData: kCFBooleanTrue!] as CFDictionary
+        let add =
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrAccount: "literal",
+                kSecValueData: Data("x".utf8), kSecReturnData: kCFBooleanTrue!
+            ] as CFDictionary
         var result: CFTypeRef?
         XCTAssertEqual(SecItemAdd(add, &result), errSecSuccess)
         XCTAssertEqual(result as? Data, Data("x".utf8))
     }
 
     func testStringAnyStringAnyObjectAndOptionalKeysBridge() {
-        let any: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "any",
-                                  kSecValueData as String: Data("1".utf8)]
+        let any: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "any",
+            kSecValueData as String: Data("1".utf8)
+        ]
         XCTAssertEqual(SecItemAdd(any as CFDictionary, nil), errSecSuccess)
-        let objects: [String: AnyObject] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "objects" as NSString,
-                                            kSecValueData as String: Data("2".utf8) as NSData]
+        let objects: [String: AnyObject] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "objects" as NSString,
+            kSecValueData as String: Data("2".utf8) as NSData
+        ]
         XCTAssertEqual(SecItemAdd(objects as CFDictionary, nil), errSecSuccess)
         var optionalKeys = [String?: AnyObject]()
         optionalKeys[kSecClass as String] = kSecClassGenericPassword
@@ -53,8 +62,12 @@ final class CFPatternTests: XCTestCase {
         optionalKeys[kSecValueData as String] = Data("3".utf8) as NSData
         XCTAssertEqual(SecItemAdd(optionalKeys as CFDictionary, nil), errSecSuccess)
         var result: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecReturnAttributes: true,
-                                            kSecMatchLimit: kSecMatchLimitAll] as CFDictionary, &result), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecReturnAttributes: true,
+                    kSecMatchLimit: kSecMatchLimitAll
+                ] as CFDictionary, &result), errSecSuccess)
         let accounts = (result as? [[String: Any]])?.compactMap { $0[kSecAttrAccount as String] as? String }.sorted()
         XCTAssertEqual(accounts, ["any", "objects", "optional"])
     }
@@ -73,8 +86,10 @@ final class CFPatternTests: XCTestCase {
         add[kSecAttrSynchronizable] = kCFBooleanFalse
         XCTAssertEqual(SecItemAdd(add, nil), errSecSuccess)
         var result: CFTypeRef?
-        let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "mutable",
-                                    kSecReturnAttributes as String: true, kSecReturnData as String: true]
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "mutable",
+            kSecReturnAttributes as String: true, kSecReturnData as String: true
+        ]
         XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, &result), errSecSuccess)
         let found = result as? [String: Any]
         XCTAssertEqual(found?[kSecValueData as String] as? Data, Data(), "empty data is data")
@@ -82,14 +97,20 @@ final class CFPatternTests: XCTestCase {
         XCTAssertEqual((found?[kSecAttrIsInvisible as String] as? NSNumber)?.boolValue, true)
         XCTAssertEqual((found?[kSecAttrCreator as String] as? NSNumber)?.intValue, 0x6b6c)
         // A boolean is no match limit, a number is.
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kCFBooleanTrue!] as CFDictionary, &result),
-                       errSecParam)
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecMatchLimit: NSNumber(value: 2),
-                                            kSecReturnAttributes: kCFBooleanTrue!] as CFDictionary, &result), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecMatchLimit: kCFBooleanTrue!] as CFDictionary, &result),
+            errSecParam)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecMatchLimit: NSNumber(value: 2),
+                    kSecReturnAttributes: kCFBooleanTrue!
+                ] as CFDictionary, &result), errSecSuccess)
         XCTAssertEqual((result as? [Any])?.count, 1)
         // A value of a kind SecItem has no use for is still errSecParam.
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "odd", kSecAttrLabel: NSNull()] as CFDictionary, nil),
-                       errSecParam)
+        XCTAssertEqual(
+            SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "odd", kSecAttrLabel: NSNull()] as CFDictionary, nil),
+            errSecParam)
     }
 
     func testAKeyThatIsNotAStringIsErrSecParam() {
@@ -104,8 +125,11 @@ final class CFPatternTests: XCTestCase {
     func testResultsReadBackEveryWay() throws {
         addPassword("reader", "secret")
         var result: CFTypeRef?
-        let both = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "reader",
-                    kSecReturnAttributes: true, kSecReturnData: true] as CFDictionary
+        let both =
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrAccount: "reader",
+                kSecReturnAttributes: true, kSecReturnData: true
+            ] as CFDictionary
         XCTAssertEqual(SecItemCopyMatching(both, &result), errSecSuccess)
         XCTAssertEqual(CFGetTypeID(result), CFDictionaryGetTypeID())
         let swift = try XCTUnwrap(result as? [String: Any])
@@ -144,8 +168,10 @@ final class CFPatternTests: XCTestCase {
     }
 
     func testTypeIDsTellTheCFTypesApart() {
-        let ids = [CFStringGetTypeID(), CFDictionaryGetTypeID(), CFArrayGetTypeID(), CFDataGetTypeID(), CFNumberGetTypeID(),
-                   CFBooleanGetTypeID(), CFDateGetTypeID(), CFNullGetTypeID(), CFErrorGetTypeID(), SecAccessControlGetTypeID()]
+        let ids = [
+            CFStringGetTypeID(), CFDictionaryGetTypeID(), CFArrayGetTypeID(), CFDataGetTypeID(), CFNumberGetTypeID(),
+            CFBooleanGetTypeID(), CFDateGetTypeID(), CFNullGetTypeID(), CFErrorGetTypeID(), SecAccessControlGetTypeID()
+        ]
         XCTAssertEqual(Set(ids).count, ids.count)
         XCTAssertEqual(CFGetTypeID("s" as NSString), CFStringGetTypeID())
         XCTAssertEqual(CFGetTypeID(NSDictionary()), CFDictionaryGetTypeID())
@@ -176,8 +202,13 @@ final class CFPatternTests: XCTestCase {
     /// read with the CFError functions or as a Swift Error.
     func testCFErrorOutParameter() throws {
         var error: Unmanaged<CFError>?
-        XCTAssertNil(SecKeyCreateWithData(Data([1, 2, 3]) as CFData, [kSecAttrKeyType: kSecAttrKeyTypeRSA,
-                                                                     kSecAttrKeyClass: kSecAttrKeyClassPrivate] as CFDictionary, &error))
+        XCTAssertNil(
+            SecKeyCreateWithData(
+                Data([1, 2, 3]) as CFData,
+                [
+                    kSecAttrKeyType: kSecAttrKeyTypeRSA,
+                    kSecAttrKeyClass: kSecAttrKeyClassPrivate
+                ] as CFDictionary, &error))
         let cfError = try XCTUnwrap(error?.takeRetainedValue())
         XCTAssertEqual(CFGetTypeID(cfError), CFErrorGetTypeID())
         XCTAssertEqual(CFErrorGetDomain(cfError) as String, "NSOSStatusErrorDomain")

@@ -31,8 +31,12 @@ final class CertificateTests: OpenSSLTestCase {
     func attributes(_ name: String) throws -> [String: Any] {
         var result: CFTypeRef?
         let der = try fixtures.data("\(name).der")
-        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecReturnAttributes as String: true, kSecReturnData as String: true,
-                                            kSecValueRef as String: SecCertificateCreateWithData(nil, der as CFData)!], &result), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass as String: kSecClassCertificate, kSecReturnAttributes as String: true, kSecReturnData as String: true,
+                    kSecValueRef as String: SecCertificateCreateWithData(nil, der as CFData)!
+                ], &result), errSecSuccess)
         return result as? [String: Any] ?? [:]
     }
 
@@ -95,8 +99,9 @@ final class CertificateTests: OpenSSLTestCase {
         try addAll()
         XCTAssertEqual(labels([kSecMatchSubjectContains as String: "Alice"]), ["Alice Example"])
         XCTAssertEqual(labels([kSecMatchSubjectContains as String: "Test Root"]), ["Keychain Test Root CA"])
-        XCTAssertEqual(labels([kSecMatchSubjectContains as String: "Keychain Tests"]),
-                       ["Alice Example", "Keychain Test Intermediate CA", "Keychain Test Root CA"], "organization too")
+        XCTAssertEqual(
+            labels([kSecMatchSubjectContains as String: "Keychain Tests"]),
+            ["Alice Example", "Keychain Test Intermediate CA", "Keychain Test Root CA"], "organization too")
         XCTAssertEqual(labels([kSecMatchSubjectContains as String: "expired service"]), [], "case-sensitive by default")
         XCTAssertEqual(labels([kSecMatchSubjectContains as String: "expired service", kSecMatchCaseInsensitive as String: true]), ["Expired Service"])
         XCTAssertEqual(labels([kSecMatchSubjectContains as String: "nobody"]), [])
@@ -105,10 +110,12 @@ final class CertificateTests: OpenSSLTestCase {
     func testEmailAddressIfPresentKeepsCertificatesWithoutAddresses() throws {
         try addAll()
         let withoutEmail = ["Bob Other", "Expired Service", "Keychain Test Intermediate CA", "Keychain Test Root CA", "server.example.test"]
-        XCTAssertEqual(labels([kSecMatchEmailAddressIfPresent as String: "alice@example.com"]), (withoutEmail + ["Alice Example"]).sorted(),
-                       "the subject's emailAddress")
-        XCTAssertEqual(labels([kSecMatchEmailAddressIfPresent as String: "ALICE@example.org"]), (withoutEmail + ["Alice Example"]).sorted(),
-                       "the subjectAltName's rfc822Name, case-insensitive")
+        XCTAssertEqual(
+            labels([kSecMatchEmailAddressIfPresent as String: "alice@example.com"]), (withoutEmail + ["Alice Example"]).sorted(),
+            "the subject's emailAddress")
+        XCTAssertEqual(
+            labels([kSecMatchEmailAddressIfPresent as String: "ALICE@example.org"]), (withoutEmail + ["Alice Example"]).sorted(),
+            "the subjectAltName's rfc822Name, case-insensitive")
         XCTAssertEqual(labels([kSecMatchEmailAddressIfPresent as String: "mallory@example.com"]), withoutEmail)
     }
 
@@ -117,9 +124,10 @@ final class CertificateTests: OpenSSLTestCase {
         let root = try attributes("ca")[kSecAttrSubject as String] as! Data
         let intermediate = try attributes("intermediate")[kSecAttrSubject as String] as! Data
         let bob = try attributes("bob")[kSecAttrSubject as String] as! Data
-        XCTAssertEqual(labels([kSecMatchIssuers as String: [root]]),
-                       ["Alice Example", "Expired Service", "Keychain Test Intermediate CA", "Keychain Test Root CA", "server.example.test"],
-                       "server.example.test through the intermediate")
+        XCTAssertEqual(
+            labels([kSecMatchIssuers as String: [root]]),
+            ["Alice Example", "Expired Service", "Keychain Test Intermediate CA", "Keychain Test Root CA", "server.example.test"],
+            "server.example.test through the intermediate")
         XCTAssertEqual(labels([kSecMatchIssuers as String: [intermediate]]), ["server.example.test"])
         XCTAssertEqual(labels([kSecMatchIssuers as String: [bob, intermediate]]), ["Bob Other", "server.example.test"])
         XCTAssertEqual(labels([kSecMatchIssuers as String: [Data("not a name".utf8)]]), [])
@@ -153,8 +161,12 @@ final class CertificateTests: OpenSSLTestCase {
     func testReferencesRoundTrip() throws {
         try addAll()
         var result: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecMatchSubjectContains as String: "server",
-                                            kSecReturnRef as String: true], &result), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass as String: kSecClassCertificate, kSecMatchSubjectContains as String: "server",
+                    kSecReturnRef as String: true
+                ], &result), errSecSuccess)
         let certificate = try XCTUnwrap(result as? SecCertificate)
         XCTAssertEqual(SecCertificateCopySubjectSummary(certificate), "server.example.test")
         XCTAssertEqual(SecCertificateCopyData(certificate) as Data, try fixtures.data("server.der"))
@@ -163,8 +175,9 @@ final class CertificateTests: OpenSSLTestCase {
         XCTAssertEqual(SecCertificateCopyEmailAddresses(aliceCertificate, &emails), errSecSuccess)
         XCTAssertEqual(emails as? [String], ["alice@example.com", "alice@example.org"])
         XCTAssertEqual(SecItemDelete([kSecValueRef as String: certificate]), errSecSuccess)
-        XCTAssertEqual(SecItemDelete([kSecClass as String: kSecClassCertificate, kSecValueRef as String: aliceCertificate]), errSecSuccess,
-                       "a certificate made in memory names the stored one by issuer and serial number")
+        XCTAssertEqual(
+            SecItemDelete([kSecClass as String: kSecClassCertificate, kSecValueRef as String: aliceCertificate]), errSecSuccess,
+            "a certificate made in memory names the stored one by issuer and serial number")
         XCTAssertEqual(labels([:]).count, Self.all.count - 2)
         XCTAssertEqual(SecItemAdd([kSecValueRef as String: aliceCertificate], nil), errSecSuccess, "kSecValueRef stands for kSecClass")
     }
@@ -172,7 +185,8 @@ final class CertificateTests: OpenSSLTestCase {
     func testCertificatesLockWithTheirClass() throws {
         try addCertificate("alice")
         keychain.keychain.store.lockAll()
-        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecMatchSubjectContains as String: "Alice"], nil),
-                       errSecInteractionNotAllowed)
+        XCTAssertEqual(
+            SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecMatchSubjectContains as String: "Alice"], nil),
+            errSecInteractionNotAllowed)
     }
 }

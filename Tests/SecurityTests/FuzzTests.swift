@@ -14,27 +14,33 @@ final class FuzzTests: XCTestCase {
 
     static let documented: Set<OSStatus> = [
         errSecSuccess, errSecUnimplemented, errSecParam, errSecAllocate, errSecDuplicateItem, errSecItemNotFound,
-        errSecInteractionNotAllowed, errSecDecode, errSecNoSuchKeychain, errSecNotAvailable,
+        errSecInteractionNotAllowed, errSecDecode, errSecNoSuchKeychain, errSecNotAvailable
     ]
 
     static let keys: [String] = [
-        kSecClass as String, kSecAttrAccount as String, kSecAttrService as String, kSecAttrServer as String, kSecAttrPort as String, kSecAttrProtocol as String, kSecAttrPath as String,
-        kSecAttrSecurityDomain as String, kSecAttrAuthenticationType as String, kSecAttrAccessible as String, kSecAttrAccessGroup as String, kSecAttrLabel as String,
-        kSecAttrComment as String, kSecAttrDescription as String, kSecAttrGeneric as String, kSecAttrType as String, kSecAttrCreator as String, kSecAttrIsInvisible as String,
-        kSecAttrIsNegative as String, kSecAttrCreationDate as String, kSecAttrModificationDate as String, kSecAttrSynchronizable as String, kSecValueData as String,
+        kSecClass as String, kSecAttrAccount as String, kSecAttrService as String, kSecAttrServer as String, kSecAttrPort as String, kSecAttrProtocol as String,
+        kSecAttrPath as String,
+        kSecAttrSecurityDomain as String, kSecAttrAuthenticationType as String, kSecAttrAccessible as String, kSecAttrAccessGroup as String,
+        kSecAttrLabel as String,
+        kSecAttrComment as String, kSecAttrDescription as String, kSecAttrGeneric as String, kSecAttrType as String, kSecAttrCreator as String,
+        kSecAttrIsInvisible as String,
+        kSecAttrIsNegative as String, kSecAttrCreationDate as String, kSecAttrModificationDate as String, kSecAttrSynchronizable as String,
+        kSecValueData as String,
         kSecValueRef as String, kSecValuePersistentRef as String, kSecReturnData as String, kSecReturnAttributes as String, kSecReturnRef as String,
         kSecReturnPersistentRef as String, kSecMatchLimit as String, kSecMatchCaseInsensitive as String, kSecMatchItemList as String, kSecUseKeychain as String,
-        kSecAttrAccessControl as String, kSecUseDataProtectionKeychain as String, kSecAttrKeyType as String, kSecAttrApplicationTag as String, "", "bogus", "\u{0}",
+        kSecAttrAccessControl as String, kSecUseDataProtectionKeychain as String, kSecAttrKeyType as String, kSecAttrApplicationTag as String, "", "bogus",
+        "\u{0}",
         kSecAttrKeyClass as String, kSecAttrKeySizeInBits as String, kSecAttrCanSign as String, kSecAttrSubject as String, kSecAttrSerialNumber as String,
-        kSecMatchSubjectContains as String, kSecMatchIssuers as String, kSecMatchEmailAddressIfPresent as String, kSecMatchValidOnDate as String, kSecMatchTrustedOnly as String,
-        kSecValueData as String, kSecValueData as String,
+        kSecMatchSubjectContains as String, kSecMatchIssuers as String, kSecMatchEmailAddressIfPresent as String, kSecMatchValidOnDate as String,
+        kSecMatchTrustedOnly as String,
+        kSecValueData as String, kSecValueData as String
     ]
 
     static let constants: [Any] = [
         kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey, kSecClassIdentity,
         kSecMatchLimitOne, kSecMatchLimitAll, kSecAttrAccessibleWhenUnlocked, kSecAttrAccessibleAfterFirstUnlock,
         kSecAttrAccessibleAlwaysThisDeviceOnly, kSecAttrProtocolHTTPS, kSecAttrAuthenticationTypeHTTPBasic,
-        kSecAttrSynchronizableAny, kSecAttrKeyTypeRSA, kSecAttrKeyTypeEC, kSecAttrKeyClassPrivate, kSecAttrKeyClassPublic,
+        kSecAttrSynchronizableAny, kSecAttrKeyTypeRSA, kSecAttrKeyTypeEC, kSecAttrKeyClassPrivate, kSecAttrKeyClassPublic
     ]
 
     /// Real certificates and keys (made by openssl), whole or damaged, for OpenSSL's parsers.
@@ -43,7 +49,6 @@ final class FuzzTests: XCTestCase {
         return ["alice.der", "ca.der", "alice.key.der", "expired.key.der", "bob.key.p8", "alice.p12", "alice.pem"]
             .compactMap { try? fixtures.data($0) }
     }()
-
 
     func randomValue(_ g: inout SeededGenerator, depth: Int = 0) -> Any {
         switch Int.random(in: 0..<15, using: &g) {
@@ -75,8 +80,10 @@ final class FuzzTests: XCTestCase {
     func randomDictionary(_ g: inout SeededGenerator) -> [String: Any] {
         var dictionary: [String: Any] = [:]
         if Int.random(in: 0..<4, using: &g) != 0 {
-            dictionary[kSecClass as String] = [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey,
-                                     kSecClassIdentity as String].randomElement(using: &g)!
+            dictionary[kSecClass as String] = [
+                kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey,
+                kSecClassIdentity as String
+            ].randomElement(using: &g)!
         }
         for _ in 0..<Int.random(in: 0..<7, using: &g) {
             dictionary[Self.keys.randomElement(using: &g)!] = randomValue(&g)

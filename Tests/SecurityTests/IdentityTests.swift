@@ -54,8 +54,12 @@ final class IdentityTests: OpenSSLTestCase {
         try add(key: "alice.key.der")
         try add(key: "expired.key.der")
         var result: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassIdentity, kSecReturnAttributes as String: true, kSecReturnData as String: true,
-                                            kSecReturnPersistentRef as String: true], &result), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass as String: kSecClassIdentity, kSecReturnAttributes as String: true, kSecReturnData as String: true,
+                    kSecReturnPersistentRef as String: true
+                ], &result), errSecSuccess)
         let found = try XCTUnwrap(result as? [String: Any])
         XCTAssertEqual(found[kSecValueData as String] as? Data, try fixtures.data("alice.der"), "an identity's data is its certificate")
         XCTAssertEqual(found[kSecClass as String] as? String, kSecClassIdentity as String)
@@ -67,8 +71,9 @@ final class IdentityTests: OpenSSLTestCase {
         XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassIdentity as String], [kSecAttrLabel as String: "x"]), errSecParam)
         XCTAssertEqual(SecItemDelete([kSecClass as String: kSecClassIdentity as String]), errSecSuccess)
         XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassIdentity as String], nil), errSecItemNotFound)
-        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecMatchSubjectContains as String: "Alice"], nil), errSecItemNotFound,
-                       "deleting an identity deletes its certificate")
+        XCTAssertEqual(
+            SecItemCopyMatching([kSecClass as String: kSecClassCertificate, kSecMatchSubjectContains as String: "Alice"], nil), errSecItemNotFound,
+            "deleting an identity deletes its certificate")
         XCTAssertEqual(try keychain.keychain.store.count(), 2, "and its key; the root and the other key stay")
     }
 
@@ -79,8 +84,9 @@ final class IdentityTests: OpenSSLTestCase {
         XCTAssertNil(items)
         XCTAssertEqual(SecPKCS12Import(p12 as CFData, [:] as CFDictionary, &items), errSecAuthFailed, "no passphrase is a wrong one")
         XCTAssertEqual(SecPKCS12Import(Data("junk".utf8) as CFData, [kSecImportExportPassphrase as String: "x"] as CFDictionary, &items), errSecDecode)
-        XCTAssertEqual(SecPKCS12Import(p12 as CFData, [kSecImportExportPassphrase as String: OpenSSLFixtures.p12Passphrase] as CFDictionary, &items),
-                       errSecSuccess)
+        XCTAssertEqual(
+            SecPKCS12Import(p12 as CFData, [kSecImportExportPassphrase as String: OpenSSLFixtures.p12Passphrase] as CFDictionary, &items),
+            errSecSuccess)
         let first = try XCTUnwrap((items as? [[String: Any]])?.first)
         XCTAssertEqual(first[kSecImportItemLabel as String] as? String, "Alice Identity")
         let chain = try XCTUnwrap(first[kSecImportItemCertChain as String] as? [SecCertificate])
@@ -97,7 +103,9 @@ final class IdentityTests: OpenSSLTestCase {
 
     func testPKCS12IntoAKeychain() throws {
         var items: CFArray?
-        let options: [String: Any] = [kSecImportExportPassphrase as String: OpenSSLFixtures.p12Passphrase, kSecImportExportKeychain as String: keychain.keychain]
+        let options: [String: Any] = [
+            kSecImportExportPassphrase as String: OpenSSLFixtures.p12Passphrase, kSecImportExportKeychain as String: keychain.keychain
+        ]
         XCTAssertEqual(SecPKCS12Import(try fixtures.data("alice.p12") as CFData, options as CFDictionary, &items), errSecSuccess)
         XCTAssertEqual(names(identities()), ["Alice Example"])
         XCTAssertEqual(try keychain.keychain.store.count(), 3, "the identity and the root")
@@ -106,15 +114,19 @@ final class IdentityTests: OpenSSLTestCase {
     func testLegacyPKCS12() throws {
         let path = fixtures.directory + "/legacy.p12"
         do {
-            try fixtures.run(["pkcs12", "-export", "-legacy", "-in", "expired.pem", "-inkey", "expired.key",
-                              "-passout", "pass:old", "-out", path])
+            try fixtures.run([
+                "pkcs12", "-export", "-legacy", "-in", "expired.pem", "-inkey", "expired.key",
+                "-passout", "pass:old", "-out", path
+            ])
         } catch {
             throw XCTSkip("this openssl cannot write legacy PKCS#12 files: \(error)")
         }
         var items: CFArray?
-        XCTAssertEqual(SecPKCS12Import(try Data(contentsOf: URL(fileURLWithPath: path)) as CFData,
-                                       [kSecImportExportPassphrase as String: "old"] as CFDictionary, &items), errSecSuccess,
-                       "RC2/3DES files from older tools")
+        XCTAssertEqual(
+            SecPKCS12Import(
+                try Data(contentsOf: URL(fileURLWithPath: path)) as CFData,
+                [kSecImportExportPassphrase as String: "old"] as CFDictionary, &items), errSecSuccess,
+            "RC2/3DES files from older tools")
         XCTAssertNotNil((items as? [[String: Any]])?.first?[kSecImportItemIdentity as String] as? SecIdentity)
     }
 }

@@ -23,8 +23,13 @@ final class KeyTests: OpenSSLTestCase {
 
     func testRSAPrivateKeyAttributes() throws {
         let pkcs1 = try fixtures.data("expired.key.der")
-        XCTAssertEqual(addKey(pkcs1, [kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
-                                      kSecAttrApplicationTag as String: Data("com.example.rsa".utf8), kSecAttrLabel as String: "rsa key"]), errSecSuccess)
+        XCTAssertEqual(
+            addKey(
+                pkcs1,
+                [
+                    kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate,
+                    kSecAttrApplicationTag as String: Data("com.example.rsa".utf8), kSecAttrLabel as String: "rsa key"
+                ]), errSecSuccess)
         let found = keyAttributes([kSecAttrApplicationTag as String: Data("com.example.rsa".utf8)])
         XCTAssertEqual(number(found, kSecAttrKeyType as String), 42)
         XCTAssertEqual(number(found, kSecAttrKeyClass as String), 1)
@@ -85,8 +90,9 @@ final class KeyTests: OpenSSLTestCase {
         XCTAssertEqual(addKey(Data()), errSecDecode)
         var wrongScalar = try XCTUnwrap(keyAttributesAfterAdding(sec1)?[kSecValueData as String] as? Data)
         wrongScalar[wrongScalar.count - 1] ^= 1
-        XCTAssertEqual(addKey(wrongScalar, [kSecAttrKeyClass as String: kSecAttrKeyClassPrivate, kSecAttrApplicationTag as String: "x"]), errSecDecode,
-                       "an X9.63 private key whose point is not its scalar's")
+        XCTAssertEqual(
+            addKey(wrongScalar, [kSecAttrKeyClass as String: kSecAttrKeyClassPrivate, kSecAttrApplicationTag as String: "x"]), errSecDecode,
+            "an X9.63 private key whose point is not its scalar's")
         XCTAssertEqual(try keychain.keychain.store.count(), 1)
     }
 
@@ -114,9 +120,11 @@ final class KeyTests: OpenSSLTestCase {
 
     func testSecKeyFunctions() throws {
         var error: Unmanaged<CFError>?
-        let key = try XCTUnwrap(SecKeyCreateWithData(try fixtures.data("expired.key.der") as CFData,
-                                                     [kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate as String] as CFDictionary,
-                                                     &error))
+        let key = try XCTUnwrap(
+            SecKeyCreateWithData(
+                try fixtures.data("expired.key.der") as CFData,
+                [kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrKeyClass as String: kSecAttrKeyClassPrivate as String] as CFDictionary,
+                &error))
         XCTAssertEqual(SecKeyGetBlockSize(key), 256)
         let publicKey = try XCTUnwrap(SecKeyCopyPublicKey(key))
         XCTAssertEqual(SecKeyCopyExternalRepresentation(publicKey, &error) as Data?, try fixtures.data("expired.pub.der"))

@@ -25,8 +25,10 @@ final class LocalAuthenticationTests: XCTestCase {
 
     private func addGuarded(_ flags: SecAccessControlCreateFlags = .userPresence, context: LAContext? = nil) -> OSStatus {
         let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, flags, nil)!
-        var attributes: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "guarded",
-                                           kSecAttrAccessControl: access, kSecValueData: Data("secret".utf8)]
+        var attributes: [CFString: Any] = [
+            kSecClass: kSecClassGenericPassword, kSecAttrAccount: "guarded",
+            kSecAttrAccessControl: access, kSecValueData: Data("secret".utf8)
+        ]
         if let context { attributes[kSecUseAuthenticationContext] = context }
         return SecItemAdd(attributes as CFDictionary, nil)
     }
@@ -40,8 +42,10 @@ final class LocalAuthenticationTests: XCTestCase {
     }
 
     func testEvaluatePolicyMapsEachAnswerToItsLAError() throws {
-        for (answer, code) in [(PresenceAnswer.denied, LAError.Code.authenticationFailed), (.canceled, .userCancel),
-                               (.unavailable("no agent"), .notInteractive)] {
+        for (answer, code) in [
+            (PresenceAnswer.denied, LAError.Code.authenticationFailed), (.canceled, .userCancel),
+            (.unavailable("no agent"), .notInteractive)
+        ] {
             authorizer.answer = answer
             XCTAssertThrowsError(try context().evaluate(.deviceOwnerAuthentication, reason: "r")) { error in
                 XCTAssertEqual((error as? LAError)?.code, code)
@@ -158,10 +162,13 @@ final class LocalAuthenticationTests: XCTestCase {
         XCTAssertEqual(read(wrong).0, errSecAuthFailed)
         XCTAssertEqual(authorizer.asked, 0, "an application password alone does not ask polkit")
         // Stored sealed: the engine, holding the class keys but no password, reads the sealed form only.
-        let stored = try keychain.keychain.store.find(Query(itemClass: .genericPassword, attributes: [AttributeKey.account: .string("guarded")]),
-                                                      includeSecret: false).first
-        XCTAssertNotEqual(stored?.attributes[AttributeKey.sha1], .data(Array(Crypto.sha1(Array("secret".utf8)))),
-                          "the hash attribute does not give the secret away")
+        let stored = try keychain.keychain.store.find(
+            Query(itemClass: .genericPassword, attributes: [AttributeKey.account: .string("guarded")]),
+            includeSecret: false
+        ).first
+        XCTAssertNotEqual(
+            stored?.attributes[AttributeKey.sha1], .data(Array(Crypto.sha1(Array("secret".utf8)))),
+            "the hash attribute does not give the secret away")
         owner.setCredential(nil, type: .applicationPassword)
         XCTAssertFalse(owner.isCredentialSet(.applicationPassword))
     }
@@ -201,8 +208,12 @@ final class LocalAuthenticationTests: XCTestCase {
         let owner = context()
         owner.setCredential(Data("app-pass".utf8), type: .applicationPassword)
         let sealed = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "sealed", kSecAttrAccessControl: sealed,
-                                   kSecUseAuthenticationContext: owner, kSecValueData: Data("sealed-secret".utf8)] as CFDictionary, nil), errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "sealed", kSecAttrAccessControl: sealed,
+                    kSecUseAuthenticationContext: owner, kSecValueData: Data("sealed-secret".utf8)
+                ] as CFDictionary, nil), errSecSuccess)
         let store = keychain.keychain.store
         authorizer.answer = .canceled
         XCTAssertThrowsError(try store.exportBackup(password: Array("backup".utf8), scrypt: .fastForTesting)) {
@@ -221,8 +232,12 @@ final class LocalAuthenticationTests: XCTestCase {
         XCTAssertEqual(read(nil).1, "secret")
         XCTAssertEqual(authorizer.asked, 4, "the restored item still asks")
         var result: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "sealed", kSecReturnData: true,
-                                            kSecUseAuthenticationContext: owner] as CFDictionary, &result), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "sealed", kSecReturnData: true,
+                    kSecUseAuthenticationContext: owner
+                ] as CFDictionary, &result), errSecSuccess)
         XCTAssertEqual(result as? Data, Data("sealed-secret".utf8), "still sealed under the same application password")
     }
 }

@@ -29,53 +29,59 @@ final class OpenSSLFixtures {
         try "".write(toFile: directory + "/db/index.txt", atomically: true, encoding: .utf8)
         try "1000\n".write(toFile: directory + "/db/serial", atomically: true, encoding: .utf8)
         try """
-            [ca]
-            default_ca = test
-            [test]
-            database = db/index.txt
-            new_certs_dir = db
-            serial = db/serial
-            default_md = sha256
-            policy = any
-            unique_subject = no
-            copy_extensions = copy
-            [any]
-            commonName = supplied
-            organizationName = optional
-            emailAddress = optional
-            [intermediate]
-            basicConstraints = critical,CA:TRUE
-            subjectKeyIdentifier = hash
-            [leaf]
-            basicConstraints = CA:FALSE
-            subjectKeyIdentifier = hash
-            authorityKeyIdentifier = keyid
-            """.write(toFile: directory + "/ca.cnf", atomically: true, encoding: .utf8)
+        [ca]
+        default_ca = test
+        [test]
+        database = db/index.txt
+        new_certs_dir = db
+        serial = db/serial
+        default_md = sha256
+        policy = any
+        unique_subject = no
+        copy_extensions = copy
+        [any]
+        commonName = supplied
+        organizationName = optional
+        emailAddress = optional
+        [intermediate]
+        basicConstraints = critical,CA:TRUE
+        subjectKeyIdentifier = hash
+        [leaf]
+        basicConstraints = CA:FALSE
+        subjectKeyIdentifier = hash
+        authorityKeyIdentifier = keyid
+        """.write(toFile: directory + "/ca.cnf", atomically: true, encoding: .utf8)
 
-        try run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "3650",
-                "-subj", "/CN=Keychain Test Root CA/O=Keychain Tests")
+        try run(
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "3650",
+            "-subj", "/CN=Keychain Test Root CA/O=Keychain Tests")
         // Alice: an EC key in SEC1 form, her certificate issued by the root.
         try run("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "alice.key")
-        try run("req", "-new", "-key", "alice.key", "-out", "alice.csr",
-                "-subj", "/CN=Alice Example/O=Keychain Tests/emailAddress=alice@example.com",
-                "-addext", "subjectAltName=email:alice@example.org")
+        try run(
+            "req", "-new", "-key", "alice.key", "-out", "alice.csr",
+            "-subj", "/CN=Alice Example/O=Keychain Tests/emailAddress=alice@example.com",
+            "-addext", "subjectAltName=email:alice@example.org")
         try issue("alice", by: "ca", extensions: "leaf", serial: "1001")
         // Expired: valid through 2020 only.
         try run("genrsa", "-traditional", "-out", "expired.key", "2048")
         try run("req", "-new", "-key", "expired.key", "-out", "expired.csr", "-subj", "/CN=Expired Service")
         try issue("expired", by: "ca", extensions: "leaf", serial: "1002", dates: ("20200101000000Z", "20210101000000Z"))
         // A chain of two: root -> intermediate -> server.
-        try run("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "intermediate.key", "-out", "intermediate.csr",
-                "-subj", "/CN=Keychain Test Intermediate CA/O=Keychain Tests")
+        try run(
+            "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "intermediate.key", "-out", "intermediate.csr",
+            "-subj", "/CN=Keychain Test Intermediate CA/O=Keychain Tests")
         try issue("intermediate", by: "ca", extensions: "intermediate", serial: "1003")
-        try run("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-                "-subj", "/CN=server.example.test")
+        try run(
+            "req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=server.example.test")
         try issue("server", by: "intermediate", extensions: "leaf", serial: "1004")
         // Someone else entirely.
-        try run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "bob.key", "-out", "bob.pem", "-days", "30",
-                "-subj", "/CN=Bob Other")
-        try run("pkcs12", "-export", "-in", "alice.pem", "-inkey", "alice.key", "-certfile", "ca.pem",
-                "-name", "Alice Identity", "-passout", "pass:\(Self.p12Passphrase)", "-out", "alice.p12")
+        try run(
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "bob.key", "-out", "bob.pem", "-days", "30",
+            "-subj", "/CN=Bob Other")
+        try run(
+            "pkcs12", "-export", "-in", "alice.pem", "-inkey", "alice.key", "-certfile", "ca.pem",
+            "-name", "Alice Identity", "-passout", "pass:\(Self.p12Passphrase)", "-out", "alice.p12")
         for name in ["ca", "alice", "expired", "intermediate", "server", "bob"] {
             try run("x509", "-in", "\(name).pem", "-outform", "DER", "-out", "\(name).der")
         }
@@ -89,11 +95,15 @@ final class OpenSSLFixtures {
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
-    private func issue(_ name: String, by issuer: String, extensions: String, serial: String,
-                       dates: (String, String)? = nil) throws {
+    private func issue(
+        _ name: String, by issuer: String, extensions: String, serial: String,
+        dates: (String, String)? = nil
+    ) throws {
         try "\(serial)\n".write(toFile: directory + "/db/serial", atomically: true, encoding: .utf8)
-        var arguments = ["ca", "-batch", "-config", "ca.cnf", "-cert", "\(issuer).pem", "-keyfile", "\(issuer).key",
-                         "-in", "\(name).csr", "-out", "\(name).pem", "-extensions", extensions, "-notext"]
+        var arguments = [
+            "ca", "-batch", "-config", "ca.cnf", "-cert", "\(issuer).pem", "-keyfile", "\(issuer).key",
+            "-in", "\(name).csr", "-out", "\(name).pem", "-extensions", extensions, "-notext"
+        ]
         if let (start, end) = dates { arguments += ["-startdate", start, "-enddate", end] } else { arguments += ["-days", "365"] }
         try run(arguments)
     }

@@ -14,8 +14,10 @@ final class PlantedKeyTests: XCTestCase {
         var generator = SystemRandomNumberGenerator()
         try KernelKeyring.store((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }, description: name)
 
-        let add: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a", kSecAttrService as String: "s",
-                                  kSecValueData as String: Data("for the planter".utf8)]
+        let add: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a", kSecAttrService as String: "s",
+            kSecValueData as String: Data("for the planter".utf8)
+        ]
         XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecInteractionNotAllowed)
         XCTAssertNil(KernelKeyring.find(name), "the planted key was removed")
         XCTAssertFalse(kc.keychain.status.whenUnlocked)

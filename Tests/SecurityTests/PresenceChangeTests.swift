@@ -32,15 +32,22 @@ final class PresenceChangeTests: OpenSSLTestCase {
 
     private func addSealed(_ secret: String, password: String) {
         let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "sealed", kSecAttrAccessControl: access,
-                                   kSecUseAuthenticationContext: context(password: password),
-                                   kSecValueData: Data(secret.utf8)] as CFDictionary, nil), errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "sealed", kSecAttrAccessControl: access,
+                    kSecUseAuthenticationContext: context(password: password),
+                    kSecValueData: Data(secret.utf8)
+                ] as CFDictionary, nil), errSecSuccess)
     }
 
     private func read(password: String) -> (OSStatus, String?) {
         var result: CFTypeRef?
-        let status = SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "sealed", kSecReturnData: true,
-                                          kSecUseAuthenticationContext: context(password: password)] as CFDictionary, &result)
+        let status = SecItemCopyMatching(
+            [
+                kSecClass: kSecClassGenericPassword, kSecAttrAccount: "sealed", kSecReturnData: true,
+                kSecUseAuthenticationContext: context(password: password)
+            ] as CFDictionary, &result)
         return (status, (result as? Data).map { String(decoding: $0, as: UTF8.self) })
     }
 
@@ -65,7 +72,9 @@ final class PresenceChangeTests: OpenSSLTestCase {
     func testChangingASealedItemTakesItsPassword() {
         addSealed("owner's", password: "owner-pass")
         let query: [CFString: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "sealed"]
-        for (password, attributes) in [("attacker", [kSecValueData: Data("evil".utf8)]), ("attacker", [kSecAttrLabel: "renamed"])] as [(String, [CFString: Any])] {
+        for (password, attributes) in [("attacker", [kSecValueData: Data("evil".utf8)]), ("attacker", [kSecAttrLabel: "renamed"])]
+            as [(String, [CFString: Any])]
+        {
             var wrong = query
             wrong[kSecUseAuthenticationContext] = context(password: password)
             XCTAssertEqual(SecItemUpdate(wrong as CFDictionary, attributes as CFDictionary), errSecAuthFailed)
@@ -95,15 +104,23 @@ final class PresenceChangeTests: OpenSSLTestCase {
 
     func testIdentitiesPassTheChecksOfASingleAdd() throws {
         var items: CFArray?
-        XCTAssertEqual(SecPKCS12Import(try fixtures.data("alice.p12") as CFData,
-                                       [kSecImportExportPassphrase as String: OpenSSLFixtures.p12Passphrase] as CFDictionary, &items), errSecSuccess)
+        XCTAssertEqual(
+            SecPKCS12Import(
+                try fixtures.data("alice.p12") as CFData,
+                [kSecImportExportPassphrase as String: OpenSSLFixtures.p12Passphrase] as CFDictionary, &items), errSecSuccess)
         let identity = try XCTUnwrap((items as? [[String: Any]])?.first?[kSecImportItemIdentity as String]) as! SecIdentity
         authorizer.fingers = false
-        for (flags, status) in [(SecAccessControlCreateFlags.companion, errSecNotAvailable), (.biometryAny, errSecNotAvailable),
-                                (.applicationPassword, errSecUnimplemented)] {
+        for (flags, status) in [
+            (SecAccessControlCreateFlags.companion, errSecNotAvailable), (.biometryAny, errSecNotAvailable),
+            (.applicationPassword, errSecUnimplemented)
+        ] {
             let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, flags, nil)!
-            XCTAssertEqual(SecItemAdd([kSecValueRef: identity, kSecAttrAccessControl: access,
-                                       kSecUseAuthenticationContext: context(password: "p")] as CFDictionary, nil), status, "\(flags)")
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecValueRef: identity, kSecAttrAccessControl: access,
+                        kSecUseAuthenticationContext: context(password: "p")
+                    ] as CFDictionary, nil), status, "\(flags)")
             XCTAssertEqual(try keychain.keychain.store.count(), 0, "nothing stored for \(flags)")
         }
         let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
@@ -116,42 +133,64 @@ final class PresenceChangeTests: OpenSSLTestCase {
 
     func testDeletingAnIdentityTakesItsKeysPassword() throws {
         var items: CFArray?
-        XCTAssertEqual(SecPKCS12Import(try fixtures.data("alice.p12") as CFData,
-                                       [kSecImportExportPassphrase as String: OpenSSLFixtures.p12Passphrase] as CFDictionary, &items), errSecSuccess)
+        XCTAssertEqual(
+            SecPKCS12Import(
+                try fixtures.data("alice.p12") as CFData,
+                [kSecImportExportPassphrase as String: OpenSSLFixtures.p12Passphrase] as CFDictionary, &items), errSecSuccess)
         let identity = try XCTUnwrap((items as? [[String: Any]])?.first?[kSecImportItemIdentity as String]) as! SecIdentity
         var key: SecKey?, certificate: SecCertificate?
         XCTAssertEqual(SecIdentityCopyPrivateKey(identity, &key), errSecSuccess)
         XCTAssertEqual(SecIdentityCopyCertificate(identity, &certificate), errSecSuccess)
         // The key sealed alone, the certificate plain: they pair into an identity when found.
         let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassKey, kSecValueRef: key!, kSecAttrAccessControl: access,
-                                   kSecUseAuthenticationContext: context(password: "owner-pass")] as CFDictionary, nil), errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass: kSecClassKey, kSecValueRef: key!, kSecAttrAccessControl: access,
+                    kSecUseAuthenticationContext: context(password: "owner-pass")
+                ] as CFDictionary, nil), errSecSuccess)
         XCTAssertEqual(SecItemAdd([kSecClass: kSecClassCertificate, kSecValueRef: certificate!] as CFDictionary, nil), errSecSuccess)
-        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassIdentity, kSecUseAuthenticationUI: kSecUseAuthenticationUIFail] as CFDictionary),
-                       errSecInteractionNotAllowed)
-        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassIdentity, kSecUseAuthenticationContext: context(password: "attacker")] as CFDictionary),
-                       errSecAuthFailed)
+        XCTAssertEqual(
+            SecItemDelete([kSecClass: kSecClassIdentity, kSecUseAuthenticationUI: kSecUseAuthenticationUIFail] as CFDictionary),
+            errSecInteractionNotAllowed)
+        XCTAssertEqual(
+            SecItemDelete([kSecClass: kSecClassIdentity, kSecUseAuthenticationContext: context(password: "attacker")] as CFDictionary),
+            errSecAuthFailed)
         XCTAssertEqual(try keychain.keychain.store.count(), 2, "both halves kept")
-        XCTAssertEqual(SecItemDelete([kSecClass: kSecClassIdentity, kSecUseAuthenticationContext: context(password: "owner-pass")] as CFDictionary),
-                       errSecSuccess)
+        XCTAssertEqual(
+            SecItemDelete([kSecClass: kSecClassIdentity, kSecUseAuthenticationContext: context(password: "owner-pass")] as CFDictionary),
+            errSecSuccess)
         XCTAssertEqual(try keychain.keychain.store.count(), 0)
     }
 
     func testACompanionOnlyItemIsServedToNobody() throws {
         // Stored as an older version or another writer could have: the add-time check bypassed.
-        let planted = Item(itemClass: .genericPassword, attributes: [AttributeKey.account: .string("companion"),
-                                                                     AttributeKey.accessControl: .int(Int64(AccessConditions.companion.rawValue))],
-                           secret: Array("s".utf8))
+        let planted = Item(
+            itemClass: .genericPassword,
+            attributes: [
+                AttributeKey.account: .string("companion"),
+                AttributeKey.accessControl: .int(Int64(AccessConditions.companion.rawValue))
+            ],
+            secret: Array("s".utf8))
         try keychain.keychain.store.add([planted])
         var result: CFTypeRef?
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "companion",
-                                            kSecReturnData: true] as CFDictionary, &result), errSecNotAvailable)
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "companion",
+                    kSecReturnData: true
+                ] as CFDictionary, &result), errSecNotAvailable)
         XCTAssertNil(result)
-        XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "companion",
-                                            kSecReturnAttributes: true] as CFDictionary, &result), errSecSuccess, "attributes ask nothing")
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [
+                    kSecClass: kSecClassGenericPassword, kSecAttrAccount: "companion",
+                    kSecReturnAttributes: true
+                ] as CFDictionary, &result), errSecSuccess, "attributes ask nothing")
         // Unreadable by anyone, but not undeletable: it does not block a delete of everything.
-        XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "plain", kSecValueData: Data("p".utf8)] as CFDictionary, nil),
-                       errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "plain", kSecValueData: Data("p".utf8)] as CFDictionary, nil),
+            errSecSuccess)
         XCTAssertEqual(SecItemDelete([kSecClass: kSecClassGenericPassword] as CFDictionary), errSecSuccess)
         XCTAssertEqual(try keychain.keychain.store.count(), 0)
     }
@@ -164,16 +203,28 @@ final class PresenceSearchListTests: XCTestCase {
         try withTwoScratchKeychains("presence-list") { first, second in
             let authorizer = ScriptedAuthorizer()
             let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
-            XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "both", kSecAttrAccessControl: access,
-                                       kSecValueData: Data("guarded".utf8), kSecUseKeychain: first] as CFDictionary, nil), errSecSuccess)
-            XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "both",
-                                       kSecValueData: Data("open".utf8), kSecUseKeychain: second] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrAccount: "both", kSecAttrAccessControl: access,
+                        kSecValueData: Data("guarded".utf8), kSecUseKeychain: first
+                    ] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrAccount: "both",
+                        kSecValueData: Data("open".utf8), kSecUseKeychain: second
+                    ] as CFDictionary, nil), errSecSuccess)
             try SearchList.set([first.path, second.path])
             for listed in try SecKeychain.searchList() { listed.store.presenceAuthorizer = authorizer }
             authorizer.answer = .canceled
             var result: CFTypeRef?
-            XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "both",
-                                                kSecReturnData: true] as CFDictionary, &result), errSecUserCanceled)
+            XCTAssertEqual(
+                SecItemCopyMatching(
+                    [
+                        kSecClass: kSecClassGenericPassword, kSecAttrAccount: "both",
+                        kSecReturnData: true
+                    ] as CFDictionary, &result), errSecUserCanceled)
             XCTAssertNil(result, "the second keychain's item does not answer in its place")
             XCTAssertEqual(authorizer.asked, 1)
         }

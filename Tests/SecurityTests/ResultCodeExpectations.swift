@@ -39,8 +39,14 @@ let resultCodeExpectations: [(name: String, constant: OSStatus, value: OSStatus,
     ("errSecReadOnlyAttr", errSecReadOnlyAttr, -25309, "The specified attribute could not be modified."),
     ("errSecWrongSecVersion", errSecWrongSecVersion, -25310, "This keychain was created by a different version of the system software and cannot be opened."),
     ("errSecKeySizeNotAllowed", errSecKeySizeNotAllowed, -25311, "This item specifies a key size which is too large or too small."),
-    ("errSecNoStorageModule", errSecNoStorageModule, -25312, "A required component (data storage module) could not be loaded. You may need to restart your computer."),
-    ("errSecNoCertificateModule", errSecNoCertificateModule, -25313, "A required component (certificate module) could not be loaded. You may need to restart your computer."),
+    (
+        "errSecNoStorageModule", errSecNoStorageModule, -25312,
+        "A required component (data storage module) could not be loaded. You may need to restart your computer."
+    ),
+    (
+        "errSecNoCertificateModule", errSecNoCertificateModule, -25313,
+        "A required component (certificate module) could not be loaded. You may need to restart your computer."
+    ),
     ("errSecNoPolicyModule", errSecNoPolicyModule, -25314, "A required component (policy module) could not be loaded. You may need to restart your computer."),
     ("errSecInteractionRequired", errSecInteractionRequired, -25315, "User interaction is required, but is currently not allowed."),
     ("errSecDataNotAvailable", errSecDataNotAvailable, -25316, "The contents of this item cannot be retrieved."),
@@ -129,10 +135,16 @@ let resultCodeExpectations: [(name: String, constant: OSStatus, value: OSStatus,
     ("errSecOCSPResponseNonceMismatch", errSecOCSPResponseNonceMismatch, -67646, "The OCSP response nonce did not match the request."),
     ("errSecCodeSigningBadCertChainLength", errSecCodeSigningBadCertChainLength, -67647, "Code signing encountered an incorrect certificate chain length."),
     ("errSecCodeSigningNoBasicConstraints", errSecCodeSigningNoBasicConstraints, -67648, "Code signing found no basic constraints."),
-    ("errSecCodeSigningBadPathLengthConstraint", errSecCodeSigningBadPathLengthConstraint, -67649, "Code signing encountered an incorrect path length constraint."),
+    (
+        "errSecCodeSigningBadPathLengthConstraint", errSecCodeSigningBadPathLengthConstraint, -67649,
+        "Code signing encountered an incorrect path length constraint."
+    ),
     ("errSecCodeSigningNoExtendedKeyUsage", errSecCodeSigningNoExtendedKeyUsage, -67650, "Code signing found no extended key usage."),
     ("errSecCodeSigningDevelopment", errSecCodeSigningDevelopment, -67651, "Code signing indicated use of a development-only certificate."),
-    ("errSecResourceSignBadCertChainLength", errSecResourceSignBadCertChainLength, -67652, "Resource signing has encountered an incorrect certificate chain length."),
+    (
+        "errSecResourceSignBadCertChainLength", errSecResourceSignBadCertChainLength, -67652,
+        "Resource signing has encountered an incorrect certificate chain length."
+    ),
     ("errSecResourceSignBadExtKeyUsage", errSecResourceSignBadExtKeyUsage, -67653, "Resource signing has encountered an error in the extended key usage."),
     ("errSecTrustSettingDeny", errSecTrustSettingDeny, -67654, "The trust setting for this policy was set to Deny."),
     ("errSecInvalidSubjectName", errSecInvalidSubjectName, -67655, "An invalid certificate subject name was encountered."),
@@ -381,9 +393,15 @@ let resultCodeExpectations: [(name: String, constant: OSStatus, value: OSStatus,
     ("errSecTimestampRevocationNotification", errSecTimestampRevocationNotification, -67898, "A timestamp authority revocation notification was issued."),
     ("errSecCertificatePolicyNotAllowed", errSecCertificatePolicyNotAllowed, -67899, "The requested policy is not allowed for this certificate."),
     ("errSecCertificateNameNotAllowed", errSecCertificateNameNotAllowed, -67900, "The requested name is not allowed for this certificate."),
-    ("errSecCertificateValidityPeriodTooLong", errSecCertificateValidityPeriodTooLong, -67901, "The validity period in the certificate exceeds the maximum allowed."),
+    (
+        "errSecCertificateValidityPeriodTooLong", errSecCertificateValidityPeriodTooLong, -67901,
+        "The validity period in the certificate exceeds the maximum allowed."
+    ),
     ("errSecCertificateIsCA", errSecCertificateIsCA, -67902, "The verified certificate is a CA rather than an end-entity"),
-    ("errSecCertificateDuplicateExtension", errSecCertificateDuplicateExtension, -67903, "The certificate contains multiple extensions with the same extension ID."),
+    (
+        "errSecCertificateDuplicateExtension", errSecCertificateDuplicateExtension, -67903,
+        "The certificate contains multiple extensions with the same extension ID."
+    ),
     ("errSecMissingQualifiedCertStatement", errSecMissingQualifiedCertStatement, -67904, "A qualified certificate statement was expected but missing."),
     ("errSSLProtocol", errSSLProtocol, -9800, "SSL protocol error"),
     ("errSSLNegotiation", errSSLNegotiation, -9801, "Cipher Suite negotiation failure"),
@@ -455,8 +473,14 @@ let resultCodeExpectations: [(name: String, constant: OSStatus, value: OSStatus,
     ("errSSLATSMinimumVersionViolation", errSSLATSMinimumVersionViolation, -9881, "ATS violation: minimum protocol version is not ATS compliant"),
     ("errSSLATSCiphersuiteViolation", errSSLATSCiphersuiteViolation, -9882, "ATS violation: selected ciphersuite is not ATS compliant"),
     ("errSSLATSMinimumKeySizeViolation", errSSLATSMinimumKeySizeViolation, -9883, "ATS violation: peer key size is not ATS compliant"),
-    ("errSSLATSLeafCertificateHashAlgorithmViolation", errSSLATSLeafCertificateHashAlgorithmViolation, -9884, "ATS violation: peer leaf certificate hash algorithm is not ATS compliant"),
-    ("errSSLATSCertificateHashAlgorithmViolation", errSSLATSCertificateHashAlgorithmViolation, -9885, "ATS violation: peer certificate hash algorithm is not ATS compliant"),
+    (
+        "errSSLATSLeafCertificateHashAlgorithmViolation", errSSLATSLeafCertificateHashAlgorithmViolation, -9884,
+        "ATS violation: peer leaf certificate hash algorithm is not ATS compliant"
+    ),
+    (
+        "errSSLATSCertificateHashAlgorithmViolation", errSSLATSCertificateHashAlgorithmViolation, -9885,
+        "ATS violation: peer certificate hash algorithm is not ATS compliant"
+    ),
     ("errSSLATSCertificateTrustViolation", errSSLATSCertificateTrustViolation, -9886, "ATS violation: peer certificate is not issued by trusted peer"),
-    ("errSSLEarlyDataRejected", errSSLEarlyDataRejected, -9890, "Early application data rejected by peer"),
+    ("errSSLEarlyDataRejected", errSSLEarlyDataRejected, -9890, "Early application data rejected by peer")
 ]

@@ -26,8 +26,9 @@ final class ResultCodeTests: XCTestCase {
         XCTAssertEqual(errSecNoSuchClass, -25306)
         XCTAssertEqual(errSecItemNotFound, -25300)
         XCTAssertEqual(SecCopyErrorMessageString(errSecMissingEntitlement, nil) as String?, "A required entitlement isn't present.")
-        XCTAssertEqual(SecCopyErrorMessageString(errSecInternalComponent, nil) as String?, "errSecInternalComponent",
-                       "a code without a text reads as its name, as in SecDebugErrorMessages.strings")
+        XCTAssertEqual(
+            SecCopyErrorMessageString(errSecInternalComponent, nil) as String?, "errSecInternalComponent",
+            "a code without a text reads as its name, as in SecDebugErrorMessages.strings")
     }
 
     /// Codes SecBase.h does not list: errno values in Apple's errno range, else "OSStatus N".

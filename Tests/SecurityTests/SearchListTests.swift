@@ -8,13 +8,20 @@ final class SearchListTests: XCTestCase {
     func testCopyMatchingSearchesTheListInOrder() throws {
         try withTwoScratchKeychains("searchlist") { first, second in
             func add(_ account: String, _ secret: String, to keychain: SecKeychain) {
-                XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
-                                           kSecValueData as String: Data(secret.utf8), kSecUseKeychain as String: keychain] as CFDictionary, nil), errSecSuccess)
+                XCTAssertEqual(
+                    SecItemAdd(
+                        [
+                            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
+                            kSecValueData as String: Data(secret.utf8), kSecUseKeychain as String: keychain
+                        ] as CFDictionary, nil), errSecSuccess)
             }
             func password(_ account: String) -> (OSStatus, String?) {
                 var result: CFTypeRef?
-                let status = SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
-                                                  kSecReturnData as String: true] as CFDictionary, &result)
+                let status = SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
+                        kSecReturnData as String: true
+                    ] as CFDictionary, &result)
                 return (status, (result as? Data).map { String(decoding: $0, as: UTF8.self) })
             }
             add("only-second", "s2", to: second)
@@ -25,8 +32,12 @@ final class SearchListTests: XCTestCase {
             XCTAssertEqual(password("only-second").1, "s2")
             XCTAssertEqual(password("both").1, "from-first")
             var all: CFTypeRef?
-            XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "both",
-                                                kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true] as CFDictionary, &all), errSecSuccess)
+            XCTAssertEqual(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "both",
+                        kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true
+                    ] as CFDictionary, &all), errSecSuccess)
             XCTAssertEqual((all as? [Data])?.map { String(decoding: $0, as: UTF8.self) }, ["from-first", "from-second"])
 
             try SearchList.set([second.path])

@@ -9,8 +9,10 @@ final class SecItemTests: XCTestCase {
     override func tearDown() { keychain.tearDown() }
 
     private func addGeneric(_ account: String, service: String = "svc", password: String = "pw", extra: [String: Any] = [:]) -> OSStatus {
-        var item: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
-                                   kSecAttrService as String: service, kSecValueData as String: Data(password.utf8)]
+        var item: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
+            kSecAttrService as String: service, kSecValueData as String: Data(password.utf8)
+        ]
         item.merge(extra) { _, b in b }
         return SecItemAdd(item as CFDictionary, nil)
     }
@@ -33,8 +35,9 @@ final class SecItemTests: XCTestCase {
         XCTAssertEqual(addGeneric("alice"), errSecSuccess)
         XCTAssertEqual(addGeneric("alice"), errSecDuplicateItem)
         XCTAssertEqual(addGeneric("alice", password: "other", extra: [kSecAttrLabel as String: "different label"]), errSecDuplicateItem)
-        XCTAssertEqual(addGeneric("alice", extra: [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock as String]), errSecDuplicateItem,
-                       "protection is not part of the primary key")
+        XCTAssertEqual(
+            addGeneric("alice", extra: [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock as String]), errSecDuplicateItem,
+            "protection is not part of the primary key")
         XCTAssertEqual(addGeneric("bob"), errSecSuccess)
         XCTAssertEqual(addGeneric("alice", service: "svc2"), errSecSuccess)
         XCTAssertEqual(addGeneric("alice", extra: [kSecAttrAccessGroup as String: "group.b"]), errSecSuccess)
@@ -51,13 +54,15 @@ final class SecItemTests: XCTestCase {
     }
 
     func testInternetPasswordUniquenessCoversEveryKeyAttribute() {
-        let base: [String: Any] = [kSecAttrServer as String: "example.com", kSecAttrAccount as String: "alice", kSecAttrProtocol as String: kSecAttrProtocolHTTPS as String]
+        let base: [String: Any] = [
+            kSecAttrServer as String: "example.com", kSecAttrAccount as String: "alice", kSecAttrProtocol as String: kSecAttrProtocolHTTPS as String
+        ]
         XCTAssertEqual(addInternet(base), errSecSuccess)
         XCTAssertEqual(addInternet(base), errSecDuplicateItem)
         let variations: [(String, Any)] = [
             (kSecAttrPort as String, 8443), (kSecAttrPath as String, "/repo.git"), (kSecAttrProtocol as String, kSecAttrProtocolHTTP),
             (kSecAttrSecurityDomain as String, "realm"), (kSecAttrAuthenticationType as String, kSecAttrAuthenticationTypeHTTPBasic),
-            (kSecAttrAccount as String, "bob"), (kSecAttrAccessGroup as String, "g"),
+            (kSecAttrAccount as String, "bob"), (kSecAttrAccessGroup as String, "g")
         ]
         for (key, value) in variations {
             var item = base
@@ -75,8 +80,10 @@ final class SecItemTests: XCTestCase {
     func testUpdateIntoAnExistingKeyIsDuplicate() {
         XCTAssertEqual(addGeneric("alice"), errSecSuccess)
         XCTAssertEqual(addGeneric("bob"), errSecSuccess)
-        XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "bob"],
-                                     [kSecAttrAccount as String: "alice"]), errSecDuplicateItem)
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "bob"],
+                [kSecAttrAccount as String: "alice"]), errSecDuplicateItem)
         XCTAssertEqual(copy([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "bob"]).0, errSecSuccess, "nothing changed")
     }
 
@@ -107,7 +114,8 @@ final class SecItemTests: XCTestCase {
         (status, result) = copy(q.merging([kSecReturnRef as String: true]) { a, _ in a })
         XCTAssertTrue(result is SecKeychainItem)
 
-        (status, result) = copy(q.merging([kSecReturnData as String: true, kSecReturnPersistentRef as String: true, kSecReturnRef as String: true]) { a, _ in a })
+        (status, result) = copy(
+            q.merging([kSecReturnData as String: true, kSecReturnPersistentRef as String: true, kSecReturnRef as String: true]) { a, _ in a })
         let all = try XCTUnwrap(result as? [String: Any])
         XCTAssertEqual(all[kSecValueData as String] as? Data, Data("secret-a".utf8))
         XCTAssertEqual(all[kSecValuePersistentRef as String] as? Data, persistent)
@@ -133,11 +141,16 @@ final class SecItemTests: XCTestCase {
         XCTAssertEqual((result as? [Any])?.count, 1, "a limit above one gives an array even for one match")
 
         var status: OSStatus
-        (status, result) = copy([kSecClass as String: kSecClassGenericPassword, kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitAll as String])
+        (status, result) = copy([
+            kSecClass as String: kSecClassGenericPassword, kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitAll as String
+        ])
         XCTAssertEqual(status, errSecSuccess)
         XCTAssertEqual((result as? [Data])?.count, 3)
 
-        (status, result) = copy([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "zzz", kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true])
+        (status, result) = copy([
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "zzz", kSecMatchLimit as String: kSecMatchLimitAll,
+            kSecReturnData as String: true
+        ])
         XCTAssertEqual(status, errSecItemNotFound)
         XCTAssertNil(result, "no match gives nil, not an empty array")
     }
@@ -145,8 +158,12 @@ final class SecItemTests: XCTestCase {
     func testUpdateAndDeleteActOnAllMatches() {
         for name in ["a", "b"] { XCTAssertEqual(addGeneric(name), errSecSuccess) }
         XCTAssertEqual(addGeneric("c", service: "other"), errSecSuccess)
-        XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc"], [kSecValueData as String: Data("new".utf8)]), errSecSuccess)
-        let (_, result) = copy([kSecClass as String: kSecClassGenericPassword, kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitAll as String])
+        XCTAssertEqual(
+            SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc"], [kSecValueData as String: Data("new".utf8)]),
+            errSecSuccess)
+        let (_, result) = copy([
+            kSecClass as String: kSecClassGenericPassword, kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitAll as String
+        ])
         XCTAssertEqual((result as? [Data])?.map { String(decoding: $0, as: UTF8.self) }, ["new", "new", "pw"])
         XCTAssertEqual(SecItemDelete([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc"]), errSecSuccess)
         XCTAssertEqual(copy([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc"]).0, errSecItemNotFound)
@@ -159,18 +176,27 @@ final class SecItemTests: XCTestCase {
     func testCaseInsensitiveMatching() {
         XCTAssertEqual(addInternet([kSecAttrServer as String: "Example.COM", kSecAttrAccount as String: "Alice"]), errSecSuccess)
         XCTAssertEqual(copy([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "example.com"]).0, errSecItemNotFound)
-        XCTAssertEqual(copy([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "example.com", kSecAttrAccount as String: "ALICE",
-                             kSecMatchCaseInsensitive as String: true]).0, errSecSuccess)
-        XCTAssertEqual(copy([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "example.com",
-                             kSecMatchCaseInsensitive as String: false]).0, errSecItemNotFound)
+        XCTAssertEqual(
+            copy([
+                kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "example.com", kSecAttrAccount as String: "ALICE",
+                kSecMatchCaseInsensitive as String: true
+            ]).0, errSecSuccess)
+        XCTAssertEqual(
+            copy([
+                kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "example.com",
+                kSecMatchCaseInsensitive as String: false
+            ]).0, errSecItemNotFound)
     }
 
     func testSynchronizableFilter() {
         XCTAssertEqual(addGeneric("local"), errSecSuccess)
         XCTAssertEqual(addGeneric("synced", extra: [kSecAttrSynchronizable as String: true]), errSecSuccess)
         func accounts(_ extra: [String: Any]) -> [String] {
-            let (_, r) = copy([kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: true,
-                               kSecMatchLimit as String: kSecMatchLimitAll as String].merging(extra) { _, b in b })
+            let (_, r) = copy(
+                [
+                    kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: true,
+                    kSecMatchLimit as String: kSecMatchLimitAll as String
+                ].merging(extra) { _, b in b })
             return ((r as? [[String: Any]]) ?? []).compactMap { $0[kSecAttrAccount as String] as? String }
         }
         XCTAssertEqual(accounts([:]), ["local"], "absent means not synchronizable")
@@ -192,11 +218,19 @@ final class SecItemTests: XCTestCase {
 
     func testPersistentReferencesAndItemLists() throws {
         var added: CFTypeRef?
-        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a", kSecValueData as String: Data("1".utf8),
-                                   kSecReturnPersistentRef as String: true], &added), errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a", kSecValueData as String: Data("1".utf8),
+                    kSecReturnPersistentRef as String: true
+                ], &added), errSecSuccess)
         let refA = try XCTUnwrap(added as? Data)
-        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "b", kSecValueData as String: Data("2".utf8),
-                                   kSecReturnPersistentRef as String: true], &added), errSecSuccess)
+        XCTAssertEqual(
+            SecItemAdd(
+                [
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "b", kSecValueData as String: Data("2".utf8),
+                    kSecReturnPersistentRef as String: true
+                ], &added), errSecSuccess)
         let refB = try XCTUnwrap(added as? Data)
         XCTAssertNotEqual(refA, refB)
 
@@ -204,8 +238,10 @@ final class SecItemTests: XCTestCase {
         XCTAssertEqual(status, errSecSuccess)
         XCTAssertEqual(result as? Data, Data("2".utf8))
 
-        (status, result) = copy([kSecClass as String: kSecClassGenericPassword, kSecMatchItemList as String: [refA, refB],
-                                 kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true])
+        (status, result) = copy([
+            kSecClass as String: kSecClassGenericPassword, kSecMatchItemList as String: [refA, refB],
+            kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true
+        ])
         XCTAssertEqual((result as? [Data])?.count, 2)
 
         // A reference from kSecReturnRef works in kSecValueRef and kSecMatchItemList too.
@@ -229,14 +265,17 @@ final class SecItemTests: XCTestCase {
         XCTAssertEqual(addGeneric("a"), errSecSuccess)
         func dates() -> (Date, Date)? {
             let (_, r) = copy([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a", kSecReturnAttributes as String: true])
-            guard let d = r as? [String: Any], let c = d[kSecAttrCreationDate as String] as? Date, let m = d[kSecAttrModificationDate as String] as? Date else { return nil }
+            guard let d = r as? [String: Any], let c = d[kSecAttrCreationDate as String] as? Date, let m = d[kSecAttrModificationDate as String] as? Date else {
+                return nil
+            }
             return (c, m)
         }
         let (created, modified) = try XCTUnwrap(dates())
         XCTAssertEqual(created, modified)
         XCTAssertGreaterThanOrEqual(created.timeIntervalSince1970, before.timeIntervalSince1970 - 1)
         usleep(20_000)
-        XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a"], [kSecAttrLabel as String: "new"]), errSecSuccess)
+        XCTAssertEqual(
+            SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a"], [kSecAttrLabel as String: "new"]), errSecSuccess)
         let (created2, modified2) = try XCTUnwrap(dates())
         XCTAssertEqual(created2, created, "creation date is kept")
         XCTAssertGreaterThan(modified2, modified)
@@ -250,7 +289,10 @@ final class SecItemTests: XCTestCase {
 
     func testUpdateChangesProtectionAndKeepsSecret() {
         XCTAssertEqual(addGeneric("a", password: "keep-me"), errSecSuccess)
-        XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassGenericPassword as String], [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock as String]), errSecSuccess)
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass as String: kSecClassGenericPassword as String], [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock as String]),
+            errSecSuccess)
         let (_, r) = copy([kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: true, kSecReturnData as String: true])
         let d = r as? [String: Any]
         XCTAssertEqual(d?[kSecAttrAccessible as String] as? String, "ck")
@@ -277,20 +319,26 @@ final class SecItemTests: XCTestCase {
             ("value data as a string", [kSecClass as String: kSecClassGenericPassword, kSecValueData as String: "pw"]),
             ("bad persistent reference", [kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: Data([1, 2, 3])]),
             ("empty item list", [kSecClass as String: kSecClassGenericPassword, kSecMatchItemList as String: [Any]()]),
-            ("synchronizable as garbage", [kSecClass as String: kSecClassGenericPassword, kSecAttrSynchronizable as String: "maybe"]),
+            ("synchronizable as garbage", [kSecClass as String: kSecClassGenericPassword, kSecAttrSynchronizable as String: "maybe"])
         ]
         for (name, query) in cases {
             XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, &result), errSecParam, name)
             XCTAssertNil(result, name)
         }
         XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: Date()], nil), errSecParam)
-        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrSynchronizable as String: kSecAttrSynchronizableAny as String], nil), errSecParam)
+        XCTAssertEqual(
+            SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrSynchronizable as String: kSecAttrSynchronizableAny as String], nil), errSecParam
+        )
         XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: 2], nil), errSecParam)
 
         XCTAssertEqual(addGeneric("a"), errSecSuccess)
         let q: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a"]
-        XCTAssertEqual(SecItemCopyMatching(q.merging([kSecReturnData as String: true]) { a, _ in a } as CFDictionary, nil), errSecParam, "return type with no result pointer")
-        XCTAssertEqual(SecItemUpdate(q.merging([kSecReturnData as String: true]) { a, _ in a } as CFDictionary, [kSecAttrLabel as String: "x"]), errSecParam, "kSecReturn* on update")
+        XCTAssertEqual(
+            SecItemCopyMatching(q.merging([kSecReturnData as String: true]) { a, _ in a } as CFDictionary, nil), errSecParam,
+            "return type with no result pointer")
+        XCTAssertEqual(
+            SecItemUpdate(q.merging([kSecReturnData as String: true]) { a, _ in a } as CFDictionary, [kSecAttrLabel as String: "x"]), errSecParam,
+            "kSecReturn* on update")
         XCTAssertEqual(SecItemUpdate(q as CFDictionary, [kSecClass as String: kSecClassInternetPassword as String]), errSecParam, "class in the changes")
         XCTAssertEqual(SecItemUpdate(q as CFDictionary, [kSecMatchLimit as String: 1]), errSecParam, "search key in the changes")
         XCTAssertEqual(SecItemUpdate(q as CFDictionary, [kSecAttrPort as String: 1]), errSecParam, "attribute of another class in the changes")
@@ -306,7 +354,9 @@ final class SecItemTests: XCTestCase {
     }
 
     func testDataOfTheWrongKindIsNeverStoredAsACertificateKeyOrIdentity() {
-        let expected: [(String, OSStatus)] = [(kSecClassCertificate as String, errSecDecode), (kSecClassKey as String, errSecDecode), (kSecClassIdentity as String, errSecParam)]
+        let expected: [(String, OSStatus)] = [
+            (kSecClassCertificate as String, errSecDecode), (kSecClassKey as String, errSecDecode), (kSecClassIdentity as String, errSecParam)
+        ]
         for (cls, status) in expected {
             XCTAssertEqual(SecItemAdd([kSecClass as String: cls, kSecValueData as String: Data("not a certificate".utf8)], nil), status, cls)
             XCTAssertEqual(SecItemCopyMatching([kSecClass as String: cls], nil), errSecItemNotFound, cls)
@@ -339,17 +389,23 @@ final class SecItemTests: XCTestCase {
         XCTAssertEqual(SecCopyErrorMessageString(errSecItemNotFound, nil), "The specified item could not be found in the keychain.")
         XCTAssertEqual(SecCopyErrorMessageString(errSecDuplicateItem, nil), "The specified item already exists in the keychain.")
         XCTAssertEqual(SecCopyErrorMessageString(errSecParam, nil), "One or more parameters passed to a function were not valid.")
-        for code in [errSecSuccess, errSecUnimplemented, errSecAllocate, errSecNotAvailable, errSecAuthFailed,
-                     errSecInteractionNotAllowed, errSecDecode] {
+        for code in [
+            errSecSuccess, errSecUnimplemented, errSecAllocate, errSecNotAvailable, errSecAuthFailed,
+            errSecInteractionNotAllowed, errSecDecode
+        ] {
             XCTAssertFalse(SecCopyErrorMessageString(code, nil)!.hasPrefix("OSStatus"), "\(code)")
         }
     }
 
     func testUseKeychainTargetsAnotherFile() throws {
-        let other = try SecKeychain.create(at: keychain.directory + "/keychains/other.keychain-db", password: "x",
-                                           storage: .process, scrypt: .fastForTesting)
-        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "o", kSecUseKeychain as String: other], nil), errSecSuccess)
+        let other = try SecKeychain.create(
+            at: keychain.directory + "/keychains/other.keychain-db", password: "x",
+            storage: .process, scrypt: .fastForTesting)
+        XCTAssertEqual(
+            SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "o", kSecUseKeychain as String: other], nil), errSecSuccess)
         XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "o"], nil), errSecItemNotFound)
-        XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "o", kSecUseKeychain as String: other], nil), errSecSuccess)
+        XCTAssertEqual(
+            SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "o", kSecUseKeychain as String: other], nil),
+            errSecSuccess)
     }
 }

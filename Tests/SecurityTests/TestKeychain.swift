@@ -13,8 +13,9 @@ final class TestKeychain {
         var template = Array("/tmp/keychain-test-XXXXXX".utf8CString)
         guard let dir = mkdtemp(&template) else { throw SecError(errSecIO) }
         directory = String(cString: dir)
-        keychain = try SecKeychain.create(at: directory + "/keychains/test.keychain-db", password: Self.password,
-                                          storage: storage, scrypt: .fastForTesting)
+        keychain = try SecKeychain.create(
+            at: directory + "/keychains/test.keychain-db", password: Self.password,
+            storage: storage, scrypt: .fastForTesting)
         SecKeychain.setDefault(keychain)
     }
 
@@ -45,7 +46,6 @@ func captureStandardOutput(_ body: () throws -> Void) rethrows -> String {
     fflush(stdout)
     return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
 }
-
 
 /// Two keychains, `first` and `second`, in a scratch XDG_DATA_HOME (so in the user's keychains
 /// folder as the search list sees it), for `body`; the environment, the default and the files are

@@ -4,16 +4,14 @@
 # error, a badly formatted Swift file. Lint steps only (no build), so the suite takes seconds;
 # root is not needed.
 #
-# Until the one-time `swift-format format -i` of the tree, the tree itself has swift-format
-# findings, so the clean copy is held to the import check and shellcheck only, and swift-format is
-# shown on a file planted into the copy (well formatted: passes; malformed: fails). After the
-# reformat, set clean_tree_is_formatted=true: the clean copy must then pass `--lint-only` as a whole.
+# The clean copy must pass `--lint-only` as a whole (the tree is swift-format clean); a file planted
+# into the copy shows swift-format passing a well formatted file and failing a malformed one.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 . "$here/../lib.sh"
 
-clean_tree_is_formatted=false
+clean_tree_is_formatted=true
 
 fresh() {
     case_dir=$(mktemp -d /tmp/kc-check-XXXXXX)

@@ -50,7 +50,8 @@ package struct DockerConfig {
                 return nil
             }
             if let token = text("identitytoken") {
-                entries.append(Entry(serverURL: serverURL, credential: DockerCredential(serverURL: serverURL, username: DockerCredential.tokenUsername, secret: token)))
+                entries.append(
+                    Entry(serverURL: serverURL, credential: DockerCredential(serverURL: serverURL, username: DockerCredential.tokenUsername, secret: token)))
                 continue
             }
             var username = text("username")
@@ -87,10 +88,11 @@ package struct DockerConfig {
     package func migrated(to store: String, moved: Set<String>) -> Bytes {
         var out = root
         if let index = out.firstIndex(where: { $0.0 == "auths" }), case .object(let auths) = out[index].1 {
-            out[index].1 = .object(auths.map { serverURL, value in
-                guard moved.contains(serverURL), case .object(let fields) = value else { return (serverURL, value) }
-                return (serverURL, .object(fields.filter { !Self.secretKeys.contains($0.0) }))
-            })
+            out[index].1 = .object(
+                auths.map { serverURL, value in
+                    guard moved.contains(serverURL), case .object(let fields) = value else { return (serverURL, value) }
+                    return (serverURL, .object(fields.filter { !Self.secretKeys.contains($0.0) }))
+                })
         }
         if let index = out.firstIndex(where: { $0.0 == "credsStore" }) {
             out[index].1 = .string(store)

@@ -9,7 +9,9 @@ package struct GitCredentialStoreLine: Equatable, Sendable {
     package var password: String
 
     package enum Problem: Error, Equatable, CustomStringConvertible {
-        case notAURL, newline(String), noUsernameOrPassword
+        case notAURL
+        case newline(String)
+        case noUsernameOrPassword
 
         package var description: String {
             switch self {

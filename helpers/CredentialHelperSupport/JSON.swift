@@ -135,7 +135,10 @@ package enum JSON {
             let start = index
             if bytes[index] == UInt8(ascii: "-") { index += 1 }
             var digits = 0
-            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) || [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "+"), UInt8(ascii: "-")].contains(bytes[index]) {
+            while index < bytes.count,
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index])
+                    || [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "+"), UInt8(ascii: "-")].contains(bytes[index])
+            {
                 index += 1
                 digits += 1
             }
@@ -167,7 +170,8 @@ package enum JSON {
                     case UInt8(ascii: "u"):
                         var scalar = try hex()
                         if (0xD800..<0xDC00).contains(scalar), index + 1 < bytes.count,
-                           bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") {
+                            bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                        {
                             index += 2
                             let low = try hex()
                             scalar = (0xDC00..<0xE000).contains(low) ? 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00) : 0xFFFD

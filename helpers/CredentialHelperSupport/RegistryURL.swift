@@ -23,7 +23,7 @@ package struct RegistryURL: Equatable, Sendable {
         if let separator = Self.firstIndex(of: "://", in: rest) {
             let candidate = rest[..<separator]
             guard let first = candidate.first, first.isASCII, first.isLetter,
-                  candidate.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+                candidate.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
             else { throw Invalid(description: "first path segment in URL cannot contain colon") }
             scheme = candidate.lowercased()
             rest = rest[rest.index(separator, offsetBy: 3)...]
@@ -70,7 +70,7 @@ extension RegistryURL {
     /// leaves out matches any.
     package var searchAttributes: [String: AttributeValue] {
         var attributes: [String: AttributeValue] = [
-            AttributeKey.server: .string(host.server), AttributeKey.protocol: .string(ProtocolCodes.code(forScheme: scheme)),
+            AttributeKey.server: .string(host.server), AttributeKey.protocol: .string(ProtocolCodes.code(forScheme: scheme))
         ]
         if let port = host.port { attributes[AttributeKey.port] = .int(Int64(port)) }
         if !path.isEmpty { attributes[AttributeKey.path] = .string(path) }

@@ -52,8 +52,10 @@ struct DockerCredentialHelper {
         let serverURL = try Self.serverURL(input)
         let matches = try find(try Self.parse(serverURL).searchAttributes, includeSecret: true)
         guard let item = matches.max(by: { $0.modificationTime < $1.modificationTime }) else { throw Failure.notFound }
-        return JSON.encode([("ServerURL", serverURL), ("Username", item[AttributeKey.account]?.stringValue ?? ""),
-                            ("Secret", String(decoding: item.secret ?? [], as: UTF8.self))]) + "\n"
+        return JSON.encode([
+            ("ServerURL", serverURL), ("Username", item[AttributeKey.account]?.stringValue ?? ""),
+            ("Secret", String(decoding: item.secret ?? [], as: UTF8.self))
+        ]) + "\n"
     }
 
     /// `erase`: removes every match; nothing to remove is success (skopeo's logout needs that).
@@ -74,8 +76,11 @@ struct DockerCredentialHelper {
             } else {
                 let scheme = item[AttributeKey.protocol]?.stringValue == "http" ? "http" : "https"
                 let port = item[AttributeKey.port]?.intValue.map { Int($0) }
-                key = RegistryURL(scheme: scheme, host: HostAndPort(server: item[AttributeKey.server]?.stringValue ?? "", port: port),
-                                  path: item[AttributeKey.path]?.stringValue ?? "").text
+                key =
+                    RegistryURL(
+                        scheme: scheme, host: HostAndPort(server: item[AttributeKey.server]?.stringValue ?? "", port: port),
+                        path: item[AttributeKey.path]?.stringValue ?? ""
+                    ).text
             }
             entries[key] = item[AttributeKey.account]?.stringValue ?? ""
         }

@@ -9,7 +9,7 @@ ProcessHardening.becomeUndumpable()
 
 guard let action = HelperArguments.action, action == "get" || action == "store" || action == "erase" else {
     HelperKeychain.printError("usage: git-credential-keychain get|store|erase  (set credential.helper=keychain)")
-    exit(HelperArguments.count == 2 ? 0 : 1)   // git may call future actions; ignoring them is the protocol's rule
+    exit(HelperArguments.count == 2 ? 0 : 1)  // git may call future actions; ignoring them is the protocol's rule
 }
 
 let request: CredentialMessage

@@ -16,8 +16,10 @@ extension KeychainStore {
     /// Refuses while any item is locked, so a backup is never silently partial.
     /// Items that need the user's presence are read once it is given (`presence`); those sealed
     /// under an application password go into the backup still sealed.
-    package func exportBackup(password: Bytes, scrypt: ScryptParameters? = nil,
-                             presence: PresenceOptions = PresenceOptions()) throws -> ExportSummary {
+    package func exportBackup(
+        password: Bytes, scrypt: ScryptParameters? = nil,
+        presence: PresenceOptions = PresenceOptions()
+    ) throws -> ExportSummary {
         var presence = presence
         presence.keepsSealedSecrets = true
         var items: [Item] = []

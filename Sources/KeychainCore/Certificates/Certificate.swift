@@ -54,7 +54,8 @@ package struct Certificate: Sendable {
         publicKeyInfo = try OpenSSLEncoding.der(of: X509_get_X509_PUBKEY(x509), i2d_X509_PUBKEY)
         version = Int64(X509_get_version(x509)) + 1
         guard let start = OpenSSLEncoding.seconds(X509_get0_notBefore(x509)),
-              let end = OpenSSLEncoding.seconds(X509_get0_notAfter(x509)) else {
+            let end = OpenSSLEncoding.seconds(X509_get0_notAfter(x509))
+        else {
             throw KeychainError(.decode, "the certificate's validity dates cannot be read")
         }
         notBefore = start
@@ -64,7 +65,8 @@ package struct Certificate: Sendable {
         var cn: String?
         for index in 0..<max(0, X509_NAME_entry_count(subjectName)) {
             guard let entry = X509_NAME_get_entry(subjectName, index),
-                  let text = OpenSSLEncoding.utf8(X509_NAME_ENTRY_get_data(entry)) else { continue }
+                let text = OpenSSLEncoding.utf8(X509_NAME_ENTRY_get_data(entry))
+            else { continue }
             values.append(text)
             if OBJ_obj2nid(X509_NAME_ENTRY_get_object(entry)) == NID_commonName { cn = text }
         }
@@ -90,7 +92,8 @@ package struct Certificate: Sendable {
         var chain: [Certificate] = []
         var current = self
         while !current.isSelfIssued, chain.count < 16,
-              let issuer = candidates.first(where: { Self.sameName($0.subject, current.issuer) && $0.der != current.der }) {
+            let issuer = candidates.first(where: { Self.sameName($0.subject, current.issuer) && $0.der != current.der })
+        {
             chain.append(issuer)
             current = issuer
         }
@@ -104,7 +107,7 @@ package struct Certificate: Sendable {
         var out: [String: AttributeValue] = [
             AttributeKey.certificateType: .int(version), AttributeKey.certificateEncoding: .int(3),  // CSSM_CERT_ENCODING_DER
             AttributeKey.subject: .data(subject), AttributeKey.issuer: .data(issuer), AttributeKey.serialNumber: .data(serialNumber),
-            AttributeKey.publicKeyHash: .data(publicKeyHash),
+            AttributeKey.publicKeyHash: .data(publicKeyHash)
         ]
         if let subjectKeyID { out[AttributeKey.subjectKeyID] = .data(subjectKeyID) }
         return out

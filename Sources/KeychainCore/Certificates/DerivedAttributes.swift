@@ -2,7 +2,10 @@
 /// are derived whenever the data is stored, so a search by them can be trusted.
 enum DerivedAttributes {
     /// A certificate's attributes that only its DER decides (read-only in Apple's documentation).
-    static let certificateReadOnly: Set<String> = [AttributeKey.subject, AttributeKey.issuer, AttributeKey.serialNumber, AttributeKey.subjectKeyID, AttributeKey.publicKeyHash, AttributeKey.certificateType, AttributeKey.certificateEncoding]
+    static let certificateReadOnly: Set<String> = [
+        AttributeKey.subject, AttributeKey.issuer, AttributeKey.serialNumber, AttributeKey.subjectKeyID, AttributeKey.publicKeyHash,
+        AttributeKey.certificateType, AttributeKey.certificateEncoding
+    ]
 
     /// The item with its derived attributes, and the data to store. Throws errSecDecode for data
     /// that is not a certificate or key, errSecParam for attributes that contradict it.
@@ -22,7 +25,9 @@ enum DerivedAttributes {
                 guard !secret.isEmpty else { throw KeychainError.param("a symmetric key needs kSecValueData") }
                 let bits = AttributeValue.int(Int64(secret.count) * 8)
                 if item.attributes[AttributeKey.keySizeInBits] == nil { item.attributes[AttributeKey.keySizeInBits] = bits }
-                if item.attributes[AttributeKey.effectiveKeySize] == nil { item.attributes[AttributeKey.effectiveKeySize] = item.attributes[AttributeKey.keySizeInBits] }
+                if item.attributes[AttributeKey.effectiveKeySize] == nil {
+                    item.attributes[AttributeKey.effectiveKeySize] = item.attributes[AttributeKey.keySizeInBits]
+                }
                 return (item, secret)
             }
             let wantedClass = try KeyClass.named(by: item.attributes[AttributeKey.keyClass])

@@ -13,8 +13,10 @@ package struct Identity: Sendable {
 extension KeychainStore {
     /// The identities that match, in certificate order, at most `limit`. Query attributes of the
     /// key class select the key, all others the certificate; `rows` name certificates.
-    package func findIdentities(_ query: Query, limit: Int? = 1, includeKeyData: Bool = false,
-                               presence: PresenceOptions = PresenceOptions()) throws -> [Identity] {
+    package func findIdentities(
+        _ query: Query, limit: Int? = 1, includeKeyData: Bool = false,
+        presence: PresenceOptions = PresenceOptions()
+    ) throws -> [Identity] {
         let (certificateQuery, keyQuery) = try Self.split(query)
         let certificates = try find(certificateQuery, limit: nil, includeSecret: true, presence: presence)
         let privateKeys = try find(keyQuery, limit: nil, includeSecret: includeKeyData, presence: presence)

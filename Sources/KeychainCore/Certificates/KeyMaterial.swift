@@ -92,15 +92,22 @@ package struct KeyMaterial: Sendable {
 
     /// The attributes SecItemAdd derives for a key item; a caller's value for them is replaced.
     package var derivedAttributes: [String: AttributeValue] {
-        [AttributeKey.keyClass: .int(keyClass.rawValue), AttributeKey.keyType: .int(algorithm.rawValue), AttributeKey.keySizeInBits: .int(bits), AttributeKey.effectiveKeySize: .int(bits),
-         AttributeKey.applicationLabel: .data(applicationLabel)]
+        [
+            AttributeKey.keyClass: .int(keyClass.rawValue), AttributeKey.keyType: .int(algorithm.rawValue), AttributeKey.keySizeInBits: .int(bits),
+            AttributeKey.effectiveKeySize: .int(bits),
+            AttributeKey.applicationLabel: .data(applicationLabel)
+        ]
     }
 
     /// Capabilities Apple gives a key when the caller names none (SecKeyCreate's defaults).
     var defaultCapabilities: [String: AttributeValue] {
         let isPrivate = keyClass == .private
-        return [AttributeKey.canEncrypt: .bool(!isPrivate), AttributeKey.canDecrypt: .bool(isPrivate), AttributeKey.canDerive: .bool(true), AttributeKey.canSign: .bool(isPrivate),
-                AttributeKey.canVerify: .bool(!isPrivate), AttributeKey.canWrap: .bool(!isPrivate), AttributeKey.canUnwrap: .bool(isPrivate), AttributeKey.isPermanent: .bool(true)]
+        return [
+            AttributeKey.canEncrypt: .bool(!isPrivate), AttributeKey.canDecrypt: .bool(isPrivate), AttributeKey.canDerive: .bool(true),
+            AttributeKey.canSign: .bool(isPrivate),
+            AttributeKey.canVerify: .bool(!isPrivate), AttributeKey.canWrap: .bool(!isPrivate), AttributeKey.canUnwrap: .bool(isPrivate),
+            AttributeKey.isPermanent: .bool(true)
+        ]
     }
 
     /// PKCS#8 (private) or SubjectPublicKeyInfo (public) DER: what `openssl` and PEM files use.
@@ -133,9 +140,12 @@ package struct KeyMaterial: Sendable {
         return decodeX963(data, wantedClass: wantedClass)
     }
 
-    private static func decodeDER(_ data: Bytes,
-                                  _ d2i: (UnsafeMutablePointer<OpaquePointer?>?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, Int) -> OpaquePointer?)
-        -> OpaquePointer? {
+    private static func decodeDER(
+        _ data: Bytes,
+        _ d2i: (UnsafeMutablePointer<OpaquePointer?>?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, Int) -> OpaquePointer?
+    )
+        -> OpaquePointer?
+    {
         data.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             guard let key = d2i(nil, &cursor, buffer.count) else { return nil }
@@ -175,8 +185,8 @@ package struct KeyMaterial: Sendable {
                 guard let builder = OSSL_PARAM_BLD_new() else { return nil }
                 defer { OSSL_PARAM_BLD_free(builder) }
                 guard OSSL_PARAM_BLD_push_utf8_string(builder, KEYCHAIN_PARAM_GROUP_NAME, name, 0) == 1,
-                      OSSL_PARAM_BLD_push_octet_string(builder, KEYCHAIN_PARAM_PUB_KEY, pointBytes.baseAddress, pointBytes.count) == 1,
-                      scalar == nil || OSSL_PARAM_BLD_push_BN(builder, KEYCHAIN_PARAM_PRIV_KEY, scalar) == 1
+                    OSSL_PARAM_BLD_push_octet_string(builder, KEYCHAIN_PARAM_PUB_KEY, pointBytes.baseAddress, pointBytes.count) == 1,
+                    scalar == nil || OSSL_PARAM_BLD_push_BN(builder, KEYCHAIN_PARAM_PRIV_KEY, scalar) == 1
                 else { return nil }
                 return OSSL_PARAM_BLD_to_param(builder)
             }
@@ -187,8 +197,9 @@ package struct KeyMaterial: Sendable {
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
         guard EVP_PKEY_fromdata_init(context) == 1,
-              EVP_PKEY_fromdata(context, &key, isPrivate ? KEYCHAIN_EVP_PKEY_KEYPAIR : KEYCHAIN_EVP_PKEY_PUBLIC_KEY, params) == 1,
-              let key else { return nil }
+            EVP_PKEY_fromdata(context, &key, isPrivate ? KEYCHAIN_EVP_PKEY_KEYPAIR : KEYCHAIN_EVP_PKEY_PUBLIC_KEY, params) == 1,
+            let key
+        else { return nil }
         // fromdata takes the point on trust; a private key must be the one its point says.
         if isPrivate, !pairwiseConsistent(key) {
             EVP_PKEY_free(key)

@@ -11,25 +11,26 @@ package enum PEM {
     package static func blocks(in text: Bytes) -> [Block] {
         guard text.count < 64 << 20, looksLikePEM(text) else { return [] }
         defer { OpenSSLErrors.clear() }
-        return (try? OpenSSLEncoding.withBIO(text) { bio -> [Block] in
-            var out: [Block] = []
-            while true {
-                var name: UnsafeMutablePointer<CChar>?
-                var header: UnsafeMutablePointer<CChar>?
-                var data: UnsafeMutablePointer<UInt8>?
-                var length = 0
-                guard PEM_read_bio(bio, &name, &header, &data, &length) == 1 else { break }
-                defer {
-                    CRYPTO_free(name, #fileID, #line)
-                    CRYPTO_free(header, #fileID, #line)
-                    if let data { OPENSSL_cleanse(data, length) }
-                    CRYPTO_free(data, #fileID, #line)
+        return
+            (try? OpenSSLEncoding.withBIO(text) { bio -> [Block] in
+                var out: [Block] = []
+                while true {
+                    var name: UnsafeMutablePointer<CChar>?
+                    var header: UnsafeMutablePointer<CChar>?
+                    var data: UnsafeMutablePointer<UInt8>?
+                    var length = 0
+                    guard PEM_read_bio(bio, &name, &header, &data, &length) == 1 else { break }
+                    defer {
+                        CRYPTO_free(name, #fileID, #line)
+                        CRYPTO_free(header, #fileID, #line)
+                        if let data { OPENSSL_cleanse(data, length) }
+                        CRYPTO_free(data, #fileID, #line)
+                    }
+                    guard let name, let data else { continue }
+                    out.append(Block(label: String(cString: name), der: Array(UnsafeBufferPointer(start: data, count: length))))
                 }
-                guard let name, let data else { continue }
-                out.append(Block(label: String(cString: name), der: Array(UnsafeBufferPointer(start: data, count: length))))
-            }
-            return out
-        }) ?? []
+                return out
+            }) ?? []
     }
 
     static func firstBlock(in text: Bytes) -> Block? { blocks(in: text).first }

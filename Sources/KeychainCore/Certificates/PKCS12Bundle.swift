@@ -22,10 +22,12 @@ package struct PKCS12Bundle: Sendable {
     /// open it (a wrong passphrase is never read as "no items").
     package init(data: Bytes, passphrase: String?) throws {
         defer { OpenSSLErrors.clear() }
-        guard let p12 = data.withUnsafeBufferPointer({ buffer -> OpaquePointer? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_PKCS12(nil, &cursor, buffer.count)
-        }) else { throw KeychainError(.decode, "the data is not a PKCS#12 file") }
+        guard
+            let p12 = data.withUnsafeBufferPointer({ buffer -> OpaquePointer? in
+                var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+                return d2i_PKCS12(nil, &cursor, buffer.count)
+            })
+        else { throw KeychainError(.decode, "the data is not a PKCS#12 file") }
         defer { PKCS12_free(p12) }
         if let passphrase, passphrase.utf8.contains(0) { throw KeychainError.param("the passphrase contains a NUL byte") }
         let password = try Self.password(opening: p12, passphrase ?? "")
@@ -94,8 +96,10 @@ extension PKCS12Bundle {
     /// A PKCS#12 file of one private key, its certificate and the chain, protected by
     /// `passphrase` with OpenSSL 3's defaults (AES-256-CBC, PBKDF2, HMAC-SHA-256), which every
     /// current tool reads.
-    package static func encode(privateKey: KeyMaterial, certificate: Certificate?, chain: [Certificate], label: String?,
-                              passphrase: String) throws -> Bytes {
+    package static func encode(
+        privateKey: KeyMaterial, certificate: Certificate?, chain: [Certificate], label: String?,
+        passphrase: String
+    ) throws -> Bytes {
         defer { OpenSSLErrors.clear() }
         guard !passphrase.isEmpty, !passphrase.utf8.contains(0) else { throw KeychainError.param("a PKCS#12 file needs a passphrase") }
         let pkey = try privateKey.makePKey()
@@ -119,10 +123,12 @@ final class X509Object {
     let pointer: OpaquePointer
 
     init(der: Bytes) throws {
-        guard let x509 = der.withUnsafeBufferPointer({ buffer -> OpaquePointer? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_X509(nil, &cursor, buffer.count)
-        }) else { throw KeychainError(.decode, "the data is not a DER certificate") }
+        guard
+            let x509 = der.withUnsafeBufferPointer({ buffer -> OpaquePointer? in
+                var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+                return d2i_X509(nil, &cursor, buffer.count)
+            })
+        else { throw KeychainError(.decode, "the data is not a DER certificate") }
         pointer = x509
     }
 

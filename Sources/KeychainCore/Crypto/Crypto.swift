@@ -57,8 +57,9 @@ package enum Crypto {
             var out = nonce + Bytes(repeating: 0, count: plaintext.count + tagLength)
             var length: UInt64 = 0
             let rc = out.withUnsafeMutableBufferPointer { buffer in
-                crypto_aead_aes256gcm_encrypt(buffer.baseAddress! + nonceLength, &length, plaintext, UInt64(plaintext.count),
-                                              aad, UInt64(aad.count), nil, nonce, key)
+                crypto_aead_aes256gcm_encrypt(
+                    buffer.baseAddress! + nonceLength, &length, plaintext, UInt64(plaintext.count),
+                    aad, UInt64(aad.count), nil, nonce, key)
             }
             guard rc == 0 else { throw KeychainError(.allocate, "encryption failed") }
             return out
@@ -70,8 +71,8 @@ package enum Crypto {
         var tag = Bytes(repeating: 0, count: tagLength)
         var len: Int32 = 0, total: Int32 = 0
         guard EVP_EncryptInit_ex(ctx, aesGCM, nil, key, nonce) == 1,
-              aad.isEmpty || EVP_EncryptUpdate(ctx, nil, &len, aad, Int32(aad.count)) == 1,
-              EVP_EncryptUpdate(ctx, &body, &len, plaintext, Int32(plaintext.count)) == 1
+            aad.isEmpty || EVP_EncryptUpdate(ctx, nil, &len, aad, Int32(aad.count)) == 1,
+            EVP_EncryptUpdate(ctx, &body, &len, plaintext, Int32(plaintext.count)) == 1
         else { throw KeychainError(.allocate, "encryption failed") }
         total = len
         let ok = body.withUnsafeMutableBufferPointer { p in
@@ -97,8 +98,9 @@ package enum Crypto {
             var plain = Bytes(repeating: 0, count: sealed.count - nonceLength - tagLength)
             var length: UInt64 = 0
             let rc = sealed.withUnsafeBufferPointer { buffer in
-                crypto_aead_aes256gcm_decrypt(&plain, &length, nil, buffer.baseAddress! + nonceLength,
-                                              UInt64(sealed.count - nonceLength), aad, UInt64(aad.count), nonce, key)
+                crypto_aead_aes256gcm_decrypt(
+                    &plain, &length, nil, buffer.baseAddress! + nonceLength,
+                    UInt64(sealed.count - nonceLength), aad, UInt64(aad.count), nonce, key)
             }
             guard rc == 0 else {
                 plain.wipe()
@@ -113,9 +115,9 @@ package enum Crypto {
         var out = Bytes(repeating: 0, count: body.count + 16)
         var len: Int32 = 0
         guard EVP_DecryptInit_ex(ctx, aesGCM, nil, key, nonce) == 1,
-              aad.isEmpty || EVP_DecryptUpdate(ctx, nil, &len, aad, Int32(aad.count)) == 1,
-              EVP_DecryptUpdate(ctx, &out, &len, body, Int32(body.count)) == 1,
-              EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(tagLength), &tag) == 1
+            aad.isEmpty || EVP_DecryptUpdate(ctx, nil, &len, aad, Int32(aad.count)) == 1,
+            EVP_DecryptUpdate(ctx, &out, &len, body, Int32(body.count)) == 1,
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(tagLength), &tag) == 1
         else { throw KeychainError.decode("decryption failed") }
         let total = Int(len)
         let ok = out.withUnsafeMutableBufferPointer { p in
@@ -225,8 +227,8 @@ package enum Crypto {
         var out = Bytes(repeating: 0, count: input.count + 16)
         var len: Int32 = 0
         guard EVP_CipherInit_ex(ctx, aes128CBCCipher, nil, key, iv, encrypt ? 1 : 0) == 1,
-              EVP_CIPHER_CTX_set_padding(ctx, 0) == 1,
-              EVP_CipherUpdate(ctx, &out, &len, input, Int32(input.count)) == 1
+            EVP_CIPHER_CTX_set_padding(ctx, 0) == 1,
+            EVP_CipherUpdate(ctx, &out, &len, input, Int32(input.count)) == 1
         else {
             out.wipe()
             throw KeychainError(.allocate, "AES-128-CBC failed")

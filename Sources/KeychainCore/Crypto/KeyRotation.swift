@@ -31,18 +31,23 @@ extension KeychainStore {
                 try bag.upgrade(kek: kek, a: a, c: c)
                 // Settings that fail their MAC are not carried over under the new keys.
                 let settings = bag.verifiedSettings(a: a) ?? .safeDefaults
-                var oldKeys: [LockClass: Subkeys] = [.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                                                     .always: Subkeys(classKey: bag.keyD)]
+                var oldKeys: [LockClass: Subkeys] = [
+                    .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                    .always: Subkeys(classKey: bag.keyD)
+                ]
                 if let device {
                     oldKeys[.whenUnlockedThisDeviceOnly] = Subkeys(classKey: device.a)
                     oldKeys[.afterFirstUnlockThisDeviceOnly] = Subkeys(classKey: device.c)
                 }
                 let old = ClassKeys(oldKeys, separatesDeviceOnly: bag.isBound)
                 let newD = try Crypto.random(Crypto.keyLength)
-                let new = ClassKeys([.whenUnlocked: Subkeys(classKey: newA), .afterFirstUnlock: Subkeys(classKey: newC),
-                                     .always: Subkeys(classKey: newD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: newDevice.a),
-                                     .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: newDevice.c)],
-                                    separatesDeviceOnly: bag.isBound)
+                let new = ClassKeys(
+                    [
+                        .whenUnlocked: Subkeys(classKey: newA), .afterFirstUnlock: Subkeys(classKey: newC),
+                        .always: Subkeys(classKey: newD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: newDevice.a),
+                        .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: newDevice.c)
+                    ],
+                    separatesDeviceOnly: bag.isBound)
                 try resealAllRows(from: old, to: new)
                 bag.keyD = newD
                 if bag.isBound {
@@ -52,8 +57,9 @@ extension KeychainStore {
                         checkC: Keybag.keyCheck(newC, uuid: bag.uuid, .afterFirstUnlock), uuid: bag.uuid, key: key)
                     recovery = key
                 }
-                try bag.rewrap(a: newA, c: newC, device: bag.isBound ? newDevice : nil, password: newPassword ?? password,
-                               scrypt: scrypt ?? bag.scrypt.raisedToFloor())
+                try bag.rewrap(
+                    a: newA, c: newC, device: bag.isBound ? newDevice : nil, password: newPassword ?? password,
+                    scrypt: scrypt ?? bag.scrypt.raisedToFloor())
                 bag.settings = settings
                 bag.authenticateSettings(a: newA)
                 try bag.save(to: db)
@@ -75,10 +81,13 @@ extension KeychainStore {
             guard let itemClass = ItemClass(code: select.int(1)), let lockClass = LockClass(rawValue: select.int(2)) else {
                 throw KeychainError.decode("row \(select.int(0)) has an invalid class")
             }
-            rows.append(Row(rowID: select.int(0), itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
-                            metadata: select.blob(3), secret: select.blob(4)))
+            rows.append(
+                Row(
+                    rowID: select.int(0), itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
+                    metadata: select.blob(3), secret: select.blob(4)))
         }
-        let update = try db.statement("""
+        let update = try db.statement(
+            """
             UPDATE items SET space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ? WHERE rowid = ?
             """)
         var items: [Item] = []
@@ -89,8 +98,10 @@ extension KeychainStore {
             var secret = try openSecret(row, keys: old)
             defer { secret?.wipe() }
             let sealed = try seal(item, rowID: row.rowID, secret: secret, keys: new)
-            try update.run([.int(row.space.rawValue), .blob(sealed.pk), .blob(sealed.account), .blob(sealed.service),
-                            .blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)])
+            try update.run([
+                .int(row.space.rawValue), .blob(sealed.pk), .blob(sealed.account), .blob(sealed.service),
+                .blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)
+            ])
         }
         try reindexAttributes(items, keys: new)
     }

@@ -35,9 +35,10 @@ struct Keybag {
 
     /// A new keybag with fresh random class keys; returns the unwrapped A and C keys too.
     static func make(password: Bytes, scrypt: ScryptParameters) throws -> (Keybag, a: Bytes, c: Bytes) {
-        var bag = Keybag(version: formatVersion, uuid: try Crypto.random(16), scrypt: scrypt, salt: [], wrappedA: [],
-                         wrappedC: [], checkA: [], checkC: [], keyD: try Crypto.random(Crypto.keyLength),
-                         settings: KeychainSettings(), settingsMAC: [])
+        var bag = Keybag(
+            version: formatVersion, uuid: try Crypto.random(16), scrypt: scrypt, salt: [], wrappedA: [],
+            wrappedC: [], checkA: [], checkC: [], keyD: try Crypto.random(Crypto.keyLength),
+            settings: KeychainSettings(), settingsMAC: [])
         let a = try Crypto.random(Crypto.keyLength)
         let c = try Crypto.random(Crypto.keyLength)
         try bag.rewrap(a: a, c: c, password: password, scrypt: scrypt)
@@ -82,7 +83,8 @@ struct Keybag {
             return (a, c)
         // Sealed to a TPM, the TPM has already accepted the password: a key that opens nothing
         // means a changed keybag, or a TPM that answered wrongly.
-        case (nil, nil) where binding != nil: throw KeychainError(.decode, "the TPM's secret does not open the keybag: the file was changed, or the TPM answered wrongly")
+        case (nil, nil) where binding != nil:
+            throw KeychainError(.decode, "the TPM's secret does not open the keybag: the file was changed, or the TPM answered wrongly")
         case (nil, nil): throw KeychainError(.authFailed, "wrong password for this keychain")
         // The password opened one class key and not the other: the keybag was changed.
         default: throw KeychainError(.decode, "the keybag is damaged")
@@ -93,8 +95,10 @@ struct Keybag {
     /// needs no item re-encryption; a key rotation gives new keys here.
     /// Sealed to a TPM, a new secret is sealed for the new password and `device` (the
     /// ThisDeviceOnly class keys) is wrapped again too.
-    mutating func rewrap(a: Bytes, c: Bytes, device: DeviceKeys? = nil, password: Bytes, scrypt: ScryptParameters,
-                         tpm: TPMConfiguration = .current) throws {
+    mutating func rewrap(
+        a: Bytes, c: Bytes, device: DeviceKeys? = nil, password: Bytes, scrypt: ScryptParameters,
+        tpm: TPMConfiguration = .current
+    ) throws {
         // Never write a keybag that could not be opened again.
         try scrypt.checkWritable()
         let newSalt = try Crypto.random(16)
@@ -218,19 +222,21 @@ struct Keybag {
             throw KeychainError(.decode, "not a keychain file (\(error.detail))")
         }
         guard let rawVersion = fields["version"], rawVersion.count == 8,
-              let version = [1, 2, 3].first(where: { rawVersion == Bytes(bigEndian: UInt64($0)) })
+            let version = [1, 2, 3].first(where: { rawVersion == Bytes(bigEndian: UInt64($0)) })
         else { throw KeychainError(.decode, "not a keychain file, or one of an unknown version") }
         guard let uuid = fields["uuid"], uuid.count == 16,
-              let kdf = fields["kdf"], let a = fields["wrap.A"], let c = fields["wrap.C"],
-              let d = fields["key.D"], d.count == Crypto.keyLength
+            let kdf = fields["kdf"], let a = fields["wrap.A"], let c = fields["wrap.C"],
+            let d = fields["key.D"], d.count == Crypto.keyLength
         else { throw KeychainError(.decode, "the keybag is incomplete") }
         let rawSettings = fields["settings"] ?? []
         let checkA = fields["check.A"] ?? [], checkC = fields["check.C"] ?? [], mac = fields["settings.mac"] ?? []
         if version >= 2 {
             guard checkA.count == 16, checkC.count == 16 else { throw KeychainError(.decode, "the keybag is incomplete") }
         }
-        let summed = version >= 2 ? [uuid, kdf, a, c, checkA, checkC, d] + TPMBinding.checksummed(fields, version: version)
-                                  : [uuid, kdf, a, c, d, rawSettings]
+        let summed =
+            version >= 2
+            ? [uuid, kdf, a, c, checkA, checkC, d] + TPMBinding.checksummed(fields, version: version)
+            : [uuid, kdf, a, c, d, rawSettings]
         guard let sum = fields["checksum"], constantTimeEqual(sum, checksum(summed)) else {
             throw KeychainError(.decode, "the keybag is damaged")
         }
@@ -253,9 +259,10 @@ struct Keybag {
         } else {
             throw KeychainError.decode("the keybag settings are damaged")
         }
-        return Keybag(version: UInt32(version), uuid: uuid, scrypt: params, salt: salt, wrappedA: a, wrappedC: c,
-                      checkA: checkA, checkC: checkC, keyD: d, settings: settings, settingsMAC: settingsMAC,
-                      binding: version >= 3 ? try TPMBinding(fields) : nil)
+        return Keybag(
+            version: UInt32(version), uuid: uuid, scrypt: params, salt: salt, wrappedA: a, wrappedC: c,
+            checkA: checkA, checkC: checkC, keyD: d, settings: settings, settingsMAC: settingsMAC,
+            binding: version >= 3 ? try TPMBinding(fields) : nil)
     }
 
     /// An unkeyed checksum over the stored key material cannot stop a forger, and does not try to
@@ -280,15 +287,18 @@ struct Keybag {
     /// before anything else is written): version 3 with a binding, else version 2, whose file
     /// then keeps no field of a binding removed.
     func save(to db: SQLiteDatabase) throws {
-        precondition(version == (binding == nil ? Self.formatVersion : Self.boundFormatVersion),
-                     "a keybag is upgraded before it is saved")
+        precondition(
+            version == (binding == nil ? Self.formatVersion : Self.boundFormatVersion),
+            "a keybag is upgraded before it is saved")
         let kdf = kdfRecord
         let sum = Keybag.checksum([uuid, kdf, wrappedA, wrappedC, checkA, checkC, keyD] + (binding?.fields.map(\.value) ?? []))
         let insert = try db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES (?, ?)")
-        for (name, value) in [("version", Bytes(bigEndian: UInt64(version))), ("uuid", uuid), ("kdf", kdf),
-                              ("wrap.A", wrappedA), ("wrap.C", wrappedC), ("check.A", checkA), ("check.C", checkC),
-                              ("key.D", keyD), ("settings", settings.bytes), ("settings.mac", settingsMAC),
-                              ("checksum", sum)] {
+        for (name, value) in [
+            ("version", Bytes(bigEndian: UInt64(version))), ("uuid", uuid), ("kdf", kdf),
+            ("wrap.A", wrappedA), ("wrap.C", wrappedC), ("check.A", checkA), ("check.C", checkC),
+            ("key.D", keyD), ("settings", settings.bytes), ("settings.mac", settingsMAC),
+            ("checksum", sum)
+        ] {
             try insert.run([.text(name), .blob(value)])
         }
         try TPMBinding.save(binding, to: db)

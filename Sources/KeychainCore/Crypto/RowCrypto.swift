@@ -102,21 +102,27 @@ extension KeychainStore {
         let lockClass = keys.lockClass(for: item.protection)
         let space = KeySpace(lockClass)
         guard let metadataKey = keys.metadataKey(lockClass), let wrappingKey = keys.wrappingKey(lockClass),
-              let indexKey = keys.indexKey(space)
+            let indexKey = keys.indexKey(space)
         else { throw KeychainError.locked() }
         let cls = item.itemClass
         let serviceName = AttributeSchema.serviceKey(for: cls)
-        let metadata = try Crypto.seal(encodeAttributes(item.attributes), key: metadataKey,
-                                       aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "metadata", version: []))
+        let metadata = try Crypto.seal(
+            encodeAttributes(item.attributes), key: metadataKey,
+            aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "metadata", version: []))
         let version = Self.version(ofMetadata: metadata)
         var itemKey = try Crypto.random(Crypto.keyLength)
         defer { itemKey.wipe() }
         var body = ByteWriter()
-        body.blob(try Crypto.seal(itemKey, key: wrappingKey,
-                                  aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key", version: version)))
-        body.blob(try Crypto.seal(secret ?? [], key: itemKey,
-                                  aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass,
-                                                      field: Self.secretField(hasData: secret != nil), version: version)))
+        body.blob(
+            try Crypto.seal(
+                itemKey, key: wrappingKey,
+                aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key", version: version)))
+        body.blob(
+            try Crypto.seal(
+                secret ?? [], key: itemKey,
+                aad: additionalData(
+                    rowID: rowID, itemClass: cls, lockClass: lockClass,
+                    field: Self.secretField(hasData: secret != nil), version: version)))
         return SealedRow(
             pk: Self.primaryKeyHash(indexKey, item: item),
             account: Self.indexHash(indexKey, itemClass: cls, name: AttributeKey.account, value: item.effectiveValue(AttributeKey.account)),
@@ -170,9 +176,11 @@ extension KeychainStore {
 
     private func openItemKey(_ row: Row, version: Bytes?, keys: ClassKeys) throws -> Bytes {
         guard let wrappingKey = keys.wrappingKey(row.lockClass) else { throw KeychainError.locked() }
-        return try Crypto.open(try sealedParts(row).wrappedKey, key: wrappingKey,
-                               aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass,
-                                                   field: "item-key", version: version))
+        return try Crypto.open(
+            try sealedParts(row).wrappedKey, key: wrappingKey,
+            aad: additionalData(
+                rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass,
+                field: "item-key", version: version))
     }
 
     /// The item's data, or nil for an item that has none.
@@ -192,12 +200,15 @@ extension KeychainStore {
     func openBody(_ row: Row, itemKey: Bytes, version: Bytes?) throws -> Bytes? {
         let body = try sealedParts(row).body
         func open(hasData: Bool) throws -> Bytes {
-            try Crypto.open(body, key: itemKey, aad: additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass,
-                                                                    field: Self.secretField(hasData: hasData), version: version))
+            try Crypto.open(
+                body, key: itemKey,
+                aad: additionalData(
+                    rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass,
+                    field: Self.secretField(hasData: hasData), version: version))
         }
         do {
             return try open(hasData: true)
-        } catch where body.count == Crypto.nonceLength + Crypto.tagLength {
+        } catch  where body.count == Crypto.nonceLength + Crypto.tagLength {
             // An empty plaintext: empty data, or no data at all.
             _ = try open(hasData: false)
             return nil

@@ -51,7 +51,8 @@ package struct ResultCode: Sendable {
         ResultCode("errSecWrongSecVersion", -25310, "This keychain was created by a different version of the system software and cannot be opened."),
         ResultCode("errSecKeySizeNotAllowed", -25311, "This item specifies a key size which is too large or too small."),
         ResultCode("errSecNoStorageModule", -25312, "A required component (data storage module) could not be loaded. You may need to restart your computer."),
-        ResultCode("errSecNoCertificateModule", -25313, "A required component (certificate module) could not be loaded. You may need to restart your computer."),
+        ResultCode(
+            "errSecNoCertificateModule", -25313, "A required component (certificate module) could not be loaded. You may need to restart your computer."),
         ResultCode("errSecNoPolicyModule", -25314, "A required component (policy module) could not be loaded. You may need to restart your computer."),
         ResultCode("errSecInteractionRequired", -25315, "User interaction is required, but is currently not allowed."),
         ResultCode("errSecDataNotAvailable", -25316, "The contents of this item cannot be retrieved."),
@@ -469,6 +470,6 @@ package struct ResultCode: Sendable {
         ResultCode("errSSLATSLeafCertificateHashAlgorithmViolation", -9884, "ATS violation: peer leaf certificate hash algorithm is not ATS compliant"),
         ResultCode("errSSLATSCertificateHashAlgorithmViolation", -9885, "ATS violation: peer certificate hash algorithm is not ATS compliant"),
         ResultCode("errSSLATSCertificateTrustViolation", -9886, "ATS violation: peer certificate is not issued by trusted peer"),
-        ResultCode("errSSLEarlyDataRejected", -9890, "Early application data rejected by peer"),
+        ResultCode("errSSLEarlyDataRejected", -9890, "Early application data rejected by peer")
     ]
 }

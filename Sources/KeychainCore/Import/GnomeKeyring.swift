@@ -187,15 +187,17 @@ enum EncryptedKeyring {
             throw KeychainError.decode("unsupported keyring encryption (crypto \(crypto), hash \(hash); gnome-keyring writes AES-128 and MD5, 0 and 0)")
         }
         let label = try r.string() ?? ""
-        _ = try r.time()   // the keyring's times (written modified first, read back as created first)
+        _ = try r.time()  // the keyring's times (written modified first, read back as created first)
         _ = try r.time()
-        _ = try r.u32()    // flags: lock on idle, lock after
-        _ = try r.u32()    // lock timeout
+        _ = try r.u32()  // flags: lock on idle, lock after
+        _ = try r.u32()  // lock timeout
         let iterations = try r.u32()
         // Refused before anything else is read or hashed: the count is the file's to choose.
         guard iterations >= 1 else { throw KeychainError.decode("the keyring file asks for 0 hash iterations; damaged") }
         guard iterations <= GnomeKeyring.maximumIterations else {
-            throw KeychainError.decode("the keyring file asks for \(iterations) hash iterations; more than \(GnomeKeyring.maximumIterations) is refused (gnome-keyring uses fewer than 4096)")
+            throw KeychainError.decode(
+                "the keyring file asks for \(iterations) hash iterations; more than \(GnomeKeyring.maximumIterations) is refused (gnome-keyring uses fewer than 4096)"
+            )
         }
         var salt = Array(try r.take(8))
         defer { salt.wipe() }
@@ -240,15 +242,17 @@ enum EncryptedKeyring {
             let attributes = try p.attributes()
             let acl = try p.u32()
             for _ in 0..<acl {
-                _ = try p.u32()        // access types
-                _ = try p.string()     // display name
-                _ = try p.string()     // path
-                _ = try p.string()     // reserved
+                _ = try p.u32()  // access types
+                _ = try p.string()  // display name
+                _ = try p.string()  // path
+                _ = try p.string()  // reserved
                 _ = try p.u32()
             }
-            items.append(GnomeKeyring.Item(id: String(index + 1), label: itemLabel, secret: secret,
-                                           attributes: GnomeKeyring.withSchema(attributes, type: type),
-                                           created: created, modified: modified))
+            items.append(
+                GnomeKeyring.Item(
+                    id: String(index + 1), label: itemLabel, secret: secret,
+                    attributes: GnomeKeyring.withSchema(attributes, type: type),
+                    created: created, modified: modified))
         }
         return GnomeKeyring(label: label, format: .encrypted, items: items)
     }
@@ -345,7 +349,8 @@ enum PlainTextKeyring {
             if trimmed.first == UInt8(ascii: "["), let close = trimmed.lastIndex(of: UInt8(ascii: "]")) {
                 let name = trimmed[(trimmed.startIndex + 1)..<close]
                 guard !name.contains(UInt8(ascii: "[")), !name.contains(UInt8(ascii: "]")), !name.contains(where: { $0 < 32 }),
-                      let text = String(validating: name, as: UTF8.self) else {
+                    let text = String(validating: name, as: UTF8.self)
+                else {
                     throw KeychainError.decode("the plain-text keyring is damaged (line \(number + 1): an invalid group name)")
                 }
                 if file.groups[text] == nil {
@@ -402,9 +407,11 @@ enum PlainTextKeyring {
                     attributes[name] = file.string(group, "value") ?? ""
                 }
             }
-            keyring.items.append(GnomeKeyring.Item(id: id, label: file.string(id, "display-name") ?? "", secret: secret,
-                                                   attributes: GnomeKeyring.withSchema(attributes, type: type),
-                                                   created: file.uint64(id, "ctime") ?? 0, modified: file.uint64(id, "mtime") ?? 0))
+            keyring.items.append(
+                GnomeKeyring.Item(
+                    id: id, label: file.string(id, "display-name") ?? "", secret: secret,
+                    attributes: GnomeKeyring.withSchema(attributes, type: type),
+                    created: file.uint64(id, "ctime") ?? 0, modified: file.uint64(id, "mtime") ?? 0))
         }
         return keyring
     }

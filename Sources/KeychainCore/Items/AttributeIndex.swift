@@ -137,8 +137,9 @@ extension KeychainStore {
         try db.execute("DELETE FROM secret_attributes")
         for item in items {
             guard case .data(let encoded)? = item.attributes[AttributeKey.freeFormAttributes] else { continue }
-            try indexAttributes(try FreeFormAttributes.decode(encoded), row: item.rowID, key: key,
-                                owner: item.attributes[AttributeKey.owner]?.stringValue)
+            try indexAttributes(
+                try FreeFormAttributes.decode(encoded), row: item.rowID, key: key,
+                owner: item.attributes[AttributeKey.owner]?.stringValue)
         }
     }
 }

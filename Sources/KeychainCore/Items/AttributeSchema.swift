@@ -74,7 +74,8 @@ package enum AttributeSchema {
         case Key.applicationLabel: return .data
         case Key.applicationTag: return .blob
         case Key.isPermanent, Key.canEncrypt, Key.canDecrypt, Key.canDerive, Key.canSign, Key.canVerify, Key.canWrap,
-             Key.canUnwrap: return .bool
+            Key.canUnwrap:
+            return .bool
         default: return nil
         }
     }
@@ -95,11 +96,17 @@ package enum AttributeSchema {
     static func primaryKey(for itemClass: ItemClass) -> [String] {
         switch itemClass {
         case .genericPassword: return [Key.account, Key.service, Key.accessGroup, Key.synchronizable]
-        case .internetPassword: return [Key.account, Key.securityDomain, Key.server, Key.protocol, Key.authenticationType, Key.port,
-                                        Key.path, Key.accessGroup, Key.synchronizable]
+        case .internetPassword:
+            return [
+                Key.account, Key.securityDomain, Key.server, Key.protocol, Key.authenticationType, Key.port,
+                Key.path, Key.accessGroup, Key.synchronizable
+            ]
         case .certificate, .identity: return [Key.certificateType, Key.issuer, Key.serialNumber, Key.accessGroup, Key.synchronizable]
-        case .key: return [Key.keyClass, Key.applicationLabel, Key.applicationTag, Key.creator, Key.keyType, Key.keySizeInBits,
-                           Key.effectiveKeySize, Key.accessGroup, Key.synchronizable]
+        case .key:
+            return [
+                Key.keyClass, Key.applicationLabel, Key.applicationTag, Key.creator, Key.keyType, Key.keySizeInBits,
+                Key.effectiveKeySize, Key.accessGroup, Key.synchronizable
+            ]
         }
     }
 
@@ -137,7 +144,7 @@ package enum AttributeSchema {
         }
         switch (kind, value) {
         case (.string, .string), (.data, .data), (.bool, .bool), (.date, .date), (.number, .int),
-             (.blob, .string), (.blob, .data):
+            (.blob, .string), (.blob, .data):
             return value
         case (.data, .string(let s)):
             return .data(Array(s.utf8))

@@ -60,30 +60,32 @@ extension KeychainStore {
         let changes = try self.changes(item.attributes, secret: item.secret, for: item.itemClass)
         var (prepared, plain) = try Self.prepareNew(item, keepingDates: false)
         defer { plain?.wipe() }
-        try withPresence(presence) { gate in try withLock {
-            try db.transaction {
-                let keys = try currentKeys()
-                var matches: [(Row, Item)] = []
-                do {
-                    matches = try lockedAwareMatches(query, keys: keys)
-                } catch let error as KeychainError where error.code == .itemNotFound {}
-                for (_, old) in matches where try !gate.admits(old, changing: true) {
-                    throw KeychainError(.interactionNotAllowed, "the old item needs the user's presence")
-                }
-                try proveApplicationPasswords(of: matches, gate: gate, keys: keys)
-                guard let first = matches.first else {
-                    var secret = plain
-                    if let given = plain, conditions.contains(.applicationPassword) {
-                        secret = try gate.storedForm(of: given, conditions: conditions)
-                        prepared.attributes[AttributeKey.sha1] = .data(Crypto.sha1(secret!))
+        try withPresence(presence) { gate in
+            try withLock {
+                try db.transaction {
+                    let keys = try currentKeys()
+                    var matches: [(Row, Item)] = []
+                    do {
+                        matches = try lockedAwareMatches(query, keys: keys)
+                    } catch let error as KeychainError where error.code == .itemNotFound {}
+                    for (_, old) in matches where try !gate.admits(old, changing: true) {
+                        throw KeychainError(.interactionNotAllowed, "the old item needs the user's presence")
                     }
-                    _ = try insert(prepared, secret: secret, keys: keys)
-                    return
+                    try proveApplicationPasswords(of: matches, gate: gate, keys: keys)
+                    guard let first = matches.first else {
+                        var secret = plain
+                        if let given = plain, conditions.contains(.applicationPassword) {
+                            secret = try gate.storedForm(of: given, conditions: conditions)
+                            prepared.attributes[AttributeKey.sha1] = .data(Crypto.sha1(secret!))
+                        }
+                        _ = try insert(prepared, secret: secret, keys: keys)
+                        return
+                    }
+                    try deleteRows(matches.dropFirst().map { $0.0.rowID })
+                    try change([first], changes, secret: item.secret, gate: gate, keys: keys)
                 }
-                try deleteRows(matches.dropFirst().map { $0.0.rowID })
-                try change([first], changes, secret: item.secret, gate: gate, keys: keys)
             }
-        } }
+        }
     }
 
     /// Defaults, dates and the secret's hash for a new item. An item given no secret keeps none
@@ -111,12 +113,16 @@ extension KeychainStore {
         try checkUnique(item, keys: keys, excluding: nil)
         let rowID = try nextRowID()
         let sealed = try seal(item, rowID: rowID, secret: secret, keys: keys)
-        try db.statement("""
+        try db.statement(
+            """
             INSERT INTO items(rowid, class, lockclass, space, pk, account, service, metadata, secret)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).run([.int(rowID), .int(item.itemClass.code), .int(lockClass.rawValue),
-                      .int(KeySpace(lockClass).rawValue), .blob(sealed.pk), .blob(sealed.account),
-                      .blob(sealed.service), .blob(sealed.metadata), .blob(sealed.secret)])
+            """
+        ).run([
+            .int(rowID), .int(item.itemClass.code), .int(lockClass.rawValue),
+            .int(KeySpace(lockClass).rawValue), .blob(sealed.pk), .blob(sealed.account),
+            .blob(sealed.service), .blob(sealed.metadata), .blob(sealed.secret)
+        ])
         var stored = item
         stored.rowID = rowID
         return stored
@@ -129,65 +135,73 @@ extension KeychainStore {
     /// Reading the secret of an item whose access control needs a person first asks (polkit, its
     /// application password) as `presence` allows; Skip leaves such items out. Attributes alone
     /// never ask, as on Apple's systems.
-    package func find(_ query: Query, limit: Int? = 1, includeSecret: Bool = false,
-                     presence: PresenceOptions = PresenceOptions()) throws -> [Item] {
+    package func find(
+        _ query: Query, limit: Int? = 1, includeSecret: Bool = false,
+        presence: PresenceOptions = PresenceOptions()
+    ) throws -> [Item] {
         let query = try Self.normalized(query)
-        return try withPresence(presence) { gate in try withLock {
-            let keys = try currentKeys()
-            let (rows, lockedSpace) = try candidates(query, keys: keys)
-            var found: [Item] = []
-            var skippedLocked = false
-            var chain = CertificateChainSource(store: self, keys: keys)
-            for row in rows {
-                if let limit, found.count >= limit { break }
-                guard keys.has(row.lockClass) else {
-                    skippedLocked = true
-                    continue
-                }
-                var opened = try openRow(row, keys: keys, keepingItemKey: includeSecret)
-                defer { opened.wipe() }
-                var item = opened.item
-                guard query.matches(item) else { continue }
-                if includeSecret, try !gate.admits(item) { continue }
-                if let filter = query.certificateFilter, query.itemClass == .certificate {
-                    let der = try openSecret(row, keys: keys) ?? []
-                    guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
-                    if includeSecret { item.secret = der }
-                } else if includeSecret, let itemKey = opened.itemKey {
-                    item.secret = try openBody(row, itemKey: itemKey, version: opened.version).map {
-                        try gate.readableForm(of: $0, conditions: AccessConditions(of: item))
+        return try withPresence(presence) { gate in
+            try withLock {
+                let keys = try currentKeys()
+                let (rows, lockedSpace) = try candidates(query, keys: keys)
+                var found: [Item] = []
+                var skippedLocked = false
+                var chain = CertificateChainSource(store: self, keys: keys)
+                for row in rows {
+                    if let limit, found.count >= limit { break }
+                    guard keys.has(row.lockClass) else {
+                        skippedLocked = true
+                        continue
                     }
+                    var opened = try openRow(row, keys: keys, keepingItemKey: includeSecret)
+                    defer { opened.wipe() }
+                    var item = opened.item
+                    guard query.matches(item) else { continue }
+                    if includeSecret, try !gate.admits(item) { continue }
+                    if let filter = query.certificateFilter, query.itemClass == .certificate {
+                        let der = try openSecret(row, keys: keys) ?? []
+                        guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
+                        if includeSecret { item.secret = der }
+                    } else if includeSecret, let itemKey = opened.itemKey {
+                        item.secret = try openBody(row, itemKey: itemKey, version: opened.version).map {
+                            try gate.readableForm(of: $0, conditions: AccessConditions(of: item))
+                        }
+                    }
+                    found.append(item)
                 }
-                found.append(item)
+                if found.isEmpty {
+                    if skippedLocked || lockedSpace { throw KeychainError.locked() }
+                    throw KeychainError(.itemNotFound)
+                }
+                return found
             }
-            if found.isEmpty {
-                if skippedLocked || lockedSpace { throw KeychainError.locked() }
-                throw KeychainError(.itemNotFound)
-            }
-            return found
-        } }
+        }
     }
 
     /// Changes every matching item; returns how many. Refuses (and changes nothing) when a
     /// matching candidate is locked or when a change would make two items equal.
     /// Items whose access control needs a person are changed only once it is given (`presence`).
     @discardableResult
-    package func update(_ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil,
-                       presence: PresenceOptions = PresenceOptions()) throws -> Int {
+    package func update(
+        _ query: Query, attributes changes: [String: AttributeValue], secret: Bytes? = nil,
+        presence: PresenceOptions = PresenceOptions()
+    ) throws -> Int {
         let query = try Self.normalized(query)
         if query.itemClass == .identity {
             throw KeychainError.param("identities are updated through their certificate or key")
         }
         let changes = try self.changes(changes, secret: secret, for: query.itemClass)
-        return try withPresence(presence) { gate in try withLock {
-            try db.transaction {
-                let keys = try currentKeys()
-                let matches = try changeable(lockedAwareMatches(query, keys: keys), gate: gate, keys: keys)
-                if matches.isEmpty { throw KeychainError(.itemNotFound) }
-                try change(matches, changes, secret: secret, gate: gate, keys: keys)
-                return matches.count
+        return try withPresence(presence) { gate in
+            try withLock {
+                try db.transaction {
+                    let keys = try currentKeys()
+                    let matches = try changeable(lockedAwareMatches(query, keys: keys), gate: gate, keys: keys)
+                    if matches.isEmpty { throw KeychainError(.itemNotFound) }
+                    try change(matches, changes, secret: secret, gate: gate, keys: keys)
+                    return matches.count
+                }
             }
-        } }
+        }
     }
 
     /// The attributes an update writes, checked and normalized (dates and the hash are the
@@ -216,8 +230,10 @@ extension KeychainStore {
     /// Writes `changes` (and `secret`, when given) into matched rows, inside the caller's
     /// transaction: the modification date moves, the secret is sealed or opened when an
     /// application password comes or goes, and a change that would make two items equal is refused.
-    private func change(_ matches: [(Row, Item)], _ changes: [String: AttributeValue], secret: Bytes?,
-                        gate: PresenceGate, keys: ClassKeys) throws {
+    private func change(
+        _ matches: [(Row, Item)], _ changes: [String: AttributeValue], secret: Bytes?,
+        gate: PresenceGate, keys: ClassKeys
+    ) throws {
         for (row, old) in matches {
             var item = old
             for (k, v) in changes { item.attributes[k] = v }
@@ -237,7 +253,8 @@ extension KeychainStore {
                 }
             } else if before.contains(.applicationPassword) != after.contains(.applicationPassword), let stored = plain {
                 // Adding or removing the application password seals or opens the secret.
-                plain = before.contains(.applicationPassword)
+                plain =
+                    before.contains(.applicationPassword)
                     ? try gate.readableForm(of: stored, conditions: before)
                     : try gate.storedForm(of: stored, conditions: after)
                 item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(plain!))
@@ -246,12 +263,16 @@ extension KeychainStore {
             guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
             try checkUnique(item, keys: keys, excluding: row.rowID)
             let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
-            try db.statement("""
+            try db.statement(
+                """
                 UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ?
                 WHERE rowid = ?
-                """).run([.int(lockClass.rawValue), .int(KeySpace(lockClass).rawValue), .blob(sealed.pk),
-                          .blob(sealed.account), .blob(sealed.service), .blob(sealed.metadata),
-                          .blob(sealed.secret), .int(row.rowID)])
+                """
+            ).run([
+                .int(lockClass.rawValue), .int(KeySpace(lockClass).rawValue), .blob(sealed.pk),
+                .blob(sealed.account), .blob(sealed.service), .blob(sealed.metadata),
+                .blob(sealed.secret), .int(row.rowID)
+            ])
         }
     }
 
@@ -260,15 +281,17 @@ extension KeychainStore {
     @discardableResult
     package func delete(_ query: Query, presence: PresenceOptions = PresenceOptions()) throws -> Int {
         let query = try Self.normalized(query)
-        return try withPresence(presence) { gate in try withLock {
-            try db.transaction {
-                let keys = try currentKeys()
-                let matches = try changeable(lockedAwareMatches(query, keys: keys), gate: gate, keys: keys)
-                if matches.isEmpty { throw KeychainError(.itemNotFound) }
-                try deleteRows(matches.map { $0.0.rowID })
-                return matches.count
+        return try withPresence(presence) { gate in
+            try withLock {
+                try db.transaction {
+                    let keys = try currentKeys()
+                    let matches = try changeable(lockedAwareMatches(query, keys: keys), gate: gate, keys: keys)
+                    if matches.isEmpty { throw KeychainError(.itemNotFound) }
+                    try deleteRows(matches.map { $0.0.rowID })
+                    return matches.count
+                }
             }
-        } }
+        }
     }
 
     /// What an update or delete may change among `matches`: the items the gate admits, each one
@@ -397,8 +420,10 @@ extension KeychainStore {
             guard let lockClass = LockClass(rawValue: stmt.int(1)), KeySpace(lockClass) == space else {
                 throw KeychainError.decode("row \(stmt.int(0)) has an invalid protection class")
             }
-            rows.append(Row(rowID: stmt.int(0), itemClass: itemClass, lockClass: lockClass, space: space,
-                            metadata: stmt.blob(2), secret: stmt.blob(3)))
+            rows.append(
+                Row(
+                    rowID: stmt.int(0), itemClass: itemClass, lockClass: lockClass, space: space,
+                    metadata: stmt.blob(2), secret: stmt.blob(3)))
         }
     }
 

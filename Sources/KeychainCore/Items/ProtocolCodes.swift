@@ -5,7 +5,7 @@ package enum ProtocolCodes {
         "https": "htps", "http": "http", "ftp": "ftp ", "ftps": "ftps", "imap": "imap", "imaps": "imps",
         "smtp": "smtp", "ssh": "ssh ", "pop3": "pop3", "pop3s": "pops", "ldap": "ldap", "ldaps": "ldps",
         "telnet": "teln", "telnets": "tels", "irc": "irc ", "ircs": "ircs", "nntp": "nntp", "nntps": "ntps",
-        "socks": "sox ", "afp": "afp ", "smb": "smb ", "rtsp": "rtsp", "ipp": "ipp ", "daap": "daap", "eppc": "eppc",
+        "socks": "sox ", "afp": "afp ", "smb": "smb ", "rtsp": "rtsp", "ipp": "ipp ", "daap": "daap", "eppc": "eppc"
     ]
     static let byCode: [String: String] = Dictionary(uniqueKeysWithValues: byScheme.map { ($1, $0) })
 

@@ -132,8 +132,9 @@ extension KernelKeyring {
         // The kernel counts the terminating NUL; the description may itself hold ';'.
         let fields = buffer[0..<(n - 1)].split(separator: UInt8(ascii: ";"), maxSplits: 4, omittingEmptySubsequences: false)
         guard fields.count == 5, let uid = UInt32(String(decoding: fields[1], as: UTF8.self)) else { return nil }
-        return KeyInfo(serial: serial, type: String(decoding: fields[0], as: UTF8.self), uid: uid,
-                       description: String(decoding: fields[4], as: UTF8.self))
+        return KeyInfo(
+            serial: serial, type: String(decoding: fields[0], as: UTF8.self), uid: uid,
+            description: String(decoding: fields[4], as: UTF8.self))
     }
 
     /// The keys linked directly in the caller's persistent keyring (not in keyrings nested in it,
@@ -192,7 +193,7 @@ extension KernelKeyring {
         let possessorViewReadSearch: UInt = 0x0b00_0000
         let ownerViewReadSearchLink: UInt = 0x001b_0000
         guard clinux_keyctl(keyctlSetTimeout, UInt(key), UInt(seconds), 0, 0) == 0,
-              clinux_keyctl(keyctlSetPerm, UInt(key), possessorViewReadSearch | ownerViewReadSearchLink, 0, 0) == 0
+            clinux_keyctl(keyctlSetPerm, UInt(key), possessorViewReadSearch | ownerViewReadSearchLink, 0, 0) == 0
         else {
             _ = clinux_keyctl(keyctlInvalidate, UInt(key), 0, 0, 0)
             throw failure("sealing the key")

@@ -36,8 +36,8 @@ package struct LoginPasswordReset: Sendable {
     private init?(payload: Bytes) {
         let parts = payload.split(separator: UInt8(ascii: "\n"), maxSplits: 3, omittingEmptySubsequences: false)
         guard parts.count == 4, String(decoding: parts[0], as: UTF8.self) == Self.magic,
-              let time = Int(String(decoding: parts[1], as: UTF8.self)),
-              !parts[3].isEmpty, !parts[3].contains(0)
+            let time = Int(String(decoding: parts[1], as: UTF8.self)),
+            !parts[3].isEmpty, !parts[3].contains(0)
         else { return nil }
         self.init(password: Array(parts[3]), keychain: String(decoding: parts[2], as: UTF8.self), time: time)
     }

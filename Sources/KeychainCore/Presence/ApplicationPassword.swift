@@ -23,7 +23,8 @@ enum ApplicationPassword {
         try checkPassword(password)
         let headerLength = magic.count + 4 + 16
         guard sealed.count > headerLength, Array(sealed[0..<4]) == magic, sealed[4] == version,
-              sealed[5] < 64 else {
+            sealed[5] < 64
+        else {
             throw KeychainError(.decode, "the item's application-password seal is damaged")
         }
         let parameters = ScryptParameters(n: 1 << UInt64(sealed[5]), r: UInt64(sealed[6]), p: UInt64(sealed[7]))

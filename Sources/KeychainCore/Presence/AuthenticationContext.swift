@@ -25,8 +25,10 @@ package struct PresenceOptions: Sendable {
     /// backup sealed, and come back so.
     var keepsSealedSecrets = false
 
-    package init(interaction: PresenceInteraction = .allow, operationPrompt: String? = nil,
-                context: AuthenticationContext? = nil, askApplicationPassword: (@Sendable () throws -> Bytes)? = nil) {
+    package init(
+        interaction: PresenceInteraction = .allow, operationPrompt: String? = nil,
+        context: AuthenticationContext? = nil, askApplicationPassword: (@Sendable () throws -> Bytes)? = nil
+    ) {
         self.interaction = interaction
         self.operationPrompt = operationPrompt
         self.context = context
@@ -75,7 +77,11 @@ package final class AuthenticationContext: @unchecked Sendable {
     /// The application password (LAContext.setCredential(_:type: .applicationPassword)); nil clears it.
     package var applicationPassword: Bytes? {
         get { mutex.withLock { password } }
-        set { mutex.withLock { password?.wipe(); password = newValue } }
+        set {
+            mutex.withLock {
+                password?.wipe(); password = newValue
+            }
+        }
     }
 
     /// Records a grant: `evaluation` for evaluatePolicy, which (as on Apple's systems) lets every

@@ -11,8 +11,10 @@ struct ChildProcess {
     /// on exec, as the engine opens everything with O_CLOEXEC).
     /// `environment` nil passes the caller's whole environment (for a program the user chose, such
     /// as their pinentry); by default only what the polkit and fprintd clients need.
-    static func start(_ path: String, _ arguments: [String], stdio: (Int32, Int32, Int32) = (-1, -1, -1),
-                      keep: [Int32] = [], environment: [String]? = ChildProcess.minimalEnvironment()) throws -> ChildProcess {
+    static func start(
+        _ path: String, _ arguments: [String], stdio: (Int32, Int32, Int32) = (-1, -1, -1),
+        keep: [Int32] = [], environment: [String]? = ChildProcess.minimalEnvironment()
+    ) throws -> ChildProcess {
         guard access(path, X_OK) == 0 else {
             throw KeychainError(.interactionNotAllowed, "\(path) is not installed")
         }
@@ -46,7 +48,8 @@ struct ChildProcess {
         var envp = (environment ?? []).map { strdup($0) } + [nil]
         defer { envp.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = environment == nil
+        let rc =
+            environment == nil
             ? posix_spawn(&pid, path, &actions, &attributes, argv, environ)
             : posix_spawn(&pid, path, &actions, &attributes, argv, &envp)
         guard rc == 0 else {

@@ -46,8 +46,12 @@ package struct PolkitAuthorizer: PresenceAuthorizer {
     private func check(_ subject: String, until deadline: Double) -> PresenceAnswer {
         let pkcheck: ChildProcess
         do {
-            pkcheck = try ChildProcess.start(Self.pkcheck, ["--action-id", Self.actionID, "--process", subject,
-                                                             "--allow-user-interaction"])
+            pkcheck = try ChildProcess.start(
+                Self.pkcheck,
+                [
+                    "--action-id", Self.actionID, "--process", subject,
+                    "--allow-user-interaction"
+                ])
         } catch {
             return .unavailable("polkit is not available (\(Self.pkcheck))")
         }
@@ -96,8 +100,9 @@ package struct PolkitAuthorizer: PresenceAuthorizer {
         var fds: [Int32] = [0, 0]
         guard clinux_pipe_cloexec(&fds) == 0 else { return nil }
         defer { close(fds[0]) }
-        let agent = try? ChildProcess.start(Self.pkttyagent, ["--process", subject, "--notify-fd", "\(fds[1])"],
-                                            stdio: (tty, tty, tty), keep: [fds[1]])
+        let agent = try? ChildProcess.start(
+            Self.pkttyagent, ["--process", subject, "--notify-fd", "\(fds[1])"],
+            stdio: (tty, tty, tty), keep: [fds[1]])
         close(fds[1])
         // pkttyagent closes the descriptor once registered; it exits at once if it cannot be.
         var pollfd = Glibc.pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
@@ -115,7 +120,8 @@ package struct PolkitAuthorizer: PresenceAuthorizer {
 
     package func fingersEnrolled() -> Bool {
         guard let user = getpwuid(getuid())?.pointee.pw_name.map({ String(cString: $0) }),
-              let (status, output) = ChildProcess.output(Self.fprintdList, [user], seconds: 5), status == 0 else {
+            let (status, output) = ChildProcess.output(Self.fprintdList, [user], seconds: 5), status == 0
+        else {
             return false
         }
         return Self.hasEnrolledFinger(fprintdListOutput: output)

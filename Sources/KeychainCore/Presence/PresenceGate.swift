@@ -45,7 +45,8 @@ struct PresenceGate {
         switch interaction {
         case .skip: return false
         case .fail:
-            throw KeychainError.presence(.interactionNotAllowed, "the item needs \(demand == .polkit ? "the user's presence" : "its application password") and asking is not allowed")
+            throw KeychainError.presence(
+                .interactionNotAllowed, "the item needs \(demand == .polkit ? "the user's presence" : "its application password") and asking is not allowed")
         case .allow: throw demand
         }
     }

@@ -32,8 +32,10 @@ package enum SearchList {
     /// (cancelled, a wrong password, not to be asked) ends the search: the next keychain must
     /// neither ask again nor answer in its place. Stops once `limit` results are found; nothing
     /// found anywhere is that first error, or errSecItemNotFound.
-    package static func search<Keychain, Found>(_ keychains: [Keychain], limit: Int? = nil,
-                                               _ body: (Keychain, _ remaining: Int?) throws -> [Found]) throws -> [Found] {
+    package static func search<Keychain, Found>(
+        _ keychains: [Keychain], limit: Int? = nil,
+        _ body: (Keychain, _ remaining: Int?) throws -> [Found]
+    ) throws -> [Found] {
         var found: [Found] = []
         var failure: Error?
         for keychain in keychains {

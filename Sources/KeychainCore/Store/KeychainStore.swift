@@ -59,8 +59,10 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// Creates a keychain file 0600 in a 0700 folder and leaves it unlocked in `storage`.
     /// Without `scrypt`, the KDF is tuned to this machine (about 0.15 s per guess).
-    package static func create(at path: String? = nil, password: Bytes, scrypt: ScryptParameters? = nil,
-                              storage: KeyStorage = .kernel) throws -> KeychainStore {
+    package static func create(
+        at path: String? = nil, password: Bytes, scrypt: ScryptParameters? = nil,
+        storage: KeyStorage = .kernel
+    ) throws -> KeychainStore {
         let path = path ?? KeychainFile.defaultPath()
         try KeychainFile.prepareDirectory(for: path)
         try KeychainFile.createFile(path)
@@ -100,7 +102,8 @@ package final class KeychainStore: @unchecked Sendable {
         // keyed hashes, so every add lands on random pages of three indexes: a larger page cache
         // and rarer checkpoints halve the cost of an add in a 100k-item keychain (make bench);
         // the cache only grows as far as it is used, so a helper's one lookup stays small.
-        try db.execute("""
+        try db.execute(
+            """
             PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON; PRAGMA temp_store=MEMORY;
             PRAGMA cache_size=-16384; PRAGMA wal_autocheckpoint=8000; PRAGMA journal_size_limit=8388608
             """)
@@ -183,8 +186,10 @@ package final class KeychainStore: @unchecked Sendable {
         let idle = (keybag.verifiedSettings(a: a) ?? .safeDefaults).idleTimeout
         // Cu before C and Au before A: a key counts only while the key of its lock state is
         // there too (`currentKeys`), so a reader never sees A with a stale Au.
-        let keys: [(LockClass, Bytes?)] = [(.afterFirstUnlockThisDeviceOnly, device?.c), (.afterFirstUnlock, c),
-                                           (.whenUnlockedThisDeviceOnly, device?.a), (.whenUnlocked, a)]
+        let keys: [(LockClass, Bytes?)] = [
+            (.afterFirstUnlockThisDeviceOnly, device?.c), (.afterFirstUnlock, c),
+            (.whenUnlockedThisDeviceOnly, device?.a), (.whenUnlocked, a)
+        ]
         switch storage {
         case .process:
             for (lockClass, key) in keys {
@@ -235,8 +240,9 @@ package final class KeychainStore: @unchecked Sendable {
         withLock {
             let keys = (try? currentKeys()) ?? ClassKeys([:])
             let (settings, integrity) = settingsInForce(keys)
-            return LockStatus(whenUnlocked: keys.has(.whenUnlocked), afterFirstUnlock: keys.has(.afterFirstUnlock),
-                              storage: storage, settings: settings, settingsIntegrity: integrity)
+            return LockStatus(
+                whenUnlocked: keys.has(.whenUnlocked), afterFirstUnlock: keys.has(.afterFirstUnlock),
+                storage: storage, settings: settings, settingsIntegrity: integrity)
         }
     }
 
@@ -254,8 +260,10 @@ package final class KeychainStore: @unchecked Sendable {
     /// Without `scrypt`, the stored cost is kept, or raised to the tuned floor if below it.
     /// Rotating the keys of a keychain sealed to a TPM returns its new recovery key.
     @discardableResult
-    package func changePassword(from old: Bytes, to new: Bytes, scrypt: ScryptParameters? = nil,
-                               rotatingKeys: Bool = false) throws -> RecoveryKey? {
+    package func changePassword(
+        from old: Bytes, to new: Bytes, scrypt: ScryptParameters? = nil,
+        rotatingKeys: Bool = false
+    ) throws -> RecoveryKey? {
         if rotatingKeys { return try rotateKeys(password: old, newPassword: new, scrypt: scrypt) }
         try withLock {
             try db.transaction {
@@ -335,7 +343,8 @@ package final class KeychainStore: @unchecked Sendable {
         keybagStale = false
         let bag = try Keybag.load(from: db)
         if bag.checkA != keybag.checkA || bag.checkC != keybag.checkC || bag.keyD != keybag.keyD || bag.version != keybag.version
-            || bag.binding?.checkAu != keybag.binding?.checkAu || bag.binding?.checkCu != keybag.binding?.checkCu {
+            || bag.binding?.checkAu != keybag.binding?.checkAu || bag.binding?.checkCu != keybag.binding?.checkCu
+        {
             subkeyCache.removeAll()
         }
         if bag.settingsMAC != keybag.settingsMAC || bag.settings != keybag.settings { settingsCheck = nil }
@@ -352,7 +361,8 @@ package final class KeychainStore: @unchecked Sendable {
         try refreshKeybag()
         var found: [LockClass: Bytes] = [:]
         defer { for lockClass in Array(found.keys) { found[lockClass]?.wipe() } }
-        let classes: [LockClass] = keybag.isBound
+        let classes: [LockClass] =
+            keybag.isBound
             ? [.whenUnlocked, .afterFirstUnlock, .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly]
             : [.whenUnlocked, .afterFirstUnlock]
         for lockClass in classes {
@@ -412,9 +422,11 @@ package final class KeychainStore: @unchecked Sendable {
 
     private func classKeys(_ found: [LockClass: Bytes]) -> ClassKeys {
         var present: [LockClass: Subkeys] = [:]
-        for (lockClass, key) in [(LockClass.whenUnlocked, found[.whenUnlocked]), (.afterFirstUnlock, found[.afterFirstUnlock]),
-                                 (.whenUnlockedThisDeviceOnly, found[.whenUnlockedThisDeviceOnly]),
-                                 (.afterFirstUnlockThisDeviceOnly, found[.afterFirstUnlockThisDeviceOnly]), (.always, keybag.keyD)] {
+        for (lockClass, key) in [
+            (LockClass.whenUnlocked, found[.whenUnlocked]), (.afterFirstUnlock, found[.afterFirstUnlock]),
+            (.whenUnlockedThisDeviceOnly, found[.whenUnlockedThisDeviceOnly]),
+            (.afterFirstUnlockThisDeviceOnly, found[.afterFirstUnlockThisDeviceOnly]), (.always, keybag.keyD)
+        ] {
             guard let key else {
                 subkeyCache[lockClass] = nil
                 continue

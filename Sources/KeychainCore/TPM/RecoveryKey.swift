@@ -50,7 +50,9 @@ package struct RecoveryKey: Equatable, Sendable {
             }
         }
         guard digits.count == Self.groups * Self.digitsPerGroup else {
-            throw KeychainError.param("a recovery key has \(Self.groups * Self.digitsPerGroup) digits (\(Self.groups) groups of \(Self.digitsPerGroup)); this one has \(digits.count)")
+            throw KeychainError.param(
+                "a recovery key has \(Self.groups * Self.digitsPerGroup) digits (\(Self.groups) groups of \(Self.digitsPerGroup)); this one has \(digits.count)"
+            )
         }
         var out = Bytes()
         for group in 0..<Self.groups {
@@ -109,7 +111,8 @@ struct RecoveryRecord: Equatable {
         switch (a, c) {
         case (var a?, var c?):
             guard Crypto.equal(Keybag.keyCheck(a, uuid: uuid, .whenUnlocked), checkA),
-                  Crypto.equal(Keybag.keyCheck(c, uuid: uuid, .afterFirstUnlock), checkC) else {
+                Crypto.equal(Keybag.keyCheck(c, uuid: uuid, .afterFirstUnlock), checkC)
+            else {
                 a.wipe()
                 c.wipe()
                 throw KeychainError.decode("the keychain's recovery record is damaged")

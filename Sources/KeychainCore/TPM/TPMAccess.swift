@@ -167,10 +167,12 @@ struct HelperTPM: TPMOperations {
             answer.append(contentsOf: chunk[0..<n])
         }
         close(pair[0])
-        ended = child.wait(until: SystemClock.monotonic() + 1) ?? {
-            child.stop()
-            return 128 + SIGKILL
-        }()
+        ended =
+            child.wait(until: SystemClock.monotonic() + 1)
+            ?? {
+                child.stop()
+                return 128 + SIGKILL
+            }()
         if answer.isEmpty, let status = ended {
             if status == 128 + SIGALRM { throw TPMFailure.failed("the TPM did not answer within \(timeout) s") }
             // The dynamic loader's status when a library is missing: tpm2-tss is not installed.

@@ -38,11 +38,12 @@ struct TPMBinding: Equatable {
 
     init(_ stored: [String: Bytes]) throws {
         guard let tpm = stored["tpm"], let au = stored["wrap.Au"], let cu = stored["wrap.Cu"],
-              let checkAu = stored["check.Au"], checkAu.count == 16, let checkCu = stored["check.Cu"], checkCu.count == 16,
-              let recovery = stored["recovery"]
+            let checkAu = stored["check.Au"], checkAu.count == 16, let checkCu = stored["check.Cu"], checkCu.count == 16,
+            let recovery = stored["recovery"]
         else { throw KeychainError(.decode, "the keybag is incomplete (TPM binding)") }
-        self.init(sealed: try TPMSealedSecret(bytes: tpm), wrappedAu: au, wrappedCu: cu, checkAu: checkAu, checkCu: checkCu,
-                  recovery: try RecoveryRecord(bytes: recovery))
+        self.init(
+            sealed: try TPMSealedSecret(bytes: tpm), wrappedAu: au, wrappedCu: cu, checkAu: checkAu, checkCu: checkCu,
+            recovery: try RecoveryRecord(bytes: recovery))
     }
 
     /// Writes the binding's fields, or removes them all (a keybag brought back to version 2).
@@ -114,16 +115,21 @@ extension Keybag {
     /// Binds this keybag to the TPM of `tpm`: a new secret sealed there for the password whose
     /// scrypt output (under this keybag's salt and parameters) is `stretched`, A, C and the
     /// ThisDeviceOnly keys `device` wrapped under the tangled key, and A and C under `recovery`.
-    mutating func bind(a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryKey,
-                       tpm: TPMConfiguration) throws {
-        let record = try RecoveryRecord.make(a: a, c: c, checkA: Self.keyCheck(a, uuid: uuid, .whenUnlocked),
-                                             checkC: Self.keyCheck(c, uuid: uuid, .afterFirstUnlock), uuid: uuid, key: recovery)
+    mutating func bind(
+        a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryKey,
+        tpm: TPMConfiguration
+    ) throws {
+        let record = try RecoveryRecord.make(
+            a: a, c: c, checkA: Self.keyCheck(a, uuid: uuid, .whenUnlocked),
+            checkC: Self.keyCheck(c, uuid: uuid, .afterFirstUnlock), uuid: uuid, key: recovery)
         try bind(a: a, c: c, device: device, stretched: stretched, recovery: record, tpm: tpm)
     }
 
     /// The same, keeping a recovery record (whose A and C are these).
-    mutating func bind(a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryRecord,
-                       tpm: TPMConfiguration) throws {
+    mutating func bind(
+        a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryRecord,
+        tpm: TPMConfiguration
+    ) throws {
         let placeholder = TPMSealedSecret(primaryName: [], sealedPublic: [], sealedPrivate: [])
         binding = TPMBinding(sealed: placeholder, wrappedAu: [], wrappedCu: [], checkAu: [], checkCu: [], recovery: recovery)
         try seal(a: a, c: c, device: device, stretched: stretched, tpm: tpm)

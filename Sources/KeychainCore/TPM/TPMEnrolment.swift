@@ -58,12 +58,17 @@ extension KeychainStore {
                 defer { stretched.wipe() }
                 (a, c) = try bag.unwrap(kek: stretched)
                 try bag.upgrade(kek: stretched, a: a, c: c)
-                let old = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                                     .always: Subkeys(classKey: bag.keyD)])
+                let old = ClassKeys([
+                    .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                    .always: Subkeys(classKey: bag.keyD)
+                ])
                 try bag.bind(a: a, c: c, device: device, stretched: stretched, recovery: recovery, tpm: tpm)
-                let new = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                                     .always: Subkeys(classKey: bag.keyD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: device.a),
-                                     .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: device.c)], separatesDeviceOnly: true)
+                let new = ClassKeys(
+                    [
+                        .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                        .always: Subkeys(classKey: bag.keyD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: device.a),
+                        .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: device.c)
+                    ], separatesDeviceOnly: true)
                 try resealMovedRows(from: old, to: new)
                 try bag.save(to: db)
                 keybag = bag
@@ -88,11 +93,16 @@ extension KeychainStore {
                 (a, c) = try bag.unwrap(kek: kek)
                 guard var device = try bag.unwrapDevice(kek: kek) else { throw KeychainError.decode("the keybag is damaged") }
                 defer { device.wipe() }
-                let old = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                                     .always: Subkeys(classKey: bag.keyD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: device.a),
-                                     .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: device.c)], separatesDeviceOnly: true)
-                let new = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                                     .always: Subkeys(classKey: bag.keyD)])
+                let old = ClassKeys(
+                    [
+                        .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                        .always: Subkeys(classKey: bag.keyD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: device.a),
+                        .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: device.c)
+                    ], separatesDeviceOnly: true)
+                let new = ClassKeys([
+                    .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                    .always: Subkeys(classKey: bag.keyD)
+                ])
                 try resealMovedRows(from: old, to: new)
                 try bag.unbind(a: a, c: c, password: password, scrypt: bag.scrypt)
                 try bag.save(to: db)
@@ -108,8 +118,10 @@ extension KeychainStore {
     /// and is sealed again to the TPM of `tpm` when there is one (else it is protected by the
     /// password alone, as one never sealed). The recovery key stays valid (A and C are the same).
     /// A TPM that is configured but fails is an error, never a silent fall back to the password.
-    package func recoverFromTPM(recoveryKey: RecoveryKey, newPassword: Bytes, tpm: TPMConfiguration = .current,
-                               scrypt: ScryptParameters? = nil) throws -> TPMRecoveryOutcome {
+    package func recoverFromTPM(
+        recoveryKey: RecoveryKey, newPassword: Bytes, tpm: TPMConfiguration = .current,
+        scrypt: ScryptParameters? = nil
+    ) throws -> TPMRecoveryOutcome {
         try withLock {
             var a = Bytes(), c = Bytes()
             var device = try DeviceKeys.generate()
@@ -141,8 +153,9 @@ extension KeychainStore {
     package func tpmStatus(tpm: TPMConfiguration = .current) -> TPMStatus {
         withLock {
             let bag = (try? Keybag.load(from: db)) ?? keybag
-            var status = TPMStatus(configuration: tpm, tpm: nil, problem: nil, sealed: bag.isBound, sealedHere: nil,
-                                   recoveryKeyCurrent: false, deviceOnlyItems: 0)
+            var status = TPMStatus(
+                configuration: tpm, tpm: nil, problem: nil, sealed: bag.isBound, sealedHere: nil,
+                recoveryKeyCurrent: false, deviceOnlyItems: 0)
             if let binding = bag.binding {
                 status.recoveryKeyCurrent = Crypto.equal(binding.recovery.checkA, bag.checkA) && Crypto.equal(binding.recovery.checkC, bag.checkC)
                 if let stmt = try? db.statement("SELECT count(*) FROM items WHERE lockclass IN (4, 5)"), (try? stmt.step()) == true {
@@ -179,10 +192,13 @@ extension KeychainStore {
             guard let itemClass = ItemClass(code: select.int(1)), let lockClass = LockClass(rawValue: select.int(2)) else {
                 throw KeychainError.decode("row \(select.int(0)) has an invalid class")
             }
-            rows.append(Row(rowID: select.int(0), itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
-                            metadata: select.blob(3), secret: select.blob(4)))
+            rows.append(
+                Row(
+                    rowID: select.int(0), itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
+                    metadata: select.blob(3), secret: select.blob(4)))
         }
-        let update = try db.statement("""
+        let update = try db.statement(
+            """
             UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ? WHERE rowid = ?
             """)
         for row in rows {
@@ -192,8 +208,10 @@ extension KeychainStore {
             var secret = try openSecret(row, keys: old)
             defer { secret?.wipe() }
             let sealed = try seal(item, rowID: row.rowID, secret: secret, keys: new)
-            try update.run([.int(target.rawValue), .int(KeySpace(target).rawValue), .blob(sealed.pk), .blob(sealed.account),
-                            .blob(sealed.service), .blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)])
+            try update.run([
+                .int(target.rawValue), .int(KeySpace(target).rawValue), .blob(sealed.pk), .blob(sealed.account),
+                .blob(sealed.service), .blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)
+            ])
         }
     }
 }

@@ -124,21 +124,30 @@ extension TPMFailure {
     var keychainError: KeychainError {
         switch self {
         case .unavailable(let why):
-            return KeychainError(.serviceNotAvailable, "this keychain is sealed to a TPM, and there is \(why.hasPrefix("no TPM") ? why : "no TPM here: \(why)"); open it with its recovery key (`security tpm-recover`)")
+            return KeychainError(
+                .serviceNotAvailable,
+                "this keychain is sealed to a TPM, and there is \(why.hasPrefix("no TPM") ? why : "no TPM here: \(why)"); open it with its recovery key (`security tpm-recover`)"
+            )
         case .foreign(let why):
-            return KeychainError(.serviceNotAvailable, "this keychain is sealed to another TPM (a copy from another machine, or this TPM's owner hierarchy was cleared: \(why)); open it with its recovery key (`security tpm-recover`)")
+            return KeychainError(
+                .serviceNotAvailable,
+                "this keychain is sealed to another TPM (a copy from another machine, or this TPM's owner hierarchy was cleared: \(why)); open it with its recovery key (`security tpm-recover`)"
+            )
         case .authorization(let state):
             var detail = "wrong password for this keychain; the TPM counted the attempt"
             if let state, state.maximum > 0 {
-                detail += state.inLockout
+                detail +=
+                    state.inLockout
                     ? ", and now refuses every password for a while (dictionary-attack lockout)"
                     : " (\(state.failures) of \(state.maximum) before it refuses every password for a while)"
             }
             return KeychainError(.authFailed, detail)
         case .lockout(let state):
-            var detail = "the TPM is in dictionary-attack lockout after too many wrong passwords: it refuses every password, the right one too, until the lockout ends"
+            var detail =
+                "the TPM is in dictionary-attack lockout after too many wrong passwords: it refuses every password, the right one too, until the lockout ends"
             if let state, state.interval > 0 {
-                detail += " (it forgets one wrong password every \(state.interval) s; its owner can end the lockout at once with the TPM's lockout authorization)"
+                detail +=
+                    " (it forgets one wrong password every \(state.interval) s; its owner can end the lockout at once with the TPM's lockout authorization)"
             }
             return KeychainError(.quotaExceeded, detail)
         case .failed(let why):

@@ -38,8 +38,12 @@ switch arguments[2] {
 case "add":
     // One item that asks for the user, one that does not.
     let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
-    print("status \(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "presence", kSecAttrAccount: "guarded", kSecUseKeychain: keychain, kSecAttrAccessControl: access, kSecValueData: Data("guarded-secret".utf8)] as CFDictionary, nil))")
-    print("status \(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "presence", kSecAttrAccount: "open", kSecUseKeychain: keychain, kSecValueData: Data("open-secret".utf8)] as CFDictionary, nil))")
+    print(
+        "status \(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "presence", kSecAttrAccount: "guarded", kSecUseKeychain: keychain, kSecAttrAccessControl: access, kSecValueData: Data("guarded-secret".utf8)] as CFDictionary, nil))"
+    )
+    print(
+        "status \(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "presence", kSecAttrAccount: "open", kSecUseKeychain: keychain, kSecValueData: Data("open-secret".utf8)] as CFDictionary, nil))"
+    )
 case "read":
     read(query("guarded", extra: [kSecUseOperationPrompt: "Read the guarded test secret"]))
 case "read-fail":
@@ -73,7 +77,9 @@ case "biometry":
     var error: NSError?
     print("can \(LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error)) \(error?.code ?? 0)")
     let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .biometryCurrentSet, nil)!
-    print("status \(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "presence", kSecAttrAccount: "finger", kSecUseKeychain: keychain, kSecAttrAccessControl: access, kSecValueData: Data("x".utf8)] as CFDictionary, nil))")
+    print(
+        "status \(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrService: "presence", kSecAttrAccount: "finger", kSecUseKeychain: keychain, kSecAttrAccessControl: access, kSecValueData: Data("x".utf8)] as CFDictionary, nil))"
+    )
 default:
     print("unknown scenario")
     exit(2)

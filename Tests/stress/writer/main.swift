@@ -85,8 +85,9 @@ case "write" where arguments.count == 4:
                 say("try passwd \(next)")
                 // Half of them rotate the class keys too: every row re-sealed in the same
                 // transaction, so a kill leaves all rows under the old keys or all under the new.
-                try store.changePassword(from: Array(current.utf8), to: Array(next.utf8), scrypt: .fastForTesting,
-                                         rotatingKeys: Bool.random(using: &random))
+                try store.changePassword(
+                    from: Array(current.utf8), to: Array(next.utf8), scrypt: .fastForTesting,
+                    rotatingKeys: Bool.random(using: &random))
                 current = next
             case 3..<30 where exists:
                 say("try delete \(account)")

@@ -11,8 +11,10 @@ struct SQLiteFloor {
     init(path: String, count: Int) {
         self.count = count
         sqlite3_open(path, &db)
-        sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-            + "CREATE TABLE t(id INTEGER PRIMARY KEY, pk BLOB NOT NULL UNIQUE, account BLOB, value BLOB)", nil, nil, nil)
+        sqlite3_exec(
+            db,
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                + "CREATE TABLE t(id INTEGER PRIMARY KEY, pk BLOB NOT NULL UNIQUE, account BLOB, value BLOB)", nil, nil, nil)
         sqlite3_exec(db, "BEGIN", nil, nil, nil)
         var insert: OpaquePointer?
         sqlite3_prepare_v2(db, "INSERT INTO t(pk, account, value) VALUES (?, ?, ?)", -1, &insert, nil)

@@ -30,10 +30,12 @@ func server(_ i: Int) -> String { "host\(i).example.com" }
 func account(_ i: Int) -> String { "user\(i)" }
 
 func itemQuery(_ i: Int) -> [String: Any] {
-    [kSecClass as String: kSecClassInternetPassword,
-     kSecAttrServer as String: server(i),
-     kSecAttrAccount as String: account(i),
-     kSecAttrProtocol as String: kSecAttrProtocolHTTPS as String]
+    [
+        kSecClass as String: kSecClassInternetPassword,
+        kSecAttrServer as String: server(i),
+        kSecAttrAccount as String: account(i),
+        kSecAttrProtocol as String: kSecAttrProtocolHTTPS as String
+    ]
 }
 
 func expect(_ status: OSStatus, _ what: String) {
@@ -66,30 +68,41 @@ func benchItems(count: Int) {
 
     var random = SeededGenerator(state: UInt64(count))
     let picks = (0..<4096).map { _ in Int.random(in: 0..<count, using: &random) }
-    emit("lookup_us", medianMicroseconds(perBatch: 400) { n in
-        var query = itemQuery(picks[n % picks.count])
-        query[kSecReturnData as String] = true
-        var result: CFTypeRef?
-        expect(SecItemCopyMatching(query as CFDictionary, &result), "SecItemCopyMatching")
-    })
+    emit(
+        "lookup_us",
+        medianMicroseconds(perBatch: 400) { n in
+            var query = itemQuery(picks[n % picks.count])
+            query[kSecReturnData as String] = true
+            var result: CFTypeRef?
+            expect(SecItemCopyMatching(query as CFDictionary, &result), "SecItemCopyMatching")
+        })
     if getenv("BENCH_BREAKDOWN") != nil {
         let store = keychain.store
         emit("breakdown_status_us", medianMicroseconds(perBatch: 400) { _ in _ = store.status })
-        emit("breakdown_engine_find_us", medianMicroseconds(perBatch: 400) { n in
-            let i = picks[n % picks.count]
-            let query = Query(itemClass: .internetPassword, attributes: [
-                AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)), AttributeKey.protocol: .string("htps")])
-            _ = try! store.find(query, includeSecret: true)
-        })
+        emit(
+            "breakdown_engine_find_us",
+            medianMicroseconds(perBatch: 400) { n in
+                let i = picks[n % picks.count]
+                let query = Query(
+                    itemClass: .internetPassword,
+                    attributes: [
+                        AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)), AttributeKey.protocol: .string("htps")
+                    ])
+                _ = try! store.find(query, includeSecret: true)
+            })
     }
     // Each update and delete acts on a different item, so none of them finds a warm, changed row.
     let updated = Array("another password".utf8)
-    emit("update_us", medianMicroseconds(batches: 9, perBatch: 100) { n in
-        expect(SecItemUpdate(itemQuery(n) as CFDictionary, [kSecValueData as String: Data(updated)] as CFDictionary), "SecItemUpdate")
-    })
-    emit("delete_us", medianMicroseconds(batches: 9, perBatch: 100) { n in
-        expect(SecItemDelete(itemQuery(count - 1 - n) as CFDictionary), "SecItemDelete")
-    })
+    emit(
+        "update_us",
+        medianMicroseconds(batches: 9, perBatch: 100) { n in
+            expect(SecItemUpdate(itemQuery(n) as CFDictionary, [kSecValueData as String: Data(updated)] as CFDictionary), "SecItemUpdate")
+        })
+    emit(
+        "delete_us",
+        medianMicroseconds(batches: 9, perBatch: 100) { n in
+            expect(SecItemDelete(itemQuery(count - 1 - n) as CFDictionary), "SecItemDelete")
+        })
 
     let floor = SQLiteFloor(path: directory + "/floor.sqlite", count: count)
     defer { floor.close() }
@@ -104,9 +117,13 @@ func fill(path: String, count: Int) {
     do {
         let store = try KeychainStore.create(at: path, password: Array(password.utf8))
         for i in 0..<count {
-            try store.add(Item(itemClass: .internetPassword, attributes: [
-                AttributeKey.server: .string(server(i)), AttributeKey.protocol: .string("htps"), AttributeKey.account: .string(account(i)), AttributeKey.label: .string(server(i)),
-            ], secret: Array("pass\(i)".utf8)))
+            try store.add(
+                Item(
+                    itemClass: .internetPassword,
+                    attributes: [
+                        AttributeKey.server: .string(server(i)), AttributeKey.protocol: .string("htps"), AttributeKey.account: .string(account(i)),
+                        AttributeKey.label: .string(server(i))
+                    ], secret: Array("pass\(i)".utf8)))
         }
     } catch { fail("fill: \(error)") }
 }
@@ -117,9 +134,15 @@ func throwawayKeychain() -> (SecKeychain, done: () -> Void) {
     guard let dir = mkdtemp(&template) else { fail("mkdtemp") }
     let directory = String(cString: dir)
     do {
-        let keychain = try SecKeychain.create(at: directory + "/bench.keychain-db", password: "bench", storage: .kernel,
-                                              scrypt: .fastForTesting)
-        return (keychain, { keychain.store.lockAll(); _ = system("rm -rf '\(directory)'") })
+        let keychain = try SecKeychain.create(
+            at: directory + "/bench.keychain-db", password: "bench", storage: .kernel,
+            scrypt: .fastForTesting)
+        return (
+            keychain,
+            {
+                keychain.store.lockAll(); _ = system("rm -rf '\(directory)'")
+            }
+        )
     } catch { fail("cannot create a keychain: \(error)") }
 }
 
@@ -130,11 +153,15 @@ func profile(_ op: String, count: Int, calls: Int) {
     SecKeychain.setDefault(keychain)
     let secret = Array("a password of a usual length, 40 bytes..".utf8)
     do {
-        try keychain.store.add((0..<count).map { i in
-            Item(itemClass: .internetPassword, attributes: [
-                AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)),
-                AttributeKey.protocol: .string("htps"), AttributeKey.path: .string("/")], secret: secret)
-        })
+        try keychain.store.add(
+            (0..<count).map { i in
+                Item(
+                    itemClass: .internetPassword,
+                    attributes: [
+                        AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)),
+                        AttributeKey.protocol: .string("htps"), AttributeKey.path: .string("/")
+                    ], secret: secret)
+            })
     } catch { fail("fill: \(error)") }
     var random = SeededGenerator(state: UInt64(count))
     let picks = (0..<max(calls, 1)).map { _ in Int.random(in: 0..<count, using: &random) }
@@ -153,8 +180,11 @@ func profiledCalls(_ op: String, keychain: SecKeychain, count: Int, calls: Int, 
             expect(SecItemCopyMatching(query as CFDictionary, &result), "SecItemCopyMatching")
         case "engine-lookup":
             let i = picks[n]
-            let query = Query(itemClass: .internetPassword, attributes: [
-                AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)), AttributeKey.protocol: .string("htps")])
+            let query = Query(
+                itemClass: .internetPassword,
+                attributes: [
+                    AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)), AttributeKey.protocol: .string("htps")
+                ])
             _ = try! keychain.store.find(query, includeSecret: true)
         case "add":
             var attributes = itemQuery(count + n)
@@ -162,8 +192,9 @@ func profiledCalls(_ op: String, keychain: SecKeychain, count: Int, calls: Int, 
             attributes[kSecAttrPath as String] = "/"
             expect(SecItemAdd(attributes as CFDictionary, nil), "SecItemAdd")
         case "update":
-            expect(SecItemUpdate(itemQuery(n % count) as CFDictionary, [kSecValueData as String: Data(secret.reversed())] as CFDictionary),
-                   "SecItemUpdate")
+            expect(
+                SecItemUpdate(itemQuery(n % count) as CFDictionary, [kSecValueData as String: Data(secret.reversed())] as CFDictionary),
+                "SecItemUpdate")
         case "delete":
             expect(SecItemDelete(itemQuery(n % count) as CFDictionary), "SecItemDelete")
         default:

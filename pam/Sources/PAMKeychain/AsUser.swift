@@ -47,8 +47,10 @@ enum AsUser {
     /// The child is a fork of the application without exec: before anything else it closes every
     /// descriptor the application had open above stderr (an application may hold /etc/shadow)
     /// and clears its environment, then drops to the user.
-    static func runReplying(_ account: Account, timeout: Double = 20,
-                            _ work: (_ reply: ([UInt8]) -> Void) -> Outcome) -> (outcome: Outcome, reply: [UInt8]) {
+    static func runReplying(
+        _ account: Account, timeout: Double = 20,
+        _ work: (_ reply: ([UInt8]) -> Void) -> Outcome
+    ) -> (outcome: Outcome, reply: [UInt8]) {
         var fds: [Int32] = [-1, -1]
         let piped = pam_keychain_pipe(&fds) == 0
         let pid = fork()
@@ -94,9 +96,9 @@ enum AsUser {
     private static func become(_ account: Account) -> Bool {
         if geteuid() == 0 {
             guard initgroups(account.name, account.gid) == 0 || setgroups(1, [account.gid]) == 0,
-                  // As root, setgid and setuid set the real, effective and saved ids alike.
-                  setgid(account.gid) == 0,
-                  setuid(account.uid) == 0
+                // As root, setgid and setuid set the real, effective and saved ids alike.
+                setgid(account.gid) == 0,
+                setuid(account.uid) == 0
             else { return false }
         }
         // No way back to root: a child that could regain it must not touch the user's files.

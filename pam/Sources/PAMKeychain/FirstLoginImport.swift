@@ -62,8 +62,10 @@ enum FirstLoginImport {
         var added = 0, alreadyThere = 0, failed = loaded.unreadable.count
         for item in loaded.items {
             do {
-                switch try store.importSecretItem(label: item.label, attributes: item.attributes, secret: item.secret,
-                                                  created: item.created, modified: item.modified) {
+                switch try store.importSecretItem(
+                    label: item.label, attributes: item.attributes, secret: item.secret,
+                    created: item.created, modified: item.modified)
+                {
                 case .added: added += 1
                 case .alreadyThere: alreadyThere += 1
                 }
@@ -137,19 +139,26 @@ extension Hooks {
             return .done
         }
         guard outcome == .done, let result = FirstLoginImport.decode(reply) else {
-            pam.log(LOG_WARNING, "open_session: gnome-keyring's login keyring was not imported (\(outcome == .timedOut ? "gave up after \(Int(FirstLoginImport.timeout)) s" : "the worker failed")); the next login tries again")
+            pam.log(
+                LOG_WARNING,
+                "open_session: gnome-keyring's login keyring was not imported (\(outcome == .timedOut ? "gave up after \(Int(FirstLoginImport.timeout)) s" : "the worker failed")); the next login tries again"
+            )
             return
         }
         switch result {
         case .nothingToDo:
             break
         case .wrongPassword:
-            pam.debug("open_session: ~/.local/share/keyrings/login.keyring does not open with the login password; `security import-secrets --keyrings` brings it in with its own")
+            pam.debug(
+                "open_session: ~/.local/share/keyrings/login.keyring does not open with the login password; `security import-secrets --keyrings` brings it in with its own"
+            )
         case .failed(let why):
             pam.log(LOG_WARNING, "open_session: gnome-keyring's login keyring was not imported: \(why)")
         case .imported(let added, let alreadyThere, let failed):
             let rest = failed == 0 ? "; done once, not again" : "; \(failed) could not come, the next login tries again"
-            pam.log(LOG_NOTICE, "open_session: gnome-keyring's login keyring imported into the login keychain: \(added) added, \(alreadyThere) already there\(rest)")
+            pam.log(
+                LOG_NOTICE, "open_session: gnome-keyring's login keyring imported into the login keychain: \(added) added, \(alreadyThere) already there\(rest)"
+            )
         }
     }
 }

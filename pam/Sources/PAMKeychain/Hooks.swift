@@ -20,7 +20,11 @@ struct Hooks {
         case .done: pam.debug("\(what): done")
         case .noKeychain: pam.debug("\(what): no login keychain")
         case .wrongPassword: pam.log(LOG_NOTICE, "\(what): the login password does not open the login keychain; \(Remedy.unlock)")
-        case .resetPending: pam.log(LOG_NOTICE, "\(what): the login password does not open the login keychain since root reset it; `security unlock-keychain` with the keychain's old password re-keys it to the login password")
+        case .resetPending:
+            pam.log(
+                LOG_NOTICE,
+                "\(what): the login password does not open the login keychain since root reset it; `security unlock-keychain` with the keychain's old password re-keys it to the login password"
+            )
         case .locked: pam.log(LOG_NOTICE, "\(what): the keychain is locked")
         case .failed: pam.log(LOG_WARNING, "\(what): failed (see the keychain file and the kernel keyring)")
         case .cannotBecomeUser: pam.log(LOG_WARNING, "\(what): cannot switch to the user's identity")
@@ -129,7 +133,8 @@ struct Hooks {
             }
         }
         if outcome == .wrongPassword, !reply.isEmpty,
-           followReset(account, keychain: String(decoding: reply, as: UTF8.self), old: old, new: new) {
+            followReset(account, keychain: String(decoding: reply, as: UTF8.self), old: old, new: new)
+        {
             return PAM_IGNORE
         }
         report(outcome, "chauthtok")
@@ -145,7 +150,9 @@ struct Hooks {
         guard reset.isPassword(old) else { return false }
         do {
             try LoginPasswordReset(password: new, keychain: keychain, time: reset.time).remember(forUser: account.uid)
-            pam.log(LOG_NOTICE, "chauthtok: the password root set is changed before the login keychain followed it; `security unlock-keychain` now re-keys it to the new one")
+            pam.log(
+                LOG_NOTICE,
+                "chauthtok: the password root set is changed before the login keychain followed it; `security unlock-keychain` now re-keys it to the new one")
         } catch {
             pam.log(LOG_WARNING, "chauthtok: cannot pass the reset on to the new password: \(error)")
         }
@@ -173,7 +180,10 @@ struct Hooks {
         let keychain = String(decoding: reply, as: UTF8.self)
         do {
             try LoginPasswordReset(password: password, keychain: keychain).remember(forUser: account.uid)
-            pam.log(LOG_NOTICE, "chauthtok: a reset by root (no old password); the login keychain keeps its password until `security unlock-keychain` re-keys it to the new login password (within \(LoginPasswordReset.lifetime / 3600) hours)")
+            pam.log(
+                LOG_NOTICE,
+                "chauthtok: a reset by root (no old password); the login keychain keeps its password until `security unlock-keychain` re-keys it to the new login password (within \(LoginPasswordReset.lifetime / 3600) hours)"
+            )
         } catch {
             pam.log(LOG_WARNING, "chauthtok: a reset by root (no old password); cannot leave the new password for `security unlock-keychain`: \(error)")
         }

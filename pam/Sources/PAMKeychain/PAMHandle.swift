@@ -46,8 +46,11 @@ struct PAMHandle {
     /// Keeps PAM_AUTHTOK and the user it was typed for, in C memory PAM's cleanup wipes.
     func stash() {
         let rc = pam_keychain_stash(raw)
-        if rc == PAM_IGNORE { debug("authenticate: no password from an earlier module") }
-        else if rc != PAM_SUCCESS { log(LOG_WARNING, "cannot keep the password for the session (\(rc))") }
+        if rc == PAM_IGNORE {
+            debug("authenticate: no password from an earlier module")
+        } else if rc != PAM_SUCCESS {
+            log(LOG_WARNING, "cannot keep the password for the session (\(rc))")
+        }
     }
 
     /// The stashed password, a copy the caller wipes, only while PAM_USER is still the user who
