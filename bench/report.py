@@ -105,6 +105,11 @@ ours_p, gnome_p = provider("store", "ours"), provider("store", "gnome")
 add(f"the provider's own store (CreateItem, replace), {gnome_items:,} held, vs gnome-keyring",
     f"{ours_p / 1000:.2f} ms", f"{gnome_p / 1000:.2f} ms", f"{gnome_p / ours_p:.1f}x faster", "(no bar)", True)
 
+if "import-gnome/ms" in rss:
+    took = rss["import-gnome/ms"] / 1000
+    add(f"`security import-secrets` of gnome-keyring's file of {gnome_items:,} items (read, decrypt, store)",
+        f"{took:.2f} s", "", f"{took / gnome_items * 1e3:.2f} ms each", "(no bar)", True)
+
 ours_rss, gnome_rss = rss["service-rss/ours"], rss["service-rss/gnome"]
 add(f"resident memory holding {gnome_items:,} items, vs gnome-keyring-daemon", f"{ours_rss / 1024:.1f} MiB",
     f"{gnome_rss / 1024:.1f} MiB", f"{ours_rss / gnome_rss:.2f}x", "<= 0.25x", ours_rss <= gnome_rss / 4)

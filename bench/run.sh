@@ -77,6 +77,15 @@ for ((i = 0; i < gnome_items; i++)); do
     printf 'protocol=https\nhost=host%d.example.com\nusername=user%d\npassword=pass%d\n\n' "$i" "$i" "$i" | "$libsecret" store >/dev/null
 done
 
+# Moving in: gnome-keyring's file of those items, read and imported by `security import-secrets`
+# into a keychain of its own (keyring NAME.keyring becomes keychain NAME, with the keyring's password).
+say "importing: gnome-keyring's $gnome_items items with security import-secrets"
+cp "$XDG_DATA_HOME/keyrings/login.keyring" "$work/moving-in.keyring"
+start=$(date +%s%N)
+printf 'gnome\n' | "$bin/security" import-secrets --keyring "$work/moving-in.keyring" > "$work/import.log" 2>&1
+record "{\"figure\": \"import-gnome/ms\", \"ours\": $((($(date +%s%N) - start) / 1000000))}"
+grep -q "import-secrets: $gnome_items added" "$work/import.log" || { echo "import-secrets did not add $gnome_items items:"; cat "$work/import.log"; exit 1; }
+
 gpg --batch --quiet --passphrase '' --quick-gen-key bench@keychain.invalid default default never 2>/dev/null
 pass init bench@keychain.invalid >/dev/null
 docker_json='{"ServerURL":"https://registry.example.com","Username":"robot","Secret":"docker-pass"}'
