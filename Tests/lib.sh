@@ -55,3 +55,18 @@ copy_tree() {
         tar -C "$repo" --exclude=./.build --exclude='./.build-*' --exclude=./.swiftpm -cf - . | tar -C "$dest" -xf -
     fi
 }
+
+# For a suite that runs each case in a D-Bus session of its own, by starting itself again inside it
+# (`bash run.sh --inner BIN FUNCTION ARGS...`): sets bin (the built binaries, first on PATH), inner
+# (set inside the bus) and py (Debian's python3, which has its D-Bus packages); git reads no
+# system configuration. The caller drops `--inner BIN` itself: `[ -z "$inner" ] || shift 2`.
+# shellcheck disable=SC2034 # bin, inner and py are the sourcing suite's
+bus_suite_start() {
+    if [ "${1:-}" = --inner ]; then
+        bin=$2 inner=1
+    else
+        bin=$(realpath "${1:-.build/debug}") inner=
+    fi
+    export PATH="$bin:$PATH" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
+    py=/usr/bin/python3
+}

@@ -9,20 +9,12 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-# Inside a case's bus: run the named function of this file (`on_bus` below comes back here).
-if [ "${1:-}" = --inner ]; then
-    bin=$2; shift 2
-    export PATH="$bin:$PATH"
-    inner=1
-else
-    bin=$(realpath "${1:-.build/debug}")
-    export PATH="$bin:$PATH"
-    inner=
-fi
-export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
-py=/usr/bin/python3
-client() { "$py" "$here/client.py" "$@"; }
+# shellcheck source=Tests/lib.sh
 . "$here/../lib.sh"
+# Inside a case's bus: run the named function of this file (see bus_suite_start).
+bus_suite_start "$@"
+[ -z "$inner" ] || shift 2
+client() { "$py" "$here/client.py" "$@"; }
 
 fresh() {
     case_dir=$(mktemp -d /tmp/secret-service-XXXXXX)
