@@ -237,6 +237,122 @@ final class TPMConnection {
         return secret
     }
 
+    // MARK: Objects sealed to PCR values (a passwordless unlock)
+
+    /// The SHA-256 bank's `pcrs` as a TPML_PCR_SELECTION.
+    private static func selection(_ pcrs: [UInt8]) -> TPML_PCR_SELECTION {
+        var list = TPML_PCR_SELECTION()
+        list.count = 1
+        list.pcrSelections.0.hash = TPMConstant.algSHA256
+        list.pcrSelections.0.sizeofSelect = 3
+        withUnsafeMutableBytes(of: &list.pcrSelections.0.pcrSelect) { raw in
+            for pcr in pcrs where pcr < 24 { raw[Int(pcr / 8)] |= 1 << (pcr % 8) }
+        }
+        return list
+    }
+
+    /// A policy session (`trial`: one that only computes a digest) that has run TPM2_PolicyPCR
+    /// over the PCRs' current values. A real one is salted to `salt` and encrypts the answer of
+    /// the command it authorizes.
+    private func policySession(pcrs: [UInt8], trial: Bool, salt: ESYS_TR) throws -> ESYS_TR {
+        let esys = try context()
+        var symmetric = TPMT_SYM_DEF()
+        symmetric.algorithm = TPMConstant.algAES
+        symmetric.keyBits.aes = 128
+        symmetric.mode.aes = TPMConstant.algCFB
+        var session = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_StartAuthSession(
+            esys, trial ? ESYS_TR(ESYS_TR_NONE) : salt, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), nil, TPM2_SE(trial ? TPMConstant.seTrial : TPMConstant.sePolicy),
+            &symmetric, TPMConstant.algSHA256, &session)
+        guard rc == 0 else { throw Self.failure(rc, "TPM2_StartAuthSession (policy)") }
+        transient.append(session)
+        // An empty digest: the TPM uses the PCRs' values now; the object's policy says which.
+        var digest = TPM2B_DIGEST()
+        var list = Self.selection(pcrs)
+        let prc = Esys_PolicyPCR(esys, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &digest, &list)
+        guard prc == 0 else {
+            flush(session)
+            throw Self.failure(prc, "TPM2_PolicyPCR")
+        }
+        return session
+    }
+
+    /// Seals `secret` under `parent` in a keyed-hash data object that only a policy session
+    /// proving the current values of `pcrs` can unseal: no authorization value (userWithAuth
+    /// clear) and noDA, so a boot state that does not match costs no dictionary-attack try.
+    func seal(_ secret: Bytes, toPCRs pcrs: [UInt8], parent: ESYS_TR) throws -> (public: Bytes, private: Bytes) {
+        let esys = try context()
+        let trial = try policySession(pcrs: pcrs, trial: true, salt: parent)
+        var policy: UnsafeMutablePointer<TPM2B_DIGEST>?
+        let grc = Esys_PolicyGetDigest(esys, trial, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &policy)
+        defer { Esys_Free(policy) }
+        flush(trial)
+        guard grc == 0, let policy, policy.pointee.size == 32 else { throw Self.failure(grc, "TPM2_PolicyGetDigest") }
+        let session = try startSession(salt: parent)
+        defer { flush(session) }
+        try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionDecrypt)
+        var sensitive = TPM2B_SENSITIVE_CREATE()
+        defer { TPM2B.wipe(&sensitive) }
+        sensitive.sensitive.data.size = try TPM2B.fill(&sensitive.sensitive.data.buffer, with: secret)
+        var template = TPMTemplates.pcrSealedData()
+        template.publicArea.authPolicy = policy.pointee
+        var outsideInfo = TPM2B_DATA()
+        var creationPCRs = TPML_PCR_SELECTION()
+        var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
+        var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        let rc = Esys_Create(
+            esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive,
+            &template, &outsideInfo, &creationPCRs, &outPrivate, &outPublic, nil, nil, nil)
+        defer { Esys_Free(outPrivate); Esys_Free(outPublic) }
+        guard rc == 0, let outPrivate, let outPublic else { throw Self.failure(rc, "TPM2_Create") }
+        return (try marshal(outPublic), try marshal(outPrivate))
+    }
+
+    /// Loads an object sealed by `seal(_:toPCRs:parent:)` and unseals it through a salted policy
+    /// session over `pcrs`, which encrypts the answer. PCRs changed since: `TPMFailure.bootState`.
+    func unseal(public: Bytes, private: Bytes, pcrs: [UInt8], parent: ESYS_TR, expectedLength: Int) throws -> Bytes {
+        let esys = try context()
+        var inPublic = try unmarshalPublic(`public`)
+        guard TPMTemplates.isPCRSealedData(inPublic) else {
+            throw TPMFailure.failed("the sealed object in the keychain is not one this program makes")
+        }
+        var inPrivate = try unmarshalPrivate(`private`)
+        var object = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_Load(
+            esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            &inPrivate, &inPublic, &object)
+        guard rc == 0 else {
+            if let code = TPMConstant.code(rc), TPMConstant.foreignObject.contains(code) {
+                throw TPMFailure.foreign("the sealed secret does not load in this TPM (\(Self.describe(rc)))")
+            }
+            throw Self.failure(rc, "TPM2_Load")
+        }
+        transient.append(object)
+        defer { flush(object) }
+        let session = try policySession(pcrs: pcrs, trial: false, salt: parent)
+        defer { flush(session) }
+        try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionEncrypt)
+        var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+        let urc = Esys_Unseal(esys, object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &out)
+        defer {
+            if let out { TPM2B.wipe(&out.pointee) }
+            Esys_Free(out)
+        }
+        guard urc == 0, let out else {
+            if TPMConstant.code(urc) == TPMConstant.rcPolicyFail {
+                throw TPMFailure.bootState(
+                    "PCR \(pcrs.map { String($0) }.joined(separator: ",")) no longer hold the values the keychain's key was sealed to (this machine booted differently)"
+                )
+            }
+            throw Self.failure(urc, "TPM2_Unseal")
+        }
+        guard let secret = TPM2B.read(&out.pointee.buffer, size: out.pointee.size), secret.count == expectedLength else {
+            throw TPMFailure.failed("the TPM unsealed a secret of the wrong length")
+        }
+        return secret
+    }
+
     // MARK: Marshalling (tss2-mu), for the keybag
 
     private func marshal(_ value: UnsafeMutablePointer<TPM2B_PUBLIC>) throws -> Bytes {
@@ -344,6 +460,25 @@ enum TPMTemplates {
     /// TPM's dictionary-attack lockout.
     static let sealedAttributes: TPMA_OBJECT = TPMConstant.attrFixedTPM | TPMConstant.attrFixedParent | TPMConstant.attrUserWithAuth
 
+    /// An object sealed to PCR values: no authorization value (only its policy opens it) and
+    /// noDA, so a changed boot state counts nothing towards the lockout.
+    static let pcrSealedAttributes: TPMA_OBJECT = TPMConstant.attrFixedTPM | TPMConstant.attrFixedParent | TPMConstant.attrNoDA
+
+    static func pcrSealedData() -> TPM2B_PUBLIC {
+        var template = sealedData()
+        template.publicArea.objectAttributes = pcrSealedAttributes
+        return template
+    }
+
+    /// Whether a public area read from a keychain is a `pcrSealedData` object with a policy: one
+    /// edited to be usable with an authorization value instead is refused.
+    static func isPCRSealedData(_ value: TPM2B_PUBLIC) -> Bool {
+        let area = value.publicArea
+        return area.type == TPMConstant.algKeyedHash && area.nameAlg == TPMConstant.algSHA256
+            && area.objectAttributes == pcrSealedAttributes && area.authPolicy.size == 32
+            && area.parameters.keyedHashDetail.scheme.scheme == TPMConstant.algNull
+    }
+
     static func sealedData() -> TPM2B_PUBLIC {
         var template = TPM2B_PUBLIC()
         template.publicArea.type = TPMConstant.algKeyedHash
@@ -375,6 +510,8 @@ enum TPMConstant {
     static let algCFB: TPM2_ALG_ID = 0x0043
     static let eccNISTP256: TPM2_ECC_CURVE = 0x0003
     static let seHMAC: UInt8 = 0x00
+    static let sePolicy: UInt8 = 0x01
+    static let seTrial: UInt8 = 0x03
 
     static let attrFixedTPM: TPMA_OBJECT = 0x0000_0002
     static let attrFixedParent: TPMA_OBJECT = 0x0000_0010
@@ -400,6 +537,7 @@ enum TPMConstant {
     static let rcAuthFail: UInt32 = 0x08E
     static let rcBadAuth: UInt32 = 0x0A2
     static let rcLockout: UInt32 = 0x921
+    static let rcPolicyFail: UInt32 = 0x09D
     /// Load failures of a private area made under another parent: integrity check (its HMAC
     /// under the parent's key fails), or a size or value that decrypts to nonsense.
     static let foreignObject: Set<UInt32> = [0x09F, 0x095, 0x084, 0x09A, 0x0A9]

@@ -328,6 +328,7 @@ struct Status: ParsableCommand {
             if let note = settingsNote(status.settingsIntegrity) { Terminal.out("settings:          \(note)") }
             Terminal.out("items:             \(try store.count())")
             Terminal.out("TPM:               " + tpmSummary(store.tpmStatus()))
+            Terminal.out("passwordless:      " + passwordlessSummary(store.passwordless))
         }
     }
 }

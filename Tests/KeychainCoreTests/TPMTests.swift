@@ -35,6 +35,26 @@ final class SimulatedTPM: TPMOperations {
         return lying ? Bytes(repeating: 0x5a, count: length) : entry.secret
     }
 
+    /// PCR values (SHA-256 bank) by index; absent: zeros.
+    var pcrValues: [UInt8: Bytes] = [:]
+    var pcrSealed: [Bytes: (secret: Bytes, pcrs: [UInt8], values: [Bytes])] = [:]
+
+    func values(_ pcrs: [UInt8]) -> [Bytes] { pcrs.map { pcrValues[$0] ?? Bytes(repeating: 0, count: 32) } }
+
+    func seal(_ secret: Bytes, toPCRs pcrs: [UInt8]) throws -> TPMSealedSecret {
+        let handle = Bytes((0..<16).map { _ in UInt8.random(in: 0...255) })
+        pcrSealed[handle] = (secret, pcrs, values(pcrs))
+        return TPMSealedSecret(primaryName: primary, sealedPublic: [4, 5, 6], sealedPrivate: handle)
+    }
+
+    func unseal(_ record: TPMSealedSecret, pcrs: [UInt8], length: Int) throws -> Bytes {
+        unseals += 1
+        guard record.primaryName == primary, let entry = pcrSealed[record.sealedPrivate] else { throw TPMFailure.foreign("not this TPM's") }
+        // The policy is in the object: PCRs named differently in the record fail as a change would.
+        guard entry.pcrs == pcrs, entry.values == values(pcrs) else { throw TPMFailure.bootState("PCR changed") }
+        return lying ? Bytes(repeating: 0x5a, count: length) : entry.secret
+    }
+
     var state: TPMLockoutState { TPMLockoutState(inLockout: failures >= maximum, failures: failures, maximum: maximum, interval: 600) }
 
     func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?) {
@@ -452,5 +472,133 @@ final class TPMTests: XCTestCase {
             }
             XCTAssertThrowsError(try TPMHelperService.serve(garbage) { LocalTPM(configuration: $0) })
         }
+    }
+}
+
+/// The passwordless unlock (Passwordless.swift): its key needs the TPM's PCR-sealed half and the
+/// half only the machine's key opens, for this user and this keychain alone.
+final class PasswordlessTests: XCTestCase {
+    var scratch: Scratch!
+    var tpm: SimulatedTPM!
+    let here = TPMConfiguration(tcti: "simulated")
+    let pw = Array("pw".utf8)
+    var machinePublic = Bytes(repeating: 0, count: 32)
+    var machineSecret = Bytes(repeating: 0, count: 32)
+
+    override func setUp() {
+        scratch = Scratch()
+        tpm = SimulatedTPM()
+        TPMAccess.simulated = { [unowned self] _ in self.tpm }
+        setenv("KEYCHAIN_TPM_TCTI", "simulated", 1)
+        (machinePublic, machineSecret) = try! MachineKey.makePair()
+    }
+
+    override func tearDown() {
+        TPMAccess.simulated = nil
+        unsetenv("KEYCHAIN_TPM_TCTI")
+        scratch.remove()
+    }
+
+    func enrolled(uid: UInt32 = 1000, pcrs: [UInt8] = [7]) throws -> KeychainStore {
+        let store = try scratch.create()
+        try store.add(generic("portable", secret: "kept"))
+        try store.add(generic("device", secret: "bound", protection: .whenUnlockedThisDeviceOnly))
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        try store.enrolPasswordless(password: pw, machineKey: machinePublic, uid: uid, pcrs: pcrs, tpm: here)
+        return store
+    }
+
+    /// What root does in the PAM module: opens the box with the machine's key.
+    func opened(_ store: KeychainStore) throws -> Bytes {
+        let box = try XCTUnwrap(try store.passwordlessBox())
+        return try XCTUnwrap(MachineKey.open(box, public: machinePublic, secret: machineSecret))
+    }
+
+    func testTheBoxAndTheTPMUnlockEveryClassAndNothingElseDoes() throws {
+        let store = try enrolled()
+        XCTAssertEqual(store.passwordless, PasswordlessStatus(pcrs: [7], current: true))
+        store.lockAll()
+        try store.unlockPasswordless(opened: try opened(store), uid: 1000, tpm: here)
+        XCTAssertTrue(store.status.whenUnlocked)
+        XCTAssertTrue(store.status.afterFirstUnlock)
+        XCTAssertEqual(try secretString(store, query("portable")), "kept")
+        XCTAssertEqual(try secretString(store, query("device")), "bound")
+    }
+
+    func testAnotherUsersOrAnotherKeychainsBoxIsRefused() throws {
+        let store = try enrolled(uid: 1000)
+        store.lockAll()
+        XCTAssertStatus(try store.unlockPasswordless(opened: try opened(store), uid: 1001, tpm: here), .decode)
+        // Another keychain's box, opened by root for the right user: not this keychain's.
+        let other = try scratch.create("other")
+        _ = try other.sealToTPM(password: pw, tpm: here)
+        try other.enrolPasswordless(password: pw, machineKey: machinePublic, uid: 1000, tpm: here)
+        XCTAssertStatus(try store.unlockPasswordless(opened: try opened(other), uid: 1000, tpm: here), .decode)
+        XCTAssertFalse(store.status.whenUnlocked)
+        // A box sealed to another machine's key does not open with this one.
+        let (otherPublic, otherSecret) = try MachineKey.makePair()
+        XCTAssertNil(MachineKey.open(try XCTUnwrap(try store.passwordlessBox()), public: otherPublic, secret: otherSecret))
+    }
+
+    func testAChangedPCRRefusesAndThePasswordStillOpens() throws {
+        let store = try enrolled(pcrs: [7])
+        store.lockAll()
+        tpm.pcrValues[7] = Bytes(repeating: 1, count: 32)
+        XCTAssertStatus(try store.unlockPasswordless(opened: try opened(store), uid: 1000, tpm: here), .authFailed)
+        XCTAssertFalse(store.status.whenUnlocked)
+        try store.unlock(password: pw)
+        XCTAssertTrue(store.status.whenUnlocked)
+        // Enrolled again in the new state, it opens.
+        try store.enrolPasswordless(password: pw, machineKey: machinePublic, uid: 1000, tpm: here)
+        store.lockAll()
+        try store.unlockPasswordless(opened: try opened(store), uid: 1000, tpm: here)
+        XCTAssertTrue(store.status.whenUnlocked)
+    }
+
+    func testATPMThatAnswersAWrongSecretUnlocksNothing() throws {
+        let store = try enrolled()
+        store.lockAll()
+        tpm.lying = true
+        XCTAssertStatus(try store.unlockPasswordless(opened: try opened(store), uid: 1000, tpm: here), .decode)
+        XCTAssertFalse(store.status.whenUnlocked)
+        XCTAssertFalse(store.status.afterFirstUnlock)
+    }
+
+    func testEveryByteOfTheRecordIsCoveredAndRotationRemovesIt() throws {
+        let store = try enrolled()
+        let opened = try opened(store)
+        let stmt = try store.db.statement("SELECT value FROM keychain WHERE name = 'passwordless'")
+        XCTAssertTrue(try stmt.step())
+        let record = stmt.blob(0)
+        stmt.reset()
+        store.lockAll()
+        // A flipped byte anywhere: refused (malformed, or a tag that fails), never unlocked.
+        for index in stride(from: 0, to: record.count, by: 7) {
+            var changed = record
+            changed[index] ^= 0x01
+            try store.db.statement("UPDATE keychain SET value = ? WHERE name = 'passwordless'").run([.blob(changed)])
+            XCTAssertThrowsError(try store.unlockPasswordless(opened: opened, uid: 1000, tpm: here), "byte \(index)")
+            XCTAssertFalse(store.status.whenUnlocked, "byte \(index)")
+        }
+        try store.db.statement("UPDATE keychain SET value = ? WHERE name = 'passwordless'").run([.blob(record)])
+        try store.unlockPasswordless(opened: opened, uid: 1000, tpm: here)
+        XCTAssertTrue(store.status.whenUnlocked)
+        // A rotation: new keys, so the copy goes; the password unseals, the box opens nothing.
+        _ = try store.changePassword(from: pw, to: pw, rotatingKeys: true)
+        XCTAssertNil(store.passwordless)
+        XCTAssertNil(try store.passwordlessBox())
+        XCTAssertTrue(try store.removePasswordless() == false)
+    }
+
+    func testPCRListsAreParsedStrictly() {
+        XCTAssertEqual(PCRSelection.parse("7"), [7])
+        XCTAssertEqual(PCRSelection.parse("7,0,2,7"), [0, 2, 7])
+        for bad in ["", "24", "-1", "7,", "a", "0,1,2,3,4,5,6,7,8"] { XCTAssertNil(PCRSelection.parse(bad), bad) }
+    }
+
+    func testWithoutABindingEnrolmentIsRefused() throws {
+        let store = try scratch.create()
+        XCTAssertStatus(try store.enrolPasswordless(password: pw, machineKey: machinePublic, uid: 1000, tpm: here), .param)
+        XCTAssertNil(store.passwordless)
     }
 }

@@ -63,6 +63,8 @@ extension KeychainStore {
                 bag.settings = settings
                 bag.authenticateSettings(a: newA)
                 try bag.save(to: db)
+                // It wraps the old keys: after a rotation it would open nothing (enrol it again).
+                try PasswordlessRecord.remove(from: db)
                 keybag = bag
             }
             try install(a: newA, c: newC, device: keybag.isBound ? newDevice : nil)

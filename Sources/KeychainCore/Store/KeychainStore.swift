@@ -14,7 +14,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// The settings in force and whether their MAC verified, once class key A was seen.
     private var settingsCheck: (settings: KeychainSettings, integrity: SettingsIntegrity)?
     /// SQLite's data_version when the keybag was last read (`refreshKeybag`).
-    private var dataVersion: Int64 = 0
+    var dataVersion: Int64 = 0
     /// Set when a batch rolled back: what this process kept of the keybag may be what the
     /// rollback undid, and data_version does not move for this connection's own changes.
     private var keybagStale = false

@@ -106,6 +106,8 @@ extension KeychainStore {
                 try resealMovedRows(from: old, to: new)
                 try bag.unbind(a: a, c: c, password: password, scrypt: bag.scrypt)
                 try bag.save(to: db)
+                // Its ThisDeviceOnly keys are gone, and it was this TPM's to begin with.
+                try PasswordlessRecord.remove(from: db)
                 keybag = bag
             }
             try install(a: a, c: c)
@@ -141,6 +143,8 @@ extension KeychainStore {
                 try delete.run([.int(LockClass.whenUnlockedThisDeviceOnly.rawValue), .int(LockClass.afterFirstUnlockThisDeviceOnly.rawValue)])
                 outcome.deviceOnlyItemsLost = Int(db.changes)
                 try bag.save(to: db)
+                // Made for the old TPM's ThisDeviceOnly keys: it could open nothing here.
+                try PasswordlessRecord.remove(from: db)
                 keybag = bag
             }
             try install(a: a, c: c, device: outcome.sealedAgain ? device : nil)
@@ -169,7 +173,7 @@ extension KeychainStore {
                 status.sealedHere = here
             } catch let failure as TPMFailure {
                 switch failure {
-                case .unavailable(let why), .foreign(let why), .failed(let why): status.problem = why
+                case .unavailable(let why), .foreign(let why), .failed(let why), .bootState(let why): status.problem = why
                 case .authorization, .lockout: status.problem = failure.keychainError.detail
                 }
             } catch {
