@@ -30,6 +30,12 @@ struct Hooks {
         case .cannotBecomeUser: pam.log(LOG_WARNING, "\(what): cannot switch to the user's identity")
         case .timedOut: pam.log(LOG_WARNING, "\(what): gave up after the time limit")
         case .cannotFork: pam.log(LOG_WARNING, "\(what): cannot fork")
+        case .notEnrolled: pam.debug("\(what): the login keychain has no passwordless unlock")
+        case .bootStateChanged:
+            pam.log(
+                LOG_NOTICE,
+                "\(what): this machine's boot state (its PCRs) is not the one the passwordless unlock was sealed to; the keychain stays locked (`security tpm-enroll --passwordless` seals it again)"
+            )
         }
     }
 
@@ -78,7 +84,86 @@ struct Hooks {
         report(outcome, "open_session")
         // The login password opened the login keychain: gnome-keyring's login keyring comes too, once.
         if outcome == .done, token != nil { importLoginKeyring(account, password: token!) }
+        if token == nil, pam.options.passwordless { unlockWithoutPassword(account) }
         return PAM_SUCCESS
+    }
+
+    /// Services through which one user becomes another: a stack of theirs given `passwordless`
+    /// by mistake must not turn `sudo -u alice` or `su alice` into alice's keychain unlocked.
+    static let switchingServices: Set<String> = [
+        "su", "su-l", "sudo", "sudo-i", "runuser", "runuser-l", "pkexec", "polkit-1", "doas", "login-switch"
+    ]
+
+    /// Why a passwordless unlock is refused here, or nil. Only a login run by root for its own
+    /// purposes qualifies (gdm, login, sshd have real uid 0): a set-user-ID program a user started
+    /// (su, sudo, pkexec) has that user's real uid, and PAM_RUSER names someone else.
+    private func passwordlessRefusal(_ account: AsUser.Account) -> String? {
+        if getuid() != 0 || geteuid() != 0 { return "not run by root (a set-user-ID program such as su or sudo, real uid \(getuid()))" }
+        if let service = pam.service, Self.switchingServices.contains(service) { return "\(service) switches users" }
+        if let requester = pam.string(PAM_RUSER), !requester.isEmpty, requester != account.name {
+            return "requested by \(requester) for \(account.name)"
+        }
+        return nil
+    }
+
+    /// A session opened with no password (the auth stack, a fingerprint or smart-card module or
+    /// gdm's autologin, has accepted the user): the login keychain unlocks with its passwordless
+    /// copy, if the user enrolled one. In two steps so that root never reads the user's file and
+    /// the user never sees the machine's key: a worker (as the user) hands over the sealed box from
+    /// the keychain, root opens it with the machine's key and checks it names this user, and a
+    /// second worker (as the user) unseals the TPM's half and unlocks. Every failure is logged and
+    /// the login goes on.
+    private func unlockWithoutPassword(_ account: AsUser.Account) {
+        if let refusal = passwordlessRefusal(account) {
+            pam.log(LOG_NOTICE, "open_session: passwordless unlock refused: \(refusal)")
+            return
+        }
+        var machine: (public: [UInt8], secret: [UInt8])
+        do {
+            machine = try MachineKey.loadOrCreate()
+        } catch {
+            pam.log(LOG_WARNING, "open_session: passwordless unlock: this machine's key: \(error)")
+            return
+        }
+        defer { machine.secret.wipe() }
+        var tpm = pam.options.tpmTCTI.map { TPMConfiguration(tcti: $0.isEmpty || $0 == "none" ? nil : $0) } ?? TPMConfiguration.current
+        tpm.helper = pam.options.tpmHelper
+        let (found, box) = AsUser.runReplying(account) { reply in
+            guard KeychainFile.exists(account.loginKeychain) else { return .noKeychain }
+            do {
+                let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
+                let status = store.status
+                if status.whenUnlocked && status.afterFirstUnlock { return .done }
+                guard let box = try store.passwordlessBox() else { return .notEnrolled }
+                reply(box)
+                return .done
+            } catch {
+                return .failed
+            }
+        }
+        guard found == .done, !box.isEmpty else {
+            report(found, "open_session (passwordless)")
+            return
+        }
+        guard var opened = MachineKey.open(box, public: machine.public, secret: machine.secret) else {
+            pam.log(LOG_NOTICE, "open_session: the login keychain's passwordless unlock was not made for this machine's key; it stays locked")
+            return
+        }
+        defer { opened.wipe() }
+        let uid = UInt32(account.uid)
+        let outcome = AsUser.run(account) {
+            defer { opened.wipe() }
+            do {
+                let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
+                try store.unlockPasswordless(opened: opened, uid: uid, tpm: tpm)
+                return .done
+            } catch let error as KeychainError where error.code == .authFailed {
+                return .bootStateChanged
+            } catch {
+                return .failed
+            }
+        }
+        report(outcome, "open_session (passwordless)")
     }
 
     /// The last session's end locks WhenUnlocked (with lock_on_close, and if the keychain's own
