@@ -68,6 +68,24 @@ package struct LocalTPM: TPMOperations {
         }
     }
 
+    package func counter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer {
+        try connected { connection in
+            switch request.action {
+            case .find:
+                guard let (index, value) = try connection.findCounter(auth: request.auth, candidates: request.candidates) else { return .none }
+                return TPMCounterAnswer(index: index, value: value)
+            case .create:
+                let (index, value) = try connection.createCounter(auth: request.auth, candidates: request.candidates)
+                return TPMCounterAnswer(index: index, value: value)
+            case .increment(let index, let expected):
+                return TPMCounterAnswer(index: index, value: try connection.incrementCounter(auth: request.auth, index: index, expected: expected))
+            case .remove(let index):
+                try connection.removeCounter(auth: request.auth, index: index)
+                return .none
+            }
+        }
+    }
+
     package func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?) {
         try connected { connection in
             let description = TPMDescription(

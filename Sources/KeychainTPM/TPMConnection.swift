@@ -353,6 +353,170 @@ final class TPMConnection {
         return secret
     }
 
+    // MARK: NV counters (a keychain's rollback counter)
+
+    /// The attributes of a keychain's counter: a counter (only TPM2_NV_Increment changes it),
+    /// read and incremented with its authorization value (derived from class key C, so no one
+    /// without the keychain's keys can move it), and noDA: probing costs no lockout tries. Not
+    /// orderly: an orderly counter jumps ahead after a power cut, which would look like an older
+    /// copy of the file.
+    static let counterAttributes: TPMA_NV = TPMConstant.nvAuthWrite | TPMConstant.nvAuthRead | TPMConstant.nvNoDA | (TPMConstant.ntCounter << 4)
+
+    /// An unsalted HMAC session: the authorization never crosses the bus in the clear, and it is
+    /// 256 bits, so an HMAC seen on the bus gives no handle for guessing.
+    private func hmacSession() throws -> ESYS_TR {
+        var symmetric = TPMT_SYM_DEF()
+        symmetric.algorithm = TPMConstant.algNull
+        var session = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_StartAuthSession(
+            try context(), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), nil, TPM2_SE(TPMConstant.seHMAC),
+            &symmetric, TPMConstant.algSHA256, &session)
+        guard rc == 0 else { throw Self.failure(rc, "TPM2_StartAuthSession") }
+        transient.append(session)
+        return session
+    }
+
+    /// The NV index at `index` as an ESAPI object with `auth` set, if it exists and is a counter
+    /// of ours (attributes and size); nil when there is none or another kind of index is there.
+    private func counterObject(_ index: UInt32, auth: Bytes) throws -> ESYS_TR? {
+        let esys = try context()
+        var object = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_TR_FromTPMPublic(esys, index, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &object)
+        guard rc == 0 else {
+            if TPMConstant.code(rc) == TPMConstant.rcHandle { return nil }
+            throw Self.failure(rc, "TPM2_NV_ReadPublic")
+        }
+        var nvPublic: UnsafeMutablePointer<TPM2B_NV_PUBLIC>?
+        var nvName: UnsafeMutablePointer<TPM2B_NAME>?
+        let prc = Esys_NV_ReadPublic(esys, object, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &nvPublic, &nvName)
+        defer { Esys_Free(nvPublic); Esys_Free(nvName) }
+        guard prc == 0, let nvPublic else {
+            var closing = object
+            _ = Esys_TR_Close(esys, &closing)
+            throw Self.failure(prc, "TPM2_NV_ReadPublic")
+        }
+        let area = nvPublic.pointee.nvPublic
+        guard area.nvIndex == index, area.nameAlg == TPMConstant.algSHA256, area.attributes & ~TPMConstant.nvWritten == Self.counterAttributes,
+            area.dataSize == 8, area.authPolicy.size == 0
+        else {
+            var closing = object
+            _ = Esys_TR_Close(esys, &closing)
+            return nil
+        }
+        var authValue = TPM2B_AUTH()
+        defer { TPM2B.wipe(&authValue) }
+        authValue.size = try TPM2B.fill(&authValue.buffer, with: auth)
+        _ = Esys_TR_SetAuth(esys, object, &authValue)
+        return object
+    }
+
+    private func close(object: ESYS_TR) {
+        guard let esys else { return }
+        var closing = object
+        _ = Esys_TR_Close(esys, &closing)
+    }
+
+    /// The counter's value; nil when `auth` is not its authorization (another keychain's counter).
+    private func readCounter(_ object: ESYS_TR) throws -> UInt64? {
+        let esys = try context()
+        let session = try hmacSession()
+        defer { flush(session) }
+        var data: UnsafeMutablePointer<TPM2B_MAX_NV_BUFFER>?
+        let rc = Esys_NV_Read(esys, object, object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), 8, 0, &data)
+        defer { Esys_Free(data) }
+        guard rc == 0, let data else {
+            if TPMConstant.code(rc) == TPMConstant.rcAuthFail || TPMConstant.code(rc) == TPMConstant.rcBadAuth { return nil }
+            throw Self.failure(rc, "TPM2_NV_Read")
+        }
+        guard let bytes = TPM2B.read(&data.pointee.buffer, size: data.pointee.size), bytes.count == 8 else {
+            throw TPMFailure.failed("the TPM answered a counter of the wrong size")
+        }
+        return bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// The first of `candidates` that holds a counter of ours opened by `auth`, and its value.
+    func findCounter(auth: Bytes, candidates: [UInt32]) throws -> (index: UInt32, value: UInt64)? {
+        for index in candidates {
+            guard let object = try counterObject(index, auth: auth) else { continue }
+            defer { close(object: object) }
+            if let value = try readCounter(object) { return (index, value) }
+        }
+        return nil
+    }
+
+    /// A new counter at the first free index of `candidates`, incremented once (a counter cannot
+    /// be read before its first increment; it starts at the highest count this TPM ever had).
+    func createCounter(auth: Bytes, candidates: [UInt32]) throws -> (index: UInt32, value: UInt64) {
+        let esys = try context()
+        for index in candidates {
+            var existing = ESYS_TR(ESYS_TR_NONE)
+            if Esys_TR_FromTPMPublic(esys, index, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &existing) == 0 {
+                close(object: existing)
+                continue
+            }
+            var authValue = TPM2B_AUTH()
+            defer { TPM2B.wipe(&authValue) }
+            authValue.size = try TPM2B.fill(&authValue.buffer, with: auth)
+            var info = TPM2B_NV_PUBLIC()
+            info.nvPublic.nvIndex = index
+            info.nvPublic.nameAlg = TPMConstant.algSHA256
+            info.nvPublic.attributes = Self.counterAttributes
+            info.nvPublic.dataSize = 8
+            var object = ESYS_TR(ESYS_TR_NONE)
+            let rc = Esys_NV_DefineSpace(
+                esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                &authValue, &info, &object)
+            guard rc == 0 else {
+                if TPMConstant.code(rc) == TPMConstant.rcNVDefined { continue }
+                if TPMConstant.code(rc) == TPMConstant.rcBadAuth || TPMConstant.code(rc) == TPMConstant.rcAuthFail {
+                    throw TPMFailure.failed("the TPM's owner hierarchy has a password; a rollback counter cannot be made")
+                }
+                throw Self.failure(rc, "TPM2_NV_DefineSpace")
+            }
+            defer { close(object: object) }
+            _ = Esys_TR_SetAuth(esys, object, &authValue)
+            try increment(object)
+            guard let value = try readCounter(object) else { throw TPMFailure.failed("the TPM refused the counter it just made") }
+            return (index, value)
+        }
+        throw TPMFailure.failed("no free NV index for a rollback counter (all of \(candidates.count) candidates are taken)")
+    }
+
+    private func increment(_ object: ESYS_TR) throws {
+        let session = try hmacSession()
+        defer { flush(session) }
+        let rc = Esys_NV_Increment(try context(), object, object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+        guard rc == 0 else { throw Self.failure(rc, "TPM2_NV_Increment") }
+    }
+
+    /// Increments the counter at `index` if it holds `expected`; returns its value after.
+    func incrementCounter(auth: Bytes, index: UInt32, expected: UInt64) throws -> UInt64 {
+        guard let object = try counterObject(index, auth: auth) else { throw TPMFailure.failed("the keychain's counter is gone from the TPM") }
+        defer { close(object: object) }
+        guard let value = try readCounter(object) else { throw TPMFailure.failed("the counter at that index is not this keychain's") }
+        guard value == expected else { return value }
+        try increment(object)
+        guard let after = try readCounter(object), after > value else { throw TPMFailure.failed("the TPM's counter did not move") }
+        return after
+    }
+
+    /// Removes the counter at `index`, if it is this keychain's (opened by `auth`).
+    func removeCounter(auth: Bytes, index: UInt32) throws {
+        guard let object = try counterObject(index, auth: auth) else { return }
+        guard try readCounter(object) != nil else {
+            close(object: object)
+            return
+        }
+        let rc = Esys_NV_UndefineSpace(
+            try context(), ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+        // Undefined, the object is gone from ESAPI too; not undefined, it is closed here.
+        guard rc == 0 else {
+            close(object: object)
+            throw Self.failure(rc, "TPM2_NV_UndefineSpace")
+        }
+    }
+
     // MARK: Marshalling (tss2-mu), for the keybag
 
     private func marshal(_ value: UnsafeMutablePointer<TPM2B_PUBLIC>) throws -> Bytes {
@@ -538,6 +702,14 @@ enum TPMConstant {
     static let rcBadAuth: UInt32 = 0x0A2
     static let rcLockout: UInt32 = 0x921
     static let rcPolicyFail: UInt32 = 0x09D
+    static let rcHandle: UInt32 = 0x08B
+    static let rcNVDefined: UInt32 = 0x14C
+
+    static let nvAuthWrite: TPMA_NV = 0x0000_0004
+    static let nvAuthRead: TPMA_NV = 0x0004_0000
+    static let nvNoDA: TPMA_NV = 0x0200_0000
+    static let nvWritten: TPMA_NV = 0x2000_0000
+    static let ntCounter: TPMA_NV = 0x1
     /// Load failures of a private area made under another parent: integrity check (its HMAC
     /// under the parent's key fails), or a size or value that decrypts to nonsense.
     static let foreignObject: Set<UInt32> = [0x09F, 0x095, 0x084, 0x09A, 0x0A9]

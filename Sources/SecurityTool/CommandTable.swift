@@ -47,8 +47,8 @@ enum CommandTable {
         CommandSpec(name: "delete-keychain", type: DeleteKeychain.self, optstring: "h", synopsis: "[-h] [keychain...]"),
         CommandSpec(name: "lock-keychain", type: LockKeychain.self, optstring: "ah", synopsis: "[-h] [-a|keychain]"),
         CommandSpec(
-            name: "unlock-keychain", type: UnlockKeychain.self, optstring: "hp:u", secretOptions: ["p"],
-            synopsis: "[-hu] [-p password] [keychain]"),
+            name: "unlock-keychain", type: UnlockKeychain.self, optstring: "hp:u", longOptions: ["accept-older-copy": false],
+            secretOptions: ["p"], synopsis: "[-hu] [-p password] [--accept-older-copy] [keychain]"),
         CommandSpec(
             name: "set-keychain-settings", type: SetKeychainSettings.self, optstring: "hlt:u",
             synopsis: "[-hlu] [-t timeout] [keychain]"),

@@ -179,6 +179,13 @@ struct TPMStatusCommand: ParsableCommand {
             Terminal.out("keychain:        \"\(store.path)\"")
             for line in tpmLines(status) { Terminal.out(line) }
             Terminal.out("passwordless:    " + passwordlessSummary(store.passwordless))
+            if status.sealed {
+                Terminal.out(
+                    "rollback:        "
+                        + (store.rollbackStatus.map {
+                            "count \($0.fileCount) in the file, checked against this TPM's counter and moved on at each unlock"
+                        } ?? "no counter (an older copy of the file put back would not be noticed)"))
+            }
         }
     }
 }

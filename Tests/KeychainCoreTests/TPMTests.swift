@@ -55,6 +55,38 @@ final class SimulatedTPM: TPMOperations {
         return lying ? Bytes(repeating: 0x5a, count: length) : entry.secret
     }
 
+    /// NV counters by index: their authorization and value. Counters start at the highest value
+    /// any counter had, as a TPM's do.
+    var counters: [UInt32: (auth: Bytes, value: UInt64)] = [:]
+    var highest: UInt64 = 0
+    var increments = 0
+
+    func counter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer {
+        switch request.action {
+        case .find:
+            for index in request.candidates {
+                if let entry = counters[index], entry.auth == request.auth { return TPMCounterAnswer(index: index, value: entry.value) }
+            }
+            return .none
+        case .create:
+            guard let index = request.candidates.first(where: { counters[$0] == nil }) else { throw TPMFailure.failed("no free index") }
+            highest += 1
+            increments += 1
+            counters[index] = (request.auth, highest)
+            return TPMCounterAnswer(index: index, value: highest)
+        case .increment(let index, let expected):
+            guard let entry = counters[index], entry.auth == request.auth else { throw TPMFailure.failed("not ours") }
+            guard entry.value == expected else { return TPMCounterAnswer(index: index, value: entry.value) }
+            counters[index]!.value += 1
+            increments += 1
+            highest = max(highest, counters[index]!.value)
+            return TPMCounterAnswer(index: index, value: counters[index]!.value)
+        case .remove(let index):
+            if let entry = counters[index], entry.auth == request.auth { counters[index] = nil }
+            return .none
+        }
+    }
+
     var state: TPMLockoutState { TPMLockoutState(inLockout: failures >= maximum, failures: failures, maximum: maximum, interval: 600) }
 
     func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?) {
@@ -600,5 +632,140 @@ final class PasswordlessTests: XCTestCase {
         let store = try scratch.create()
         XCTAssertStatus(try store.enrolPasswordless(password: pw, machineKey: machinePublic, uid: 1000, tpm: here), .param)
         XCTAssertNil(store.passwordless)
+    }
+}
+
+/// The rollback counter (RollbackCounter.swift): an older copy of a sealed keychain's file put
+/// back is noticed at the next unlock.
+final class RollbackCounterTests: XCTestCase {
+    var scratch: Scratch!
+    var tpm: SimulatedTPM!
+    let here = TPMConfiguration(tcti: "simulated")
+    let pw = Array("pw".utf8)
+
+    override func setUp() {
+        scratch = Scratch()
+        tpm = SimulatedTPM()
+        TPMAccess.simulated = { [unowned self] _ in self.tpm }
+        setenv("KEYCHAIN_TPM_TCTI", "simulated", 1)
+    }
+
+    override func tearDown() {
+        TPMAccess.simulated = nil
+        unsetenv("KEYCHAIN_TPM_TCTI")
+        scratch.remove()
+    }
+
+    func copyFile(_ store: KeychainStore, to name: String) throws -> String {
+        let path = scratch.path(name)
+        unlink(path)
+        try store.db.execute("VACUUM INTO '\(path)'")
+        return path
+    }
+
+    func testAnOlderCopyPutBackIsRefusedUntilAccepted() throws {
+        let store = try scratch.create()
+        try store.add(generic("kept", secret: "one"))
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        XCTAssertEqual(store.rollbackStatus?.fileCount, 1)
+        let old = try copyFile(store, to: "old")
+        // Changes, and an unlock that moves the counter.
+        try store.delete(query("kept"))
+        store.lockAll()
+        try store.unlock(password: pw)
+        XCTAssertEqual(store.rollbackStatus?.fileCount, 2)
+        XCTAssertEqual(tpm.counters.values.first?.value, 2)
+        // The older copy put back in the keychain's place: the deleted item would come back.
+        store.lockAll()
+        let path = store.path
+        unlink(path + "-wal")
+        unlink(path + "-shm")
+        XCTAssertEqual(rename(old, path), 0)
+        let restored = try KeychainStore.open(at: path, storage: .process)
+        XCTAssertThrowsError(try restored.unlock(password: pw)) { error in
+            let error = error as? KeychainError
+            XCTAssertEqual(error?.code, .invalidKeychain)
+            XCTAssertTrue(error?.detail.contains("older copy") == true, error?.detail ?? "")
+            XCTAssertTrue(error?.detail.contains("--accept-older-copy") == true, error?.detail ?? "")
+        }
+        XCTAssertFalse(restored.status.whenUnlocked)
+        XCTAssertEqual(tpm.counters.values.first?.value, 2, "a refused unlock moves nothing")
+        // Accepted: it opens, and is the current one from now on.
+        try restored.unlock(password: pw, acceptingOlderCopy: true)
+        XCTAssertEqual(try secretString(restored, query("kept")), "one")
+        restored.lockAll()
+        try restored.unlock(password: pw)
+        XCTAssertEqual(restored.rollbackStatus?.fileCount, tpm.counters.values.first?.value)
+    }
+
+    func testTheCounterMovesOncePerUnlockAndNeverPerWrite() throws {
+        let store = try scratch.create()
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        let before = tpm.increments
+        for n in 0..<100 { try store.add(generic("item\(n)", secret: "s")) }
+        for n in 0..<50 { try store.delete(query("item\(n)")) }
+        XCTAssertEqual(tpm.increments, before, "writes do not wear the TPM")
+        for _ in 0..<5 {
+            store.lockAll()
+            try store.unlock(password: pw)
+        }
+        XCTAssertEqual(tpm.increments - before, 5)
+        // A wrong password moves nothing.
+        store.lockAll()
+        XCTAssertThrowsError(try store.unlock(password: Array("wrong".utf8)))
+        XCTAssertEqual(tpm.increments - before, 5)
+    }
+
+    func testARemovedOrForgedRecordOrACounterGoneIsRefused() throws {
+        let store = try scratch.create()
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        store.lockAll()
+        // The record removed from the file: the TPM still has the counter.
+        let saved = try XCTUnwrap(try rowValue(store))
+        try store.db.execute("DELETE FROM keychain WHERE name = 'counter'")
+        XCTAssertStatus(try store.unlock(password: pw), .invalidKeychain)
+        // A count raised in the file without the key: its MAC fails.
+        var forged = saved
+        forged[7] ^= 0x01
+        try store.db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES ('counter', ?)").run([.blob(forged)])
+        XCTAssertStatus(try store.unlock(password: pw), .invalidKeychain)
+        try store.db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES ('counter', ?)").run([.blob(saved)])
+        try store.unlock(password: pw)
+        // The counter removed from the TPM (anyone with the owner's empty authorization can).
+        store.lockAll()
+        tpm.counters.removeAll()
+        XCTAssertStatus(try store.unlock(password: pw), .invalidKeychain)
+        XCTAssertFalse(store.status.whenUnlocked)
+        try store.unlock(password: pw, acceptingOlderCopy: true)
+        XCTAssertEqual(tpm.counters.count, 1)
+    }
+
+    func testAnUnlockInterruptedBetweenFileAndTPMIsFinishedNotRefused() throws {
+        let store = try scratch.create()
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        store.lockAll()
+        // The file one ahead: what a crash after the file's write and before the TPM's increment leaves.
+        let index = try XCTUnwrap(tpm.counters.keys.first)
+        tpm.counters[index]!.value -= 1
+        try store.unlock(password: pw)
+        XCTAssertEqual(tpm.counters[index]!.value, store.rollbackStatus?.fileCount)
+    }
+
+    func testRotationAndUnenrolmentLeaveNoCounterBehind() throws {
+        let store = try scratch.create()
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        _ = try store.changePassword(from: pw, to: pw, rotatingKeys: true)
+        XCTAssertEqual(tpm.counters.count, 1, "the old keys' counter is removed, a new one made")
+        store.lockAll()
+        try store.unlock(password: pw)
+        try store.unsealFromTPM(password: pw, tpm: here)
+        XCTAssertEqual(tpm.counters.count, 0)
+        XCTAssertNil(store.rollbackStatus)
+    }
+
+    func rowValue(_ store: KeychainStore) throws -> Bytes? {
+        let stmt = try store.db.statement("SELECT value FROM keychain WHERE name = 'counter'")
+        defer { stmt.reset() }
+        return try stmt.step() ? stmt.blob(0) : nil
     }
 }

@@ -133,7 +133,9 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// Derives the key from the password and puts the class keys where every call will find them.
     /// A keychain made by an earlier version is upgraded in place first, in one transaction.
-    package func unlock(password: Bytes) throws {
+    /// Sealed to a TPM, the file's count is checked against the TPM's rollback counter first
+    /// (`advanceRollbackCounter`): an older copy is refused unless `acceptingOlderCopy`.
+    package func unlock(password: Bytes, acceptingOlderCopy: Bool = false) throws {
         try withLock {
             // The derivation takes a while; if another process re-keyed the keychain meanwhile,
             // the keys it gave are stale and must not reach the kernel: derive again.
@@ -148,6 +150,7 @@ package final class KeychainStore: @unchecked Sendable {
                 if bag.version < Keybag.formatVersion { bag = try upgrade(bag, kek: kek, a: a, c: c) }
                 let now = try Keybag.load(from: db)
                 guard now.wrappedA == bag.wrappedA, now.wrappedC == bag.wrappedC else { continue }
+                try advanceRollbackCounter(bag, c: c, tpm: .current, accepting: acceptingOlderCopy)
                 keybag = bag
                 dataVersion = version
                 subkeyCache.removeAll()
@@ -402,7 +405,7 @@ package final class KeychainStore: @unchecked Sendable {
         return keybag.matches(key, lockClass)
     }
 
-    private func trustedKernelKey(_ lockClass: LockClass) throws -> Bytes? {
+    func trustedKernelKey(_ lockClass: LockClass) throws -> Bytes? {
         guard var entry = KernelKeyring.readEntry(kernelName(lockClass)) else { return nil }
         if isTrusted(entry.key, lockClass) { return entry.key }
         // Before removing a key, make sure the keybag it failed against is the one in the file.

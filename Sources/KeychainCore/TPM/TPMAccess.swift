@@ -21,6 +21,44 @@ package protocol TPMOperations {
     /// The secret sealed by `seal(_:toPCRs:)`, if those PCRs still hold the values sealed to
     /// (`TPMFailure.bootState` when not).
     func unseal(_ record: TPMSealedSecret, pcrs: [UInt8], length: Int) throws -> Bytes
+    /// The keychain's rollback counter: an NV counter index opened by `request.auth`.
+    func counter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer
+}
+
+/// What is asked of a keychain's NV counter (RollbackCounter.swift).
+package struct TPMCounterRequest: Equatable {
+    package enum Action: Equatable {
+        /// The first candidate index holding a counter that `auth` opens, and its value.
+        case find
+        /// A new counter at the first free candidate, incremented once.
+        case create
+        /// +1 if the counter at `index` holds `expected`; its value after either way.
+        case increment(index: UInt32, expected: UInt64)
+        /// Undefined, if it is the keychain's.
+        case remove(index: UInt32)
+    }
+
+    package var action: Action
+    package var auth: Bytes
+    package var candidates: [UInt32]
+
+    package init(_ action: Action, auth: Bytes, candidates: [UInt32]) {
+        self.action = action
+        self.auth = auth
+        self.candidates = candidates
+    }
+}
+
+package struct TPMCounterAnswer: Equatable {
+    /// index 0: no counter (find found none; remove).
+    package var index: UInt32
+    package var value: UInt64
+    package static let none = TPMCounterAnswer(index: 0, value: 0)
+
+    package init(index: UInt32, value: UInt64) {
+        self.index = index
+        self.value = value
+    }
 }
 
 enum TPMAccess {
@@ -127,6 +165,16 @@ struct HelperTPM: TPMOperations {
                 throw TPMFailure.failed("\(Self.name) answered a secret of the wrong length")
             }
             return secret
+        }
+    }
+
+    func counter(_ counter: TPMCounterRequest) throws -> TPMCounterAnswer {
+        var request = TPMHelperWire.request("counter", configuration)
+        TPMHelperWire.write(counter, &request)
+        return try exchange(&request) { reply in
+            let answer = TPMCounterAnswer(index: try reply.u32(), value: try reply.u64())
+            guard reply.isAtEnd else { throw TPMFailure.failed("\(Self.name) answered more than expected") }
+            return answer
         }
     }
 
@@ -263,6 +311,39 @@ enum TPMHelperWire {
         w.string(operation)
         w.string(configuration.tcti ?? "")
         return w
+    }
+
+    static func write(_ counter: TPMCounterRequest, _ w: inout ByteWriter) {
+        switch counter.action {
+        case .find: w.u8(0); w.u32(0); w.u64(0)
+        case .create: w.u8(1); w.u32(0); w.u64(0)
+        case .increment(let index, let expected): w.u8(2); w.u32(index); w.u64(expected)
+        case .remove(let index): w.u8(3); w.u32(index); w.u64(0)
+        }
+        w.blob(counter.auth)
+        w.u32(UInt32(counter.candidates.count))
+        for index in counter.candidates { w.u32(index) }
+    }
+
+    static func readCounter(_ r: inout ByteReader) throws -> TPMCounterRequest {
+        let kind = try r.u8(), index = try r.u32(), value = try r.u64()
+        let auth = try r.blob()
+        let count = try r.u32()
+        guard count <= 8, auth.count <= 32 else { throw TPMFailure.failed("malformed request") }
+        let candidates = try (0..<count).map { _ in try r.u32() }
+        // NV indices of the owner's range only (TCG's handle registry: 0x01800000-0x01BFFFFF).
+        guard (candidates + (kind >= 2 ? [index] : [])).allSatisfy({ (0x0180_0000...0x01BF_FFFF).contains($0) }) else {
+            throw TPMFailure.failed("malformed request")
+        }
+        let action: TPMCounterRequest.Action
+        switch kind {
+        case 0: action = .find
+        case 1: action = .create
+        case 2: action = .increment(index: index, expected: value)
+        case 3: action = .remove(index: index)
+        default: throw TPMFailure.failed("malformed request")
+        }
+        return TPMCounterRequest(action, auth: auth, candidates: candidates)
     }
 
     static func writeLockout(_ state: TPMLockoutState?, _ w: inout ByteWriter) {
@@ -407,6 +488,13 @@ package enum TPMHelperService {
             var secret = try tpm.unseal(record, pcrs: pcrs, length: length)
             defer { secret.wipe() }
             w.blob(secret)
+        case "counter":
+            var counter = try TPMHelperWire.readCounter(&r)
+            defer { counter.auth.wipe() }
+            try finish(&r)
+            let answer = try tpm.counter(counter)
+            w.u32(answer.index)
+            w.u64(answer.value)
         case "describe":
             let name = try r.blob()
             try finish(&r)
