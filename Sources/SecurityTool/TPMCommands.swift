@@ -72,6 +72,9 @@ struct TPMEnroll: ParsableCommand {
 func passwordlessSummary(_ status: PasswordlessStatus?) -> String {
     guard let status else { return "off (a login without a password leaves this keychain locked)" }
     guard status.current else { return "stale: made for other keys (`security tpm-enroll --passwordless` again)" }
+    if let machine = try? MachineKey.publicKey(), machine != status.machineKey {
+        return "stale: sealed to a machine key that is no longer this machine's (`security tpm-enroll --passwordless` again)"
+    }
     return "on: a login without a password through pam_keychain's passwordless option unlocks it (sealed to PCR \(PCRSelection.describe(status.pcrs)))"
 }
 

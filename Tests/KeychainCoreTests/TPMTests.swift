@@ -548,7 +548,8 @@ final class PasswordlessTests: XCTestCase {
 
     func testTheBoxAndTheTPMUnlockEveryClassAndNothingElseDoes() throws {
         let store = try enrolled()
-        XCTAssertEqual(store.passwordless, PasswordlessStatus(pcrs: [7], current: true))
+        XCTAssertEqual(store.passwordless, PasswordlessStatus(pcrs: [7], current: true, machineKey: machinePublic))
+        XCTAssertEqual(PasswordlessRecord.owner(ofOpened: try opened(store)), 1000)
         store.lockAll()
         try store.unlockPasswordless(opened: try opened(store), uid: 1000, tpm: here)
         XCTAssertTrue(store.status.whenUnlocked)

@@ -190,7 +190,7 @@ boot_state_change_refuses_and_the_login_goes_on() {
     out=$(login 2>&1)
     echo "$out" | grep -q 'successfully opened a session'
     expect locked "$(state WhenUnlocked)" "changed PCR 16"
-    logged 'boot state'
+    logged 'PCR 16 no longer hold the values .* seals it to this boot state again'
     # The boot state back (a resettable PCR here; on a real machine: booting the way it was sealed).
     tpm tpm2_pcrreset 16 >/dev/null
     login >/dev/null
@@ -279,6 +279,7 @@ a_tpm_that_answers_wrongly_never_blocks_a_login() {
         tpm tpm2_flushcontext -t >/dev/null 2>&1; tpm tpm2_flushcontext -l >/dev/null 2>&1
     done
     kill $liar_pid
+    logged 'open_session (passwordless): failed: '
     # Nothing listens: the login goes on at once.
     write_service "$service" passwordless "swtpm:host=127.0.0.1,port=$(free_port)"
     login >/dev/null
@@ -286,6 +287,32 @@ a_tpm_that_answers_wrongly_never_blocks_a_login() {
     write_service "$service" passwordless
     login >/dev/null
     expect unlocked "$(state WhenUnlocked)"
+}
+
+a_password_login_goes_through_the_tpm_and_its_counter() {
+    # The password stack's own service: pam_unix checks the password, the module unlocks with it
+    # through the TPM named by tpm_tcti= (the worker's environment is cleared).
+    echo "$user:pw" | chpasswd
+    cat > "/etc/pam.d/$plain" <<PAM
+auth     required  pam_unix.so
+auth     optional  $module debug
+account  required  pam_unix.so
+session  optional  $module debug tpm_tcti=$tcti tpm_helper=$bin/keychain-tpm-helper
+PAM
+    printf 'pw\n' | as_user security tpm-enroll >/dev/null 2>&1
+    kc=$home/.local/share/keychains/login.keychain-db
+    sqlite3 "$kc" ".backup '$case_dir/old'"
+    as_user security lock-keychain
+    printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+    # An older copy of the file put back: the login goes on, the keychain stays locked, the log says why.
+    as_user security lock-keychain
+    install -o "$user" -g "$gid" -m 600 "$case_dir/old" "$kc"
+    rm -f "$kc-wal" "$kc-shm"
+    out=$(printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session 2>&1)
+    echo "$out" | grep -q 'successfully opened a session'
+    expect locked "$(state WhenUnlocked)" "an older copy"
+    logged 'open_session: failed: this keychain file is an older copy'
 }
 
 check "a login without a password unlocks an enrolled keychain" passwordless_login_unlocks
@@ -296,5 +323,6 @@ check "a service without the option does not unlock" a_service_without_the_optio
 check "su and sudo (another user's real uid, PAM_RUSER) are refused" su_and_sudo_are_refused
 check "unenrol, unseal and rotation remove it" unenrol_removes_it
 check "a TPM that answers wrongly or not at all never blocks a login" a_tpm_that_answers_wrongly_never_blocks_a_login
+check "a password login: through the TPM of tpm_tcti=, an older copy refused by its counter" a_password_login_goes_through_the_tpm_and_its_counter
 
 summary

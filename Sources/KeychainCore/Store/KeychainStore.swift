@@ -135,14 +135,14 @@ package final class KeychainStore: @unchecked Sendable {
     /// A keychain made by an earlier version is upgraded in place first, in one transaction.
     /// Sealed to a TPM, the file's count is checked against the TPM's rollback counter first
     /// (`advanceRollbackCounter`): an older copy is refused unless `acceptingOlderCopy`.
-    package func unlock(password: Bytes, acceptingOlderCopy: Bool = false) throws {
+    package func unlock(password: Bytes, acceptingOlderCopy: Bool = false, tpm: TPMConfiguration = .current) throws {
         try withLock {
             // The derivation takes a while; if another process re-keyed the keychain meanwhile,
             // the keys it gave are stale and must not reach the kernel: derive again.
             for _ in 0..<3 {
                 let version = try currentDataVersion()
                 var bag = try Keybag.load(from: db)
-                var kek = try bag.deriveKEK(password: password)
+                var kek = try bag.deriveKEK(password: password, tpm: tpm)
                 defer { kek.wipe() }
                 var (a, c) = try bag.unwrap(kek: kek)
                 var device = try bag.unwrapDevice(kek: kek)
@@ -150,7 +150,7 @@ package final class KeychainStore: @unchecked Sendable {
                 if bag.version < Keybag.formatVersion { bag = try upgrade(bag, kek: kek, a: a, c: c) }
                 let now = try Keybag.load(from: db)
                 guard now.wrappedA == bag.wrappedA, now.wrappedC == bag.wrappedC else { continue }
-                try advanceRollbackCounter(bag, c: c, tpm: .current, accepting: acceptingOlderCopy)
+                try advanceRollbackCounter(bag, c: c, tpm: tpm, accepting: acceptingOlderCopy)
                 keybag = bag
                 dataVersion = version
                 subkeyCache.removeAll()

@@ -20,7 +20,7 @@ import Glibc
 /// keychain without the password (it holds R's key, and the TPM answers it); another user (no R:
 /// neither the file nor the machine key is readable to them), a stolen disk (no T: the TPM stays in
 /// the machine) and the disk booted elsewhere (another TPM, or other PCR values) cannot.
-struct PasswordlessRecord {
+package struct PasswordlessRecord {
     static let rowName = "passwordless"
     static let format: UInt32 = 1
     static let secretLength = 32
@@ -82,6 +82,12 @@ struct PasswordlessRecord {
 
     /// uid (4 bytes), uuid (16), R (32).
     static let plaintextLength = 4 + 4 + 16 + 4 + 32
+
+    /// The uid a box's opened content names (root checks it before anything is handed over).
+    package static func owner(ofOpened plaintext: Bytes) -> UInt32? {
+        var r = ByteReader(plaintext)
+        return plaintext.count == plaintextLength ? try? r.u32() : nil
+    }
 
     static func plaintext(uid: UInt32, uuid: Bytes, secret: Bytes) -> Bytes {
         var w = ByteWriter()
@@ -259,6 +265,8 @@ package struct PasswordlessStatus: Sendable, Equatable {
     package var pcrs: [UInt8]
     /// It wraps the keychain's current class keys (false after a key rotation or a recovery).
     package var current: Bool
+    /// The machine key its box was sealed to.
+    package var machineKey: Bytes = []
 }
 
 extension KeychainStore {
@@ -267,7 +275,7 @@ extension KeychainStore {
         withLock {
             guard let record = try? PasswordlessRecord.load(from: db), let bag = try? Keybag.load(from: db) else { return nil }
             let current = zip(PasswordlessRecord.classes, record.checks).allSatisfy { Crypto.equal(bag.check($0), $1) }
-            return PasswordlessStatus(pcrs: record.pcrs, current: current)
+            return PasswordlessStatus(pcrs: record.pcrs, current: current, machineKey: record.machineKey)
         }
     }
 

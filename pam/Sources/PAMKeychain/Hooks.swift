@@ -15,7 +15,16 @@ struct Hooks {
         return account
     }
 
-    private func report(_ outcome: AsUser.Outcome, _ what: String) {
+    private func report(_ outcome: AsUser.Outcome, _ what: String, detail: [UInt8] = []) {
+        if !detail.isEmpty, outcome != .done {
+            // The engine's own words (a TPM that failed, an older copy of the file), one line.
+            let text = String(decoding: detail.map { $0 < 0x20 || $0 == 0x7f ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+            let after =
+                outcome == .bootStateChanged
+                ? "; the keychain stays locked (`security tpm-enroll --passwordless` seals it to this boot state again)" : ""
+            pam.log(outcome == .failed ? LOG_WARNING : LOG_NOTICE, "\(what): \(outcome == .failed ? "failed: " : "")\(text)\(after)")
+            return
+        }
         switch outcome {
         case .done: pam.debug("\(what): done")
         case .noKeychain: pam.debug("\(what): no login keychain")
@@ -55,12 +64,13 @@ struct Hooks {
         guard flags & refresh != 0, var token = pam.stashed else { return PAM_IGNORE }
         defer { token.wipe() }
         guard let account = account() else { return PAM_IGNORE }
-        let outcome = AsUser.run(account) {
+        let tpm = tpmConfiguration
+        let (outcome, detail) = AsUser.runReplying(account) { reply in
             defer { token.wipe() }
             guard Sessions.count > 0 else { return .done }
-            return Self.unlock(account, password: token, create: false)
+            return Self.unlock(account, password: token, create: false, tpm: tpm, reply: reply)
         }
-        report(outcome, "setcred")
+        report(outcome, "setcred", detail: detail)
         return PAM_IGNORE
     }
 
@@ -74,18 +84,27 @@ struct Hooks {
         var token = pam.stashed
         defer { token?.wipe() }
         let create = pam.options.autoCreate
-        let outcome = AsUser.run(account) {
+        let tpm = tpmConfiguration
+        let (outcome, detail) = AsUser.runReplying(account) { reply in
             defer { token?.wipe() }
             Sessions.set(Sessions.count + 1)
             // Not `guard let`: a second reference would make the wipe above copy, not overwrite.
             guard token != nil else { return .done }
-            return Self.unlock(account, password: token!, create: create)
+            return Self.unlock(account, password: token!, create: create, tpm: tpm, reply: reply)
         }
-        report(outcome, "open_session")
+        report(outcome, "open_session", detail: detail)
         // The login password opened the login keychain: gnome-keyring's login keyring comes too, once.
         if outcome == .done, token != nil { importLoginKeyring(account, password: token!) }
         if token == nil, pam.options.passwordless { unlockWithoutPassword(account) }
         return PAM_SUCCESS
+    }
+
+    /// The TPM the workers use: the module's `tpm_tcti=` and `tpm_helper=`, else where every
+    /// program looks (the worker's environment is cleared, so it is read here, in the application).
+    private var tpmConfiguration: TPMConfiguration {
+        var tpm = pam.options.tpmTCTI.map { TPMConfiguration(tcti: $0.isEmpty || $0 == "none" ? nil : $0) } ?? TPMConfiguration.current
+        tpm.helper = pam.options.tpmHelper
+        return tpm
     }
 
     /// Services through which one user becomes another: a stack of theirs given `passwordless`
@@ -126,8 +145,7 @@ struct Hooks {
             return
         }
         defer { machine.secret.wipe() }
-        var tpm = pam.options.tpmTCTI.map { TPMConfiguration(tcti: $0.isEmpty || $0 == "none" ? nil : $0) } ?? TPMConfiguration.current
-        tpm.helper = pam.options.tpmHelper
+        let tpm = tpmConfiguration
         let (found, box) = AsUser.runReplying(account) { reply in
             guard KeychainFile.exists(account.loginKeychain) else { return .noKeychain }
             do {
@@ -150,20 +168,26 @@ struct Hooks {
             return
         }
         defer { opened.wipe() }
+        // Checked here, as root, before anything of it reaches a process of the user's.
         let uid = UInt32(account.uid)
-        let outcome = AsUser.run(account) {
+        guard PasswordlessRecord.owner(ofOpened: opened) == uid else {
+            pam.log(LOG_WARNING, "open_session: the login keychain holds another user's passwordless unlock; it stays locked")
+            return
+        }
+        let (outcome, detail) = AsUser.runReplying(account) { reply in
             defer { opened.wipe() }
             do {
                 let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
                 try store.unlockPasswordless(opened: opened, uid: uid, tpm: tpm)
                 return .done
-            } catch let error as KeychainError where error.code == .authFailed {
-                return .bootStateChanged
+            } catch let error as KeychainError {
+                reply(Array(error.detail.utf8.prefix(512)))
+                return error.code == .authFailed ? .bootStateChanged : .failed
             } catch {
                 return .failed
             }
         }
-        report(outcome, "open_session (passwordless)")
+        report(outcome, "open_session (passwordless)", detail: detail)
     }
 
     /// The last session's end locks WhenUnlocked (with lock_on_close, and if the keychain's own
@@ -277,7 +301,9 @@ struct Hooks {
 
     /// Runs as the user, in the child. A password that does not open the keychain changes
     /// nothing: it may be a separate keychain password the user chose.
-    static func unlock(_ account: AsUser.Account, password: [UInt8], create: Bool) -> AsUser.Outcome {
+    static func unlock(
+        _ account: AsUser.Account, password: [UInt8], create: Bool, tpm: TPMConfiguration, reply: ([UInt8]) -> Void
+    ) -> AsUser.Outcome {
         do {
             guard KeychainFile.exists(account.loginKeychain) else {
                 guard create else { return .noKeychain }
@@ -286,13 +312,17 @@ struct Hooks {
             }
             let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
             do {
-                try store.unlock(password: password)
+                try store.unlock(password: password, tpm: tpm)
                 // The login password opens it: a reset left for this keychain has nothing left to do.
                 store.discardLoginPasswordReset()
                 return .done
             } catch let error as KeychainError where error.code == .authFailed {
                 return store.hasPendingLoginPasswordReset ? .resetPending : .wrongPassword
             }
+        } catch let error as KeychainError {
+            // Said as the engine says it: a TPM that failed or is locked out, an older copy of the file.
+            reply(Array(error.detail.utf8.prefix(512)))
+            return .failed
         } catch {
             return .failed
         }
