@@ -770,3 +770,17 @@ final class RollbackCounterTests: XCTestCase {
         return try stmt.step() ? stmt.blob(0) : nil
     }
 }
+
+extension PasswordlessTests {
+    func testADamagedRecordUnlocksNothingAndCanBeRemoved() throws {
+        let store = try enrolled()
+        let opened = try opened(store)
+        try store.db.statement("UPDATE keychain SET value = ? WHERE name = 'passwordless'").run([.blob([1, 2, 3])])
+        store.lockAll()
+        XCTAssertThrowsError(try store.unlockPasswordless(opened: opened, uid: 1000, tpm: here))
+        XCTAssertFalse(store.status.whenUnlocked)
+        XCTAssertNil(store.passwordless)
+        XCTAssertTrue(try store.removePasswordless())
+        XCTAssertFalse(try store.removePasswordless())
+    }
+}

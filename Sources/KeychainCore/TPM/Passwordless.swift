@@ -325,7 +325,8 @@ extension KeychainStore {
     package func removePasswordless() throws -> Bool {
         try withLock {
             try db.transaction {
-                guard try PasswordlessRecord.load(from: db) != nil || rowExists(PasswordlessRecord.rowName) else { return false }
+                // A damaged record is removed too: it could open nothing.
+                guard try rowExists(PasswordlessRecord.rowName) else { return false }
                 try PasswordlessRecord.remove(from: db)
                 return true
             }
