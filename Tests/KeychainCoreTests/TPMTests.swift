@@ -61,7 +61,16 @@ final class SimulatedTPM: TPMOperations {
     var highest: UInt64 = 0
     var increments = 0
 
+    /// Counter answers off by this much (a TPM or TCTI that lies about the count).
+    var counterSkew: UInt64 = 0
+
     func counter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer {
+        var answer = try honestCounter(request)
+        if answer.index != 0 { answer.value &+= counterSkew }
+        return answer
+    }
+
+    func honestCounter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer {
         switch request.action {
         case .find:
             for index in request.candidates {
@@ -782,5 +791,24 @@ extension PasswordlessTests {
         XCTAssertNil(store.passwordless)
         XCTAssertTrue(try store.removePasswordless())
         XCTAssertFalse(try store.removePasswordless())
+    }
+}
+
+extension RollbackCounterTests {
+    func testACounterThatAnswersWronglyLeavesTheKeychainLocked() throws {
+        let store = try scratch.create()
+        try store.add(generic("kept", secret: "one"))
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        store.lockAll()
+        for skew in [UInt64(1), 2, 1000, UInt64.max] {
+            tpm.counterSkew = skew
+            XCTAssertThrowsError(try store.unlock(password: pw), "skew \(skew)")
+            XCTAssertFalse(store.status.whenUnlocked, "skew \(skew)")
+            XCTAssertFalse(store.status.afterFirstUnlock, "skew \(skew)")
+        }
+        // Answering honestly again, it opens: nothing was moved by the wrong answers.
+        tpm.counterSkew = 0
+        try store.unlock(password: pw)
+        XCTAssertEqual(try secretString(store, query("kept")), "one")
     }
 }
