@@ -43,7 +43,7 @@ QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtim
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
 .PHONY: deb test-deb man deps build-deps deb-deps check-deps install-debs bench-deps bench build release check test test-unit \
-        test-cli test-tpm test-git test-docker test-pam test-install test-secret-service test-desktop test-presence stress demo install uninstall clean
+        test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-presence stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
 deps:
@@ -107,6 +107,10 @@ test-install:
 # A software TPM (swtpm) on 127.0.0.1, started and stopped by the suite.
 test-tpm:
 	bash Tests/tpm/run.sh .build/debug
+
+# pam_keychain's passwordless option: pamtester as root, throwaway users and services, swtpm.
+test-tpm-pam:
+	bash Tests/tpm-pam/run.sh .build/debug
 
 test-secret-service:
 	bash Tests/secret-service/run.sh .build/debug

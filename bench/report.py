@@ -81,6 +81,22 @@ if opens and scrypts:
     add("unlock: PAM open_session vs its scrypt", f"{o:.1f} ms", f"{k:.1f} ms (scrypt)", f"+{o - k:.1f} ms",
         "scrypt at the N = 2^17 floor or more; + <= 20 ms", o - k <= 20)
 
+tpm_unlock = os.path.join(work, "tpm-unlock.json")
+if os.path.exists(tpm_unlock):
+    t = json.load(open(tpm_unlock))
+    sealed, plain = t["unlock/sealed"]["median_ms"], t["unlock/plain"]["median_ms"]
+    add("`security unlock-keychain` sealed to a TPM (swtpm) vs the same scrypt cost without", f"{sealed:.1f} ms",
+        f"{plain:.1f} ms", f"+{sealed - plain:.1f} ms", "+ <= 150 ms", sealed - plain <= 150)
+    lockout = kv(os.path.join(work, "tpm-lockout.txt"))
+    tries, maximum, interval = int(lockout["tries"]), int(lockout["maximum"]), int(lockout["interval"])
+    per_day = 86400 / interval if interval else 0
+    offline = 86400 / (plain / 1000)
+    add("wrong passwords a TPM-sealed keychain allows (swtpm's lockout settings) vs guessing a copy without a TPM",
+        f"{tries} tries, then 1 per {interval} s ({per_day:.0f} a day)", f"{offline:,.0f} a day per core (scrypt alone)",
+        f"{offline / max(per_day, 1):,.0f}x fewer", "locked out after the TPM's maximum", tries == maximum)
+elif os.path.exists(os.path.join(work, "tpm-skipped.txt")):
+    note = (note + " " if note else "") + open(os.path.join(work, "tpm-skipped.txt")).read().strip()
+
 r = ms("service-lookup/gnome") / ms("service-lookup/ours")
 add(f"`secret-tool lookup`, {gnome_items:,} items, keychain-secret-service vs gnome-keyring",
     f"{ms('service-lookup/ours'):.2f} ms", f"{ms('service-lookup/gnome'):.2f} ms", f"{r:.1f}x faster", ">= 3x faster", r >= 3)

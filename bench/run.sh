@@ -8,7 +8,7 @@
 #
 # Environment: BENCH_ROUNDS (default 40, after 5 warm-ups), BENCH_STORE_ITEMS (10000),
 # BENCH_GNOME_ITEMS (1000: gnome-keyring rewrites its file on every store, so filling it
-# takes ~25 ms per item), BENCH_BIG (100000).
+# takes ~25 ms per item), BENCH_BIG (100000), BENCH_TPM_ROUNDS (15: each unlock runs scrypt).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -225,6 +225,14 @@ PAM
     done | awk '{print $2 * 1000}' > "$work/scrypt.txt"
 else
     unlock_note="unlock: skipped (needs root to make a user and a PAM service)"
+fi
+
+# --- unlock with a TPM binding, and the wrong-password rate the TPM allows -------------------
+if command -v swtpm >/dev/null && command -v tpm2_getcap >/dev/null; then
+    say "unlock: sealed to a TPM (swtpm) against the same scrypt cost without; the TPM's lockout"
+    bash "$here/tpm.sh" "$bin" "$work"
+else
+    echo "TPM figures: skipped (swtpm and tpm2-tools are not installed)" > "$work/tpm-skipped.txt"
 fi
 
 # --- the table: printed, and written into bench/README.md between its markers ----------------

@@ -46,6 +46,46 @@ package struct LocalTPM: TPMOperations {
         }
     }
 
+    package func seal(_ secret: Bytes, toPCRs pcrs: [UInt8]) throws -> TPMSealedSecret {
+        try connected { connection in
+            let (primary, name) = try connection.createPrimary()
+            let (pub, priv) = try connection.seal(secret, toPCRs: pcrs, parent: primary)
+            var check = try connection.unseal(public: pub, private: priv, pcrs: pcrs, parent: primary, expectedLength: secret.count)
+            defer { check.wipe() }
+            guard equal(check, secret) else { throw TPMFailure.failed("the TPM unsealed another secret than the one it sealed") }
+            return TPMSealedSecret(primaryName: name, sealedPublic: pub, sealedPrivate: priv)
+        }
+    }
+
+    package func unseal(_ record: TPMSealedSecret, pcrs: [UInt8], length: Int) throws -> Bytes {
+        try connected { connection in
+            let (primary, name) = try connection.createPrimary()
+            guard equal(name, record.primaryName) else {
+                throw TPMFailure.foreign("this TPM's storage key is not the one the keychain was sealed under")
+            }
+            return try connection.unseal(
+                public: record.sealedPublic, private: record.sealedPrivate, pcrs: pcrs, parent: primary, expectedLength: length)
+        }
+    }
+
+    package func counter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer {
+        try connected { connection in
+            switch request.action {
+            case .find:
+                guard let (index, value) = try connection.findCounter(auth: request.auth, candidates: request.candidates) else { return .none }
+                return TPMCounterAnswer(index: index, value: value)
+            case .create:
+                let (index, value) = try connection.createCounter(auth: request.auth, candidates: request.candidates)
+                return TPMCounterAnswer(index: index, value: value)
+            case .increment(let index, let expected):
+                return TPMCounterAnswer(index: index, value: try connection.incrementCounter(auth: request.auth, index: index, expected: expected))
+            case .remove(let index):
+                try connection.removeCounter(auth: request.auth, index: index)
+                return .none
+            }
+        }
+    }
+
     package func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?) {
         try connected { connection in
             let description = TPMDescription(

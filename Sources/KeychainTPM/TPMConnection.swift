@@ -237,6 +237,286 @@ final class TPMConnection {
         return secret
     }
 
+    // MARK: Objects sealed to PCR values (a passwordless unlock)
+
+    /// The SHA-256 bank's `pcrs` as a TPML_PCR_SELECTION.
+    private static func selection(_ pcrs: [UInt8]) -> TPML_PCR_SELECTION {
+        var list = TPML_PCR_SELECTION()
+        list.count = 1
+        list.pcrSelections.0.hash = TPMConstant.algSHA256
+        list.pcrSelections.0.sizeofSelect = 3
+        withUnsafeMutableBytes(of: &list.pcrSelections.0.pcrSelect) { raw in
+            for pcr in pcrs where pcr < 24 { raw[Int(pcr / 8)] |= 1 << (pcr % 8) }
+        }
+        return list
+    }
+
+    /// A policy session (`trial`: one that only computes a digest) that has run TPM2_PolicyPCR
+    /// over the PCRs' current values. A real one is salted to `salt` and encrypts the answer of
+    /// the command it authorizes.
+    private func policySession(pcrs: [UInt8], trial: Bool, salt: ESYS_TR) throws -> ESYS_TR {
+        let esys = try context()
+        var symmetric = TPMT_SYM_DEF()
+        symmetric.algorithm = TPMConstant.algAES
+        symmetric.keyBits.aes = 128
+        symmetric.mode.aes = TPMConstant.algCFB
+        var session = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_StartAuthSession(
+            esys, trial ? ESYS_TR(ESYS_TR_NONE) : salt, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), nil, TPM2_SE(trial ? TPMConstant.seTrial : TPMConstant.sePolicy),
+            &symmetric, TPMConstant.algSHA256, &session)
+        guard rc == 0 else { throw Self.failure(rc, "TPM2_StartAuthSession (policy)") }
+        transient.append(session)
+        // An empty digest: the TPM uses the PCRs' values now; the object's policy says which.
+        var digest = TPM2B_DIGEST()
+        var list = Self.selection(pcrs)
+        let prc = Esys_PolicyPCR(esys, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &digest, &list)
+        guard prc == 0 else {
+            flush(session)
+            throw Self.failure(prc, "TPM2_PolicyPCR")
+        }
+        return session
+    }
+
+    /// Seals `secret` under `parent` in a keyed-hash data object that only a policy session
+    /// proving the current values of `pcrs` can unseal: no authorization value (userWithAuth
+    /// clear) and noDA, so a boot state that does not match costs no dictionary-attack try.
+    func seal(_ secret: Bytes, toPCRs pcrs: [UInt8], parent: ESYS_TR) throws -> (public: Bytes, private: Bytes) {
+        let esys = try context()
+        let trial = try policySession(pcrs: pcrs, trial: true, salt: parent)
+        var policy: UnsafeMutablePointer<TPM2B_DIGEST>?
+        let grc = Esys_PolicyGetDigest(esys, trial, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &policy)
+        defer { Esys_Free(policy) }
+        flush(trial)
+        guard grc == 0, let policy, policy.pointee.size == 32 else { throw Self.failure(grc, "TPM2_PolicyGetDigest") }
+        let session = try startSession(salt: parent)
+        defer { flush(session) }
+        try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionDecrypt)
+        var sensitive = TPM2B_SENSITIVE_CREATE()
+        defer { TPM2B.wipe(&sensitive) }
+        sensitive.sensitive.data.size = try TPM2B.fill(&sensitive.sensitive.data.buffer, with: secret)
+        var template = TPMTemplates.pcrSealedData()
+        template.publicArea.authPolicy = policy.pointee
+        var outsideInfo = TPM2B_DATA()
+        var creationPCRs = TPML_PCR_SELECTION()
+        var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
+        var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        let rc = Esys_Create(
+            esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive,
+            &template, &outsideInfo, &creationPCRs, &outPrivate, &outPublic, nil, nil, nil)
+        defer { Esys_Free(outPrivate); Esys_Free(outPublic) }
+        guard rc == 0, let outPrivate, let outPublic else { throw Self.failure(rc, "TPM2_Create") }
+        return (try marshal(outPublic), try marshal(outPrivate))
+    }
+
+    /// Loads an object sealed by `seal(_:toPCRs:parent:)` and unseals it through a salted policy
+    /// session over `pcrs`, which encrypts the answer. PCRs changed since: `TPMFailure.bootState`.
+    func unseal(public: Bytes, private: Bytes, pcrs: [UInt8], parent: ESYS_TR, expectedLength: Int) throws -> Bytes {
+        let esys = try context()
+        var inPublic = try unmarshalPublic(`public`)
+        guard TPMTemplates.isPCRSealedData(inPublic) else {
+            throw TPMFailure.failed("the sealed object in the keychain is not one this program makes")
+        }
+        var inPrivate = try unmarshalPrivate(`private`)
+        var object = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_Load(
+            esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            &inPrivate, &inPublic, &object)
+        guard rc == 0 else {
+            if let code = TPMConstant.code(rc), TPMConstant.foreignObject.contains(code) {
+                throw TPMFailure.foreign("the sealed secret does not load in this TPM (\(Self.describe(rc)))")
+            }
+            throw Self.failure(rc, "TPM2_Load")
+        }
+        transient.append(object)
+        defer { flush(object) }
+        let session = try policySession(pcrs: pcrs, trial: false, salt: parent)
+        defer { flush(session) }
+        try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionEncrypt)
+        var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+        let urc = Esys_Unseal(esys, object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &out)
+        defer {
+            if let out { TPM2B.wipe(&out.pointee) }
+            Esys_Free(out)
+        }
+        guard urc == 0, let out else {
+            if TPMConstant.code(urc) == TPMConstant.rcPolicyFail {
+                throw TPMFailure.bootState(
+                    "PCR \(pcrs.map { String($0) }.joined(separator: ",")) no longer hold the values the keychain's key was sealed to (this machine booted differently)"
+                )
+            }
+            throw Self.failure(urc, "TPM2_Unseal")
+        }
+        guard let secret = TPM2B.read(&out.pointee.buffer, size: out.pointee.size), secret.count == expectedLength else {
+            throw TPMFailure.failed("the TPM unsealed a secret of the wrong length")
+        }
+        return secret
+    }
+
+    // MARK: NV counters (a keychain's rollback counter)
+
+    /// The attributes of a keychain's counter: a counter (only TPM2_NV_Increment changes it),
+    /// read and incremented with its authorization value (derived from class key C, so no one
+    /// without the keychain's keys can move it), and noDA: probing costs no lockout tries. Not
+    /// orderly: an orderly counter jumps ahead after a power cut, which would look like an older
+    /// copy of the file.
+    static let counterAttributes: TPMA_NV = TPMConstant.nvAuthWrite | TPMConstant.nvAuthRead | TPMConstant.nvNoDA | (TPMConstant.ntCounter << 4)
+
+    /// An unsalted HMAC session: the authorization never crosses the bus in the clear, and it is
+    /// 256 bits, so an HMAC seen on the bus gives no handle for guessing.
+    private func hmacSession() throws -> ESYS_TR {
+        var symmetric = TPMT_SYM_DEF()
+        symmetric.algorithm = TPMConstant.algNull
+        var session = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_StartAuthSession(
+            try context(), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), nil, TPM2_SE(TPMConstant.seHMAC),
+            &symmetric, TPMConstant.algSHA256, &session)
+        guard rc == 0 else { throw Self.failure(rc, "TPM2_StartAuthSession") }
+        transient.append(session)
+        return session
+    }
+
+    /// The NV index at `index` as an ESAPI object with `auth` set, if it exists and is a counter
+    /// of ours (attributes and size); nil when there is none or another kind of index is there.
+    private func counterObject(_ index: UInt32, auth: Bytes) throws -> ESYS_TR? {
+        let esys = try context()
+        var object = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_TR_FromTPMPublic(esys, index, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &object)
+        guard rc == 0 else {
+            if TPMConstant.code(rc) == TPMConstant.rcHandle { return nil }
+            throw Self.failure(rc, "TPM2_NV_ReadPublic")
+        }
+        var nvPublic: UnsafeMutablePointer<TPM2B_NV_PUBLIC>?
+        var nvName: UnsafeMutablePointer<TPM2B_NAME>?
+        let prc = Esys_NV_ReadPublic(esys, object, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &nvPublic, &nvName)
+        defer { Esys_Free(nvPublic); Esys_Free(nvName) }
+        guard prc == 0, let nvPublic else {
+            var closing = object
+            _ = Esys_TR_Close(esys, &closing)
+            throw Self.failure(prc, "TPM2_NV_ReadPublic")
+        }
+        let area = nvPublic.pointee.nvPublic
+        guard area.nvIndex == index, area.nameAlg == TPMConstant.algSHA256, area.attributes & ~TPMConstant.nvWritten == Self.counterAttributes,
+            area.dataSize == 8, area.authPolicy.size == 0
+        else {
+            var closing = object
+            _ = Esys_TR_Close(esys, &closing)
+            return nil
+        }
+        var authValue = TPM2B_AUTH()
+        defer { TPM2B.wipe(&authValue) }
+        authValue.size = try TPM2B.fill(&authValue.buffer, with: auth)
+        _ = Esys_TR_SetAuth(esys, object, &authValue)
+        return object
+    }
+
+    private func close(object: ESYS_TR) {
+        guard let esys else { return }
+        var closing = object
+        _ = Esys_TR_Close(esys, &closing)
+    }
+
+    /// The counter's value; nil when `auth` is not its authorization (another keychain's counter).
+    private func readCounter(_ object: ESYS_TR) throws -> UInt64? {
+        let esys = try context()
+        let session = try hmacSession()
+        defer { flush(session) }
+        var data: UnsafeMutablePointer<TPM2B_MAX_NV_BUFFER>?
+        let rc = Esys_NV_Read(esys, object, object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), 8, 0, &data)
+        defer { Esys_Free(data) }
+        guard rc == 0, let data else {
+            if TPMConstant.code(rc) == TPMConstant.rcAuthFail || TPMConstant.code(rc) == TPMConstant.rcBadAuth { return nil }
+            throw Self.failure(rc, "TPM2_NV_Read")
+        }
+        guard let bytes = TPM2B.read(&data.pointee.buffer, size: data.pointee.size), bytes.count == 8 else {
+            throw TPMFailure.failed("the TPM answered a counter of the wrong size")
+        }
+        return bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// The first of `candidates` that holds a counter of ours opened by `auth`, and its value.
+    func findCounter(auth: Bytes, candidates: [UInt32]) throws -> (index: UInt32, value: UInt64)? {
+        for index in candidates {
+            guard let object = try counterObject(index, auth: auth) else { continue }
+            defer { close(object: object) }
+            if let value = try readCounter(object) { return (index, value) }
+        }
+        return nil
+    }
+
+    /// A new counter at the first free index of `candidates`, incremented once (a counter cannot
+    /// be read before its first increment; it starts at the highest count this TPM ever had).
+    func createCounter(auth: Bytes, candidates: [UInt32]) throws -> (index: UInt32, value: UInt64) {
+        let esys = try context()
+        for index in candidates {
+            var existing = ESYS_TR(ESYS_TR_NONE)
+            if Esys_TR_FromTPMPublic(esys, index, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &existing) == 0 {
+                close(object: existing)
+                continue
+            }
+            var authValue = TPM2B_AUTH()
+            defer { TPM2B.wipe(&authValue) }
+            authValue.size = try TPM2B.fill(&authValue.buffer, with: auth)
+            var info = TPM2B_NV_PUBLIC()
+            info.nvPublic.nvIndex = index
+            info.nvPublic.nameAlg = TPMConstant.algSHA256
+            info.nvPublic.attributes = Self.counterAttributes
+            info.nvPublic.dataSize = 8
+            var object = ESYS_TR(ESYS_TR_NONE)
+            let rc = Esys_NV_DefineSpace(
+                esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                &authValue, &info, &object)
+            guard rc == 0 else {
+                if TPMConstant.code(rc) == TPMConstant.rcNVDefined { continue }
+                if TPMConstant.code(rc) == TPMConstant.rcBadAuth || TPMConstant.code(rc) == TPMConstant.rcAuthFail {
+                    throw TPMFailure.failed("the TPM's owner hierarchy has a password; a rollback counter cannot be made")
+                }
+                throw Self.failure(rc, "TPM2_NV_DefineSpace")
+            }
+            defer { close(object: object) }
+            _ = Esys_TR_SetAuth(esys, object, &authValue)
+            try increment(object)
+            guard let value = try readCounter(object) else { throw TPMFailure.failed("the TPM refused the counter it just made") }
+            return (index, value)
+        }
+        throw TPMFailure.failed("no free NV index for a rollback counter (all of \(candidates.count) candidates are taken)")
+    }
+
+    private func increment(_ object: ESYS_TR) throws {
+        let session = try hmacSession()
+        defer { flush(session) }
+        let rc = Esys_NV_Increment(try context(), object, object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+        guard rc == 0 else { throw Self.failure(rc, "TPM2_NV_Increment") }
+    }
+
+    /// Increments the counter at `index` if it holds `expected`; returns its value after.
+    func incrementCounter(auth: Bytes, index: UInt32, expected: UInt64) throws -> UInt64 {
+        guard let object = try counterObject(index, auth: auth) else { throw TPMFailure.failed("the keychain's counter is gone from the TPM") }
+        defer { close(object: object) }
+        guard let value = try readCounter(object) else { throw TPMFailure.failed("the counter at that index is not this keychain's") }
+        guard value == expected else { return value }
+        try increment(object)
+        guard let after = try readCounter(object), after > value else { throw TPMFailure.failed("the TPM's counter did not move") }
+        return after
+    }
+
+    /// Removes the counter at `index`, if it is this keychain's (opened by `auth`).
+    func removeCounter(auth: Bytes, index: UInt32) throws {
+        guard let object = try counterObject(index, auth: auth) else { return }
+        guard try readCounter(object) != nil else {
+            close(object: object)
+            return
+        }
+        let rc = Esys_NV_UndefineSpace(
+            try context(), ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+        // Undefined, the object is gone from ESAPI too; not undefined, it is closed here.
+        guard rc == 0 else {
+            close(object: object)
+            throw Self.failure(rc, "TPM2_NV_UndefineSpace")
+        }
+    }
+
     // MARK: Marshalling (tss2-mu), for the keybag
 
     private func marshal(_ value: UnsafeMutablePointer<TPM2B_PUBLIC>) throws -> Bytes {
@@ -344,6 +624,25 @@ enum TPMTemplates {
     /// TPM's dictionary-attack lockout.
     static let sealedAttributes: TPMA_OBJECT = TPMConstant.attrFixedTPM | TPMConstant.attrFixedParent | TPMConstant.attrUserWithAuth
 
+    /// An object sealed to PCR values: no authorization value (only its policy opens it) and
+    /// noDA, so a changed boot state counts nothing towards the lockout.
+    static let pcrSealedAttributes: TPMA_OBJECT = TPMConstant.attrFixedTPM | TPMConstant.attrFixedParent | TPMConstant.attrNoDA
+
+    static func pcrSealedData() -> TPM2B_PUBLIC {
+        var template = sealedData()
+        template.publicArea.objectAttributes = pcrSealedAttributes
+        return template
+    }
+
+    /// Whether a public area read from a keychain is a `pcrSealedData` object with a policy: one
+    /// edited to be usable with an authorization value instead is refused.
+    static func isPCRSealedData(_ value: TPM2B_PUBLIC) -> Bool {
+        let area = value.publicArea
+        return area.type == TPMConstant.algKeyedHash && area.nameAlg == TPMConstant.algSHA256
+            && area.objectAttributes == pcrSealedAttributes && area.authPolicy.size == 32
+            && area.parameters.keyedHashDetail.scheme.scheme == TPMConstant.algNull
+    }
+
     static func sealedData() -> TPM2B_PUBLIC {
         var template = TPM2B_PUBLIC()
         template.publicArea.type = TPMConstant.algKeyedHash
@@ -375,6 +674,8 @@ enum TPMConstant {
     static let algCFB: TPM2_ALG_ID = 0x0043
     static let eccNISTP256: TPM2_ECC_CURVE = 0x0003
     static let seHMAC: UInt8 = 0x00
+    static let sePolicy: UInt8 = 0x01
+    static let seTrial: UInt8 = 0x03
 
     static let attrFixedTPM: TPMA_OBJECT = 0x0000_0002
     static let attrFixedParent: TPMA_OBJECT = 0x0000_0010
@@ -400,6 +701,15 @@ enum TPMConstant {
     static let rcAuthFail: UInt32 = 0x08E
     static let rcBadAuth: UInt32 = 0x0A2
     static let rcLockout: UInt32 = 0x921
+    static let rcPolicyFail: UInt32 = 0x09D
+    static let rcHandle: UInt32 = 0x08B
+    static let rcNVDefined: UInt32 = 0x14C
+
+    static let nvAuthWrite: TPMA_NV = 0x0000_0004
+    static let nvAuthRead: TPMA_NV = 0x0004_0000
+    static let nvNoDA: TPMA_NV = 0x0200_0000
+    static let nvWritten: TPMA_NV = 0x2000_0000
+    static let ntCounter: TPMA_NV = 0x1
     /// Load failures of a private area made under another parent: integrity check (its HMAC
     /// under the parent's key fails), or a size or value that decrypts to nonsense.
     static let foreignObject: Set<UInt32> = [0x09F, 0x095, 0x084, 0x09A, 0x0A9]

@@ -143,6 +143,7 @@ public func SecKeychainCopyDefault(_ keychain: UnsafeMutablePointer<SecKeychain?
 public func SecKeychainDelete(_ keychain: SecKeychain?) -> OSStatus {
     guard let keychain else { return errSecNoSuchKeychain }
     return secStatus {
+        keychain.store.releaseRollbackCounter()
         keychain.store.lockAll()
         try KeychainFile.remove(keychain.path)
     }

@@ -47,8 +47,8 @@ enum CommandTable {
         CommandSpec(name: "delete-keychain", type: DeleteKeychain.self, optstring: "h", synopsis: "[-h] [keychain...]"),
         CommandSpec(name: "lock-keychain", type: LockKeychain.self, optstring: "ah", synopsis: "[-h] [-a|keychain]"),
         CommandSpec(
-            name: "unlock-keychain", type: UnlockKeychain.self, optstring: "hp:u", secretOptions: ["p"],
-            synopsis: "[-hu] [-p password] [keychain]"),
+            name: "unlock-keychain", type: UnlockKeychain.self, optstring: "hp:u", longOptions: ["accept-older-copy": false],
+            secretOptions: ["p"], synopsis: "[-hu] [-p password] [--accept-older-copy] [keychain]"),
         CommandSpec(
             name: "set-keychain-settings", type: SetKeychainSettings.self, optstring: "hlt:u",
             synopsis: "[-hlu] [-t timeout] [keychain]"),
@@ -140,11 +140,11 @@ enum CommandTable {
             synopsis: "[-n|--dry-run] [-p password] [--git-credentials [file]] [--docker-config [file]] [--keyring file]... [--keyrings] [--all]"),
         CommandSpec(name: "tpm-status", type: TPMStatusCommand.self, optstring: "h", synopsis: "[keychain]"),
         CommandSpec(
-            name: "tpm-enroll", type: TPMEnroll.self, optstring: "hp:", secretOptions: ["p"],
-            synopsis: "[-h] [-p password] [keychain]"),
+            name: "tpm-enroll", type: TPMEnroll.self, optstring: "hp:", longOptions: ["passwordless": false, "pcrs": true],
+            secretOptions: ["p"], synopsis: "[-h] [-p password] [--passwordless [--pcrs list]] [keychain]"),
         CommandSpec(
-            name: "tpm-unenroll", type: TPMUnenroll.self, optstring: "hp:", secretOptions: ["p"],
-            synopsis: "[-h] [-p password] [keychain]"),
+            name: "tpm-unenroll", type: TPMUnenroll.self, optstring: "hp:", longOptions: ["passwordless": false],
+            secretOptions: ["p"], synopsis: "[-h] [-p password] [--passwordless] [keychain]"),
         CommandSpec(
             name: "tpm-recover", type: TPMRecover.self, optstring: "hR:p:", secretOptions: ["R", "p"],
             synopsis: "[-h] [-R recoveryKey] [-p newPassword] [keychain]")

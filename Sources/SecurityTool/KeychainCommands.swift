@@ -92,6 +92,7 @@ struct DeleteKeychain: ParsableCommand {
             let path = KeychainFile.resolve(name)
             try perform(path) {
                 let store = try KeychainStore.open(at: path, storage: .kernel)
+                store.releaseRollbackCounter()
                 store.lockAll()
                 try KeychainFile.remove(path)
                 try SearchList.remove(path)
@@ -163,6 +164,10 @@ struct UnlockKeychain: ParsableCommand {
         abstract: "Unlock a keychain: its class keys go to the kernel keyring until it is locked (WhenUnlocked) or the machine restarts (AfterFirstUnlock).")
 
     @Flag(name: .customShort("u"), help: "Accepted for macOS compatibility; a password is always needed.") var noPassword = false
+    @Flag(
+        name: .customLong("accept-older-copy"),
+        help: "A keychain sealed to a TPM whose file is older than its TPM counter (a backup put back): open it anyway and make it the current one.")
+    var acceptOlderCopy = false
     @Option(name: .customShort("p"), parsing: .unconditional, help: "The password (visible to other processes; prefer the prompt or standard input).")
     var password: String?
     @OptionGroup var target: KeychainArgument
@@ -172,7 +177,7 @@ struct UnlockKeychain: ParsableCommand {
             let store = try target.open()
             var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password to unlock \(store.path): ")
             defer { secret.wipe() }
-            try store.unlock(password: secret)
+            try store.unlock(password: secret, acceptingOlderCopy: acceptOlderCopy)
             // Changed settings lose their idle timeout and lock-at-logout choice: say so at once.
             if store.status.settingsIntegrity == .damaged, let note = settingsNote(.damaged) { Terminal.error("security: \(note)") }
             // After a password reset by root, the PAM module (as root) left the new login password
@@ -328,6 +333,7 @@ struct Status: ParsableCommand {
             if let note = settingsNote(status.settingsIntegrity) { Terminal.out("settings:          \(note)") }
             Terminal.out("items:             \(try store.count())")
             Terminal.out("TPM:               " + tpmSummary(store.tpmStatus()))
+            Terminal.out("passwordless:      " + passwordlessSummary(store.passwordless))
         }
     }
 }

@@ -19,26 +19,63 @@ struct TPMEnroll: ParsableCommand {
             the keychain without the TPM (`security tpm-recover`), all but its ThisDeviceOnly items, \
             which stay bound to this TPM alone. It is shown only this once: write it down, away from \
             this machine.
+
+            With --passwordless (on a keychain sealed already, or sealed now), a second copy of its \
+            keys is sealed in this TPM to this machine's boot state (PCR 7, or --pcrs) and to this \
+            machine's key, which only root can read: pam_keychain's passwordless option then unlocks \
+            it at a login that carried no password (fingerprint, smart card, autologin). The trade: root \
+            on this machine, booted this way, could unlock it without the password; another user, a \
+            stolen disk or the disk booted elsewhere cannot. `tpm-unenroll --passwordless` removes it.
             """)
 
     @Option(
         name: .customShort("p"), parsing: .unconditional, help: "The keychain's password (visible to other processes; prefer the prompt or standard input).")
     var password: String?
+    @Flag(help: "Also let logins without a password (pam_keychain's passwordless option) unlock it on this machine.")
+    var passwordless = false
+    @Option(help: "With --passwordless: the PCRs (SHA-256 bank) it is sealed to, such as 7 or 0,2,7 (default 7).")
+    var pcrs: String?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
+        let selection = try pcrs.map { text in
+            guard let parsed = PCRSelection.parse(text) else { throw ValidationError("--pcrs: 1 to 8 PCR numbers from 0 to 23, such as 7 or 0,2,7") }
+            return parsed
+        }
+        guard passwordless || selection == nil else { throw ValidationError("--pcrs goes with --passwordless") }
         try perform(target.path) {
             let store = try target.open()
+            // Before the password is asked: without the machine's key there is nothing to do.
+            let machineKey = try passwordless ? MachineKey.publicKey() : nil
             var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password of \(store.path): ")
             defer { secret.wipe() }
-            var recovery = try store.sealToTPM(password: secret)
-            defer { recovery.wipe() }
-            showRecoveryKey(&recovery)
-            Terminal.error(
-                "security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?")); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)"
-            )
+            if !(passwordless && store.isSealedToTPM) {
+                var recovery = try store.sealToTPM(password: secret)
+                defer { recovery.wipe() }
+                showRecoveryKey(&recovery)
+                Terminal.error(
+                    "security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?")); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)"
+                )
+            }
+            if let machineKey {
+                let chosen = selection ?? PCRSelection.standard
+                try store.enrolPasswordless(password: secret, machineKey: machineKey, uid: getuid(), pcrs: chosen)
+                Terminal.error(
+                    "security: logins without a password (pam_keychain's passwordless option) now unlock \(store.path) on this machine while PCR \(PCRSelection.describe(chosen)) keep their values; root here could unlock it too"
+                )
+            }
         }
     }
+}
+
+/// The one line `security status` gives the passwordless unlock.
+func passwordlessSummary(_ status: PasswordlessStatus?) -> String {
+    guard let status else { return "off (a login without a password leaves this keychain locked)" }
+    guard status.current else { return "stale: made for other keys (`security tpm-enroll --passwordless` again)" }
+    if let machine = try? MachineKey.publicKey(), machine != status.machineKey {
+        return "stale: sealed to a machine key that is no longer this machine's (`security tpm-enroll --passwordless` again)"
+    }
+    return "on: a login without a password through pam_keychain's passwordless option unlocks it (sealed to PCR \(PCRSelection.describe(status.pcrs)))"
 }
 
 /// The recovery key on standard output, its own line, for the person (or a script) to keep.
@@ -57,17 +94,29 @@ struct TPMUnenroll: ParsableCommand {
         abstract: "Remove a keychain's TPM binding: its password alone opens it again.",
         discussion: """
             Needs the password (checked by the TPM). The keychain goes back to the format of one never \
-            sealed, its ThisDeviceOnly items kept; its recovery key opens nothing any more.
+            sealed, its ThisDeviceOnly items kept; its recovery key and its passwordless unlock open \
+            nothing any more. With --passwordless, only the passwordless unlock is removed (no password \
+            needed): logins without a password leave the keychain locked again.
             """)
 
     @Option(
         name: .customShort("p"), parsing: .unconditional, help: "The keychain's password (visible to other processes; prefer the prompt or standard input).")
     var password: String?
+    @Flag(help: "Remove only the passwordless unlock; the keychain stays sealed to the TPM.")
+    var passwordless = false
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
         try perform(target.path) {
             let store = try target.open()
+            if passwordless {
+                let removed = try store.removePasswordless()
+                Terminal.error(
+                    removed
+                        ? "security: \(store.path) has no passwordless unlock any more: logins without a password leave it locked"
+                        : "security: \(store.path) had no passwordless unlock")
+                return
+            }
             var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password of \(store.path): ")
             defer { secret.wipe() }
             try store.unsealFromTPM(password: secret)
@@ -132,6 +181,14 @@ struct TPMStatusCommand: ParsableCommand {
             let status = store.tpmStatus()
             Terminal.out("keychain:        \"\(store.path)\"")
             for line in tpmLines(status) { Terminal.out(line) }
+            Terminal.out("passwordless:    " + passwordlessSummary(store.passwordless))
+            if status.sealed {
+                Terminal.out(
+                    "rollback:        "
+                        + (store.rollbackStatus.map {
+                            "count \($0.fileCount) in the file, checked against this TPM's counter and moved on at each unlock"
+                        } ?? "no counter (an older copy of the file put back would not be noticed)"))
+            }
         }
     }
 }

@@ -35,6 +35,67 @@ final class SimulatedTPM: TPMOperations {
         return lying ? Bytes(repeating: 0x5a, count: length) : entry.secret
     }
 
+    /// PCR values (SHA-256 bank) by index; absent: zeros.
+    var pcrValues: [UInt8: Bytes] = [:]
+    var pcrSealed: [Bytes: (secret: Bytes, pcrs: [UInt8], values: [Bytes])] = [:]
+
+    func values(_ pcrs: [UInt8]) -> [Bytes] { pcrs.map { pcrValues[$0] ?? Bytes(repeating: 0, count: 32) } }
+
+    func seal(_ secret: Bytes, toPCRs pcrs: [UInt8]) throws -> TPMSealedSecret {
+        let handle = Bytes((0..<16).map { _ in UInt8.random(in: 0...255) })
+        pcrSealed[handle] = (secret, pcrs, values(pcrs))
+        return TPMSealedSecret(primaryName: primary, sealedPublic: [4, 5, 6], sealedPrivate: handle)
+    }
+
+    func unseal(_ record: TPMSealedSecret, pcrs: [UInt8], length: Int) throws -> Bytes {
+        unseals += 1
+        guard record.primaryName == primary, let entry = pcrSealed[record.sealedPrivate] else { throw TPMFailure.foreign("not this TPM's") }
+        // The policy is in the object: PCRs named differently in the record fail as a change would.
+        guard entry.pcrs == pcrs, entry.values == values(pcrs) else { throw TPMFailure.bootState("PCR changed") }
+        return lying ? Bytes(repeating: 0x5a, count: length) : entry.secret
+    }
+
+    /// NV counters by index: their authorization and value. Counters start at the highest value
+    /// any counter had, as a TPM's do.
+    var counters: [UInt32: (auth: Bytes, value: UInt64)] = [:]
+    var highest: UInt64 = 0
+    var increments = 0
+
+    /// Counter answers off by this much (a TPM or TCTI that lies about the count).
+    var counterSkew: UInt64 = 0
+
+    func counter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer {
+        var answer = try honestCounter(request)
+        if answer.index != 0 { answer.value &+= counterSkew }
+        return answer
+    }
+
+    func honestCounter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer {
+        switch request.action {
+        case .find:
+            for index in request.candidates {
+                if let entry = counters[index], entry.auth == request.auth { return TPMCounterAnswer(index: index, value: entry.value) }
+            }
+            return .none
+        case .create:
+            guard let index = request.candidates.first(where: { counters[$0] == nil }) else { throw TPMFailure.failed("no free index") }
+            highest += 1
+            increments += 1
+            counters[index] = (request.auth, highest)
+            return TPMCounterAnswer(index: index, value: highest)
+        case .increment(let index, let expected):
+            guard let entry = counters[index], entry.auth == request.auth else { throw TPMFailure.failed("not ours") }
+            guard entry.value == expected else { return TPMCounterAnswer(index: index, value: entry.value) }
+            counters[index]!.value += 1
+            increments += 1
+            highest = max(highest, counters[index]!.value)
+            return TPMCounterAnswer(index: index, value: counters[index]!.value)
+        case .remove(let index):
+            if let entry = counters[index], entry.auth == request.auth { counters[index] = nil }
+            return .none
+        }
+    }
+
     var state: TPMLockoutState { TPMLockoutState(inLockout: failures >= maximum, failures: failures, maximum: maximum, interval: 600) }
 
     func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?) {
@@ -452,5 +513,302 @@ final class TPMTests: XCTestCase {
             }
             XCTAssertThrowsError(try TPMHelperService.serve(garbage) { LocalTPM(configuration: $0) })
         }
+    }
+}
+
+/// The passwordless unlock (Passwordless.swift): its key needs the TPM's PCR-sealed half and the
+/// half only the machine's key opens, for this user and this keychain alone.
+final class PasswordlessTests: XCTestCase {
+    var scratch: Scratch!
+    var tpm: SimulatedTPM!
+    let here = TPMConfiguration(tcti: "simulated")
+    let pw = Array("pw".utf8)
+    var machinePublic = Bytes(repeating: 0, count: 32)
+    var machineSecret = Bytes(repeating: 0, count: 32)
+
+    override func setUp() {
+        scratch = Scratch()
+        tpm = SimulatedTPM()
+        TPMAccess.simulated = { [unowned self] _ in self.tpm }
+        setenv("KEYCHAIN_TPM_TCTI", "simulated", 1)
+        (machinePublic, machineSecret) = try! MachineKey.makePair()
+    }
+
+    override func tearDown() {
+        TPMAccess.simulated = nil
+        unsetenv("KEYCHAIN_TPM_TCTI")
+        scratch.remove()
+    }
+
+    func enrolled(uid: UInt32 = 1000, pcrs: [UInt8] = [7]) throws -> KeychainStore {
+        let store = try scratch.create()
+        try store.add(generic("portable", secret: "kept"))
+        try store.add(generic("device", secret: "bound", protection: .whenUnlockedThisDeviceOnly))
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        try store.enrolPasswordless(password: pw, machineKey: machinePublic, uid: uid, pcrs: pcrs, tpm: here)
+        return store
+    }
+
+    /// What root does in the PAM module: opens the box with the machine's key.
+    func opened(_ store: KeychainStore) throws -> Bytes {
+        let box = try XCTUnwrap(try store.passwordlessBox())
+        return try XCTUnwrap(MachineKey.open(box, public: machinePublic, secret: machineSecret))
+    }
+
+    func testTheBoxAndTheTPMUnlockEveryClassAndNothingElseDoes() throws {
+        let store = try enrolled()
+        XCTAssertEqual(store.passwordless, PasswordlessStatus(pcrs: [7], current: true, machineKey: machinePublic))
+        XCTAssertEqual(PasswordlessRecord.owner(ofOpened: try opened(store)), 1000)
+        store.lockAll()
+        try store.unlockPasswordless(opened: try opened(store), uid: 1000, tpm: here)
+        XCTAssertTrue(store.status.whenUnlocked)
+        XCTAssertTrue(store.status.afterFirstUnlock)
+        XCTAssertEqual(try secretString(store, query("portable")), "kept")
+        XCTAssertEqual(try secretString(store, query("device")), "bound")
+    }
+
+    func testAnotherUsersOrAnotherKeychainsBoxIsRefused() throws {
+        let store = try enrolled(uid: 1000)
+        store.lockAll()
+        XCTAssertStatus(try store.unlockPasswordless(opened: try opened(store), uid: 1001, tpm: here), .decode)
+        // Another keychain's box, opened by root for the right user: not this keychain's.
+        let other = try scratch.create("other")
+        _ = try other.sealToTPM(password: pw, tpm: here)
+        try other.enrolPasswordless(password: pw, machineKey: machinePublic, uid: 1000, tpm: here)
+        XCTAssertStatus(try store.unlockPasswordless(opened: try opened(other), uid: 1000, tpm: here), .decode)
+        XCTAssertFalse(store.status.whenUnlocked)
+        // A box sealed to another machine's key does not open with this one.
+        let (otherPublic, otherSecret) = try MachineKey.makePair()
+        XCTAssertNil(MachineKey.open(try XCTUnwrap(try store.passwordlessBox()), public: otherPublic, secret: otherSecret))
+    }
+
+    func testAChangedPCRRefusesAndThePasswordStillOpens() throws {
+        let store = try enrolled(pcrs: [7])
+        store.lockAll()
+        tpm.pcrValues[7] = Bytes(repeating: 1, count: 32)
+        XCTAssertStatus(try store.unlockPasswordless(opened: try opened(store), uid: 1000, tpm: here), .authFailed)
+        XCTAssertFalse(store.status.whenUnlocked)
+        try store.unlock(password: pw)
+        XCTAssertTrue(store.status.whenUnlocked)
+        // Enrolled again in the new state, it opens.
+        try store.enrolPasswordless(password: pw, machineKey: machinePublic, uid: 1000, tpm: here)
+        store.lockAll()
+        try store.unlockPasswordless(opened: try opened(store), uid: 1000, tpm: here)
+        XCTAssertTrue(store.status.whenUnlocked)
+    }
+
+    func testATPMThatAnswersAWrongSecretUnlocksNothing() throws {
+        let store = try enrolled()
+        store.lockAll()
+        tpm.lying = true
+        XCTAssertStatus(try store.unlockPasswordless(opened: try opened(store), uid: 1000, tpm: here), .decode)
+        XCTAssertFalse(store.status.whenUnlocked)
+        XCTAssertFalse(store.status.afterFirstUnlock)
+    }
+
+    func testEveryByteOfTheRecordIsCoveredAndRotationRemovesIt() throws {
+        let store = try enrolled()
+        let opened = try opened(store)
+        let stmt = try store.db.statement("SELECT value FROM keychain WHERE name = 'passwordless'")
+        XCTAssertTrue(try stmt.step())
+        let record = stmt.blob(0)
+        stmt.reset()
+        store.lockAll()
+        // A flipped byte anywhere: refused (malformed, or a tag that fails), never unlocked.
+        for index in stride(from: 0, to: record.count, by: 7) {
+            var changed = record
+            changed[index] ^= 0x01
+            try store.db.statement("UPDATE keychain SET value = ? WHERE name = 'passwordless'").run([.blob(changed)])
+            XCTAssertThrowsError(try store.unlockPasswordless(opened: opened, uid: 1000, tpm: here), "byte \(index)")
+            XCTAssertFalse(store.status.whenUnlocked, "byte \(index)")
+        }
+        try store.db.statement("UPDATE keychain SET value = ? WHERE name = 'passwordless'").run([.blob(record)])
+        try store.unlockPasswordless(opened: opened, uid: 1000, tpm: here)
+        XCTAssertTrue(store.status.whenUnlocked)
+        // A rotation: new keys, so the copy goes; the password unseals, the box opens nothing.
+        _ = try store.changePassword(from: pw, to: pw, rotatingKeys: true)
+        XCTAssertNil(store.passwordless)
+        XCTAssertNil(try store.passwordlessBox())
+        XCTAssertTrue(try store.removePasswordless() == false)
+    }
+
+    func testPCRListsAreParsedStrictly() {
+        XCTAssertEqual(PCRSelection.parse("7"), [7])
+        XCTAssertEqual(PCRSelection.parse("7,0,2,7"), [0, 2, 7])
+        for bad in ["", "24", "-1", "7,", "a", "0,1,2,3,4,5,6,7,8"] { XCTAssertNil(PCRSelection.parse(bad), bad) }
+    }
+
+    func testWithoutABindingEnrolmentIsRefused() throws {
+        let store = try scratch.create()
+        XCTAssertStatus(try store.enrolPasswordless(password: pw, machineKey: machinePublic, uid: 1000, tpm: here), .param)
+        XCTAssertNil(store.passwordless)
+    }
+}
+
+/// The rollback counter (RollbackCounter.swift): an older copy of a sealed keychain's file put
+/// back is noticed at the next unlock.
+final class RollbackCounterTests: XCTestCase {
+    var scratch: Scratch!
+    var tpm: SimulatedTPM!
+    let here = TPMConfiguration(tcti: "simulated")
+    let pw = Array("pw".utf8)
+
+    override func setUp() {
+        scratch = Scratch()
+        tpm = SimulatedTPM()
+        TPMAccess.simulated = { [unowned self] _ in self.tpm }
+        setenv("KEYCHAIN_TPM_TCTI", "simulated", 1)
+    }
+
+    override func tearDown() {
+        TPMAccess.simulated = nil
+        unsetenv("KEYCHAIN_TPM_TCTI")
+        scratch.remove()
+    }
+
+    func copyFile(_ store: KeychainStore, to name: String) throws -> String {
+        let path = scratch.path(name)
+        unlink(path)
+        try store.db.execute("VACUUM INTO '\(path)'")
+        return path
+    }
+
+    func testAnOlderCopyPutBackIsRefusedUntilAccepted() throws {
+        let store = try scratch.create()
+        try store.add(generic("kept", secret: "one"))
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        XCTAssertEqual(store.rollbackStatus?.fileCount, 1)
+        let old = try copyFile(store, to: "old")
+        // Changes, and an unlock that moves the counter.
+        try store.delete(query("kept"))
+        store.lockAll()
+        try store.unlock(password: pw)
+        XCTAssertEqual(store.rollbackStatus?.fileCount, 2)
+        XCTAssertEqual(tpm.counters.values.first?.value, 2)
+        // The older copy put back in the keychain's place: the deleted item would come back.
+        store.lockAll()
+        let path = store.path
+        unlink(path + "-wal")
+        unlink(path + "-shm")
+        XCTAssertEqual(rename(old, path), 0)
+        let restored = try KeychainStore.open(at: path, storage: .process)
+        XCTAssertThrowsError(try restored.unlock(password: pw)) { error in
+            let error = error as? KeychainError
+            XCTAssertEqual(error?.code, .invalidKeychain)
+            XCTAssertTrue(error?.detail.contains("older copy") == true, error?.detail ?? "")
+            XCTAssertTrue(error?.detail.contains("--accept-older-copy") == true, error?.detail ?? "")
+        }
+        XCTAssertFalse(restored.status.whenUnlocked)
+        XCTAssertEqual(tpm.counters.values.first?.value, 2, "a refused unlock moves nothing")
+        // Accepted: it opens, and is the current one from now on.
+        try restored.unlock(password: pw, acceptingOlderCopy: true)
+        XCTAssertEqual(try secretString(restored, query("kept")), "one")
+        restored.lockAll()
+        try restored.unlock(password: pw)
+        XCTAssertEqual(restored.rollbackStatus?.fileCount, tpm.counters.values.first?.value)
+    }
+
+    func testTheCounterMovesOncePerUnlockAndNeverPerWrite() throws {
+        let store = try scratch.create()
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        let before = tpm.increments
+        for n in 0..<100 { try store.add(generic("item\(n)", secret: "s")) }
+        for n in 0..<50 { try store.delete(query("item\(n)")) }
+        XCTAssertEqual(tpm.increments, before, "writes do not wear the TPM")
+        for _ in 0..<5 {
+            store.lockAll()
+            try store.unlock(password: pw)
+        }
+        XCTAssertEqual(tpm.increments - before, 5)
+        // A wrong password moves nothing.
+        store.lockAll()
+        XCTAssertThrowsError(try store.unlock(password: Array("wrong".utf8)))
+        XCTAssertEqual(tpm.increments - before, 5)
+    }
+
+    func testARemovedOrForgedRecordOrACounterGoneIsRefused() throws {
+        let store = try scratch.create()
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        store.lockAll()
+        // The record removed from the file: the TPM still has the counter.
+        let saved = try XCTUnwrap(try rowValue(store))
+        try store.db.execute("DELETE FROM keychain WHERE name = 'counter'")
+        XCTAssertStatus(try store.unlock(password: pw), .invalidKeychain)
+        // A count raised in the file without the key: its MAC fails.
+        var forged = saved
+        forged[7] ^= 0x01
+        try store.db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES ('counter', ?)").run([.blob(forged)])
+        XCTAssertStatus(try store.unlock(password: pw), .invalidKeychain)
+        try store.db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES ('counter', ?)").run([.blob(saved)])
+        try store.unlock(password: pw)
+        // The counter removed from the TPM (anyone with the owner's empty authorization can).
+        store.lockAll()
+        tpm.counters.removeAll()
+        XCTAssertStatus(try store.unlock(password: pw), .invalidKeychain)
+        XCTAssertFalse(store.status.whenUnlocked)
+        try store.unlock(password: pw, acceptingOlderCopy: true)
+        XCTAssertEqual(tpm.counters.count, 1)
+    }
+
+    func testAnUnlockInterruptedBetweenFileAndTPMIsFinishedNotRefused() throws {
+        let store = try scratch.create()
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        store.lockAll()
+        // The file one ahead: what a crash after the file's write and before the TPM's increment leaves.
+        let index = try XCTUnwrap(tpm.counters.keys.first)
+        tpm.counters[index]!.value -= 1
+        try store.unlock(password: pw)
+        XCTAssertEqual(tpm.counters[index]!.value, store.rollbackStatus?.fileCount)
+    }
+
+    func testRotationAndUnenrolmentLeaveNoCounterBehind() throws {
+        let store = try scratch.create()
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        _ = try store.changePassword(from: pw, to: pw, rotatingKeys: true)
+        XCTAssertEqual(tpm.counters.count, 1, "the old keys' counter is removed, a new one made")
+        store.lockAll()
+        try store.unlock(password: pw)
+        try store.unsealFromTPM(password: pw, tpm: here)
+        XCTAssertEqual(tpm.counters.count, 0)
+        XCTAssertNil(store.rollbackStatus)
+    }
+
+    func rowValue(_ store: KeychainStore) throws -> Bytes? {
+        let stmt = try store.db.statement("SELECT value FROM keychain WHERE name = 'counter'")
+        defer { stmt.reset() }
+        return try stmt.step() ? stmt.blob(0) : nil
+    }
+}
+
+extension PasswordlessTests {
+    func testADamagedRecordUnlocksNothingAndCanBeRemoved() throws {
+        let store = try enrolled()
+        let opened = try opened(store)
+        try store.db.statement("UPDATE keychain SET value = ? WHERE name = 'passwordless'").run([.blob([1, 2, 3])])
+        store.lockAll()
+        XCTAssertThrowsError(try store.unlockPasswordless(opened: opened, uid: 1000, tpm: here))
+        XCTAssertFalse(store.status.whenUnlocked)
+        XCTAssertNil(store.passwordless)
+        XCTAssertTrue(try store.removePasswordless())
+        XCTAssertFalse(try store.removePasswordless())
+    }
+}
+
+extension RollbackCounterTests {
+    func testACounterThatAnswersWronglyLeavesTheKeychainLocked() throws {
+        let store = try scratch.create()
+        try store.add(generic("kept", secret: "one"))
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        store.lockAll()
+        for skew in [UInt64(1), 2, 1000, UInt64.max] {
+            tpm.counterSkew = skew
+            XCTAssertThrowsError(try store.unlock(password: pw), "skew \(skew)")
+            XCTAssertFalse(store.status.whenUnlocked, "skew \(skew)")
+            XCTAssertFalse(store.status.afterFirstUnlock, "skew \(skew)")
+        }
+        // Answering honestly again, it opens: nothing was moved by the wrong answers.
+        tpm.counterSkew = 0
+        try store.unlock(password: pw)
+        XCTAssertEqual(try secretString(store, query("kept")), "one")
     }
 }

@@ -20,7 +20,7 @@ package enum Crypto {
     }()
 
     /// libsodium picks its implementations in sodium_init, which must come before any other call.
-    private static let sodiumReady: Bool = sodium_init() >= 0
+    static let sodiumReady: Bool = sodium_init() >= 0
 
     /// AES-GCM in libsodium needs AES-NI and PCLMUL. Tests turn it off to check that the OpenSSL
     /// fallback reads and writes the same bytes.

@@ -63,6 +63,10 @@ extension KeychainStore {
                 bag.settings = settings
                 bag.authenticateSettings(a: newA)
                 try bag.save(to: db)
+                // It wraps the old keys: after a rotation it would open nothing (enrol it again).
+                try PasswordlessRecord.remove(from: db)
+                // The counter's authorization came from the old C.
+                replaceRollbackCounter(bag, c: newC, oldC: c, tpm: .current)
                 keybag = bag
             }
             try install(a: newA, c: newC, device: keybag.isBound ? newDevice : nil)

@@ -14,7 +14,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// The settings in force and whether their MAC verified, once class key A was seen.
     private var settingsCheck: (settings: KeychainSettings, integrity: SettingsIntegrity)?
     /// SQLite's data_version when the keybag was last read (`refreshKeybag`).
-    private var dataVersion: Int64 = 0
+    var dataVersion: Int64 = 0
     /// Set when a batch rolled back: what this process kept of the keybag may be what the
     /// rollback undid, and data_version does not move for this connection's own changes.
     private var keybagStale = false
@@ -133,14 +133,16 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// Derives the key from the password and puts the class keys where every call will find them.
     /// A keychain made by an earlier version is upgraded in place first, in one transaction.
-    package func unlock(password: Bytes) throws {
+    /// Sealed to a TPM, the file's count is checked against the TPM's rollback counter first
+    /// (`advanceRollbackCounter`): an older copy is refused unless `acceptingOlderCopy`.
+    package func unlock(password: Bytes, acceptingOlderCopy: Bool = false, tpm: TPMConfiguration = .current) throws {
         try withLock {
             // The derivation takes a while; if another process re-keyed the keychain meanwhile,
             // the keys it gave are stale and must not reach the kernel: derive again.
             for _ in 0..<3 {
                 let version = try currentDataVersion()
                 var bag = try Keybag.load(from: db)
-                var kek = try bag.deriveKEK(password: password)
+                var kek = try bag.deriveKEK(password: password, tpm: tpm)
                 defer { kek.wipe() }
                 var (a, c) = try bag.unwrap(kek: kek)
                 var device = try bag.unwrapDevice(kek: kek)
@@ -148,6 +150,7 @@ package final class KeychainStore: @unchecked Sendable {
                 if bag.version < Keybag.formatVersion { bag = try upgrade(bag, kek: kek, a: a, c: c) }
                 let now = try Keybag.load(from: db)
                 guard now.wrappedA == bag.wrappedA, now.wrappedC == bag.wrappedC else { continue }
+                try advanceRollbackCounter(bag, c: c, tpm: tpm, accepting: acceptingOlderCopy)
                 keybag = bag
                 dataVersion = version
                 subkeyCache.removeAll()
@@ -402,7 +405,7 @@ package final class KeychainStore: @unchecked Sendable {
         return keybag.matches(key, lockClass)
     }
 
-    private func trustedKernelKey(_ lockClass: LockClass) throws -> Bytes? {
+    func trustedKernelKey(_ lockClass: LockClass) throws -> Bytes? {
         guard var entry = KernelKeyring.readEntry(kernelName(lockClass)) else { return nil }
         if isTrusted(entry.key, lockClass) { return entry.key }
         // Before removing a key, make sure the keybag it failed against is the one in the file.

@@ -15,6 +15,50 @@ package protocol TPMOperations {
     func unseal(_ record: TPMSealedSecret, auth: Bytes, length: Int) throws -> Bytes
     /// The TPM, and whether its storage key is the one named `primaryName` (nil: not asked).
     func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?)
+    /// Seals `secret` under the storage key with a policy of the current values of the SHA-256
+    /// PCRs `pcrs` (no authorization value, no dictionary-attack count), checks that it unseals.
+    func seal(_ secret: Bytes, toPCRs pcrs: [UInt8]) throws -> TPMSealedSecret
+    /// The secret sealed by `seal(_:toPCRs:)`, if those PCRs still hold the values sealed to
+    /// (`TPMFailure.bootState` when not).
+    func unseal(_ record: TPMSealedSecret, pcrs: [UInt8], length: Int) throws -> Bytes
+    /// The keychain's rollback counter: an NV counter index opened by `request.auth`.
+    func counter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer
+}
+
+/// What is asked of a keychain's NV counter (RollbackCounter.swift).
+package struct TPMCounterRequest: Equatable {
+    package enum Action: Equatable {
+        /// The first candidate index holding a counter that `auth` opens, and its value.
+        case find
+        /// A new counter at the first free candidate, incremented once.
+        case create
+        /// +1 if the counter at `index` holds `expected`; its value after either way.
+        case increment(index: UInt32, expected: UInt64)
+        /// Undefined, if it is the keychain's.
+        case remove(index: UInt32)
+    }
+
+    package var action: Action
+    package var auth: Bytes
+    package var candidates: [UInt32]
+
+    package init(_ action: Action, auth: Bytes, candidates: [UInt32]) {
+        self.action = action
+        self.auth = auth
+        self.candidates = candidates
+    }
+}
+
+package struct TPMCounterAnswer: Equatable {
+    /// index 0: no counter (find found none; remove).
+    package var index: UInt32
+    package var value: UInt64
+    package static let none = TPMCounterAnswer(index: 0, value: 0)
+
+    package init(index: UInt32, value: UInt64) {
+        self.index = index
+        self.value = value
+    }
 }
 
 enum TPMAccess {
@@ -25,7 +69,7 @@ enum TPMAccess {
     static func operations(_ configuration: TPMConfiguration) throws -> TPMOperations {
         guard configuration.tcti != nil else { throw TPMFailure.unavailable(configuration.absence) }
         if let simulated { return simulated(configuration) }
-        guard let helper = HelperTPM.locate() else {
+        guard let helper = configuration.helper.map({ HelperTPM.acceptable($0) ? $0 : "" }) ?? HelperTPM.locate(), !helper.isEmpty else {
             throw TPMFailure.unavailable("\(HelperTPM.name) is not installed (this program reaches the TPM through it)")
         }
         return HelperTPM(configuration: configuration, path: helper)
@@ -62,11 +106,14 @@ struct HelperTPM: TPMOperations {
             let folder = executable.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
             candidates.insert(contentsOf: [folder + "/" + name, folder + "/../libexec/" + name], at: 0)
         }
-        return candidates.first { path in
-            var st = stat()
-            return stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && st.st_mode & 0o022 == 0
-                && (st.st_uid == 0 || st.st_uid == geteuid()) && access(path, X_OK) == 0
-        }
+        return candidates.first(where: acceptable)
+    }
+
+    /// A file that no one but its owner (root, or this process's user) can change.
+    static func acceptable(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && st.st_mode & 0o022 == 0
+            && (st.st_uid == 0 || st.st_uid == geteuid()) && access(path, X_OK) == 0
     }
 
     func seal(_ secret: Bytes, auth: Bytes) throws -> TPMSealedSecret {
@@ -92,6 +139,42 @@ struct HelperTPM: TPMOperations {
                 throw TPMFailure.failed("\(Self.name) answered a secret of the wrong length")
             }
             return secret
+        }
+    }
+
+    func seal(_ secret: Bytes, toPCRs pcrs: [UInt8]) throws -> TPMSealedSecret {
+        var request = TPMHelperWire.request("seal-pcr", configuration)
+        request.blob(secret)
+        request.blob(pcrs)
+        return try exchange(&request) { reply in
+            let record = TPMSealedSecret(primaryName: try reply.blob(), sealedPublic: try reply.blob(), sealedPrivate: try reply.blob())
+            guard reply.isAtEnd else { throw TPMFailure.failed("\(Self.name) answered more than expected") }
+            return record
+        }
+    }
+
+    func unseal(_ record: TPMSealedSecret, pcrs: [UInt8], length: Int) throws -> Bytes {
+        var request = TPMHelperWire.request("unseal-pcr", configuration)
+        request.blob(record.bytes)
+        request.blob(pcrs)
+        request.u32(UInt32(length))
+        return try exchange(&request) { reply in
+            var secret = try reply.blob()
+            guard reply.isAtEnd, secret.count == length else {
+                secret.wipe()
+                throw TPMFailure.failed("\(Self.name) answered a secret of the wrong length")
+            }
+            return secret
+        }
+    }
+
+    func counter(_ counter: TPMCounterRequest) throws -> TPMCounterAnswer {
+        var request = TPMHelperWire.request("counter", configuration)
+        TPMHelperWire.write(counter, &request)
+        return try exchange(&request) { reply in
+            let answer = TPMCounterAnswer(index: try reply.u32(), value: try reply.u64())
+            guard reply.isAtEnd else { throw TPMFailure.failed("\(Self.name) answered more than expected") }
+            return answer
         }
     }
 
@@ -188,6 +271,32 @@ struct HelperTPM: TPMOperations {
     }
 }
 
+/// Which PCRs (SHA-256 bank) an object is sealed to: 1 to 8 distinct indices below 24, in
+/// ascending order, as the keybag stores them and the helper accepts them.
+package enum PCRSelection {
+    /// Secure Boot's state and the keys that signed what booted: what systemd-cryptenroll seals
+    /// to by default, stable across kernel updates.
+    package static let standard: [UInt8] = [7]
+
+    package static func isValid(_ pcrs: [UInt8]) -> Bool {
+        (1...8).contains(pcrs.count) && pcrs.allSatisfy { $0 < 24 } && zip(pcrs, pcrs.dropFirst()).allSatisfy { $0 < $1 }
+    }
+
+    /// "7", "0,2,7": a list as the user writes it (sorted, duplicates dropped); nil if malformed.
+    package static func parse(_ text: String) -> [UInt8]? {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false)
+        var values: [UInt8] = []
+        for part in parts {
+            guard let value = UInt8(part), value < 24 else { return nil }
+            values.append(value)
+        }
+        let sorted = Array(Set(values)).sorted()
+        return isValid(sorted) ? sorted : nil
+    }
+
+    package static func describe(_ pcrs: [UInt8]) -> String { pcrs.map { String($0) }.joined(separator: ",") }
+}
+
 /// The helper's wire format, built with the engine's ByteWriter: a request is a version, an
 /// operation, the TCTI, the operation's fields and the time it may take; an answer is a status
 /// byte (0: done, else a `TPMFailure`), a message, and the operation's fields.
@@ -202,6 +311,39 @@ enum TPMHelperWire {
         w.string(operation)
         w.string(configuration.tcti ?? "")
         return w
+    }
+
+    static func write(_ counter: TPMCounterRequest, _ w: inout ByteWriter) {
+        switch counter.action {
+        case .find: w.u8(0); w.u32(0); w.u64(0)
+        case .create: w.u8(1); w.u32(0); w.u64(0)
+        case .increment(let index, let expected): w.u8(2); w.u32(index); w.u64(expected)
+        case .remove(let index): w.u8(3); w.u32(index); w.u64(0)
+        }
+        w.blob(counter.auth)
+        w.u32(UInt32(counter.candidates.count))
+        for index in counter.candidates { w.u32(index) }
+    }
+
+    static func readCounter(_ r: inout ByteReader) throws -> TPMCounterRequest {
+        let kind = try r.u8(), index = try r.u32(), value = try r.u64()
+        let auth = try r.blob()
+        let count = try r.u32()
+        guard count <= 8, auth.count <= 32 else { throw TPMFailure.failed("malformed request") }
+        let candidates = try (0..<count).map { _ in try r.u32() }
+        // NV indices of the owner's range only (TCG's handle registry: 0x01800000-0x01BFFFFF).
+        guard (candidates + (kind >= 2 ? [index] : [])).allSatisfy({ (0x0180_0000...0x01BF_FFFF).contains($0) }) else {
+            throw TPMFailure.failed("malformed request")
+        }
+        let action: TPMCounterRequest.Action
+        switch kind {
+        case 0: action = .find
+        case 1: action = .create
+        case 2: action = .increment(index: index, expected: value)
+        case 3: action = .remove(index: index)
+        default: throw TPMFailure.failed("malformed request")
+        }
+        return TPMCounterRequest(action, auth: auth, candidates: candidates)
     }
 
     static func writeLockout(_ state: TPMLockoutState?, _ w: inout ByteWriter) {
@@ -226,6 +368,7 @@ enum TPMHelperWire {
         case .lockout(let state): w.u8(3); w.string(""); writeLockout(state, &w)
         case .foreign(let why): w.u8(4); w.string(why)
         case .failed(let why): w.u8(5); w.string(why)
+        case .bootState(let why): w.u8(6); w.string(why)
         }
         return w.bytes
     }
@@ -244,6 +387,7 @@ enum TPMHelperWire {
             case 2: throw TPMFailure.authorization(try readLockout(&r))
             case 3: throw TPMFailure.lockout(try readLockout(&r))
             case 4: throw TPMFailure.foreign(message)
+            case 6: throw TPMFailure.bootState(message)
             default: throw TPMFailure.failed(message)
             }
         } catch let error as KeychainError {
@@ -325,6 +469,32 @@ package enum TPMHelperService {
             var secret = try tpm.unseal(record, auth: auth, length: length)
             defer { secret.wipe() }
             w.blob(secret)
+        case "seal-pcr":
+            var secret = try r.blob()
+            defer { secret.wipe() }
+            let pcrs = try r.blob()
+            try finish(&r)
+            guard PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
+            let record = try tpm.seal(secret, toPCRs: pcrs)
+            w.blob(record.primaryName)
+            w.blob(record.sealedPublic)
+            w.blob(record.sealedPrivate)
+        case "unseal-pcr":
+            let record = try TPMSealedSecret(bytes: try r.blob())
+            let pcrs = try r.blob()
+            let length = Int(try r.u32())
+            try finish(&r)
+            guard length <= 256, PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
+            var secret = try tpm.unseal(record, pcrs: pcrs, length: length)
+            defer { secret.wipe() }
+            w.blob(secret)
+        case "counter":
+            var counter = try TPMHelperWire.readCounter(&r)
+            defer { counter.auth.wipe() }
+            try finish(&r)
+            let answer = try tpm.counter(counter)
+            w.u32(answer.index)
+            w.u64(answer.value)
         case "describe":
             let name = try r.blob()
             try finish(&r)

@@ -71,6 +71,7 @@ extension KeychainStore {
                     ], separatesDeviceOnly: true)
                 try resealMovedRows(from: old, to: new)
                 try bag.save(to: db)
+                replaceRollbackCounter(bag, c: c, oldC: nil, tpm: tpm)
                 keybag = bag
             }
             try install(a: a, c: c, device: device)
@@ -104,8 +105,12 @@ extension KeychainStore {
                     .always: Subkeys(classKey: bag.keyD)
                 ])
                 try resealMovedRows(from: old, to: new)
+                let uuid = bag.uuid
                 try bag.unbind(a: a, c: c, password: password, scrypt: bag.scrypt)
                 try bag.save(to: db)
+                removeRollbackCounter(uuid: uuid, c: c, tpm: tpm)
+                // Its ThisDeviceOnly keys are gone, and it was this TPM's to begin with.
+                try PasswordlessRecord.remove(from: db)
                 keybag = bag
             }
             try install(a: a, c: c)
@@ -141,6 +146,10 @@ extension KeychainStore {
                 try delete.run([.int(LockClass.whenUnlockedThisDeviceOnly.rawValue), .int(LockClass.afterFirstUnlockThisDeviceOnly.rawValue)])
                 outcome.deviceOnlyItemsLost = Int(db.changes)
                 try bag.save(to: db)
+                // Opened with the recovery key, the keychain is taken as it is: its count starts again here.
+                if outcome.sealedAgain { replaceRollbackCounter(bag, c: c, oldC: nil, tpm: tpm) } else { try RollbackRecord.remove(from: db) }
+                // Made for the old TPM's ThisDeviceOnly keys: it could open nothing here.
+                try PasswordlessRecord.remove(from: db)
                 keybag = bag
             }
             try install(a: a, c: c, device: outcome.sealedAgain ? device : nil)
@@ -169,7 +178,7 @@ extension KeychainStore {
                 status.sealedHere = here
             } catch let failure as TPMFailure {
                 switch failure {
-                case .unavailable(let why), .foreign(let why), .failed(let why): status.problem = why
+                case .unavailable(let why), .foreign(let why), .failed(let why), .bootState(let why): status.problem = why
                 case .authorization, .lockout: status.problem = failure.keychainError.detail
                 }
             } catch {

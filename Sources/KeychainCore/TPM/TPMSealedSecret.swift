@@ -152,6 +152,8 @@ extension TPMFailure {
             return KeychainError(.quotaExceeded, detail)
         case .failed(let why):
             return KeychainError(.deviceFailed, "the TPM failed: \(why)")
+        case .bootState(let why):
+            return KeychainError(.authFailed, "the TPM refused: \(why)")
         }
     }
 }

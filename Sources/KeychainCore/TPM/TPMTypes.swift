@@ -8,6 +8,9 @@ package struct TPMConfiguration: Sendable, Equatable {
     package var tcti: String?
     /// Why there is none (one line, for status output); empty when there is one.
     package var absence: String
+    /// Where keychain-tpm-helper is, when not in its usual places (pam_keychain's `tpm_helper=`,
+    /// set by the administrator); it must pass the same checks.
+    package var helper: String? = nil
 
     package static let environmentVariable = "KEYCHAIN_TPM_TCTI"
     /// The kernel's resource manager: it flushes whatever a process left behind, and lets several
@@ -51,6 +54,9 @@ package enum TPMFailure: Error, Equatable {
     case foreign(String)
     /// The TPM refused, or answered something that cannot be used.
     case failed(String)
+    /// TPM_RC_POLICY_FAIL on an object sealed to PCR values: this machine's boot state is not
+    /// the one it was sealed to (another boot chain, a firmware or Secure Boot change).
+    case bootState(String)
 }
 
 /// The TPM's dictionary-attack state (TPM2_GetCapability, TPM_PT_PERMANENT and TPM_PT_LOCKOUT_*).

@@ -14,6 +14,8 @@ enum AsUser {
         case failed = 13
         case cannotBecomeUser = 14
         case resetPending = 15
+        case notEnrolled = 16
+        case bootStateChanged = 17
         case timedOut = 100
         case cannotFork = 101
     }

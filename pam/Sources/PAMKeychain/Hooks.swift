@@ -15,7 +15,16 @@ struct Hooks {
         return account
     }
 
-    private func report(_ outcome: AsUser.Outcome, _ what: String) {
+    private func report(_ outcome: AsUser.Outcome, _ what: String, detail: [UInt8] = []) {
+        if !detail.isEmpty, outcome != .done {
+            // The engine's own words (a TPM that failed, an older copy of the file), one line.
+            let text = String(decoding: detail.map { $0 < 0x20 || $0 == 0x7f ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+            let after =
+                outcome == .bootStateChanged
+                ? "; the keychain stays locked (`security tpm-enroll --passwordless` seals it to this boot state again)" : ""
+            pam.log(outcome == .failed ? LOG_WARNING : LOG_NOTICE, "\(what): \(outcome == .failed ? "failed: " : "")\(text)\(after)")
+            return
+        }
         switch outcome {
         case .done: pam.debug("\(what): done")
         case .noKeychain: pam.debug("\(what): no login keychain")
@@ -30,6 +39,12 @@ struct Hooks {
         case .cannotBecomeUser: pam.log(LOG_WARNING, "\(what): cannot switch to the user's identity")
         case .timedOut: pam.log(LOG_WARNING, "\(what): gave up after the time limit")
         case .cannotFork: pam.log(LOG_WARNING, "\(what): cannot fork")
+        case .notEnrolled: pam.debug("\(what): the login keychain has no passwordless unlock")
+        case .bootStateChanged:
+            pam.log(
+                LOG_NOTICE,
+                "\(what): this machine's boot state (its PCRs) is not the one the passwordless unlock was sealed to; the keychain stays locked (`security tpm-enroll --passwordless` seals it again)"
+            )
         }
     }
 
@@ -49,12 +64,13 @@ struct Hooks {
         guard flags & refresh != 0, var token = pam.stashed else { return PAM_IGNORE }
         defer { token.wipe() }
         guard let account = account() else { return PAM_IGNORE }
-        let outcome = AsUser.run(account) {
+        let tpm = tpmConfiguration
+        let (outcome, detail) = AsUser.runReplying(account) { reply in
             defer { token.wipe() }
             guard Sessions.count > 0 else { return .done }
-            return Self.unlock(account, password: token, create: false)
+            return Self.unlock(account, password: token, create: false, tpm: tpm, reply: reply)
         }
-        report(outcome, "setcred")
+        report(outcome, "setcred", detail: detail)
         return PAM_IGNORE
     }
 
@@ -68,17 +84,110 @@ struct Hooks {
         var token = pam.stashed
         defer { token?.wipe() }
         let create = pam.options.autoCreate
-        let outcome = AsUser.run(account) {
+        let tpm = tpmConfiguration
+        let (outcome, detail) = AsUser.runReplying(account) { reply in
             defer { token?.wipe() }
             Sessions.set(Sessions.count + 1)
             // Not `guard let`: a second reference would make the wipe above copy, not overwrite.
             guard token != nil else { return .done }
-            return Self.unlock(account, password: token!, create: create)
+            return Self.unlock(account, password: token!, create: create, tpm: tpm, reply: reply)
         }
-        report(outcome, "open_session")
+        report(outcome, "open_session", detail: detail)
         // The login password opened the login keychain: gnome-keyring's login keyring comes too, once.
         if outcome == .done, token != nil { importLoginKeyring(account, password: token!) }
+        if token == nil, pam.options.passwordless { unlockWithoutPassword(account) }
         return PAM_SUCCESS
+    }
+
+    /// The TPM the workers use: the module's `tpm_tcti=` and `tpm_helper=`, else where every
+    /// program looks (the worker's environment is cleared, so it is read here, in the application).
+    private var tpmConfiguration: TPMConfiguration {
+        var tpm = pam.options.tpmTCTI.map { TPMConfiguration(tcti: $0.isEmpty || $0 == "none" ? nil : $0) } ?? TPMConfiguration.current
+        tpm.helper = pam.options.tpmHelper
+        return tpm
+    }
+
+    /// Services through which one user becomes another: a stack of theirs given `passwordless`
+    /// by mistake must not turn `sudo -u alice` or `su alice` into alice's keychain unlocked.
+    static let switchingServices: Set<String> = [
+        "su", "su-l", "sudo", "sudo-i", "runuser", "runuser-l", "pkexec", "polkit-1", "doas"
+    ]
+
+    /// Why a passwordless unlock is refused here, or nil. Only a login run by root for its own
+    /// purposes qualifies (gdm, login, sshd have real uid 0): a set-user-ID program a user started
+    /// (su, sudo, pkexec) has that user's real uid, and PAM_RUSER names someone else.
+    private func passwordlessRefusal(_ account: AsUser.Account) -> String? {
+        if getuid() != 0 || geteuid() != 0 { return "not run by root (a set-user-ID program such as su or sudo, real uid \(getuid()))" }
+        if let service = pam.service, Self.switchingServices.contains(service) { return "\(service) switches users" }
+        if let requester = pam.string(PAM_RUSER), !requester.isEmpty, requester != account.name {
+            return "requested by \(requester) for \(account.name)"
+        }
+        return nil
+    }
+
+    /// A session opened with no password (the auth stack, a fingerprint or smart-card module or
+    /// gdm's autologin, has accepted the user): the login keychain unlocks with its passwordless
+    /// copy, if the user enrolled one. In two steps so that root never reads the user's file and
+    /// the user never sees the machine's key: a worker (as the user) hands over the sealed box from
+    /// the keychain, root opens it with the machine's key and checks it names this user, and a
+    /// second worker (as the user) unseals the TPM's half and unlocks. Every failure is logged and
+    /// the login goes on.
+    private func unlockWithoutPassword(_ account: AsUser.Account) {
+        if let refusal = passwordlessRefusal(account) {
+            pam.log(LOG_NOTICE, "open_session: passwordless unlock refused: \(refusal)")
+            return
+        }
+        var machine: (public: [UInt8], secret: [UInt8])
+        do {
+            machine = try MachineKey.loadOrCreate()
+        } catch {
+            pam.log(LOG_WARNING, "open_session: passwordless unlock: this machine's key: \(error)")
+            return
+        }
+        defer { machine.secret.wipe() }
+        let tpm = tpmConfiguration
+        let (found, box) = AsUser.runReplying(account) { reply in
+            guard KeychainFile.exists(account.loginKeychain) else { return .noKeychain }
+            do {
+                let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
+                let status = store.status
+                if status.whenUnlocked && status.afterFirstUnlock { return .done }
+                guard let box = try store.passwordlessBox() else { return .notEnrolled }
+                reply(box)
+                return .done
+            } catch {
+                return .failed
+            }
+        }
+        guard found == .done, !box.isEmpty else {
+            report(found, "open_session (passwordless)")
+            return
+        }
+        guard var opened = MachineKey.open(box, public: machine.public, secret: machine.secret) else {
+            pam.log(LOG_NOTICE, "open_session: the login keychain's passwordless unlock was not made for this machine's key; it stays locked")
+            return
+        }
+        defer { opened.wipe() }
+        // Checked here, as root, before anything of it reaches a process of the user's.
+        let uid = UInt32(account.uid)
+        guard PasswordlessRecord.owner(ofOpened: opened) == uid else {
+            pam.log(LOG_WARNING, "open_session: the login keychain holds another user's passwordless unlock; it stays locked")
+            return
+        }
+        let (outcome, detail) = AsUser.runReplying(account) { reply in
+            defer { opened.wipe() }
+            do {
+                let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
+                try store.unlockPasswordless(opened: opened, uid: uid, tpm: tpm)
+                return .done
+            } catch let error as KeychainError {
+                reply(Array(error.detail.utf8.prefix(512)))
+                return error.code == .authFailed ? .bootStateChanged : .failed
+            } catch {
+                return .failed
+            }
+        }
+        report(outcome, "open_session (passwordless)", detail: detail)
     }
 
     /// The last session's end locks WhenUnlocked (with lock_on_close, and if the keychain's own
@@ -192,7 +301,9 @@ struct Hooks {
 
     /// Runs as the user, in the child. A password that does not open the keychain changes
     /// nothing: it may be a separate keychain password the user chose.
-    static func unlock(_ account: AsUser.Account, password: [UInt8], create: Bool) -> AsUser.Outcome {
+    static func unlock(
+        _ account: AsUser.Account, password: [UInt8], create: Bool, tpm: TPMConfiguration, reply: ([UInt8]) -> Void
+    ) -> AsUser.Outcome {
         do {
             guard KeychainFile.exists(account.loginKeychain) else {
                 guard create else { return .noKeychain }
@@ -201,13 +312,17 @@ struct Hooks {
             }
             let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
             do {
-                try store.unlock(password: password)
+                try store.unlock(password: password, tpm: tpm)
                 // The login password opens it: a reset left for this keychain has nothing left to do.
                 store.discardLoginPasswordReset()
                 return .done
             } catch let error as KeychainError where error.code == .authFailed {
                 return store.hasPendingLoginPasswordReset ? .resetPending : .wrongPassword
             }
+        } catch let error as KeychainError {
+            // Said as the engine says it: a TPM that failed or is locked out, an older copy of the file.
+            reply(Array(error.detail.utf8.prefix(512)))
+            return .failed
         } catch {
             return .failed
         }

@@ -1,8 +1,14 @@
-/// The module's arguments in /etc/pam.d: `debug`, `auto_create`, `lock_on_close`, `only_if=svc,...`.
+/// The module's arguments in /etc/pam.d: `debug`, `auto_create`, `lock_on_close`, `only_if=svc,...`,
+/// `passwordless` (a session opened without a password unlocks a keychain enrolled for it; for the
+/// stacks of fingerprint, smart-card and autologin logins only), `tpm_tcti=` and `tpm_helper=`
+/// (where the TPM and keychain-tpm-helper are, when not /dev/tpmrm0 and the usual libexec).
 struct Options {
     var debug = false
     var autoCreate = false
     var lockOnClose = false
+    var passwordless = false
+    var tpmTCTI: String?
+    var tpmHelper: String?
     var onlyServices: [String]?
     var unknown: [String] = []
 
@@ -14,8 +20,13 @@ struct Options {
             case "debug": debug = true
             case "auto_create": autoCreate = true
             case "lock_on_close": lockOnClose = true
+            case "passwordless": passwordless = true
             default:
-                if arg.hasPrefix("only_if=") {
+                if arg.hasPrefix("tpm_tcti=") {
+                    tpmTCTI = String(arg.dropFirst("tpm_tcti=".count))
+                } else if arg.hasPrefix("tpm_helper=") {
+                    tpmHelper = String(arg.dropFirst("tpm_helper=".count))
+                } else if arg.hasPrefix("only_if=") {
                     onlyServices = arg.dropFirst("only_if=".count).split(separator: ",").map(String.init)
                 } else {
                     unknown.append(arg)

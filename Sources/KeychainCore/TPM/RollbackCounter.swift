@@ -1,0 +1,230 @@
+import Glibc
+
+/// A TPM-sealed keychain's rollback counter: an NV counter index in the TPM and, in the keybag's
+/// `counter` row, the count this file last agreed with, under a MAC keyed from class key C. A whole
+/// older copy of the file put back (a backup restored, a sync tool, anyone with write access and
+/// no keys) still carries its older count; the TPM's counter never goes back, so the next unlock
+/// notices and refuses (`errSecInvalidKeychain`), until the user accepts the older copy.
+///
+/// How often it moves: once per unlock (password, passwordless login, recovery), and at enrolment,
+/// rotation and recovery; never per item write, so a day's use costs as many NV writes as unlocks,
+/// not as many as stores (see docs/security-model.md, "Rollback counter", for the measured wear).
+/// What that leaves out: changes made since the last unlock: a copy taken and put back between two
+/// unlocks is not noticed.
+///
+/// The counter's authorization value comes from class key C, so only someone holding the keychain's
+/// keys can read or move it; noDA, so probing indices costs no lockout tries.
+struct RollbackRecord {
+    static let rowName = "counter"
+    var value: UInt64
+    var mac: Bytes
+
+    static func key(c: Bytes) -> Bytes { Crypto.deriveKey(c, purpose: "tpm-rollback-counter") }
+
+    static func auth(c: Bytes, uuid: Bytes) -> Bytes {
+        var key = key(c: c)
+        defer { key.wipe() }
+        var w = ByteWriter()
+        w.string("keychain-counter-auth-v1")
+        w.blob(uuid)
+        var auth = Crypto.hmacSHA256(key: key, w.bytes)
+        // The TPM drops trailing zero bytes of an authorization value; so do we.
+        while auth.last == 0 { auth.removeLast() }
+        return auth
+    }
+
+    static func mac(c: Bytes, uuid: Bytes, value: UInt64) -> Bytes {
+        var key = key(c: c)
+        defer { key.wipe() }
+        var w = ByteWriter()
+        w.string("keychain-counter-v1")
+        w.blob(uuid)
+        w.u64(value)
+        return Crypto.hmacSHA256(key: key, w.bytes)
+    }
+
+    /// Four NV indices in the owner's range (0x01800000-0x01BFFFFF), picked from the keychain's
+    /// uuid: the counter is found again without the file's help (a record removed from the file
+    /// does not hide it), and a few keychains on one TPM rarely meet.
+    static func candidates(uuid: Bytes) -> [UInt32] {
+        var w = ByteWriter()
+        w.string("keychain-counter-index-v1")
+        w.blob(uuid)
+        let digest = Crypto.sha256(w.bytes)
+        let start = (UInt32(digest[0]) << 16 | UInt32(digest[1]) << 8 | UInt32(digest[2])) % 0x3F_FFFC
+        return (0..<4).map { 0x0180_0000 + start + $0 }
+    }
+
+    var bytes: Bytes {
+        var w = ByteWriter()
+        w.u64(value)
+        w.blob(mac)
+        return w.bytes
+    }
+
+    /// The stored record if its MAC verifies under `c`; nil when there is none or it does not.
+    static func load(from db: SQLiteDatabase, c: Bytes, uuid: Bytes) throws -> (record: RollbackRecord?, present: Bool) {
+        let select = try db.statement("SELECT value FROM keychain WHERE name = ?")
+        select.bind([.text(rowName)])
+        defer { select.reset() }
+        guard try select.step() else { return (nil, false) }
+        var r = ByteReader(select.blob(0))
+        guard let value = try? r.u64(), let mac = try? r.blob(), r.isAtEnd, Crypto.equal(mac, Self.mac(c: c, uuid: uuid, value: value)) else {
+            return (nil, true)
+        }
+        return (RollbackRecord(value: value, mac: mac), true)
+    }
+
+    static func save(_ value: UInt64, c: Bytes, uuid: Bytes, to db: SQLiteDatabase) throws {
+        let record = RollbackRecord(value: value, mac: mac(c: c, uuid: uuid, value: value))
+        try db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES (?, ?)").run([.text(rowName), .blob(record.bytes)])
+    }
+
+    static func remove(from db: SQLiteDatabase) throws {
+        try db.statement("DELETE FROM keychain WHERE name = ?").run([.text(rowName)])
+    }
+}
+
+/// What `tpm-status` says of the rollback counter.
+package struct RollbackStatus: Sendable, Equatable {
+    /// The count the file says it last agreed with (its MAC is checked at each unlock, not here).
+    package var fileCount: UInt64
+}
+
+extension KeychainStore {
+    /// The rollback counter's record as the file has it; nil when there is none.
+    package var rollbackStatus: RollbackStatus? {
+        withLock {
+            guard let select = try? db.statement("SELECT value FROM keychain WHERE name = ?") else { return nil }
+            select.bind([.text(RollbackRecord.rowName)])
+            defer { select.reset() }
+            guard (try? select.step()) == true else { return nil }
+            var r = ByteReader(select.blob(0))
+            return (try? r.u64()).map { RollbackStatus(fileCount: $0) }
+        }
+    }
+
+    /// Checks the file against the TPM's counter and moves both on by one; called by every unlock
+    /// of a sealed keychain with the keys it just unwrapped, before they are installed. A file
+    /// behind the TPM (an older copy), a record removed or damaged while the TPM has the counter,
+    /// or a counter gone from the TPM: errSecInvalidKeychain, unless `accepting` (the user said
+    /// the older copy is theirs), which takes the file's state as the current one.
+    /// A keychain without a counter yet (sealed by an earlier version) gets one; where none can be
+    /// made (an owner password), it goes on without, as `tpm-status` says.
+    func advanceRollbackCounter(_ bag: Keybag, c: Bytes, tpm: TPMConfiguration, accepting: Bool) throws {
+        guard bag.isBound else { return }
+        var auth = RollbackRecord.auth(c: c, uuid: bag.uuid)
+        defer { auth.wipe() }
+        let candidates = RollbackRecord.candidates(uuid: bag.uuid)
+        let operations = try TPMSealedSecret.keychainErrors { try TPMAccess.operations(tpm) }
+        func ask(_ action: TPMCounterRequest.Action) throws -> TPMCounterAnswer {
+            try TPMSealedSecret.keychainErrors { try operations.counter(TPMCounterRequest(action, auth: auth, candidates: candidates)) }
+        }
+        let (stored, present) = try RollbackRecord.load(from: db, c: c, uuid: bag.uuid)
+        let found = try ask(.find)
+        let remedy =
+            "if this copy is the one you want (a backup you restored), `security unlock-keychain --accept-older-copy` opens it and makes it the current one"
+        switch (stored, found.index) {
+        case (nil, 0) where !present || accepting:
+            // Never counted yet (or the user accepts a file whose record was lost): a new counter.
+            guard let created = try? ask(.create) else { return }
+            try db.transaction { try RollbackRecord.save(created.value, c: c, uuid: bag.uuid, to: db) }
+        case (nil, 0):
+            throw KeychainError(.invalidKeychain, "the keychain's rollback record is damaged; \(remedy)")
+        case (nil, _):
+            guard accepting else {
+                throw KeychainError(
+                    .invalidKeychain,
+                    "this keychain file has no valid rollback record, but the TPM keeps its counter (at \(found.value)): an older copy, from before it was counted, was put back, or the file was changed; \(remedy)"
+                )
+            }
+            try advance(from: found.value, index: found.index, bag, c: c, ask: ask)
+        case (let record?, 0):
+            guard accepting else {
+                throw KeychainError(
+                    .invalidKeychain,
+                    "the TPM no longer has this keychain's rollback counter (the file says \(record.value)): it was removed, so an older copy cannot be told from this one; \(remedy)"
+                )
+            }
+            let created = try ask(.create)
+            try db.transaction { try RollbackRecord.save(created.value, c: c, uuid: bag.uuid, to: db) }
+        case (let record?, _):
+            if record.value == found.value || accepting {
+                try advance(from: found.value, index: found.index, bag, c: c, ask: ask)
+            } else if record.value == found.value + 1 {
+                // The last unlock wrote its count and stopped before the TPM's increment.
+                let after = try ask(.increment(index: found.index, expected: found.value))
+                guard after.value == record.value else { throw KeychainError(.deviceFailed, "the TPM's rollback counter did not move") }
+            } else if record.value < found.value {
+                throw KeychainError(
+                    .invalidKeychain,
+                    "this keychain file is an older copy: it was last unlocked at count \(record.value), and this TPM's counter for it is at \(found.value) (\(found.value - record.value) unlock\(found.value - record.value == 1 ? "" : "s") later); something put an older copy back, and items changed or deleted since would come back; \(remedy)"
+                )
+            } else {
+                throw KeychainError(
+                    .invalidKeychain,
+                    "this keychain file's count (\(record.value)) is ahead of this TPM's counter (\(found.value)): it is not the file this counter kept; \(remedy)"
+                )
+            }
+        }
+    }
+
+    /// The file's count first, then the TPM's: an interruption in between leaves the file one
+    /// ahead (finished at the next unlock), never behind (which would read as an older copy).
+    private func advance(
+        from value: UInt64, index: UInt32, _ bag: Keybag, c: Bytes, ask: (TPMCounterRequest.Action) throws -> TPMCounterAnswer
+    ) throws {
+        try db.transaction { try RollbackRecord.save(value + 1, c: c, uuid: bag.uuid, to: db) }
+        let after = try ask(.increment(index: index, expected: value))
+        // Another unlock of the same keychain may have moved it at the same moment: one step is one step.
+        guard after.value == value + 1 else { throw KeychainError(.deviceFailed, "the TPM's rollback counter did not move as asked") }
+    }
+
+    /// A new counter for keys of a keychain just sealed, recovered or rotated: the one of the old
+    /// keys `oldC` is removed first (its authorization came from them).
+    func replaceRollbackCounter(_ bag: Keybag, c: Bytes, oldC: Bytes?, tpm: TPMConfiguration) {
+        guard bag.isBound, let operations = try? TPMAccess.operations(tpm) else { return }
+        let candidates = RollbackRecord.candidates(uuid: bag.uuid)
+        if let oldC {
+            var old = RollbackRecord.auth(c: oldC, uuid: bag.uuid)
+            defer { old.wipe() }
+            if let found = try? operations.counter(TPMCounterRequest(.find, auth: old, candidates: candidates)), found.index != 0 {
+                _ = try? operations.counter(TPMCounterRequest(.remove(index: found.index), auth: old, candidates: candidates))
+            }
+        }
+        var auth = RollbackRecord.auth(c: c, uuid: bag.uuid)
+        defer { auth.wipe() }
+        var answer = try? operations.counter(TPMCounterRequest(.find, auth: auth, candidates: candidates))
+        if answer?.index == 0 { answer = try? operations.counter(TPMCounterRequest(.create, auth: auth, candidates: candidates)) }
+        if let answer, answer.index != 0 {
+            try? RollbackRecord.save(answer.value, c: c, uuid: bag.uuid, to: db)
+        } else {
+            try? RollbackRecord.remove(from: db)
+        }
+    }
+
+    /// Before a sealed keychain is deleted: its rollback counter leaves the TPM (NV space is
+    /// small), when the keychain is open enough to prove it is its own (class key C, in this
+    /// process or the kernel). Locked, the index stays: nothing without C may remove it.
+    package func releaseRollbackCounter(tpm: TPMConfiguration = .current) {
+        withLock {
+            guard keybag.isBound else { return }
+            let key = storage == .process ? processKeys[.afterFirstUnlock] : try? trustedKernelKey(.afterFirstUnlock)
+            guard var c = key, keybag.matches(c, .afterFirstUnlock) else { return }
+            defer { c.wipe() }
+            removeRollbackCounter(uuid: keybag.uuid, c: c, tpm: tpm)
+        }
+    }
+
+    /// Removes the counter of a keychain no longer sealed (its record goes with the binding).
+    func removeRollbackCounter(uuid: Bytes, c: Bytes, tpm: TPMConfiguration) {
+        try? RollbackRecord.remove(from: db)
+        guard let operations = try? TPMAccess.operations(tpm) else { return }
+        var auth = RollbackRecord.auth(c: c, uuid: uuid)
+        defer { auth.wipe() }
+        let candidates = RollbackRecord.candidates(uuid: uuid)
+        if let found = try? operations.counter(TPMCounterRequest(.find, auth: auth, candidates: candidates)), found.index != 0 {
+            _ = try? operations.counter(TPMCounterRequest(.remove(index: found.index), auth: auth, candidates: candidates))
+        }
+    }
+}

@@ -1,0 +1,328 @@
+#!/usr/bin/env bash
+# pam_keychain's `passwordless` option against Debian's swtpm: a login that carried no password
+# (fingerprint, smart card, autologin) unlocks a keychain whose user enrolled a passwordless copy
+# (`security tpm-enroll --passwordless`). pamtester as root drives throwaway /etc/pam.d services
+# whose auth stack is pam_permit, standing in for the fingerprint module; swtpm listens on
+# 127.0.0.1 (the module's `tpm_tcti=`). Every case makes and removes its own user, service files
+# and kernel keys; the machine's own PAM stack is never touched. This machine's passwordless key
+# (/var/lib/keychain/passwordless) is made by the first session, as on a real machine, and removed
+# at the end if this suite made it.
+#
+#   Tests/tpm-pam/run.sh [BIN]      BIN: the folder of security, keychain-tpm-helper, libpam_keychain.so
+set -uo pipefail
+bin=$(realpath "${1:-.build/debug}")
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+
+if [ "$(id -u)" != 0 ]; then
+    skip "the passwordless PAM suite makes users and /etc/pam.d files, and needs root"
+    summary
+    exit 0
+fi
+for tool in swtpm pamtester tpm2_getcap tpm2_pcrextend tpm2_pcrreset keyctl python3; do
+    command -v "$tool" >/dev/null || { echo "$tool is missing (apt-get install swtpm tpm2-tools pamtester keyutils python3)"; exit 1; }
+done
+
+machine_dir=/var/lib/keychain/passwordless
+made_machine_key=''
+[ -e "$machine_dir" ] || made_machine_key=yes
+[ -e /var/lib/keychain ] || made_machine_key=parent
+
+work=$(mktemp -d /tmp/keychain-tpm-pam-XXXXXX)
+pids=() devlog='' devlog_pid=''
+stop_all() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+    [ -z "$devlog_pid" ] || kill "$devlog_pid" 2>/dev/null
+    [ -z "$devlog" ] || rm -f "$devlog"
+    wait 2>/dev/null
+    rm -rf "$work"
+    case $made_machine_key in
+        yes) rm -rf "$machine_dir" ;;
+        parent) rm -rf /var/lib/keychain ;;
+    esac
+}
+trap stop_all EXIT
+
+# The users run these: copies in a folder anyone can read (the checkout may be private).
+stage=$work/bin
+mkdir -p "$stage"
+cp "$bin/security" "$bin/keychain-tpm-helper" "$bin/libpam_keychain.so" "$stage/"
+chmod 755 "$work" "$stage" "$stage"/*
+bin=$stage
+module=$bin/libpam_keychain.so
+cd /
+
+if [ ! -e /dev/log ]; then
+    devlog=$(mktemp /tmp/tpm-pam-devlog-XXXXXX)
+    python3 "$here/../pam/devlog.py" "$devlog" 1800 &
+    devlog_pid=$!
+    for _ in $(seq 50); do [ -S /dev/log ] && break; sleep 0.1; done
+fi
+
+free_port() {
+    python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 60000, 2)
+    try:
+        for q in (p, p + 1):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+    except OSError:
+        continue
+    print(p); break
+PY
+}
+
+port=$(free_port)
+mkdir -p "$work/tpm"
+timeout 1800 swtpm socket --tpm2 --server type=tcp,port="$port",bindaddr=127.0.0.1 \
+    --ctrl type=tcp,port=$((port + 1)),bindaddr=127.0.0.1 --tpmstate dir="$work/tpm" \
+    --flags not-need-init,startup-clear > "$work/tpm.log" 2>&1 &
+pids+=($!)
+tcti="swtpm:host=127.0.0.1,port=$port"
+for _ in $(seq 1 100); do
+    TPM2TOOLS_TCTI=$tcti tpm2_getcap properties-fixed >/dev/null 2>&1 && break
+    sleep 0.1
+done
+tpm() { TPM2TOOLS_TCTI=$tcti "$@"; }
+
+# A service: pam_permit for auth (the fingerprint module's place) and the module in session.
+write_service() {
+    local name=$1 options=$2 tcti_option=${3:-$tcti}
+    cat > "/etc/pam.d/$name" <<PAM
+auth     required  pam_permit.so
+account  required  pam_permit.so
+session  optional  $module debug $options tpm_tcti=$tcti_option tpm_helper=$bin/keychain-tpm-helper
+PAM
+}
+
+fresh() {
+    case_dir=$(mktemp -d "$work/case-XXXXXX")
+    chmod 755 "$case_dir"
+    user=kcp$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    service=keychain-pwless-$user
+    plain=keychain-plain-$user
+    useradd -m -s /bin/sh "$user"
+    uid=$(id -u "$user") gid=$(id -g "$user") home=$(getent passwd "$user" | cut -d: -f6)
+    write_service "$service" passwordless
+    write_service "$plain" ""
+    tpm tpm2_pcrreset 16 >/dev/null 2>&1
+    [ -n "$devlog" ] && : > "$devlog"
+    printf 'pw\n' | as_user security create-keychain >/dev/null
+}
+
+finish() {
+    as_user keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
+    userdel -r "$user" >/dev/null 2>&1
+    rm -rf "$home" "/etc/pam.d/$service" "/etc/pam.d/$plain" "$case_dir"
+}
+
+as_user() {
+    setpriv --reuid="$uid" --regid="$gid" --init-groups env -i HOME="$home" PATH="$bin:/usr/bin:/bin" \
+        KEYCHAIN_TPM_TCTI="$tcti" "$@"
+}
+
+# A login through SERVICE that carries no password: pam_permit accepts, the session opens.
+login() { pamtester "${1:-$service}" "$user" authenticate open_session; }
+state() { as_user security status 2>/dev/null | awk -v c="$1:" '$1 == c { print $2 }'; }
+# Both class keys out of the kernel, as after a reboot.
+reboot_keys() { as_user keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1; }
+logged() {
+    [ -z "$devlog" ] && return 0
+    for _ in $(seq 50); do grep -q "$1" "$devlog" && return 0; sleep 0.1; done
+    echo "not logged: $1"; cat "$devlog"
+    return 1
+}
+enrol() {
+    printf 'pw\n' | as_user security tpm-enroll --passwordless "$@" > "$case_dir/enrol.out" 2> "$case_dir/enrol.err" || {
+        echo "tpm-enroll --passwordless $*:"; cat "$case_dir/enrol.err"; return 1
+    }
+}
+
+# --- cases ---------------------------------------------------------------------------------
+
+passwordless_login_unlocks() {
+    printf 'p1\n' | as_user security add-generic-password -a u -s when-unlocked -w
+    printf 'p2\n' | as_user security add-generic-password -a u -s device --accessibility whenUnlockedThisDeviceOnly -w
+    if [ ! -e "$machine_dir/machine.pub" ]; then
+        # Before any session through a service with the option, the machine has no key: said, nothing changed.
+        out=$(printf 'pw\n' | as_user security tpm-enroll --passwordless 2>&1) && return 1
+        echo "$out" | grep -q 'no key for passwordless unlocks yet'
+        as_user security status | grep -q '^TPM: *present, not used'
+        login >/dev/null
+    fi
+    enrol
+    grep -q '^recovery key: ' "$case_dir/enrol.out"
+    grep -q 'now unlock' "$case_dir/enrol.err"
+    as_user security status | grep -q '^passwordless: *on: .*PCR 7'
+    as_user security tpm-status | grep -q '^passwordless: *on'
+    reboot_keys
+    expect locked "$(state WhenUnlocked)"
+    expect locked "$(state AfterFirstUnlock)"
+    login >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+    expect unlocked "$(state AfterFirstUnlock)"
+    expect p1 "$(as_user security find-generic-password -s when-unlocked -w)"
+    expect p2 "$(as_user security find-generic-password -s device -w)" "a ThisDeviceOnly item"
+    logged 'open_session (passwordless): done'
+    # A sealed keychain enrolled later, on its own.
+    printf 'pw\n' | as_user security tpm-enroll --passwordless --pcrs 7,16 2>/dev/null
+    as_user security status | grep -q '^passwordless: *on: .*PCR 7,16'
+    as_user security lock-keychain
+    login >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+}
+
+without_enrolment_nothing_unlocks() {
+    printf 'pw\n' | as_user security tpm-enroll >/dev/null 2>&1
+    as_user security status | grep -q '^passwordless: *off'
+    as_user security lock-keychain
+    login >/dev/null
+    expect locked "$(state WhenUnlocked)"
+    logged 'no passwordless unlock'
+    # A keychain never sealed to the TPM cannot be enrolled without being sealed: --passwordless does both.
+}
+
+boot_state_change_refuses_and_the_login_goes_on() {
+    enrol --pcrs 16
+    as_user security lock-keychain
+    tpm tpm2_pcrextend 16:sha256=0000000000000000000000000000000000000000000000000000000000000001 >/dev/null
+    out=$(login 2>&1)
+    echo "$out" | grep -q 'successfully opened a session'
+    expect locked "$(state WhenUnlocked)" "changed PCR 16"
+    logged 'PCR 16 no longer hold the values .* seals it to this boot state again'
+    # The boot state back (a resettable PCR here; on a real machine: booting the way it was sealed).
+    tpm tpm2_pcrreset 16 >/dev/null
+    login >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+    # The password still opens it, whatever the PCRs.
+    tpm tpm2_pcrextend 16:sha256=0000000000000000000000000000000000000000000000000000000000000002 >/dev/null
+    as_user security lock-keychain
+    printf 'pw\n' | as_user security unlock-keychain
+    expect unlocked "$(state WhenUnlocked)"
+}
+
+the_machine_key_is_roots() {
+    login >/dev/null
+    expect "root 755" "$(stat -c '%U %a' "$machine_dir")"
+    expect "root 600" "$(stat -c '%U %a' "$machine_dir/machine.key")"
+    expect "root 644" "$(stat -c '%U %a' "$machine_dir/machine.pub")"
+    expect 1 "$(status_of as_user cat "$machine_dir/machine.key")" "the user reads the secret key"
+    as_user cat "$machine_dir/machine.pub" >/dev/null
+    # A copy of the user's sealed box is of no use to the user: only root's key opens it.
+    enrol
+    expect 32 "$(stat -c %s "$machine_dir/machine.key")"
+}
+
+a_service_without_the_option_does_not_unlock() {
+    enrol
+    as_user security lock-keychain
+    login "$plain" >/dev/null
+    expect locked "$(state WhenUnlocked)"
+    login >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+}
+
+su_and_sudo_are_refused() {
+    enrol
+    as_user security lock-keychain
+    other=kco$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    useradd -M -s /bin/sh "$other"
+    other_uid=$(id -u "$other")
+    # A set-user-ID program started by another user (su, sudo): real uid theirs, effective root.
+    out=$(setpriv --ruid="$other_uid" --euid=0 pamtester "$service" "$user" authenticate open_session 2>&1)
+    echo "$out" | grep -q 'successfully opened a session'
+    expect locked "$(state WhenUnlocked)" "run by $other through a set-user-ID program"
+    logged 'passwordless unlock refused: not run by root'
+    # PAM_RUSER naming someone else (sudo and su set it to the invoking user).
+    pamtester -I ruser="$other" "$service" "$user" authenticate open_session >/dev/null
+    expect locked "$(state WhenUnlocked)" "requested by $other"
+    logged "requested by $other"
+    userdel "$other"
+    # The same service, run by root for the user (gdm, login): unlocks.
+    login >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+}
+
+unenrol_removes_it() {
+    enrol
+    printf 'pw\n' | as_user security tpm-unenroll --passwordless 2>"$case_dir/err"
+    grep -q 'no passwordless unlock any more' "$case_dir/err"
+    as_user security status | grep -q '^passwordless: *off'
+    expect 0 "$(sqlite3 "$home/.local/share/keychains/login.keychain-db" "SELECT count(*) FROM keychain WHERE name = 'passwordless'")"
+    as_user security lock-keychain
+    login >/dev/null
+    expect locked "$(state WhenUnlocked)"
+    # Removing the whole binding takes it too; a rotation makes it stale and removes it.
+    enrol
+    printf 'pw\n' | as_user security tpm-unenroll 2>/dev/null
+    expect 0 "$(sqlite3 "$home/.local/share/keychains/login.keychain-db" "SELECT count(*) FROM keychain WHERE name = 'passwordless'")"
+    enrol
+    as_user security set-keychain-password --rotate-keys -o pw -p pw >/dev/null 2>&1
+    as_user security status | grep -q '^passwordless: *off'
+}
+
+a_tpm_that_answers_wrongly_never_blocks_a_login() {
+    enrol
+    liar=$(free_port)
+    timeout 600 python3 "$here/../tpm/lying-tpm.py" "$liar" "$port" 20261125 600 1.0 &
+    liar_pid=$!
+    sleep 0.5
+    write_service "$service" passwordless "swtpm:host=127.0.0.1,port=$liar"
+    for n in 1 2 3 4 5 6; do
+        as_user security lock-keychain
+        start=$(date +%s)
+        out=$(timeout 60 pamtester "$service" "$user" authenticate open_session 2>&1)
+        echo "$out" | grep -q 'successfully opened a session' || { echo "attempt $n: $out"; kill $liar_pid; return 1; }
+        [ $(($(date +%s) - start)) -le 25 ] || { echo "attempt $n took too long"; kill $liar_pid; return 1; }
+        expect locked "$(state WhenUnlocked)" "attempt $n: every answer damaged"
+        tpm tpm2_flushcontext -t >/dev/null 2>&1; tpm tpm2_flushcontext -l >/dev/null 2>&1
+    done
+    kill $liar_pid
+    logged 'open_session (passwordless): failed: '
+    # Nothing listens: the login goes on at once.
+    write_service "$service" passwordless "swtpm:host=127.0.0.1,port=$(free_port)"
+    login >/dev/null
+    expect locked "$(state WhenUnlocked)"
+    write_service "$service" passwordless
+    login >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+}
+
+a_password_login_goes_through_the_tpm_and_its_counter() {
+    # The password stack's own service: pam_unix checks the password, the module unlocks with it
+    # through the TPM named by tpm_tcti= (the worker's environment is cleared).
+    echo "$user:pw" | chpasswd
+    cat > "/etc/pam.d/$plain" <<PAM
+auth     required  pam_unix.so
+auth     optional  $module debug
+account  required  pam_unix.so
+session  optional  $module debug tpm_tcti=$tcti tpm_helper=$bin/keychain-tpm-helper
+PAM
+    printf 'pw\n' | as_user security tpm-enroll >/dev/null 2>&1
+    kc=$home/.local/share/keychains/login.keychain-db
+    sqlite3 "$kc" ".backup '$case_dir/old'"
+    as_user security lock-keychain
+    printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+    # An older copy of the file put back: the login goes on, the keychain stays locked, the log says why.
+    as_user security lock-keychain
+    install -o "$user" -g "$gid" -m 600 "$case_dir/old" "$kc"
+    rm -f "$kc-wal" "$kc-shm"
+    out=$(printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session 2>&1)
+    echo "$out" | grep -q 'successfully opened a session'
+    expect locked "$(state WhenUnlocked)" "an older copy"
+    logged 'open_session: failed: this keychain file is an older copy'
+}
+
+check "a login without a password unlocks an enrolled keychain" passwordless_login_unlocks
+check "without enrolment a login without a password unlocks nothing" without_enrolment_nothing_unlocks
+check "a changed PCR refuses, the login still succeeds" boot_state_change_refuses_and_the_login_goes_on
+check "the machine's key: root's, the user cannot read it" the_machine_key_is_roots
+check "a service without the option does not unlock" a_service_without_the_option_does_not_unlock
+check "su and sudo (another user's real uid, PAM_RUSER) are refused" su_and_sudo_are_refused
+check "unenrol, unseal and rotation remove it" unenrol_removes_it
+check "a TPM that answers wrongly or not at all never blocks a login" a_tpm_that_answers_wrongly_never_blocks_a_login
+check "a password login: through the TPM of tpm_tcti=, an older copy refused by its counter" a_password_login_goes_through_the_tpm_and_its_counter
+
+summary
