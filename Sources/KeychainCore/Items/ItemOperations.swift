@@ -386,12 +386,10 @@ extension KeychainStore {
         let serviceName = AttributeSchema.serviceKey(for: query.itemClass)
         for space in KeySpace.allCases {
             guard let indexKey = keys.indexKey(space) else {
-                let probe = try db.statement("SELECT 1 FROM items WHERE space = ? AND class = ? LIMIT 1")
-                probe.bind([.int(space.rawValue), .int(query.itemClass.code)])
-                if try probe.step() { lockedSpace = true }
-                probe.reset()
+                if try spaceHolds(space, query.itemClass) { lockedSpace = true }
                 continue
             }
+            if space == .always, db.inReadSnapshot, try !alwaysSpaceHolds(query.itemClass) { continue }
             var values: [SQLiteValue] = [.int(space.rawValue), .int(query.itemClass.code)]
             var service = false
             var account = false
@@ -416,6 +414,30 @@ extension KeychainStore {
         }
         rows.sort { $0.rowID < $1.rowID }
         return (rows, lockedSpace)
+    }
+
+    /// Whether the key space holds any row of the class.
+    private func spaceHolds(_ space: KeySpace, _ itemClass: ItemClass) throws -> Bool {
+        let probe = try db.statement("SELECT 1 FROM items WHERE space = ? AND class = ? LIMIT 1")
+        probe.bind([.int(space.rawValue), .int(itemClass.code)])
+        defer { probe.reset() }
+        return try probe.step()
+    }
+
+    /// The same for the Always space, kept while nothing was written: most keychains hold no
+    /// Always item (Apple deprecated them), and a lookup then makes no index hashes and runs no
+    /// query there. Only asked inside a read snapshot, after `currentKeys` read that snapshot's
+    /// data_version: another process's commit moves data_version, this connection's own writes
+    /// move its total of changes, and either drops what was kept.
+    private func alwaysSpaceHolds(_ itemClass: ItemClass) throws -> Bool {
+        let changes = db.totalChanges
+        if alwaysSpace.version != seenDataVersion || alwaysSpace.changes != changes {
+            alwaysSpace = (seenDataVersion, changes, [:])
+        }
+        if let known = alwaysSpace.classes[itemClass.code] { return known }
+        let holds = try spaceHolds(.always, itemClass)
+        alwaysSpace.classes[itemClass.code] = holds
+        return holds
     }
 
     /// `candidates`' statements, written out once (each is prepared once and found again by its

@@ -17,6 +17,11 @@ package final class KeychainStore: @unchecked Sendable {
     private var settingsCheck: (settings: KeychainSettings, integrity: SettingsIntegrity)?
     /// SQLite's data_version when the keybag was last read (`refreshKeybag`).
     private var dataVersion: Int64 = 0
+    /// SQLite's data_version as the last call to `refreshKeybag` saw it.
+    private(set) var seenDataVersion: Int64 = -1
+    /// Which item classes the Always key space holds rows of, as of a data_version and this
+    /// connection's own changes (`alwaysSpaceHolds`).
+    var alwaysSpace: (version: Int64, changes: Int64, classes: [Int64: Bool]) = (-1, -1, [:])
     /// Set when a batch rolled back: what this process kept of the keybag may be what the
     /// rollback undid, and data_version does not move for this connection's own changes.
     private var keybagStale = false
@@ -348,6 +353,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// password change elsewhere must be seen before this process seals anything under a key.
     private func refreshKeybag(force: Bool = false) throws {
         let version = try currentDataVersion()
+        seenDataVersion = version
         guard version != dataVersion || force || keybagStale else { return }
         keybagStale = false
         let bag = try Keybag.load(from: db)
