@@ -32,9 +32,11 @@ final class LookupCacheTests: StoreTestCase {
         var internet = Query(itemClass: .internetPassword)
         internet.attributes[AttributeKey.server] = .string("example.com")
         XCTAssertStatus(try store.find(internet), .itemNotFound)
-        try store.add(Item(itemClass: .internetPassword,
-                           attributes: [AttributeKey.server: .string("example.com"), AttributeKey.accessible: .string(Protection.always.rawValue)],
-                           secret: Array("i".utf8)))
+        try store.add(
+            Item(
+                itemClass: .internetPassword,
+                attributes: [AttributeKey.server: .string("example.com"), AttributeKey.accessible: .string(Protection.always.rawValue)],
+                secret: Array("i".utf8)))
         XCTAssertEqual(try store.find(internet, includeSecret: true).first?.secret, Array("i".utf8))
         XCTAssertEqual(try store.find(query("g")).count, 1)
     }
