@@ -5,8 +5,9 @@ import Security
 // In-process figures for `make bench`: SecItem calls on a throwaway keychain whose class keys are
 // in the kernel keyring, as in real use. Prints `name value` lines for bench/run.sh to tabulate.
 //
-//   keychain-bench items N     add N internet passwords, then time lookup/update/delete among them
-//                              and a bare SQLite lookup in a table of N rows (the floor)
+//   keychain-bench items N     add N internet passwords, then time lookup/update/delete among them,
+//                              N bare SQLite inserts of the same shape one transaction each, and a
+//                              bare SQLite lookup in a table of N rows (the floors)
 //   keychain-bench scrypt PATH the time of one key derivation with PATH's parameters
 //   keychain-bench fill PATH N create PATH (password on stdin, KDF tuned as `security` does)
 //                              holding N internet passwords as git-credential-keychain stores them
@@ -104,6 +105,9 @@ func benchItems(count: Int) {
             expect(SecItemDelete(itemQuery(count - 1 - n) as CFDictionary), "SecItemDelete")
         })
 
+    let insertFloor = SQLiteInsertFloor.seconds(path: directory + "/insert-floor.sqlite", count: count)
+    emit("add_floor_total_s", insertFloor)
+
     let floor = SQLiteFloor(path: directory + "/floor.sqlite", count: count)
     defer { floor.close() }
     var checksum = 0
@@ -165,7 +169,9 @@ func profile(_ op: String, count: Int, calls: Int) {
     } catch { fail("fill: \(error)") }
     var random = SeededGenerator(state: UInt64(count))
     let picks = (0..<max(calls, 1)).map { _ in Int.random(in: 0..<count, using: &random) }
+    let start = SystemClock.monotonic()
     profiledCalls(op, keychain: keychain, count: count, calls: calls, picks: picks, secret: secret)
+    if calls > 0 { fputs("\(op) \((SystemClock.monotonic() - start) / Double(calls) * 1e6) us per call\n", stderr) }
 }
 
 /// The calls alone (callgrind: --toggle-collect='*profiledCalls*').
@@ -178,6 +184,12 @@ func profiledCalls(_ op: String, keychain: SecKeychain, count: Int, calls: Int, 
             query[kSecReturnData as String] = true
             var result: CFTypeRef?
             expect(SecItemCopyMatching(query as CFDictionary, &result), "SecItemCopyMatching")
+        case "query-only":
+            // What the caller spends building and bridging the lookup's query, without the call.
+            var query = itemQuery(picks[n])
+            query[kSecReturnData as String] = true
+            let bridged = query as CFDictionary
+            if bridged.count == 0 { fail("empty query") }
         case "engine-lookup":
             let i = picks[n]
             let query = Query(
