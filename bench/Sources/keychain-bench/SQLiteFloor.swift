@@ -65,7 +65,9 @@ enum SQLiteInsertFloor {
         var db: OpaquePointer?
         sqlite3_open(path, &db)
         defer { sqlite3_close(db) }
-        sqlite3_exec(db, """
+        sqlite3_exec(
+            db,
+            """
             PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON; PRAGMA temp_store=MEMORY;
             PRAGMA cache_size=-16384; PRAGMA wal_autocheckpoint=8000; PRAGMA journal_size_limit=8388608;
             CREATE TABLE items (rowid INTEGER PRIMARY KEY AUTOINCREMENT, class INTEGER NOT NULL, lockclass INTEGER NOT NULL,
