@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import SecretServiceItems
 import Security
 
 // In-process figures for `make bench`: SecItem calls on a throwaway keychain whose class keys are
@@ -13,7 +14,9 @@ import Security
 //                              holding N internet passwords as git-credential-keychain stores them
 //   keychain-bench profile OP N CALLS
 //                              N items (added in one transaction), then CALLS of OP (lookup,
-//                              engine-lookup, add, update, delete): run under `perf stat -e
+//                              engine-lookup, add, update, delete, ss-lookup and ss-store:
+//                              the engine's part of the Secret Service's lookup and CreateItem):
+//                              run under `perf stat -e
 //                              instructions` or callgrind with CALLS 0 and CALLS > 0, the
 //                              difference over CALLS is one call's instructions
 
@@ -198,6 +201,18 @@ func profiledCalls(_ op: String, keychain: SecKeychain, count: Int, calls: Int, 
                     AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)), AttributeKey.protocol: .string("htps")
                 ])
             _ = try! keychain.store.find(query, includeSecret: true)
+        case "ss-lookup":
+            // The engine's part of the Secret Service's lookup: SearchItems, then GetSecrets.
+            let i = picks[n]
+            let found = try! keychain.store.searchSecretItems(["server": server(i), "protocol": "https"])
+            guard let row = found.unlocked.first?.row, (try? keychain.store.secretItem(row, includeSecret: true))?.secret != nil else {
+                fail("ss-lookup: nothing found for \(server(i))")
+            }
+        case "ss-store":
+            // The engine's part of CreateItem with replace, as a client storing many items makes it.
+            _ = try! keychain.store.addSecretItem(
+                label: "bench", attributes: ["application": "keychain-bench-many", "bench-item": String(n)], secret: secret,
+                contentType: "text/plain", replace: true)
         case "add":
             var attributes = itemQuery(count + n)
             attributes[kSecValueData as String] = Data(secret)
