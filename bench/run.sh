@@ -8,7 +8,8 @@
 #
 # Environment: BENCH_ROUNDS (default 40, after 5 warm-ups), BENCH_STORE_ITEMS (10000),
 # BENCH_GNOME_ITEMS (1000: gnome-keyring rewrites its file on every store, so filling it
-# takes ~25 ms per item), BENCH_BIG (100000).
+# takes ~25 ms per item), BENCH_BIG (100000), BENCH_UNLOCK (1; 0 skips the PAM unlock figure,
+# which makes a user and an /etc/pam.d service: for a machine others are testing PAM on).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -252,7 +253,9 @@ keyctl session - "$bin/keychain-bench" items "$big" | sed 's/^/big_/' > "$work/b
 
 # --- unlock through PAM ---------------------------------------------------------------------
 unlock_note=""
-if [ "$(id -u)" = 0 ]; then
+if [ "${BENCH_UNLOCK:-1}" = 0 ]; then
+    unlock_note="unlock: skipped (BENCH_UNLOCK=0)"
+elif [ "$(id -u)" = 0 ]; then
     say "unlock: pam_open_session of pam_keychain.so against its scrypt time"
     pam_user=kcb$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
     pam_service=keychain-bench-$pam_user
