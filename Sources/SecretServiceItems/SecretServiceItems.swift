@@ -360,10 +360,13 @@ extension KeychainStore {
     /// The item as the service shows it; errSecItemNotFound when an owner is given and the item is
     /// not that app's (checked before anything else is said about it).
     private func secretItem(_ row: Row, keys: ClassKeys, includeSecret: Bool, owner: String? = nil) throws -> SecretItem {
-        let item = try openAttributes(row, keys: keys)
-        if owner != nil && item[AttributeKey.owner]?.stringValue != owner { throw KeychainError(.itemNotFound) }
-        if includeSecret && AccessConditions(of: item).needsAPerson {
-            throw KeychainError.presence(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
+        // The metadata and item key are opened once for the attributes and the secret; the secret
+        // only after the checks below passed.
+        let (item, secret) = try openItem(row, keys: keys, secret: includeSecret) { item in
+            if owner != nil && item[AttributeKey.owner]?.stringValue != owner { throw KeychainError(.itemNotFound) }
+            if includeSecret && AccessConditions(of: item).needsAPerson {
+                throw KeychainError.presence(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
+            }
         }
         func seconds(_ key: String) -> UInt64 {
             guard case .date(let d)? = item[key], d > 0 else { return 0 }
@@ -374,7 +377,7 @@ extension KeychainStore {
             attributes: SecretAttributes.view(of: item),
             contentType: item[AttributeKey.contentType]?.stringValue ?? Self.defaultContentType,
             created: seconds("cdat"), modified: seconds("mdat"),
-            secret: includeSecret ? try openSecret(row, keys: keys) : nil,
+            secret: secret,
             owner: item[AttributeKey.owner]?.stringValue)
     }
 

@@ -213,6 +213,17 @@ extension KeychainStore {
         return try openBody(row, itemKey: itemKey, version: version)
     }
 
+    /// The item, and with `secret` its data: one opening of the row's metadata and item key for
+    /// both (as `find` does), the data opened only after `check` passed on the attributes; a check
+    /// that throws opens nothing more.
+    package func openItem(_ row: Row, keys: ClassKeys, secret: Bool, check: (Item) throws -> Void) throws -> (item: Item, secret: Bytes?) {
+        var opened = try openRow(row, keys: keys, keepingItemKey: secret)
+        defer { opened.wipe() }
+        try check(opened.item)
+        guard secret, let itemKey = opened.itemKey else { return (opened.item, nil) }
+        return (opened.item, try openBody(row, itemKey: itemKey, version: opened.version))
+    }
+
     /// The secret under an item key already opened (`openRow`).
     func openBody(_ row: Row, itemKey: Bytes, version: Bytes?) throws -> Bytes? {
         let body = try sealedParts(row).body
