@@ -115,7 +115,8 @@ extension KeychainStore {
         let count = try db.statement("SELECT count(*) FROM (SELECT 1 FROM secret_attributes WHERE hash = ? LIMIT ?)")
         var narrowest = 0
         var bound: Int64 = 16
-        while true {
+        // One pair is its own narrowest: read it without counting it first.
+        while hashes.count > 1 {
             var fewest = Int64.max
             for (i, hash) in hashes.enumerated() {
                 count.bind([.blob(hash), .int(bound)])
