@@ -93,7 +93,9 @@ let package = Package(
                 ])]),
 
         // `make bench`'s in-process figures (not a product: nothing to install).
-        .executableTarget(name: "keychain-bench", dependencies: ["Security", "KeychainCore", "CSQLite"], path: "bench/Sources/keychain-bench"),
+        .executableTarget(
+            name: "keychain-bench", dependencies: ["Security", "KeychainCore", "SecretServiceItems", "CSQLite"],
+            path: "bench/Sources/keychain-bench"),
 
         // Tests/stress: the writer that crash.py kills at random moments.
         .executableTarget(name: "keychain-stress-writer", dependencies: ["KeychainCore"], path: "Tests/stress/writer"),

@@ -8,7 +8,9 @@
 #
 # Environment: BENCH_ROUNDS (default 40, after 5 warm-ups), BENCH_STORE_ITEMS (10000),
 # BENCH_GNOME_ITEMS (1000: gnome-keyring rewrites its file on every store, so filling it
-# takes ~25 ms per item), BENCH_BIG (100000), BENCH_TPM_ROUNDS (15: each unlock runs scrypt).
+# takes ~25 ms per item), BENCH_BIG (100000), BENCH_TPM_ROUNDS (15: each unlock runs scrypt),
+# BENCH_UNLOCK (1; 0 skips the PAM unlock figure, which makes a user and an /etc/pam.d service:
+# for a machine others are testing PAM on).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -33,12 +35,15 @@ export XDG_DATA_HOME=$HOME/.local/share XDG_CONFIG_HOME=$HOME/.config XDG_RUNTIM
 export GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 KEYCHAIN_PATH=$work/bench.keychain-db
 mkdir -p "$HOME" "$GNUPGHOME" "$XDG_RUNTIME_DIR"
 chmod 700 "$GNUPGHOME" "$XDG_RUNTIME_DIR"
-pam_user='' pam_service='' ours_pid='' ours_bus_pid='' empty_bus_pid=''
+pam_user='' pam_service='' ours_pid='' ours_bus_pid='' empty_bus_pid='' big_pid='' big_bus_pid=''
 cleanup() {
     [ -n "$ours_pid" ] && kill "$ours_pid" 2>/dev/null
     [ -n "$ours_bus_pid" ] && kill "$ours_bus_pid" 2>/dev/null
     [ -n "$empty_bus_pid" ] && kill "$empty_bus_pid" 2>/dev/null
+    [ -n "$big_pid" ] && kill "$big_pid" 2>/dev/null
+    [ -n "$big_bus_pid" ] && kill "$big_bus_pid" 2>/dev/null
     "$bin/security" delete-keychain "$work/secret-service.keychain-db" >/dev/null 2>&1 || true
+    for keychain in "$work"/bulk-*.keychain-db; do [ -e "$keychain" ] && "$bin/security" delete-keychain "$keychain" >/dev/null 2>&1; done
     "$bin/security" delete-keychain "$KEYCHAIN_PATH" >/dev/null 2>&1 || true
     gpgconf --kill gpg-agent 2>/dev/null || true
     if [ -n "$pam_user" ]; then
@@ -51,6 +56,7 @@ cleanup() {
 trap cleanup EXIT
 
 say() { printf '%s\n' "$*" >&2; }
+cat /proc/loadavg > "$work/load.txt"   # the load beside the figures (report.py)
 results=$work/results.jsonl
 record() { printf '%s\n' "$1" >> "$results"; }   # one JSON object per figure
 
@@ -65,6 +71,8 @@ libsecret=$work/git-credential-libsecret
 # --- the stores, each holding the same kind of credentials ----------------------------------
 say "filling: keychain $store_items items, credential-store $store_items lines, gnome-keyring $gnome_items items"
 printf 'bench password\n' | "$bin/keychain-bench" fill "$KEYCHAIN_PATH" "$store_items"
+# A backup of exactly these items, for the bulk-write figures (before docker's login joins them).
+printf 'backup password\n' | "$bin/security" export -k "$KEYCHAIN_PATH" -o "$work/backup.kcb" >/dev/null 2>&1
 for ((i = 0; i < store_items; i++)); do
     printf 'https://user%d:pass%d@host%d.example.com\n' "$i" "$i" "$i"
 done > "$work/credential-store"
@@ -171,9 +179,12 @@ record "{\"figure\": \"service-rss/gnome\", \"ours\": $(awk '/^VmRSS/ {print $2}
 # shellcheck disable=SC2046 # pkg-config's flags are words on purpose
 gcc -O2 -Wall -o "$work/stack_floor" "$here/stack_floor.c" $(pkg-config --cflags --libs libsystemd sqlite3 libsodium libcrypto)
 record "{\"figure\": \"service-rss/floor\", \"ours\": $(DBUS_SESSION_BUS_ADDRESS=$ours_bus "$work/stack_floor")}"
-# Their private (anonymous) part: what holding the items costs, with no library page counted.
+# Their private (anonymous) part: what holding the items costs, with no library page counted; and
+# their proportional share (PSS: each shared page divided among the processes that map it).
 record "{\"figure\": \"service-anon/ours\", \"ours\": $(awk '/^RssAnon/ {print $2}' "/proc/$ours_pid/status")}"
 record "{\"figure\": \"service-anon/gnome\", \"ours\": $(awk '/^RssAnon/ {print $2}' "/proc/$gnome_pid/status")}"
+record "{\"figure\": \"service-pss/ours\", \"ours\": $(awk '/^Pss:/ {print $2}' "/proc/$ours_pid/smaps_rollup")}"
+record "{\"figure\": \"service-pss/gnome\", \"ours\": $(awk '/^Pss:/ {print $2}' "/proc/$gnome_pid/smaps_rollup")}"
 for peer in "git credential-store --file=$work/credential-store get" "$libsecret get"; do
     printf '%s\n\n' "$git_get" > "$work/peer.in"
     record "{\"figure\": \"rss/$(basename "${peer%% *}")\", \"ours\": $("$work/peakrss" "$work/peer.in" $peer)}"
@@ -196,6 +207,46 @@ for _ in 1 2 3 4 5; do
     "$work/ss_client" store 20 "${provider_store[@]}" >> "$work/provider-store-gnome.txt"
 done
 
+# A client storing many secrets in a row (CreateItem each, one connection): each is a commit of
+# its own in the provider. gnome-keyring is not asked: at 25-44 ms a store, 1,000 take a minute.
+say "the provider storing $gnome_items items in a row, 3 times"
+for _ in 1 2 3; do
+    DBUS_SESSION_BUS_ADDRESS=$ours_bus "$work/ss_client" store-many "$gnome_items" stored application keychain-bench-many >> "$work/provider-many-ours.txt"
+done
+
+# --- bulk writes: imports of $store_items items, each into a fresh keychain -------------------
+# The commands as a user runs them, whole processes (the backup's scrypt included); only the
+# import is timed, not making the keychain it goes into.
+say "bulk writes: security import of a $store_items-item backup, import-secrets of $store_items git credentials, 3 times each"
+elapsed_ms() { python3 -c 'import sys, time; print((time.time_ns() - int(sys.argv[1])) / 1e6)' "$1"; }
+for round in 1 2 3; do
+    printf 'bench password\n' | "$bin/security" create-keychain "$work/bulk-restore-$round.keychain-db" >/dev/null
+    start=$(date +%s%N)
+    printf 'backup password\n' | "$bin/security" import "$work/backup.kcb" -k "$work/bulk-restore-$round.keychain-db" >/dev/null
+    elapsed_ms "$start" >> "$work/bulk-backup.txt"
+    "$bin/security" delete-keychain "$work/bulk-restore-$round.keychain-db"
+    printf 'bench password\n' | "$bin/security" create-keychain "$work/bulk-git-$round.keychain-db" >/dev/null
+    start=$(date +%s%N)
+    KEYCHAIN_PATH=$work/bulk-git-$round.keychain-db "$bin/security" import-secrets --git-credentials "$work/credential-store" >/dev/null
+    elapsed_ms "$start" >> "$work/bulk-git.txt"
+    [ "$round" = 3 ] || "$bin/security" delete-keychain "$work/bulk-git-$round.keychain-db"
+done
+
+# The provider's own lookup again, holding $store_items items (the last import's keychain; git's
+# items, which the Secret Service finds by their network attributes), on a bus of its own.
+# gnome-keyring's figure stays the one at $gnome_items items: filling it with $store_items would take
+# hours (it rewrites its file on every store), and it only gets slower as it grows.
+dbus-daemon --config-file="$work/ours.conf" --fork --print-address=3 --print-pid=4 3> "$work/big.address" 4> "$work/big.pid"
+big_bus=$(head -1 "$work/big.address") big_bus_pid=$(head -1 "$work/big.pid")
+DBUS_SESSION_BUS_ADDRESS=$big_bus KEYCHAIN_PATH=$work/bulk-git-3.keychain-db "$bin/keychain-secret-service" &
+big_pid=$!
+until DBUS_SESSION_BUS_ADDRESS=$big_bus dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; do sleep 0.1; done
+big_lookup=("pass$target" server "host$target.example.com" protocol https)
+for _ in 1 2 3 4 5; do
+    DBUS_SESSION_BUS_ADDRESS=$big_bus "$work/ss_client" lookup 200 "${big_lookup[@]}" >> "$work/provider-lookup-big.txt"
+done
+
 # --- in-process figures ---------------------------------------------------------------------
 say "in-process: SecItem calls at 1,000 and $big items (each keychain made and filled here)"
 keyctl session - "$bin/keychain-bench" items 1000 | sed 's/^/small_/' > "$work/small.txt"
@@ -203,7 +254,9 @@ keyctl session - "$bin/keychain-bench" items "$big" | sed 's/^/big_/' > "$work/b
 
 # --- unlock through PAM ---------------------------------------------------------------------
 unlock_note=""
-if [ "$(id -u)" = 0 ]; then
+if [ "${BENCH_UNLOCK:-1}" = 0 ]; then
+    unlock_note="unlock: skipped (BENCH_UNLOCK=0)"
+elif [ "$(id -u)" = 0 ]; then
     say "unlock: pam_open_session of pam_keychain.so against its scrypt time"
     pam_user=kcb$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
     pam_service=keychain-bench-$pam_user
@@ -236,4 +289,5 @@ else
 fi
 
 # --- the table: printed, and written into bench/README.md between its markers ----------------
+cat /proc/loadavg >> "$work/load.txt"
 python3 "$here/report.py" "$work" "$store_items" "$gnome_items" "$big" "$unlock_note" --readme "$here/README.md"

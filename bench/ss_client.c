@@ -3,7 +3,10 @@
  * GetSecrets) or stores (CreateItem with replace in the default collection). No process start
  * and no library loading are counted, unlike `secret-tool`. Prints the median in microseconds;
  * exits 1 if any answer is wrong.
- * Usage: ss_client lookup|store ROUNDS SECRET ATTRIBUTE VALUE [ATTRIBUTE VALUE ...] */
+ * store-many: ROUNDS CreateItem calls in a row, each a new item (the attributes given plus
+ * bench-item = its number), as a client storing many secrets at once does; prints the total
+ * microseconds.
+ * Usage: ss_client lookup|store|store-many ROUNDS SECRET ATTRIBUTE VALUE [ATTRIBUTE VALUE ...] */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,11 +107,13 @@ static void store(sd_bus *bus, const char *session, const char *secret, char **p
 }
 
 int main(int argc, char **argv) {
-    if (argc < 6 || (argc - 4) % 2 != 0 || atoi(argv[2]) < 1 || (strcmp(argv[1], "lookup") != 0 && strcmp(argv[1], "store") != 0)) {
-        fprintf(stderr, "usage: ss_client lookup|store ROUNDS SECRET ATTRIBUTE VALUE [ATTRIBUTE VALUE ...]\n");
+    if (argc < 6 || (argc - 4) % 2 != 0 || atoi(argv[2]) < 1 ||
+        (strcmp(argv[1], "lookup") != 0 && strcmp(argv[1], "store") != 0 && strcmp(argv[1], "store-many") != 0)) {
+        fprintf(stderr, "usage: ss_client lookup|store|store-many ROUNDS SECRET ATTRIBUTE VALUE [ATTRIBUTE VALUE ...]\n");
         return 2;
     }
     int storing = strcmp(argv[1], "store") == 0, rounds = atoi(argv[2]), warmup = 5;
+    int many = strcmp(argv[1], "store-many") == 0;
     const char *secret = argv[3];
     sd_bus *bus = NULL;
     sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -123,6 +128,23 @@ int main(int argc, char **argv) {
     snprintf(session, sizeof session, "%s", session_path);
     sd_bus_message_unref(reply);
 
+    if (many) {
+        int count = argc - 4 + 2;
+        char **pairs = calloc(count, sizeof *pairs), number[32];
+        memcpy(pairs, argv + 4, (argc - 4) * sizeof *pairs);
+        pairs[count - 2] = "bench-item";
+        pairs[count - 1] = number;
+        double start = now_us();
+        for (int i = 0; i < rounds; i++) {
+            snprintf(number, sizeof number, "%d", i);
+            store(bus, session, secret, pairs, count);
+        }
+        printf("%.1f\n", now_us() - start);
+        free(pairs);
+        sd_bus_call_method(bus, SERVICE, session, "org.freedesktop.Secret.Session", "Close", NULL, NULL, "");
+        sd_bus_flush_close_unref(bus);
+        return 0;
+    }
     double *samples = calloc(rounds, sizeof *samples);
     for (int i = -warmup; i < rounds; i++) {
         double start = now_us();

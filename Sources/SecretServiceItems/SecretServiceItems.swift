@@ -89,39 +89,48 @@ extension KeychainStore {
     /// One item; errSecInteractionNotAllowed when its class key is locked, errSecItemNotFound when
     /// there is no such item, or, with an owner, when the item is not that app's.
     package func secretItem(_ row: Int64, includeSecret: Bool = false, owner: String? = nil) throws -> SecretItem {
+        // The keys, the keybag they are checked against and the row come from one read snapshot
+        // (one WAL read lock instead of one per statement).
         try withLock {
-            guard let stored = try loadRow(row) else { throw KeychainError(.itemNotFound) }
-            let keys = try currentKeys()
-            guard keys.has(stored.lockClass) else {
-                // Whether a locked item is the app's comes from the index; another app's locked
-                // item does not exist for it.
-                if owner != nil, try !indexHolds(Self.scoped([:], owner: owner), row: row, keys: keys) {
-                    throw KeychainError(.itemNotFound)
-                }
-                throw KeychainError.locked()
+            try readSnapshot { keys in
+                guard let stored = try loadRow(row) else { throw KeychainError(.itemNotFound) }
+                return try secretItem(stored, row: row, keys: keys, includeSecret: includeSecret, owner: owner)
             }
-            return try secretItem(stored, keys: keys, includeSecret: includeSecret, owner: owner)
         }
+    }
+
+    private func secretItem(_ stored: Row, row: Int64, keys: ClassKeys, includeSecret: Bool, owner: String?) throws -> SecretItem {
+        guard keys.has(stored.lockClass) else {
+            // Whether a locked item is the app's comes from the index; another app's locked item
+            // does not exist for it.
+            if owner != nil, try !indexHolds(Self.scoped([:], owner: owner), row: row, keys: keys) {
+                throw KeychainError(.itemNotFound)
+            }
+            throw KeychainError.locked()
+        }
+        return try secretItem(stored, keys: keys, includeSecret: includeSecret, owner: owner)
     }
 
     /// Items whose attributes include every given pair, exactly (no pairs: every item); with an
     /// owner, only the items that app created.
     package func searchSecretItems(_ query: [String: String], owner: String? = nil) throws -> SecretSearchResult {
+        // One read snapshot for the keys, the candidates and the index, as `find` does.
         try withLock {
-            let keys = try currentKeys()
-            let scoped = Self.scoped(query, owner: owner)
-            var result = SecretSearchResult()
-            for row in try secretCandidates(scoped, keys: keys) {
-                if keys.has(row.lockClass) {
-                    let item = try secretItem(row, keys: keys, includeSecret: false)
-                    if item.matches(query, owner: owner) { result.unlocked.append(item) }
-                } else if try indexHolds(scoped, row: row.rowID, keys: keys),
-                    try owner != nil || !indexHolds(FreeFormAttributes.ownedIndexPair, row: row.rowID, keys: keys)
-                {
-                    result.locked.append(row.rowID)
+            try readSnapshot { keys in
+                let scoped = Self.scoped(query, owner: owner)
+                var result = SecretSearchResult()
+                for row in try secretCandidates(scoped, keys: keys) {
+                    if keys.has(row.lockClass) {
+                        let item = try secretItem(row, keys: keys, includeSecret: false)
+                        if item.matches(query, owner: owner) { result.unlocked.append(item) }
+                    } else if try indexHolds(scoped, row: row.rowID, keys: keys),
+                        try owner != nil || !indexHolds(FreeFormAttributes.ownedIndexPair, row: row.rowID, keys: keys)
+                    {
+                        result.locked.append(row.rowID)
+                    }
                 }
+                return result
             }
-            return result
         }
     }
 
@@ -351,10 +360,13 @@ extension KeychainStore {
     /// The item as the service shows it; errSecItemNotFound when an owner is given and the item is
     /// not that app's (checked before anything else is said about it).
     private func secretItem(_ row: Row, keys: ClassKeys, includeSecret: Bool, owner: String? = nil) throws -> SecretItem {
-        let item = try openAttributes(row, keys: keys)
-        if owner != nil && item[AttributeKey.owner]?.stringValue != owner { throw KeychainError(.itemNotFound) }
-        if includeSecret && AccessConditions(of: item).needsAPerson {
-            throw KeychainError.presence(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
+        // The metadata and item key are opened once for the attributes and the secret; the secret
+        // only after the checks below passed.
+        let (item, secret) = try openItem(row, keys: keys, secret: includeSecret) { item in
+            if owner != nil && item[AttributeKey.owner]?.stringValue != owner { throw KeychainError(.itemNotFound) }
+            if includeSecret && AccessConditions(of: item).needsAPerson {
+                throw KeychainError.presence(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
+            }
         }
         func seconds(_ key: String) -> UInt64 {
             guard case .date(let d)? = item[key], d > 0 else { return 0 }
@@ -365,7 +377,7 @@ extension KeychainStore {
             attributes: SecretAttributes.view(of: item),
             contentType: item[AttributeKey.contentType]?.stringValue ?? Self.defaultContentType,
             created: seconds("cdat"), modified: seconds("mdat"),
-            secret: includeSecret ? try openSecret(row, keys: keys) : nil,
+            secret: secret,
             owner: item[AttributeKey.owner]?.stringValue)
     }
 

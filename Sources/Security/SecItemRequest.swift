@@ -204,6 +204,10 @@ struct SecItemRequest {
     }
 
     private mutating func take(_ key: String, _ value: Any) throws {
+        // Most keys are attributes: they skip the string comparisons of every case below, which
+        // name kSecReturn*, kSecMatch*, kSecUse* and kSecValue* keys ("r_Data": a letter and an
+        // underscore) and three attributes of their own.
+        if !Self.isSpecial(key) { return try takeAttribute(key, value) }
         switch key {
         case "r_Data": returnData = try Self.flag(value, key)
         case "r_Attributes": returnAttributes = try Self.flag(value, key)
@@ -300,12 +304,22 @@ struct SecItemRequest {
         case _ where key.hasPrefix("m_") || key.hasPrefix("r_") || key.hasPrefix("u_") || key.hasPrefix("v_"):
             throw KeychainError(.unimplemented, "\(key) is not supported for \(itemClass.rawValue) items")
         default:
-            guard let converted = Self.attributeValue(value) else {
-                throw KeychainError.param("attribute \(key) has a value of an unsupported type")
-            }
-            attributes[key] = converted
-            attributeCount += 1
+            try takeAttribute(key, value)
         }
+    }
+
+    private static func isSpecial(_ key: String) -> Bool {
+        let utf8 = key.utf8
+        if utf8.count >= 2, utf8[utf8.index(after: utf8.startIndex)] == UInt8(ascii: "_") { return true }
+        return key == AttributeKey.synchronizable || key == AttributeKey.accessControl || accepted.contains(key)
+    }
+
+    private mutating func takeAttribute(_ key: String, _ value: Any) throws {
+        guard let converted = Self.attributeValue(value) else {
+            throw KeychainError.param("attribute \(key) has a value of an unsupported type")
+        }
+        attributes[key] = converted
+        attributeCount += 1
     }
 
     private mutating func addRows(_ new: [Int64]) {

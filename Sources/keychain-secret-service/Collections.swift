@@ -65,6 +65,11 @@ final class Collection {
         return store
     }
 
+    /// Whether its keychain was opened (or, for the session collection, made) by this run. The
+    /// session collection's keychain is made on its first use and can be opened by nothing else:
+    /// until then it holds no item, and a search need not make it to find nothing.
+    var isOpen: Bool { opened != nil }
+
     /// Locked is the WhenUnlocked class's state in the kernel, read afresh on every call.
     var isLocked: Bool { !isSession && (try? store().status.whenUnlocked) != true }
 

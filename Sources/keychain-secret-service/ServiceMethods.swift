@@ -12,7 +12,9 @@ extension SecretService {
         case "SearchItems":
             let query = try reader.stringDictionary()
             var unlocked: [String] = [], locked: [String] = []
-            for collection in collections.all {
+            // An unused session collection holds nothing: searching it would make its keychain
+            // and cost every search a second store's keys, snapshot and queries.
+            for collection in collections.all where !collection.isSession || collection.isOpen {
                 guard let found = try? collection.store().searchSecretItems(query, owner: call.owner) else { continue }
                 unlocked += found.unlocked.map { collection.itemPath($0.row) }
                 locked += found.locked.map(collection.itemPath)

@@ -57,6 +57,24 @@ final class SecretServiceItemTests: StoreTestCase {
         XCTAssertGreaterThan(item.created, 0)
     }
 
+    /// The index is read from its narrowest pair and the others are checked row by row: every
+    /// mix of wide and narrow pairs, and a pair more items share than the first count's bound (16),
+    /// finds exactly the items holding every pair.
+    func testSearchesMixingWideAndNarrowPairsFindExactlyTheMatches() throws {
+        var rows: [Int64] = []
+        for n in 0..<40 {
+            rows.append(try add(["application": "many", "n": String(n), "half": n % 2 == 0 ? "even" : "odd"]).row)
+        }
+        _ = try add(["application": "other", "n": "7"])
+        XCTAssertEqual(try found(["application": "many"]), rows)
+        XCTAssertEqual(try found(["application": "many", "n": "7"]), [rows[7]])
+        XCTAssertEqual(try found(["n": "7"]).count, 2)
+        XCTAssertEqual(try found(["application": "many", "half": "even"]), stride(from: 0, to: 40, by: 2).map { rows[$0] })
+        XCTAssertEqual(try found(["application": "many", "half": "odd", "n": "8"]), [])
+        XCTAssertEqual(try found(["application": "many", "half": "even", "n": "8"]), [rows[8]])
+        XCTAssertEqual(try found(["application": "many", "n": "40"]), [])
+    }
+
     func testLookAlikeItemsAreKeptApartUnlessReplaced() throws {
         let first = try add(["service": "mail", "account": "ann"], secret: "one")
         let second = try add(["service": "mail", "account": "ann"], secret: "two")

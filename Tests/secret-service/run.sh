@@ -193,6 +193,19 @@ session_collection() {
     ! secret-tool lookup held session-attr-Z3
 }
 
+session_keychain_made_on_first_use() {
+    # Searches do not make the session collection's keychain: unused, it holds nothing.
+    expect 0 "$(client count made-on-first-use yes)"
+    service=$(pgrep -n -f "$bin/keychain-secret-service")
+    folder=$(echo "${XDG_RUNTIME_DIR:-/tmp}/keychain-session-$service"-*)
+    [ ! -e "$folder/session.keychain-db" ] || { echo "a search made the session keychain"; return 1; }
+    # Its first item makes it, and searches find that item from then on.
+    printf 'first-use-secret' | secret-tool store --collection=session --label=T made-on-first-use yes
+    [ -f "$folder/session.keychain-db" ] || { echo "no session keychain in $folder"; return 1; }
+    expect 1 "$(client count made-on-first-use yes)"
+    expect first-use-secret "$(secret-tool lookup made-on-first-use yes)"
+}
+
 name_taken_and_replace() {
     printf 'v' | secret-tool store --label=L app owner  # activates the service
     first=$(pgrep -n -f "$bin/keychain-secret-service")
@@ -509,6 +522,7 @@ check "CreateCollection through a prompt makes a keychain security can open; Del
 check "Session.Close, then the session is gone" on_bus close_session
 check "1,000 sessions, dropped when their client leaves the bus" on_bus thousand_sessions_dropped_with_their_client
 check "the session collection: alias, never locked, not deletable, unreadable on disk, gone with the service" on_bus session_collection
+check "the session collection's keychain is made by its first item, not by searches" on_bus session_keychain_made_on_first_use
 check "a second provider exits naming the owner; --replace takes the name over" on_bus name_taken_and_replace
 check "security lock-keychain is announced with PropertiesChanged(Locked)" on_bus lock_is_announced
 check "SetAlias cannot move the default keychain; the login and default keychains cannot be deleted" on_bus login_and_default_are_kept

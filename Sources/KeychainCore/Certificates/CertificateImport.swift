@@ -16,32 +16,38 @@ package struct ImportedItems: Sendable {
 /// SecPKCS12Import with kSecImportExportKeychain.
 extension KeychainStore {
     /// The private key and its certificate together, then the rest of the chain. Items already in
-    /// the keychain are counted, not replaced; errSecDuplicateItem when nothing was new.
+    /// the keychain are counted, not replaced; errSecDuplicateItem when nothing was new. All in one
+    /// transaction: any other error keeps nothing of the bundle.
     @discardableResult
     package func importBundle(_ bundle: PKCS12Bundle, label: String? = nil, protection: Protection? = nil) throws -> ImportedItems {
-        var summary = ImportedItems()
-        var rest = bundle.chain
-        if let key = bundle.privateKey, key.keyClass == .private, let certificate = bundle.certificate {
-            // As macOS does: the certificate is labelled by its subject, the key by the file's
-            // friendlyName when it has one.
-            let certificateItem = Self.item(certificate, label: label, protection: protection)
-            let keyItem = Self.item(key, label: label ?? bundle.label ?? certificate.subjectSummary, protection: protection)
-            do {
-                try add([keyItem, certificateItem])
-                summary.identities += 1
-            } catch let error as KeychainError where error.code == .duplicateItem {
-                // One half is there already: store the other, so that the identity is complete.
-                summary.record(try addUnlessPresent(keyItem), as: \.keys)
-                summary.record(try addUnlessPresent(certificateItem), as: \.certificates)
+        // One batch: one commit for a whole chain or CA bundle instead of one per certificate,
+        // and on any error other than an item already there, nothing of the file is kept.
+        let summary = try batch {
+            var summary = ImportedItems()
+            var rest = bundle.chain
+            if let key = bundle.privateKey, key.keyClass == .private, let certificate = bundle.certificate {
+                // As macOS does: the certificate is labelled by its subject, the key by the file's
+                // friendlyName when it has one.
+                let certificateItem = Self.item(certificate, label: label, protection: protection)
+                let keyItem = Self.item(key, label: label ?? bundle.label ?? certificate.subjectSummary, protection: protection)
+                do {
+                    try add([keyItem, certificateItem])
+                    summary.identities += 1
+                } catch let error as KeychainError where error.code == .duplicateItem {
+                    // One half is there already: store the other, so that the identity is complete.
+                    summary.record(try addUnlessPresent(keyItem), as: \.keys)
+                    summary.record(try addUnlessPresent(certificateItem), as: \.certificates)
+                }
+            } else {
+                if let key = bundle.privateKey {
+                    summary.record(try addUnlessPresent(Self.item(key, label: label ?? bundle.label, protection: protection)), as: \.keys)
+                }
+                if let certificate = bundle.certificate { rest.insert(certificate, at: 0) }
             }
-        } else {
-            if let key = bundle.privateKey {
-                summary.record(try addUnlessPresent(Self.item(key, label: label ?? bundle.label, protection: protection)), as: \.keys)
+            for certificate in rest {
+                summary.record(try addUnlessPresent(Self.item(certificate, label: nil, protection: protection)), as: \.certificates)
             }
-            if let certificate = bundle.certificate { rest.insert(certificate, at: 0) }
-        }
-        for certificate in rest {
-            summary.record(try addUnlessPresent(Self.item(certificate, label: nil, protection: protection)), as: \.certificates)
+            return summary
         }
         if summary.stored == 0 && summary.alreadyPresent > 0 { throw KeychainError(.duplicateItem) }
         return summary

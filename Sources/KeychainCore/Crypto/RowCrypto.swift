@@ -73,13 +73,19 @@ extension KeychainStore {
     }
 
     package static func primaryKeyHash(_ indexKey: Crypto.HMACKey, item: Item) -> Bytes {
-        var w = ByteWriter()
+        indexKey.mac(primaryKeyBytes(item))
+    }
+
+    /// What the primary-key hash is a MAC of: the same in every key space, so an add makes it once
+    /// for its uniqueness probes and its row.
+    static func primaryKeyBytes(_ item: Item) -> Bytes {
+        var w = ByteWriter(capacity: 256)
         w.u64(UInt64(item.itemClass.code))
         for name in AttributeSchema.primaryKey(for: item.itemClass) {
             w.string(name)
             canonical(item.effectiveValue(name), name: name, itemClass: item.itemClass).write(to: &w)
         }
-        return indexKey.mac(w.bytes)
+        return w.bytes
     }
 
     /// One spelling per value, so that "acct" as a string and as the same bytes hash alike.
@@ -97,8 +103,9 @@ extension KeychainStore {
     /// body is the empty plaintext under the other field, so neither can pass for the other.
     private static func secretField(hasData: Bool) -> String { hasData ? "secret" : "no-secret" }
 
-    /// `secret` nil: the item has no data.
-    func seal(_ item: Item, rowID: Int64, secret: Bytes?, keys: ClassKeys) throws -> SealedRow {
+    /// `secret` nil: the item has no data. `primaryKey`: `primaryKeyBytes(item)`, when the caller
+    /// made it already.
+    func seal(_ item: Item, rowID: Int64, secret: Bytes?, keys: ClassKeys, primaryKey: Bytes? = nil) throws -> SealedRow {
         let lockClass = keys.lockClass(for: item.protection)
         let space = KeySpace(lockClass)
         guard let metadataKey = keys.metadataKey(lockClass), let wrappingKey = keys.wrappingKey(lockClass),
@@ -106,25 +113,35 @@ extension KeychainStore {
         else { throw KeychainError.locked() }
         let cls = item.itemClass
         let serviceName = AttributeSchema.serviceKey(for: cls)
+        // The item key and the three nonces in one draw from the kernel's generator, not four.
+        var random = try Crypto.random(Crypto.keyLength + 3 * Crypto.nonceLength)
+        defer { random.wipe() }
+        func nonce(_ n: Int) -> Bytes {
+            let start = Crypto.keyLength + n * Crypto.nonceLength
+            return Array(random[start..<start + Crypto.nonceLength])
+        }
         let metadata = try Crypto.seal(
             encodeAttributes(item.attributes), key: metadataKey,
-            aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "metadata", version: []))
+            aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "metadata", version: []),
+            nonce: nonce(0))
         let version = Self.version(ofMetadata: metadata)
-        var itemKey = try Crypto.random(Crypto.keyLength)
+        var itemKey = Array(random[0..<Crypto.keyLength])
         defer { itemKey.wipe() }
-        var body = ByteWriter()
+        var body = ByteWriter(capacity: 2 * (Crypto.nonceLength + Crypto.tagLength + 4) + Crypto.keyLength + (secret?.count ?? 0))
         body.blob(
             try Crypto.seal(
                 itemKey, key: wrappingKey,
-                aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key", version: version)))
+                aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key", version: version),
+                nonce: nonce(1)))
         body.blob(
             try Crypto.seal(
                 secret ?? [], key: itemKey,
                 aad: additionalData(
                     rowID: rowID, itemClass: cls, lockClass: lockClass,
-                    field: Self.secretField(hasData: secret != nil), version: version)))
+                    field: Self.secretField(hasData: secret != nil), version: version),
+                nonce: nonce(2)))
         return SealedRow(
-            pk: Self.primaryKeyHash(indexKey, item: item),
+            pk: indexKey.mac(primaryKey ?? Self.primaryKeyBytes(item)),
             account: Self.indexHash(indexKey, itemClass: cls, name: AttributeKey.account, value: item.effectiveValue(AttributeKey.account)),
             service: Self.indexHash(indexKey, itemClass: cls, name: serviceName, value: item.effectiveValue(serviceName)),
             metadata: metadata,
@@ -194,6 +211,17 @@ extension KeychainStore {
         var itemKey = try openItemKey(row, version: version, keys: keys)
         defer { itemKey.wipe() }
         return try openBody(row, itemKey: itemKey, version: version)
+    }
+
+    /// The item, and with `secret` its data: one opening of the row's metadata and item key for
+    /// both (as `find` does), the data opened only after `check` passed on the attributes; a check
+    /// that throws opens nothing more.
+    package func openItem(_ row: Row, keys: ClassKeys, secret: Bool, check: (Item) throws -> Void) throws -> (item: Item, secret: Bytes?) {
+        var opened = try openRow(row, keys: keys, keepingItemKey: secret)
+        defer { opened.wipe() }
+        try check(opened.item)
+        guard secret, let itemKey = opened.itemKey else { return (opened.item, nil) }
+        return (opened.item, try openBody(row, itemKey: itemKey, version: opened.version))
     }
 
     /// The secret under an item key already opened (`openRow`).

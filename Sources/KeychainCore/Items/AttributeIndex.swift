@@ -102,19 +102,54 @@ extension KeychainStore {
     }
 
     /// The rows the index holds every pair of `pairs` for (nil: no index, or no key to look with).
+    ///
+    /// Read from the pair that the fewest rows hold, each of the others then checked row by row
+    /// through the (hash, item) key: a pair that every item of an application shares (a client
+    /// storing many items under its name, then looking one up by its own attribute) is never read
+    /// in full. Which pair is the narrowest is found by counting each only up to a bound that
+    /// grows sixteenfold, so no count reads much more than the narrowest pair's rows.
     package func rowsIndexed(with pairs: [String: String], keys: ClassKeys) throws -> Set<Int64>? {
         guard let key = keys.indexKey(.protected), try hasAttributeIndex() else { return nil }
-        var rows: Set<Int64>?
-        let stmt = try db.statement("SELECT item FROM secret_attributes WHERE hash = ?")
-        for (name, value) in pairs {
-            stmt.bind([.blob(Self.attributeHash(key, name: name, value: value))])
-            var found: Set<Int64> = []
-            while try stmt.step() { found.insert(stmt.int(0)) }
-            stmt.reset()
-            rows = rows.map { $0.intersection(found) } ?? found
-            if rows?.isEmpty == true { return [] }
+        let hashes = pairs.map { Self.attributeHash(key, name: $0.key, value: $0.value) }
+        guard !hashes.isEmpty else { return [] }
+        let count = try db.statement("SELECT count(*) FROM (SELECT 1 FROM secret_attributes WHERE hash = ? LIMIT ?)")
+        var narrowest = 0
+        var bound: Int64 = 16
+        // One pair is its own narrowest: read it without counting it first.
+        while hashes.count > 1 {
+            var fewest = Int64.max
+            for (i, hash) in hashes.enumerated() {
+                count.bind([.blob(hash), .int(bound)])
+                _ = try count.step()
+                let n = count.int(0)
+                count.reset()
+                if n == 0 { return [] }
+                if n < fewest { (fewest, narrowest) = (n, i) }
+            }
+            if fewest < bound { break }
+            bound = bound > Int64.max / 16 ? Int64.max : bound * 16
         }
-        return rows ?? []
+        let stmt = try db.statement("SELECT item FROM secret_attributes WHERE hash = ?")
+        stmt.bind([.blob(hashes[narrowest])])
+        var candidates: [Int64] = []
+        while try stmt.step() { candidates.append(stmt.int(0)) }
+        stmt.reset()
+        let holds = try db.statement("SELECT 1 FROM secret_attributes WHERE hash = ? AND item = ?")
+        var rows = Set<Int64>()
+        for row in candidates {
+            var every = true
+            for (i, hash) in hashes.enumerated() where i != narrowest {
+                holds.bind([.blob(hash), .int(row)])
+                let found = try holds.step()
+                holds.reset()
+                if !found {
+                    every = false
+                    break
+                }
+            }
+            if every { rows.insert(row) }
+        }
+        return rows
     }
 
     /// Whether the index has every pair of `pairs` for `row`: how a locked item is matched.

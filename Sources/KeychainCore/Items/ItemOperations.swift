@@ -110,9 +110,10 @@ extension KeychainStore {
         guard keys.canWrite(lockClass) else {
             throw KeychainError.locked("keychain is locked: cannot add a \(item.protection.rawValue) item")
         }
-        try checkUnique(item, keys: keys, excluding: nil)
+        let primaryKey = Self.primaryKeyBytes(item)
+        try checkUnique(item, primaryKey: primaryKey, keys: keys, excluding: nil)
         let rowID = try nextRowID()
-        let sealed = try seal(item, rowID: rowID, secret: secret, keys: keys)
+        let sealed = try seal(item, rowID: rowID, secret: secret, keys: keys, primaryKey: primaryKey)
         try db.statement(
             """
             INSERT INTO items(rowid, class, lockclass, space, pk, account, service, metadata, secret)
@@ -142,8 +143,12 @@ extension KeychainStore {
         let query = try Self.normalized(query)
         return try withPresence(presence) { gate in
             try withLock {
-                let keys = try currentKeys()
-                let (rows, lockedSpace) = try candidates(query, keys: keys)
+                // The keys, the keybag they are checked against and the candidate rows come from
+                // one read snapshot; the rows are opened after it ends.
+                let (keys, rows, lockedSpace) = try readSnapshot { keys -> (ClassKeys, [Row], Bool) in
+                    let (rows, lockedSpace) = try candidates(query, keys: keys)
+                    return (keys, rows, lockedSpace)
+                }
                 var found: [Item] = []
                 var skippedLocked = false
                 var chain = CertificateChainSource(store: self, keys: keys)
@@ -261,7 +266,7 @@ extension KeychainStore {
             }
             let lockClass = keys.lockClass(for: item.protection)
             guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
-            try checkUnique(item, keys: keys, excluding: row.rowID)
+            try checkUnique(item, primaryKey: Self.primaryKeyBytes(item), keys: keys, excluding: row.rowID)
             let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
             try db.statement(
                 """
@@ -381,35 +386,68 @@ extension KeychainStore {
         let serviceName = AttributeSchema.serviceKey(for: query.itemClass)
         for space in KeySpace.allCases {
             guard let indexKey = keys.indexKey(space) else {
-                let probe = try db.statement("SELECT 1 FROM items WHERE space = ? AND class = ? LIMIT 1")
-                probe.bind([.int(space.rawValue), .int(query.itemClass.code)])
-                if try probe.step() { lockedSpace = true }
-                probe.reset()
+                if try spaceHolds(space, query.itemClass) { lockedSpace = true }
                 continue
             }
-            var sql = "SELECT rowid, lockclass, metadata, secret FROM items WHERE space = ? AND class = ?"
+            if space == .always, db.inReadSnapshot, try !alwaysSpaceHolds(query.itemClass) { continue }
             var values: [SQLiteValue] = [.int(space.rawValue), .int(query.itemClass.code)]
+            var service = false
+            var account = false
             if !query.caseInsensitive {
-                if let service = query.attributes[serviceName] {
-                    sql += " AND service = ?"
-                    values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: serviceName, value: service)))
+                if let value = query.attributes[serviceName] {
+                    service = true
+                    values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: serviceName, value: value)))
                 }
-                if let account = query.attributes[AttributeKey.account] {
-                    sql += " AND account = ?"
-                    values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: AttributeKey.account, value: account)))
+                if let value = query.attributes[AttributeKey.account] {
+                    account = true
+                    values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: AttributeKey.account, value: value)))
                 }
             }
+            let sql = Self.candidateSQL[(service ? 1 : 0) + (account ? 2 : 0) + (query.rows != nil ? 4 : 0)]
             if let wanted = query.rows {
-                sql += " AND rowid = ?"
                 for rowID in Set(wanted) {
                     try collect(sql, values + [.int(rowID)], query.itemClass, space, into: &rows)
                 }
             } else {
-                try collect(sql + " ORDER BY rowid", values, query.itemClass, space, into: &rows)
+                try collect(sql, values, query.itemClass, space, into: &rows)
             }
         }
         rows.sort { $0.rowID < $1.rowID }
         return (rows, lockedSpace)
+    }
+
+    /// Whether the key space holds any row of the class.
+    private func spaceHolds(_ space: KeySpace, _ itemClass: ItemClass) throws -> Bool {
+        let probe = try db.statement("SELECT 1 FROM items WHERE space = ? AND class = ? LIMIT 1")
+        probe.bind([.int(space.rawValue), .int(itemClass.code)])
+        defer { probe.reset() }
+        return try probe.step()
+    }
+
+    /// The same for the Always space, kept while nothing was written: most keychains hold no
+    /// Always item (Apple deprecated them), and a lookup then makes no index hashes and runs no
+    /// query there. Only asked inside a read snapshot, after `currentKeys` read that snapshot's
+    /// data_version: another process's commit moves data_version, this connection's own writes
+    /// move its total of changes, and either drops what was kept.
+    private func alwaysSpaceHolds(_ itemClass: ItemClass) throws -> Bool {
+        let changes = db.totalChanges
+        if alwaysSpace.version != seenDataVersion || alwaysSpace.changes != changes {
+            alwaysSpace = (seenDataVersion, changes, [:])
+        }
+        if let known = alwaysSpace.classes[itemClass.code] { return known }
+        let holds = try spaceHolds(.always, itemClass)
+        alwaysSpace.classes[itemClass.code] = holds
+        return holds
+    }
+
+    /// `candidates`' statements, written out once (each is prepared once and found again by its
+    /// text): by service (1), account (2), row (4).
+    private static let candidateSQL: [String] = (0..<8).map { shape in
+        var sql = "SELECT rowid, lockclass, metadata, secret FROM items WHERE space = ? AND class = ?"
+        if shape & 1 != 0 { sql += " AND service = ?" }
+        if shape & 2 != 0 { sql += " AND account = ?" }
+        sql += shape & 4 != 0 ? " AND rowid = ?" : " ORDER BY rowid"
+        return sql
     }
 
     package func collect(_ sql: String, _ values: [SQLiteValue], _ itemClass: ItemClass, _ space: KeySpace, into rows: inout [Row]) throws {
@@ -429,11 +467,11 @@ extension KeychainStore {
 
     /// errSecDuplicateItem if another item has the same primary key, in either key space that can
     /// be searched now.
-    private func checkUnique(_ item: Item, keys: ClassKeys, excluding rowID: Int64?) throws {
+    private func checkUnique(_ item: Item, primaryKey: Bytes, keys: ClassKeys, excluding rowID: Int64?) throws {
         let stmt = try db.statement("SELECT rowid FROM items WHERE space = ? AND class = ? AND pk = ?")
         for space in KeySpace.allCases {
             guard let indexKey = keys.indexKey(space) else { continue }
-            stmt.bind([.int(space.rawValue), .int(item.itemClass.code), .blob(Self.primaryKeyHash(indexKey, item: item))])
+            stmt.bind([.int(space.rawValue), .int(item.itemClass.code), .blob(indexKey.mac(primaryKey))])
             defer { stmt.reset() }
             while try stmt.step() {
                 if stmt.int(0) != rowID { throw KeychainError(.duplicateItem) }

@@ -10,13 +10,20 @@ package enum KeyStorage: Sendable {
 /// items are indexed under a key from C, so a lookup can tell "locked" from "not found" while only
 /// WhenUnlocked is locked; Always items under a key from D.
 package struct ClassKeys {
-    private let subkeys: [LockClass: Subkeys]
+    // Fields, not a dictionary: every SecItem call makes one of these.
+    private let subkeys: PerLockClass<Subkeys>
     /// Whether ThisDeviceOnly items have their own class keys (a keychain sealed to a TPM).
     let separatesDeviceOnly: Bool
 
-    init(_ subkeys: [LockClass: Subkeys], separatesDeviceOnly: Bool = false) {
+    init(_ subkeys: PerLockClass<Subkeys>, separatesDeviceOnly: Bool = false) {
         self.subkeys = subkeys
         self.separatesDeviceOnly = separatesDeviceOnly
+    }
+
+    init(_ subkeys: [LockClass: Subkeys], separatesDeviceOnly: Bool = false) {
+        var table = PerLockClass<Subkeys>()
+        for (lockClass, value) in subkeys { table[lockClass] = value }
+        self.init(table, separatesDeviceOnly: separatesDeviceOnly)
     }
 
     /// The class key an item of `protection` is sealed under in this keychain.
@@ -40,6 +47,41 @@ package struct ClassKeys {
         case .always: return subkeys[.always]?.index
         }
     }
+}
+
+/// One optional value per lock class, in fields: what every call reads (the class keys, their
+/// subkeys) without a dictionary's hashing and allocation.
+struct PerLockClass<Value> {
+    private var a: Value?
+    private var c: Value?
+    private var d: Value?
+    private var au: Value?
+    private var cu: Value?
+
+    init() {}
+
+    subscript(lockClass: LockClass) -> Value? {
+        get {
+            switch lockClass {
+            case .whenUnlocked: return a
+            case .afterFirstUnlock: return c
+            case .always: return d
+            case .whenUnlockedThisDeviceOnly: return au
+            case .afterFirstUnlockThisDeviceOnly: return cu
+            }
+        }
+        set {
+            switch lockClass {
+            case .whenUnlocked: a = newValue
+            case .afterFirstUnlock: c = newValue
+            case .always: d = newValue
+            case .whenUnlockedThisDeviceOnly: au = newValue
+            case .afterFirstUnlockThisDeviceOnly: cu = newValue
+            }
+        }
+    }
+
+    mutating func removeAll() { (a, c, d, au, cu) = (nil, nil, nil, nil, nil) }
 }
 
 /// The three subkeys of one class key: HKDF-Expand (one block each) with the class key as PRK.

@@ -10,11 +10,18 @@ package final class KeychainStore: @unchecked Sendable {
     /// The class keys of `.process` storage, by class (A, C, and Au, Cu when sealed to a TPM).
     var processKeys: [LockClass: Bytes] = [:]
     /// Subkeys of the class keys last seen, by lock class; only used while the same key is seen again.
-    var subkeyCache: [LockClass: Subkeys] = [:]
+    var subkeyCache = PerLockClass<Subkeys>()
+    /// The kernel keyring's names of this keychain's keys, made once per keybag uuid.
+    private var names: (uuid: Bytes, names: PerLockClass<String>)?
     /// The settings in force and whether their MAC verified, once class key A was seen.
     private var settingsCheck: (settings: KeychainSettings, integrity: SettingsIntegrity)?
     /// SQLite's data_version when the keybag was last read (`refreshKeybag`).
     var dataVersion: Int64 = 0
+    /// SQLite's data_version as the last call to `refreshKeybag` saw it.
+    private(set) var seenDataVersion: Int64 = -1
+    /// Which item classes the Always key space holds rows of, as of a data_version and this
+    /// connection's own changes (`alwaysSpaceHolds`).
+    var alwaysSpace: (version: Int64, changes: Int64, classes: [Int64: Bool]) = (-1, -1, [:])
     /// Set when a batch rolled back: what this process kept of the keybag may be what the
     /// rollback undid, and data_version does not move for this connection's own changes.
     private var keybagStale = false
@@ -129,7 +136,14 @@ package final class KeychainStore: @unchecked Sendable {
 
     // MARK: Lock state
 
-    func kernelName(_ lockClass: LockClass) -> String { "keychain:\(identifier):\(lockClass.letter)" }
+    func kernelName(_ lockClass: LockClass) -> String {
+        if let names, names.uuid == keybag.uuid, let name = names.names[lockClass] { return name }
+        var table = names?.uuid == keybag.uuid ? names!.names : PerLockClass<String>()
+        let name = "keychain:\(identifier):\(lockClass.letter)"
+        table[lockClass] = name
+        names = (keybag.uuid, table)
+        return name
+    }
 
     /// Derives the key from the password and puts the class keys where every call will find them.
     /// A keychain made by an earlier version is upgraded in place first, in one transaction.
@@ -342,6 +356,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// password change elsewhere must be seen before this process seals anything under a key.
     private func refreshKeybag(force: Bool = false) throws {
         let version = try currentDataVersion()
+        seenDataVersion = version
         guard version != dataVersion || force || keybagStale else { return }
         keybagStale = false
         let bag = try Keybag.load(from: db)
@@ -362,12 +377,9 @@ package final class KeychainStore: @unchecked Sendable {
     /// is the one their rows will be committed with.
     package func currentKeys() throws -> ClassKeys {
         try refreshKeybag()
-        var found: [LockClass: Bytes] = [:]
-        defer { for lockClass in Array(found.keys) { found[lockClass]?.wipe() } }
-        let classes: [LockClass] =
-            keybag.isBound
-            ? [.whenUnlocked, .afterFirstUnlock, .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly]
-            : [.whenUnlocked, .afterFirstUnlock]
+        var found = PerLockClass<Bytes>()
+        let classes = keybag.isBound ? Self.boundClasses : Self.unboundClasses
+        defer { for lockClass in classes { found[lockClass]?.wipe() } }
         for lockClass in classes {
             switch storage {
             case .process:
@@ -399,6 +411,35 @@ package final class KeychainStore: @unchecked Sendable {
         return keys
     }
 
+    private static let unboundClasses: [LockClass] = [.whenUnlocked, .afterFirstUnlock]
+    private static let boundClasses: [LockClass] = [
+        .whenUnlocked, .afterFirstUnlock, .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly
+    ]
+
+    /// Thrown inside a read snapshot when a kernel key does not fit the snapshot's keybag: the
+    /// keybag may have changed since the snapshot began, and only the file's latest keybag may
+    /// condemn a key (`readSnapshot` looks again outside the snapshot).
+    private struct SnapshotTooOld: Error {}
+
+    /// Runs `body` with the class keys and the rows it reads in one SQLite read snapshot (one WAL
+    /// read lock for the whole lookup, not one per statement), the keys checked against the
+    /// keybag of that same snapshot. Inside a transaction, it runs in that transaction. Under the
+    /// store's lock.
+    package func readSnapshot<T>(_ body: (ClassKeys) throws -> T) throws -> T {
+        if db.inTransaction { return try body(currentKeys()) }
+        for _ in 0..<3 {
+            do {
+                return try db.read { try body(currentKeys()) }
+            } catch is SnapshotTooOld {
+                // Outside any snapshot: the latest keybag is read, a key that fits it is kept,
+                // one that does not is removed. Then the snapshot is taken again.
+                _ = try currentKeys()
+            }
+        }
+        // Keys and keybag kept changing under us: no snapshot, statement by statement.
+        return try body(currentKeys())
+    }
+
     /// A key already checked (the cached subkeys hold the same bytes) or one whose check value fits.
     private func isTrusted(_ key: Bytes, _ lockClass: LockClass) -> Bool {
         if let cached = subkeyCache[lockClass], cached.matches(key) { return true }
@@ -408,6 +449,10 @@ package final class KeychainStore: @unchecked Sendable {
     func trustedKernelKey(_ lockClass: LockClass) throws -> Bytes? {
         guard var entry = KernelKeyring.readEntry(kernelName(lockClass)) else { return nil }
         if isTrusted(entry.key, lockClass) { return entry.key }
+        if db.inReadSnapshot {
+            entry.key.wipe()
+            throw SnapshotTooOld()
+        }
         // Before removing a key, make sure the keybag it failed against is the one in the file.
         try refreshKeybag(force: true)
         if isTrusted(entry.key, lockClass) { return entry.key }
@@ -423,8 +468,8 @@ package final class KeychainStore: @unchecked Sendable {
         return check
     }
 
-    private func classKeys(_ found: [LockClass: Bytes]) -> ClassKeys {
-        var present: [LockClass: Subkeys] = [:]
+    private func classKeys(_ found: PerLockClass<Bytes>) -> ClassKeys {
+        var present = PerLockClass<Subkeys>()
         for (lockClass, key) in [
             (LockClass.whenUnlocked, found[.whenUnlocked]), (.afterFirstUnlock, found[.afterFirstUnlock]),
             (.whenUnlockedThisDeviceOnly, found[.whenUnlockedThisDeviceOnly]),

@@ -92,6 +92,9 @@ package final class SQLiteDatabase {
 
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
     var changes: Int { Int(sqlite3_changes(handle)) }
+    /// Rows this connection has inserted, changed or deleted since it opened (rolled back or not):
+    /// moves with every write of this process, which data_version does not see.
+    var totalChanges: Int64 { Int64(sqlite3_total_changes64(handle)) }
     var errorMessage: String { String(cString: sqlite3_errmsg(handle)) }
 
     /// Runs `body` in one IMMEDIATE transaction: the write lock is taken up front, so a reader

@@ -105,8 +105,13 @@ struct ByteReader {
         let n = try length()
         let start = offset
         offset += n
-        // Validated in place, without a copy of the bytes first.
-        let s = bytes.withUnsafeBufferPointer { String(validating: UnsafeBufferPointer(rebasing: $0[start..<start + n]), as: UTF8.self) }
+        // Validated in place, without a copy of the bytes first. ASCII (attribute names, most
+        // values) needs no decoder: String(validating:) instantiates generic metadata per call.
+        let s = bytes.withUnsafeBufferPointer { buffer -> String? in
+            let utf8 = UnsafeBufferPointer(rebasing: buffer[start..<start + n])
+            if utf8.allSatisfy({ $0 < 0x80 }) { return String(decoding: utf8, as: UTF8.self) }
+            return String(validating: utf8, as: UTF8.self)
+        }
         guard let s else { throw KeychainError.decode("invalid UTF-8 in record") }
         return s
     }

@@ -1,18 +1,22 @@
 import Glibc
 import KeychainCore
+import SecretServiceItems
 import Security
 
 // In-process figures for `make bench`: SecItem calls on a throwaway keychain whose class keys are
 // in the kernel keyring, as in real use. Prints `name value` lines for bench/run.sh to tabulate.
 //
-//   keychain-bench items N     add N internet passwords, then time lookup/update/delete among them
-//                              and a bare SQLite lookup in a table of N rows (the floor)
+//   keychain-bench items N     add N internet passwords, then time lookup/update/delete among them,
+//                              N bare SQLite inserts of the same shape one transaction each, and a
+//                              bare SQLite lookup in a table of N rows (the floors)
 //   keychain-bench scrypt PATH the time of one key derivation with PATH's parameters
 //   keychain-bench fill PATH N create PATH (password on stdin, KDF tuned as `security` does)
 //                              holding N internet passwords as git-credential-keychain stores them
 //   keychain-bench profile OP N CALLS
 //                              N items (added in one transaction), then CALLS of OP (lookup,
-//                              engine-lookup, add, update, delete): run under `perf stat -e
+//                              engine-lookup, add, update, delete, ss-lookup and ss-store:
+//                              the engine's part of the Secret Service's lookup and CreateItem):
+//                              run under `perf stat -e
 //                              instructions` or callgrind with CALLS 0 and CALLS > 0, the
 //                              difference over CALLS is one call's instructions
 
@@ -104,6 +108,9 @@ func benchItems(count: Int) {
             expect(SecItemDelete(itemQuery(count - 1 - n) as CFDictionary), "SecItemDelete")
         })
 
+    let insertFloor = SQLiteInsertFloor.seconds(path: directory + "/insert-floor.sqlite", count: count)
+    emit("add_floor_total_s", insertFloor)
+
     let floor = SQLiteFloor(path: directory + "/floor.sqlite", count: count)
     defer { floor.close() }
     var checksum = 0
@@ -165,7 +172,9 @@ func profile(_ op: String, count: Int, calls: Int) {
     } catch { fail("fill: \(error)") }
     var random = SeededGenerator(state: UInt64(count))
     let picks = (0..<max(calls, 1)).map { _ in Int.random(in: 0..<count, using: &random) }
+    let start = SystemClock.monotonic()
     profiledCalls(op, keychain: keychain, count: count, calls: calls, picks: picks, secret: secret)
+    if calls > 0 { fputs("\(op) \((SystemClock.monotonic() - start) / Double(calls) * 1e6) us per call\n", stderr) }
 }
 
 /// The calls alone (callgrind: --toggle-collect='*profiledCalls*').
@@ -178,6 +187,12 @@ func profiledCalls(_ op: String, keychain: SecKeychain, count: Int, calls: Int, 
             query[kSecReturnData as String] = true
             var result: CFTypeRef?
             expect(SecItemCopyMatching(query as CFDictionary, &result), "SecItemCopyMatching")
+        case "query-only":
+            // What the caller spends building and bridging the lookup's query, without the call.
+            var query = itemQuery(picks[n])
+            query[kSecReturnData as String] = true
+            let bridged = query as CFDictionary
+            if bridged.count == 0 { fail("empty query") }
         case "engine-lookup":
             let i = picks[n]
             let query = Query(
@@ -186,6 +201,18 @@ func profiledCalls(_ op: String, keychain: SecKeychain, count: Int, calls: Int, 
                     AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)), AttributeKey.protocol: .string("htps")
                 ])
             _ = try! keychain.store.find(query, includeSecret: true)
+        case "ss-lookup":
+            // The engine's part of the Secret Service's lookup: SearchItems, then GetSecrets.
+            let i = picks[n]
+            let found = try! keychain.store.searchSecretItems(["server": server(i), "protocol": "https"])
+            guard let row = found.unlocked.first?.row, (try? keychain.store.secretItem(row, includeSecret: true))?.secret != nil else {
+                fail("ss-lookup: nothing found for \(server(i))")
+            }
+        case "ss-store":
+            // The engine's part of CreateItem with replace, as a client storing many items makes it.
+            _ = try! keychain.store.addSecretItem(
+                label: "bench", attributes: ["application": "keychain-bench-many", "bench-item": String(n)], secret: secret,
+                contentType: "text/plain", replace: true)
         case "add":
             var attributes = itemQuery(count + n)
             attributes[kSecValueData as String] = Data(secret)
