@@ -1,0 +1,243 @@
+@testable import KeychainCore
+import Glibc
+import XCTest
+
+/// Sync's record format and merge rule (Sources/KeychainCore/Sync): what the remote sees, what a
+/// device refuses, and that every device orders versions the same way.
+final class SyncRecordTests: XCTestCase {
+    let group = Array(repeating: UInt8(7), count: 16)
+    let key = Array(repeating: UInt8(9), count: 32)
+
+    func record(_ secret: String = "hunter2", id: Bytes? = nil, writer: SyncDeviceKeys) -> SyncRecord {
+        SyncRecord(
+            id: id ?? Array(repeating: 1, count: 16), itemClass: .genericPassword,
+            attributes: [
+                AttributeKey.service: .string("bank.example"), AttributeKey.account: .string("alice"),
+                AttributeKey.label: .string("My Bank"), AttributeKey.synchronizable: .bool(true)
+            ],
+            secret: Array(secret.utf8), tombstone: false, stamp: SyncStamp(mdat: 1000.5, version: 3, writer: writer.deviceID))
+    }
+
+    func testARecordOpensAsItWasSealedAndShowsNothingOfItsItem() throws {
+        let device = try SyncDeviceKeys.generate()
+        let original = record(writer: device)
+        let file = try original.seal(group: group, epoch: 2, key: key, signer: device)
+        let opened = try SyncRecord.open(file, id: original.id, group: group, key: key) { $0 == device.deviceID ? device.publicDevice : nil }
+        XCTAssertEqual(opened, original)
+        XCTAssertEqual(SyncRecord.epoch(of: file), 2)
+        let text = String(decoding: file, as: UTF8.self)
+        for word in ["bank", "alice", "My Bank", "hunter2"] { XCTAssertFalse(text.contains(word), word) }
+        // Padded: a longer secret in the same bucket gives the same size.
+        let longer = try record("hunter2-but-longer", writer: device).seal(group: group, epoch: 2, key: key, signer: device)
+        XCTAssertEqual(file.count, longer.count)
+        XCTAssertEqual((file.count - 8 - 12 - 16) % SyncRecord.paddingQuantum, 0)
+    }
+
+    func testATamperedRecordIsRefused() throws {
+        let device = try SyncDeviceKeys.generate()
+        let original = record(writer: device)
+        let file = try original.seal(group: group, epoch: 1, key: key, signer: device)
+        for index in [9, 30, file.count - 1] {
+            var bad = file
+            bad[index] ^= 1
+            XCTAssertStatus(try SyncRecord.open(bad, id: original.id, group: group, key: key) { _ in device.publicDevice }, .decode)
+        }
+    }
+
+    func testARecordMovedToAnotherNameOrGroupIsRefused() throws {
+        let device = try SyncDeviceKeys.generate()
+        let original = record(writer: device)
+        let file = try original.seal(group: group, epoch: 1, key: key, signer: device)
+        XCTAssertStatus(try SyncRecord.open(file, id: Array(repeating: 2, count: 16), group: group, key: key) { _ in device.publicDevice }, .decode)
+        XCTAssertStatus(try SyncRecord.open(file, id: original.id, group: Array(repeating: 8, count: 16), key: key) { _ in device.publicDevice }, .decode)
+    }
+
+    func testARecordNotSignedByItsWriterIsRefused() throws {
+        let device = try SyncDeviceKeys.generate()
+        let other = try SyncDeviceKeys.generate()
+        let file = try record(writer: device).seal(group: group, epoch: 1, key: key, signer: device)
+        // A device of the group that knows the key cannot pass its version off as another's.
+        XCTAssertStatus(try SyncRecord.open(file, id: record(writer: device).id, group: group, key: key) { _ in other.publicDevice }, .decode)
+        XCTAssertStatus(try SyncRecord.open(file, id: record(writer: device).id, group: group, key: key) { _ in nil }, .decode)
+    }
+
+    func testTheOrderIsTheSameWhateverOrderVersionsArriveIn() {
+        let a = Bytes(repeating: 1, count: 16), b = Bytes(repeating: 2, count: 16)
+        let versions = [
+            SyncOrder(stamp: SyncStamp(mdat: 10, version: 1, writer: a), digest: [1]),
+            SyncOrder(stamp: SyncStamp(mdat: 10, version: 1, writer: b), digest: [0]),
+            SyncOrder(stamp: SyncStamp(mdat: 10, version: 2, writer: a), digest: [0]),
+            SyncOrder(stamp: SyncStamp(mdat: 9, version: 9, writer: b), digest: [9]),
+            SyncOrder(stamp: SyncStamp(mdat: 10, version: 2, writer: a), digest: [1])
+        ]
+        var generator = SeededGenerator(state: 42)
+        for _ in 0..<50 {
+            let shuffled = versions.shuffled(using: &generator)
+            XCTAssertEqual(shuffled.max(), versions[4], "later mdat, then version, then writer, then digest")
+            XCTAssertEqual(shuffled.sorted(), versions.sorted())
+        }
+        XCTAssertLessThan(versions[3], versions[0], "an earlier modification loses whatever its version")
+        XCTAssertLessThan(versions[0], versions[1], "on a tie, the greater writer id wins")
+        XCTAssertLessThan(versions[2], versions[4], "then the greater digest")
+    }
+
+    func testAManifestSignedByAStrangerOrOlderDoesNotFollow() throws {
+        let a = try SyncDeviceKeys.generate(), b = try SyncDeviceKeys.generate(), stranger = try SyncDeviceKeys.generate()
+        var first = SyncManifest(group: group, serial: 1, epoch: 1, devices: [a.publicDevice], signer: a.deviceID)
+        first.sign(with: a)
+        var second = SyncManifest(group: group, serial: 2, epoch: 1, devices: [a.publicDevice, b.publicDevice], signer: a.deviceID)
+        second.sign(with: a)
+        XCTAssertTrue(second.follows(first))
+        XCTAssertFalse(first.follows(second), "an older manifest put back")
+        var forged = SyncManifest(group: group, serial: 3, epoch: 1, devices: [a.publicDevice, stranger.publicDevice], signer: stranger.deviceID)
+        forged.sign(with: stranger)
+        XCTAssertNoThrow(try SyncManifest.decode(forged.encoded()), "it is self-consistent")
+        XCTAssertFalse(forged.follows(second), "but not signed by a device the group had")
+    }
+
+    func testTheSealedSyncKeyOpensOnlyForItsDevice() throws {
+        let a = try SyncDeviceKeys.generate(), b = try SyncDeviceKeys.generate()
+        var manifest = SyncManifest(group: group, serial: 1, epoch: 1, devices: [a.publicDevice, b.publicDevice], signer: a.deviceID)
+        manifest.sign(with: a)
+        let sealed = try SealedSyncKey.make(group: group, epoch: 1, key: key, for: b.publicDevice, by: a)
+        XCTAssertEqual(try SealedSyncKey.decode(sealed.encoded()).open(b, manifest: manifest), key)
+        XCTAssertStatus(try SealedSyncKey.decode(sealed.encoded()).open(a, manifest: manifest), .decode)
+    }
+}
+
+/// Items: Apple's rule that a synchronizable item is never ThisDeviceOnly.
+final class SynchronizableRuleTests: StoreTestCase {
+    func testSynchronizableThisDeviceOnlyIsErrSecParam() throws {
+        var item = generic("a", protection: .whenUnlockedThisDeviceOnly)
+        item.attributes[AttributeKey.synchronizable] = .bool(true)
+        XCTAssertStatus(try store.add(item), .param)
+        XCTAssertEqual(try store.count(), 0)
+        var synced = generic("b")
+        synced.attributes[AttributeKey.synchronizable] = .bool(true)
+        try store.add(synced)
+        var q = query("b")
+        q.synchronizable = .yes
+        XCTAssertStatus(try store.update(q, attributes: [AttributeKey.accessible: .string(Protection.afterFirstUnlockThisDeviceOnly.rawValue)]), .param)
+        try store.add(generic("c", protection: .afterFirstUnlockThisDeviceOnly))
+        XCTAssertStatus(try store.update(query("c"), attributes: [AttributeKey.synchronizable: .bool(true)]), .param)
+    }
+}
+
+/// Two devices (two keychains) and a bare repository: the exchange refuses what the remote may
+/// not make a device take.
+final class SyncExchangeTests: XCTestCase {
+    var scratch: Scratch!
+    var remote = ""
+    var home: String?
+
+    override func setUpWithError() throws {
+        guard access("/usr/bin/git", X_OK) == 0 else { throw XCTSkip("git is not installed") }
+        scratch = Scratch()
+        home = getenv("HOME").map { String(cString: $0) }
+        // Not this machine's /etc/gitconfig (it may rewrite URLs), nor the user's.
+        setenv("GIT_CONFIG_NOSYSTEM", "1", 1)
+        setenv("HOME", scratch.directory, 1)
+        remote = scratch.directory + "/remote.git"
+        XCTAssertEqual(sh("git init -q --bare '\(remote)'"), 0)
+    }
+
+    override func tearDown() {
+        scratch?.remove()
+        if let home { setenv("HOME", home, 1) } else { unsetenv("HOME") }
+        unsetenv("GIT_CONFIG_NOSYSTEM")
+    }
+
+    @discardableResult
+    func sh(_ command: String) -> Int32 { system(command + " >/dev/null 2>&1") >> 8 }
+
+    func synced(_ account: String, _ secret: String) -> Item {
+        var item = generic(account, service: "sync-svc", secret: secret)
+        item.attributes[AttributeKey.synchronizable] = .bool(true)
+        return item
+    }
+
+    func secret(_ store: KeychainStore, _ account: String) throws -> String? {
+        var q = query(account, service: "sync-svc")
+        q.synchronizable = .yes
+        do {
+            return try store.find(q, includeSecret: true).first.map { String(decoding: $0.secret ?? [], as: UTF8.self) }
+        } catch let error as KeychainError where error.code == .itemNotFound {
+            return nil
+        }
+    }
+
+    /// A and B in one group, with A's item "a" = "one" on both.
+    func pair() throws -> (SyncEngine, SyncEngine) {
+        let a = SyncEngine(store: try scratch.create("a"))
+        let b = SyncEngine(store: try scratch.create("b"))
+        try a.store.add(synced("a", "one"))
+        _ = try a.create(remote: remote)
+        let code = try b.join(remote: remote)
+        _ = try a.approve(code: code)
+        _ = try b.exchange()
+        XCTAssertEqual(try secret(b.store, "a"), "one")
+        return (a, b)
+    }
+
+    /// Runs `script` in a clone of the remote and pushes what it left.
+    func tamper(_ script: String) {
+        let clone = scratch.directory + "/attacker"
+        sh("rm -rf '\(clone)'")
+        XCTAssertEqual(sh("git clone -q -b keychain '\(remote)' '\(clone)'"), 0)
+        XCTAssertEqual(
+            sh(
+                "cd '\(clone)' && \(script) && git -c user.name=x -c user.email=x@x add -A && git -c user.name=x -c user.email=x@x commit -q -m x && git push -q origin keychain"
+            ), 0)
+    }
+
+    func testAnOlderRecordPutBackIsRefusedAndReported() throws {
+        let (a, b) = try pair()
+        let name = SyncFiles.list(a.git.path("records")).first!
+        let old = SyncFiles.read(a.git.path("records/" + name))!
+        try a.store.update(query("a", service: "sync-svc").synced, attributes: [:], secret: Array("two".utf8))
+        _ = try a.exchange()
+        _ = try b.exchange()
+        XCTAssertEqual(try secret(b.store, "a"), "two")
+        try SyncFiles.write(scratch.directory + "/old", old)
+        tamper("cp '\(scratch.directory)/old' records/\(name)")
+        let summary = try b.exchange()
+        XCTAssertEqual(summary.refused, 1)
+        XCTAssertEqual(try secret(b.store, "a"), "two", "the replayed version was not applied")
+        XCTAssertTrue(try b.status().log.contains { $0.contains("replayed or rolled back") })
+        // B wrote the accepted version back: A sees no change of value.
+        _ = try a.exchange()
+        XCTAssertEqual(try secret(a.store, "a"), "two")
+    }
+
+    func testATamperedRecordIsRefusedAndReported() throws {
+        let (_, b) = try pair()
+        tamper("f=$(ls records | head -1) && printf 'X' | dd of=records/$f bs=1 seek=40 conv=notrunc 2>/dev/null")
+        let summary = try b.exchange()
+        XCTAssertEqual(summary.refused, 1)
+        XCTAssertEqual(try secret(b.store, "a"), "one")
+        XCTAssertTrue(try b.status().log.contains { $0.contains("refused record") })
+    }
+
+    func testARemovedDeviceReadsNothingWrittenAfter() throws {
+        let (a, b) = try pair()
+        _ = try a.removeDevice(String(try b.status().thisDevice.prefix(12)))
+        try a.store.add(synced("later", "after-removal"))
+        _ = try a.exchange()
+        XCTAssertStatus(try b.exchange(), .authFailed)
+        XCTAssertNil(try secret(b.store, "later"))
+        // Nor can its old key open anything now at the remote.
+        let bState = try b.loadState()
+        for name in SyncFiles.list(a.git.path("records")) {
+            let file = SyncFiles.read(a.git.path("records/" + name))!
+            XCTAssertNil(bState.keys[SyncRecord.epoch(of: file)!], "every record is sealed under the new epoch")
+        }
+    }
+}
+
+extension Query {
+    var synced: Query {
+        var q = self
+        q.synchronizable = .yes
+        return q
+    }
+}
