@@ -43,7 +43,7 @@ QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtim
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
 .PHONY: deb test-deb man deps build-deps deb-deps check-deps install-debs bench-deps bench build release check test test-unit \
-        test-cli test-tpm test-git test-docker test-pam test-install test-secret-service test-desktop test-presence stress demo install uninstall clean
+        test-cli test-tpm test-git test-docker test-pam test-install test-secret-service test-desktop test-presence test-sync stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
 deps:
@@ -118,6 +118,10 @@ test-desktop:
 # root: a private system bus and polkitd, a throwaway user (see Tests/presence/run.sh).
 test-presence:
 	bash Tests/presence/run.sh .build/debug
+
+# root: three throwaway users sharing a bare repository (see Tests/sync/run.sh); about two minutes.
+test-sync:
+	bash Tests/sync/run.sh .build/debug
 
 # The long hardening run (about 10 minutes); `make test` runs the same cases with small counts.
 stress: deps
