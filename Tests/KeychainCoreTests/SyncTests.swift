@@ -232,6 +232,35 @@ final class SyncExchangeTests: XCTestCase {
             XCTAssertNil(bState.keys[SyncRecord.epoch(of: file)!], "every record is sealed under the new epoch")
         }
     }
+
+    func testARemovedDeviceCannotWriteUnderTheOldKey() throws {
+        let (a, b) = try pair()
+        let bKeys = try b.loadKeys()
+        let oldKey = try b.loadState().keys[1]!
+        let group = try a.loadState().group
+        _ = try a.removeDevice(String(bKeys.deviceID.hex.prefix(12)))
+        let name = SyncFiles.list(a.git.path("records")).first!
+        let forged = SyncRecord(
+            id: Bytes(hex: name)!, itemClass: .genericPassword,
+            attributes: [AttributeKey.account: .string("a"), AttributeKey.service: .string("sync-svc"), AttributeKey.synchronizable: .bool(true)],
+            secret: Array("forged".utf8), tombstone: false, stamp: SyncStamp(mdat: 4e9, version: 99, writer: bKeys.deviceID))
+        try SyncFiles.write(scratch.directory + "/forged", forged.seal(group: group, epoch: 1, key: oldKey, signer: bKeys))
+        tamper("cp '\(scratch.directory)/forged' records/\(name)")
+        let summary = try a.exchange()
+        XCTAssertEqual(summary.refused, 1)
+        XCTAssertEqual(try secret(a.store, "a"), "one")
+    }
+
+    func testALinkInTheRemoteTreeIsNotFollowed() throws {
+        let (a, _) = try pair()
+        let outside = scratch.directory + "/outside"
+        mkdir(outside, 0o700)
+        tamper("git rm -q -r records && ln -s '\(outside)' records")
+        _ = try a.exchange()
+        XCTAssertEqual(SyncFiles.list(outside), [], "nothing written through the link")
+        XCTAssertEqual(try secret(a.store, "a"), "one")
+        XCTAssertEqual(SyncFiles.list(a.git.path("records")).count, 1, "the record written back in a real folder")
+    }
 }
 
 extension Query {

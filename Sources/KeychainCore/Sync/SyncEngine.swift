@@ -244,7 +244,7 @@ package final class SyncEngine {
     /// written back. Then makes sure this device holds the current epoch's key. Returns whether
     /// this device is in the group.
     func acceptManifest(_ state: inout SyncState, keys: SyncDeviceKeys) throws -> Bool {
-        guard let bytes = git.read("group") else { throw KeychainError.decode("the remote holds no group manifest") }
+        let bytes = git.read("group") ?? []
         if Crypto.sha256(bytes) != state.manifestDigests.last {
             var chain = state.manifest
             var ok = false
@@ -261,9 +261,16 @@ package final class SyncEngine {
             }
             if ok {
                 try adopt(chain, into: &state)
+            } else if let tip = try? SyncManifest.decode(bytes), tip.group == state.group, tip.serial > state.manifest.serial {
+                // A later manifest this device cannot verify (its history is gone or forged):
+                // writing the older one back would undo a change of the group, so stop instead.
+                state.note(
+                    "\(Self.timestamp()) refused the remote's group manifest \(tip.serial): no chain of signatures leads to it from the one accepted here")
+                try? store.setSyncSecret("state", state.encoded())
+                throw KeychainError.decode("the remote's group manifest cannot be verified from this device's; nothing was exchanged")
             } else {
                 state.note(
-                    "\(Self.timestamp()) refused the remote's group manifest (not signed by a device of the group, or older than the one accepted here); wrote this device's back"
+                    "\(Self.timestamp()) refused the remote's group manifest (missing, not signed by a device of the group, or older than the one accepted here); wrote this device's back"
                 )
                 try Self.writeManifest(state.manifest, git)
             }

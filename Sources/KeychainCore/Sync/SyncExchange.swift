@@ -110,10 +110,13 @@ extension SyncEngine {
             }
             let record: SyncRecord
             do {
-                guard let recordEpoch = SyncRecord.epoch(of: file), let recordKey = state.keys[recordEpoch] else {
-                    throw KeychainError.decode("sealed under a key epoch this device has no key for")
+                // A new version is always sealed under the current epoch by a current device: every
+                // push starts from a tip that holds the current manifest. A removed device keeps
+                // the old keys and could otherwise still write.
+                guard SyncRecord.epoch(of: file) == epoch else {
+                    throw KeychainError.decode("sealed under key epoch \(SyncRecord.epoch(of: file).map(String.init) ?? "?"), not the current \(epoch)")
                 }
-                record = try SyncRecord.open(file, id: id, group: state.group, key: recordKey, device: { state.device($0) })
+                record = try SyncRecord.open(file, id: id, group: state.group, key: key, device: { state.manifest.device($0) })
             } catch let error as KeychainError {
                 state.note("\(stamp) refused record \(name.prefix(12)): \(error.detail)")
                 summary.refused += 1

@@ -47,7 +47,10 @@ struct SyncGit {
         let child: ChildProcess
         do {
             child = try ChildProcess.start(
-                git, ["-C", folder, "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false"] + arguments,
+                git,
+                // Whatever the remote's tree says: no symbolic links on disk (a link named records
+                // could point into the home folder), no line-ending or filter conversions.
+                ["-C", folder, "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.symlinks=false"] + arguments,
                 stdio: (-1, fds[1], fds[1]), environment: Self.environment())
         } catch {
             close(fds[1])
@@ -93,6 +96,9 @@ struct SyncGit {
         let git = SyncGit(folder: folder)
         try git.must(["init", "-q", "-b", branch])
         try git.must(["remote", "add", "origin", remote])
+        // info/attributes outranks the tree's .gitattributes: a remote that adds one cannot make
+        // checkout run a filter (git-lfs and the like) on what it wrote.
+        try SyncFiles.write(folder + "/.git/info/attributes", Array("* binary -filter -ident !working-tree-encoding !eol\n".utf8))
         return git
     }
 
@@ -136,13 +142,33 @@ struct SyncGit {
 
     func path(_ name: String) -> String { folder + "/" + name }
 
-    func read(_ name: String) -> Bytes? { SyncFiles.read(path(name)) }
+    /// A file of the tree, refused when any folder on the way is not a plain folder.
+    func read(_ name: String) -> Bytes? {
+        guard plainFolders(name) else { return nil }
+        return SyncFiles.read(path(name))
+    }
 
-    func write(_ name: String, _ bytes: Bytes) throws { try SyncFiles.write(path(name), bytes) }
+    private func plainFolders(_ name: String) -> Bool {
+        var prefix = folder
+        for part in name.split(separator: "/").dropLast() {
+            prefix += "/" + part
+            var st = stat()
+            guard lstat(prefix, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { return false }
+        }
+        return true
+    }
+
+    func write(_ name: String, _ bytes: Bytes) throws {
+        if !plainFolders(name), let slash = name.firstIndex(of: "/") {
+            // Whatever stands where a folder should be goes (git checks a link out as a file).
+            SyncFiles.removeTree(path(String(name[..<slash])))
+        }
+        try SyncFiles.write(path(name), bytes)
+    }
 
     func remove(_ name: String) { unlink(path(name)) }
 
-    func list(_ dir: String) -> [String] { SyncFiles.list(path(dir)) }
+    func list(_ dir: String) -> [String] { plainFolders(dir + "/x") ? SyncFiles.list(path(dir)) : [] }
 }
 
 enum SyncFiles {
