@@ -166,6 +166,10 @@ install:
 		> $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.keychain-linux.secrets.service
 	sed 's|@BINDIR@|$(PREFIX)/bin|' Sources/keychain-secret-service/dbus/keychain-secret-service.service.in \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
+	# Sync (`security sync`): a periodic exchange and one shortly after local writes, for the
+	# user to enable: `systemctl --user enable --now keychain-sync.timer keychain-sync.path`.
+	sed 's|@BINDIR@|$(PREFIX)/bin|' packaging/systemd/keychain-sync.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.service
+	install -m 0644 packaging/systemd/keychain-sync.timer packaging/systemd/keychain-sync.path $(DESTDIR)$(PREFIX)/lib/systemd/user/
 	# polkit reads actions from /usr/share only, whatever PREFIX is.
 	install -d $(DESTDIR)/usr/share/polkit-1/actions
 	install -m 0644 polkit/org.keychain-linux.user-presence.policy $(DESTDIR)/usr/share/polkit-1/actions/

@@ -253,6 +253,31 @@ loop_converges() {
     expect "$refused_before" "$(A sync status | grep -c 'refused')" "no record refused during the loop"
 }
 
+units_and_quiet_exchange() {
+    # Without a group, status fails (the unit's ExecCondition skips the exchange): errSecNotAvailable.
+    printf 'pw\n' | as kcsyncA security create-keychain other
+    expect 53 "$(status_of A sync -k other status)" "status without a group"
+    expect 53 "$(status_of A sync -k other now)" "now without a group"
+    # An exchange that finds nothing new writes nothing into the keychain (keychain-sync.path
+    # watches it: a write of its own would start the next exchange, and so on).
+    kc=$base/home-kcsyncA/.local/share/keychains/login.keychain-db
+    A sync now
+    files() { stat -c '%n %s %y' "$kc"; sha256sum "$kc"; ls "$kc"-* 2>/dev/null || true; }
+    before=$(files)
+    sleep 0.2
+    A sync now
+    expect "$before" "$(files)" "keychain untouched by a quiet exchange"
+    A sync status | grep -q '^last exchange: .*sent 0, received 0'
+    if ! command -v systemd-analyze >/dev/null; then
+        echo "systemd-analyze missing: the units are not verified"
+        return 0
+    fi
+    mkdir -p "$case_dir/units" "$case_dir/run"
+    sed "s|@BINDIR@|$base/bin|" "$here/../../packaging/systemd/keychain-sync.service.in" > "$case_dir/units/keychain-sync.service"
+    cp "$here/../../packaging/systemd/keychain-sync.timer" "$here/../../packaging/systemd/keychain-sync.path" "$case_dir/units/"
+    XDG_RUNTIME_DIR=$case_dir/run systemd-analyze --man=no --user verify "$case_dir"/units/keychain-sync.{service,timer,path}
+}
+
 check "three machines in one group: init, join, same code, approve" setup_group
 check "an item added on A appears on B and C; others stay" added_appears
 check "synchronizable ThisDeviceOnly is errSecParam" this_device_only_refused
@@ -261,6 +286,7 @@ check "non-synchronizable and ThisDeviceOnly items never reach the remote" priva
 check "a tampered record is refused and reported" tampered_refused
 check "an older record put back is refused and reported" older_refused
 check "a removed device reads nothing written after" removed_reads_nothing
+check "sync status without a group, a quiet exchange writes nothing, the units verify" units_and_quiet_exchange
 check "two machines writing one item for ${loop_seconds}s end identical, nothing acknowledged lost" loop_converges
 check "no server, account, label or secret readable in the repository or its history" nothing_readable
 summary

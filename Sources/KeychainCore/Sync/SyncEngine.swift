@@ -311,8 +311,11 @@ package struct SyncStatus: Sendable {
 
 extension SyncEngine {
     package func status() throws -> SyncStatus {
-        let state = try loadState()
+        var state = try loadState()
         let keys = try loadKeys()
+        if let (time, result) = readLastExchange(), time > state.lastExchange, !state.pending {
+            (state.lastExchange, state.lastResult) = (time, result)
+        }
         return SyncStatus(
             remote: state.remote, group: state.group.hex, thisDevice: keys.deviceID.hex,
             devices: state.manifest.devices.map { $0.id.hex }, epoch: state.manifest.epoch, records: state.records.count,

@@ -46,9 +46,8 @@ extension SyncEngine {
                     throw KeychainError(.authFailed, "this device was removed from the sync group; it reads nothing written since")
                 }
                 summary.pending = true
-                state.lastExchange = SystemClock.now()
-                state.lastResult = "waiting for approval"
-                try store.setSyncSecret("state", state.encoded())
+                writeLastExchange(SystemClock.now(), "waiting for approval")
+                if state.encoded() != saved.encoded() { try store.setSyncSecret("state", state.encoded()) }
                 return summary
             }
             if state.pending {
@@ -65,7 +64,7 @@ extension SyncEngine {
                     continue
                 }
             }
-            try apply(plan, &state, summary: &summary)
+            try apply(plan, &state, saved: saved, summary: &summary)
             return summary
         }
         throw KeychainError(.io, "other devices kept pushing; nothing was lost, try `security sync now` again")
@@ -302,7 +301,7 @@ extension SyncEngine {
 
     /// After the push: the remote's winners go into the keychain and the state records every
     /// version now at the remote, in one transaction.
-    func apply(_ plan: Plan, _ state: inout SyncState, summary: inout ExchangeSummary) throws {
+    func apply(_ plan: Plan, _ state: inout SyncState, saved: SyncState, summary: inout ExchangeSummary) throws {
         let now = SystemClock.now()
         try store.batch {
             for (id, record) in plan.applies {
@@ -351,10 +350,34 @@ extension SyncEngine {
                     keyAttributes: SyncRecord.primaryKey(of: Item(itemClass: record.itemClass, attributes: record.attributes)),
                     valueDigest: record.valueDigest, localHash: localHash)
             }
-            state.lastExchange = now
-            state.lastResult = "sent \(summary.sent), received \(summary.received), refused \(summary.refused), conflicts \(summary.conflicts)"
-            try store.setSyncSecret("state", state.encoded())
+            let result = "sent \(summary.sent), received \(summary.received), refused \(summary.refused), conflicts \(summary.conflicts)"
+            writeLastExchange(now, result)
+            // Written only when something changed: keychain-sync.path starts an exchange when the
+            // keychain file changes, and a write of its own each time would start the next.
+            var probe = state
+            probe.lastExchange = saved.lastExchange
+            probe.lastResult = saved.lastResult
+            if probe.encoded() != saved.encoded() {
+                state.lastExchange = now
+                state.lastResult = result
+                try store.setSyncSecret("state", state.encoded())
+            }
         }
+    }
+
+    var lastExchangeFile: String { folder + "/.git/keychain-last-exchange" }
+
+    /// When the last exchange ended and what it did, in the clone's .git folder (not in the
+    /// keychain, so that an exchange that changed nothing writes nothing there).
+    func writeLastExchange(_ time: Double, _ result: String) {
+        try? SyncFiles.write(lastExchangeFile, Array("\(time.bitPattern) \(result)\n".utf8))
+    }
+
+    func readLastExchange() -> (Double, String)? {
+        guard let bytes = SyncFiles.read(lastExchangeFile) else { return nil }
+        let text = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first ?? ""
+        guard let space = text.firstIndex(of: " "), let bits = UInt64(text[..<space]) else { return nil }
+        return (Double(bitPattern: bits), String(text[text.index(after: space)...]))
     }
 
     static func date(_ value: AttributeValue?) -> Double? {

@@ -60,7 +60,8 @@ package struct SyncState: Sendable {
         w.u32(UInt32(knownDevices.count))
         for d in knownDevices { d.write(to: &w) }
         w.u32(UInt32(records.count))
-        for (id, e) in records {
+        // In id order: the same state encodes to the same bytes, so an unchanged one is seen as such.
+        for (id, e) in records.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
             w.blob(id)
             w.u64(e.order.stamp.mdat.bitPattern)
             w.u64(e.order.stamp.version)
