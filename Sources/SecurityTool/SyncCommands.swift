@@ -11,19 +11,24 @@ struct SyncCommand: ParsableCommand {
             Actions: init REMOTE (start a group on an empty remote), join REMOTE (ask to join; prints a \
             code), approve [CODE] (on a device of the group: without CODE, list the requests and their \
             codes; with it, approve the device showing that code), now (exchange with the remote), status, \
-            remove-device ID (remove a lost device; rotates the sync key), leave (forget the group here). \
+            remove-device ID (remove a lost device; rotates the sync key), leave (forget the group here), \
+            default [on|off] (whether new items from the git and docker helpers and the Secret Service's \
+            unconfined clients are synchronizable on this machine; off unless set). \
             REMOTE is anything git can push to: a URL, user@host:path, or a folder holding a bare repository.
             """)
 
     @Option(name: .customShort("k"), help: "Keychain (default: the default keychain).") var keychain: String?
-    @Argument(help: "init, join, approve, now, status, remove-device, leave.") var action: String
-    @Argument(help: "The remote (init, join), the code (approve), the device id or its start (remove-device).") var operand: String?
+    @Argument(help: "init, join, approve, now, status, remove-device, leave, default.") var action: String
+    @Argument(help: "The remote (init, join), the code (approve), the device id or its start (remove-device), on or off (default).") var operand: String?
 
     func validate() throws {
-        let needs: [String: Bool] = ["init": true, "join": true, "approve": false, "now": false, "status": false, "remove-device": true, "leave": false]
+        let needs: [String: Bool] = [
+            "init": true, "join": true, "approve": false, "now": false, "status": false, "remove-device": true, "leave": false, "default": false
+        ]
         guard let wanted = needs[action] else { throw ValidationError("unknown sync action \(action)") }
         if wanted && operand == nil { throw ValidationError("sync \(action) needs an argument") }
-        if !wanted && operand != nil && action != "approve" { throw ValidationError("sync \(action) takes no argument") }
+        if !wanted && operand != nil && action != "approve" && action != "default" { throw ValidationError("sync \(action) takes no argument") }
+        if action == "default", let operand, operand != "on", operand != "off" { throw ValidationError("sync default takes on or off") }
     }
 
     func run() throws {
@@ -59,11 +64,15 @@ struct SyncCommand: ParsableCommand {
                 for device in status.devices { Terminal.out("device: \(device)\(device == status.thisDevice ? " (this device)" : "")") }
                 Terminal.out("records: \(status.liveRecords) items, \(status.records - status.liveRecords) deletions")
                 Terminal.out("last exchange: \(status.lastExchange) (\(status.lastResult))")
+                Terminal.out("new items from the helpers and the Secret Service: \(store.syncsNewItems ? "synchronizable" : "this machine only")")
                 for line in status.log { Terminal.out("log: \(line)") }
             case "remove-device":
                 let (device, summary) = try engine.removeDevice(operand!)
                 Terminal.out("removed device \(device.hex.prefix(16)); the sync key was rotated")
                 show(summary)
+            case "default":
+                if let operand { try store.setSyncsNewItems(operand == "on") }
+                Terminal.out("new items from the helpers and the Secret Service: \(store.syncsNewItems ? "synchronizable" : "this machine only")")
             case "leave":
                 try engine.leave()
                 Terminal.out("this keychain left its sync group (its items stay here)")

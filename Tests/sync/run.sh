@@ -45,8 +45,8 @@ for u in "${users[@]}"; do id "$u" >/dev/null 2>&1 && userdel -r "$u" >/dev/null
 
 # The users run a copy of the command from a folder anyone can read (a checkout under /root is 0700).
 mkdir "$base/bin"
-cp "$bin/security" "$base/bin/"
-chmod 755 "$base/bin" "$base/bin/security"
+cp "$bin/security" "$bin/git-credential-keychain" "$bin/docker-credential-keychain" "$base/bin/"
+chmod 755 "$base/bin" "$base/bin/"*
 remote=$base/remote.git
 git init -q --bare --shared=0777 "$remote"
 chmod -R a+rwX "$remote"
@@ -86,7 +86,8 @@ everything() {
 # The names, servers, accounts, labels and secrets every case uses (checked absent from the remote).
 markers=(sync-svc-alpha alpha-account Alpha-Label alpha-secret-1 alpha-secret-2 web.sync-example.org
     web-account web-secret-9 local-only-svc local-secret-7 device-only-svc device-secret-8
-    loop-svc loop-account later-svc later-secret-5 beta-changed-3 kcsyncA kcsyncB kcsyncC)
+    loop-svc loop-account later-svc later-secret-5 beta-changed-3 kcsyncA kcsyncB kcsyncC
+    git.sync-example.org git-user git-secret-4 registry.sync-example.org dock-user dock-secret-6)
 
 setup_group() {
     for u in A B C; do printf 'pw\n' | "$u" create-keychain login; done
@@ -278,10 +279,26 @@ units_and_quiet_exchange() {
     XDG_RUNTIME_DIR=$case_dir/run systemd-analyze --man=no --user verify "$case_dir"/units/keychain-sync.{service,timer,path}
 }
 
+helpers_follow_the_default() {
+    A sync default | grep -q 'this machine only'
+    printf 'protocol=https\nhost=git.sync-example.org\nusername=git-user\npassword=git-local-2\n\n' | as kcsyncA git-credential-keychain store
+    A sync default on | grep -q ': synchronizable'
+    printf 'protocol=https\nhost=git.sync-example.org\nusername=git-user\npassword=git-secret-4\n\n' | as kcsyncA git-credential-keychain store
+    printf '{"ServerURL":"registry.sync-example.org","Username":"dock-user","Secret":"dock-secret-6"}' | as kcsyncA docker-credential-keychain store
+    A sync now
+    B sync now
+    printf 'protocol=https\nhost=git.sync-example.org\n\n' | as kcsyncB git-credential-keychain get | grep -qx 'password=git-secret-4'
+    echo registry.sync-example.org | as kcsyncB docker-credential-keychain get | grep -q '"Secret":"dock-secret-6"'
+    # The git credential stored before was updated in place, not kept beside the synchronizable one.
+    expect 1 "$(A dump-keychain | grep -c '"srvr"<blob>="git.sync-example.org"')" "one git credential on A"
+    A sync default off
+}
+
 check "three machines in one group: init, join, same code, approve" setup_group
 check "an item added on A appears on B and C; others stay" added_appears
 check "synchronizable ThisDeviceOnly is errSecParam" this_device_only_refused
 check "changed on B, deleted on C at once: the same everywhere, loss logged" concurrent_change_and_delete
+check "the git and docker helpers store synchronizable items after sync default on" helpers_follow_the_default
 check "non-synchronizable and ThisDeviceOnly items never reach the remote" private_items_stay
 check "a tampered record is refused and reported" tampered_refused
 check "an older record put back is refused and reported" older_refused
