@@ -251,6 +251,26 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try secret(a.store, "a"), "one")
     }
 
+    func testAnItemThisKeychainWouldRefuseIsRefusedBeforeAnythingIsReplaced() throws {
+        let (a, b) = try pair()
+        let bKeys = try b.loadKeys()
+        let state = try b.loadState()
+        let name = SyncFiles.list(a.git.path("records")).first!
+        // A device of the group sends the item back as ThisDeviceOnly, which never syncs.
+        let bad = SyncRecord(
+            id: Bytes(hex: name)!, itemClass: .genericPassword,
+            attributes: [
+                AttributeKey.account: .string("a"), AttributeKey.service: .string("sync-svc"), AttributeKey.synchronizable: .bool(true),
+                AttributeKey.accessible: .string(Protection.whenUnlockedThisDeviceOnly.rawValue)
+            ],
+            secret: Array("bad".utf8), tombstone: false, stamp: SyncStamp(mdat: 4e9, version: 99, writer: bKeys.deviceID))
+        try SyncFiles.write(
+            scratch.directory + "/bad", bad.seal(group: state.group, epoch: state.manifest.epoch, key: state.keys[state.manifest.epoch]!, signer: bKeys))
+        tamper("cp '\(scratch.directory)/bad' records/\(name)")
+        XCTAssertEqual(try a.exchange().refused, 1)
+        XCTAssertEqual(try secret(a.store, "a"), "one", "the item it would have replaced is still there")
+    }
+
     func testALinkInTheRemoteTreeIsNotFollowed() throws {
         let (a, _) = try pair()
         let outside = scratch.directory + "/outside"

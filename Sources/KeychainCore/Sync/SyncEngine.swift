@@ -327,7 +327,8 @@ extension SyncEngine {
     /// items stay in the keychain, and the group should remove the device too.
     package func leave() throws {
         try exclusively {
-            _ = try loadState()
+            // A clone left by an init or join that failed half-way goes too.
+            guard try store.syncSecret("state") != nil || access(folder, F_OK) == 0 else { throw Self.notSetUp }
             try store.batch {
                 try store.removeSyncSecret("state")
                 try store.removeSyncSecret("device")

@@ -116,6 +116,15 @@ extension SyncEngine {
                     throw KeychainError.decode("sealed under key epoch \(SyncRecord.epoch(of: file).map(String.init) ?? "?"), not the current \(epoch)")
                 }
                 record = try SyncRecord.open(file, id: id, group: state.group, key: key, device: { state.manifest.device($0) })
+                if !record.tombstone {
+                    // What a device of the group sent must still be an item this keychain takes
+                    // (a ThisDeviceOnly one, a malformed certificate): checked before anything
+                    // local is replaced by it.
+                    guard KeychainStore.syncedClasses.contains(record.itemClass) else { throw KeychainError.decode("not an item class that syncs") }
+                    var probe = Item(itemClass: record.itemClass, attributes: record.attributes, secret: record.secret)
+                    probe.attributes[AttributeKey.synchronizable] = .bool(true)
+                    _ = try KeychainStore.prepareNew(probe, keepingDates: true)
+                }
             } catch let error as KeychainError {
                 state.note("\(stamp) refused record \(name.prefix(12)): \(error.detail)")
                 summary.refused += 1
