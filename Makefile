@@ -217,6 +217,8 @@ uninstall:
 	rm -f $(DESTDIR)/usr/share/xdg-desktop-portal/portals/keychain.portal
 	rm -f $(DESTDIR)$(PREFIX)/bin/keychain-secret-service $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.keychain-linux.secrets.service \
 		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
+	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.service $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.timer \
+		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.path
 
 clean:
 	rm -rf .build
