@@ -95,6 +95,20 @@ final class SyncRecordTests: XCTestCase {
         XCTAssertFalse(forged.follows(second), "but not signed by a device the group had")
     }
 
+    func testTheJoinCodeCoversEveryFieldOfTheRequest() throws {
+        let device = try SyncDeviceKeys.generate()
+        let request = JoinRequest(group: group, device: device.publicDevice, manifestDigest: Array(repeating: 3, count: 32))
+        let code = try request.code
+        XCTAssertEqual(JoinRequest.normalizedCode(code).count, 10)
+        XCTAssertEqual(try request.code, code, "the same on both devices")
+        var other = request
+        other.device.id[0] ^= 1
+        XCTAssertNotEqual(try other.code, code)
+        other = request
+        other.manifestDigest[0] ^= 1
+        XCTAssertNotEqual(try other.code, code, "a device that cloned another group state shows another code")
+    }
+
     func testTheSealedSyncKeyOpensOnlyForItsDevice() throws {
         let a = try SyncDeviceKeys.generate(), b = try SyncDeviceKeys.generate()
         var manifest = SyncManifest(group: group, serial: 1, epoch: 1, devices: [a.publicDevice, b.publicDevice], signer: a.deviceID)
@@ -269,6 +283,17 @@ final class SyncExchangeTests: XCTestCase {
         tamper("cp '\(scratch.directory)/bad' records/\(name)")
         XCTAssertEqual(try a.exchange().refused, 1)
         XCTAssertEqual(try secret(a.store, "a"), "one", "the item it would have replaced is still there")
+    }
+
+    func testTwoRequestsShowingOneCodeAreRefused() throws {
+        let a = SyncEngine(store: try scratch.create("a"))
+        let b = SyncEngine(store: try scratch.create("b"))
+        _ = try a.create(remote: remote)
+        let code = try b.join(remote: remote)
+        // The remote puts a second request showing the same code beside the first.
+        tamper("cp requests/* requests/00000000000000000000000000000000")
+        XCTAssertStatus(try a.approve(code: code), .param)
+        XCTAssertEqual(try a.status().devices.count, 1, "nobody was approved")
     }
 
     func testALinkInTheRemoteTreeIsNotFollowed() throws {

@@ -121,7 +121,7 @@ package final class SyncEngine {
                     try store.setSyncSecret("device", keys.encoded())
                     try store.setSyncSecret("state", state.encoded())
                 }
-                return request.code
+                return try request.code
             } catch {
                 SyncFiles.removeTree(folder)
                 throw error
@@ -142,7 +142,7 @@ package final class SyncEngine {
             guard try git.fetch() else { throw KeychainError(.itemNotFound, "the remote holds no sync group") }
             try git.resetToRemote()
             _ = try acceptManifest(&state, keys: keys)
-            return requests(state).map { PendingDevice(code: $0.request.code, device: $0.request.device.id) }
+            return try requests(state).map { PendingDevice(code: try $0.request.code, device: $0.request.device.id) }
         }
     }
 
@@ -162,7 +162,18 @@ package final class SyncEngine {
         try exclusively {
             var approved: Bytes?
             let summary = try exchangeLocked { state, keys, git in
-                guard let match = self.requests(state).first(where: { $0.request.code == code }) else {
+                let wanted = JoinRequest.normalizedCode(code)
+                let pending = self.requests(state)
+                // Each code costs a memory-hard hash: a remote stuffed with requests is refused.
+                guard pending.count <= 16 else {
+                    throw KeychainError.param("\(pending.count) join requests at the remote: remove requests/ there and join again")
+                }
+                let matches = try pending.filter { JoinRequest.normalizedCode(try $0.request.code) == wanted }
+                guard matches.count <= 1 else {
+                    throw KeychainError.param(
+                        "several join requests show the code \(code): one imitates the other; remove requests/ at the remote and join again")
+                }
+                guard let match = matches.first else {
                     throw KeychainError(.itemNotFound, "no join request at the remote shows the code \(code)")
                 }
                 var manifest = state.manifest

@@ -1,3 +1,5 @@
+internal import CSodium
+
 /// The signed list of a sync group's devices (`group` in the repository): who may write, whose
 /// public keys the sync key is sealed to, and which key epoch is current. `serial` grows with
 /// every change, so an older manifest put back (one that still lists a removed device) is refused.
@@ -158,11 +160,32 @@ package struct JoinRequest: Sendable {
     }
 
     /// Eight digits from a hash of everything the request says.
+    /// Ten digits ("12345-67890") from Argon2id (64 MiB) of everything the request says. Slow on
+    /// purpose: whoever can write to the remote sees the request, and could otherwise make one of
+    /// their own showing the same code (any field is theirs to vary) and put it in its place
+    /// before the person types the code; each try now costs a memory-hard hash, and 10^10 of them
+    /// are far beyond the minutes a join takes.
     package var code: String {
-        let digest = Crypto.sha256(Array("keychain sync code".utf8) + signedPart)
-        var n: UInt64 = 0
-        for b in digest.prefix(8) { n = n << 8 | UInt64(b) }
-        let digits = String(n % 100_000_000)
-        return String(repeating: "0", count: 8 - digits.count) + digits
+        get throws {
+            let password = Crypto.sha256(Array("keychain sync code".utf8) + signedPart)
+            let salt = Array(Crypto.sha256(Array("keychain sync code salt".utf8) + signedPart).prefix(Int(crypto_pwhash_saltbytes())))
+            var out = Bytes(repeating: 0, count: 16)  // crypto_pwhash_BYTES_MIN
+            let rc = password.withUnsafeBufferPointer { p in
+                p.withMemoryRebound(to: CChar.self) { chars in
+                    crypto_pwhash(
+                        &out, UInt64(out.count), chars.baseAddress!, UInt64(chars.count), salt, UInt64(crypto_pwhash_opslimit_interactive()),
+                        crypto_pwhash_memlimit_interactive(), crypto_pwhash_alg_argon2id13())
+                }
+            }
+            guard rc == 0 else { throw KeychainError(.allocate, "cannot compute the join code (Argon2id needs 64 MiB)") }
+            var n: UInt64 = 0
+            for b in out.prefix(8) { n = n << 8 | UInt64(b) }
+            let digits = String(n % 10_000_000_000)
+            let padded = String(repeating: "0", count: 10 - digits.count) + digits
+            return padded.prefix(5) + "-" + padded.suffix(5)
+        }
     }
+
+    /// A code as a person may type it: digits only.
+    package static func normalizedCode(_ text: String) -> String { String(text.filter(\.isNumber)) }
 }
