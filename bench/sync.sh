@@ -2,7 +2,8 @@
 # The sync figures of `make bench` (bench/run.sh runs this; it also runs alone):
 #   bash bench/sync.sh BIN ITEMS
 # A keychain of ITEMS synchronizable items starts a group on a bare repository in a temporary
-# folder; a second keychain joins and is approved; then, timed: its first exchange (every record
+# folder; a second keychain joins and is approved; then, timed: its first exchange (`sync confirm`:
+# the confirmation's Argon2id, then every record
 # fetched, opened and stored), and one change travelling from the first to the second through the
 # remote (A's `sync now` then B's; the median of 5). Prints one JSON object per figure.
 set -euo pipefail
@@ -27,10 +28,10 @@ A sync init "$work/remote.git" >/dev/null
 echo "{\"figure\": \"sync-init/ms\", \"ours\": $(ms "$start")}"
 printf 'bench password\n' | "$bin/security" create-keychain "$work/b.keychain-db" >/dev/null 2>&1
 code=$(B sync join "$work/remote.git" | sed -n 's/^code: //p')
-A sync approve "$code" >/dev/null
+confirmation=$(A sync approve "$code" | sed -n 's/^confirmation: //p')
 say "sync: the first exchange of a new device ($items records)"
 start=$(date +%s%N)
-B sync now > "$work/first.log"
+B sync confirm "$confirmation" > "$work/first.log"
 echo "{\"figure\": \"sync-first/ms\", \"ours\": $(ms "$start")}"
 grep -q "received $items," "$work/first.log" || { say "the new device did not receive $items items:"; cat "$work/first.log" >&2; exit 1; }
 target=$((items / 2))

@@ -150,7 +150,7 @@ enum CommandTable {
             synopsis: "[-h] [-R recoveryKey] [-p newPassword] [keychain]"),
         CommandSpec(
             name: "sync", type: SyncCommand.self, optstring: "hk:",
-            synopsis: "[-k keychain] init REMOTE | join REMOTE | approve [CODE] | now | status | remove-device ID | leave | default [on|off]")
+            synopsis: "[-k keychain] init REMOTE | join REMOTE | approve [CODE] | confirm CODE | now | status | remove-device ID | leave | default [on|off]")
     ]
 
     /// security.c's match_command: the first command whose name starts with `name`.

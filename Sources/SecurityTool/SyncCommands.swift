@@ -10,7 +10,8 @@ struct SyncCommand: ParsableCommand {
         discussion: """
             Actions: init REMOTE (start a group on an empty remote), join REMOTE (ask to join; prints a \
             code), approve [CODE] (on a device of the group: without CODE, list the requests and their \
-            codes; with it, approve the device showing that code), now (exchange with the remote), status, \
+            codes; with it, approve the device showing that code; prints a confirmation), confirm CODE (on \
+            the new device: the confirmation, then the first exchange), now (exchange with the remote), status, \
             remove-device ID (remove a lost device; rotates the sync key), leave (forget the group here), \
             default [on|off] (whether new items from the git and docker helpers and the Secret Service's \
             unconfined clients are synchronizable on this machine; off unless set). \
@@ -18,12 +19,14 @@ struct SyncCommand: ParsableCommand {
             """)
 
     @Option(name: .customShort("k"), help: "Keychain (default: the default keychain).") var keychain: String?
-    @Argument(help: "init, join, approve, now, status, remove-device, leave, default.") var action: String
-    @Argument(help: "The remote (init, join), the code (approve), the device id or its start (remove-device), on or off (default).") var operand: String?
+    @Argument(help: "init, join, approve, confirm, now, status, remove-device, leave, default.") var action: String
+    @Argument(help: "The remote (init, join), the code (approve, confirm), the device id or its start (remove-device), on or off (default).") var operand:
+        String?
 
     func validate() throws {
         let needs: [String: Bool] = [
-            "init": true, "join": true, "approve": false, "now": false, "status": false, "remove-device": true, "leave": false, "default": false
+            "init": true, "join": true, "approve": false, "now": false, "status": false, "remove-device": true, "leave": false, "default": false,
+            "confirm": true
         ]
         guard let wanted = needs[action] else { throw ValidationError("unknown sync action \(action)") }
         if wanted && operand == nil { throw ValidationError("sync \(action) needs an argument") }
@@ -43,7 +46,9 @@ struct SyncCommand: ParsableCommand {
             case "join":
                 let code = try engine.join(remote: operand!)
                 Terminal.out("code: \(code)")
-                Terminal.out("on a device of the group, run `security sync approve \(code)` once it shows the same code; then `security sync now` here")
+                Terminal.out(
+                    "on a device of the group, run `security sync approve \(code)` once it shows the same code; then `security sync confirm` here with the confirmation it shows"
+                )
             case "approve":
                 guard let code = operand else {
                     let pending = try engine.pendingRequests()
@@ -51,11 +56,15 @@ struct SyncCommand: ParsableCommand {
                     for request in pending { Terminal.out("code \(request.code)  device \(request.device.hex.prefix(16))") }
                     return
                 }
-                let (device, summary) = try engine.approve(code: code)
+                let (device, confirmation, summary) = try engine.approve(code: code)
                 Terminal.out("approved device \(device.hex.prefix(16))")
+                Terminal.out("confirmation: \(confirmation)")
+                Terminal.out("on the new device, run `security sync confirm \(confirmation)`")
                 show(summary)
             case "now":
                 show(try engine.exchange())
+            case "confirm":
+                show(try engine.confirm(operand!))
             case "status":
                 let status = try engine.status()
                 Terminal.out("remote: \(status.remote)")
@@ -83,6 +92,12 @@ struct SyncCommand: ParsableCommand {
     }
 
     private func show(_ summary: ExchangeSummary) {
+        if let approver = summary.approvedBy {
+            Terminal.out(
+                "approved by device \(approver.hex.prefix(16)): run `security sync confirm CODE` with the confirmation that `security sync approve` showed there"
+            )
+            return
+        }
         if summary.pending {
             Terminal.out("waiting for a device of the group to approve this one (`security sync approve` there)")
             return

@@ -187,8 +187,10 @@ final class SyncExchangeTests: XCTestCase {
         try a.store.add(synced("a", "one"))
         _ = try a.create(remote: remote)
         let code = try b.join(remote: remote)
-        _ = try a.approve(code: code)
-        _ = try b.exchange()
+        let confirmation = try a.approve(code: code).confirmation
+        XCTAssertNotNil(try b.exchange().approvedBy, "approved, and waiting for the confirmation")
+        XCTAssertNil(try secret(b.store, "a"))
+        _ = try b.confirm(confirmation)
         XCTAssertEqual(try secret(b.store, "a"), "one")
         return (a, b)
     }
@@ -283,6 +285,22 @@ final class SyncExchangeTests: XCTestCase {
         tamper("cp '\(scratch.directory)/bad' records/\(name)")
         XCTAssertEqual(try a.exchange().refused, 1)
         XCTAssertEqual(try secret(a.store, "a"), "one", "the item it would have replaced is still there")
+    }
+
+    func testAWrongConfirmationTakesNothing() throws {
+        let a = SyncEngine(store: try scratch.create("a"))
+        let b = SyncEngine(store: try scratch.create("b"))
+        try a.store.add(synced("a", "one"))
+        _ = try a.create(remote: remote)
+        let confirmation = try a.approve(code: try b.join(remote: remote)).confirmation
+        let digits = SyncCode.normalized(confirmation)
+        let wrong = String(digits.dropLast()) + (digits.last == "0" ? "1" : "0")
+        XCTAssertStatus(try b.confirm(wrong), .authFailed)
+        XCTAssertTrue(try b.status().pending)
+        XCTAssertNil(try secret(b.store, "a"), "nothing taken from a group the person did not confirm")
+        XCTAssertNil(try b.loadState().keys[1], "nor its key kept")
+        _ = try b.confirm(confirmation)
+        XCTAssertEqual(try secret(b.store, "a"), "one")
     }
 
     func testTwoRequestsShowingOneCodeAreRefused() throws {

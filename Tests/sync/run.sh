@@ -102,8 +102,13 @@ setup_group() {
         [ -n "$code" ]
         # The existing device shows the same code before approving.
         A sync approve | grep -q "^code $code "
-        A sync approve "$code"
-        "$u" sync now
+        A sync approve "$code" > "$case_dir/approve-$u"
+        confirmation=$(sed -n 's/^confirmation: //p' "$case_dir/approve-$u")
+        [ -n "$confirmation" ]
+        # Approved, but nothing is taken before the person confirms on the new machine.
+        "$u" sync now | grep -q '^approved by device'
+        expect 51 "$(status_of "$u" sync confirm 00000-00000)" "a wrong confirmation: errSecAuthFailed"
+        "$u" sync confirm "$confirmation"
     done
     A sync status | grep -c '^device: ' | grep -qx 3
     C sync status | grep -q '^state: member'
@@ -294,7 +299,7 @@ helpers_follow_the_default() {
     A sync default off
 }
 
-check "three machines in one group: init, join, same code, approve" setup_group
+check "three machines in one group: init, join, same code, approve, confirm" setup_group
 check "an item added on A appears on B and C; others stay" added_appears
 check "synchronizable ThisDeviceOnly is errSecParam" this_device_only_refused
 check "changed on B, deleted on C at once: the same everywhere, loss logged" concurrent_change_and_delete

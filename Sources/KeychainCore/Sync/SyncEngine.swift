@@ -142,7 +142,11 @@ package final class SyncEngine {
             guard try git.fetch() else { throw KeychainError(.itemNotFound, "the remote holds no sync group") }
             try git.resetToRemote()
             _ = try acceptManifest(&state, keys: keys)
-            return try requests(state).map { PendingDevice(code: try $0.request.code, device: $0.request.device.id) }
+            let pending = requests(state)
+            guard pending.count <= 16 else {
+                throw KeychainError.param("\(pending.count) join requests at the remote: remove requests/ there and join again")
+            }
+            return try pending.map { PendingDevice(code: try $0.request.code, device: $0.request.device.id) }
         }
     }
 
@@ -158,9 +162,10 @@ package final class SyncEngine {
 
     /// `security sync approve CODE`: adds the device whose request shows `code` to the manifest
     /// and seals the current sync key for it, in an exchange.
-    package func approve(code: String) throws -> (device: Bytes, summary: ExchangeSummary) {
+    package func approve(code: String) throws -> (device: Bytes, confirmation: String, summary: ExchangeSummary) {
         try exclusively {
             var approved: Bytes?
+            var confirmation = ""
             let summary = try exchangeLocked { state, keys, git in
                 let wanted = JoinRequest.normalizedCode(code)
                 let pending = self.requests(state)
@@ -188,9 +193,10 @@ package final class SyncEngine {
                 git.remove(match.name)
                 try self.adopt(manifest, into: &state)
                 approved = match.request.device.id
+                confirmation = try SyncCode.confirmation(manifest: manifest.encoded(), device: match.request.device.id)
                 return false
             }
-            return (approved!, summary)
+            return (approved!, confirmation, summary)
         }
     }
 
@@ -294,6 +300,17 @@ package final class SyncEngine {
             state.keys[state.manifest.epoch] = try SealedSyncKey.decode(file).open(keys, manifest: state.manifest)
         }
         return true
+    }
+
+    /// The first manifest after `pinned` in the accepted chain that lists `me`, and its bytes.
+    func approvalManifest(after pinned: SyncManifest, me: Bytes) throws -> (SyncManifest, Bytes) {
+        var serial = pinned.serial + 1
+        while serial <= pinned.serial + 4096, let bytes = git.read("history/" + Self.serialName(serial)) {
+            let manifest = try SyncManifest.decode(bytes)
+            if manifest.device(me) != nil { return (manifest, bytes) }
+            serial += 1
+        }
+        throw KeychainError.decode("no manifest at the remote adds this device")
     }
 
     static func timestamp(_ time: Double = SystemClock.now()) -> String {

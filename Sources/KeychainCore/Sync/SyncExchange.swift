@@ -12,6 +12,8 @@ package struct ExchangeSummary: Sendable {
     package var conflicts = 0
     /// Still waiting for a device of the group to approve this one.
     package var pending = false
+    /// Approved by this device (its id), waiting for `security sync confirm`.
+    package var approvedBy: Bytes?
     package var attempts = 0
 }
 
@@ -29,9 +31,19 @@ extension SyncEngine {
         try exclusively { try exchangeLocked() }
     }
 
+    /// `security sync confirm CODE`: the first exchange of a device just approved, once the
+    /// person typed the confirmation the approving device showed. It covers the manifest that
+    /// added this device: one made by anyone else (a remote that swapped the repository before
+    /// the join, a removed device's keys) shows another code, and this device then takes nothing.
+    package func confirm(_ code: String) throws -> ExchangeSummary {
+        try exclusively { try exchangeLocked(confirmation: code) }
+    }
+
     /// The exchange; `prepare` (approve, remove-device) changes the group in the same push and
     /// returns whether every record must be sealed again under the current epoch.
-    func exchangeLocked(prepare: ((inout SyncState, SyncDeviceKeys, SyncGit) throws -> Bool)? = nil) throws -> ExchangeSummary {
+    func exchangeLocked(
+        confirmation: String? = nil, prepare: ((inout SyncState, SyncDeviceKeys, SyncGit) throws -> Bool)? = nil
+    ) throws -> ExchangeSummary {
         let saved = try loadState()
         let keys = try loadKeys()
         var summary = ExchangeSummary()
@@ -51,9 +63,23 @@ extension SyncEngine {
                 return summary
             }
             if state.pending {
+                let (approval, bytes) = try approvalManifest(after: saved.manifest, me: keys.deviceID)
+                guard let confirmation else {
+                    summary.pending = true
+                    summary.approvedBy = approval.signer
+                    writeLastExchange(SystemClock.now(), "approved by device \(approval.signer.hex.prefix(8)), waiting for confirmation")
+                    return summary
+                }
+                let expected = try SyncCode.confirmation(manifest: bytes, device: keys.deviceID)
+                guard SyncCode.normalized(confirmation) == SyncCode.normalized(expected) else {
+                    throw KeychainError(
+                        .authFailed,
+                        "the confirmation does not match the approval this device sees: someone else approved it; run `security sync leave`, and join again")
+                }
                 state.pending = false
-                let approver = state.manifest.signer.hex.prefix(8)
-                state.note("\(Self.timestamp()) joined the group: approved by device \(approver)")
+                state.note("\(Self.timestamp()) joined the group: approved by device \(approval.signer.hex.prefix(8)), confirmed")
+            } else if confirmation != nil {
+                throw KeychainError.param("this device is already in the group: nothing to confirm")
             }
             let resealAll = try prepare?(&state, keys, git) ?? false
             let plan = try merge(&state, keys: keys, resealAll: resealAll, summary: &summary)

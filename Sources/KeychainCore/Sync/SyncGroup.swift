@@ -160,32 +160,43 @@ package struct JoinRequest: Sendable {
     }
 
     /// Eight digits from a hash of everything the request says.
-    /// Ten digits ("12345-67890") from Argon2id (64 MiB) of everything the request says. Slow on
-    /// purpose: whoever can write to the remote sees the request, and could otherwise make one of
-    /// their own showing the same code (any field is theirs to vary) and put it in its place
-    /// before the person types the code; each try now costs a memory-hard hash, and 10^10 of them
-    /// are far beyond the minutes a join takes.
-    package var code: String {
-        get throws {
-            let password = Crypto.sha256(Array("keychain sync code".utf8) + signedPart)
-            let salt = Array(Crypto.sha256(Array("keychain sync code salt".utf8) + signedPart).prefix(Int(crypto_pwhash_saltbytes())))
-            var out = Bytes(repeating: 0, count: 16)  // crypto_pwhash_BYTES_MIN
-            let rc = password.withUnsafeBufferPointer { p in
-                p.withMemoryRebound(to: CChar.self) { chars in
-                    crypto_pwhash(
-                        &out, UInt64(out.count), chars.baseAddress!, UInt64(chars.count), salt, UInt64(crypto_pwhash_opslimit_interactive()),
-                        crypto_pwhash_memlimit_interactive(), crypto_pwhash_alg_argon2id13())
-                }
-            }
-            guard rc == 0 else { throw KeychainError(.allocate, "cannot compute the join code (Argon2id needs 64 MiB)") }
-            var n: UInt64 = 0
-            for b in out.prefix(8) { n = n << 8 | UInt64(b) }
-            let digits = String(n % 10_000_000_000)
-            let padded = String(repeating: "0", count: 10 - digits.count) + digits
-            return padded.prefix(5) + "-" + padded.suffix(5)
-        }
-    }
+    /// The code both devices show, from everything the request says (`SyncCode`).
+    package var code: String { get throws { try SyncCode.derive(signedPart, purpose: "keychain sync code") } }
 
     /// A code as a person may type it: digits only.
-    package static func normalizedCode(_ text: String) -> String { String(text.filter(\.isNumber)) }
+    package static func normalizedCode(_ text: String) -> String { SyncCode.normalized(text) }
+}
+
+/// The short codes a person carries between two devices: the join code (new device to member)
+/// and the confirmation (member to new device, covering the manifest that added it). Ten digits
+/// ("12345-67890") from Argon2id (64 MiB) of what they cover. Slow on purpose: whoever can write
+/// to the remote sees what a code covers and could otherwise make a request or a manifest of their
+/// own showing the same code (some field is always theirs to vary) and swap it in before the
+/// person types it; each try now costs a memory-hard hash, and a match needs about 10^10.
+package enum SyncCode {
+    static func derive(_ bytes: Bytes, purpose: String) throws -> String {
+        let password = Crypto.sha256(Array(purpose.utf8) + [0] + bytes)
+        let salt = Array(Crypto.sha256(Array((purpose + " salt").utf8) + [0] + bytes).prefix(Int(crypto_pwhash_saltbytes())))
+        var out = Bytes(repeating: 0, count: 16)  // crypto_pwhash_BYTES_MIN
+        let rc = password.withUnsafeBufferPointer { p in
+            p.withMemoryRebound(to: CChar.self) { chars in
+                crypto_pwhash(
+                    &out, UInt64(out.count), chars.baseAddress!, UInt64(chars.count), salt, UInt64(crypto_pwhash_opslimit_interactive()),
+                    crypto_pwhash_memlimit_interactive(), crypto_pwhash_alg_argon2id13())
+            }
+        }
+        guard rc == 0 else { throw KeychainError(.allocate, "cannot compute the code (Argon2id needs 64 MiB)") }
+        var n: UInt64 = 0
+        for b in out.prefix(8) { n = n << 8 | UInt64(b) }
+        let digits = String(n % 10_000_000_000)
+        let padded = String(repeating: "0", count: 10 - digits.count) + digits
+        return padded.prefix(5) + "-" + padded.suffix(5)
+    }
+
+    package static func normalized(_ text: String) -> String { String(text.filter(\.isNumber)) }
+
+    /// What `approve` shows and `confirm` checks: the manifest that added the device, and its id.
+    static func confirmation(manifest: Bytes, device: Bytes) throws -> String {
+        try derive(manifest + device, purpose: "keychain sync confirmation")
+    }
 }
