@@ -25,4 +25,12 @@ final class SyncDefaultTests: StoreTestCase {
         try store.setSyncsNewItems(false)
         XCTAssertFalse(store.syncsNewItems)
     }
+
+    func testSyncsOwnItemsAreHiddenFromTheSecretService() throws {
+        let before = try store.secretItemRows()
+        try store.setSyncsNewItems(true)
+        XCTAssertEqual(try store.count(), before.count + 1)
+        XCTAssertEqual(try store.secretItemRows(), before, "the setting's item is listed to no client")
+        XCTAssertStatus(try store.find(query()), .itemNotFound, "nor found by an ordinary query")
+    }
 }

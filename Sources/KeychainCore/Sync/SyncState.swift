@@ -152,7 +152,13 @@ extension KeychainStore {
                 AttributeKey.label: .string("keychain sync " + account),
                 AttributeKey.accessible: .string(Protection.afterFirstUnlockThisDeviceOnly.rawValue)
             ], secret: secret)
-        try addOrUpdate(item, matching: syncQuery(account))
+        try batch {
+            try addOrUpdate(item, matching: syncQuery(account))
+            // Indexed as an owned item, so that the Secret Service lists it to nobody (a person
+            // tidying up unknown entries in a keyring manager would otherwise delete the keys).
+            guard let row = try find(syncQuery(account)).first?.rowID, let key = try currentKeys().indexKey(.protected) else { return }
+            try indexAttributes([:], row: row, key: key, owner: Self.syncOwner)
+        }
     }
 
     func removeSyncSecret(_ account: String) throws {
