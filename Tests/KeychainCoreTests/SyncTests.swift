@@ -225,6 +225,14 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try secret(a.store, "a"), "two")
     }
 
+    func testARecordPlantedAtANewIdIsReportedOnce() throws {
+        let (a, _) = try pair()
+        tamper("head -c 600 /dev/urandom > records/0123456789abcdef0123456789abcdef")
+        XCTAssertEqual(try a.exchange().refused, 1)
+        XCTAssertEqual(try a.exchange().refused, 0, "reported once, not at every exchange")
+        XCTAssertEqual(try a.status().log.filter { $0.contains("refused record 0123456789ab") }.count, 1)
+    }
+
     func testATamperedRecordIsRefusedAndReported() throws {
         let (_, b) = try pair()
         tamper("f=$(ls records | head -1) && printf 'X' | dd of=records/$f bs=1 seek=40 conv=notrunc 2>/dev/null")

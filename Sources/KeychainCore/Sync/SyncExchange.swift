@@ -152,9 +152,16 @@ extension SyncEngine {
                     _ = try KeychainStore.prepareNew(probe, keepingDates: true)
                 }
             } catch let error as KeychainError {
+                if known != nil {
+                    repair.insert(id)
+                } else if state.refused.contains(digest) {
+                    continue
+                } else {
+                    state.refused.append(digest)
+                    if state.refused.count > 256 { state.refused.removeFirst(state.refused.count - 256) }
+                }
                 state.note("\(stamp) refused record \(name.prefix(12)): \(error.detail)")
                 summary.refused += 1
-                if known != nil { repair.insert(id) }
                 continue
             }
             let order = SyncOrder(stamp: record.stamp, digest: digest)

@@ -30,6 +30,9 @@ package struct SyncState: Sendable {
     package var lastResult: String
     /// Waiting for an existing device to approve this one (`security sync join`).
     package var pending: Bool
+    /// Digests of files refused at ids this device never accepted (they stay at the remote, and
+    /// are reported once, not at every exchange). The newest 256.
+    package var refused: [Bytes] = []
 
     static let maximumLog = 500
 
@@ -78,6 +81,8 @@ package struct SyncState: Sendable {
         w.u64(lastExchange.bitPattern)
         w.string(lastResult)
         w.u8(pending ? 1 : 0)
+        w.u32(UInt32(refused.count))
+        for digest in refused { w.blob(digest) }
         return w.bytes
     }
 
@@ -111,8 +116,10 @@ package struct SyncState: Sendable {
         let state = SyncState(
             remote: remote, group: group, manifest: manifest, manifestDigests: digests, keys: keys, knownDevices: devices,
             records: records, log: log, lastExchange: Double(bitPattern: try r.u64()), lastResult: try r.string(), pending: try r.u8() == 1)
+        var withRefused = state
+        for _ in 0..<(try r.u32()) { withRefused.refused.append(try r.blob()) }
         guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in the sync state") }
-        return state
+        return withRefused
     }
 }
 
