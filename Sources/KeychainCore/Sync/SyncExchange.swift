@@ -196,7 +196,7 @@ extension SyncEngine {
         }
 
         // 2. This device's changes since the last exchange.
-        let (local, present) = try store.syncSnapshot()
+        let local = try store.syncSnapshot()
         plan.snapshot = local
         var byIdentity: [Bytes: Bytes] = [:]
         for (id, entry) in state.records where !entry.tombstone {
@@ -213,24 +213,27 @@ extension SyncEngine {
             return SyncStamp(mdat: max(mdat, floor), version: seen + 1, writer: keys.deviceID)
         }
         for (identity, item) in local {
-            var attributes = item.item.attributes
+            let known = byIdentity[identity]
+            if let id = known, item.hash == state.records[id]!.localHash { continue }
+            // Only what changed is decrypted; an item that would ask for the person stays as it is.
+            guard let full = try store.syncItemWithSecret(item.item) else { continue }
+            var attributes = full.attributes
             attributes[AttributeKey.sha1] = nil
             let mdat = Self.date(attributes[AttributeKey.modificationDate]) ?? now
-            if let id = byIdentity[identity] {
-                guard item.hash != state.records[id]!.localHash else { continue }
+            if let id = known {
                 let s = nextStamp(id, mdat: mdat)
                 attributes[AttributeKey.modificationDate] = .date(s.mdat)
-                let record = SyncRecord(id: id, itemClass: item.item.itemClass, attributes: attributes, secret: item.item.secret, tombstone: false, stamp: s)
+                let record = SyncRecord(id: id, itemClass: full.itemClass, attributes: attributes, secret: full.secret, tombstone: false, stamp: s)
                 outgoing[id] = Candidate(record: record, order: SyncOrder(stamp: s, digest: []), incoming: false)
             } else {
                 let id = try Crypto.random(16)
                 let s = SyncStamp(mdat: mdat, version: 1, writer: keys.deviceID)
-                let record = SyncRecord(id: id, itemClass: item.item.itemClass, attributes: attributes, secret: item.item.secret, tombstone: false, stamp: s)
+                let record = SyncRecord(id: id, itemClass: full.itemClass, attributes: attributes, secret: full.secret, tombstone: false, stamp: s)
                 outgoing[id] = Candidate(record: record, order: SyncOrder(stamp: s, digest: []), incoming: false)
                 fresh.insert(id)
             }
         }
-        for (identity, id) in byIdentity where !present.contains(identity) {
+        for (identity, id) in byIdentity where local[identity] == nil {
             let entry = state.records[id]!
             let s = nextStamp(id, mdat: now)
             let record = SyncRecord(
@@ -322,10 +325,10 @@ extension SyncEngine {
                 writes[id] = SyncRecord(
                     id: id, itemClass: Self.itemClass(entry.keyAttributes, entry: entry), attributes: entry.keyAttributes, secret: nil, tombstone: true,
                     stamp: s)
-            } else if let item = local[entry.identity], item.hash == entry.localHash {
-                var attributes = item.item.attributes
+            } else if let item = local[entry.identity], item.hash == entry.localHash, let full = try store.syncItemWithSecret(item.item) {
+                var attributes = full.attributes
                 attributes[AttributeKey.sha1] = nil
-                writes[id] = SyncRecord(id: id, itemClass: item.item.itemClass, attributes: attributes, secret: item.item.secret, tombstone: false, stamp: s)
+                writes[id] = SyncRecord(id: id, itemClass: full.itemClass, attributes: attributes, secret: full.secret, tombstone: false, stamp: s)
             }
         }
 

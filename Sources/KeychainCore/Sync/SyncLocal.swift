@@ -1,6 +1,8 @@
 /// The synchronizable items of this keychain as the exchange sees them: by identity (class and
-/// primary key), each with a hash of everything it holds, so a change since the last exchange
-/// shows as a hash that moved.
+/// primary key), each with a hash of its attributes, so a change since the last exchange shows as
+/// a hash that moved. The attributes hold the secret's SHA-1 (Apple's sha1 column) and the
+/// modification date, so no secret is decrypted to find what changed: only those of the items
+/// that did are read.
 struct SyncLocalItem {
     var item: Item
     var hash: Bytes
@@ -13,37 +15,40 @@ extension KeychainStore {
     static func syncHash(_ item: Item) -> Bytes {
         var w = ByteWriter()
         w.u64(UInt64(bitPattern: item.itemClass.code))
-        var attributes = item.attributes
-        attributes[AttributeKey.sha1] = nil
-        w.blob(encodeAttributes(attributes))
-        w.u8(item.secret == nil ? 0 : 1)
-        w.blob(item.secret ?? [])
+        w.blob(encodeAttributes(item.attributes))
         return Crypto.sha256(w.bytes)
     }
 
-    /// Every synchronizable item whose secret can be read without asking anyone, and the
-    /// identities of those that cannot (items that need the user's presence): the exchange leaves
-    /// the latter as they are rather than take them for deleted.
-    func syncSnapshot() throws -> (readable: [Bytes: SyncLocalItem], present: Set<Bytes>) {
-        var readable: [Bytes: SyncLocalItem] = [:]
-        var present = Set<Bytes>()
-        var presence = PresenceOptions(interaction: .skip)
-        presence.keepsSealedSecrets = true
+    /// Every synchronizable item, attributes only.
+    func syncSnapshot() throws -> [Bytes: SyncLocalItem] {
+        var items: [Bytes: SyncLocalItem] = [:]
         for itemClass in Self.syncedClasses {
             var query = Query(itemClass: itemClass)
             query.synchronizable = .yes
             query.includesAppItems = true
             do {
-                for item in try find(query, limit: nil) { present.insert(SyncRecord.identity(of: itemClass, item.attributes)) }
-                for item in try find(query, limit: nil, includeSecret: true, presence: presence) {
+                for item in try find(query, limit: nil) {
                     let identity = SyncRecord.identity(of: itemClass, item.attributes)
-                    readable[identity] = SyncLocalItem(item: item, hash: Self.syncHash(item), identity: identity)
+                    items[identity] = SyncLocalItem(item: item, hash: Self.syncHash(item), identity: identity)
                 }
             } catch let error as KeychainError where error.code == .itemNotFound {
                 continue
             }
         }
-        return (readable, present)
+        return items
+    }
+
+    /// The item with its secret, nil when reading it would ask for the user's presence: the
+    /// exchange then leaves it as it is (neither sent nor taken for deleted). An application
+    /// password's item goes as it is stored, sealed.
+    func syncItemWithSecret(_ item: Item) throws -> Item? {
+        var presence = PresenceOptions(interaction: .skip)
+        presence.keepsSealedSecrets = true
+        do {
+            return try find(Query(reference: item.persistentReference), limit: 1, includeSecret: true, presence: presence).first
+        } catch let error as KeychainError where error.code == .itemNotFound {
+            return nil
+        }
     }
 
     /// The synchronizable item with this class and primary key, secret included, if any.
