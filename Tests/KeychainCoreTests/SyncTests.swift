@@ -225,6 +225,22 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try secret(a.store, "a"), "two")
     }
 
+    func testALockedKeychainSendsNoDeletions() throws {
+        let (a, b) = try pair()
+        var always = synced("afu", "two")
+        always.attributes[AttributeKey.accessible] = .string(Protection.afterFirstUnlock.rawValue)
+        try a.store.add(always)
+        _ = try a.exchange()
+        _ = try b.exchange()
+        a.store.lock()
+        // Its WhenUnlocked items cannot be seen, its AfterFirstUnlock ones can: the exchange must
+        // not take the first for deleted.
+        XCTAssertStatus(try a.exchange(), .interactionNotAllowed)
+        _ = try b.exchange()
+        XCTAssertEqual(try secret(b.store, "a"), "one")
+        XCTAssertEqual(try secret(b.store, "afu"), "two")
+    }
+
     func testARecordPlantedAtANewIdIsReportedOnce() throws {
         let (a, _) = try pair()
         tamper("head -c 600 /dev/urandom > records/0123456789abcdef0123456789abcdef")

@@ -19,8 +19,22 @@ extension KeychainStore {
         return Crypto.sha256(w.bytes)
     }
 
-    /// Every synchronizable item, attributes only.
+    /// Every synchronizable item, attributes only. Refused (errSecInteractionNotAllowed) while
+    /// any item of a class that can sync is locked: a search leaves locked items out, and an
+    /// exchange would take every WhenUnlocked item for deleted while the screen is locked, and
+    /// send tombstones for them to every device.
     func syncSnapshot() throws -> [Bytes: SyncLocalItem] {
+        try withLock {
+            let keys = try currentKeys()
+            let classes = Self.syncedClasses.map { String($0.code) }.joined(separator: ", ")
+            let stmt = try db.statement("SELECT DISTINCT lockclass FROM items WHERE class IN (\(classes)) AND lockclass IN (1, 2, 3)")
+            defer { stmt.reset() }
+            while try stmt.step() {
+                guard let lockClass = LockClass(rawValue: stmt.int(0)), keys.has(lockClass) else {
+                    throw KeychainError.locked("the keychain is locked: sync exchanges run while it is unlocked")
+                }
+            }
+        }
         var items: [Bytes: SyncLocalItem] = [:]
         for itemClass in Self.syncedClasses {
             var query = Query(itemClass: itemClass)
