@@ -239,7 +239,7 @@ loop_converges() {
     for u in A B A; do "$u" sync now >/dev/null; done
     fa=$(secret_of A loop-account loop-svc) fb=$(secret_of B loop-account loop-svc)
     expect "$fa" "$fb" "A and B end identical"
-    echo "writes: $(wc -l < "$case_dir/writes"), acknowledged: $(wc -l < "$case_dir/acked"), final: $fa"
+    echo "     loop: $(wc -l < "$case_dir/writes") writes, $(wc -l < "$case_dir/acked") acknowledged, final $fa" | tee "$base/loop-stats"
     [ "$(wc -l < "$case_dir/acked")" -ge 10 ]
     # The final value is the latest write: none started after it had finished.
     read -r _ _ fend < <(grep "^$fa " "$case_dir/writes")
@@ -257,6 +257,8 @@ loop_converges() {
         { A sync status; B sync status; } | grep -q 'conflict: .*genp loop-svc (loop-account)' || { echo "acknowledged $w lost without a conflict logged"; return 1; }
     done < "$case_dir/acked"
     expect "$refused_before" "$(A sync status | grep -c 'refused')" "no record refused during the loop"
+    conflicts=$({ A sync status; B sync status; } | grep -c 'conflict: .*genp loop-svc (loop-account)' || true)
+    echo "     loop: $conflicts conflicts logged on A and B" >> "$base/loop-stats"
 }
 
 units_and_quiet_exchange() {
@@ -310,5 +312,6 @@ check "an older record put back is refused and reported" older_refused
 check "a removed device reads nothing written after" removed_reads_nothing
 check "sync status without a group, a quiet exchange writes nothing, the units verify" units_and_quiet_exchange
 check "two machines writing one item for ${loop_seconds}s end identical, nothing acknowledged lost" loop_converges
+[ -f "$base/loop-stats" ] && cat "$base/loop-stats"
 check "no server, account, label or secret readable in the repository or its history" nothing_readable
 summary
