@@ -249,6 +249,38 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try a.status().log.filter { $0.contains("refused record 0123456789ab") }.count, 1)
     }
 
+    func testADeletedRecordIsWrittenBack() throws {
+        let (a, b) = try pair()
+        tamper("git rm -q records/*")
+        XCTAssertEqual(try b.exchange().refused, 1, "reported missing")
+        XCTAssertEqual(SyncFiles.list(b.git.path("records")).count, 1, "and written back")
+        _ = try a.exchange()
+        XCTAssertEqual(try secret(a.store, "a"), "one", "nobody took it for deleted")
+        XCTAssertEqual(try secret(b.store, "a"), "one")
+    }
+
+    func testTheWholeRemoteRolledBackIsRefusedAndRepaired() throws {
+        let (a, b) = try pair()
+        let old = scratch.directory + "/old-tip"
+        XCTAssertEqual(sh("git --git-dir='\(remote)' rev-parse keychain | tee '\(old)'"), 0)
+        try a.store.update(query("a", service: "sync-svc").synced, attributes: [:], secret: Array("two".utf8))
+        try a.store.add(synced("later", "three"))
+        _ = try a.exchange()
+        _ = try b.exchange()
+        XCTAssertEqual(try secret(b.store, "later"), "three")
+        // The remote goes back to the tip from before: an older manifest, an older record, and
+        // one record missing.
+        XCTAssertEqual(sh("git --git-dir='\(remote)' update-ref refs/heads/keychain $(cat '\(old)')"), 0)
+        let summary = try b.exchange()
+        XCTAssertGreaterThanOrEqual(summary.refused, 2)
+        XCTAssertEqual(try secret(b.store, "a"), "two")
+        XCTAssertEqual(try secret(b.store, "later"), "three")
+        _ = try a.exchange()
+        XCTAssertEqual(try secret(a.store, "a"), "two")
+        XCTAssertEqual(try secret(a.store, "later"), "three")
+        XCTAssertEqual(try a.status().devices.count, 2)
+    }
+
     func testATamperedRecordIsRefusedAndReported() throws {
         let (_, b) = try pair()
         tamper("f=$(ls records | head -1) && printf 'X' | dd of=records/$f bs=1 seek=40 conv=notrunc 2>/dev/null")
