@@ -249,6 +249,17 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try a.status().log.filter { $0.contains("refused record 0123456789ab") }.count, 1)
     }
 
+    func testOfflineIsAnErrorThatTheNextExchangeCatchesUp() throws {
+        let (a, b) = try pair()
+        try a.store.update(query("a", service: "sync-svc").synced, attributes: [:], secret: Array("offline".utf8))
+        XCTAssertEqual(rename(remote, remote + ".away"), 0)
+        XCTAssertStatus(try a.exchange(), .io)
+        XCTAssertEqual(rename(remote + ".away", remote), 0)
+        XCTAssertEqual(try a.exchange().sent, 1)
+        _ = try b.exchange()
+        XCTAssertEqual(try secret(b.store, "a"), "offline")
+    }
+
     func testADeletedRecordIsWrittenBack() throws {
         let (a, b) = try pair()
         tamper("git rm -q records/*")
