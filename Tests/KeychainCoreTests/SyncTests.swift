@@ -249,6 +249,15 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try a.status().log.filter { $0.contains("refused record 0123456789ab") }.count, 1)
     }
 
+    func testDeletingTheKeychainRemovesItsSyncClone() throws {
+        let a = SyncEngine(store: try scratch.create("a"))
+        _ = try a.create(remote: remote)
+        XCTAssertEqual(access(a.folder, F_OK), 0)
+        try KeychainFile.remove(a.store.path)
+        XCTAssertNotEqual(access(a.folder, F_OK), 0)
+        XCTAssertNotEqual(access(a.store.path + ".sync.lock", F_OK), 0)
+    }
+
     func testOfflineIsAnErrorThatTheNextExchangeCatchesUp() throws {
         let (a, b) = try pair()
         try a.store.update(query("a", service: "sync-svc").synced, attributes: [:], secret: Array("offline".utf8))
