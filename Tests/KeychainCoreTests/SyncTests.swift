@@ -249,6 +249,35 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try a.status().log.filter { $0.contains("refused record 0123456789ab") }.count, 1)
     }
 
+    /// One item created on A and on B before either saw the other; C took A's first. B's is the
+    /// later, so A's record becomes a tombstone: C, receiving B's record and A's tombstone in one
+    /// exchange, must keep the item (with B's value), in whichever order it applies them.
+    func testAnItemCreatedOnTwoDevicesSurvivesOnAThird() throws {
+        let (a, b) = try pair()
+        let c = SyncEngine(store: try scratch.create("c"))
+        let confirmation = try a.approve(code: try c.join(remote: remote)).confirmation
+        _ = try c.confirm(confirmation)
+        let names = (1...8).map { "dup\($0)" }
+        for name in names { try a.store.add(synced(name, "from-a")) }
+        _ = try a.exchange()
+        _ = try c.exchange()
+        for name in names { XCTAssertEqual(try secret(c.store, name), "from-a") }
+        usleep(20_000)
+        for name in names { try b.store.add(synced(name, "from-b")) }
+        let atB = try b.exchange()
+        XCTAssertEqual(atB.conflicts, names.count, "each loss logged")
+        _ = try c.exchange()
+        _ = try a.exchange()
+        for name in names {
+            XCTAssertEqual(try secret(c.store, name), "from-b", name)
+            XCTAssertEqual(try secret(a.store, name), "from-b", name)
+            XCTAssertEqual(try secret(b.store, name), "from-b", name)
+        }
+        // And nothing more happens on the next round.
+        XCTAssertEqual(try c.exchange().received, 0)
+        for name in names { XCTAssertEqual(try secret(c.store, name), "from-b", name) }
+    }
+
     func testDeletingTheKeychainRemovesItsSyncClone() throws {
         let a = SyncEngine(store: try scratch.create("a"))
         _ = try a.create(remote: remote)

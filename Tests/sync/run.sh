@@ -254,7 +254,12 @@ loop_converges() {
             continue
         fi
         awk -v s="$wstart" -v e="$fend" 'BEGIN { exit !(e >= s) }' || { echo "acknowledged $w was lost to an earlier write"; return 1; }
-        { A sync status; B sync status; } | grep -q 'conflict: .*genp loop-svc (loop-account)' || { echo "acknowledged $w lost without a conflict logged"; return 1; }
+        { A sync status; B sync status; } | grep -q 'conflict: .*genp loop-svc (loop-account)' || {
+            echo "acknowledged $w lost without a conflict logged"
+            { A sync status; B sync status; } | tail -20
+            tail -5 "$case_dir/writes"
+            return 1
+        }
     done < "$case_dir/acked"
     expect "$refused_before" "$(A sync status | grep -c 'refused')" "no record refused during the loop"
     conflicts=$({ A sync status; B sync status; } | grep -c 'conflict: .*genp loop-svc (loop-account)' || true)

@@ -349,42 +349,66 @@ extension SyncEngine {
     func apply(_ plan: Plan, _ state: inout SyncState, saved: SyncState, summary: inout ExchangeSummary) throws {
         let now = SystemClock.now()
         try store.batch {
+            // Per identity (an item's class and primary key), what the remote's winners make of
+            // it: the live record that now holds it, or records that no longer do (tombstones,
+            // renames away). A record that no longer holds an item deletes it only if the item
+            // was that record's: one created on two devices keeps the winner's copy whatever
+            // order the records come in, and a local item not yet sent is never deleted.
+            var owner: [Bytes: (id: Bytes, order: SyncOrder)] = [:]
+            for (id, entry) in state.records where !entry.tombstone {
+                if let other = owner[entry.identity], other.order > entry.order { continue }
+                owner[entry.identity] = (id, entry.order)
+            }
+            var live: [Bytes: (id: Bytes, record: SyncRecord)] = [:]
+            var leaving: [Bytes: [(id: Bytes, itemClass: ItemClass, key: [String: AttributeValue])]] = [:]
             for (id, record) in plan.applies {
-                let known = state.records[id]
-                // The item this record replaces, where it was before (it may have been renamed).
-                var localHash: Bytes = []
-                var unchanged = true
-                for identity in Set([record.identity, known?.identity].compactMap { $0 }) {
-                    let snapshot = plan.snapshot[identity]
-                    let keyAttributes =
-                        identity == record.identity
-                        ? SyncRecord.primaryKey(of: Item(itemClass: record.itemClass, attributes: record.attributes)) : known!.keyAttributes
-                    let itemClass = identity == record.identity ? record.itemClass : Self.itemClass(keyAttributes, entry: known!)
-                    guard let current = try store.syncItem(itemClass, key: keyAttributes) else {
-                        if snapshot != nil { unchanged = false }
+                let key = SyncRecord.primaryKey(of: Item(itemClass: record.itemClass, attributes: record.attributes))
+                if record.tombstone {
+                    leaving[record.identity, default: []].append((id, record.itemClass, key))
+                } else {
+                    live[record.identity] = (id, record)
+                }
+                if let known = state.records[id], !known.tombstone, known.identity != record.identity {
+                    leaving[known.identity, default: []].append((id, Self.itemClass(known.keyAttributes, entry: known), known.keyAttributes))
+                }
+            }
+            var skipped = Set<Bytes>()
+            var localHashes: [Bytes: Bytes] = [:]
+            for identity in Set(live.keys).union(leaving.keys) {
+                let leavers = leaving[identity] ?? []
+                let (itemClass, key) =
+                    live[identity].map {
+                        ($0.record.itemClass, SyncRecord.primaryKey(of: Item(itemClass: $0.record.itemClass, attributes: $0.record.attributes)))
+                    }
+                    ?? (leavers[0].itemClass, leavers[0].key)
+                let current = try store.syncItem(itemClass, key: key)
+                // Changed while this exchange ran: the next one decides with that change.
+                let changed = current.map(KeychainStore.syncHash) != plan.snapshot[identity]?.hash
+                if let (id, record) = live[identity] {
+                    if changed {
+                        skipped.insert(id)
+                        for leaver in leavers { skipped.insert(leaver.id) }
                         continue
                     }
-                    // Changed while this exchange ran: the next one sends that change instead.
-                    guard let snapshot, KeychainStore.syncHash(current) == snapshot.hash else {
-                        unchanged = false
+                    if let current { try store.deleteRows([current.rowID]) }
+                    var item = Item(itemClass: record.itemClass, attributes: record.attributes, secret: record.secret)
+                    item.attributes[AttributeKey.synchronizable] = .bool(true)
+                    _ = try store.add(item, keepingDates: true)
+                    localHashes[id] = try store.syncItem(record.itemClass, key: key).map(KeychainStore.syncHash) ?? []
+                } else if let current, let holder = owner[identity]?.id, leavers.contains(where: { $0.id == holder }) {
+                    if changed {
+                        for leaver in leavers { skipped.insert(leaver.id) }
                         continue
                     }
                     try store.deleteRows([current.rowID])
                 }
-                guard unchanged else { continue }
-                if !record.tombstone {
-                    var item = Item(itemClass: record.itemClass, attributes: record.attributes, secret: record.secret)
-                    item.attributes[AttributeKey.synchronizable] = .bool(true)
-                    _ = try store.add(item, keepingDates: true)
-                    if let stored = try store.syncItem(record.itemClass, key: SyncRecord.primaryKey(of: item)) {
-                        localHash = KeychainStore.syncHash(stored)
-                    }
-                }
+            }
+            for (id, record) in plan.applies where !skipped.contains(id) {
                 summary.received += 1
                 state.records[id] = SyncState.Entry(
                     order: SyncOrder(stamp: record.stamp, digest: plan.digests[id]!), identity: record.identity, tombstone: record.tombstone,
                     keyAttributes: SyncRecord.primaryKey(of: Item(itemClass: record.itemClass, attributes: record.attributes)),
-                    valueDigest: record.valueDigest, localHash: localHash)
+                    valueDigest: record.valueDigest, localHash: record.tombstone ? [] : (localHashes[id] ?? []))
             }
             for (id, written) in plan.written {
                 let record = written.record
