@@ -70,6 +70,9 @@ A() { as kcsyncA security "$@"; }
 B() { as kcsyncB security "$@"; }
 C() { as kcsyncC security "$@"; }
 secret_of() { "$1" find-generic-password -a "$2" -s "$3" -w 2>/dev/null; }
+# holds PATTERN: a line of standard input matches. Read to the end: under pipefail, `grep -q`
+# stopping at the first match would make the writer fail with SIGPIPE, and the check with it.
+holds() { grep -e "$1" > /dev/null; }
 
 fresh() {
     case_dir=$(mktemp -d "$base/case-XXXXXX")
@@ -101,17 +104,17 @@ setup_group() {
         code=$(sed -n 's/^code: //p' "$case_dir/join-$u")
         [ -n "$code" ]
         # The existing device shows the same code before approving.
-        A sync approve | grep -q "^code $code "
+        A sync approve | holds "^code $code "
         A sync approve "$code" > "$case_dir/approve-$u"
         confirmation=$(sed -n 's/^confirmation: //p' "$case_dir/approve-$u")
         [ -n "$confirmation" ]
         # Approved, but nothing is taken before the person confirms on the new machine.
-        "$u" sync now | grep -q '^approved by device'
+        "$u" sync now | holds '^approved by device'
         expect 51 "$(status_of "$u" sync confirm 00000-00000)" "a wrong confirmation: errSecAuthFailed"
         "$u" sync confirm "$confirmation"
     done
-    A sync status | grep -c '^device: ' | grep -qx 3
-    C sync status | grep -q '^state: member'
+    A sync status | grep -c '^device: ' | holds '^3$'
+    C sync status | holds '^state: member'
 }
 
 added_appears() {
@@ -145,7 +148,7 @@ concurrent_change_and_delete() {
     # C's deletion was sent last (a tombstone is dated when the exchange sees the deletion), so it
     # wins, and C's log names the change it replaced.
     expect ":44" "$a" "the later deletion"
-    C sync status | grep -q 'conflict: genp sync-svc-alpha (alpha2) written on device .* replaced by this device.s later change'
+    C sync status | holds 'conflict: genp sync-svc-alpha (alpha2) written on device .* replaced by this device.s later change'
 }
 
 private_items_stay() {
@@ -177,7 +180,7 @@ tampered_refused() {
     B sync now | tee "$case_dir/out"
     grep -q 'refused 1' "$case_dir/out"
     name=${f#records/}
-    B sync status | grep -q "refused record ${name:0:12}"
+    B sync status | holds "refused record ${name:0:12}"
     expect alpha-secret-1 "$(secret_of B alpha-account sync-svc-alpha)"
     # B wrote its accepted version back: the others go on as before.
     A sync now
@@ -198,7 +201,7 @@ older_refused() {
     attack "cp '$base/old-record' $f"
     B sync now | tee "$case_dir/out"
     grep -q 'refused 1' "$case_dir/out"
-    B sync status | grep -q 'replayed or rolled back'
+    B sync status | holds 'replayed or rolled back'
     expect alpha-secret-2 "$(secret_of B alpha-account sync-svc-alpha)"
     C sync now
     expect alpha-secret-2 "$(secret_of C alpha-account sync-svc-alpha)"
@@ -214,7 +217,7 @@ removed_reads_nothing() {
     expect later-secret-5 "$(secret_of B later-account later-svc)"
     expect 51 "$(status_of C sync now)" "the removed device's exchange: errSecAuthFailed"
     expect 44 "$(status_of C find-generic-password -a later-account -s later-svc)"
-    A sync status | grep -c '^device: ' | grep -qx 2
+    A sync status | grep -c '^device: ' | holds '^2$'
 }
 
 loop_writer() {
@@ -230,7 +233,7 @@ loop_writer() {
 }
 
 loop_converges() {
-    refused_before=$(A sync status | grep -c 'refused')
+    refused_before=$(A sync status | grep -c 'refused' || true)
     : > "$case_dir/writes"
     : > "$case_dir/acked"
     loop_writer A & pa=$!
@@ -254,7 +257,7 @@ loop_converges() {
             continue
         fi
         awk -v s="$wstart" -v e="$fend" 'BEGIN { exit !(e >= s) }' || { echo "acknowledged $w was lost to an earlier write"; return 1; }
-        { A sync status; B sync status; } | grep -q 'conflict: .*genp loop-svc (loop-account)' || {
+        { A sync status; B sync status; } | holds 'conflict: .*genp loop-svc (loop-account)' || {
             echo "acknowledged $w lost without a conflict logged"
             { A sync status; B sync status; } | tail -20
             tail -5 "$case_dir/writes"
@@ -280,7 +283,7 @@ units_and_quiet_exchange() {
     sleep 0.2
     A sync now
     expect "$before" "$(files)" "keychain untouched by a quiet exchange"
-    A sync status | grep -q '^last exchange: .*sent 0, received 0'
+    A sync status | holds '^last exchange: .*sent 0, received 0'
     if ! command -v systemd-analyze >/dev/null; then
         echo "systemd-analyze missing: the units are not verified"
         return 0
@@ -292,15 +295,15 @@ units_and_quiet_exchange() {
 }
 
 helpers_follow_the_default() {
-    A sync default | grep -q 'this machine only'
+    A sync default | holds 'this machine only'
     printf 'protocol=https\nhost=git.sync-example.org\nusername=git-user\npassword=git-local-2\n\n' | as kcsyncA git-credential-keychain store
-    A sync default on | grep -q ': synchronizable'
+    A sync default on | holds ': synchronizable'
     printf 'protocol=https\nhost=git.sync-example.org\nusername=git-user\npassword=git-secret-4\n\n' | as kcsyncA git-credential-keychain store
     printf '{"ServerURL":"registry.sync-example.org","Username":"dock-user","Secret":"dock-secret-6"}' | as kcsyncA docker-credential-keychain store
     A sync now
     B sync now
-    printf 'protocol=https\nhost=git.sync-example.org\n\n' | as kcsyncB git-credential-keychain get | grep -qx 'password=git-secret-4'
-    echo registry.sync-example.org | as kcsyncB docker-credential-keychain get | grep -q '"Secret":"dock-secret-6"'
+    printf 'protocol=https\nhost=git.sync-example.org\n\n' | as kcsyncB git-credential-keychain get | holds '^password=git-secret-4$'
+    echo registry.sync-example.org | as kcsyncB docker-credential-keychain get | holds '"Secret":"dock-secret-6"'
     # The git credential stored before was updated in place, not kept beside the synchronizable one.
     expect 1 "$(A dump-keychain | grep -c '"srvr"<blob>="git.sync-example.org"')" "one git credential on A"
     A sync default off
