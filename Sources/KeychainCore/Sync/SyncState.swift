@@ -21,7 +21,8 @@ package struct SyncState: Sendable {
     /// Digests of manifests this device accepted, newest last (a join request names one).
     package var manifestDigests: [Bytes]
     package var keys: [UInt32: Bytes]
-    /// Every device any accepted manifest listed: records they wrote before a removal still verify.
+    /// Every device any accepted manifest listed, removed ones included (what this device has
+    /// known; new record versions verify against the current manifest only).
     package var knownDevices: [SyncDevice]
     package var records: [Bytes: Entry]
     /// Conflicts that lost a value, refused records and manifests, newest last (no secrets).
@@ -40,8 +41,6 @@ package struct SyncState: Sendable {
         log.append(line)
         if log.count > Self.maximumLog { log.removeFirst(log.count - Self.maximumLog) }
     }
-
-    func device(_ id: Bytes) -> SyncDevice? { manifest.device(id) ?? knownDevices.first { $0.id == id } }
 
     mutating func remember(_ devices: [SyncDevice]) {
         for device in devices where !knownDevices.contains(where: { $0.id == device.id }) { knownDevices.append(device) }
