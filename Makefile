@@ -43,7 +43,7 @@ QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtim
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
 .PHONY: deb test-deb man deps build-deps deb-deps check-deps install-debs bench-deps bench build release check test test-unit \
-        test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-presence stress demo install uninstall clean
+        test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-presence test-sync stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
 deps:
@@ -123,6 +123,10 @@ test-desktop:
 test-presence:
 	bash Tests/presence/run.sh .build/debug
 
+# root: three throwaway users sharing a bare repository (see Tests/sync/run.sh); about two minutes.
+test-sync:
+	bash Tests/sync/run.sh .build/debug
+
 # The long hardening run (about 10 minutes); `make test` runs the same cases with small counts.
 stress: deps
 	@$(SWIFT_BUILD) --build-tests 2>&1 | $(QUIET_STATIC)
@@ -166,6 +170,10 @@ install:
 		> $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.keychain-linux.secrets.service
 	sed 's|@BINDIR@|$(PREFIX)/bin|' Sources/keychain-secret-service/dbus/keychain-secret-service.service.in \
 		> $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
+	# Sync (`security sync`): a periodic exchange and one shortly after local writes, for the
+	# user to enable: `systemctl --user enable --now keychain-sync.timer keychain-sync.path`.
+	sed 's|@BINDIR@|$(PREFIX)/bin|' packaging/systemd/keychain-sync.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.service
+	install -m 0644 packaging/systemd/keychain-sync.timer packaging/systemd/keychain-sync.path $(DESTDIR)$(PREFIX)/lib/systemd/user/
 	# polkit reads actions from /usr/share only, whatever PREFIX is.
 	install -d $(DESTDIR)/usr/share/polkit-1/actions
 	install -m 0644 polkit/org.keychain-linux.user-presence.policy $(DESTDIR)/usr/share/polkit-1/actions/
@@ -213,6 +221,8 @@ uninstall:
 	rm -f $(DESTDIR)/usr/share/xdg-desktop-portal/portals/keychain.portal
 	rm -f $(DESTDIR)$(PREFIX)/bin/keychain-secret-service $(DESTDIR)$(PREFIX)/share/dbus-1/services/org.keychain-linux.secrets.service \
 		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
+	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.service $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.timer \
+		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.path
 
 clean:
 	rm -rf .build

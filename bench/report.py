@@ -155,6 +155,13 @@ if "import-gnome/ms" in rss:
     add(f"`security import-secrets` of gnome-keyring's file of {gnome_items:,} items (read, decrypt, store)",
         f"{took:.2f} s", "", f"{took / gnome_items * 1e3:.2f} ms each", "(no bar)", True)
 
+if "sync-first/ms" in rss:
+    n, first, change = rss["sync-items"], rss["sync-first/ms"], rss["sync-change/ms"]
+    add(f"`security sync now`: a new device's first exchange of {n:,} synchronizable items (fetch, open, verify, store)",
+        f"{first / 1000:.2f} s", "", f"{first / n * 1000:.0f} us each", "(no bar)", True)
+    add(f"one change travelling A to B through a bare repository (A's `sync now`, then B's), {n:,} items each",
+        f"{change} ms", "", "", "(no bar)", True)
+
 ours_rss, gnome_rss = rss["service-rss/ours"], rss["service-rss/gnome"]
 ours_anon, gnome_anon = rss["service-anon/ours"], rss["service-anon/gnome"]
 add(f"private (anonymous) memory of the provider holding {gnome_items:,} items, vs gnome-keyring-daemon",

@@ -10,7 +10,8 @@
 # BENCH_GNOME_ITEMS (1000: gnome-keyring rewrites its file on every store, so filling it
 # takes ~25 ms per item), BENCH_BIG (100000), BENCH_TPM_ROUNDS (15: each unlock runs scrypt),
 # BENCH_UNLOCK (1; 0 skips the PAM unlock figure, which makes a user and an /etc/pam.d service:
-# for a machine others are testing PAM on).
+# for a machine others are testing PAM on), BENCH_SYNC_ITEMS (BENCH_STORE_ITEMS: the
+# synchronizable items of the sync figures, bench/sync.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -251,6 +252,9 @@ done
 say "in-process: SecItem calls at 1,000 and $big items (each keychain made and filled here)"
 keyctl session - "$bin/keychain-bench" items 1000 | sed 's/^/small_/' > "$work/small.txt"
 keyctl session - "$bin/keychain-bench" items "$big" | sed 's/^/big_/' > "$work/big.txt"
+
+say "sync: a new device's first exchange and one change travelling through a bare repository"
+bash "$here/sync.sh" "$bin" "${BENCH_SYNC_ITEMS:-$store_items}" >> "$results"
 
 # --- unlock through PAM ---------------------------------------------------------------------
 unlock_note=""

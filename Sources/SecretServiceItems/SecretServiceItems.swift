@@ -189,6 +189,10 @@ extension KeychainStore {
         if let owner {
             item[AttributeKey.owner] = .string(owner)
             item["agrp"] = .string(owner)
+        } else {
+            // `security sync default on`: unconfined programs' new items sync (a sandboxed app's
+            // stay on this machine: the app may not be installed on the others).
+            item = withSyncDefault(item)
         }
         for (key, date) in [("cdat", created), ("mdat", modified)] {
             if let date, date > 0, date.isFinite { item[key] = .date(min(date, Self.latestDate)) }

@@ -61,16 +61,16 @@ enum CommandTable {
         .unavailable("create-keypair"),
         CommandSpec(
             name: "add-generic-password", type: AddGenericPassword.self,
-            optstring: ":" + passwordAttributes + "G:p:w:X:UAT:h",
-            longOptions: ["accessibility": true, "prompt-password": false, "require": true],
+            optstring: ":" + passwordAttributes + "G:p:w:X:UAT:hS",
+            longOptions: ["accessibility": true, "prompt-password": false, "require": true, "synchronizable": false],
             secretOptions: ["p", "w"], promptWhenLast: ["p", "w"], renamed: ["p": "w"],
-            synopsis: "[-h] [-a account] [-s service] [-w password] [options...] [-A|-T appPath] [--require condition,...] [keychain]"),
+            synopsis: "[-h] [-a account] [-s service] [-w password] [-S] [options...] [-A|-T appPath] [--require condition,...] [keychain]"),
         CommandSpec(
             name: "add-internet-password", type: AddInternetPassword.self,
-            optstring: ":" + passwordAttributes + "d:p:P:r:t:w:X:UAT:h",
-            longOptions: ["accessibility": true, "prompt-password": false, "require": true],
+            optstring: ":" + passwordAttributes + "d:p:P:r:t:w:X:UAT:hS",
+            longOptions: ["accessibility": true, "prompt-password": false, "require": true, "synchronizable": false],
             secretOptions: ["w"], promptWhenLast: ["p", "w"],
-            synopsis: "[-h] [-a account] [-s server] [-w password] [options...] [-A|-T appPath] [--require condition,...] [keychain]"),
+            synopsis: "[-h] [-a account] [-s server] [-w password] [-S] [options...] [-A|-T appPath] [--require condition,...] [keychain]"),
         .unavailable("add-certificates"),
         CommandSpec(
             name: "find-generic-password", type: FindGenericPassword.self, optstring: "h" + passwordAttributes + "G:wg",
@@ -147,7 +147,10 @@ enum CommandTable {
             secretOptions: ["p"], synopsis: "[-h] [-p password] [--passwordless] [keychain]"),
         CommandSpec(
             name: "tpm-recover", type: TPMRecover.self, optstring: "hR:p:", secretOptions: ["R", "p"],
-            synopsis: "[-h] [-R recoveryKey] [-p newPassword] [keychain]")
+            synopsis: "[-h] [-R recoveryKey] [-p newPassword] [keychain]"),
+        CommandSpec(
+            name: "sync", type: SyncCommand.self, optstring: "hk:",
+            synopsis: "[-k keychain] init REMOTE | join REMOTE | approve [CODE] | confirm CODE | now | status | remove-device ID | leave | default [on|off]")
     ]
 
     /// security.c's match_command: the first command whose name starts with `name`.

@@ -22,6 +22,7 @@ enum PasswordCommand {
             }
             var item = Item(itemClass: query.itemClass, attributes: attributes, secret: secret)
             item[AttributeKey.accessible] = .string(options.protection!.rawValue)
+            if options.synchronizable { item[AttributeKey.synchronizable] = .bool(true) }
             if let conditions = options.conditions { item[AttributeKey.accessControl] = .int(Int64(bitPattern: conditions.rawValue)) }
             let presence = PresenceOptions(askApplicationPassword: {
                 try Terminal.readSecret(prompt: "application password for the item: ", confirm: "retype application password: ")
@@ -35,6 +36,9 @@ enum PasswordCommand {
     }
 
     static func find(_ query: Query, _ output: FindOutputOptions, _ target: KeychainListArgument) throws {
+        // macOS's command has no synchronizable filter; here it finds both kinds.
+        var query = query
+        query.synchronizable = .any
         try perform(context(query.itemClass, "find")) {
             let wantSecret = output.showPassword || output.passwordOnly
             let presence = asking("\(context(query.itemClass, "find")): reading the password of \(describe(query))")
@@ -53,6 +57,8 @@ enum PasswordCommand {
         // keychain_find.c: with no attribute to match, the first item of the keychain would go;
         // macOS shows the usage instead, and deletes nothing.
         guard !query.attributes.isEmpty else { throw ValidationError("name the item to delete (-a, -s, -l, ...)") }
+        var query = query
+        query.synchronizable = .any
         try perform(context(query.itemClass, "delete")) {
             let (item, store) = try target.first { try $0.find(query, limit: 1).first }
             var exact = Query(itemClass: item.itemClass)

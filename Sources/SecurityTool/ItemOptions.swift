@@ -80,6 +80,10 @@ struct NewPasswordOptions: ParsableArguments {
     @Flag(name: .customLong("prompt-password"), help: .hidden) var promptPassword = false
     @Option(name: .customShort("X"), parsing: .unconditional, help: "The password as hexadecimal bytes.") var hexPassword: String?
     @Flag(name: .customShort("U"), help: "Update the item if it exists.") var update = false
+    @Flag(
+        name: [.customShort("S"), .customLong("synchronizable")],
+        help: "Synchronizable (kSecAttrSynchronizable): the item syncs to the user's other devices (`security sync`); not with a ThisDeviceOnly class.")
+    var synchronizable = false
     @Flag(name: .customShort("A"), help: "Accepted for macOS compatibility (every process of the user has access).") var anyApplication = false
     @Option(name: .customShort("T"), parsing: .unconditionalSingleValue, help: "Accepted for macOS compatibility (no per-application access lists on Linux).")
     var applications: [String] = []

@@ -26,7 +26,7 @@ struct Security: ParsableCommand {
             SetGenericPasswordPartitionList.self, SetInternetPasswordPartitionList.self, SetKeyPartitionList.self,
             DumpKeychain.self, Export.self, Import.self,
             FindCertificate.self, FindIdentity.self, DeleteCertificate.self,
-            ImportSecrets.self
+            ImportSecrets.self, SyncCommand.self
         ])
 
     static func main() {

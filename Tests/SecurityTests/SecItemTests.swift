@@ -408,4 +408,38 @@ final class SecItemTests: XCTestCase {
             SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "o", kSecUseKeychain as String: other], nil),
             errSecSuccess)
     }
+
+    /// kSecAttrAccessible's documentation: a synchronizable item's class cannot end in
+    /// ThisDeviceOnly. SecItemAdd and SecItemUpdate refuse it with errSecParam and change nothing.
+    func testSynchronizableThisDeviceOnlyIsErrSecParam() {
+        for accessible in [kSecAttrAccessibleWhenUnlockedThisDeviceOnly, kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly] {
+            let item: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "sync-tdo", kSecAttrSynchronizable as String: true,
+                kSecAttrAccessible as String: accessible, kSecValueData as String: Data("x".utf8)
+            ]
+            XCTAssertEqual(SecItemAdd(item as CFDictionary, nil), errSecParam)
+        }
+        XCTAssertEqual(
+            SecItemCopyMatching(
+                [kSecClass as String: kSecClassGenericPassword, kSecAttrSynchronizable as String: kSecAttrSynchronizableAny] as CFDictionary, nil),
+            errSecItemNotFound, "nothing was added")
+        let local: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "local",
+            kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlockedThisDeviceOnly, kSecValueData as String: Data("x".utf8)
+        ]
+        XCTAssertEqual(SecItemAdd(local as CFDictionary, nil), errSecSuccess)
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "local"] as CFDictionary,
+                [kSecAttrSynchronizable as String: true] as CFDictionary), errSecParam)
+        let synced: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "synced", kSecAttrSynchronizable as String: true,
+            kSecValueData as String: Data("x".utf8)
+        ]
+        XCTAssertEqual(SecItemAdd(synced as CFDictionary, nil), errSecSuccess)
+        XCTAssertEqual(
+            SecItemUpdate(
+                [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "synced", kSecAttrSynchronizable as String: true]
+                    as CFDictionary, [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly] as CFDictionary), errSecParam)
+    }
 }

@@ -104,6 +104,9 @@ served-by-the-installed-service" "$out" "secret-tool through the installed keych
         grep -qx 'SystemdService=keychain-secret-service.service' "$services/org.keychain-linux.secrets.service"
         mkdir -p "$work/runtime" && chmod 700 "$work/runtime"
         XDG_RUNTIME_DIR=$work/runtime systemd-analyze --user verify /usr/lib/systemd/user/keychain-secret-service.service
+        # Sync's user units (`security sync`), as systemd reads them.
+        XDG_RUNTIME_DIR=$work/runtime systemd-analyze --user verify /usr/lib/systemd/user/keychain-sync.service \
+            /usr/lib/systemd/user/keychain-sync.timer /usr/lib/systemd/user/keychain-sync.path
         # The polkit action, where polkitd reads actions.
         [ -f /usr/share/polkit-1/actions/org.keychain-linux.user-presence.policy ]
         # The portal backend, where xdg-desktop-portal reads portals, naming the service's bus name.

@@ -27,13 +27,15 @@ package struct DockerCredential: Equatable, Sendable {
         item["acct"] = .string(username)
         item["labl"] = .string(Self.label)
         item["icmt"] = .string(serverURL)
-        return (item, Query(itemClass: .internetPassword, attributes: url.exactAttributes))
+        var replacing = Query(itemClass: .internetPassword, attributes: url.exactAttributes)
+        replacing.synchronizable = .any
+        return (item, replacing)
     }
 
     /// docker-credential-keychain's `store`: replaces whatever the URL named before.
     package func save(in store: KeychainStore) throws {
         let (item, query) = try item()
-        try store.addOrUpdate(item, matching: query)
+        try store.addOrUpdate(store.withSyncDefault(item), matching: query)
     }
 
     /// The items `save` would replace, with their secrets; items that would ask for the user's

@@ -47,15 +47,21 @@ package struct GitCredential: Equatable, Sendable {
 
     /// git-credential-keychain's `store`: the same credential (Apple's uniqueness: account,
     /// server, protocol, port, path...) is updated in place, else added.
+    /// Synchronizable when the keychain says so (`security sync default on`); the credential
+    /// stored before, synchronizable or not, is the one updated.
     package static func save(_ item: Item, in store: KeychainStore) throws {
-        try store.addOrUpdate(item)
+        var query = Query(identifying: item)
+        query.synchronizable = .any
+        try store.addOrUpdate(store.withSyncDefault(item), matching: query)
     }
 
     /// The items that are the same credential as `item` (what `save` would update), with secrets;
     /// items that would ask for the user's presence are left out, never asked for.
     package static func existing(_ item: Item, in store: KeychainStore) throws -> [Item] {
         do {
-            return try store.find(Query(identifying: item), limit: nil, includeSecret: true, presence: PresenceOptions(interaction: .skip))
+            var query = Query(identifying: item)
+            query.synchronizable = .any
+            return try store.find(query, limit: nil, includeSecret: true, presence: PresenceOptions(interaction: .skip))
         } catch let error as KeychainError where error.code == .itemNotFound {
             return []
         }

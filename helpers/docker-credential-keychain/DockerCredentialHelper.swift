@@ -62,7 +62,9 @@ struct DockerCredentialHelper {
     func erase(_ input: Bytes) throws {
         let url = try Self.parse(try Self.serverURL(input))
         do {
-            try store().delete(Query(itemClass: .internetPassword, attributes: url.searchAttributes))
+            var query = Query(itemClass: .internetPassword, attributes: url.searchAttributes)
+            query.synchronizable = .any
+            try store().delete(query)
         } catch let error as KeychainError where error.code == .itemNotFound {}
     }
 
@@ -89,7 +91,10 @@ struct DockerCredentialHelper {
 
     private func find(_ attributes: [String: AttributeValue], includeSecret: Bool) throws -> [Item] {
         do {
-            return try store().find(Query(itemClass: .internetPassword, attributes: attributes), limit: nil, includeSecret: includeSecret)
+            // Synchronizable ones too: a credential stored on another machine comes in so.
+            var query = Query(itemClass: .internetPassword, attributes: attributes)
+            query.synchronizable = .any
+            return try store().find(query, limit: nil, includeSecret: includeSecret)
         } catch let error as KeychainError where error.code == .itemNotFound {
             return []
         }

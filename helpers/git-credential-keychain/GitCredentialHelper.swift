@@ -18,7 +18,10 @@ struct GitCredentialHelper {
     private func matches(in store: KeychainStore) throws -> [Item] {
         guard let attributes = searchAttributes else { return [] }
         do {
-            return try store.find(Query(itemClass: .internetPassword, attributes: attributes), limit: nil, includeSecret: true)
+            // Synchronizable ones too: a credential stored on another machine comes in so.
+            var query = Query(itemClass: .internetPassword, attributes: attributes)
+            query.synchronizable = .any
+            return try store.find(query, limit: nil, includeSecret: true)
         } catch let error as KeychainError where error.code == .itemNotFound {
             return []
         }

@@ -98,6 +98,7 @@ extension KeychainStore {
         if !keepingDates || item.attributes[AttributeKey.modificationDate] == nil { item.attributes[AttributeKey.modificationDate] = stamp }
         item.attributes[AttributeKey.accessible] = .string(item.protection.rawValue)
         if item.attributes[AttributeKey.synchronizable] == nil { item.attributes[AttributeKey.synchronizable] = .bool(false) }
+        try checkSynchronizable(item)
         item.secret = hasData ? secret : nil
         try checkSize(secret)
         item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(secret))
@@ -264,6 +265,7 @@ extension KeychainStore {
                     : try gate.storedForm(of: stored, conditions: after)
                 item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(plain!))
             }
+            try Self.checkSynchronizable(item)
             let lockClass = keys.lockClass(for: item.protection)
             guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
             try checkUnique(item, primaryKey: Self.primaryKeyBytes(item), keys: keys, excluding: row.rowID)
@@ -485,6 +487,14 @@ extension KeychainStore {
         defer { stmt.reset() }
         _ = try stmt.step()
         return stmt.int(0)
+    }
+
+    /// Apple's rule (kSecAttrAccessible's documentation): a synchronizable item's protection class
+    /// cannot be a ThisDeviceOnly one, which by definition never leaves the machine; errSecParam.
+    static func checkSynchronizable(_ item: Item) throws {
+        if item.effectiveValue(AttributeKey.synchronizable).boolValue == true, item.protection.isThisDeviceOnly {
+            throw KeychainError.param("a synchronizable item cannot be \(item.protection.rawValue) (ThisDeviceOnly): such items never leave this device")
+        }
     }
 
     /// The largest secret an item may hold. Keychains keep passwords, keys and certificates; a

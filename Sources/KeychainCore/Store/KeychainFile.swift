@@ -260,6 +260,10 @@ package enum KeychainFile {
     package static func remove(_ path: String) throws {
         try checkOwnership(path, isDirectory: false)
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+        // Its sync clone: the group's state went with the file, and a keychain made again at
+        // this path would find the clone in its way.
+        SyncFiles.removeTree(path + ".sync")
+        unlink(path + ".sync.lock")
     }
 }
 

@@ -119,18 +119,24 @@ func benchItems(count: Int) {
 }
 
 /// What the process-level figures look up: host<i>.example.com, user<i>, pass<i>.
-func fill(path: String, count: Int) {
+/// `synchronizable`: the items of the sync figures (bench/sync.sh), which only such items travel.
+func fill(path: String, count: Int, synchronizable: Bool = false) {
     guard let password = readLine(strippingNewline: true), !password.isEmpty else { fail("fill: a password on stdin") }
     do {
         let store = try KeychainStore.create(at: path, password: Array(password.utf8))
         for i in 0..<count {
-            try store.add(
-                Item(
-                    itemClass: .internetPassword,
-                    attributes: [
-                        AttributeKey.server: .string(server(i)), AttributeKey.protocol: .string("htps"), AttributeKey.account: .string(account(i)),
-                        AttributeKey.label: .string(server(i))
-                    ], secret: Array("pass\(i)".utf8)))
+            var item = Item(
+                itemClass: .internetPassword,
+                attributes: [
+                    AttributeKey.server: .string(server(i)), AttributeKey.protocol: .string("htps"), AttributeKey.account: .string(account(i)),
+                    AttributeKey.label: .string(server(i))
+                ], secret: Array("pass\(i)".utf8))
+            if synchronizable {
+                // As `security add-internet-password` makes them, so that `-U` there changes one.
+                item[AttributeKey.synchronizable] = .bool(true)
+                item[AttributeKey.authenticationType] = .string("dflt")
+            }
+            try store.add(item)
         }
     } catch { fail("fill: \(error)") }
 }
@@ -235,6 +241,9 @@ switch arguments.count >= 3 ? arguments[1] : "" {
 case "fill" where arguments.count == 4:
     guard let count = Int(arguments[3]), count >= 0 else { fail("fill: a count") }
     fill(path: arguments[2], count: count)
+case "fill" where arguments.count == 5 && arguments[4] == "sync":
+    guard let count = Int(arguments[3]), count >= 0 else { fail("fill: a count") }
+    fill(path: arguments[2], count: count, synchronizable: true)
 case "items" where arguments.count == 3:
     guard let count = Int(arguments[2]), count > 1000 || count == 1000 else { fail("items: a count of at least 1000") }
     benchItems(count: count)
@@ -247,5 +256,5 @@ case "scrypt" where arguments.count == 3:
         emit("scrypt_s", store.scryptParameters.secondsPerGuess())
     } catch { fail("cannot open \(arguments[2]): \(error)") }
 default:
-    fail("usage: keychain-bench items N | scrypt PATH | fill PATH N | profile OP N CALLS")
+    fail("usage: keychain-bench items N | scrypt PATH | fill PATH N [sync] | profile OP N CALLS")
 }

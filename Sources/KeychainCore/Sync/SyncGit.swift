@@ -1,0 +1,253 @@
+internal import CLinux
+import Glibc
+
+/// The device's clone of the remote, driven through the `git` command: git's own transports and
+/// the user's credentials (ssh keys, credential helpers) do all the talking. Commits carry a
+/// fixed neutral author and date and a fixed message, so history says nothing of items or times.
+struct SyncGit {
+    let folder: String
+    static let branch = "keychain"
+
+    /// `git` from the caller's PATH (the user's choice, as for any git command they run).
+    static func executable() throws -> String {
+        let path = KeychainFile.environment("PATH") ?? "/usr/bin:/bin"
+        for dir in path.split(separator: ":") where dir.hasPrefix("/") {
+            let candidate = String(dir) + "/git"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        throw KeychainError(.notAvailable, "git is not installed (sync runs git)")
+    }
+
+    /// The caller's environment, with what makes commits neutral and git never prompt on a
+    /// terminal it may not have (the timer has none).
+    static func environment() -> [String] {
+        var out: [String] = []
+        var p = environ
+        while let entry = p.pointee {
+            let s = String(cString: entry)
+            if !s.hasPrefix("GIT_AUTHOR_") && !s.hasPrefix("GIT_COMMITTER_") && !s.hasPrefix("GIT_DIR=") && !s.hasPrefix("GIT_WORK_TREE=") {
+                out.append(s)
+            }
+            p += 1
+        }
+        return out + [
+            "GIT_AUTHOR_NAME=keychain", "GIT_AUTHOR_EMAIL=keychain@localhost", "GIT_COMMITTER_NAME=keychain",
+            "GIT_COMMITTER_EMAIL=keychain@localhost", "GIT_AUTHOR_DATE=2001-01-01T00:00:00+0000",
+            "GIT_COMMITTER_DATE=2001-01-01T00:00:00+0000", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"
+        ]
+    }
+
+    /// Runs git in the clone; its status and what it printed (stdout and stderr, at most 1 MiB).
+    @discardableResult
+    func run(_ arguments: [String], seconds: Double = 600) throws -> (status: Int32, output: String) {
+        let git = try Self.executable()
+        var fds: [Int32] = [0, 0]
+        guard clinux_pipe_cloexec(&fds) == 0 else { throw KeychainError(.io, "cannot make a pipe for git") }
+        defer { close(fds[0]) }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.start(
+                git,
+                // Whatever the remote's tree says: no symbolic links on disk (a link named records
+                // could point into the home folder), no line-ending or filter conversions.
+                ["-C", folder, "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.symlinks=false"] + arguments,
+                stdio: (-1, fds[1], fds[1]), environment: Self.environment())
+        } catch {
+            close(fds[1])
+            throw error
+        }
+        close(fds[1])
+        let deadline = SystemClock.monotonic() + seconds
+        var collected: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var pollfd = Glibc.pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+        while true {
+            let left = Int32(max(0, (deadline - SystemClock.monotonic()) * 1000))
+            guard left > 0, poll(&pollfd, 1, left) > 0 else { break }
+            let n = Glibc.read(fds[0], &buffer, buffer.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            if collected.count < 1 << 20 { collected += buffer[0..<n] }
+        }
+        guard let status = child.wait(until: max(deadline, SystemClock.monotonic() + 1)) else {
+            child.stop()
+            throw KeychainError(.io, "git \(arguments.first ?? "") did not finish in \(Int(seconds)) s")
+        }
+        return (status, String(decoding: collected, as: UTF8.self))
+    }
+
+    /// Runs git and throws with git's own words when it fails.
+    @discardableResult
+    func must(_ arguments: [String]) throws -> String {
+        let (status, output) = try run(arguments)
+        guard status == 0 else {
+            let last = output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)"
+            throw KeychainError(.io, "git \(arguments.first ?? ""): \(last)")
+        }
+        return output
+    }
+
+    /// A fresh clone folder, 0700, tracking `remote`.
+    static func create(_ folder: String, remote: String) throws -> SyncGit {
+        if access(folder, F_OK) == 0 {
+            throw KeychainError(.duplicateItem, "\(folder) exists: this keychain already has a sync clone (`security sync leave` removes it)")
+        }
+        try KeychainFile.prepareDirectory(for: folder + "/x")
+        let git = SyncGit(folder: folder)
+        try git.must(["init", "-q", "-b", branch])
+        try git.must(["remote", "add", "origin", remote])
+        // info/attributes outranks the tree's .gitattributes: a remote that adds one cannot make
+        // checkout run a filter (git-lfs and the like) on what it wrote.
+        try SyncFiles.write(folder + "/.git/info/attributes", Array("* binary -filter -ident !working-tree-encoding !eol\n".utf8))
+        return git
+    }
+
+    /// Fetches the remote branch; false when the remote has none yet.
+    func fetch() throws -> Bool {
+        let (status, output) = try run(["fetch", "-q", "--prune", "origin", "+refs/heads/\(Self.branch):refs/remotes/origin/\(Self.branch)"])
+        if status == 0 { return true }
+        if output.contains("couldn't find remote ref") { return false }
+        let last = output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)"
+        throw KeychainError(.io, "cannot reach the remote: \(last)")
+    }
+
+    /// The work tree becomes the fetched tip, nothing of ours left in it.
+    func resetToRemote() throws {
+        try must(["checkout", "-q", "-B", Self.branch, "refs/remotes/origin/\(Self.branch)"])
+        try must(["reset", "-q", "--hard", "refs/remotes/origin/\(Self.branch)"])
+        try must(["clean", "-q", "-f", "-d", "-x"])
+    }
+
+    /// Commits everything in the work tree; false when nothing changed.
+    func commitAll() throws -> Bool {
+        try must(["add", "-A", "."])
+        let (status, _) = try run(["diff", "--cached", "--quiet"])
+        if status == 0 { return false }
+        try must(["commit", "-q", "--no-verify", "-m", "keychain sync"])
+        return true
+    }
+
+    /// Pushes; false when the remote moved on (the caller fetches and merges again).
+    func push() throws -> Bool {
+        let (status, output) = try run(["push", "-q", "--no-verify", "origin", "HEAD:refs/heads/\(Self.branch)"])
+        if status == 0 { return true }
+        if output.contains("rejected") || output.contains("non-fast-forward") || output.contains("fetch first") || output.contains("cannot lock ref") {
+            return false
+        }
+        let last = output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)"
+        throw KeychainError(.io, "cannot push to the remote: \(last)")
+    }
+
+    // MARK: Files of the work tree
+
+    func path(_ name: String) -> String { folder + "/" + name }
+
+    /// A file of the tree, refused when any folder on the way is not a plain folder.
+    func read(_ name: String) -> Bytes? {
+        guard plainFolders(name) else { return nil }
+        return SyncFiles.read(path(name))
+    }
+
+    private func plainFolders(_ name: String) -> Bool {
+        var prefix = folder
+        for part in name.split(separator: "/").dropLast() {
+            prefix += "/" + part
+            var st = stat()
+            guard lstat(prefix, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { return false }
+        }
+        return true
+    }
+
+    func write(_ name: String, _ bytes: Bytes) throws {
+        if !plainFolders(name), let slash = name.firstIndex(of: "/") {
+            // Whatever stands where a folder should be goes (git checks a link out as a file).
+            SyncFiles.removeTree(path(String(name[..<slash])))
+        }
+        try SyncFiles.write(path(name), bytes)
+    }
+
+    func remove(_ name: String) { unlink(path(name)) }
+
+    func list(_ dir: String) -> [String] { plainFolders(dir + "/x") ? SyncFiles.list(path(dir)) : [] }
+}
+
+enum SyncFiles {
+    static func read(_ path: String) -> Bytes? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size < 80 << 20 else { return nil }
+        var out = Bytes(repeating: 0, count: Int(st.st_size))
+        var done = 0
+        while done < out.count {
+            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            done += n
+        }
+        return out
+    }
+
+    static func write(_ path: String, _ bytes: Bytes) throws {
+        let dir = KeychainFile.parent(of: path)
+        if access(dir, F_OK) != 0 { mkdir(dir, 0o700) }
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw KeychainError(.io, "cannot write \(path)") }
+            done += n
+        }
+    }
+
+    /// The plain names in a folder (none for a missing folder).
+    static func list(_ path: String) -> [String] {
+        guard let dir = opendir(path) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    static func removeTree(_ path: String) {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return }
+        if (st.st_mode & S_IFMT) == S_IFDIR {
+            for name in list(path) { removeTree(path + "/" + name) }
+            rmdir(path)
+        } else {
+            unlink(path)
+        }
+    }
+}
+
+extension Bytes {
+    init?(hex: String) {
+        let digits = Array(hex.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out = Bytes()
+        out.reserveCapacity(digits.count / 2)
+        var i = 0
+        while i < digits.count {
+            guard let hi = Self.nibble(digits[i]), let lo = Self.nibble(digits[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        self = out
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: return c - 48
+        case 97...102: return c - 87
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,36 @@
+@testable import KeychainCore
+@testable import SecretServiceItems
+import XCTest
+
+/// `security sync default on`: what programs store without choosing becomes synchronizable.
+final class SyncDefaultTests: StoreTestCase {
+    func synchronizable(_ row: Int64) throws -> Bool? {
+        var query = Query(itemClass: .genericPassword)
+        query.rows = [row]
+        query.synchronizable = .any
+        query.includesAppItems = true
+        return try store.find(query).first?[AttributeKey.synchronizable]?.boolValue
+    }
+
+    func testTheSecretServicesUnconfinedItemsFollowTheSetting() throws {
+        let before = try store.addSecretItem(label: "l", attributes: ["k": "1"], secret: [1], contentType: "text/plain", replace: false).item
+        XCTAssertEqual(try synchronizable(before.row), false, "off unless set")
+        try store.setSyncsNewItems(true)
+        XCTAssertTrue(store.syncsNewItems)
+        let after = try store.addSecretItem(label: "l", attributes: ["k": "2"], secret: [2], contentType: "text/plain", replace: false).item
+        XCTAssertEqual(try synchronizable(after.row), true)
+        let app = try store.addSecretItem(label: "l", attributes: ["k": "3"], secret: [3], contentType: "text/plain", replace: false, owner: "org.example.App")
+            .item
+        XCTAssertEqual(try synchronizable(app.row), false, "a sandboxed app's items stay on this machine")
+        try store.setSyncsNewItems(false)
+        XCTAssertFalse(store.syncsNewItems)
+    }
+
+    func testSyncsOwnItemsAreHiddenFromTheSecretService() throws {
+        let before = try store.secretItemRows()
+        try store.setSyncsNewItems(true)
+        XCTAssertEqual(try store.count(), before.count + 1)
+        XCTAssertEqual(try store.secretItemRows(), before, "the setting's item is listed to no client")
+        XCTAssertStatus(try store.find(query()), .itemNotFound, "nor found by an ordinary query")
+    }
+}

@@ -1,0 +1,325 @@
+#!/usr/bin/env bash
+# Sync of synchronizable items (issue 30) between three simulated machines: three throwaway users,
+# each with its own keychain and kernel keyring, sharing one bare repository under a temporary
+# folder. The cases build on each other (one group, set up by the first), in this order.
+#
+# "Acknowledged" (the loop case): a write is acknowledged when the `security sync now` after it
+# returned 0. No acknowledged write may be lost silently: at the end both machines hold the same
+# value, that of the latest write (no write started after it had finished); every other
+# acknowledged write was overwritten by a write that started after it ended, or lost to one that
+# may be dated later (the final one, which had not finished when it started) with the conflict in
+# a machine's log (`security sync status`).
+set -uo pipefail
+bin=$(realpath "${1:-.build/debug}")
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+loop_seconds=${SYNC_LOOP_SECONDS:-60}
+
+if [ "$(id -u)" != 0 ]; then
+    skip "the sync suite makes three users, and needs root"
+    summary
+    exit 0
+fi
+if ! command -v git >/dev/null || ! command -v keyctl >/dev/null; then
+    skip "the sync suite needs git and keyctl"
+    summary
+    exit 0
+fi
+
+base=$(mktemp -d /tmp/sync-suite-XXXXXX)
+chmod 755 "$base"
+users=(kcsyncA kcsyncB kcsyncC)
+cleanup() {
+    local u
+    for u in "${users[@]}"; do
+        if id "$u" >/dev/null 2>&1; then
+            setpriv --reuid="$u" --regid="$u" --init-groups keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
+            pkill -u "$u" >/dev/null 2>&1
+            userdel -r "$u" >/dev/null 2>&1
+        fi
+    done
+    rm -rf "$base"
+}
+trap cleanup EXIT
+for u in "${users[@]}"; do id "$u" >/dev/null 2>&1 && userdel -r "$u" >/dev/null 2>&1; done
+
+# The users run a copy of the command from a folder anyone can read (a checkout under /root is 0700).
+mkdir "$base/bin"
+cp "$bin/security" "$bin/git-credential-keychain" "$bin/docker-credential-keychain" "$base/bin/"
+chmod 755 "$base/bin" "$base/bin/"*
+remote=$base/remote.git
+git init -q --bare --shared=0777 "$remote"
+chmod -R a+rwX "$remote"
+cd /
+
+for u in "${users[@]}"; do
+    useradd -m -d "$base/home-$u" -s /bin/sh "$u"
+    # Their own git configuration: this machine's /etc/gitconfig is never read (GIT_CONFIG_NOSYSTEM),
+    # and the shared repository belongs to root.
+    printf '[safe]\n\tdirectory = *\n' > "$base/home-$u/.gitconfig"
+    chown "$u:" "$base/home-$u/.gitconfig"
+done
+
+# as USER COMMAND...: COMMAND as that user, in a session keyring of its own, with a clean environment.
+as() {
+    local u=$1; shift
+    setpriv --reuid="$u" --regid="$u" --init-groups env -i HOME="$base/home-$u" PATH="$base/bin:/usr/bin:/bin" \
+        GIT_CONFIG_NOSYSTEM=1 keyctl session - "$@" 2> >(grep -v '^Joined session keyring' >&2)
+}
+A() { as kcsyncA security "$@"; }
+B() { as kcsyncB security "$@"; }
+C() { as kcsyncC security "$@"; }
+secret_of() { "$1" find-generic-password -a "$2" -s "$3" -w 2>/dev/null; }
+# holds PATTERN: a line of standard input matches. Read to the end: under pipefail, `grep -q`
+# stopping at the first match would make the writer fail with SIGPIPE, and the check with it.
+holds() { grep -e "$1" > /dev/null; }
+
+fresh() {
+    case_dir=$(mktemp -d "$base/case-XXXXXX")
+}
+finish() { rm -rf "$case_dir"; }
+
+# Every object of the repository, and its history as text: what someone reading the remote sees.
+everything() {
+    git -C "$remote" log -p --all 2>/dev/null
+    git -C "$remote" cat-file --batch-all-objects --batch 2>/dev/null
+    find "$remote" -type f -exec cat {} + 2>/dev/null
+}
+
+# The names, servers, accounts, labels and secrets every case uses (checked absent from the remote).
+markers=(sync-svc-alpha alpha-account Alpha-Label alpha-secret-1 alpha-secret-2 web.sync-example.org
+    web-account web-secret-9 local-only-svc local-secret-7 device-only-svc device-secret-8
+    loop-svc loop-account later-svc later-secret-5 beta-changed-3 kcsyncA kcsyncB kcsyncC
+    git.sync-example.org git-user git-secret-4 registry.sync-example.org dock-user dock-secret-6)
+
+setup_group() {
+    for u in A B C; do printf 'pw\n' | "$u" create-keychain login; done
+    A add-generic-password -S -a alpha-account -s sync-svc-alpha -l Alpha-Label -w alpha-secret-1
+    A add-internet-password -S -a web-account -s web.sync-example.org -w web-secret-9
+    A add-generic-password -a local-account -s local-only-svc -w local-secret-7
+    A add-generic-password -a device-account -s device-only-svc -w device-secret-8 --accessibility afterFirstUnlockThisDeviceOnly
+    A sync init "$remote"
+    for u in B C; do
+        "$u" sync join "$remote" > "$case_dir/join-$u"
+        code=$(sed -n 's/^code: //p' "$case_dir/join-$u")
+        [ -n "$code" ]
+        # The existing device shows the same code before approving.
+        A sync approve | holds "^code $code "
+        A sync approve "$code" > "$case_dir/approve-$u"
+        confirmation=$(sed -n 's/^confirmation: //p' "$case_dir/approve-$u")
+        [ -n "$confirmation" ]
+        # Approved, but nothing is taken before the person confirms on the new machine.
+        "$u" sync now | holds '^approved by device'
+        expect 51 "$(status_of "$u" sync confirm 00000-00000)" "a wrong confirmation: errSecAuthFailed"
+        "$u" sync confirm "$confirmation"
+    done
+    A sync status | grep -c '^device: ' | holds '^3$'
+    C sync status | holds '^state: member'
+}
+
+added_appears() {
+    for u in B C; do
+        expect alpha-secret-1 "$(secret_of "$u" alpha-account sync-svc-alpha)" "on $u"
+        expect web-secret-9 "$("$u" find-internet-password -a web-account -s web.sync-example.org -w 2>/dev/null)" "internet password on $u"
+        expect 44 "$(status_of "$u" find-generic-password -a local-account -s local-only-svc)" "non-synchronizable item on $u"
+        expect 44 "$(status_of "$u" find-generic-password -a device-account -s device-only-svc)" "ThisDeviceOnly item on $u"
+    done
+    A add-generic-password -S -a alpha2 -s sync-svc-alpha -w alpha-secret-2
+    A sync now
+    B sync now
+    C sync now
+    expect alpha-secret-2 "$(secret_of B alpha2 sync-svc-alpha)"
+    expect alpha-secret-2 "$(secret_of C alpha2 sync-svc-alpha)"
+}
+
+this_device_only_refused() {
+    expect 206 "$(status_of A add-generic-password -S -a x -s device-only-svc -w x --accessibility whenUnlockedThisDeviceOnly)" "errSecParam"
+}
+
+concurrent_change_and_delete() {
+    B add-generic-password -U -S -a alpha2 -s sync-svc-alpha -w beta-changed-3
+    C delete-generic-password -a alpha2 -s sync-svc-alpha >/dev/null
+    B sync now
+    C sync now
+    for u in A B C A B; do "$u" sync now >/dev/null; done
+    a=$(secret_of A alpha2 sync-svc-alpha; echo ":$?") b=$(secret_of B alpha2 sync-svc-alpha; echo ":$?") c=$(secret_of C alpha2 sync-svc-alpha; echo ":$?")
+    expect "$a" "$b" "A and B"
+    expect "$a" "$c" "A and C"
+    # C's deletion was sent last (a tombstone is dated when the exchange sees the deletion), so it
+    # wins, and C's log names the change it replaced.
+    expect ":44" "$a" "the later deletion"
+    C sync status | holds 'conflict: genp sync-svc-alpha (alpha2) written on device .* replaced by this device.s later change'
+}
+
+private_items_stay() {
+    local n
+    for n in local-only-svc local-secret-7 device-only-svc device-secret-8; do
+        if everything | grep -a -q -- "$n"; then echo "$n reached the remote"; return 1; fi
+    done
+}
+
+nothing_readable() {
+    local n
+    [ "$(git -C "$remote" rev-list --all | wc -l)" -gt 3 ]
+    for n in "${markers[@]}"; do
+        if everything | grep -a -q -i -- "$n"; then echo "$n is readable in the repository"; return 1; fi
+    done
+}
+
+# attack SCRIPT: root, with write access to the remote, changes it from a clone of its own.
+attack() {
+    rm -rf "$base/attacker"
+    git clone -q -b keychain "$remote" "$base/attacker"
+    (cd "$base/attacker" && eval "$1" && git add -A && git -c user.name=x -c user.email=x@x commit -q -m x && git push -q origin keychain)
+    chmod -R a+rwX "$remote"
+}
+
+tampered_refused() {
+    f=$(git -C "$remote" ls-tree --name-only keychain records/ | head -1)
+    attack "printf 'X' | dd of=$f bs=1 seek=60 conv=notrunc 2>/dev/null"
+    B sync now | tee "$case_dir/out"
+    grep -q 'refused 1' "$case_dir/out"
+    name=${f#records/}
+    B sync status | holds "refused record ${name:0:12}"
+    expect alpha-secret-1 "$(secret_of B alpha-account sync-svc-alpha)"
+    # B wrote its accepted version back: the others go on as before.
+    A sync now
+    expect alpha-secret-1 "$(secret_of A alpha-account sync-svc-alpha)"
+}
+
+older_refused() {
+    A add-generic-password -U -S -a alpha-account -s sync-svc-alpha -l Alpha-Label -w alpha-secret-2
+    A sync now
+    B sync now
+    expect alpha-secret-2 "$(secret_of B alpha-account sync-svc-alpha)"
+    # The record that changed last, and its version of two commits before.
+    f=$(git -C "$remote" diff --name-only keychain~1 keychain -- records/ | head -1)
+    [ -n "$f" ]
+    old=$(git -C "$remote" rev-list keychain -- "$f" | sed -n 2p)
+    [ -n "$old" ]
+    git -C "$remote" show "$old:$f" > "$base/old-record"
+    attack "cp '$base/old-record' $f"
+    B sync now | tee "$case_dir/out"
+    grep -q 'refused 1' "$case_dir/out"
+    B sync status | holds 'replayed or rolled back'
+    expect alpha-secret-2 "$(secret_of B alpha-account sync-svc-alpha)"
+    C sync now
+    expect alpha-secret-2 "$(secret_of C alpha-account sync-svc-alpha)"
+}
+
+removed_reads_nothing() {
+    id=$(C sync status | sed -n 's/^this device: //p')
+    [ -n "$id" ]
+    A sync remove-device "${id:0:12}"
+    A add-generic-password -S -a later-account -s later-svc -w later-secret-5
+    A sync now
+    B sync now
+    expect later-secret-5 "$(secret_of B later-account later-svc)"
+    expect 51 "$(status_of C sync now)" "the removed device's exchange: errSecAuthFailed"
+    expect 44 "$(status_of C find-generic-password -a later-account -s later-svc)"
+    A sync status | grep -c '^device: ' | holds '^2$'
+}
+
+loop_writer() {
+    local u=$1 n=0 end=$(($(date +%s) + loop_seconds)) start stop
+    while [ "$(date +%s)" -lt "$end" ]; do
+        n=$((n + 1))
+        start=$(date +%s.%N)
+        "$u" add-generic-password -U -S -a loop-account -s loop-svc -w "$u-$n" >/dev/null || continue
+        stop=$(date +%s.%N)
+        echo "$u-$n $start $stop" >> "$case_dir/writes"
+        if "$u" sync now >/dev/null; then echo "$u-$n" >> "$case_dir/acked"; fi
+    done
+}
+
+loop_converges() {
+    refused_before=$(A sync status | grep -c 'refused' || true)
+    : > "$case_dir/writes"
+    : > "$case_dir/acked"
+    loop_writer A & pa=$!
+    loop_writer B & pb=$!
+    wait "$pa" "$pb"
+    for u in A B A; do "$u" sync now >/dev/null; done
+    fa=$(secret_of A loop-account loop-svc) fb=$(secret_of B loop-account loop-svc)
+    expect "$fa" "$fb" "A and B end identical"
+    echo "     loop: $(wc -l < "$case_dir/writes") writes, $(wc -l < "$case_dir/acked") acknowledged, final $fa" | tee "$base/loop-stats"
+    [ "$(wc -l < "$case_dir/acked")" -ge 10 ]
+    # The final value is the latest write: none started after it had finished.
+    read -r _ _ fend < <(grep "^$fa " "$case_dir/writes")
+    awk -v e="$fend" -v f="$fa" '$1 != f && $2 > e { print "write " $1 " started after the final one ended"; bad = 1 } END { exit bad }' "$case_dir/writes"
+    # Every other acknowledged write was superseded: by a write that started after it ended, or
+    # by the final value, which may be dated later (it had not finished when this one started),
+    # with the loss in a conflict log.
+    while read -r w; do
+        [ "$w" = "$fa" ] && continue
+        read -r _ wstart wend < <(grep "^$w " "$case_dir/writes")
+        if awk -v e="$wend" '$2 > e { found = 1 } END { exit !found }' "$case_dir/writes"; then
+            continue
+        fi
+        awk -v s="$wstart" -v e="$fend" 'BEGIN { exit !(e >= s) }' || { echo "acknowledged $w was lost to an earlier write"; return 1; }
+        { A sync status; B sync status; } | holds 'conflict: .*genp loop-svc (loop-account)' || {
+            echo "acknowledged $w lost without a conflict logged"
+            { A sync status; B sync status; } | tail -20
+            tail -5 "$case_dir/writes"
+            return 1
+        }
+    done < "$case_dir/acked"
+    expect "$refused_before" "$(A sync status | grep -c 'refused')" "no record refused during the loop"
+    conflicts=$({ A sync status; B sync status; } | grep -c 'conflict: .*genp loop-svc (loop-account)' || true)
+    echo "     loop: $conflicts conflicts logged on A and B" >> "$base/loop-stats"
+}
+
+units_and_quiet_exchange() {
+    # Without a group, status fails (the unit's ExecCondition skips the exchange): errSecNotAvailable.
+    printf 'pw\n' | as kcsyncA security create-keychain other
+    expect 53 "$(status_of A sync -k other status)" "status without a group"
+    expect 53 "$(status_of A sync -k other now)" "now without a group"
+    # An exchange that finds nothing new writes nothing into the keychain (keychain-sync.path
+    # watches it: a write of its own would start the next exchange, and so on).
+    kc=$base/home-kcsyncA/.local/share/keychains/login.keychain-db
+    A sync now
+    files() { stat -c '%n %s %y' "$kc"; sha256sum "$kc"; ls "$kc"-* 2>/dev/null || true; }
+    before=$(files)
+    sleep 0.2
+    A sync now
+    expect "$before" "$(files)" "keychain untouched by a quiet exchange"
+    A sync status | holds '^last exchange: .*sent 0, received 0'
+    if ! command -v systemd-analyze >/dev/null; then
+        echo "systemd-analyze missing: the units are not verified"
+        return 0
+    fi
+    mkdir -p "$case_dir/units" "$case_dir/run"
+    sed "s|@BINDIR@|$base/bin|" "$here/../../packaging/systemd/keychain-sync.service.in" > "$case_dir/units/keychain-sync.service"
+    cp "$here/../../packaging/systemd/keychain-sync.timer" "$here/../../packaging/systemd/keychain-sync.path" "$case_dir/units/"
+    XDG_RUNTIME_DIR=$case_dir/run systemd-analyze --man=no --user verify "$case_dir"/units/keychain-sync.{service,timer,path}
+}
+
+helpers_follow_the_default() {
+    A sync default | holds 'this machine only'
+    printf 'protocol=https\nhost=git.sync-example.org\nusername=git-user\npassword=git-local-2\n\n' | as kcsyncA git-credential-keychain store
+    A sync default on | holds ': synchronizable'
+    printf 'protocol=https\nhost=git.sync-example.org\nusername=git-user\npassword=git-secret-4\n\n' | as kcsyncA git-credential-keychain store
+    printf '{"ServerURL":"registry.sync-example.org","Username":"dock-user","Secret":"dock-secret-6"}' | as kcsyncA docker-credential-keychain store
+    A sync now
+    B sync now
+    printf 'protocol=https\nhost=git.sync-example.org\n\n' | as kcsyncB git-credential-keychain get | holds '^password=git-secret-4$'
+    echo registry.sync-example.org | as kcsyncB docker-credential-keychain get | holds '"Secret":"dock-secret-6"'
+    # The git credential stored before was updated in place, not kept beside the synchronizable one.
+    expect 1 "$(A dump-keychain | grep -c '"srvr"<blob>="git.sync-example.org"')" "one git credential on A"
+    A sync default off
+}
+
+check "three machines in one group: init, join, same code, approve, confirm" setup_group
+check "an item added on A appears on B and C; others stay" added_appears
+check "synchronizable ThisDeviceOnly is errSecParam" this_device_only_refused
+check "changed on B, deleted on C at once: the same everywhere, loss logged" concurrent_change_and_delete
+check "the git and docker helpers store synchronizable items after sync default on" helpers_follow_the_default
+check "non-synchronizable and ThisDeviceOnly items never reach the remote" private_items_stay
+check "a tampered record is refused and reported" tampered_refused
+check "an older record put back is refused and reported" older_refused
+check "a removed device reads nothing written after" removed_reads_nothing
+check "sync status without a group, a quiet exchange writes nothing, the units verify" units_and_quiet_exchange
+check "two machines writing one item for ${loop_seconds}s end identical, nothing acknowledged lost" loop_converges
+[ -f "$base/loop-stats" ] && cat "$base/loop-stats"
+check "no server, account, label or secret readable in the repository or its history" nothing_readable
+summary
