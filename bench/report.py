@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Turns bench/run.sh's measurements into one table: our figure, the peer's, the ratio, the bar.
 
-Usage: report.py WORK STORE_ITEMS GNOME_ITEMS BIG NOTE [--readme bench/README.md]
+Usage: report.py WORK STORE_ITEMS GNOME_ITEMS BIG NOTE [--readme bench/README.md]...
 
-Prints the table. With --readme it also writes it into that file, between the two marker lines
+Prints the table. With --readme it also writes it into that file (each one named), between the two marker lines
 (BEGIN and END below), and keeps everything else of the file as it is: the prose around the table
 (how to read it, the misses) is written by hand and must survive every `make bench`.
 """
@@ -13,10 +13,10 @@ BEGIN = "<!-- make bench writes the table from here (bench/report.py); edit the 
 END = "<!-- end of the table make bench writes -->"
 
 args = sys.argv[1:]
-readme = None
-if "--readme" in args:
+readmes = []
+while "--readme" in args:
     at = args.index("--readme")
-    readme = args[at + 1]
+    readmes.append(args[at + 1])
     del args[at:at + 2]
 work, store_items, gnome_items, big, note = args[0], int(args[1]), int(args[2]), int(args[3]), args[4]
 proc = json.load(open(os.path.join(work, "process.json")))
@@ -217,5 +217,5 @@ def write_readme(path, table):
     print(f"\nwritten to {path}", file=sys.stderr)
 
 
-if readme:
+for readme in readmes:
     write_readme(readme, table)

@@ -294,4 +294,4 @@ fi
 
 # --- the table: printed, and written into bench/README.md between its markers ----------------
 cat /proc/loadavg >> "$work/load.txt"
-python3 "$here/report.py" "$work" "$store_items" "$gnome_items" "$big" "$unlock_note" --readme "$here/README.md"
+python3 "$here/report.py" "$work" "$store_items" "$gnome_items" "$big" "$unlock_note" --readme "$here/README.md" --readme "$root/README.md"

@@ -46,9 +46,20 @@ refuses_without_markers() {
 
 run_sh_writes_bench_readme() {
     grep -qE 'report\.py" .*--readme "\$here/README\.md"' "$repo/bench/run.sh"
+    grep -qE 'report\.py" .*--readme "\$root/README\.md"' "$repo/bench/run.sh"
+}
+
+# The project's README carries the same table (its Benchmarks section), written in the same run.
+writes_both_readmes() {
+    cp "$repo/README.md" "$case_dir/PROJECT.md"
+    report "" --readme "$case_dir/README.md" --readme "$case_dir/PROJECT.md" > /dev/null
+    diff <(inside "$case_dir/README.md") <(inside "$case_dir/PROJECT.md")
+    grep -q '^make bench, 2000-01-01: ' "$case_dir/PROJECT.md"
+    diff <(outside "$repo/README.md") <(outside "$case_dir/PROJECT.md")
 }
 
 check "report.py writes the table into bench/README.md and keeps the notes around it" writes_the_table_keeps_the_notes
 check "report.py refuses a README without the table markers, changing nothing" refuses_without_markers
-check "bench/run.sh (make bench) writes bench/README.md through report.py" run_sh_writes_bench_readme
+check "bench/run.sh (make bench) writes bench/README.md and README.md through report.py" run_sh_writes_bench_readme
+check "report.py writes the same table into every README it is given" writes_both_readmes
 summary
