@@ -127,8 +127,7 @@ extension KeychainStore {
         switch (stored, found.index) {
         case (nil, 0) where !present || accepting:
             // Never counted yet (or the user accepts a file whose record was lost): a new counter.
-            guard let created = try? ask(.create) else { return }
-            try db.transaction { try RollbackRecord.save(created.value, c: c, uuid: bag.uuid, to: db) }
+            try startCounting(bag, c: c, ask: ask)
         case (nil, 0):
             throw KeychainError(.invalidKeychain, "the keychain's rollback record is damaged; \(remedy)")
         case (nil, _):
@@ -146,8 +145,7 @@ extension KeychainStore {
                     "the TPM no longer has this keychain's rollback counter (the file says \(record.value)): it was removed, so an older copy cannot be told from this one; \(remedy)"
                 )
             }
-            let created = try ask(.create)
-            try db.transaction { try RollbackRecord.save(created.value, c: c, uuid: bag.uuid, to: db) }
+            try startCounting(bag, c: c, ask: ask)
         case (let record?, _):
             if record.value == found.value || accepting {
                 try advance(from: found.value, index: found.index, bag, c: c, ask: ask)
@@ -167,6 +165,18 @@ extension KeychainStore {
                 )
             }
         }
+    }
+
+    /// A new counter, its count in the file; where none can be made (an owner password, NV space
+    /// full, or its four indices taken by someone else with the TPM, who can also undefine it),
+    /// the keychain goes on without one, its record removed, as `tpm-status` says: an index held
+    /// by another user must not keep the keychain locked, even after `--accept-older-copy`.
+    private func startCounting(_ bag: Keybag, c: Bytes, ask: (TPMCounterRequest.Action) throws -> TPMCounterAnswer) throws {
+        guard let created = try? ask(.create) else {
+            try db.transaction { try RollbackRecord.remove(from: db) }
+            return
+        }
+        try db.transaction { try RollbackRecord.save(created.value, c: c, uuid: bag.uuid, to: db) }
     }
 
     /// The file's count first, then the TPM's: an interruption in between leaves the file one
