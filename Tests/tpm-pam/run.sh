@@ -315,6 +315,26 @@ PAM
     logged 'open_session: failed: this keychain file is an older copy'
 }
 
+# The machine's key made by several first sessions at once, by applications with umask 077 (a
+# pam_umask before this module): one key pair, whole, its public half readable by the users.
+the_machine_key_made_at_once_is_one_pair() {
+    # Only a key this suite made is removed and made again: never a real machine's.
+    [ -n "$made_machine_key" ] || { echo "skipped: this machine had a passwordless key before the suite"; return 0; }
+    for attempt in 1 2 3 4 5; do
+        rm -rf "$machine_dir"
+        [ "$made_machine_key" = parent ] && rm -rf /var/lib/keychain
+        logins=()
+        for n in 1 2 3 4 5 6 7 8; do (umask 077; pamtester "$service" "$user" open_session >/dev/null 2>&1) & logins+=($!); done
+        wait "${logins[@]}"
+        expect "root 755" "$(stat -c '%U %a' "$machine_dir")" "attempt $attempt"
+        expect "root 644" "$(stat -c '%U %a' "$machine_dir/machine.pub")" "attempt $attempt"
+        enrol
+        as_user security lock-keychain
+        login >/dev/null
+        expect unlocked "$(state WhenUnlocked)" "attempt $attempt"
+    done
+}
+
 check "a login without a password unlocks an enrolled keychain" passwordless_login_unlocks
 check "without enrolment a login without a password unlocks nothing" without_enrolment_nothing_unlocks
 check "a changed PCR refuses, the login still succeeds" boot_state_change_refuses_and_the_login_goes_on
@@ -324,5 +344,6 @@ check "su and sudo (another user's real uid, PAM_RUSER) are refused" su_and_sudo
 check "unenrol, unseal and rotation remove it" unenrol_removes_it
 check "a TPM that answers wrongly or not at all never blocks a login" a_tpm_that_answers_wrongly_never_blocks_a_login
 check "a password login: through the TPM of tpm_tcti=, an older copy refused by its counter" a_password_login_goes_through_the_tpm_and_its_counter
+check "the machine's key made by several sessions at once under umask 077: one pair, readable" the_machine_key_made_at_once_is_one_pair
 
 summary
