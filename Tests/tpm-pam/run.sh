@@ -335,6 +335,42 @@ the_machine_key_made_at_once_is_one_pair() {
     done
 }
 
+# Another user who got hold of this user's keychain (a copy left readable) makes it their own
+# login keychain, or puts its passwordless record into theirs: root opens the box, sees it names
+# someone else, and hands nothing over.
+another_users_box_opens_nothing() {
+    login >/dev/null
+    enrol
+    printf 'secret\n' | as_user security add-generic-password -a u -s victim -w
+    other=kcx$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    useradd -m -s /bin/sh "$other"
+    other_home=$(getent passwd "$other" | cut -d: -f6)
+    as_other() {
+        setpriv --reuid="$(id -u "$other")" --regid="$(id -g "$other")" --init-groups env -i HOME="$other_home" \
+            PATH="$bin:/usr/bin:/bin" KEYCHAIN_TPM_TCTI="$tcti" "$@"
+    }
+    kc=.local/share/keychains/login.keychain-db
+    # The whole file, as the other user's login keychain.
+    mkdir -p "$other_home/.local/share/keychains"
+    cp "$home/$kc" "$other_home/$kc"
+    chown -R "$other:" "$other_home/.local"
+    chmod 700 "$other_home/.local/share/keychains"; chmod 600 "$other_home/$kc"
+    pamtester "$service" "$other" authenticate open_session >/dev/null
+    logged 'holds another user'
+    expect 36 "$(status_of as_other security find-generic-password -s victim -w)" "the copy stays locked"
+    # The record alone, in a keychain of the other user's own, enrolled too.
+    rm -f "$other_home/$kc"*
+    printf 'pw\n' | as_other security create-keychain >/dev/null
+    printf 'pw\n' | as_other security tpm-enroll --passwordless >/dev/null 2>&1
+    row=$(sqlite3 "$home/$kc" "SELECT hex(value) FROM keychain WHERE name = 'passwordless'")
+    sqlite3 "$other_home/$kc" "UPDATE keychain SET value = x'$row' WHERE name = 'passwordless'"
+    as_other security lock-keychain
+    pamtester "$service" "$other" authenticate open_session >/dev/null
+    expect locked "$(as_other security status 2>/dev/null | awk '$1 == "WhenUnlocked:" { print $2 }')" "the other user's keychain"
+    as_other keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
+    userdel -r "$other" >/dev/null 2>&1
+}
+
 check "a login without a password unlocks an enrolled keychain" passwordless_login_unlocks
 check "without enrolment a login without a password unlocks nothing" without_enrolment_nothing_unlocks
 check "a changed PCR refuses, the login still succeeds" boot_state_change_refuses_and_the_login_goes_on
@@ -345,5 +381,6 @@ check "unenrol, unseal and rotation remove it" unenrol_removes_it
 check "a TPM that answers wrongly or not at all never blocks a login" a_tpm_that_answers_wrongly_never_blocks_a_login
 check "a password login: through the TPM of tpm_tcti=, an older copy refused by its counter" a_password_login_goes_through_the_tpm_and_its_counter
 check "the machine's key made by several sessions at once under umask 077: one pair, readable" the_machine_key_made_at_once_is_one_pair
+check "another user's copy of the keychain, or of its passwordless record, opens nothing" another_users_box_opens_nothing
 
 summary
