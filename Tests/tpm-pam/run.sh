@@ -371,6 +371,46 @@ another_users_box_opens_nothing() {
     userdel -r "$other" >/dev/null 2>&1
 }
 
+# keychain-tpm-helper, started by the worker as the user, is dumpable for the few milliseconds
+# before it makes itself undumpable: the user's own program can open its descriptors through /proc
+# then. It must find no reply pipe of the worker's there (root reads the reply after the worker
+# ends, and a writer held open would keep the login waiting for ever, past the time limit). The
+# watcher runs as root here, standing in for a user's program that won that race.
+a_reply_pipe_held_open_never_blocks_a_login() {
+    login >/dev/null
+    enrol
+    as_user security lock-keychain
+    python3 - 60 > "$case_dir/holder.log" 2>&1 <<'PY' &
+import os, sys, time, stat
+end = time.time() + float(sys.argv[1]); seen = set(); held = []
+while time.time() < end:
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit() or pid in seen: continue
+        try:
+            with open('/proc/%s/comm' % pid) as f:
+                if not f.read().startswith('keychain-tpm'): continue
+            seen.add(pid)
+            for fd in os.listdir('/proc/%s/fd' % pid):
+                if int(fd) > 2 and os.readlink('/proc/%s/fd/%s' % (pid, fd)).startswith('pipe:'):
+                    held.append(os.open('/proc/%s/fd/%s' % (pid, fd), os.O_WRONLY | os.O_NONBLOCK))
+                    print('held a pipe of', pid, 'at', fd, flush=True)
+        except OSError:
+            pass
+    time.sleep(0.001)
+PY
+    holder=$!
+    sleep 0.5
+    start=$(date +%s)
+    out=$(timeout 60 pamtester "$service" "$user" authenticate open_session 2>&1) || true
+    took=$(($(date +%s) - start))
+    kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
+    cat "$case_dir/holder.log"
+    echo "$out" | grep -q 'successfully opened a session' || { echo "the login did not finish ($took s): $out"; return 1; }
+    [ "$took" -le 25 ] || { echo "the login took $took s"; return 1; }
+    expect "" "$(cat "$case_dir/holder.log")" "the helper holds a pipe"
+    expect unlocked "$(state WhenUnlocked)"
+}
+
 check "a login without a password unlocks an enrolled keychain" passwordless_login_unlocks
 check "without enrolment a login without a password unlocks nothing" without_enrolment_nothing_unlocks
 check "a changed PCR refuses, the login still succeeds" boot_state_change_refuses_and_the_login_goes_on
@@ -382,5 +422,6 @@ check "a TPM that answers wrongly or not at all never blocks a login" a_tpm_that
 check "a password login: through the TPM of tpm_tcti=, an older copy refused by its counter" a_password_login_goes_through_the_tpm_and_its_counter
 check "the machine's key made by several sessions at once under umask 077: one pair, readable" the_machine_key_made_at_once_is_one_pair
 check "another user's copy of the keychain, or of its passwordless record, opens nothing" another_users_box_opens_nothing
+check "the worker's reply pipe is not the TPM helper's: held open, it blocks no login" a_reply_pipe_held_open_never_blocks_a_login
 
 summary
