@@ -95,8 +95,11 @@ struct TPMUnenroll: ParsableCommand {
         discussion: """
             Needs the password (checked by the TPM). The keychain goes back to the format of one never \
             sealed, its ThisDeviceOnly items kept; its recovery key and its passwordless unlock open \
-            nothing any more. With --passwordless, only the passwordless unlock is removed (no password \
-            needed): logins without a password leave the keychain locked again.
+            nothing in this file any more. With --passwordless, only the passwordless unlock is removed \
+            (no password needed): logins without a password leave the keychain locked again. Neither \
+            changes the class keys: a copy of the file made before (a backup, a snapshot) still carries \
+            the recovery key's and the passwordless unlock's wrapping of them, which open this file's \
+            items too, until `security set-keychain-password --rotate-keys` gives it new keys.
             """)
 
     @Option(
@@ -113,7 +116,7 @@ struct TPMUnenroll: ParsableCommand {
                 let removed = try store.removePasswordless()
                 Terminal.error(
                     removed
-                        ? "security: \(store.path) has no passwordless unlock any more: logins without a password leave it locked"
+                        ? "security: \(store.path) has no passwordless unlock any more: logins without a password leave it locked; copies of the file made while it was on (backups, snapshots) still let root here unlock its keys until `security set-keychain-password --rotate-keys`"
                         : "security: \(store.path) had no passwordless unlock")
                 return
             }

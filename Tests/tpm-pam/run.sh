@@ -315,6 +315,102 @@ PAM
     logged 'open_session: failed: this keychain file is an older copy'
 }
 
+# The machine's key made by several first sessions at once, by applications with umask 077 (a
+# pam_umask before this module): one key pair, whole, its public half readable by the users.
+the_machine_key_made_at_once_is_one_pair() {
+    # Only a key this suite made is removed and made again: never a real machine's.
+    [ -n "$made_machine_key" ] || { echo "skipped: this machine had a passwordless key before the suite"; return 0; }
+    for attempt in 1 2 3 4 5; do
+        rm -rf "$machine_dir"
+        [ "$made_machine_key" = parent ] && rm -rf /var/lib/keychain
+        logins=()
+        for n in 1 2 3 4 5 6 7 8; do (umask 077; pamtester "$service" "$user" open_session >/dev/null 2>&1) & logins+=($!); done
+        wait "${logins[@]}"
+        expect "root 755" "$(stat -c '%U %a' "$machine_dir")" "attempt $attempt"
+        expect "root 644" "$(stat -c '%U %a' "$machine_dir/machine.pub")" "attempt $attempt"
+        enrol
+        as_user security lock-keychain
+        login >/dev/null
+        expect unlocked "$(state WhenUnlocked)" "attempt $attempt"
+    done
+}
+
+# Another user who got hold of this user's keychain (a copy left readable) makes it their own
+# login keychain, or puts its passwordless record into theirs: root opens the box, sees it names
+# someone else, and hands nothing over.
+another_users_box_opens_nothing() {
+    login >/dev/null
+    enrol
+    printf 'secret\n' | as_user security add-generic-password -a u -s victim -w
+    other=kcx$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    useradd -m -s /bin/sh "$other"
+    other_home=$(getent passwd "$other" | cut -d: -f6)
+    as_other() {
+        setpriv --reuid="$(id -u "$other")" --regid="$(id -g "$other")" --init-groups env -i HOME="$other_home" \
+            PATH="$bin:/usr/bin:/bin" KEYCHAIN_TPM_TCTI="$tcti" "$@"
+    }
+    kc=.local/share/keychains/login.keychain-db
+    # The whole file, as the other user's login keychain.
+    mkdir -p "$other_home/.local/share/keychains"
+    cp "$home/$kc" "$other_home/$kc"
+    chown -R "$other:" "$other_home/.local"
+    chmod 700 "$other_home/.local/share/keychains"; chmod 600 "$other_home/$kc"
+    pamtester "$service" "$other" authenticate open_session >/dev/null
+    logged 'holds another user'
+    expect 36 "$(status_of as_other security find-generic-password -s victim -w)" "the copy stays locked"
+    # The record alone, in a keychain of the other user's own, enrolled too.
+    rm -f "$other_home/$kc"*
+    printf 'pw\n' | as_other security create-keychain >/dev/null
+    printf 'pw\n' | as_other security tpm-enroll --passwordless >/dev/null 2>&1
+    row=$(sqlite3 "$home/$kc" "SELECT hex(value) FROM keychain WHERE name = 'passwordless'")
+    sqlite3 "$other_home/$kc" "UPDATE keychain SET value = x'$row' WHERE name = 'passwordless'"
+    as_other security lock-keychain
+    pamtester "$service" "$other" authenticate open_session >/dev/null
+    expect locked "$(as_other security status 2>/dev/null | awk '$1 == "WhenUnlocked:" { print $2 }')" "the other user's keychain"
+    as_other keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
+    userdel -r "$other" >/dev/null 2>&1
+}
+
+# keychain-tpm-helper, started by the worker as the user, is dumpable for the few milliseconds
+# before it makes itself undumpable: the user's own program can open its descriptors through /proc
+# then. It must find no reply pipe of the worker's there (root reads the reply after the worker
+# ends, and a writer held open would keep the login waiting for ever, past the time limit). The
+# watcher runs as root here, standing in for a user's program that won that race.
+a_reply_pipe_held_open_never_blocks_a_login() {
+    login >/dev/null
+    enrol
+    as_user security lock-keychain
+    python3 - 60 > "$case_dir/holder.log" 2>&1 <<'PY' &
+import os, sys, time, stat
+end = time.time() + float(sys.argv[1]); seen = set(); held = []
+while time.time() < end:
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit() or pid in seen: continue
+        try:
+            with open('/proc/%s/comm' % pid) as f:
+                if not f.read().startswith('keychain-tpm'): continue
+            seen.add(pid)
+            for fd in os.listdir('/proc/%s/fd' % pid):
+                if int(fd) > 2 and os.readlink('/proc/%s/fd/%s' % (pid, fd)).startswith('pipe:'):
+                    held.append(os.open('/proc/%s/fd/%s' % (pid, fd), os.O_WRONLY | os.O_NONBLOCK))
+                    print('held a pipe of', pid, 'at', fd, flush=True)
+        except OSError:
+            pass
+    time.sleep(0.001)
+PY
+    holder=$!
+    sleep 0.5
+    start=$(date +%s)
+    out=$(timeout 60 pamtester "$service" "$user" authenticate open_session 2>&1) || true
+    took=$(($(date +%s) - start))
+    kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
+    cat "$case_dir/holder.log"
+    echo "$out" | grep -q 'successfully opened a session' || { echo "the login did not finish ($took s): $out"; return 1; }
+    [ "$took" -le 25 ] || { echo "the login took $took s"; return 1; }
+    expect "" "$(cat "$case_dir/holder.log")" "the helper holds a pipe"
+    expect unlocked "$(state WhenUnlocked)"
+}
+
 check "a login without a password unlocks an enrolled keychain" passwordless_login_unlocks
 check "without enrolment a login without a password unlocks nothing" without_enrolment_nothing_unlocks
 check "a changed PCR refuses, the login still succeeds" boot_state_change_refuses_and_the_login_goes_on
@@ -324,5 +420,8 @@ check "su and sudo (another user's real uid, PAM_RUSER) are refused" su_and_sudo
 check "unenrol, unseal and rotation remove it" unenrol_removes_it
 check "a TPM that answers wrongly or not at all never blocks a login" a_tpm_that_answers_wrongly_never_blocks_a_login
 check "a password login: through the TPM of tpm_tcti=, an older copy refused by its counter" a_password_login_goes_through_the_tpm_and_its_counter
+check "the machine's key made by several sessions at once under umask 077: one pair, readable" the_machine_key_made_at_once_is_one_pair
+check "another user's copy of the keychain, or of its passwordless record, opens nothing" another_users_box_opens_nothing
+check "the worker's reply pipe is not the TPM helper's: held open, it blocks no login" a_reply_pipe_held_open_never_blocks_a_login
 
 summary

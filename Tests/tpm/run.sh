@@ -420,6 +420,55 @@ an_older_copy_put_back_is_noticed() {
     no_leftovers
 }
 
+# Another user with the TPM (group tss, the owner's empty authorization) undefines the keychain's
+# counter and takes its four candidate indices: the user is told, and `--accept-older-copy` must
+# still open the keychain (without a counter) rather than lock them out for as long as the indices
+# stay taken.
+counter_taken_by_another_user_is_no_lockout() {
+    nvs() { tpm "$first_tcti" tpm2_getcap handles-nv-index | sed -n 's/^- //p' | sort; }
+    before=$(nvs)
+    security add-generic-password -a u -s kept -w one 2>/dev/null
+    enroll
+    index=$(comm -13 <(echo "$before") <(nvs) | head -1)
+    [ -n "$index" ]
+    security lock-keychain
+    tpm "$first_tcti" tpm2_nvundefine -C o "$index" >/dev/null
+    # The counter is the first free one of its four candidates: they are index..index+3.
+    for n in 0 1 2 3; do
+        tpm "$first_tcti" tpm2_nvdefine -C o -s 8 "$(printf '0x%x' $((index + n)))" >/dev/null || return 1
+    done
+    expect 49 "$(printf 'pw\n' | status_of security unlock-keychain)" "counter gone"
+    printf 'pw\n' | security unlock-keychain --accept-older-copy || return 1
+    expect one "$(security find-generic-password -s kept -w)"
+    security lock-keychain
+    printf 'pw\n' | security unlock-keychain || return 1
+    expect one "$(security find-generic-password -s kept -w)"
+    for n in 0 1 2 3; do tpm "$first_tcti" tpm2_nvundefine -C o "$(printf '0x%x' $((index + n)))" >/dev/null; done
+    no_leftovers
+}
+
+# Two unlocks at once (two ssh logins, a login and a screen unlock): each moves the counter by
+# one, and neither may read the other's step as an older copy of the file.
+parallel_unlocks_are_no_older_copy() {
+    security add-generic-password -a u -s kept -w one 2>/dev/null
+    enroll
+    for round in $(seq 1 12); do
+        for n in 1 2 3; do
+            (printf 'pw\n' | security unlock-keychain 2>"$case_dir/par$n.err"; echo $? > "$case_dir/par$n.rc") &
+        done
+        wait
+        for n in 1 2 3; do
+            # swtpm has no resource manager (as /dev/tpmrm0 is): a full TPM is its limit, not ours.
+            grep -q 'OBJECT_MEMORY\|SESSION_MEMORY' "$case_dir/par$n.err" && continue
+            [ "$(cat "$case_dir/par$n.rc")" = 0 ] || { echo "round $round, unlock $n:"; cat "$case_dir/par$n.err"; return 1; }
+        done
+        tpm "$first_tcti" tpm2_flushcontext -t >/dev/null 2>&1; tpm "$first_tcti" tpm2_flushcontext -s >/dev/null 2>&1
+    done
+    security lock-keychain
+    printf 'pw\n' | security unlock-keychain
+    expect one "$(security find-generic-password -s kept -w)"
+}
+
 check "enrol: a recovery key printed once, every item still there" enrol_prints_a_recovery_key
 check "the right password unlocks through the TPM" right_password_unlocks
 check "a wrong password is counted by the TPM" wrong_password_is_counted_by_the_tpm
@@ -432,5 +481,7 @@ check "no TPM reachable: today's behaviour, said once in status" no_tpm_is_today
 check "a sealed keychain without its TPM points to the recovery key" sealed_keychain_without_its_tpm
 check "a TPM that answers wrongly gives errors, never a crash, a hang or a key" lying_tpm_gives_errors
 check "an older copy put back is noticed by the TPM's counter; writes do not wear it" an_older_copy_put_back_is_noticed
+check "a counter another user undefined and squatted: --accept-older-copy still opens it" counter_taken_by_another_user_is_no_lockout
+check "unlocks at the same moment move the counter, never read as an older copy" parallel_unlocks_are_no_older_copy
 
 summary

@@ -113,6 +113,10 @@ int pam_keychain_isolate_worker(int keep) {
     int first = 3;
     if (keep >= 0) {
         if (keep != 3 && dup2(keep, 3) < 0) return -1;
+        /* dup2 clears close-on-exec: without it keychain-tpm-helper, which the worker starts as
+         * the user, would hold the reply pipe, and a user's program that opened it through /proc
+         * before the helper became undumpable could keep root's reader waiting for ever. */
+        if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0) return -1;
         first = 4;
     }
     clearenv();

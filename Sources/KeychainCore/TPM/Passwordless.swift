@@ -138,6 +138,7 @@ package enum MachineKey {
     nonisolated(unsafe) package static var folder = "/var/lib/keychain/passwordless"
     static let publicName = "machine.pub"
     static let secretName = "machine.key"
+    static let lockName = "machine.lock"
     package static let keyLength = 32
     static func boxLength(_ plaintext: Int) -> Int { plaintext + 48 }
 
@@ -157,9 +158,29 @@ package enum MachineKey {
     package static func loadOrCreate() throws -> (public: Bytes, secret: Bytes) {
         guard geteuid() == 0 else { throw KeychainError.param("only root can read this machine's passwordless key") }
         for path in [parent(of: folder), folder] where !path.isEmpty {
-            if mkdir(path, 0o755) != 0 && errno != EEXIST { throw KeychainError(.io, "cannot make \(path): \(String(cString: strerror(errno)))") }
+            // 0755 whatever the application's umask (077 after a pam_umask): the users read the public key.
+            if mkdir(path, 0o755) == 0 {
+                chmod(path, 0o755)
+            } else if errno != EEXIST {
+                throw KeychainError(.io, "cannot make \(path): \(String(cString: strerror(errno)))")
+            }
         }
         try checkFolder()
+        // Several first sessions at once (a boot with autologins) make one pair, not halves of
+        // several: a lock file only root can open (no user can hold it), waited for at most 2 s.
+        let lockPath = folder + "/" + lockName
+        let lock = Glibc.open(lockPath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard lock >= 0 else { throw KeychainError(.io, "cannot open \(lockPath): \(String(cString: strerror(errno)))") }
+        defer { close(lock) }
+        var locked = false
+        for _ in 0..<200 {
+            if flock(lock, LOCK_EX | LOCK_NB) == 0 {
+                locked = true
+                break
+            }
+            usleep(10_000)
+        }
+        guard locked else { throw KeychainError(.io, "\(lockPath) is held by another session for too long") }
         if let pub = try read(folder + "/" + publicName, secret: false), var secret = try read(folder + "/" + secretName, secret: true) {
             var derived = Bytes(repeating: 0, count: keyLength)
             defer { derived.wipe() }

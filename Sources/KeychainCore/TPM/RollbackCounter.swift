@@ -120,64 +120,77 @@ extension KeychainStore {
         func ask(_ action: TPMCounterRequest.Action) throws -> TPMCounterAnswer {
             try TPMSealedSecret.keychainErrors { try operations.counter(TPMCounterRequest(action, auth: auth, candidates: candidates)) }
         }
-        let (stored, present) = try RollbackRecord.load(from: db, c: c, uuid: bag.uuid)
-        let found = try ask(.find)
         let remedy =
             "if this copy is the one you want (a backup you restored), `security unlock-keychain --accept-older-copy` opens it and makes it the current one"
-        switch (stored, found.index) {
-        case (nil, 0) where !present || accepting:
-            // Never counted yet (or the user accepts a file whose record was lost): a new counter.
-            guard let created = try? ask(.create) else { return }
-            try db.transaction { try RollbackRecord.save(created.value, c: c, uuid: bag.uuid, to: db) }
-        case (nil, 0):
-            throw KeychainError(.invalidKeychain, "the keychain's rollback record is damaged; \(remedy)")
-        case (nil, _):
-            guard accepting else {
-                throw KeychainError(
-                    .invalidKeychain,
-                    "this keychain file has no valid rollback record, but the TPM keeps its counter (at \(found.value)): an older copy, from before it was counted, was put back, or the file was changed; \(remedy)"
-                )
-            }
-            try advance(from: found.value, index: found.index, bag, c: c, ask: ask)
-        case (let record?, 0):
-            guard accepting else {
-                throw KeychainError(
-                    .invalidKeychain,
-                    "the TPM no longer has this keychain's rollback counter (the file says \(record.value)): it was removed, so an older copy cannot be told from this one; \(remedy)"
-                )
-            }
-            let created = try ask(.create)
-            try db.transaction { try RollbackRecord.save(created.value, c: c, uuid: bag.uuid, to: db) }
-        case (let record?, _):
-            if record.value == found.value || accepting {
-                try advance(from: found.value, index: found.index, bag, c: c, ask: ask)
-            } else if record.value == found.value + 1 {
-                // The last unlock wrote its count and stopped before the TPM's increment.
-                let after = try ask(.increment(index: found.index, expected: found.value))
-                guard after.value == record.value else { throw KeychainError(.deviceFailed, "the TPM's rollback counter did not move") }
-            } else if record.value < found.value {
-                throw KeychainError(
-                    .invalidKeychain,
-                    "this keychain file is an older copy: it was last unlocked at count \(record.value), and this TPM's counter for it is at \(found.value) (\(found.value - record.value) unlock\(found.value - record.value == 1 ? "" : "s") later); something put an older copy back, and items changed or deleted since would come back; \(remedy)"
-                )
-            } else {
-                throw KeychainError(
-                    .invalidKeychain,
-                    "this keychain file's count (\(record.value)) is ahead of this TPM's counter (\(found.value)): it is not the file this counter kept; \(remedy)"
-                )
+        // The file's record is read, compared and written inside one write transaction, which
+        // other processes wait for: two unlocks at once (two logins, a login and a screen unlock)
+        // must not see each other's half-done step as an older copy. The TPM's increment comes
+        // after the commit (the file first, so an interruption leaves it ahead, never behind).
+        let increment: (index: UInt32, expected: UInt64, atLeast: UInt64)? = try db.transaction {
+            let (stored, present) = try RollbackRecord.load(from: db, c: c, uuid: bag.uuid)
+            let found = try ask(.find)
+            switch (stored, found.index) {
+            case (nil, 0) where !present || accepting:
+                // Never counted yet (or the user accepts a file whose record was lost): a new counter.
+                try startCounting(bag, c: c, ask: ask)
+                return nil
+            case (nil, 0):
+                throw KeychainError(.invalidKeychain, "the keychain's rollback record is damaged; \(remedy)")
+            case (nil, _):
+                guard accepting else {
+                    throw KeychainError(
+                        .invalidKeychain,
+                        "this keychain file has no valid rollback record, but the TPM keeps its counter (at \(found.value)): an older copy, from before it was counted, was put back, or the file was changed; \(remedy)"
+                    )
+                }
+                try RollbackRecord.save(found.value + 1, c: c, uuid: bag.uuid, to: db)
+                return (found.index, found.value, found.value + 1)
+            case (let record?, 0):
+                guard accepting else {
+                    throw KeychainError(
+                        .invalidKeychain,
+                        "the TPM no longer has this keychain's rollback counter (the file says \(record.value)): it was removed, so an older copy cannot be told from this one; \(remedy)"
+                    )
+                }
+                try startCounting(bag, c: c, ask: ask)
+                return nil
+            case (let record?, _):
+                if record.value == found.value || accepting {
+                    try RollbackRecord.save(found.value + 1, c: c, uuid: bag.uuid, to: db)
+                    return (found.index, found.value, found.value + 1)
+                } else if record.value == found.value + 1 {
+                    // The last unlock wrote its count and has not moved the TPM's yet (or stopped before it).
+                    return (found.index, found.value, record.value)
+                } else if record.value < found.value {
+                    throw KeychainError(
+                        .invalidKeychain,
+                        "this keychain file is an older copy: it was last unlocked at count \(record.value), and this TPM's counter for it is at \(found.value) (\(found.value - record.value) unlock\(found.value - record.value == 1 ? "" : "s") later); something put an older copy back, and items changed or deleted since would come back; \(remedy)"
+                    )
+                } else {
+                    throw KeychainError(
+                        .invalidKeychain,
+                        "this keychain file's count (\(record.value)) is ahead of this TPM's counter (\(found.value)): it is not the file this counter kept; \(remedy)"
+                    )
+                }
             }
         }
+        guard let increment else { return }
+        let after = try ask(.increment(index: increment.index, expected: increment.expected))
+        // Another unlock of the same keychain may have moved it meanwhile, never past the file's
+        // count (each moves it only from the value it expects, after the file was written).
+        guard after.value >= increment.atLeast else { throw KeychainError(.deviceFailed, "the TPM's rollback counter did not move as asked") }
     }
 
-    /// The file's count first, then the TPM's: an interruption in between leaves the file one
-    /// ahead (finished at the next unlock), never behind (which would read as an older copy).
-    private func advance(
-        from value: UInt64, index: UInt32, _ bag: Keybag, c: Bytes, ask: (TPMCounterRequest.Action) throws -> TPMCounterAnswer
-    ) throws {
-        try db.transaction { try RollbackRecord.save(value + 1, c: c, uuid: bag.uuid, to: db) }
-        let after = try ask(.increment(index: index, expected: value))
-        // Another unlock of the same keychain may have moved it at the same moment: one step is one step.
-        guard after.value == value + 1 else { throw KeychainError(.deviceFailed, "the TPM's rollback counter did not move as asked") }
+    /// A new counter, its count in the file; where none can be made (an owner password, NV space
+    /// full, or its four indices taken by someone else with the TPM, who can also undefine it),
+    /// the keychain goes on without one, its record removed, as `tpm-status` says: an index held
+    /// by another user must not keep the keychain locked, even after `--accept-older-copy`.
+    private func startCounting(_ bag: Keybag, c: Bytes, ask: (TPMCounterRequest.Action) throws -> TPMCounterAnswer) throws {
+        guard let created = try? ask(.create) else {
+            try RollbackRecord.remove(from: db)
+            return
+        }
+        try db.transaction { try RollbackRecord.save(created.value, c: c, uuid: bag.uuid, to: db) }
     }
 
     /// A new counter for keys of a keychain just sealed, recovered or rotated: the one of the old

@@ -84,8 +84,10 @@ enum AsUser {
         }
         let exited = status & 0x7f == 0
         let outcome = exited ? Outcome(rawValue: (status >> 8) & 0xff) ?? .failed : .failed
-        // The child has exited and wrote less than a pipe holds, so this read cannot block.
+        // The child has exited and wrote less than a pipe holds. Not blocking all the same: a
+        // descendant of the child's (or a process of the user's) may still hold the write end.
         var reply = [UInt8](repeating: 0, count: replyLimit)
+        if piped { _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK) }
         let n = piped ? read(fds[0], &reply, reply.count) : 0
         return (outcome, n > 0 ? Array(reply.prefix(n)) : [])
     }

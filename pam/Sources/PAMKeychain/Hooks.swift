@@ -110,7 +110,7 @@ struct Hooks {
     /// Services through which one user becomes another: a stack of theirs given `passwordless`
     /// by mistake must not turn `sudo -u alice` or `su alice` into alice's keychain unlocked.
     static let switchingServices: Set<String> = [
-        "su", "su-l", "sudo", "sudo-i", "runuser", "runuser-l", "pkexec", "polkit-1", "doas"
+        "su", "su-l", "sudo", "sudo-i", "runuser", "runuser-l", "pkexec", "polkit-1", "doas", "systemd-run0", "run0", "ksu"
     ]
 
     /// Why a passwordless unlock is refused here, or nil. Only a login run by root for its own
