@@ -30,6 +30,28 @@ expect() {
 # status_of COMMAND...: the command's exit status, its output dropped.
 status_of() { "$@" >/dev/null 2>&1; echo $?; }
 
+# wait_reading_stdin PID [SECONDS]: waits until process PID sits in read(2) on its standard
+# input (its /proc/PID/syscall: the read system call with file descriptor 0), up to SECONDS (20),
+# so that a case looks at a process once it waits for input, not after a fixed sleep that a
+# loaded machine outlasts. Fails if the process is gone or never gets there.
+wait_reading_stdin() {
+    local pid=$1 tries=$(( ${2:-20} * 20 )) read_nr nr fd _
+    case "$(uname -m)" in
+        x86_64) read_nr=0 ;;
+        aarch64 | riscv64 | loongarch64) read_nr=63 ;;
+        *) echo "wait_reading_stdin: the read system call's number on $(uname -m) is not known"; return 1 ;;
+    esac
+    while [ "$tries" -gt 0 ]; do
+        # Reading /proc/PID/syscall needs the right to ptrace PID: root, as these cases run.
+        read -r nr fd _ < "/proc/$pid/syscall" 2>/dev/null || { [ -d "/proc/$pid" ] || { echo "process $pid is gone"; return 1; }; }
+        [ "${nr:-}" = "$read_nr" ] && [ "${fd:-}" = 0x0 ] && return 0
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    echo "process $pid never waited on its standard input"
+    return 1
+}
+
 # skip REASON: one more skipped, and why.
 skip() {
     skipped=$((skipped + 1)); echo "skipped: $*"

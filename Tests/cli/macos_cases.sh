@@ -344,7 +344,9 @@ secrets_leave_memory() {
     exec 3>"$case_dir/fifo"
     printf 'Piped-Secret-0815\n' >&3
     for _ in $(seq 100); do [ -e "$XDG_DATA_HOME/keychains/one.keychain-db" ] && break; sleep 0.1; done
-    sleep 0.5
+    # Done with "one" once it waits for the second password on its standard input (not after a
+    # fixed sleep, which the key derivation outlasts on a loaded machine).
+    wait_reading_stdin "$pid"
     python3 "$here/memscan.py" "$pid" Piped-Secret-0815 || { kill $pid; return 1; }
     printf 'second\n' >&3
     exec 3>&-

@@ -40,10 +40,14 @@ undumpable() {
             "$case_dir/"$tool < "$fifo" > /dev/null 2>&1 &
         pid=$!
         exec 9> "$fifo"
-        sleep 0.3
+        # Once it waits on its standard input it is the tool, past its first instructions: not
+        # the shell or setpriv before the exec, which a fixed sleep may catch on a loaded machine.
+        wait_reading_stdin "$pid"
         owner=$(stat -c %U "/proc/$pid/status")
         exec 9>&-
-        kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true  # killed: its status is not the point
+        # Killed, or gone already at the end of its input: its status is not the point.
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
         if [ "$tool" = cat ]; then
             expect nobody "$owner" "owner of /proc/PID/status of cat (dumpable) run as nobody"
         else
