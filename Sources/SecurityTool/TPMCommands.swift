@@ -190,6 +190,9 @@ struct TPMStatusCommand: ParsableCommand {
                     "rollback:        "
                         + (store.rollbackStatus.map {
                             "count \($0.fileCount) in the file, checked against this TPM's counter and moved on at each unlock"
+                                + (status.counted
+                                    ? "; recorded in the keybag, so a record or counter removed is refused too"
+                                    : "; not recorded in the keybag yet (the next unlock with the password does)")
                         } ?? "no counter (an older copy of the file put back would not be noticed)"))
             }
         }

@@ -750,6 +750,48 @@ final class RollbackCounterTests: XCTestCase {
         XCTAssertEqual(tpm.counters.count, 1)
     }
 
+    /// The evil maid: the file's record deleted with plain SQL and the TPM's counter undefined
+    /// read as a keychain sealed before counters, unless the binding says it was counted; and
+    /// that, in the wrapped keys' additional data, cannot be cleared without the keys.
+    func testACountedKeychainWithRecordAndCounterBothGoneIsRefused() throws {
+        let store = try scratch.create()
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        XCTAssertTrue(store.tpmStatus(tpm: here).counted)
+        store.lockAll()
+        try store.db.execute("DELETE FROM keychain WHERE name = 'counter'")
+        tpm.counters.removeAll()
+        XCTAssertStatus(try store.unlock(password: pw), .invalidKeychain)
+        XCTAssertFalse(store.status.whenUnlocked)
+        // The flag cleared in the file (the checksum recomputed: it is unkeyed): nothing opens.
+        let original = try Keybag.load(from: store.db)
+        var forged = original
+        forged.binding!.sealed.counted = false
+        try forged.save(to: store.db)
+        XCTAssertStatus(try store.unlock(password: pw), .decode)
+        try original.save(to: store.db)
+        // Accepted: a new counter, and the binding still says counted.
+        try store.unlock(password: pw, acceptingOlderCopy: true)
+        XCTAssertEqual(tpm.counters.count, 1)
+        store.lockAll()
+        try store.unlock(password: pw)
+        XCTAssertTrue(store.tpmStatus(tpm: here).counted)
+    }
+
+    /// A record written before the flag (format 1) reads as never counted: today's behaviour.
+    func testAFormat1TPMRecordReadsAsNotCounted() throws {
+        let name = Bytes(repeating: 1, count: 34)
+        var w = ByteWriter()
+        w.u32(1)
+        w.u32(TPMSealedSecret.primaryTemplate)
+        for field in [name, [2, 3], [4, 5]] { w.blob(field) }
+        let old = try TPMSealedSecret(bytes: w.bytes)
+        XCTAssertFalse(old.counted)
+        XCTAssertEqual(old.sealedPrivate, [4, 5])
+        let counted = TPMSealedSecret(primaryName: name, sealedPublic: [2, 3], sealedPrivate: [4, 5], counted: true)
+        XCTAssertEqual(try TPMSealedSecret(bytes: counted.bytes), counted)
+        XCTAssertThrowsError(try TPMSealedSecret(bytes: Array(counted.bytes.dropLast(4))))
+    }
+
     func testAnUnlockInterruptedBetweenFileAndTPMIsFinishedNotRefused() throws {
         let store = try scratch.create()
         _ = try store.sealToTPM(password: pw, tpm: here)

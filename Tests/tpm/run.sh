@@ -447,6 +447,40 @@ counter_taken_by_another_user_is_no_lockout() {
     no_leftovers
 }
 
+# The evil maid (write access to the file, the TPM's owner hierarchy without a password) puts an
+# older copy back, deletes its `counter` row with plain SQL (no key needed) and undefines the TPM's
+# counter, so that it looks like a keychain sealed before counters: the keybag's TPM record, under
+# the wrapped keys' tags, says it was counted, and the unlock refuses until the user accepts it.
+older_copy_without_record_or_counter_is_refused() {
+    nvs() { tpm "$first_tcti" tpm2_getcap handles-nv-index | sed -n 's/^- //p' | sort; }
+    before=$(nvs)
+    security add-generic-password -a u -s kept -w one 2>/dev/null
+    enroll
+    index=$(comm -13 <(echo "$before") <(nvs) | head -1)
+    [ -n "$index" ]
+    security tpm-status | grep -q '^rollback: *count [0-9]* .*recorded in the keybag'
+    kc=$XDG_DATA_HOME/keychains/login.keychain-db
+    sqlite3 "$kc" ".backup '$case_dir/old'"
+    security delete-generic-password -a u -s kept >/dev/null
+    for n in 1 2; do security lock-keychain; printf 'pw\n' | security unlock-keychain; done
+    security lock-keychain
+    cp "$case_dir/old" "$kc"; rm -f "$kc-wal" "$kc-shm"
+    sqlite3 "$kc" "DELETE FROM keychain WHERE name = 'counter'"
+    tpm "$first_tcti" tpm2_nvundefine -C o "$index" >/dev/null
+    out=$(printf 'pw\n' | security unlock-keychain 2>&1) && return 1
+    echo "$out" | grep -q 'this keychain was sealed with a rollback counter, but neither its record in the file nor the counter in the TPM is there'
+    echo "$out" | grep -q 'accept-older-copy'
+    echo "$out" | grep -q '(errSecInvalidKeychain)'
+    expect 49 "$(printf 'pw\n' | status_of security unlock-keychain)"
+    expect 36 "$(status_of security find-generic-password -s kept -w)" "still locked"
+    printf 'pw\n' | security unlock-keychain --accept-older-copy
+    expect one "$(security find-generic-password -s kept -w)"
+    security lock-keychain
+    printf 'pw\n' | security unlock-keychain
+    security tpm-status | grep -q '^rollback: *count [0-9]* .*recorded in the keybag'
+    no_leftovers
+}
+
 # Two unlocks at once (two ssh logins, a login and a screen unlock): each moves the counter by
 # one, and neither may read the other's step as an older copy of the file.
 parallel_unlocks_are_no_older_copy() {
@@ -482,6 +516,7 @@ check "a sealed keychain without its TPM points to the recovery key" sealed_keyc
 check "a TPM that answers wrongly gives errors, never a crash, a hang or a key" lying_tpm_gives_errors
 check "an older copy put back is noticed by the TPM's counter; writes do not wear it" an_older_copy_put_back_is_noticed
 check "a counter another user undefined and squatted: --accept-older-copy still opens it" counter_taken_by_another_user_is_no_lockout
+check "an older copy put back, its counter row deleted and its TPM counter undefined: refused" older_copy_without_record_or_counter_is_refused
 check "unlocks at the same moment move the counter, never read as an older copy" parallel_unlocks_are_no_older_copy
 
 summary

@@ -21,6 +21,9 @@ extension KeychainStore {
             var newDevice = try DeviceKeys.generate()
             defer { newA.wipe(); newC.wipe(); newDevice.wipe() }
             var recovery: RecoveryKey?
+            // The new keys' counter is of no use if they are lost with the transaction: out of the TPM.
+            var uuid: Bytes?, committed = false
+            defer { if !committed, let uuid { removeTPMCounter(uuid: uuid, c: newC, tpm: .current) } }
             try db.transaction {
                 var bag = try Keybag.load(from: db)
                 var kek = try bag.deriveKEK(password: password)
@@ -57,18 +60,25 @@ extension KeychainStore {
                         checkC: Keybag.keyCheck(newC, uuid: bag.uuid, .afterFirstUnlock), uuid: bag.uuid, key: key)
                     recovery = key
                 }
+                // The new keys' counter first: the binding says whether there is one, under their tags.
+                var count: UInt64?
+                if bag.isBound {
+                    uuid = bag.uuid
+                    count = prepareRollbackCounter(uuid: bag.uuid, c: newC, oldC: c, tpm: .current)
+                }
                 try bag.rewrap(
                     a: newA, c: newC, device: bag.isBound ? newDevice : nil, password: newPassword ?? password,
-                    scrypt: scrypt ?? bag.scrypt.raisedToFloor())
+                    scrypt: scrypt ?? bag.scrypt.raisedToFloor(), counted: bag.isBound ? count != nil : nil)
                 bag.settings = settings
                 bag.authenticateSettings(a: newA)
                 try bag.save(to: db)
                 // It wraps the old keys: after a rotation it would open nothing (enrol it again).
                 try PasswordlessRecord.remove(from: db)
                 // The counter's authorization came from the old C.
-                replaceRollbackCounter(bag, c: newC, oldC: c, tpm: .current)
+                if bag.isBound { try finishRollbackCounter(bag, count: count, c: newC, oldC: c, tpm: .current) }
                 keybag = bag
             }
+            committed = true
             try install(a: newA, c: newC, device: keybag.isBound ? newDevice : nil)
             return recovery
         }

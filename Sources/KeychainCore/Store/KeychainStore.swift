@@ -164,7 +164,10 @@ package final class KeychainStore: @unchecked Sendable {
                 if bag.version < Keybag.formatVersion { bag = try upgrade(bag, kek: kek, a: a, c: c) }
                 let now = try Keybag.load(from: db)
                 guard now.wrappedA == bag.wrappedA, now.wrappedC == bag.wrappedC else { continue }
-                try advanceRollbackCounter(bag, c: c, tpm: tpm, accepting: acceptingOlderCopy)
+                let counted = try advanceRollbackCounter(bag, c: c, tpm: tpm, accepting: acceptingOlderCopy)
+                if let device, let sealed = bag.binding?.sealed, sealed.counted != counted {
+                    bag = try recordCounted(counted, bag, kek: kek, a: a, c: c, device: device)
+                }
                 keybag = bag
                 dataVersion = version
                 subkeyCache.removeAll()
@@ -172,6 +175,19 @@ package final class KeychainStore: @unchecked Sendable {
                 return try install(a: a, c: c, device: device)
             }
             throw KeychainError(.io, "the keychain's keys kept changing while it was being unlocked; try again")
+        }
+    }
+
+    /// Records in the binding whether the keychain has a rollback counter now: one sealed before
+    /// counters that got one, or one the user accepted (`--accept-older-copy`) where no counter
+    /// can be made. Unless another process changed the keybag since it was read (then it stays).
+    private func recordCounted(_ counted: Bool, _ old: Keybag, kek: Bytes, a: Bytes, c: Bytes, device: DeviceKeys) throws -> Keybag {
+        try db.transaction {
+            var bag = try Keybag.load(from: db)
+            guard bag.wrappedA == old.wrappedA, bag.wrappedC == old.wrappedC, bag.salt == old.salt, bag.binding == old.binding else { return bag }
+            try bag.recordCounted(counted, a: a, c: c, device: device, kek: kek)
+            try bag.save(to: db)
+            return bag
         }
     }
 

@@ -109,10 +109,14 @@ extension KeychainStore {
     /// behind the TPM (an older copy), a record removed or damaged while the TPM has the counter,
     /// or a counter gone from the TPM: errSecInvalidKeychain, unless `accepting` (the user said
     /// the older copy is theirs), which takes the file's state as the current one.
-    /// A keychain without a counter yet (sealed by an earlier version) gets one; where none can be
-    /// made (an owner password), it goes on without, as `tpm-status` says.
-    func advanceRollbackCounter(_ bag: Keybag, c: Bytes, tpm: TPMConfiguration, accepting: Bool) throws {
-        guard bag.isBound else { return }
+    /// A keychain never counted (its binding says so: `TPMSealedSecret.counted`) gets a counter;
+    /// where none can be made (an owner password), it goes on without, as `tpm-status` says. One
+    /// whose binding says it was counted, with neither record nor counter left, is an older copy
+    /// put back with both removed (plain SQL and the owner hierarchy do that, no key does): refused.
+    /// Returns whether the keychain has a counter now, for the caller to record in the binding.
+    @discardableResult
+    func advanceRollbackCounter(_ bag: Keybag, c: Bytes, tpm: TPMConfiguration, accepting: Bool) throws -> Bool {
+        guard let binding = bag.binding else { return false }
         var auth = RollbackRecord.auth(c: c, uuid: bag.uuid)
         defer { auth.wipe() }
         let candidates = RollbackRecord.candidates(uuid: bag.uuid)
@@ -126,14 +130,20 @@ extension KeychainStore {
         // other processes wait for: two unlocks at once (two logins, a login and a screen unlock)
         // must not see each other's half-done step as an older copy. The TPM's increment comes
         // after the commit (the file first, so an interruption leaves it ahead, never behind).
+        var counting = true
         let increment: (index: UInt32, expected: UInt64, atLeast: UInt64)? = try db.transaction {
             let (stored, present) = try RollbackRecord.load(from: db, c: c, uuid: bag.uuid)
             let found = try ask(.find)
             switch (stored, found.index) {
-            case (nil, 0) where !present || accepting:
+            case (nil, 0) where accepting || (!present && !binding.sealed.counted):
                 // Never counted yet (or the user accepts a file whose record was lost): a new counter.
-                try startCounting(bag, c: c, ask: ask)
+                counting = try startCounting(bag, c: c, ask: ask)
                 return nil
+            case (nil, 0) where !present:
+                throw KeychainError(
+                    .invalidKeychain,
+                    "this keychain was sealed with a rollback counter, but neither its record in the file nor the counter in the TPM is there any more: an older copy was put back and both were removed; \(remedy)"
+                )
             case (nil, 0):
                 throw KeychainError(.invalidKeychain, "the keychain's rollback record is damaged; \(remedy)")
             case (nil, _):
@@ -152,7 +162,7 @@ extension KeychainStore {
                         "the TPM no longer has this keychain's rollback counter (the file says \(record.value)): it was removed, so an older copy cannot be told from this one; \(remedy)"
                     )
                 }
-                try startCounting(bag, c: c, ask: ask)
+                counting = try startCounting(bag, c: c, ask: ask)
                 return nil
             case (let record?, _):
                 if record.value == found.value || accepting {
@@ -174,45 +184,55 @@ extension KeychainStore {
                 }
             }
         }
-        guard let increment else { return }
+        guard let increment else { return counting }
         let after = try ask(.increment(index: increment.index, expected: increment.expected))
         // Another unlock of the same keychain may have moved it meanwhile, never past the file's
         // count (each moves it only from the value it expects, after the file was written).
         guard after.value >= increment.atLeast else { throw KeychainError(.deviceFailed, "the TPM's rollback counter did not move as asked") }
+        return true
     }
 
     /// A new counter, its count in the file; where none can be made (an owner password, NV space
     /// full, or its four indices taken by someone else with the TPM, who can also undefine it),
     /// the keychain goes on without one, its record removed, as `tpm-status` says: an index held
     /// by another user must not keep the keychain locked, even after `--accept-older-copy`.
-    private func startCounting(_ bag: Keybag, c: Bytes, ask: (TPMCounterRequest.Action) throws -> TPMCounterAnswer) throws {
+    private func startCounting(_ bag: Keybag, c: Bytes, ask: (TPMCounterRequest.Action) throws -> TPMCounterAnswer) throws -> Bool {
         guard let created = try? ask(.create) else {
             try RollbackRecord.remove(from: db)
-            return
+            return false
         }
         try db.transaction { try RollbackRecord.save(created.value, c: c, uuid: bag.uuid, to: db) }
+        return true
     }
 
-    /// A new counter for keys of a keychain just sealed, recovered or rotated: the one of the old
-    /// keys `oldC` is removed first (its authorization came from them).
-    func replaceRollbackCounter(_ bag: Keybag, c: Bytes, oldC: Bytes?, tpm: TPMConfiguration) {
-        guard bag.isBound, let operations = try? TPMAccess.operations(tpm) else { return }
-        let candidates = RollbackRecord.candidates(uuid: bag.uuid)
-        if let oldC {
-            var old = RollbackRecord.auth(c: oldC, uuid: bag.uuid)
-            defer { old.wipe() }
-            if let found = try? operations.counter(TPMCounterRequest(.find, auth: old, candidates: candidates)), found.index != 0 {
-                _ = try? operations.counter(TPMCounterRequest(.remove(index: found.index), auth: old, candidates: candidates))
-            }
-        }
-        var auth = RollbackRecord.auth(c: c, uuid: bag.uuid)
+    /// The counter for keys `c` of a keychain about to be sealed, recovered or rotated, made
+    /// before its keys are wrapped (the binding records that it has one): the one the TPM has for
+    /// these keys already, else a new one; its count, or nil where none can be made (an owner
+    /// password, NV space full). For a rotation, when the TPM has no room, the counter of the old
+    /// keys `oldC` makes room (`finishRollbackCounter` removes it anyway).
+    func prepareRollbackCounter(uuid: Bytes, c: Bytes, oldC: Bytes?, tpm: TPMConfiguration) -> UInt64? {
+        guard let operations = try? TPMAccess.operations(tpm) else { return nil }
+        let candidates = RollbackRecord.candidates(uuid: uuid)
+        var auth = RollbackRecord.auth(c: c, uuid: uuid)
         defer { auth.wipe() }
-        var answer = try? operations.counter(TPMCounterRequest(.find, auth: auth, candidates: candidates))
-        if answer?.index == 0 { answer = try? operations.counter(TPMCounterRequest(.create, auth: auth, candidates: candidates)) }
-        if let answer, answer.index != 0 {
-            try? RollbackRecord.save(answer.value, c: c, uuid: bag.uuid, to: db)
+        if let found = try? operations.counter(TPMCounterRequest(.find, auth: auth, candidates: candidates)), found.index != 0 {
+            return found.value
+        }
+        if let created = try? operations.counter(TPMCounterRequest(.create, auth: auth, candidates: candidates)) { return created.value }
+        guard let oldC else { return nil }
+        removeTPMCounter(uuid: uuid, c: oldC, tpm: tpm)
+        return (try? operations.counter(TPMCounterRequest(.create, auth: auth, candidates: candidates)))?.value
+    }
+
+    /// Once the keybag is written: the count of the counter `prepareRollbackCounter` gave in the
+    /// file (or no record, without one), and the counter of the old keys `oldC` out of the TPM
+    /// (its authorization came from them).
+    func finishRollbackCounter(_ bag: Keybag, count: UInt64?, c: Bytes, oldC: Bytes?, tpm: TPMConfiguration) throws {
+        if let oldC { removeTPMCounter(uuid: bag.uuid, c: oldC, tpm: tpm) }
+        if let count {
+            try RollbackRecord.save(count, c: c, uuid: bag.uuid, to: db)
         } else {
-            try? RollbackRecord.remove(from: db)
+            try RollbackRecord.remove(from: db)
         }
     }
 
@@ -232,6 +252,11 @@ extension KeychainStore {
     /// Removes the counter of a keychain no longer sealed (its record goes with the binding).
     func removeRollbackCounter(uuid: Bytes, c: Bytes, tpm: TPMConfiguration) {
         try? RollbackRecord.remove(from: db)
+        removeTPMCounter(uuid: uuid, c: c, tpm: tpm)
+    }
+
+    /// The TPM's counter for keys `c`, if it has one, removed; the file is left as it is.
+    func removeTPMCounter(uuid: Bytes, c: Bytes, tpm: TPMConfiguration) {
         guard let operations = try? TPMAccess.operations(tpm) else { return }
         var auth = RollbackRecord.auth(c: c, uuid: uuid)
         defer { auth.wipe() }

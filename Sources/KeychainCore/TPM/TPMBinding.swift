@@ -115,32 +115,35 @@ extension Keybag {
     /// Binds this keybag to the TPM of `tpm`: a new secret sealed there for the password whose
     /// scrypt output (under this keybag's salt and parameters) is `stretched`, A, C and the
     /// ThisDeviceOnly keys `device` wrapped under the tangled key, and A and C under `recovery`.
+    /// `counted`: the keychain has a rollback counter (`TPMSealedSecret.counted`).
     mutating func bind(
         a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryKey,
-        tpm: TPMConfiguration
+        tpm: TPMConfiguration, counted: Bool
     ) throws {
         let record = try RecoveryRecord.make(
             a: a, c: c, checkA: Self.keyCheck(a, uuid: uuid, .whenUnlocked),
             checkC: Self.keyCheck(c, uuid: uuid, .afterFirstUnlock), uuid: uuid, key: recovery)
-        try bind(a: a, c: c, device: device, stretched: stretched, recovery: record, tpm: tpm)
+        try bind(a: a, c: c, device: device, stretched: stretched, recovery: record, tpm: tpm, counted: counted)
     }
 
     /// The same, keeping a recovery record (whose A and C are these).
     mutating func bind(
         a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryRecord,
-        tpm: TPMConfiguration
+        tpm: TPMConfiguration, counted: Bool
     ) throws {
         let placeholder = TPMSealedSecret(primaryName: [], sealedPublic: [], sealedPrivate: [])
         binding = TPMBinding(sealed: placeholder, wrappedAu: [], wrappedCu: [], checkAu: [], checkCu: [], recovery: recovery)
-        try seal(a: a, c: c, device: device, stretched: stretched, tpm: tpm)
+        try seal(a: a, c: c, device: device, stretched: stretched, tpm: tpm, counted: counted)
     }
 
     /// Seals a new secret in the TPM for `stretched` and wraps A, C and the ThisDeviceOnly keys
     /// under the key it gives. The recovery record is kept: it wraps A and C, which are the same.
-    mutating func seal(a: Bytes, c: Bytes, device: DeviceKeys?, stretched: Bytes, tpm: TPMConfiguration) throws {
+    /// `counted` (whether the keychain has a rollback counter) is kept too unless given.
+    mutating func seal(a: Bytes, c: Bytes, device: DeviceKeys?, stretched: Bytes, tpm: TPMConfiguration, counted: Bool? = nil) throws {
         guard var binding, let device else { throw KeychainError.param("the ThisDeviceOnly class keys are needed to seal this keybag") }
         var (sealed, kek) = try TPMSealedSecret.make(stretched: stretched, uuid: uuid, tpm: tpm)
         defer { kek.wipe() }
+        sealed.counted = counted ?? binding.sealed.counted
         binding.sealed = sealed
         binding.checkAu = Self.keyCheck(device.a, uuid: uuid, .whenUnlockedThisDeviceOnly)
         binding.checkCu = Self.keyCheck(device.c, uuid: uuid, .afterFirstUnlockThisDeviceOnly)
@@ -149,6 +152,17 @@ extension Keybag {
         version = Self.boundFormatVersion
         self.binding!.wrappedAu = try Crypto.seal(device.a, key: kek, aad: aad(.whenUnlockedThisDeviceOnly))
         self.binding!.wrappedCu = try Crypto.seal(device.c, key: kek, aad: aad(.afterFirstUnlockThisDeviceOnly))
+        try wrap(a: a, c: c, kek: kek)
+    }
+
+    /// Records whether the keychain has a rollback counter: the same sealed secret, its record
+    /// changed, so A, C and the ThisDeviceOnly keys wrapped again under `kek` (which has just
+    /// opened them): the record is in their additional data.
+    mutating func recordCounted(_ counted: Bool, a: Bytes, c: Bytes, device: DeviceKeys, kek: Bytes) throws {
+        guard binding != nil else { return }
+        binding!.sealed.counted = counted
+        binding!.wrappedAu = try Crypto.seal(device.a, key: kek, aad: aad(.whenUnlockedThisDeviceOnly))
+        binding!.wrappedCu = try Crypto.seal(device.c, key: kek, aad: aad(.afterFirstUnlockThisDeviceOnly))
         try wrap(a: a, c: c, kek: kek)
     }
 

@@ -19,6 +19,9 @@ package struct TPMStatus: Sendable {
     package var recoveryKeyCurrent: Bool
     /// How many items are ThisDeviceOnly under the TPM-bound keys (Au, Cu).
     package var deviceOnlyItems: Int
+    /// Sealed, and its binding records a rollback counter (`TPMSealedSecret.counted`): a record
+    /// and a counter both gone are refused as an older copy.
+    package var counted = false
 }
 
 /// What `security tpm-recover` did.
@@ -62,7 +65,9 @@ extension KeychainStore {
                     .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
                     .always: Subkeys(classKey: bag.keyD)
                 ])
-                try bag.bind(a: a, c: c, device: device, stretched: stretched, recovery: recovery, tpm: tpm)
+                // The counter first: the binding says whether there is one, under the wrapped keys' tags.
+                let count = prepareRollbackCounter(uuid: bag.uuid, c: c, oldC: nil, tpm: tpm)
+                try bag.bind(a: a, c: c, device: device, stretched: stretched, recovery: recovery, tpm: tpm, counted: count != nil)
                 let new = ClassKeys(
                     [
                         .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
@@ -71,7 +76,7 @@ extension KeychainStore {
                     ], separatesDeviceOnly: true)
                 try resealMovedRows(from: old, to: new)
                 try bag.save(to: db)
-                replaceRollbackCounter(bag, c: c, oldC: nil, tpm: tpm)
+                try finishRollbackCounter(bag, count: count, c: c, oldC: nil, tpm: tpm)
                 keybag = bag
             }
             try install(a: a, c: c, device: device)
@@ -137,8 +142,10 @@ extension KeychainStore {
                 guard bag.isBound else { throw KeychainError.param("this keychain is not sealed to a TPM and has no recovery key") }
                 (a, c) = try bag.unwrap(recovery: recoveryKey)
                 let parameters = scrypt ?? bag.scrypt.raisedToFloor()
+                // Opened with the recovery key, the keychain is taken as it is: its count starts again here.
+                let count = outcome.sealedAgain ? prepareRollbackCounter(uuid: bag.uuid, c: c, oldC: nil, tpm: tpm) : nil
                 if outcome.sealedAgain {
-                    try bag.rewrap(a: a, c: c, device: device, password: newPassword, scrypt: parameters, tpm: tpm)
+                    try bag.rewrap(a: a, c: c, device: device, password: newPassword, scrypt: parameters, tpm: tpm, counted: count != nil)
                 } else {
                     try bag.unbind(a: a, c: c, password: newPassword, scrypt: parameters)
                 }
@@ -146,8 +153,7 @@ extension KeychainStore {
                 try delete.run([.int(LockClass.whenUnlockedThisDeviceOnly.rawValue), .int(LockClass.afterFirstUnlockThisDeviceOnly.rawValue)])
                 outcome.deviceOnlyItemsLost = Int(db.changes)
                 try bag.save(to: db)
-                // Opened with the recovery key, the keychain is taken as it is: its count starts again here.
-                if outcome.sealedAgain { replaceRollbackCounter(bag, c: c, oldC: nil, tpm: tpm) } else { try RollbackRecord.remove(from: db) }
+                try finishRollbackCounter(bag, count: count, c: c, oldC: nil, tpm: tpm)
                 // Made for the old TPM's ThisDeviceOnly keys: it could open nothing here.
                 try PasswordlessRecord.remove(from: db)
                 keybag = bag
@@ -166,6 +172,7 @@ extension KeychainStore {
                 configuration: tpm, tpm: nil, problem: nil, sealed: bag.isBound, sealedHere: nil,
                 recoveryKeyCurrent: false, deviceOnlyItems: 0)
             if let binding = bag.binding {
+                status.counted = binding.sealed.counted
                 status.recoveryKeyCurrent = Crypto.equal(binding.recovery.checkA, bag.checkA) && Crypto.equal(binding.recovery.checkC, bag.checkC)
                 if let stmt = try? db.statement("SELECT count(*) FROM items WHERE lockclass IN (4, 5)"), (try? stmt.step()) == true {
                     status.deviceOnlyItems = Int(stmt.int(0))

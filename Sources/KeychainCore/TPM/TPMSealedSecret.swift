@@ -17,7 +17,8 @@
 /// without a TPM gives to whoever has its file), and whatever it answers, the KEK still depends
 /// on S. A wrong T gives a KEK that opens nothing: errSecDecode, never a weaker key.
 package struct TPMSealedSecret: Equatable {
-    static let format: UInt32 = 1
+    /// 2 adds `counted`; a format 1 record (written before it) reads as not counted.
+    static let format: UInt32 = 2
     /// `TPMTemplates.storagePrimary`; a later template would get another number.
     static let primaryTemplate: UInt32 = 1
     static let secretLength = 32
@@ -28,6 +29,11 @@ package struct TPMSealedSecret: Equatable {
     /// TPM2B_PUBLIC and TPM2B_PRIVATE of the sealed object, marshalled by tss2-mu.
     package var sealedPublic: Bytes
     package var sealedPrivate: Bytes
+    /// The keychain was given a rollback counter when its keys were wrapped (`RollbackRecord`):
+    /// a record and a counter both gone are then an older copy put back, not a keychain sealed
+    /// before counters. In the record, so in the wrapped keys' additional data: no one without
+    /// the keys can clear it.
+    package var counted = false
 
     // MARK: Derivations
 
@@ -98,21 +104,29 @@ package struct TPMSealedSecret: Equatable {
         w.blob(primaryName)
         w.blob(sealedPublic)
         w.blob(sealedPrivate)
+        w.u32(counted ? 1 : 0)
         return w.bytes
     }
 
-    package init(primaryName: Bytes, sealedPublic: Bytes, sealedPrivate: Bytes) {
+    package init(primaryName: Bytes, sealedPublic: Bytes, sealedPrivate: Bytes, counted: Bool = false) {
         self.primaryName = primaryName
         self.sealedPublic = sealedPublic
         self.sealedPrivate = sealedPrivate
+        self.counted = counted
     }
 
     init(bytes: Bytes) throws {
         var r = ByteReader(bytes)
-        guard try r.u32() == Self.format, try r.u32() == Self.primaryTemplate else {
+        let format = try r.u32()
+        guard format == 1 || format == Self.format, try r.u32() == Self.primaryTemplate else {
             throw KeychainError.decode("the keychain's TPM record is of an unknown format")
         }
         self.init(primaryName: try r.blob(), sealedPublic: try r.blob(), sealedPrivate: try r.blob())
+        if format >= 2 {
+            let flags = try r.u32()
+            guard flags <= 1 else { throw KeychainError.decode("the keychain's TPM record is damaged") }
+            counted = flags == 1
+        }
         // Sizes of TPM2B_NAME (SHA-256), TPM2B_PUBLIC and TPM2B_PRIVATE at most.
         guard r.isAtEnd, primaryName.count == 34, (1...640).contains(sealedPublic.count), (1...1024).contains(sealedPrivate.count) else {
             throw KeychainError.decode("the keychain's TPM record is damaged")
