@@ -429,6 +429,29 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try secret(a.store, "a"), "one")
         XCTAssertEqual(SyncFiles.list(a.git.path("records")).count, 1, "the record written back in a real folder")
     }
+
+    func testTheCallersGitRepositoryIsNeverTheClone() throws {
+        let (a, _) = try pair()
+        // `security sync now` run from a git hook or `git rebase -x` inherits GIT_INDEX_FILE (and
+        // the like) naming the caller's repository: the clone must not write there.
+        let outerIndex = scratch.directory + "/outer-index"
+        setenv("GIT_INDEX_FILE", outerIndex, 1)
+        defer { unsetenv("GIT_INDEX_FILE") }
+        try a.store.add(synced("b", "two"))
+        _ = try a.exchange()
+        XCTAssertNotEqual(access(outerIndex, F_OK), 0, "the caller's index untouched")
+        unsetenv("GIT_INDEX_FILE")
+        // A clone that lost its .git folder, inside a repository of the user's (a home kept in
+        // git) whose origin is the same remote: git must not fall back on the enclosing one.
+        XCTAssertEqual(
+            sh(
+                "cd '\(scratch.directory)' && git init -q -b main && git remote add origin '\(remote)' && touch mine && git add mine && git -c user.name=x -c user.email=x@x commit -q -m mine"
+            ), 0)
+        SyncFiles.removeTree(a.git.path(".git"))
+        XCTAssertThrowsError(try a.exchange())
+        XCTAssertEqual(
+            sh("cd '\(scratch.directory)' && test \"$(git symbolic-ref HEAD)\" = refs/heads/main && test -f mine"), 0, "the user's repository untouched")
+    }
 }
 
 extension Query {

@@ -18,14 +18,25 @@ struct SyncGit {
         throw KeychainError(.notAvailable, "git is not installed (sync runs git)")
     }
 
-    /// The caller's environment, with what makes commits neutral and git never prompt on a
-    /// terminal it may not have (the timer has none).
+    /// What names the repository git works in (`git rev-parse --local-env-vars`, and the
+    /// namespace and discovery limits): a caller inside a git hook or `git rebase -x` has them set
+    /// for its own repository, whose index or objects the clone's commands would otherwise use.
+    static let repositoryVariables: Set<String> = [
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR",
+        "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE",
+        "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES",
+        "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_INDEX_VERSION"
+    ]
+
+    /// The caller's environment, without what points git at another repository, with what makes
+    /// commits neutral and git never prompt on a terminal it may not have (the timer has none).
     static func environment() -> [String] {
         var out: [String] = []
         var p = environ
         while let entry = p.pointee {
             let s = String(cString: entry)
-            if !s.hasPrefix("GIT_AUTHOR_") && !s.hasPrefix("GIT_COMMITTER_") && !s.hasPrefix("GIT_DIR=") && !s.hasPrefix("GIT_WORK_TREE=") {
+            let name = String(s.prefix { $0 != "=" })
+            if !name.hasPrefix("GIT_AUTHOR_") && !name.hasPrefix("GIT_COMMITTER_") && !repositoryVariables.contains(name) {
                 out.append(s)
             }
             p += 1
@@ -48,9 +59,15 @@ struct SyncGit {
         do {
             child = try ChildProcess.start(
                 git,
+                // The clone's own .git and nothing else: a clone that lost it must fail, not
+                // find a repository above it (a home kept in git) and check the remote out there.
                 // Whatever the remote's tree says: no symbolic links on disk (a link named records
-                // could point into the home folder), no line-ending or filter conversions.
-                ["-C", folder, "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.symlinks=false"] + arguments,
+                // could point into the home folder), no line-ending or filter conversions; and no
+                // hooks, from the clone or a hooks path in the user's configuration.
+                [
+                    "-C", folder, "--git-dir=.git", "--work-tree=.", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c",
+                    "core.symlinks=false", "-c", "core.hooksPath=/dev/null", "-c", "submodule.recurse=false"
+                ] + arguments,
                 stdio: (-1, fds[1], fds[1]), environment: Self.environment())
         } catch {
             close(fds[1])
