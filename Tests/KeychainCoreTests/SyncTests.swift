@@ -452,6 +452,16 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(
             sh("cd '\(scratch.directory)' && test \"$(git symbolic-ref HEAD)\" = refs/heads/main && test -f mine"), 0, "the user's repository untouched")
     }
+
+    func testAFolderPlantedWhereTheManifestGoesDoesNotStopTheGroup() throws {
+        let (a, b) = try pair()
+        tamper("git rm -q group && mkdir group && echo x > group/x")
+        _ = try a.exchange()
+        try a.store.add(synced("b", "two"))
+        _ = try a.exchange()
+        _ = try b.exchange()
+        XCTAssertEqual(try secret(b.store, "b"), "two")
+    }
 }
 
 extension Query {

@@ -180,6 +180,10 @@ struct SyncGit {
             // Whatever stands where a folder should be goes (git checks a link out as a file).
             SyncFiles.removeTree(path(String(name[..<slash])))
         }
+        // And whatever stands where the file goes: a folder the remote put at `group` or
+        // keys/<id> would otherwise fail every exchange that writes it back.
+        var st = stat()
+        if lstat(path(name), &st) == 0, (st.st_mode & S_IFMT) != S_IFREG { SyncFiles.removeTree(path(name)) }
         try SyncFiles.write(path(name), bytes)
     }
 
