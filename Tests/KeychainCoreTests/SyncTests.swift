@@ -462,6 +462,28 @@ final class SyncExchangeTests: XCTestCase {
         _ = try b.exchange()
         XCTAssertEqual(try secret(b.store, "b"), "two")
     }
+
+    func testAGroupRolledBackToBeforeARemovalHealsOnceTheRemoteIsLeftAlone() throws {
+        let (a, b) = try pair()
+        let d = SyncEngine(store: try scratch.create("d"))
+        _ = try d.confirm(try a.approve(code: try d.join(remote: remote)).confirmation)
+        _ = try b.exchange()
+        let old = scratch.directory + "/old-tip"
+        XCTAssertEqual(sh("git --git-dir='\(remote)' rev-parse keychain | tee '\(old)'"), 0)
+        _ = try a.removeDevice(String(try d.status().thisDevice.prefix(12)))
+        // The remote (with the removed device) puts back the tip from before the removal, before
+        // B saw it; then A's next exchange writes its manifest back.
+        XCTAssertEqual(sh("git --git-dir='\(remote)' update-ref refs/heads/keychain $(cat '\(old)')"), 0)
+        _ = try b.exchange()
+        _ = try a.exchange()
+        // From then on the remote is left alone: B must come to the new epoch.
+        _ = try b.exchange()
+        XCTAssertEqual(try b.status().epoch, 2)
+        try a.store.add(synced("later", "after-removal"))
+        _ = try a.exchange()
+        _ = try b.exchange()
+        XCTAssertEqual(try secret(b.store, "later"), "after-removal")
+    }
 }
 
 extension Query {

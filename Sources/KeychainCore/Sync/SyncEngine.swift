@@ -299,7 +299,26 @@ package final class SyncEngine {
             }
             state.keys[state.manifest.epoch] = try SealedSyncKey.decode(file).open(keys, manifest: state.manifest)
         }
+        try restoreSealedKeys(state, keys: keys)
         return true
+    }
+
+    /// Seals the current key again for every device of the manifest whose keys/ file is missing or
+    /// not one a device of the group made for it at this epoch. An older tip put back (by the
+    /// remote, with a removed device) drops the current epoch's files; the manifest is written
+    /// back, and without them a device that had not opened the key yet could never exchange again.
+    func restoreSealedKeys(_ state: SyncState, keys: SyncDeviceKeys) throws {
+        guard let key = state.keys[state.manifest.epoch] else { return }
+        for device in state.manifest.devices {
+            let name = "keys/" + device.id.hex
+            if let file = git.read(name), let sealed = try? SealedSyncKey.decode(file), sealed.group == state.group,
+                sealed.epoch == state.manifest.epoch, sealed.device == device.id, let signer = state.manifest.device(sealed.signer),
+                signer.verify(sealed.signature, of: sealed.signedPart)
+            {
+                continue
+            }
+            try git.write(name, SealedSyncKey.make(group: state.group, epoch: state.manifest.epoch, key: key, for: device, by: keys).encoded())
+        }
     }
 
     /// The first manifest after `pinned` in the accepted chain that lists `me`, and its bytes.
