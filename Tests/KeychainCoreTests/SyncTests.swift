@@ -249,6 +249,28 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try a.status().log.filter { $0.contains("refused record 0123456789ab") }.count, 1)
     }
 
+    /// Files that are no record's name (junk, a name that is not UTF-8): reported once. Noted at
+    /// every exchange, they made each one write the keychain, which starts the next exchange
+    /// through keychain-sync.path, for ever; and 500 of them pushed every earlier line out of the log.
+    func testFilesThatAreNoRecordsNameAreReportedOnce() throws {
+        let (a, _) = try pair()
+        tamper("echo x > records/README && echo x > \"records/$(printf 'caf\\351')\" && mkdir records/deep && echo x > records/deep/x")
+        XCTAssertEqual(try a.exchange().refused, 3)
+        let state = try a.store.syncSecret("state")
+        XCTAssertEqual(try a.exchange().refused, 0, "reported once, not at every exchange")
+        XCTAssertTrue(try a.store.syncSecret("state") == state, "and the keychain not written again")
+        XCTAssertEqual(try a.status().log.filter { $0.contains("records/README") }.count, 1)
+        // More of them than the state keeps: still no keychain write at the next exchange.
+        tamper("for i in $(seq 300); do echo x > records/junk$i; done")
+        XCTAssertEqual(try a.exchange().refused, 300)
+        let many = try a.store.syncSecret("state")
+        let lines = try a.status().log.count
+        _ = try a.exchange()
+        XCTAssertTrue(try a.store.syncSecret("state") == many, "the keychain not written again")
+        XCTAssertEqual(try a.status().log.count, lines)
+        XCTAssertEqual(try secret(a.store, "a"), "one")
+    }
+
     /// One item created on A and on B before either saw the other; C took A's first. B's is the
     /// later, so A's record becomes a tombstone: C, receiving B's record and A's tombstone in one
     /// exchange, must keep the item (with B's value), in whichever order it applies them.

@@ -31,11 +31,13 @@ package struct SyncState: Sendable {
     package var lastResult: String
     /// Waiting for an existing device to approve this one (`security sync join`).
     package var pending: Bool
-    /// Digests of files refused at ids this device never accepted (they stay at the remote, and
-    /// are reported once, not at every exchange). The newest 256.
+    /// Marks of the files at the remote's tip refused at ids this device never accepted, or at no
+    /// record's name (they stay at the remote, and are reported once, not at every exchange). At
+    /// most `maximumRefused`.
     package var refused: [Bytes] = []
 
     static let maximumLog = 500
+    static let maximumRefused = 256
 
     mutating func note(_ line: String) {
         log.append(line)
