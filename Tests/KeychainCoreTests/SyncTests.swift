@@ -475,6 +475,24 @@ final class SyncExchangeTests: XCTestCase {
             sh("cd '\(scratch.directory)' && test \"$(git symbolic-ref HEAD)\" = refs/heads/main && test -f mine"), 0, "the user's repository untouched")
     }
 
+    func testAnUnverifiableManifestIsReportedOnce() throws {
+        let (a, _) = try pair()
+        // A manifest the remote signed itself, with a later serial: refused, and nothing exchanged
+        // while it stands; but noted once, or every refusal would write the keychain (and
+        // keychain-sync.path start the next exchange) and push the rest out of the log.
+        let attacker = try SyncDeviceKeys.generate()
+        var forged = SyncManifest(group: try a.loadState().group, serial: 99, epoch: 1, devices: [attacker.publicDevice], signer: attacker.deviceID)
+        forged.sign(with: attacker)
+        try SyncFiles.write(scratch.directory + "/forged", forged.encoded())
+        tamper("cp '\(scratch.directory)/forged' group")
+        XCTAssertStatus(try a.exchange(), .decode)
+        let state = try a.store.syncSecret("state")
+        XCTAssertStatus(try a.exchange(), .decode)
+        XCTAssertTrue(try a.store.syncSecret("state") == state, "the keychain not written again")
+        XCTAssertEqual(try a.status().log.filter { $0.contains("refused the remote's group manifest 99") }.count, 1)
+        XCTAssertEqual(try a.status().devices.count, 2)
+    }
+
     func testAFolderPlantedWhereTheManifestGoesDoesNotStopTheGroup() throws {
         let (a, b) = try pair()
         tamper("git rm -q group && mkdir group && echo x > group/x")

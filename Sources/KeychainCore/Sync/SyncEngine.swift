@@ -281,9 +281,17 @@ package final class SyncEngine {
             } else if let tip = try? SyncManifest.decode(bytes), tip.group == state.group, tip.serial > state.manifest.serial {
                 // A later manifest this device cannot verify (its history is gone or forged):
                 // writing the older one back would undo a change of the group, so stop instead.
-                state.note(
-                    "\(Self.timestamp()) refused the remote's group manifest \(tip.serial): no chain of signatures leads to it from the one accepted here")
-                try? store.setSyncSecret("state", state.encoded())
+                // Noted once: a write at every refusal would start the next exchange through
+                // keychain-sync.path, for ever, and push the rest out of the log.
+                let mark = Crypto.sha256(Array("group".utf8) + bytes)
+                if !state.refused.contains(mark) {
+                    state.refused.append(mark)
+                    if state.refused.count > SyncState.maximumRefused { state.refused.removeFirst(state.refused.count - SyncState.maximumRefused) }
+                    state.note(
+                        "\(Self.timestamp()) refused the remote's group manifest \(tip.serial): no chain of signatures leads to it from the one accepted here"
+                    )
+                    try? store.setSyncSecret("state", state.encoded())
+                }
                 throw KeychainError.decode("the remote's group manifest cannot be verified from this device's; nothing was exchanged")
             } else {
                 state.note(
