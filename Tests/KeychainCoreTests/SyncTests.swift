@@ -493,6 +493,23 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try a.status().devices.count, 2)
     }
 
+    func testAGroupRolledBackOverSeveralChangesHealsOnceTheRemoteIsLeftAlone() throws {
+        let (a, b) = try pair()
+        let d = SyncEngine(store: try scratch.create("d"))
+        let old = scratch.directory + "/old-tip"
+        XCTAssertEqual(sh("git --git-dir='\(remote)' rev-parse keychain | tee '\(old)'"), 0)
+        // Two changes of the group B has not seen: D approved, then removed.
+        _ = try d.confirm(try a.approve(code: try d.join(remote: remote)).confirmation)
+        _ = try a.removeDevice(String(try d.status().thisDevice.prefix(12)))
+        // The remote puts back the tip from before both; A writes its manifest back.
+        XCTAssertEqual(sh("git --git-dir='\(remote)' update-ref refs/heads/keychain $(cat '\(old)')"), 0)
+        _ = try a.exchange()
+        // Left alone from then on, the remote must let B follow the chain to A's manifest.
+        _ = try b.exchange()
+        XCTAssertEqual(try b.status().epoch, 2)
+        XCTAssertEqual(try b.status().devices.count, 2)
+    }
+
     func testAFolderPlantedWhereTheManifestGoesDoesNotStopTheGroup() throws {
         let (a, b) = try pair()
         tamper("git rm -q group && mkdir group && echo x > group/x")

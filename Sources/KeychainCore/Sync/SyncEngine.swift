@@ -72,7 +72,8 @@ package final class SyncEngine {
                 guard try git.push() else { throw KeychainError(.io, "another device created a group on this remote at the same time") }
                 let state = SyncState(
                     remote: remote, group: group, manifest: manifest, manifestDigests: [Crypto.sha256(manifest.encoded())],
-                    keys: [1: key], knownDevices: [keys.publicDevice], records: [:], log: [], lastExchange: 0, lastResult: "created", pending: false)
+                    keys: [1: key], knownDevices: [keys.publicDevice], records: [:], log: [], lastExchange: 0, lastResult: "created", pending: false,
+                    history: [manifest.encoded()])
                 try store.batch {
                     try store.setSyncSecret("device", keys.encoded())
                     try store.setSyncSecret("state", state.encoded())
@@ -116,7 +117,8 @@ package final class SyncEngine {
                 guard pushed else { throw KeychainError(.io, "the remote kept moving; try again") }
                 let state = SyncState(
                     remote: remote, group: manifest.group, manifest: manifest, manifestDigests: [Crypto.sha256(bytes)], keys: [:],
-                    knownDevices: manifest.devices, records: [:], log: [], lastExchange: 0, lastResult: "waiting for approval", pending: true)
+                    knownDevices: manifest.devices, records: [:], log: [], lastExchange: 0, lastResult: "waiting for approval", pending: true,
+                    history: [bytes])
                 try store.batch {
                     try store.setSyncSecret("device", keys.encoded())
                     try store.setSyncSecret("state", state.encoded())
@@ -252,6 +254,8 @@ package final class SyncEngine {
         state.manifest = manifest
         state.manifestDigests.append(Crypto.sha256(manifest.encoded()))
         if state.manifestDigests.count > 64 { state.manifestDigests.removeFirst(state.manifestDigests.count - 64) }
+        state.history.append(manifest.encoded())
+        if state.history.count > 64 { state.history.removeFirst(state.history.count - 64) }
         state.remember(manifest.devices)
     }
 
@@ -264,6 +268,7 @@ package final class SyncEngine {
         let bytes = git.read("group") ?? []
         if Crypto.sha256(bytes) != state.manifestDigests.last {
             var chain = state.manifest
+            var followed: [SyncManifest] = []
             var ok = false
             if let tip = try? SyncManifest.decode(bytes), tip.group == state.group, tip.serial > chain.serial, tip.serial - chain.serial <= 4096 {
                 ok = true
@@ -273,11 +278,13 @@ package final class SyncEngine {
                         break
                     }
                     chain = next
+                    followed.append(next)
                 }
                 ok = ok && chain == tip
             }
             if ok {
-                try adopt(chain, into: &state)
+                // Every manifest of the chain, so that each can be put back at history/.
+                for manifest in followed { try adopt(manifest, into: &state) }
             } else if let tip = try? SyncManifest.decode(bytes), tip.group == state.group, tip.serial > state.manifest.serial {
                 // A later manifest this device cannot verify (its history is gone or forged):
                 // writing the older one back would undo a change of the group, so stop instead.
@@ -308,7 +315,19 @@ package final class SyncEngine {
             state.keys[state.manifest.epoch] = try SealedSyncKey.decode(file).open(keys, manifest: state.manifest)
         }
         try restoreSealedKeys(state, keys: keys)
+        try restoreHistory(state)
         return true
+    }
+
+    /// Writes back at history/ the manifests this device accepted that the remote lost or changed:
+    /// an older tip put back drops the later ones, and a device that had not followed them could
+    /// otherwise verify no manifest from then on.
+    func restoreHistory(_ state: SyncState) throws {
+        for bytes in state.history {
+            guard let manifest = try? SyncManifest.decode(bytes), manifest.group == state.group else { continue }
+            let name = "history/" + Self.serialName(manifest.serial)
+            if git.read(name) != bytes { try git.write(name, bytes) }
+        }
     }
 
     /// Seals the current key again for every device of the manifest whose keys/ file is missing or

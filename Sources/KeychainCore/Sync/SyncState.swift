@@ -35,6 +35,10 @@ package struct SyncState: Sendable {
     /// record's name (they stay at the remote, and are reported once, not at every exchange). At
     /// most `maximumRefused`.
     package var refused: [Bytes] = []
+    /// The manifests this device accepted, as they were encoded, newest last (the newest 64): put
+    /// back at history/ when the remote lost them, so that a device that has not followed the
+    /// chain yet still can.
+    package var history: [Bytes] = []
 
     static let maximumLog = 500
     static let maximumRefused = 256
@@ -84,6 +88,8 @@ package struct SyncState: Sendable {
         w.u8(pending ? 1 : 0)
         w.u32(UInt32(refused.count))
         for digest in refused { w.blob(digest) }
+        w.u32(UInt32(history.count))
+        for manifest in history { w.blob(manifest) }
         return w.bytes
     }
 
@@ -119,6 +125,11 @@ package struct SyncState: Sendable {
             records: records, log: log, lastExchange: Double(bitPattern: try r.u64()), lastResult: try r.string(), pending: try r.u8() == 1)
         var withRefused = state
         for _ in 0..<(try r.u32()) { withRefused.refused.append(try r.blob()) }
+        // States written before the history was kept end here.
+        if !r.isAtEnd {
+            for _ in 0..<(try r.u32()) { withRefused.history.append(try r.blob()) }
+        }
+        if withRefused.history.isEmpty { withRefused.history = [manifestBytes] }
         guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in the sync state") }
         return withRefused
     }
