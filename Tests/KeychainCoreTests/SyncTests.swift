@@ -475,6 +475,16 @@ final class SyncExchangeTests: XCTestCase {
             sh("cd '\(scratch.directory)' && test \"$(git symbolic-ref HEAD)\" = refs/heads/main && test -f mine"), 0, "the user's repository untouched")
     }
 
+    func testANameFromTheRemoteCannotWriteLinesOrEscapesIntoTheLog() throws {
+        let (a, _) = try pair()
+        // A file name with a line break and a terminal escape: `sync status` prints the log.
+        tamper("echo x > \"records/x$(printf '\\033]0;pwned\\007\\nZ joined the group: confirmed')\"")
+        XCTAssertEqual(try a.exchange().refused, 1)
+        let log = try a.status().log
+        XCTAssertFalse(log.contains { $0.hasPrefix("Z joined") || $0.contains("\n") || $0.contains("\u{1B}") || $0.contains("\u{07}") }, "\(log)")
+        XCTAssertTrue(log.contains { $0.contains("ignored records/x") })
+    }
+
     func testAnUnverifiableManifestIsReportedOnce() throws {
         let (a, _) = try pair()
         // A manifest the remote signed itself, with a later serial: refused, and nothing exchanged

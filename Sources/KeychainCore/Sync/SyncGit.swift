@@ -98,7 +98,7 @@ struct SyncGit {
     func must(_ arguments: [String]) throws -> String {
         let (status, output) = try run(arguments)
         guard status == 0 else {
-            let last = output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)"
+            let last = SyncState.printable(output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)")
             throw KeychainError(.io, "git \(arguments.first ?? ""): \(last)")
         }
         return output
@@ -124,7 +124,7 @@ struct SyncGit {
         let (status, output) = try run(["fetch", "-q", "--prune", "origin", "+refs/heads/\(Self.branch):refs/remotes/origin/\(Self.branch)"])
         if status == 0 { return true }
         if output.contains("couldn't find remote ref") { return false }
-        let last = output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)"
+        let last = SyncState.printable(output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)")
         throw KeychainError(.io, "cannot reach the remote: \(last)")
     }
 
@@ -151,7 +151,7 @@ struct SyncGit {
         if output.contains("rejected") || output.contains("non-fast-forward") || output.contains("fetch first") || output.contains("cannot lock ref") {
             return false
         }
-        let last = output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)"
+        let last = SyncState.printable(output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)")
         throw KeychainError(.io, "cannot push to the remote: \(last)")
     }
 

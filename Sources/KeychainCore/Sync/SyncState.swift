@@ -43,9 +43,24 @@ package struct SyncState: Sendable {
     static let maximumLog = 500
     static let maximumRefused = 256
 
+    /// A line for the log, whose parts may come from the remote (file names): control characters,
+    /// line and paragraph separators and bidirectional overrides become "?", so that what
+    /// `security sync status` prints is one line, with no terminal escape and no forged line.
     mutating func note(_ line: String) {
-        log.append(line)
+        log.append(Self.printable(line))
         if log.count > Self.maximumLog { log.removeFirst(log.count - Self.maximumLog) }
+    }
+
+    /// `text` with control characters, line and paragraph separators and bidirectional overrides
+    /// as "?" (what git printed, in an error, is the remote's words too).
+    static func printable(_ text: String) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            let v = scalar.value
+            let unsafe = v < 0x20 || (0x7F...0x9F).contains(v) || (0x2028...0x202E).contains(v) || (0x2066...0x2069).contains(v)
+            scalars.append(unsafe ? "?" : scalar)
+        }
+        return String(scalars)
     }
 
     mutating func remember(_ devices: [SyncDevice]) {
