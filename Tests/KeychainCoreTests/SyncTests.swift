@@ -430,6 +430,20 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try secret(b.store, "a"), "one")
     }
 
+    func testADeviceStillWaitingCannotApproveOrRemove() throws {
+        let a = SyncEngine(store: try scratch.create("a"))
+        let b = SyncEngine(store: try scratch.create("b"))
+        _ = try a.create(remote: remote)
+        let code = try b.join(remote: remote)
+        // An error, not a crash, on a device whose own approval is not through.
+        XCTAssertThrowsError(try b.approve(code: code))
+        XCTAssertThrowsError(try b.removeDevice(String(try a.status().thisDevice.prefix(12))))
+        let confirmation = try a.approve(code: code).confirmation
+        XCTAssertThrowsError(try b.approve(code: code))
+        _ = try b.confirm(confirmation)
+        XCTAssertEqual(try b.status().devices.count, 2)
+    }
+
     func testTwoRequestsShowingOneCodeAreRefused() throws {
         let a = SyncEngine(store: try scratch.create("a"))
         let b = SyncEngine(store: try scratch.create("b"))

@@ -31,6 +31,9 @@ package final class SyncEngine {
         return try SyncState.decode(bytes)
     }
 
+    static let stillWaiting = KeychainError(
+        .notAvailable, "this device is still waiting to join the group (`security sync confirm CODE`): it cannot approve or remove devices")
+
     static let notSetUp = KeychainError(.notAvailable, "this keychain is in no sync group (`security sync init REMOTE` or `security sync join REMOTE`)")
 
     package var isSetUp: Bool { (try? store.syncSecret("state")) != nil }
@@ -166,6 +169,7 @@ package final class SyncEngine {
     /// and seals the current sync key for it, in an exchange.
     package func approve(code: String) throws -> (device: Bytes, confirmation: String, summary: ExchangeSummary) {
         try exclusively {
+            guard try !loadState().pending else { throw Self.stillWaiting }
             var approved: Bytes?
             var confirmation = ""
             let summary = try exchangeLocked { state, keys, git in
@@ -198,7 +202,8 @@ package final class SyncEngine {
                 confirmation = try SyncCode.confirmation(manifest: manifest.encoded(), device: match.request.device.id)
                 return false
             }
-            return (approved!, confirmation, summary)
+            guard let approved else { throw Self.stillWaiting }
+            return (approved, confirmation, summary)
         }
     }
 
@@ -207,6 +212,7 @@ package final class SyncEngine {
     /// push, so the removed device can read nothing written from then on.
     package func removeDevice(_ prefix: String) throws -> (device: Bytes, summary: ExchangeSummary) {
         try exclusively {
+            guard try !loadState().pending else { throw Self.stillWaiting }
             var removed: Bytes?
             let summary = try exchangeLocked { state, keys, git in
                 let matches = state.manifest.devices.filter { $0.id.hex.hasPrefix(prefix.lowercased()) }
@@ -235,7 +241,8 @@ package final class SyncEngine {
                 removed = gone.id
                 return true
             }
-            return (removed!, summary)
+            guard let removed else { throw Self.stillWaiting }
+            return (removed, summary)
         }
     }
 
