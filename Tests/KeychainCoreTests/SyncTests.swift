@@ -534,6 +534,27 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try b.status().devices.count, 2)
     }
 
+    func testNoHookRunsInTheClone() throws {
+        let (a, _) = try pair()
+        // --no-verify leaves post-checkout, post-commit and reference-transaction: neither the
+        // clone's hooks nor a hooks path in the user's configuration run.
+        let marker = scratch.directory + "/hook-ran"
+        let hooks = scratch.directory + "/hooks"
+        mkdir(hooks, 0o700)
+        for name in ["post-checkout", "post-commit", "reference-transaction", "prepare-commit-msg"] {
+            try SyncFiles.write(hooks + "/" + name, Array("#!/bin/sh\necho \"$0 in $(pwd)\" >> '\(marker)'\n".utf8))
+            chmod(hooks + "/" + name, 0o700)
+            try SyncFiles.write(a.git.path(".git/hooks/" + name), Array("#!/bin/sh\necho \"$0 in $(pwd)\" >> '\(marker)'\n".utf8))
+            chmod(a.git.path(".git/hooks/" + name), 0o700)
+        }
+        XCTAssertEqual(sh("git config --global core.hooksPath '\(hooks)'"), 0)
+        try a.store.add(synced("b", "two"))
+        _ = try a.exchange()
+        // (The bare remote, being local here, runs the user's hooks path on its side: its business.)
+        let ran = String(decoding: SyncFiles.read(marker) ?? [], as: UTF8.self).split(separator: "\n").filter { $0.contains(".sync") }
+        XCTAssertEqual(ran, [], "a hook ran in the clone")
+    }
+
     func testAFolderPlantedWhereTheManifestGoesDoesNotStopTheGroup() throws {
         let (a, b) = try pair()
         tamper("git rm -q group && mkdir group && echo x > group/x")
