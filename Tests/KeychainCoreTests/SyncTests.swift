@@ -534,6 +534,20 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try b.status().devices.count, 2)
     }
 
+    func testAGitignoreFromTheRemoteHidesNothingFromTheExchange() throws {
+        let (a, b) = try pair()
+        // Ignored files are not added: A would say it sent the item, push nothing, and note it
+        // missing at every exchange after.
+        tamper("printf '*\\n' > .gitignore && git add -f .gitignore")
+        try a.store.add(synced("b", "two"))
+        XCTAssertEqual(try a.exchange().sent, 1)
+        _ = try b.exchange()
+        XCTAssertEqual(try secret(b.store, "b"), "two")
+        let state = try a.store.syncSecret("state")
+        _ = try a.exchange()
+        XCTAssertTrue(try a.store.syncSecret("state") == state, "nothing missing, nothing written again")
+    }
+
     func testNoHookRunsInTheClone() throws {
         let (a, _) = try pair()
         // --no-verify leaves post-checkout, post-commit and reference-transaction: neither the

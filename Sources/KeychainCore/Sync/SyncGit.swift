@@ -137,7 +137,9 @@ struct SyncGit {
 
     /// Commits everything in the work tree; false when nothing changed.
     func commitAll() throws -> Bool {
-        try must(["add", "-A", "."])
+        // Ignored files too: a .gitignore from the remote (or the user's global excludes) would
+        // otherwise keep what this device wrote out of the commit, while it takes it for sent.
+        try must(["add", "-A", "-f", "."])
         let (status, _) = try run(["diff", "--cached", "--quiet"])
         if status == 0 { return false }
         try must(["commit", "-q", "--no-verify", "-m", "keychain sync"])
