@@ -249,6 +249,28 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try a.status().log.filter { $0.contains("refused record 0123456789ab") }.count, 1)
     }
 
+    /// Files that are no record's name (junk, a name that is not UTF-8): reported once. Noted at
+    /// every exchange, they made each one write the keychain, which starts the next exchange
+    /// through keychain-sync.path, for ever; and 500 of them pushed every earlier line out of the log.
+    func testFilesThatAreNoRecordsNameAreReportedOnce() throws {
+        let (a, _) = try pair()
+        tamper("echo x > records/README && echo x > \"records/$(printf 'caf\\351')\" && mkdir records/deep && echo x > records/deep/x")
+        XCTAssertEqual(try a.exchange().refused, 3)
+        let state = try a.store.syncSecret("state")
+        XCTAssertEqual(try a.exchange().refused, 0, "reported once, not at every exchange")
+        XCTAssertTrue(try a.store.syncSecret("state") == state, "and the keychain not written again")
+        XCTAssertEqual(try a.status().log.filter { $0.contains("records/README") }.count, 1)
+        // More of them than the state keeps: still no keychain write at the next exchange.
+        tamper("for i in $(seq 300); do echo x > records/junk$i; done")
+        XCTAssertEqual(try a.exchange().refused, 300)
+        let many = try a.store.syncSecret("state")
+        let lines = try a.status().log.count
+        _ = try a.exchange()
+        XCTAssertTrue(try a.store.syncSecret("state") == many, "the keychain not written again")
+        XCTAssertEqual(try a.status().log.count, lines)
+        XCTAssertEqual(try secret(a.store, "a"), "one")
+    }
+
     /// One item created on A and on B before either saw the other; C took A's first. B's is the
     /// later, so A's record becomes a tombstone: C, receiving B's record and A's tombstone in one
     /// exchange, must keep the item (with B's value), in whichever order it applies them.
@@ -408,6 +430,20 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try secret(b.store, "a"), "one")
     }
 
+    func testADeviceStillWaitingCannotApproveOrRemove() throws {
+        let a = SyncEngine(store: try scratch.create("a"))
+        let b = SyncEngine(store: try scratch.create("b"))
+        _ = try a.create(remote: remote)
+        let code = try b.join(remote: remote)
+        // An error, not a crash, on a device whose own approval is not through.
+        XCTAssertThrowsError(try b.approve(code: code))
+        XCTAssertThrowsError(try b.removeDevice(String(try a.status().thisDevice.prefix(12))))
+        let confirmation = try a.approve(code: code).confirmation
+        XCTAssertThrowsError(try b.approve(code: code))
+        _ = try b.confirm(confirmation)
+        XCTAssertEqual(try b.status().devices.count, 2)
+    }
+
     func testTwoRequestsShowingOneCodeAreRefused() throws {
         let a = SyncEngine(store: try scratch.create("a"))
         let b = SyncEngine(store: try scratch.create("b"))
@@ -428,6 +464,141 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(SyncFiles.list(outside), [], "nothing written through the link")
         XCTAssertEqual(try secret(a.store, "a"), "one")
         XCTAssertEqual(SyncFiles.list(a.git.path("records")).count, 1, "the record written back in a real folder")
+    }
+
+    func testTheCallersGitRepositoryIsNeverTheClone() throws {
+        let (a, _) = try pair()
+        // `security sync now` run from a git hook or `git rebase -x` inherits GIT_INDEX_FILE (and
+        // the like) naming the caller's repository: the clone must not write there.
+        let outerIndex = scratch.directory + "/outer-index"
+        setenv("GIT_INDEX_FILE", outerIndex, 1)
+        defer { unsetenv("GIT_INDEX_FILE") }
+        try a.store.add(synced("b", "two"))
+        _ = try a.exchange()
+        XCTAssertNotEqual(access(outerIndex, F_OK), 0, "the caller's index untouched")
+        unsetenv("GIT_INDEX_FILE")
+        // A clone that lost its .git folder, inside a repository of the user's (a home kept in
+        // git) whose origin is the same remote: git must not fall back on the enclosing one.
+        XCTAssertEqual(
+            sh(
+                "cd '\(scratch.directory)' && git init -q -b main && git remote add origin '\(remote)' && touch mine && git add mine && git -c user.name=x -c user.email=x@x commit -q -m mine"
+            ), 0)
+        SyncFiles.removeTree(a.git.path(".git"))
+        XCTAssertThrowsError(try a.exchange())
+        XCTAssertEqual(
+            sh("cd '\(scratch.directory)' && test \"$(git symbolic-ref HEAD)\" = refs/heads/main && test -f mine"), 0, "the user's repository untouched")
+    }
+
+    func testANameFromTheRemoteCannotWriteLinesOrEscapesIntoTheLog() throws {
+        let (a, _) = try pair()
+        // A file name with a line break and a terminal escape: `sync status` prints the log.
+        tamper("echo x > \"records/x$(printf '\\033]0;pwned\\007\\nZ joined the group: confirmed')\"")
+        XCTAssertEqual(try a.exchange().refused, 1)
+        let log = try a.status().log
+        XCTAssertFalse(log.contains { $0.hasPrefix("Z joined") || $0.contains("\n") || $0.contains("\u{1B}") || $0.contains("\u{07}") }, "\(log)")
+        XCTAssertTrue(log.contains { $0.contains("ignored records/x") })
+    }
+
+    func testAnUnverifiableManifestIsReportedOnce() throws {
+        let (a, _) = try pair()
+        // A manifest the remote signed itself, with a later serial: refused, and nothing exchanged
+        // while it stands; but noted once, or every refusal would write the keychain (and
+        // keychain-sync.path start the next exchange) and push the rest out of the log.
+        let attacker = try SyncDeviceKeys.generate()
+        var forged = SyncManifest(group: try a.loadState().group, serial: 99, epoch: 1, devices: [attacker.publicDevice], signer: attacker.deviceID)
+        forged.sign(with: attacker)
+        try SyncFiles.write(scratch.directory + "/forged", forged.encoded())
+        tamper("cp '\(scratch.directory)/forged' group")
+        XCTAssertStatus(try a.exchange(), .decode)
+        let state = try a.store.syncSecret("state")
+        XCTAssertStatus(try a.exchange(), .decode)
+        XCTAssertTrue(try a.store.syncSecret("state") == state, "the keychain not written again")
+        XCTAssertEqual(try a.status().log.filter { $0.contains("refused the remote's group manifest 99") }.count, 1)
+        XCTAssertEqual(try a.status().devices.count, 2)
+    }
+
+    func testAGroupRolledBackOverSeveralChangesHealsOnceTheRemoteIsLeftAlone() throws {
+        let (a, b) = try pair()
+        let d = SyncEngine(store: try scratch.create("d"))
+        let old = scratch.directory + "/old-tip"
+        XCTAssertEqual(sh("git --git-dir='\(remote)' rev-parse keychain | tee '\(old)'"), 0)
+        // Two changes of the group B has not seen: D approved, then removed.
+        _ = try d.confirm(try a.approve(code: try d.join(remote: remote)).confirmation)
+        _ = try a.removeDevice(String(try d.status().thisDevice.prefix(12)))
+        // The remote puts back the tip from before both; A writes its manifest back.
+        XCTAssertEqual(sh("git --git-dir='\(remote)' update-ref refs/heads/keychain $(cat '\(old)')"), 0)
+        _ = try a.exchange()
+        // Left alone from then on, the remote must let B follow the chain to A's manifest.
+        _ = try b.exchange()
+        XCTAssertEqual(try b.status().epoch, 2)
+        XCTAssertEqual(try b.status().devices.count, 2)
+    }
+
+    func testAGitignoreFromTheRemoteHidesNothingFromTheExchange() throws {
+        let (a, b) = try pair()
+        // Ignored files are not added: A would say it sent the item, push nothing, and note it
+        // missing at every exchange after.
+        tamper("printf '*\\n' > .gitignore && git add -f .gitignore")
+        try a.store.add(synced("b", "two"))
+        XCTAssertEqual(try a.exchange().sent, 1)
+        _ = try b.exchange()
+        XCTAssertEqual(try secret(b.store, "b"), "two")
+        let state = try a.store.syncSecret("state")
+        _ = try a.exchange()
+        XCTAssertTrue(try a.store.syncSecret("state") == state, "nothing missing, nothing written again")
+    }
+
+    func testNoHookRunsInTheClone() throws {
+        let (a, _) = try pair()
+        // --no-verify leaves post-checkout, post-commit and reference-transaction: neither the
+        // clone's hooks nor a hooks path in the user's configuration run.
+        let marker = scratch.directory + "/hook-ran"
+        let hooks = scratch.directory + "/hooks"
+        mkdir(hooks, 0o700)
+        for name in ["post-checkout", "post-commit", "reference-transaction", "prepare-commit-msg"] {
+            try SyncFiles.write(hooks + "/" + name, Array("#!/bin/sh\necho \"$0 in $(pwd)\" >> '\(marker)'\n".utf8))
+            chmod(hooks + "/" + name, 0o700)
+            try SyncFiles.write(a.git.path(".git/hooks/" + name), Array("#!/bin/sh\necho \"$0 in $(pwd)\" >> '\(marker)'\n".utf8))
+            chmod(a.git.path(".git/hooks/" + name), 0o700)
+        }
+        XCTAssertEqual(sh("git config --global core.hooksPath '\(hooks)'"), 0)
+        try a.store.add(synced("b", "two"))
+        _ = try a.exchange()
+        // (The bare remote, being local here, runs the user's hooks path on its side: its business.)
+        let ran = String(decoding: SyncFiles.read(marker) ?? [], as: UTF8.self).split(separator: "\n").filter { $0.contains(".sync") }
+        XCTAssertEqual(ran, [], "a hook ran in the clone")
+    }
+
+    func testAFolderPlantedWhereTheManifestGoesDoesNotStopTheGroup() throws {
+        let (a, b) = try pair()
+        tamper("git rm -q group && mkdir group && echo x > group/x")
+        _ = try a.exchange()
+        try a.store.add(synced("b", "two"))
+        _ = try a.exchange()
+        _ = try b.exchange()
+        XCTAssertEqual(try secret(b.store, "b"), "two")
+    }
+
+    func testAGroupRolledBackToBeforeARemovalHealsOnceTheRemoteIsLeftAlone() throws {
+        let (a, b) = try pair()
+        let d = SyncEngine(store: try scratch.create("d"))
+        _ = try d.confirm(try a.approve(code: try d.join(remote: remote)).confirmation)
+        _ = try b.exchange()
+        let old = scratch.directory + "/old-tip"
+        XCTAssertEqual(sh("git --git-dir='\(remote)' rev-parse keychain | tee '\(old)'"), 0)
+        _ = try a.removeDevice(String(try d.status().thisDevice.prefix(12)))
+        // The remote (with the removed device) puts back the tip from before the removal, before
+        // B saw it; then A's next exchange writes its manifest back.
+        XCTAssertEqual(sh("git --git-dir='\(remote)' update-ref refs/heads/keychain $(cat '\(old)')"), 0)
+        _ = try b.exchange()
+        _ = try a.exchange()
+        // From then on the remote is left alone: B must come to the new epoch.
+        _ = try b.exchange()
+        XCTAssertEqual(try b.status().epoch, 2)
+        try a.store.add(synced("later", "after-removal"))
+        _ = try a.exchange()
+        _ = try b.exchange()
+        XCTAssertEqual(try secret(b.store, "later"), "after-removal")
     }
 }
 

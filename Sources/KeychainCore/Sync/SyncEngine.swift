@@ -31,6 +31,9 @@ package final class SyncEngine {
         return try SyncState.decode(bytes)
     }
 
+    static let stillWaiting = KeychainError(
+        .notAvailable, "this device is still waiting to join the group (`security sync confirm CODE`): it cannot approve or remove devices")
+
     static let notSetUp = KeychainError(.notAvailable, "this keychain is in no sync group (`security sync init REMOTE` or `security sync join REMOTE`)")
 
     package var isSetUp: Bool { (try? store.syncSecret("state")) != nil }
@@ -72,7 +75,8 @@ package final class SyncEngine {
                 guard try git.push() else { throw KeychainError(.io, "another device created a group on this remote at the same time") }
                 let state = SyncState(
                     remote: remote, group: group, manifest: manifest, manifestDigests: [Crypto.sha256(manifest.encoded())],
-                    keys: [1: key], knownDevices: [keys.publicDevice], records: [:], log: [], lastExchange: 0, lastResult: "created", pending: false)
+                    keys: [1: key], knownDevices: [keys.publicDevice], records: [:], log: [], lastExchange: 0, lastResult: "created", pending: false,
+                    history: [manifest.encoded()])
                 try store.batch {
                     try store.setSyncSecret("device", keys.encoded())
                     try store.setSyncSecret("state", state.encoded())
@@ -116,7 +120,8 @@ package final class SyncEngine {
                 guard pushed else { throw KeychainError(.io, "the remote kept moving; try again") }
                 let state = SyncState(
                     remote: remote, group: manifest.group, manifest: manifest, manifestDigests: [Crypto.sha256(bytes)], keys: [:],
-                    knownDevices: manifest.devices, records: [:], log: [], lastExchange: 0, lastResult: "waiting for approval", pending: true)
+                    knownDevices: manifest.devices, records: [:], log: [], lastExchange: 0, lastResult: "waiting for approval", pending: true,
+                    history: [bytes])
                 try store.batch {
                     try store.setSyncSecret("device", keys.encoded())
                     try store.setSyncSecret("state", state.encoded())
@@ -164,6 +169,7 @@ package final class SyncEngine {
     /// and seals the current sync key for it, in an exchange.
     package func approve(code: String) throws -> (device: Bytes, confirmation: String, summary: ExchangeSummary) {
         try exclusively {
+            guard try !loadState().pending else { throw Self.stillWaiting }
             var approved: Bytes?
             var confirmation = ""
             let summary = try exchangeLocked { state, keys, git in
@@ -196,7 +202,8 @@ package final class SyncEngine {
                 confirmation = try SyncCode.confirmation(manifest: manifest.encoded(), device: match.request.device.id)
                 return false
             }
-            return (approved!, confirmation, summary)
+            guard let approved else { throw Self.stillWaiting }
+            return (approved, confirmation, summary)
         }
     }
 
@@ -205,6 +212,7 @@ package final class SyncEngine {
     /// push, so the removed device can read nothing written from then on.
     package func removeDevice(_ prefix: String) throws -> (device: Bytes, summary: ExchangeSummary) {
         try exclusively {
+            guard try !loadState().pending else { throw Self.stillWaiting }
             var removed: Bytes?
             let summary = try exchangeLocked { state, keys, git in
                 let matches = state.manifest.devices.filter { $0.id.hex.hasPrefix(prefix.lowercased()) }
@@ -233,7 +241,8 @@ package final class SyncEngine {
                 removed = gone.id
                 return true
             }
-            return (removed!, summary)
+            guard let removed else { throw Self.stillWaiting }
+            return (removed, summary)
         }
     }
 
@@ -252,6 +261,8 @@ package final class SyncEngine {
         state.manifest = manifest
         state.manifestDigests.append(Crypto.sha256(manifest.encoded()))
         if state.manifestDigests.count > 64 { state.manifestDigests.removeFirst(state.manifestDigests.count - 64) }
+        state.history.append(manifest.encoded())
+        if state.history.count > 64 { state.history.removeFirst(state.history.count - 64) }
         state.remember(manifest.devices)
     }
 
@@ -264,6 +275,7 @@ package final class SyncEngine {
         let bytes = git.read("group") ?? []
         if Crypto.sha256(bytes) != state.manifestDigests.last {
             var chain = state.manifest
+            var followed: [SyncManifest] = []
             var ok = false
             if let tip = try? SyncManifest.decode(bytes), tip.group == state.group, tip.serial > chain.serial, tip.serial - chain.serial <= 4096 {
                 ok = true
@@ -273,17 +285,27 @@ package final class SyncEngine {
                         break
                     }
                     chain = next
+                    followed.append(next)
                 }
                 ok = ok && chain == tip
             }
             if ok {
-                try adopt(chain, into: &state)
+                // Every manifest of the chain, so that each can be put back at history/.
+                for manifest in followed { try adopt(manifest, into: &state) }
             } else if let tip = try? SyncManifest.decode(bytes), tip.group == state.group, tip.serial > state.manifest.serial {
                 // A later manifest this device cannot verify (its history is gone or forged):
                 // writing the older one back would undo a change of the group, so stop instead.
-                state.note(
-                    "\(Self.timestamp()) refused the remote's group manifest \(tip.serial): no chain of signatures leads to it from the one accepted here")
-                try? store.setSyncSecret("state", state.encoded())
+                // Noted once: a write at every refusal would start the next exchange through
+                // keychain-sync.path, for ever, and push the rest out of the log.
+                let mark = Crypto.sha256(Array("group".utf8) + bytes)
+                if !state.refused.contains(mark) {
+                    state.refused.append(mark)
+                    if state.refused.count > SyncState.maximumRefused { state.refused.removeFirst(state.refused.count - SyncState.maximumRefused) }
+                    state.note(
+                        "\(Self.timestamp()) refused the remote's group manifest \(tip.serial): no chain of signatures leads to it from the one accepted here"
+                    )
+                    try? store.setSyncSecret("state", state.encoded())
+                }
                 throw KeychainError.decode("the remote's group manifest cannot be verified from this device's; nothing was exchanged")
             } else {
                 state.note(
@@ -299,7 +321,38 @@ package final class SyncEngine {
             }
             state.keys[state.manifest.epoch] = try SealedSyncKey.decode(file).open(keys, manifest: state.manifest)
         }
+        try restoreSealedKeys(state, keys: keys)
+        try restoreHistory(state)
         return true
+    }
+
+    /// Writes back at history/ the manifests this device accepted that the remote lost or changed:
+    /// an older tip put back drops the later ones, and a device that had not followed them could
+    /// otherwise verify no manifest from then on.
+    func restoreHistory(_ state: SyncState) throws {
+        for bytes in state.history {
+            guard let manifest = try? SyncManifest.decode(bytes), manifest.group == state.group else { continue }
+            let name = "history/" + Self.serialName(manifest.serial)
+            if git.read(name) != bytes { try git.write(name, bytes) }
+        }
+    }
+
+    /// Seals the current key again for every device of the manifest whose keys/ file is missing or
+    /// not one a device of the group made for it at this epoch. An older tip put back (by the
+    /// remote, with a removed device) drops the current epoch's files; the manifest is written
+    /// back, and without them a device that had not opened the key yet could never exchange again.
+    func restoreSealedKeys(_ state: SyncState, keys: SyncDeviceKeys) throws {
+        guard let key = state.keys[state.manifest.epoch] else { return }
+        for device in state.manifest.devices {
+            let name = "keys/" + device.id.hex
+            if let file = git.read(name), let sealed = try? SealedSyncKey.decode(file), sealed.group == state.group,
+                sealed.epoch == state.manifest.epoch, sealed.device == device.id, let signer = state.manifest.device(sealed.signer),
+                signer.verify(sealed.signature, of: sealed.signedPart)
+            {
+                continue
+            }
+            try git.write(name, SealedSyncKey.make(group: state.group, epoch: state.manifest.epoch, key: key, for: device, by: keys).encoded())
+        }
     }
 
     /// The first manifest after `pinned` in the accepted chain that lists `me`, and its bytes.

@@ -118,12 +118,18 @@ extension SyncEngine {
         var incoming: [Bytes: Candidate] = [:]
         var repair = Set<Bytes>()
         var tipIDs = Set<Bytes>()
+        // Files at the remote that no record of this device's explains (junk, or refused at an id
+        // never accepted): they stay there, and are reported once. Each noted at every exchange
+        // would write the keychain each time (and keychain-sync.path start the next exchange, for
+        // ever); so the state keeps the marks of those at this tip, at most `maximumRefused` (in
+        // mark order, so the same tip keeps the same ones), and notes only a file it newly keeps.
+        var present: [Bytes: String] = [:]
+        func refuseOnce(_ mark: Bytes, _ line: String) { present[mark] = line }
 
         // 1. The remote's records: what is new since this device last looked.
         for name in git.list("records") {
             guard name.count == 32, let id = Bytes(hex: name), let file = git.read("records/" + name) else {
-                state.note("\(stamp) ignored records/\(name.prefix(40)): not a record name")
-                summary.refused += 1
+                refuseOnce(Crypto.sha256(Array("records/\(name)".utf8)), "\(stamp) ignored records/\(name.prefix(40)): not a record name")
                 continue
             }
             tipIDs.insert(id)
@@ -152,14 +158,11 @@ extension SyncEngine {
                     _ = try KeychainStore.prepareNew(probe, keepingDates: true)
                 }
             } catch let error as KeychainError {
-                if known != nil {
-                    repair.insert(id)
-                } else if state.refused.contains(digest) {
+                if known == nil {
+                    refuseOnce(digest, "\(stamp) refused record \(name.prefix(12)): \(error.detail)")
                     continue
-                } else {
-                    state.refused.append(digest)
-                    if state.refused.count > 256 { state.refused.removeFirst(state.refused.count - 256) }
                 }
+                repair.insert(id)
                 state.note("\(stamp) refused record \(name.prefix(12)): \(error.detail)")
                 summary.refused += 1
                 continue
@@ -189,6 +192,10 @@ extension SyncEngine {
             incoming[id] = Candidate(record: record, order: order, incoming: true)
             plan.digests[id] = digest
         }
+        let kept = present.keys.sorted { $0.lexicographicallyPrecedes($1) }.prefix(SyncState.maximumRefused)
+        for mark in kept where !state.refused.contains(mark) { state.note(present[mark]!) }
+        summary.refused += present.keys.filter { !state.refused.contains($0) }.count
+        state.refused = Array(kept)
         for id in state.records.keys where !tipIDs.contains(id) {
             state.note("\(stamp) record \(id.hex.prefix(12)) was missing from the remote: written again")
             summary.refused += 1

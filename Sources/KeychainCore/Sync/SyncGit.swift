@@ -18,14 +18,25 @@ struct SyncGit {
         throw KeychainError(.notAvailable, "git is not installed (sync runs git)")
     }
 
-    /// The caller's environment, with what makes commits neutral and git never prompt on a
-    /// terminal it may not have (the timer has none).
+    /// What names the repository git works in (`git rev-parse --local-env-vars`, and the
+    /// namespace and discovery limits): a caller inside a git hook or `git rebase -x` has them set
+    /// for its own repository, whose index or objects the clone's commands would otherwise use.
+    static let repositoryVariables: Set<String> = [
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR",
+        "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE",
+        "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES",
+        "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_INDEX_VERSION"
+    ]
+
+    /// The caller's environment, without what points git at another repository, with what makes
+    /// commits neutral and git never prompt on a terminal it may not have (the timer has none).
     static func environment() -> [String] {
         var out: [String] = []
         var p = environ
         while let entry = p.pointee {
             let s = String(cString: entry)
-            if !s.hasPrefix("GIT_AUTHOR_") && !s.hasPrefix("GIT_COMMITTER_") && !s.hasPrefix("GIT_DIR=") && !s.hasPrefix("GIT_WORK_TREE=") {
+            let name = String(s.prefix { $0 != "=" })
+            if !name.hasPrefix("GIT_AUTHOR_") && !name.hasPrefix("GIT_COMMITTER_") && !repositoryVariables.contains(name) {
                 out.append(s)
             }
             p += 1
@@ -48,9 +59,15 @@ struct SyncGit {
         do {
             child = try ChildProcess.start(
                 git,
+                // The clone's own .git and nothing else: a clone that lost it must fail, not
+                // find a repository above it (a home kept in git) and check the remote out there.
                 // Whatever the remote's tree says: no symbolic links on disk (a link named records
-                // could point into the home folder), no line-ending or filter conversions.
-                ["-C", folder, "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c", "core.symlinks=false"] + arguments,
+                // could point into the home folder), no line-ending or filter conversions; and no
+                // hooks, from the clone or a hooks path in the user's configuration.
+                [
+                    "-C", folder, "--git-dir=.git", "--work-tree=.", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c",
+                    "core.symlinks=false", "-c", "core.hooksPath=/dev/null", "-c", "submodule.recurse=false"
+                ] + arguments,
                 stdio: (-1, fds[1], fds[1]), environment: Self.environment())
         } catch {
             close(fds[1])
@@ -81,7 +98,7 @@ struct SyncGit {
     func must(_ arguments: [String]) throws -> String {
         let (status, output) = try run(arguments)
         guard status == 0 else {
-            let last = output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)"
+            let last = SyncState.printable(output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)")
             throw KeychainError(.io, "git \(arguments.first ?? ""): \(last)")
         }
         return output
@@ -107,7 +124,7 @@ struct SyncGit {
         let (status, output) = try run(["fetch", "-q", "--prune", "origin", "+refs/heads/\(Self.branch):refs/remotes/origin/\(Self.branch)"])
         if status == 0 { return true }
         if output.contains("couldn't find remote ref") { return false }
-        let last = output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)"
+        let last = SyncState.printable(output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)")
         throw KeychainError(.io, "cannot reach the remote: \(last)")
     }
 
@@ -120,7 +137,9 @@ struct SyncGit {
 
     /// Commits everything in the work tree; false when nothing changed.
     func commitAll() throws -> Bool {
-        try must(["add", "-A", "."])
+        // Ignored files too: a .gitignore from the remote (or the user's global excludes) would
+        // otherwise keep what this device wrote out of the commit, while it takes it for sent.
+        try must(["add", "-A", "-f", "."])
         let (status, _) = try run(["diff", "--cached", "--quiet"])
         if status == 0 { return false }
         try must(["commit", "-q", "--no-verify", "-m", "keychain sync"])
@@ -134,7 +153,7 @@ struct SyncGit {
         if output.contains("rejected") || output.contains("non-fast-forward") || output.contains("fetch first") || output.contains("cannot lock ref") {
             return false
         }
-        let last = output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)"
+        let last = SyncState.printable(output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)")
         throw KeychainError(.io, "cannot push to the remote: \(last)")
     }
 
@@ -163,6 +182,10 @@ struct SyncGit {
             // Whatever stands where a folder should be goes (git checks a link out as a file).
             SyncFiles.removeTree(path(String(name[..<slash])))
         }
+        // And whatever stands where the file goes: a folder the remote put at `group` or
+        // keys/<id> would otherwise fail every exchange that writes it back.
+        var st = stat()
+        if lstat(path(name), &st) == 0, (st.st_mode & S_IFMT) != S_IFREG { SyncFiles.removeTree(path(name)) }
         try SyncFiles.write(path(name), bytes)
     }
 

@@ -24,17 +24,7 @@ extension KeychainStore {
     /// exchange would take every WhenUnlocked item for deleted while the screen is locked, and
     /// send tombstones for them to every device.
     func syncSnapshot() throws -> [Bytes: SyncLocalItem] {
-        try withLock {
-            let keys = try currentKeys()
-            let classes = Self.syncedClasses.map { String($0.code) }.joined(separator: ", ")
-            let stmt = try db.statement("SELECT DISTINCT lockclass FROM items WHERE class IN (\(classes)) AND lockclass IN (1, 2, 3)")
-            defer { stmt.reset() }
-            while try stmt.step() {
-                guard let lockClass = LockClass(rawValue: stmt.int(0)), keys.has(lockClass) else {
-                    throw KeychainError.locked("the keychain is locked: sync exchanges run while it is unlocked")
-                }
-            }
-        }
+        try checkUnlockedForSync()
         var items: [Bytes: SyncLocalItem] = [:]
         for itemClass in Self.syncedClasses {
             var query = Query(itemClass: itemClass)
@@ -49,7 +39,26 @@ extension KeychainStore {
                 continue
             }
         }
+        // Again after: a search leaves out, without a word, the rows of a class locked while it
+        // ran (once any other row matched). A keychain that locked between the check above and
+        // the searches would otherwise give a snapshot without its WhenUnlocked items, and send
+        // tombstones for all of them.
+        try checkUnlockedForSync()
         return items
+    }
+
+    private func checkUnlockedForSync() throws {
+        try withLock {
+            let keys = try currentKeys()
+            let classes = Self.syncedClasses.map { String($0.code) }.joined(separator: ", ")
+            let stmt = try db.statement("SELECT DISTINCT lockclass FROM items WHERE class IN (\(classes)) AND lockclass IN (1, 2, 3)")
+            defer { stmt.reset() }
+            while try stmt.step() {
+                guard let lockClass = LockClass(rawValue: stmt.int(0)), keys.has(lockClass) else {
+                    throw KeychainError.locked("the keychain is locked: sync exchanges run while it is unlocked")
+                }
+            }
+        }
     }
 
     /// The item with its secret, nil when reading it would ask for the user's presence: the

@@ -31,15 +31,36 @@ package struct SyncState: Sendable {
     package var lastResult: String
     /// Waiting for an existing device to approve this one (`security sync join`).
     package var pending: Bool
-    /// Digests of files refused at ids this device never accepted (they stay at the remote, and
-    /// are reported once, not at every exchange). The newest 256.
+    /// Marks of the files at the remote's tip refused at ids this device never accepted, or at no
+    /// record's name (they stay at the remote, and are reported once, not at every exchange). At
+    /// most `maximumRefused`.
     package var refused: [Bytes] = []
+    /// The manifests this device accepted, as they were encoded, newest last (the newest 64): put
+    /// back at history/ when the remote lost them, so that a device that has not followed the
+    /// chain yet still can.
+    package var history: [Bytes] = []
 
     static let maximumLog = 500
+    static let maximumRefused = 256
 
+    /// A line for the log, whose parts may come from the remote (file names): control characters,
+    /// line and paragraph separators and bidirectional overrides become "?", so that what
+    /// `security sync status` prints is one line, with no terminal escape and no forged line.
     mutating func note(_ line: String) {
-        log.append(line)
+        log.append(Self.printable(line))
         if log.count > Self.maximumLog { log.removeFirst(log.count - Self.maximumLog) }
+    }
+
+    /// `text` with control characters, line and paragraph separators and bidirectional overrides
+    /// as "?" (what git printed, in an error, is the remote's words too).
+    static func printable(_ text: String) -> String {
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            let v = scalar.value
+            let unsafe = v < 0x20 || (0x7F...0x9F).contains(v) || (0x2028...0x202E).contains(v) || (0x2066...0x2069).contains(v)
+            scalars.append(unsafe ? "?" : scalar)
+        }
+        return String(scalars)
     }
 
     mutating func remember(_ devices: [SyncDevice]) {
@@ -82,6 +103,8 @@ package struct SyncState: Sendable {
         w.u8(pending ? 1 : 0)
         w.u32(UInt32(refused.count))
         for digest in refused { w.blob(digest) }
+        w.u32(UInt32(history.count))
+        for manifest in history { w.blob(manifest) }
         return w.bytes
     }
 
@@ -117,6 +140,11 @@ package struct SyncState: Sendable {
             records: records, log: log, lastExchange: Double(bitPattern: try r.u64()), lastResult: try r.string(), pending: try r.u8() == 1)
         var withRefused = state
         for _ in 0..<(try r.u32()) { withRefused.refused.append(try r.blob()) }
+        // States written before the history was kept end here.
+        if !r.isAtEnd {
+            for _ in 0..<(try r.u32()) { withRefused.history.append(try r.blob()) }
+        }
+        if withRefused.history.isEmpty { withRefused.history = [manifestBytes] }
         guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in the sync state") }
         return withRefused
     }
