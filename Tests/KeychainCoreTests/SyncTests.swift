@@ -18,6 +18,16 @@ final class SyncRecordTests: XCTestCase {
             secret: Array(secret.utf8), tombstone: false, stamp: SyncStamp(mdat: 1000.5, version: 3, writer: writer.deviceID))
     }
 
+    func testStatusShowsNoCredentialsOfTheRemote() {
+        XCTAssertEqual(SyncStatus.shown(remote: "https://me:ghp_secret@git.example.org/me/k.git"), "https://***@git.example.org/me/k.git")
+        XCTAssertEqual(SyncStatus.shown(remote: "https://ghp_secret@git.example.org/me/k.git"), "https://***@git.example.org/me/k.git")
+        XCTAssertEqual(SyncStatus.shown(remote: "ssh://git:pw@host:22/k.git"), "ssh://git:***@host:22/k.git")
+        XCTAssertEqual(SyncStatus.shown(remote: "ssh://git@host/k.git"), "ssh://git@host/k.git")
+        XCTAssertEqual(SyncStatus.shown(remote: "git@host:me/k.git"), "git@host:me/k.git")
+        XCTAssertEqual(SyncStatus.shown(remote: "/srv/git/k.git"), "/srv/git/k.git")
+        XCTAssertEqual(SyncStatus.shown(remote: "https://host/a@b/k.git"), "https://host/a@b/k.git")
+    }
+
     func testARecordOpensAsItWasSealedAndShowsNothingOfItsItem() throws {
         let device = try SyncDeviceKeys.generate()
         let original = record(writer: device)

@@ -388,6 +388,27 @@ package struct SyncStatus: Sendable {
     package var lastExchange: String
     package var lastResult: String
     package var log: [String]
+
+    /// The remote as status prints it: a URL's credentials (`https://user:token@host/...`, or a
+    /// token alone as the user name, as git hosts hand them out) are left out of the screen and
+    /// of whatever copies it; `ssh://git@host` and `git@host:path` keep their user, who is no secret.
+    package static func shown(remote: String) -> String {
+        let parts = remote.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
+        // scheme:, "", authority, path: a URL; anything else (a folder, git@host:path) as it is.
+        guard parts.count >= 3, parts[0].hasSuffix(":"), parts[1].isEmpty, let at = parts[2].lastIndex(of: "@") else { return remote }
+        let scheme = parts[0].dropLast().lowercased()
+        let user = parts[2][..<at]
+        let shownUser: Substring
+        if scheme == "http" || scheme == "https" {
+            shownUser = "***"
+        } else if let colon = user.firstIndex(of: ":") {
+            shownUser = user[..<colon] + ":***"
+        } else {
+            shownUser = user
+        }
+        let authority = shownUser + parts[2][at...]
+        return ([parts[0], parts[1], authority] + parts.dropFirst(3)).joined(separator: "/")
+    }
 }
 
 extension SyncEngine {
@@ -398,7 +419,7 @@ extension SyncEngine {
             (state.lastExchange, state.lastResult) = (time, result)
         }
         return SyncStatus(
-            remote: state.remote, group: state.group.hex, thisDevice: keys.deviceID.hex,
+            remote: SyncStatus.shown(remote: state.remote), group: state.group.hex, thisDevice: keys.deviceID.hex,
             devices: state.manifest.devices.map { $0.id.hex }, epoch: state.manifest.epoch, records: state.records.count,
             liveRecords: state.records.values.filter { !$0.tombstone }.count, pending: state.pending,
             lastExchange: state.lastExchange == 0 ? "never" : Self.timestamp(state.lastExchange), lastResult: state.lastResult, log: state.log)
