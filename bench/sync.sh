@@ -14,6 +14,9 @@ trap '"$bin/security" delete-keychain "$work/a.keychain-db" >/dev/null 2>&1 || t
       "$bin/security" delete-keychain "$work/b.keychain-db" >/dev/null 2>&1 || true
       rm -rf "$work"' EXIT
 export HOME=$work GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
+# bench/run.sh's XDG folders hold its own keychains, filled with the same names: they must not be in
+# the search list of these two (a lookup would find run.sh's item first).
+unset XDG_DATA_HOME XDG_CONFIG_HOME
 say() { printf '%s\n' "$*" >&2; }
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
 A() { KEYCHAIN_PATH=$work/a.keychain-db "$bin/security" "$@"; }
@@ -37,10 +40,17 @@ grep -q "received $items," "$work/first.log" || { say "the new device did not re
 target=$((items / 2))
 say "sync: one change from A to B through the remote, 5 times"
 for round in 1 2 3 4 5; do
-    A add-internet-password -U -S -a "user$target" -s "host$target.example.com" -r htps -w "changed-$round" 2>/dev/null
+    # -w on the command line warns on standard error; the warning is kept for a failure only.
+    A add-internet-password -U -S -a "user$target" -s "host$target.example.com" -r htps -w "changed-$round" 2> "$work/add.log" ||
+        { say "round $round: the change was not stored:"; cat "$work/add.log" >&2; exit 1; }
     start=$(date +%s%N)
-    A sync now >/dev/null
-    B sync now >/dev/null
+    A sync now > "$work/a-now.log" || { say "round $round: A's sync now failed:"; cat "$work/a-now.log" >&2; exit 1; }
+    B sync now > "$work/b-now.log" || { say "round $round: B's sync now failed:"; cat "$work/b-now.log" >&2; exit 1; }
     ms "$start"
-    [ "$(B find-internet-password -a "user$target" -s "host$target.example.com" -w)" = "changed-$round" ]
+    got=$(B find-internet-password -a "user$target" -s "host$target.example.com" -w "$work/b.keychain-db") || true
+    [ "$got" = "changed-$round" ] || {
+        say "round $round: B has '$got', not changed-$round; A said: $(cat "$work/a-now.log"); B said: $(cat "$work/b-now.log")"
+        B sync status >&2 || true
+        exit 1
+    }
 done | sort -n | sed -n 3p | { read -r median; echo "{\"figure\": \"sync-change/ms\", \"ours\": $median}"; }
