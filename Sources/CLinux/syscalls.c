@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CLinux.h"
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -61,3 +62,7 @@ int clinux_termination_requested(void) { return termination_requested; }
 #include <stdlib.h>
 
 const char *clinux_secure_getenv(const char *name) { return secure_getenv(name); }
+
+int clinux_spawn_closefrom(void *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, from);
+}

@@ -66,6 +66,23 @@ final class PresenceTests: XCTestCase {
         }
     }
 
+    /// A descriptor this process inherited without close-on-exec (a pipe its parent left open, as
+    /// a CI runner or sshd may) does not reach the programs it starts, such as keychain-tpm-helper.
+    func testChildProcessDoesNotInheritAnOpenDescriptor() throws {
+        var fds: [Int32] = [-1, -1]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer { fds.forEach { close($0) } }
+        let high = dup2(fds[1], 201)
+        XCTAssertEqual(high, 201)
+        defer { close(201) }
+        XCTAssertEqual(fcntl(201, F_GETFD) & FD_CLOEXEC, 0, "the descriptor is inheritable")
+        let (status, output) = try XCTUnwrap(ChildProcess.output("/bin/sh", ["-c", "ls /proc/self/fd"], seconds: 10))
+        XCTAssertEqual(status, 0)
+        let open = output.split(separator: "\n").compactMap { Int32($0) }
+        XCTAssertFalse(open.contains(201), "the child holds descriptor 201: \(open)")
+        XCTAssertFalse(open.contains(fds[1]), "the child holds descriptor \(fds[1]): \(open)")
+    }
+
     /// No polkit to reach (pkcheck missing, or no system bus): errSecInteractionNotAllowed at once.
     func testPolkitUnreachableIsInteractionNotAllowed() {
         let answer = PolkitAuthorizer(timeout: 20).authorize(reason: nil)

@@ -21,6 +21,10 @@ int clinux_sqlite_harden(void *db);
 /* pipe2(2) is a GNU extension the Swift Glibc module does not export: a pipe whose ends close on
  * exec, so a helper program started at the same moment in another thread inherits neither. */
 int clinux_pipe_cloexec(int fds[2]);
+/* posix_spawn_file_actions_addclosefrom_np (glibc 2.34), which Swift's Glibc module does not
+ * declare: the child closes every descriptor from `from` on. The actions are a
+ * posix_spawn_file_actions_t. */
+int clinux_spawn_closefrom(void *actions, int from);
 
 /* SIGTERM, SIGINT and SIGHUP set a flag (a signal handler is C's to write) that
  * clinux_termination_requested() reads; poll(2) is interrupted rather than restarted. Returns 0 on

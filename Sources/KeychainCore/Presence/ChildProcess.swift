@@ -7,8 +7,9 @@ struct ChildProcess {
     let pid: pid_t
 
     /// Starts `path` with `arguments`; `stdio` are the descriptors its 0, 1 and 2 become (-1:
-    /// /dev/null), `keep` descriptors it inherits under the same numbers (all others are closed
-    /// on exec, as the engine opens everything with O_CLOEXEC).
+    /// /dev/null), `keep` descriptors it inherits under the same numbers; every other descriptor
+    /// above the highest kept one is closed in the child, inherited ones included (the engine
+    /// opens its own with O_CLOEXEC besides).
     /// `environment` nil passes the caller's whole environment (for a program the user chose, such
     /// as their pinentry); by default only what the polkit and fprintd clients need.
     static func start(
@@ -32,6 +33,9 @@ struct ChildProcess {
             posix_spawn_file_actions_adddup2(&actions, 100, fd)
             posix_spawn_file_actions_addclose(&actions, 100)
         }
+        // What this process inherited without close-on-exec (a pipe its own parent left open) is
+        // not the child's either: everything above stdio and the kept descriptors is closed.
+        _ = clinux_spawn_closefrom(&actions, max(3, (keep.max() ?? 2) + 1))
         // A child of its own process group, so that a terminal's Ctrl-C reaches it through us only.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
