@@ -68,6 +68,30 @@ package struct LocalTPM: TPMOperations {
         }
     }
 
+    package func seal(_ secret: Bytes, auth: Bytes, pcrs: [UInt8]) throws -> TPMSealedSecret {
+        try connected { connection in
+            let (primary, name) = try connection.createPrimary()
+            let (pub, priv) = try connection.seal(secret, toPCRs: pcrs, auth: auth, parent: primary)
+            var check = try connection.unseal(
+                public: pub, private: priv, pcrs: pcrs, auth: auth, parent: primary, expectedLength: secret.count)
+            defer { check.wipe() }
+            guard equal(check, secret) else { throw TPMFailure.failed("the TPM unsealed another secret than the one it sealed") }
+            return TPMSealedSecret(primaryName: name, sealedPublic: pub, sealedPrivate: priv, pcrs: pcrs)
+        }
+    }
+
+    package func unseal(_ record: TPMSealedSecret, auth: Bytes, pcrs: [UInt8], length: Int) throws -> Bytes {
+        try connected { connection in
+            let (primary, name) = try connection.createPrimary()
+            guard equal(name, record.primaryName) else {
+                throw TPMFailure.foreign("this TPM's storage key is not the one the keychain was sealed under")
+            }
+            return try connection.unseal(
+                public: record.sealedPublic, private: record.sealedPrivate, pcrs: pcrs, auth: auth, parent: primary,
+                expectedLength: length)
+        }
+    }
+
     package func counter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer {
         try connected { connection in
             switch request.action {

@@ -252,9 +252,10 @@ final class TPMConnection {
     }
 
     /// A policy session (`trial`: one that only computes a digest) that has run TPM2_PolicyPCR
-    /// over the PCRs' current values. A real one is salted to `salt` and encrypts the answer of
-    /// the command it authorizes.
-    private func policySession(pcrs: [UInt8], trial: Bool, salt: ESYS_TR) throws -> ESYS_TR {
+    /// over the PCRs' current values, then (`withAuthValue`) TPM2_PolicyAuthValue: the command it
+    /// authorizes also needs the object's authorization value, in the session's HMAC. A real one
+    /// is salted to `salt` and encrypts the answer of the command it authorizes.
+    private func policySession(pcrs: [UInt8], trial: Bool, salt: ESYS_TR, withAuthValue: Bool = false) throws -> ESYS_TR {
         let esys = try context()
         var symmetric = TPMT_SYM_DEF()
         symmetric.algorithm = TPMConstant.algAES
@@ -275,6 +276,13 @@ final class TPMConnection {
             flush(session)
             throw Self.failure(prc, "TPM2_PolicyPCR")
         }
+        if withAuthValue {
+            let arc = Esys_PolicyAuthValue(esys, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+            guard arc == 0 else {
+                flush(session)
+                throw Self.failure(arc, "TPM2_PolicyAuthValue")
+            }
+        }
         return session
     }
 
@@ -282,8 +290,16 @@ final class TPMConnection {
     /// proving the current values of `pcrs` can unseal: no authorization value (userWithAuth
     /// clear) and noDA, so a boot state that does not match costs no dictionary-attack try.
     func seal(_ secret: Bytes, toPCRs pcrs: [UInt8], parent: ESYS_TR) throws -> (public: Bytes, private: Bytes) {
+        try seal(secret, toPCRs: pcrs, auth: nil, parent: parent)
+    }
+
+    /// The same, and with `auth`: the policy is PolicyPCR then PolicyAuthValue, so unsealing needs
+    /// the PCRs' values and the authorization value both; the object is not noDA (each wrong
+    /// authorization counts towards the lockout) and still has no userWithAuth (only its policy
+    /// opens it). A changed PCR fails the policy (TPM_RC_POLICY_FAIL) before any HMAC is checked.
+    func seal(_ secret: Bytes, toPCRs pcrs: [UInt8], auth: Bytes?, parent: ESYS_TR) throws -> (public: Bytes, private: Bytes) {
         let esys = try context()
-        let trial = try policySession(pcrs: pcrs, trial: true, salt: parent)
+        let trial = try policySession(pcrs: pcrs, trial: true, salt: parent, withAuthValue: auth != nil)
         var policy: UnsafeMutablePointer<TPM2B_DIGEST>?
         let grc = Esys_PolicyGetDigest(esys, trial, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &policy)
         defer { Esys_Free(policy) }
@@ -295,7 +311,8 @@ final class TPMConnection {
         var sensitive = TPM2B_SENSITIVE_CREATE()
         defer { TPM2B.wipe(&sensitive) }
         sensitive.sensitive.data.size = try TPM2B.fill(&sensitive.sensitive.data.buffer, with: secret)
-        var template = TPMTemplates.pcrSealedData()
+        if let auth { sensitive.sensitive.userAuth.size = try TPM2B.fill(&sensitive.sensitive.userAuth.buffer, with: auth) }
+        var template = auth == nil ? TPMTemplates.pcrSealedData() : TPMTemplates.pcrAuthSealedData()
         template.publicArea.authPolicy = policy.pointee
         var outsideInfo = TPM2B_DATA()
         var creationPCRs = TPML_PCR_SELECTION()
@@ -312,9 +329,14 @@ final class TPMConnection {
     /// Loads an object sealed by `seal(_:toPCRs:parent:)` and unseals it through a salted policy
     /// session over `pcrs`, which encrypts the answer. PCRs changed since: `TPMFailure.bootState`.
     func unseal(public: Bytes, private: Bytes, pcrs: [UInt8], parent: ESYS_TR, expectedLength: Int) throws -> Bytes {
+        try unseal(public: `public`, private: `private`, pcrs: pcrs, auth: nil, parent: parent, expectedLength: expectedLength)
+    }
+
+    /// The same for an object sealed with `auth` too (`seal(_:toPCRs:auth:parent:)`).
+    func unseal(public: Bytes, private: Bytes, pcrs: [UInt8], auth: Bytes?, parent: ESYS_TR, expectedLength: Int) throws -> Bytes {
         let esys = try context()
         var inPublic = try unmarshalPublic(`public`)
-        guard TPMTemplates.isPCRSealedData(inPublic) else {
+        guard auth == nil ? TPMTemplates.isPCRSealedData(inPublic) : TPMTemplates.isPCRAuthSealedData(inPublic) else {
             throw TPMFailure.failed("the sealed object in the keychain is not one this program makes")
         }
         var inPrivate = try unmarshalPrivate(`private`)
@@ -330,7 +352,14 @@ final class TPMConnection {
         }
         transient.append(object)
         defer { flush(object) }
-        let session = try policySession(pcrs: pcrs, trial: false, salt: parent)
+        if let auth {
+            var authValue = TPM2B_AUTH()
+            defer { TPM2B.wipe(&authValue) }
+            authValue.size = try TPM2B.fill(&authValue.buffer, with: auth)
+            let src = Esys_TR_SetAuth(esys, object, &authValue)
+            guard src == 0 else { throw Self.failure(src, "the object's authorization") }
+        }
+        let session = try policySession(pcrs: pcrs, trial: false, salt: parent, withAuthValue: auth != nil)
         defer { flush(session) }
         try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionEncrypt)
         var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
@@ -640,6 +669,27 @@ enum TPMTemplates {
         let area = value.publicArea
         return area.type == TPMConstant.algKeyedHash && area.nameAlg == TPMConstant.algSHA256
             && area.objectAttributes == pcrSealedAttributes && area.authPolicy.size == 32
+            && area.parameters.keyedHashDetail.scheme.scheme == TPMConstant.algNull
+    }
+
+    /// An object sealed to PCR values and an authorization value (`seal(_:toPCRs:auth:parent:)`):
+    /// only its policy opens it (no userWithAuth), and without noDA, so every wrong authorization
+    /// value counts towards the TPM's dictionary-attack lockout.
+    static let pcrAuthSealedAttributes: TPMA_OBJECT = TPMConstant.attrFixedTPM | TPMConstant.attrFixedParent
+
+    static func pcrAuthSealedData() -> TPM2B_PUBLIC {
+        var template = sealedData()
+        template.publicArea.objectAttributes = pcrAuthSealedAttributes
+        return template
+    }
+
+    /// Whether a public area read from a keychain is a `pcrAuthSealedData` object with a policy:
+    /// one edited to be noDA or usable with its authorization value alone is refused before the
+    /// TPM sees any authorization for it.
+    static func isPCRAuthSealedData(_ value: TPM2B_PUBLIC) -> Bool {
+        let area = value.publicArea
+        return area.type == TPMConstant.algKeyedHash && area.nameAlg == TPMConstant.algSHA256
+            && area.objectAttributes == pcrAuthSealedAttributes && area.authPolicy.size == 32
             && area.parameters.keyedHashDetail.scheme.scheme == TPMConstant.algNull
     }
 

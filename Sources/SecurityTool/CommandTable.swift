@@ -141,13 +141,13 @@ enum CommandTable {
         CommandSpec(name: "tpm-status", type: TPMStatusCommand.self, optstring: "h", synopsis: "[keychain]"),
         CommandSpec(
             name: "tpm-enroll", type: TPMEnroll.self, optstring: "hp:", longOptions: ["passwordless": false, "pcrs": true],
-            secretOptions: ["p"], synopsis: "[-h] [-p password] [--passwordless [--pcrs list]] [keychain]"),
+            secretOptions: ["p"], synopsis: "[-h] [-p password] [--passwordless] [--pcrs list|none] [keychain]"),
         CommandSpec(
             name: "tpm-unenroll", type: TPMUnenroll.self, optstring: "hp:", longOptions: ["passwordless": false],
             secretOptions: ["p"], synopsis: "[-h] [-p password] [--passwordless] [keychain]"),
         CommandSpec(
-            name: "tpm-recover", type: TPMRecover.self, optstring: "hR:p:", secretOptions: ["R", "p"],
-            synopsis: "[-h] [-R recoveryKey] [-p newPassword] [keychain]"),
+            name: "tpm-recover", type: TPMRecover.self, optstring: "hR:p:", longOptions: ["pcrs": true], secretOptions: ["R", "p"],
+            synopsis: "[-h] [-R recoveryKey] [-p newPassword] [--pcrs list] [keychain]"),
         CommandSpec(
             name: "sync", type: SyncCommand.self, optstring: "hk:",
             synopsis: "[-k keychain] init REMOTE | join REMOTE | approve [CODE] | confirm CODE | now | status | remove-device ID | leave | default [on|off]")

@@ -26,6 +26,14 @@ struct TPMEnroll: ParsableCommand {
             it at a login that carried no password (fingerprint, smart card, autologin). The trade: root \
             on this machine, booted this way, could unlock it without the password; another user, a \
             stolen disk or the disk booted elsewhere cannot. `tpm-unenroll --passwordless` removes it.
+
+            With --pcrs and without --passwordless, the keychain's own sealed secret is also sealed to \
+            the current values of those PCRs (SHA-256 bank; 7 is the Secure Boot state, 0, 2 and 4 the \
+            firmware, option ROMs and boot loader): the password still counts towards the TPM's \
+            lockout, and a boot chain that changed them (a firmware, boot loader or Secure Boot update \
+            too) is refused with exit 255, counting no wrong password, until the recovery key opens it. \
+            On a keychain sealed already it seals it again to those PCRs' values now (--pcrs none: to \
+            none), with its password; the recovery key stays the same. Off by default.
             """)
 
     @Option(
@@ -33,28 +41,40 @@ struct TPMEnroll: ParsableCommand {
     var password: String?
     @Flag(help: "Also let logins without a password (pam_keychain's passwordless option) unlock it on this machine.")
     var passwordless = false
-    @Option(help: "With --passwordless: the PCRs (SHA-256 bank) it is sealed to, such as 7 or 0,2,7 (default 7).")
+    @Option(
+        help:
+            "The PCRs (SHA-256 bank) to seal to, such as 7 or 0,2,7: with --passwordless its copy (default 7); without, the keychain itself (default none; `none` on a sealed keychain drops them)."
+    )
     var pcrs: String?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
         let selection = try pcrs.map { text in
+            if text == "none" && !passwordless { return [UInt8]() }
             guard let parsed = PCRSelection.parse(text) else { throw ValidationError("--pcrs: 1 to 8 PCR numbers from 0 to 23, such as 7 or 0,2,7") }
             return parsed
         }
-        guard passwordless || selection == nil else { throw ValidationError("--pcrs goes with --passwordless") }
         try perform(target.path) {
             let store = try target.open()
             // Before the password is asked: without the machine's key there is nothing to do.
             let machineKey = try passwordless ? MachineKey.publicKey() : nil
             var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password of \(store.path): ")
             defer { secret.wipe() }
-            if !(passwordless && store.isSealedToTPM) {
-                var recovery = try store.sealToTPM(password: secret)
+            // Without --passwordless, --pcrs is the keychain's own: sealed now, or sealed again.
+            let ownPCRs = passwordless ? [] : selection ?? []
+            if !passwordless, let selection, store.isSealedToTPM {
+                try store.resealToTPM(password: secret, pcrs: selection)
+                Terminal.error(
+                    selection.isEmpty
+                        ? "security: \(store.path) is sealed to this machine's TPM again, to no PCRs: a changed boot chain no longer refuses it; its recovery key is unchanged"
+                        : "security: \(store.path) is sealed to this machine's TPM again, and to PCR \(PCRSelection.describe(selection)) as they are now: a boot chain that changes them is refused until its recovery key opens it (unchanged)"
+                )
+            } else if !(passwordless && store.isSealedToTPM) {
+                var recovery = try store.sealToTPM(password: secret, pcrs: ownPCRs)
                 defer { recovery.wipe() }
                 showRecoveryKey(&recovery)
                 Terminal.error(
-                    "security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?")); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)"
+                    "security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?"))\(ownPCRs.isEmpty ? "" : " and to PCR \(PCRSelection.describe(ownPCRs)) as they are now (a boot chain that changes them is refused until the recovery key opens it)"); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)"
                 )
             }
             if let machineKey {
@@ -137,7 +157,8 @@ struct TPMRecover: ParsableCommand {
             password is forgotten. The recovery key is read first (terminal or the first line of standard \
             input), then the new password (the next line). Its ThisDeviceOnly items were bound to the old \
             TPM alone: they are deleted, and counted. The keychain is then sealed to the TPM here, if \
-            there is one (else its password alone protects it); the recovery key stays valid.
+            there is one (else its password alone protects it), to no PCRs unless --pcrs names some; the \
+            recovery key stays valid.
             """)
 
     @Option(name: .customShort("R"), parsing: .unconditional, help: "The recovery key (visible to other processes; prefer the prompt or standard input).")
@@ -145,9 +166,15 @@ struct TPMRecover: ParsableCommand {
     @Option(
         name: .customShort("p"), parsing: .unconditional, help: "The keychain's new password (visible to other processes; prefer the prompt or standard input)."
     ) var password: String?
+    @Option(help: "Seal it again to these PCRs (SHA-256 bank) as they are now, such as 7 or 0,2,7 (default none).")
+    var pcrs: String?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
+        let selection = try pcrs.map { text in
+            guard let parsed = PCRSelection.parse(text) else { throw ValidationError("--pcrs: 1 to 8 PCR numbers from 0 to 23, such as 7 or 0,2,7") }
+            return parsed
+        }
         try perform(target.path) {
             let store = try target.open()
             var typed = try recoveryKey.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "recovery key of \(store.path): ")
@@ -158,14 +185,14 @@ struct TPMRecover: ParsableCommand {
                 try password.map { Array($0.utf8) }
                 ?? Terminal.readSecret(prompt: "new password of \(store.path): ", confirm: "retype new password: ")
             defer { secret.wipe() }
-            let outcome = try store.recoverFromTPM(recoveryKey: key, newPassword: secret)
+            let outcome = try store.recoverFromTPM(recoveryKey: key, newPassword: secret, pcrs: selection ?? [])
             let lost = outcome.deviceOnlyItemsLost
             Terminal.error(
                 "security: \(store.path) opened with its recovery key; \(lost) ThisDeviceOnly item\(lost == 1 ? " was" : "s were") bound to the old TPM and \(lost == 1 ? "is" : "are") gone"
             )
             Terminal.error(
                 outcome.sealedAgain
-                    ? "security: it is sealed to this machine's TPM now, with the new password; the recovery key stays valid"
+                    ? "security: it is sealed to this machine's TPM now, with the new password\(selection.map { " and to PCR \(PCRSelection.describe($0)) as they are now" } ?? ", to no PCRs (`security tpm-enroll --pcrs 7` binds it to the boot chain again)"); the recovery key stays valid"
                     : "security: there is no TPM here: its new password alone protects it (`security tpm-enroll` seals it to a TPM later)")
         }
     }
@@ -220,6 +247,11 @@ func tpmLines(_ status: TPMStatus) -> [String] {
         case false?: lines.append("sealed:          yes, to another TPM: open it with its recovery key (`security tpm-recover`)")
         case nil: lines.append("sealed:          yes, to a TPM that cannot be reached now")
         }
+        lines.append(
+            status.pcrs.isEmpty
+                ? "PCRs:            none (any boot chain; `security tpm-enroll --pcrs 7` binds it)"
+                : "PCRs:            \(PCRSelection.describe(status.pcrs)) (SHA-256): a boot chain that changes them is refused; the recovery key opens it then"
+        )
         lines.append("recovery key:    \(status.recoveryKeyCurrent ? "set (opens all but the ThisDeviceOnly items)" : "does not fit the current keys")")
         lines.append("ThisDeviceOnly:  \(status.deviceOnlyItems) item(s) bound to the TPM alone")
     } else {

@@ -55,6 +55,28 @@ final class SimulatedTPM: TPMOperations {
         return lying ? Bytes(repeating: 0x5a, count: length) : entry.secret
     }
 
+    /// Sealed to PCR values and an authorization value (`tpm-enroll --pcrs`): the policy is
+    /// checked first, and a mismatch counts nothing; a wrong authorization counts as above.
+    var authPCRSealed: [Bytes: (secret: Bytes, auth: Bytes, pcrs: [UInt8], values: [Bytes])] = [:]
+
+    func seal(_ secret: Bytes, auth: Bytes, pcrs: [UInt8]) throws -> TPMSealedSecret {
+        let handle = Bytes((0..<16).map { _ in UInt8.random(in: 0...255) })
+        authPCRSealed[handle] = (secret, auth, pcrs, values(pcrs))
+        return TPMSealedSecret(primaryName: primary, sealedPublic: [7, 8, 9], sealedPrivate: handle, pcrs: pcrs)
+    }
+
+    func unseal(_ record: TPMSealedSecret, auth: Bytes, pcrs: [UInt8], length: Int) throws -> Bytes {
+        unseals += 1
+        guard record.primaryName == primary, let entry = authPCRSealed[record.sealedPrivate] else { throw TPMFailure.foreign("not this TPM's") }
+        guard failures < maximum else { throw TPMFailure.lockout(state) }
+        guard entry.pcrs == pcrs, entry.values == values(pcrs) else { throw TPMFailure.bootState("PCR changed") }
+        guard entry.auth == auth else {
+            failures += 1
+            throw TPMFailure.authorization(state)
+        }
+        return lying ? Bytes(repeating: 0x5a, count: length) : entry.secret
+    }
+
     /// NV counters by index: their authorization and value. Counters start at the highest value
     /// any counter had, as a TPM's do.
     var counters: [UInt32: (auth: Bytes, value: UInt64)] = [:]
@@ -459,6 +481,110 @@ final class TPMTests: XCTestCase {
         XCTAssertEqual(try secretString(store, query("device")), "bound")
         XCTAssertEqual(try secretString(store, query("portable")), "kept")
         XCTAssertEqual(try lockClasses(store), [1, 2, 4, 5, 3])
+    }
+
+    // MARK: PCR binding (tpm-enroll --pcrs)
+
+    func testAPCRBindingRefusesAnotherBootChainWithoutCountingAndTheRecoveryKeyOpensIt() throws {
+        let store = try scratch.create()
+        try store.add(generic("portable", secret: "kept"))
+        let key = try store.sealToTPM(password: pw, pcrs: [16], tpm: here)
+        XCTAssertEqual(try Keybag.load(from: store.db).binding?.sealed.pcrs, [16])
+        XCTAssertEqual(store.tpmStatus(tpm: here).pcrs, [16])
+        XCTAssertEqual(tpm.authPCRSealed.count, 1, "sealed with a PCR policy and the password's authorization value")
+        XCTAssertTrue(tpm.sealed.isEmpty)
+        store.lockAll()
+        try store.unlock(password: pw)
+        XCTAssertEqual(try secretString(store, query("portable")), "kept")
+        // Another boot chain: refused as such, not as a wrong password, and nothing counted.
+        tpm.pcrValues[16] = Bytes(repeating: 1, count: 32)
+        store.lockAll()
+        for password in [pw, Array("wrong".utf8)] {
+            XCTAssertThrowsError(try store.unlock(password: password)) { error in
+                let error = error as? KeychainError
+                XCTAssertEqual(error?.code, .serviceNotAvailable)
+                XCTAssertTrue(error?.detail.contains("the boot chain changed: PCR 16") == true, error?.detail ?? "")
+                XCTAssertTrue(error?.detail.contains("tpm-recover") == true, error?.detail ?? "")
+            }
+        }
+        XCTAssertEqual(tpm.failures, 0)
+        XCTAssertFalse(store.status.whenUnlocked)
+        // The boot chain back: the password opens it; a wrong one is counted still.
+        tpm.pcrValues[16] = nil
+        XCTAssertStatus(try store.unlock(password: Array("wrong".utf8)), .authFailed)
+        XCTAssertEqual(tpm.failures, 1)
+        try store.unlock(password: pw)
+        XCTAssertTrue(store.status.whenUnlocked)
+        // A password change and a rotation keep the PCRs.
+        let rotated = try XCTUnwrap(try store.changePassword(from: pw, to: Array("two".utf8), rotatingKeys: true))
+        XCTAssertEqual(try Keybag.load(from: store.db).binding?.sealed.pcrs, [16])
+        // Changed again, the (rotated) recovery key opens it, every portable item there.
+        tpm.pcrValues[16] = Bytes(repeating: 2, count: 32)
+        store.lockAll()
+        XCTAssertStatus(try store.unlock(password: Array("two".utf8)), .serviceNotAvailable)
+        XCTAssertStatus(try store.recoverFromTPM(recoveryKey: key, newPassword: pw, tpm: here), .authFailed, "the rotation made a new recovery key")
+        _ = try store.recoverFromTPM(recoveryKey: rotated, newPassword: pw, tpm: here)
+        XCTAssertEqual(try secretString(store, query("portable")), "kept")
+        XCTAssertEqual(tpm.failures, 1)
+    }
+
+    func testRecoveryResealsWithoutPCRsUnlessAskedAndEnrolAgainBindsThem() throws {
+        let store = try scratch.create()
+        try store.add(generic("portable", secret: "kept"))
+        let key = try store.sealToTPM(password: pw, pcrs: [16], tpm: here)
+        tpm.pcrValues[16] = Bytes(repeating: 1, count: 32)
+        store.lockAll()
+        XCTAssertStatus(try store.unlock(password: pw), .serviceNotAvailable)
+        _ = try store.recoverFromTPM(recoveryKey: key, newPassword: pw, tpm: here)
+        XCTAssertEqual(try Keybag.load(from: store.db).binding?.sealed.pcrs, [])
+        XCTAssertEqual(try secretString(store, query("portable")), "kept")
+        // Bound again to the boot chain as it is now: it opens in it, and not in another.
+        try store.resealToTPM(password: pw, pcrs: [16], tpm: here)
+        XCTAssertEqual(try Keybag.load(from: store.db).binding?.sealed.pcrs, [16])
+        XCTAssertNoThrow(try Keybag.load(from: store.db).unwrap(recovery: key), "the recovery key is unchanged")
+        store.lockAll()
+        try store.unlock(password: pw)
+        tpm.pcrValues[16] = nil
+        store.lockAll()
+        XCTAssertStatus(try store.unlock(password: pw), .serviceNotAvailable)
+        // Recovery asked for PCRs: sealed to them as they are now.
+        _ = try store.recoverFromTPM(recoveryKey: key, newPassword: pw, pcrs: [7, 16], tpm: here)
+        XCTAssertEqual(try Keybag.load(from: store.db).binding?.sealed.pcrs, [7, 16])
+        store.lockAll()
+        try store.unlock(password: pw)
+        // And `--pcrs none`: sealed again to none; a change then refuses nothing.
+        try store.resealToTPM(password: pw, pcrs: [], tpm: here)
+        tpm.pcrValues[16] = Bytes(repeating: 3, count: 32)
+        store.lockAll()
+        try store.unlock(password: pw)
+        XCTAssertTrue(store.status.whenUnlocked)
+    }
+
+    func testThePCRListIsInTheRecordAndCannotBeStripped() throws {
+        let store = try scratch.create()
+        _ = try store.sealToTPM(password: pw, pcrs: [16], tpm: here)
+        let record = try TPMSealedSecret(bytes: try value(store, "tpm"))
+        XCTAssertEqual(record.pcrs, [16])
+        XCTAssertEqual(try TPMSealedSecret(bytes: record.bytes), record)
+        // The same object recorded without its PCRs (or with others): the wrapped keys' tags
+        // cover the record, so nothing opens, even for a TPM that would release the secret.
+        for pcrs: [UInt8] in [[], [7]] {
+            var stripped = record
+            stripped.pcrs = pcrs
+            if pcrs.isEmpty {
+                tpm.sealed[stripped.sealedPrivate] = (tpm.authPCRSealed[stripped.sealedPrivate]!.secret, tpm.authPCRSealed[stripped.sealedPrivate]!.auth)
+            }
+            try set(store, "tpm", stripped.bytes)
+            try fixChecksum(store)
+            store.lockAll()
+            XCTAssertThrowsError(try store.unlock(password: pw), "PCRs \(pcrs)")
+            XCTAssertFalse(store.status.whenUnlocked)
+        }
+        // A record without PCRs keeps format 2's bytes (a keybag written before stays valid).
+        var plain = record
+        plain.pcrs = []
+        XCTAssertEqual(Array(plain.bytes.prefix(4)), [0, 0, 0, 2])
+        XCTAssertEqual(Array(record.bytes.prefix(4)), [0, 0, 0, 3])
     }
 
     func testNoTPMReachableLeavesTheKeychainAsItWas() throws {

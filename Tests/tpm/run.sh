@@ -13,7 +13,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 export PATH="$bin:$PATH"
 . "$here/../lib.sh"
 
-for tool in swtpm tpm2_getcap tpm2_dictionarylockout tpm2_flushcontext python3; do
+for tool in swtpm tpm2_getcap tpm2_dictionarylockout tpm2_flushcontext tpm2_pcrreset tpm2_pcrextend python3; do
     command -v "$tool" >/dev/null || { echo "$tool is missing (apt-get install swtpm swtpm-tools tpm2-tools python3)"; exit 1; }
 done
 [ -x "$bin/security" ] && [ -x "$bin/keychain-tpm-helper" ] || { echo "build security and keychain-tpm-helper first"; exit 1; }
@@ -503,6 +503,70 @@ parallel_unlocks_are_no_older_copy() {
     expect one "$(security find-generic-password -s kept -w)"
 }
 
+# PCR 16 (resettable, debug) of the first TPM: back to zeros, or changed as a new boot chain would.
+pcr16_reset() { tpm "$first_tcti" tpm2_pcrreset 16 >/dev/null; }
+pcr16_change() { tpm "$first_tcti" tpm2_pcrextend "16:sha256=$(printf '%064d' 1)" >/dev/null; }
+
+pcr_binding_refuses_another_boot_chain() {
+    pcr16_reset
+    security add-generic-password -a u -s svc -w secret 2>/dev/null
+    out=$(printf 'pw\n' | security tpm-enroll --pcrs 16 2>"$case_dir/enroll.err")
+    key=$(echo "$out" | sed -n 's/^recovery key: //p')
+    [[ $key =~ ^[0-9]{6}(-[0-9]{6}){7}$ ]] || { echo "no recovery key in: $out"; cat "$case_dir/enroll.err"; return 1; }
+    grep -q 'and to PCR 16 as they are now' "$case_dir/enroll.err"
+    security tpm-status | grep -q '^PCRs: *16 (SHA-256)'
+    security lock-keychain
+    printf 'pw\n' | security unlock-keychain
+    expect secret "$(security find-generic-password -s svc -w)"
+    expect 0x0 "$(failures "$first_tcti")"
+    # Another boot chain: refused with its own message and status, and the TPM counts nothing,
+    # for the right password or a wrong one (the PCR policy fails before the authorization).
+    pcr16_change
+    security lock-keychain
+    out=$(printf 'pw\n' | security unlock-keychain 2>&1) && return 1
+    echo "$out" | grep -q 'the boot chain changed: PCR 16 no longer hold the values'
+    echo "$out" | grep -q 'the TPM counted no wrong password'
+    echo "$out" | grep -q '(errSecServiceNotAvailable)'
+    expect 255 "$(printf 'pw\n' | status_of security unlock-keychain)"
+    expect 255 "$(printf 'wrong\n' | status_of security unlock-keychain)"
+    expect 0x0 "$(failures "$first_tcti")" "a changed PCR is no wrong password"
+    expect 36 "$(status_of security find-generic-password -s svc -w)" "still locked"
+    # The boot chain back: it opens again, and a wrong password is still counted by the TPM.
+    pcr16_reset
+    expect 51 "$(printf 'wrong\n' | status_of security unlock-keychain)"
+    expect 0x1 "$(failures "$first_tcti")" "a wrong password with a PCR binding"
+    printf 'pw\n' | security unlock-keychain
+    expect secret "$(security find-generic-password -s svc -w)"
+    # Changed again: the recovery key opens it, sealed again to no PCRs (unless asked).
+    pcr16_change
+    security lock-keychain
+    printf '%s\nnew\n' "$key" | security tpm-recover 2>"$case_dir/err" || { cat "$case_dir/err"; return 1; }
+    grep -q 'to no PCRs' "$case_dir/err"
+    expect secret "$(security find-generic-password -s svc -w)"
+    security tpm-status | grep -q '^PCRs: *none'
+    # tpm-enroll --pcrs on the sealed keychain binds it to this boot chain again; the same key.
+    printf 'new\n' | security tpm-enroll --pcrs 16 2>/dev/null
+    security tpm-status | grep -q '^PCRs: *16 (SHA-256)'
+    security lock-keychain
+    printf 'new\n' | security unlock-keychain
+    pcr16_reset
+    security lock-keychain
+    expect 255 "$(printf 'new\n' | status_of security unlock-keychain)"
+    printf '%s\nthird\n' "$key" | security tpm-recover --pcrs 16 2>"$case_dir/err" || { cat "$case_dir/err"; return 1; }
+    grep -q 'and to PCR 16 as they are now' "$case_dir/err"
+    security lock-keychain
+    printf 'third\n' | security unlock-keychain
+    # --pcrs none drops the binding: a changed PCR refuses nothing any more.
+    printf 'third\n' | security tpm-enroll --pcrs none 2>/dev/null
+    pcr16_change
+    security lock-keychain
+    printf 'third\n' | security unlock-keychain
+    expect secret "$(security find-generic-password -s svc -w)"
+    expect 2 "$(printf 'pw\n' | status_of security tpm-enroll --pcrs 24)" "a PCR out of range"
+    pcr16_reset
+    no_leftovers
+}
+
 check "enrol: a recovery key printed once, every item still there" enrol_prints_a_recovery_key
 check "the right password unlocks through the TPM" right_password_unlocks
 check "a wrong password is counted by the TPM" wrong_password_is_counted_by_the_tpm
@@ -518,5 +582,6 @@ check "an older copy put back is noticed by the TPM's counter; writes do not wea
 check "a counter another user undefined and squatted: --accept-older-copy still opens it" counter_taken_by_another_user_is_no_lockout
 check "an older copy put back, its counter row deleted and its TPM counter undefined: refused" older_copy_without_record_or_counter_is_refused
 check "unlocks at the same moment move the counter, never read as an older copy" parallel_unlocks_are_no_older_copy
+check "a PCR binding: another boot chain refused, uncounted; the recovery key opens it; re-enrol binds again" pcr_binding_refuses_another_boot_chain
 
 summary

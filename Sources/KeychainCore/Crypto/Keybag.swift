@@ -94,10 +94,10 @@ struct Keybag {
     /// Wraps class keys A and C under a new password, with a new salt. A password change alone
     /// needs no item re-encryption; a key rotation gives new keys here.
     /// Sealed to a TPM, a new secret is sealed for the new password and `device` (the
-    /// ThisDeviceOnly class keys) is wrapped again too; `counted` as in `seal`.
+    /// ThisDeviceOnly class keys) is wrapped again too; `counted` and `pcrs` as in `seal`.
     mutating func rewrap(
         a: Bytes, c: Bytes, device: DeviceKeys? = nil, password: Bytes, scrypt: ScryptParameters,
-        tpm: TPMConfiguration = .current, counted: Bool? = nil
+        tpm: TPMConfiguration = .current, counted: Bool? = nil, pcrs: [UInt8]? = nil
     ) throws {
         // Never write a keybag that could not be opened again.
         try scrypt.checkWritable()
@@ -106,7 +106,7 @@ struct Keybag {
         defer { kek.wipe() }
         self.scrypt = scrypt
         salt = newSalt
-        if binding != nil { return try seal(a: a, c: c, device: device, stretched: kek, tpm: tpm, counted: counted) }
+        if binding != nil { return try seal(a: a, c: c, device: device, stretched: kek, tpm: tpm, counted: counted, pcrs: pcrs) }
         try wrap(a: a, c: c, kek: kek)
     }
 

@@ -21,6 +21,12 @@ package protocol TPMOperations {
     /// The secret sealed by `seal(_:toPCRs:)`, if those PCRs still hold the values sealed to
     /// (`TPMFailure.bootState` when not).
     func unseal(_ record: TPMSealedSecret, pcrs: [UInt8], length: Int) throws -> Bytes
+    /// Seals `secret` with a policy of both the current values of the SHA-256 PCRs `pcrs` and the
+    /// authorization value `auth` (each wrong one counted by the TPM), checks that it unseals.
+    func seal(_ secret: Bytes, auth: Bytes, pcrs: [UInt8]) throws -> TPMSealedSecret
+    /// The secret sealed by `seal(_:auth:pcrs:)`: `TPMFailure.bootState` when the PCRs changed
+    /// (not counted), `.authorization` for a wrong `auth` (counted).
+    func unseal(_ record: TPMSealedSecret, auth: Bytes, pcrs: [UInt8], length: Int) throws -> Bytes
     /// The keychain's rollback counter: an NV counter index opened by `request.auth`.
     func counter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer
 }
@@ -156,6 +162,35 @@ struct HelperTPM: TPMOperations {
     func unseal(_ record: TPMSealedSecret, pcrs: [UInt8], length: Int) throws -> Bytes {
         var request = TPMHelperWire.request("unseal-pcr", configuration)
         request.blob(record.bytes)
+        request.blob(pcrs)
+        request.u32(UInt32(length))
+        return try exchange(&request) { reply in
+            var secret = try reply.blob()
+            guard reply.isAtEnd, secret.count == length else {
+                secret.wipe()
+                throw TPMFailure.failed("\(Self.name) answered a secret of the wrong length")
+            }
+            return secret
+        }
+    }
+
+    func seal(_ secret: Bytes, auth: Bytes, pcrs: [UInt8]) throws -> TPMSealedSecret {
+        var request = TPMHelperWire.request("seal-auth-pcr", configuration)
+        request.blob(secret)
+        request.blob(auth)
+        request.blob(pcrs)
+        return try exchange(&request) { reply in
+            let record = TPMSealedSecret(
+                primaryName: try reply.blob(), sealedPublic: try reply.blob(), sealedPrivate: try reply.blob(), pcrs: pcrs)
+            guard reply.isAtEnd else { throw TPMFailure.failed("\(Self.name) answered more than expected") }
+            return record
+        }
+    }
+
+    func unseal(_ record: TPMSealedSecret, auth: Bytes, pcrs: [UInt8], length: Int) throws -> Bytes {
+        var request = TPMHelperWire.request("unseal-auth-pcr", configuration)
+        request.blob(record.bytes)
+        request.blob(auth)
         request.blob(pcrs)
         request.u32(UInt32(length))
         return try exchange(&request) { reply in
@@ -486,6 +521,27 @@ package enum TPMHelperService {
             try finish(&r)
             guard length <= 256, PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
             var secret = try tpm.unseal(record, pcrs: pcrs, length: length)
+            defer { secret.wipe() }
+            w.blob(secret)
+        case "seal-auth-pcr":
+            var secret = try r.blob(), auth = try r.blob()
+            defer { secret.wipe(); auth.wipe() }
+            let pcrs = try r.blob()
+            try finish(&r)
+            guard PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
+            let record = try tpm.seal(secret, auth: auth, pcrs: pcrs)
+            w.blob(record.primaryName)
+            w.blob(record.sealedPublic)
+            w.blob(record.sealedPrivate)
+        case "unseal-auth-pcr":
+            let record = try TPMSealedSecret(bytes: try r.blob())
+            var auth = try r.blob()
+            defer { auth.wipe() }
+            let pcrs = try r.blob()
+            let length = Int(try r.u32())
+            try finish(&r)
+            guard length <= 256, PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
+            var secret = try tpm.unseal(record, auth: auth, pcrs: pcrs, length: length)
             defer { secret.wipe() }
             w.blob(secret)
         case "counter":

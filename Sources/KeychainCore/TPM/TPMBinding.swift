@@ -118,30 +118,33 @@ extension Keybag {
     /// `counted`: the keychain has a rollback counter (`TPMSealedSecret.counted`).
     mutating func bind(
         a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryKey,
-        tpm: TPMConfiguration, counted: Bool
+        tpm: TPMConfiguration, counted: Bool, pcrs: [UInt8] = []
     ) throws {
         let record = try RecoveryRecord.make(
             a: a, c: c, checkA: Self.keyCheck(a, uuid: uuid, .whenUnlocked),
             checkC: Self.keyCheck(c, uuid: uuid, .afterFirstUnlock), uuid: uuid, key: recovery)
-        try bind(a: a, c: c, device: device, stretched: stretched, recovery: record, tpm: tpm, counted: counted)
+        try bind(a: a, c: c, device: device, stretched: stretched, recovery: record, tpm: tpm, counted: counted, pcrs: pcrs)
     }
 
     /// The same, keeping a recovery record (whose A and C are these).
     mutating func bind(
         a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryRecord,
-        tpm: TPMConfiguration, counted: Bool
+        tpm: TPMConfiguration, counted: Bool, pcrs: [UInt8] = []
     ) throws {
         let placeholder = TPMSealedSecret(primaryName: [], sealedPublic: [], sealedPrivate: [])
         binding = TPMBinding(sealed: placeholder, wrappedAu: [], wrappedCu: [], checkAu: [], checkCu: [], recovery: recovery)
-        try seal(a: a, c: c, device: device, stretched: stretched, tpm: tpm, counted: counted)
+        try seal(a: a, c: c, device: device, stretched: stretched, tpm: tpm, counted: counted, pcrs: pcrs)
     }
 
     /// Seals a new secret in the TPM for `stretched` and wraps A, C and the ThisDeviceOnly keys
     /// under the key it gives. The recovery record is kept: it wraps A and C, which are the same.
-    /// `counted` (whether the keychain has a rollback counter) is kept too unless given.
-    mutating func seal(a: Bytes, c: Bytes, device: DeviceKeys?, stretched: Bytes, tpm: TPMConfiguration, counted: Bool? = nil) throws {
+    /// `counted` (whether the keychain has a rollback counter) and `pcrs` (the PCRs the secret is
+    /// also sealed to; empty: none) are kept too unless given.
+    mutating func seal(
+        a: Bytes, c: Bytes, device: DeviceKeys?, stretched: Bytes, tpm: TPMConfiguration, counted: Bool? = nil, pcrs: [UInt8]? = nil
+    ) throws {
         guard var binding, let device else { throw KeychainError.param("the ThisDeviceOnly class keys are needed to seal this keybag") }
-        var (sealed, kek) = try TPMSealedSecret.make(stretched: stretched, uuid: uuid, tpm: tpm)
+        var (sealed, kek) = try TPMSealedSecret.make(stretched: stretched, uuid: uuid, tpm: tpm, pcrs: pcrs ?? binding.sealed.pcrs)
         defer { kek.wipe() }
         sealed.counted = counted ?? binding.sealed.counted
         binding.sealed = sealed

@@ -22,6 +22,8 @@ package struct TPMStatus: Sendable {
     /// Sealed, and its binding records a rollback counter (`TPMSealedSecret.counted`): a record
     /// and a counter both gone are refused as an older copy.
     package var counted = false
+    /// Sealed, and to these PCRs' values too (`tpm-enroll --pcrs`); empty: to none.
+    package var pcrs: [UInt8] = []
 }
 
 /// What `security tpm-recover` did.
@@ -43,8 +45,10 @@ extension KeychainStore {
     /// opens A and C (not the ThisDeviceOnly keys) without the TPM: the caller shows it once.
     ///
     /// Nothing is written unless the TPM sealed the secret and unsealed it again; the keychain is
-    /// left unlocked. A keychain sealed already is errSecParam (remove the binding first).
-    package func sealToTPM(password: Bytes, tpm: TPMConfiguration = .current) throws -> RecoveryKey {
+    /// left unlocked. A keychain sealed already is errSecParam (remove the binding first, or
+    /// `resealToTPM`). `pcrs`: the secret is also sealed to these PCRs' current values (a boot
+    /// chain that changes them then needs the recovery key); empty: to none.
+    package func sealToTPM(password: Bytes, pcrs: [UInt8] = [], tpm: TPMConfiguration = .current) throws -> RecoveryKey {
         try withLock {
             let recovery = try RecoveryKey.generate()
             var device = try DeviceKeys.generate()
@@ -67,7 +71,8 @@ extension KeychainStore {
                 ])
                 // The counter first: the binding says whether there is one, under the wrapped keys' tags.
                 let count = prepareRollbackCounter(uuid: bag.uuid, c: c, oldC: nil, tpm: tpm)
-                try bag.bind(a: a, c: c, device: device, stretched: stretched, recovery: recovery, tpm: tpm, counted: count != nil)
+                try bag.bind(
+                    a: a, c: c, device: device, stretched: stretched, recovery: recovery, tpm: tpm, counted: count != nil, pcrs: pcrs)
                 let new = ClassKeys(
                     [
                         .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
@@ -81,6 +86,37 @@ extension KeychainStore {
             }
             try install(a: a, c: c, device: device)
             return recovery
+        }
+    }
+
+    /// Seals a keychain sealed already again, with a new secret, to the PCRs `pcrs` (their values
+    /// now; empty: to none): the password (checked by the TPM, through the current binding, so
+    /// the PCRs it is sealed to must still hold their values) and the class keys, the recovery
+    /// key, the rollback counter and the passwordless unlock all stay as they are.
+    package func resealToTPM(password: Bytes, pcrs: [UInt8], tpm: TPMConfiguration = .current) throws {
+        guard pcrs.isEmpty || PCRSelection.isValid(pcrs) else { throw KeychainError.param("PCRs are 1 to 8 distinct numbers from 0 to 23") }
+        try withLock {
+            var a = Bytes(), c = Bytes()
+            defer { a.wipe(); c.wipe() }
+            var device: DeviceKeys?
+            defer { device?.wipe() }
+            try db.transaction {
+                var bag = try Keybag.load(from: db)
+                guard let binding = bag.binding else { throw KeychainError.param("this keychain is not sealed to a TPM") }
+                guard bag.scrypt.isSane, bag.salt.count >= 16 else {
+                    throw KeychainError(.decode, "the keybag is damaged (KDF parameters out of bounds)")
+                }
+                var stretched = try Crypto.scrypt(password: password, salt: bag.salt, parameters: bag.scrypt)
+                defer { stretched.wipe() }
+                var kek = try binding.sealed.kek(stretched: stretched, uuid: bag.uuid, tpm: tpm)
+                defer { kek.wipe() }
+                (a, c) = try bag.unwrap(kek: kek)
+                device = try bag.unwrapDevice(kek: kek)
+                try bag.seal(a: a, c: c, device: device, stretched: stretched, tpm: tpm, pcrs: pcrs)
+                try bag.save(to: db)
+                keybag = bag
+            }
+            try install(a: a, c: c, device: device)
         }
     }
 
@@ -128,8 +164,10 @@ extension KeychainStore {
     /// and is sealed again to the TPM of `tpm` when there is one (else it is protected by the
     /// password alone, as one never sealed). The recovery key stays valid (A and C are the same).
     /// A TPM that is configured but fails is an error, never a silent fall back to the password.
+    /// Sealed again, it is to no PCRs unless `pcrs` names some: the boot chain that made the old
+    /// PCR binding fail is usually the one now, and the user says whether to bind to it.
     package func recoverFromTPM(
-        recoveryKey: RecoveryKey, newPassword: Bytes, tpm: TPMConfiguration = .current,
+        recoveryKey: RecoveryKey, newPassword: Bytes, pcrs: [UInt8] = [], tpm: TPMConfiguration = .current,
         scrypt: ScryptParameters? = nil
     ) throws -> TPMRecoveryOutcome {
         try withLock {
@@ -145,7 +183,9 @@ extension KeychainStore {
                 // Opened with the recovery key, the keychain is taken as it is: its count starts again here.
                 let count = outcome.sealedAgain ? prepareRollbackCounter(uuid: bag.uuid, c: c, oldC: nil, tpm: tpm) : nil
                 if outcome.sealedAgain {
-                    try bag.rewrap(a: a, c: c, device: device, password: newPassword, scrypt: parameters, tpm: tpm, counted: count != nil)
+                    try bag.rewrap(
+                        a: a, c: c, device: device, password: newPassword, scrypt: parameters, tpm: tpm, counted: count != nil,
+                        pcrs: pcrs)
                 } else {
                     try bag.unbind(a: a, c: c, password: newPassword, scrypt: parameters)
                 }
@@ -173,6 +213,7 @@ extension KeychainStore {
                 recoveryKeyCurrent: false, deviceOnlyItems: 0)
             if let binding = bag.binding {
                 status.counted = binding.sealed.counted
+                status.pcrs = binding.sealed.pcrs
                 status.recoveryKeyCurrent = Crypto.equal(binding.recovery.checkA, bag.checkA) && Crypto.equal(binding.recovery.checkC, bag.checkC)
                 if let stmt = try? db.statement("SELECT count(*) FROM items WHERE lockclass IN (4, 5)"), (try? stmt.step()) == true {
                     status.deviceOnlyItems = Int(stmt.int(0))

@@ -17,11 +17,16 @@
 /// without a TPM gives to whoever has its file), and whatever it answers, the KEK still depends
 /// on S. A wrong T gives a KEK that opens nothing: errSecDecode, never a weaker key.
 package struct TPMSealedSecret: Equatable {
-    /// 2 adds `counted`; a format 1 record (written before it) reads as not counted.
+    /// 2 adds `counted`; a format 1 record (written before it) reads as not counted. 3 adds
+    /// `pcrs`, and is written only when there are some: a record without keeps its bytes (they
+    /// are in the wrapped keys' additional data).
     static let format: UInt32 = 2
+    static let pcrFormat: UInt32 = 3
     /// `TPMTemplates.storagePrimary`; a later template would get another number.
     static let primaryTemplate: UInt32 = 1
     static let secretLength = 32
+    /// How a `TPMFailure.bootState` reads as a keychain error (the passwordless unlock's, too).
+    static let bootStatePrefix = "the TPM refused: "
 
     /// The primary key's name when the secret was sealed: a different one means another TPM (or
     /// this one after its owner hierarchy was cleared), known before any authorization is sent.
@@ -34,6 +39,12 @@ package struct TPMSealedSecret: Equatable {
     /// before counters. In the record, so in the wrapped keys' additional data: no one without
     /// the keys can clear it.
     package var counted = false
+    /// The PCRs (SHA-256 bank) the object is also sealed to (issue 28: `tpm-enroll --pcrs`),
+    /// empty for none. Its policy is then PolicyPCR over their values at sealing and
+    /// PolicyAuthValue: the password's authorization value is still needed and counted, and a
+    /// boot chain that changed them (`TPMFailure.bootState`) opens nothing and counts nothing.
+    /// In the record, so in the wrapped keys' additional data: it cannot be stripped or changed.
+    package var pcrs: [UInt8] = []
 
     // MARK: Derivations
 
@@ -64,11 +75,16 @@ package struct TPMSealedSecret: Equatable {
 
     /// Seals a new random T in the TPM of `tpm` for the password whose scrypt output is
     /// `stretched`, checks at once that it unseals, and returns the record and the KEK.
-    static func make(stretched: Bytes, uuid: Bytes, tpm: TPMConfiguration) throws -> (TPMSealedSecret, kek: Bytes) {
+    /// `pcrs`: also sealed to those PCRs' current values (empty: not).
+    static func make(stretched: Bytes, uuid: Bytes, tpm: TPMConfiguration, pcrs: [UInt8] = []) throws -> (TPMSealedSecret, kek: Bytes) {
+        guard pcrs.isEmpty || PCRSelection.isValid(pcrs) else { throw KeychainError.param("PCRs are 1 to 8 distinct numbers from 0 to 23") }
         var secret = try Crypto.random(secretLength)
         var auth = authValue(stretched: stretched, uuid: uuid)
         defer { secret.wipe(); auth.wipe() }
-        let record = try keychainErrors(sealing: true) { try TPMAccess.operations(tpm).seal(secret, auth: auth) }
+        var record = try keychainErrors(sealing: true) {
+            pcrs.isEmpty ? try TPMAccess.operations(tpm).seal(secret, auth: auth) : try TPMAccess.operations(tpm).seal(secret, auth: auth, pcrs: pcrs)
+        }
+        record.pcrs = pcrs
         return (record, kek(stretched: stretched, sealed: secret, uuid: uuid))
     }
 
@@ -76,8 +92,18 @@ package struct TPMSealedSecret: Equatable {
     func kek(stretched: Bytes, uuid: Bytes, tpm: TPMConfiguration) throws -> Bytes {
         var auth = Self.authValue(stretched: stretched, uuid: uuid)
         defer { auth.wipe() }
-        var secret = try Self.keychainErrors {
-            try TPMAccess.operations(tpm).unseal(self, auth: auth, length: Self.secretLength)
+        var secret: Bytes
+        do {
+            secret = try Self.keychainErrors {
+                pcrs.isEmpty
+                    ? try TPMAccess.operations(tpm).unseal(self, auth: auth, length: Self.secretLength)
+                    : try TPMAccess.operations(tpm).unseal(self, auth: auth, pcrs: pcrs, length: Self.secretLength)
+            }
+        } catch let error as KeychainError where error.code == .authFailed && error.detail.hasPrefix(Self.bootStatePrefix) {
+            throw KeychainError(
+                .serviceNotAvailable,
+                "the boot chain changed: PCR \(PCRSelection.describe(pcrs)) no longer hold the values this keychain was sealed to (a firmware, boot loader or Secure Boot change, or another boot chain); the TPM counted no wrong password. Open it with its recovery key (`security tpm-recover`), then `security tpm-enroll --pcrs \(PCRSelection.describe(pcrs))` seals it to this boot chain again"
+            )
         }
         defer { secret.wipe() }
         return Self.kek(stretched: stretched, sealed: secret, uuid: uuid)
@@ -99,26 +125,28 @@ package struct TPMSealedSecret: Equatable {
 
     var bytes: Bytes {
         var w = ByteWriter()
-        w.u32(Self.format)
+        w.u32(pcrs.isEmpty ? Self.format : Self.pcrFormat)
         w.u32(Self.primaryTemplate)
         w.blob(primaryName)
         w.blob(sealedPublic)
         w.blob(sealedPrivate)
         w.u32(counted ? 1 : 0)
+        if !pcrs.isEmpty { w.blob(pcrs) }
         return w.bytes
     }
 
-    package init(primaryName: Bytes, sealedPublic: Bytes, sealedPrivate: Bytes, counted: Bool = false) {
+    package init(primaryName: Bytes, sealedPublic: Bytes, sealedPrivate: Bytes, counted: Bool = false, pcrs: [UInt8] = []) {
         self.primaryName = primaryName
         self.sealedPublic = sealedPublic
         self.sealedPrivate = sealedPrivate
         self.counted = counted
+        self.pcrs = pcrs
     }
 
     init(bytes: Bytes) throws {
         var r = ByteReader(bytes)
         let format = try r.u32()
-        guard format == 1 || format == Self.format, try r.u32() == Self.primaryTemplate else {
+        guard format == 1 || format == Self.format || format == Self.pcrFormat, try r.u32() == Self.primaryTemplate else {
             throw KeychainError.decode("the keychain's TPM record is of an unknown format")
         }
         self.init(primaryName: try r.blob(), sealedPublic: try r.blob(), sealedPrivate: try r.blob())
@@ -126,6 +154,10 @@ package struct TPMSealedSecret: Equatable {
             let flags = try r.u32()
             guard flags <= 1 else { throw KeychainError.decode("the keychain's TPM record is damaged") }
             counted = flags == 1
+        }
+        if format >= Self.pcrFormat {
+            pcrs = try r.blob()
+            guard PCRSelection.isValid(pcrs) else { throw KeychainError.decode("the keychain's TPM record is damaged") }
         }
         // Sizes of TPM2B_NAME (SHA-256), TPM2B_PUBLIC and TPM2B_PRIVATE at most.
         guard r.isAtEnd, primaryName.count == 34, (1...640).contains(sealedPublic.count), (1...1024).contains(sealedPrivate.count) else {
@@ -167,7 +199,7 @@ extension TPMFailure {
         case .failed(let why):
             return KeychainError(.deviceFailed, "the TPM failed: \(why)")
         case .bootState(let why):
-            return KeychainError(.authFailed, "the TPM refused: \(why)")
+            return KeychainError(.authFailed, TPMSealedSecret.bootStatePrefix + why)
         }
     }
 }
