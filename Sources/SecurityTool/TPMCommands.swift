@@ -26,6 +26,12 @@ struct TPMEnroll: ParsableCommand {
             it at a login that carried no password (fingerprint, smart card, autologin). The trade: root \
             on this machine, booted this way, could unlock it without the password; another user, a \
             stolen disk or the disk booted elsewhere cannot. `tpm-unenroll --passwordless` removes it.
+
+            --default on|off sets whether keychains made from now on (`security create-keychain` \
+            without --tpm or --no-tpm, pam_keychain's auto_create at a first login) are sealed at \
+            creation, for this user ($XDG_CONFIG_HOME/keychain/tpm-enroll); --default system drops \
+            that choice for the machine's (/etc/keychain/tpm-enroll, "on" or "off", else off); \
+            --default show says which applies. It seals nothing now.
             """)
 
     @Option(
@@ -35,9 +41,27 @@ struct TPMEnroll: ParsableCommand {
     var passwordless = false
     @Option(help: "With --passwordless: the PCRs (SHA-256 bank) it is sealed to, such as 7 or 0,2,7 (default 7).")
     var pcrs: String?
+    @Option(name: .customLong("default"), help: "on, off, system or show: whether new keychains are sealed at creation (seals nothing now).")
+    var newKeychains: String?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
+        if let newKeychains {
+            guard password == nil, !passwordless, pcrs == nil, target.keychain == nil else {
+                throw ValidationError("--default takes no keychain, password or other option")
+            }
+            try perform("tpm-enroll --default") {
+                switch newKeychains {
+                case "on": try TPMEnrolDefault.set(true)
+                case "off": try TPMEnrolDefault.set(false)
+                case "system": try TPMEnrolDefault.set(nil)
+                case "show": break
+                default: throw KeychainError.param("--default: on, off, system or show")
+                }
+                Terminal.out(tpmDefaultSummary())
+            }
+            return
+        }
         let selection = try pcrs.map { text in
             guard let parsed = PCRSelection.parse(text) else { throw ValidationError("--pcrs: 1 to 8 PCR numbers from 0 to 23, such as 7 or 0,2,7") }
             return parsed
@@ -52,6 +76,7 @@ struct TPMEnroll: ParsableCommand {
             if !(passwordless && store.isSealedToTPM) {
                 var recovery = try store.sealToTPM(password: secret)
                 defer { recovery.wipe() }
+                try? store.setRecoveryKeyUnshown(false)
                 showRecoveryKey(&recovery)
                 Terminal.error(
                     "security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?")); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)"
@@ -66,6 +91,17 @@ struct TPMEnroll: ParsableCommand {
             }
         }
     }
+}
+
+/// What `tpm-enroll --default` and `tpm-status` say of new keychains.
+func tpmDefaultSummary() -> String {
+    let effective = TPMEnrolDefault.effective
+    let source =
+        TPMEnrolDefault.user() != nil
+        ? "your choice, `security tpm-enroll --default`"
+        : TPMEnrolDefault.machine() != nil ? "this machine's default, \(TPMEnrolDefault.machineFile)" : "not set"
+    return "new keychains:   "
+        + (effective ? "sealed to the TPM at creation" : "protected by their password alone at creation") + " (\(source))"
 }
 
 /// The one line `security status` gives the passwordless unlock.
@@ -123,6 +159,7 @@ struct TPMUnenroll: ParsableCommand {
             var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password of \(store.path): ")
             defer { secret.wipe() }
             try store.unsealFromTPM(password: secret)
+            try? store.setRecoveryKeyUnshown(false)
             Terminal.error("security: \(store.path) is no longer sealed to a TPM; its password alone opens it")
         }
     }
@@ -185,6 +222,12 @@ struct TPMStatusCommand: ParsableCommand {
             Terminal.out("keychain:        \"\(store.path)\"")
             for line in tpmLines(status) { Terminal.out(line) }
             Terminal.out("passwordless:    " + passwordlessSummary(store.passwordless))
+            if status.sealed, store.recoveryKeyUnshown {
+                Terminal.out(
+                    "recovery key:    never shown: sealed at a first login (pam_keychain), where none can be shown; `security tpm-unenroll` then `security tpm-enroll` gives one"
+                )
+            }
+            Terminal.out(tpmDefaultSummary())
             if status.sealed {
                 Terminal.out(
                     "rollback:        "
