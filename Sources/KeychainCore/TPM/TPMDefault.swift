@@ -19,10 +19,12 @@ package enum TPMEnrolDefault {
     package static func user() -> Bool? { parse(KeychainFile.readSmallFile(userFile())) }
 
     /// The machine's default, nil when the administrator set none.
-    package static func machine() -> Bool? { parse(KeychainFile.readSmallFile(machineFile)) }
+    package static func machine(file: String = machineFile) -> Bool? { parse(KeychainFile.readSmallFile(file)) }
 
     /// Whether a new keychain is sealed when nothing else is said.
-    package static var effective: Bool { user() ?? machine() ?? false }
+    package static var effective: Bool { effective(machineFile: machineFile) }
+
+    static func effective(machineFile: String) -> Bool { user() ?? machine(file: machineFile) ?? false }
 
     static func parse(_ text: String?) -> Bool? {
         switch text {
