@@ -42,8 +42,8 @@ enum CommandTable {
             name: "login-keychain", type: LoginKeychain.self, optstring: "d:hs",
             synopsis: "[-h] [-d user|system|common|dynamic] [-s [keychain]]"),
         CommandSpec(
-            name: "create-keychain", type: CreateKeychain.self, optstring: "hp:P", secretOptions: ["p"],
-            synopsis: "[-hP] [-p password] [keychain...]"),
+            name: "create-keychain", type: CreateKeychain.self, optstring: "hp:P", longOptions: ["tpm": false, "no-tpm": false],
+            secretOptions: ["p"], synopsis: "[-hP] [-p password] [--tpm|--no-tpm] [keychain...]"),
         CommandSpec(name: "delete-keychain", type: DeleteKeychain.self, optstring: "h", synopsis: "[-h] [keychain...]"),
         CommandSpec(name: "lock-keychain", type: LockKeychain.self, optstring: "ah", synopsis: "[-h] [-a|keychain]"),
         CommandSpec(
@@ -140,8 +140,8 @@ enum CommandTable {
             synopsis: "[-n|--dry-run] [-p password] [--git-credentials [file]] [--docker-config [file]] [--keyring file]... [--keyrings] [--all]"),
         CommandSpec(name: "tpm-status", type: TPMStatusCommand.self, optstring: "h", synopsis: "[keychain]"),
         CommandSpec(
-            name: "tpm-enroll", type: TPMEnroll.self, optstring: "hp:", longOptions: ["passwordless": false, "pcrs": true],
-            secretOptions: ["p"], synopsis: "[-h] [-p password] [--passwordless] [--pcrs list|none] [keychain]"),
+            name: "tpm-enroll", type: TPMEnroll.self, optstring: "hp:", longOptions: ["passwordless": false, "pcrs": true, "default": true],
+            secretOptions: ["p"], synopsis: "[-h] [-p password] [--passwordless] [--pcrs list|none] [keychain] | --default on|off|system|show"),
         CommandSpec(
             name: "tpm-unenroll", type: TPMUnenroll.self, optstring: "hp:", longOptions: ["passwordless": false],
             secretOptions: ["p"], synopsis: "[-h] [-p password] [--passwordless] [keychain]"),

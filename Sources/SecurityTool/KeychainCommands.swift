@@ -54,15 +54,30 @@ enum PreferenceDomain: String, CaseIterable {
 }
 
 struct CreateKeychain: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "create-keychain", abstract: "Create keychains and leave them unlocked.")
+    static let configuration = CommandConfiguration(
+        commandName: "create-keychain", abstract: "Create keychains and leave them unlocked.",
+        discussion: """
+            With --tpm each new keychain is sealed to this machine's TPM at once, as `security \
+            tpm-enroll` would seal it, and its recovery key is printed, once; without a TPM nothing is \
+            created. Without --tpm or --no-tpm the default set with `security tpm-enroll --default \
+            on|off` (else /etc/keychain/tpm-enroll) decides; when it says on and there is no TPM, the \
+            keychain is created with its password alone and that is said once.
+            """)
 
     @Flag(name: .customShort("P"), help: "Prompt for the password.") var prompt = false
     @Option(name: .customShort("p"), parsing: .unconditional, help: "The password (visible to other processes; prefer the prompt or standard input).")
     var password: String?
+    @Flag(name: .customLong("tpm"), help: "Seal the new keychains to this machine's TPM; prints each one's recovery key, once.")
+    var tpm = false
+    @Flag(name: .customLong("no-tpm"), help: "Do not seal them, whatever the default (`security tpm-enroll --default`).")
+    var noTPM = false
     @Argument(help: "Keychain names or paths.") var keychains: [String] = []
 
     func run() throws {
+        guard !(tpm && noTPM) else { throw ValidationError("--tpm and --no-tpm contradict each other") }
+        let seal = tpm || (!noTPM && TPMEnrolDefault.effective)
         let names = keychains.isEmpty ? [KeychainFile.defaultPath()] : keychains
+        var saidNoTPM = false
         for name in names {
             let path = KeychainFile.resolve(name)
             try perform(path) {
@@ -70,10 +85,39 @@ struct CreateKeychain: ParsableCommand {
                     try password.map { Array($0.utf8) }
                     ?? Terminal.readSecret(prompt: "password for new keychain: ", confirm: "retype password for new keychain: ")
                 defer { secret.wipe() }
-                _ = try KeychainStore.create(at: path, password: secret)
+                let store = try KeychainStore.create(at: path, password: secret)
+                if seal {
+                    do {
+                        var recovery = try store.sealToTPM(password: secret)
+                        defer { recovery.wipe() }
+                        showRecoveryKey(&recovery)
+                        Terminal.error(
+                            "security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?")); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)"
+                        )
+                    } catch let error where tpm {
+                        // Asked for explicitly: a keychain that is not sealed is not what was asked
+                        // for, so none is left behind.
+                        store.releaseRollbackCounter()
+                        store.lockAll()
+                        try? KeychainFile.remove(path)
+                        Terminal.error("security: \(path) was not created: it cannot be sealed to a TPM here")
+                        throw error
+                    } catch {
+                        if !saidNoTPM {
+                            Terminal.error(
+                                "security: new keychains are sealed to the TPM by default, but sealing failed (\(describe(error))): \(path) is protected by its password alone (`security tpm-enroll` seals it later)"
+                            )
+                            saidNoTPM = true
+                        }
+                    }
+                }
                 try SearchList.add(path)
             }
         }
+    }
+
+    private func describe(_ error: Error) -> String {
+        (error as? KeychainError).map { $0.detail } ?? "\(error)"
     }
 }
 
@@ -300,6 +344,7 @@ struct SetKeychainPassword: ParsableCommand {
             // A keychain sealed to a TPM gets a new recovery key with new class keys.
             if var recovery = try store.changePassword(from: oldSecret, to: newSecret, rotatingKeys: rotateKeys) {
                 defer { recovery.wipe() }
+                try? store.setRecoveryKeyUnshown(false)
                 showRecoveryKey(&recovery)
                 Terminal.error("security: the keys were rotated: the old recovery key opens nothing any more; the new one above is shown only this once")
             }

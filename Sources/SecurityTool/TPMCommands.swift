@@ -34,6 +34,12 @@ struct TPMEnroll: ParsableCommand {
             too) is refused with exit 255, counting no wrong password, until the recovery key opens it. \
             On a keychain sealed already it seals it again to those PCRs' values now (--pcrs none: to \
             none), with its password; the recovery key stays the same. Off by default.
+
+            --default on|off sets whether keychains made from now on (`security create-keychain` \
+            without --tpm or --no-tpm, pam_keychain's auto_create at a first login) are sealed at \
+            creation, for this user ($XDG_CONFIG_HOME/keychain/tpm-enroll); --default system drops \
+            that choice for the machine's (/etc/keychain/tpm-enroll, "on" or "off", else off); \
+            --default show says which applies. It seals nothing now.
             """)
 
     @Option(
@@ -46,9 +52,27 @@ struct TPMEnroll: ParsableCommand {
             "The PCRs (SHA-256 bank) to seal to, such as 7 or 0,2,7: with --passwordless its copy (default 7); without, the keychain itself (default none; `none` on a sealed keychain drops them)."
     )
     var pcrs: String?
+    @Option(name: .customLong("default"), help: "on, off, system or show: whether new keychains are sealed at creation (seals nothing now).")
+    var newKeychains: String?
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
+        if let newKeychains {
+            guard password == nil, !passwordless, pcrs == nil, target.keychain == nil else {
+                throw ValidationError("--default takes no keychain, password or other option")
+            }
+            try perform("tpm-enroll --default") {
+                switch newKeychains {
+                case "on": try TPMEnrolDefault.set(true)
+                case "off": try TPMEnrolDefault.set(false)
+                case "system": try TPMEnrolDefault.set(nil)
+                case "show": break
+                default: throw KeychainError.param("--default: on, off, system or show")
+                }
+                Terminal.out(tpmDefaultSummary())
+            }
+            return
+        }
         let selection = try pcrs.map { text in
             if text == "none" && !passwordless { return [UInt8]() }
             guard let parsed = PCRSelection.parse(text) else { throw ValidationError("--pcrs: 1 to 8 PCR numbers from 0 to 23, such as 7 or 0,2,7") }
@@ -72,6 +96,7 @@ struct TPMEnroll: ParsableCommand {
             } else if !(passwordless && store.isSealedToTPM) {
                 var recovery = try store.sealToTPM(password: secret, pcrs: ownPCRs)
                 defer { recovery.wipe() }
+                try? store.setRecoveryKeyUnshown(false)
                 showRecoveryKey(&recovery)
                 Terminal.error(
                     "security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?"))\(ownPCRs.isEmpty ? "" : " and to PCR \(PCRSelection.describe(ownPCRs)) as they are now (a boot chain that changes them is refused until the recovery key opens it)"); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)"
@@ -86,6 +111,17 @@ struct TPMEnroll: ParsableCommand {
             }
         }
     }
+}
+
+/// What `tpm-enroll --default` and `tpm-status` say of new keychains.
+func tpmDefaultSummary() -> String {
+    let effective = TPMEnrolDefault.effective
+    let source =
+        TPMEnrolDefault.user() != nil
+        ? "your choice, `security tpm-enroll --default`"
+        : TPMEnrolDefault.machine() != nil ? "this machine's default, \(TPMEnrolDefault.machineFile)" : "not set"
+    return "new keychains:   "
+        + (effective ? "sealed to the TPM at creation" : "protected by their password alone at creation") + " (\(source))"
 }
 
 /// The one line `security status` gives the passwordless unlock.
@@ -143,6 +179,7 @@ struct TPMUnenroll: ParsableCommand {
             var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password of \(store.path): ")
             defer { secret.wipe() }
             try store.unsealFromTPM(password: secret)
+            try? store.setRecoveryKeyUnshown(false)
             Terminal.error("security: \(store.path) is no longer sealed to a TPM; its password alone opens it")
         }
     }
@@ -212,6 +249,12 @@ struct TPMStatusCommand: ParsableCommand {
             Terminal.out("keychain:        \"\(store.path)\"")
             for line in tpmLines(status) { Terminal.out(line) }
             Terminal.out("passwordless:    " + passwordlessSummary(store.passwordless))
+            if status.sealed, store.recoveryKeyUnshown {
+                Terminal.out(
+                    "recovery key:    never shown: sealed at a first login (pam_keychain), where none can be shown; `security tpm-unenroll` then `security tpm-enroll` gives one"
+                )
+            }
+            Terminal.out(tpmDefaultSummary())
             if status.sealed {
                 Terminal.out(
                     "rollback:        "

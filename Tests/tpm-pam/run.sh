@@ -420,6 +420,75 @@ PY
     expect unlocked "$(state WhenUnlocked)"
 }
 
+# The first login with a password, auto_create and OPTIONS in session, through TCTI (default the
+# suite's TPM): the login keychain is made from the login password.
+first_login_service() {
+    echo "$user:pw" | chpasswd
+    cat > "/etc/pam.d/$plain" <<PAM
+auth     required  pam_unix.so
+auth     optional  $module debug
+account  required  pam_unix.so
+session  optional  $module debug auto_create $1 tpm_tcti=${2:-$tcti} tpm_helper=$bin/keychain-tpm-helper
+PAM
+    as_user security delete-keychain "$home/.local/share/keychains/login.keychain-db"
+    [ ! -e "$home/.local/share/keychains/login.keychain-db" ]
+}
+
+first_login_with_tpm_enroll_seals() {
+    first_login_service tpm_enroll
+    out=$(printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session 2>&1)
+    echo "$out" | grep -q 'successfully opened a session'
+    expect unlocked "$(state WhenUnlocked)"
+    as_user security tpm-status | grep -q '^sealed: *yes, to this TPM'
+    as_user security tpm-status | grep -q '^recovery key: *never shown: sealed at a first login'
+    logged 'open_session: the new login keychain is sealed to the TPM; its recovery key could not be shown'
+    # Sealed for real: a wrong password is the TPM's to count, the login password opens it.
+    as_user security lock-keychain
+    before=$(tpm tpm2_getcap properties-variable | sed -n 's/^TPM2_PT_LOCKOUT_COUNTER: *//p')
+    expect 51 "$(printf 'wrong\n' | as_user sh -c 'security unlock-keychain >/dev/null 2>&1; echo $?')"
+    after=$(tpm tpm2_getcap properties-variable | sed -n 's/^TPM2_PT_LOCKOUT_COUNTER: *//p')
+    [ "$((after))" = "$((before + 1))" ] || { echo "the TPM counted $before then $after"; return 1; }
+    printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+    # Unenrolled and enrolled again, it has a recovery key that was shown: the mark goes.
+    printf 'pw\n' | as_user security tpm-unenroll 2>/dev/null
+    printf 'pw\n' | as_user security tpm-enroll 2>/dev/null | grep -q '^recovery key: '
+    as_user security tpm-status | grep -q 'never shown' && return 1
+    tpm tpm2_dictionarylockout -c >/dev/null 2>&1
+    true
+}
+
+first_login_without_a_tpm_is_unsealed() {
+    first_login_service tpm_enroll "swtpm:host=127.0.0.1,port=$(free_port)"
+    start=$(date +%s)
+    out=$(printf 'pw\n' | timeout 60 pamtester "$plain" "$user" authenticate open_session 2>&1)
+    echo "$out" | grep -q 'successfully opened a session'
+    [ $(($(date +%s) - start)) -le 25 ] || { echo "the login took too long"; return 1; }
+    expect unlocked "$(state WhenUnlocked)"
+    as_user env KEYCHAIN_TPM_TCTI=none security tpm-status | grep -q '^sealed: *no'
+    logged 'open_session: the new login keychain could not be sealed to the TPM'
+    as_user security lock-keychain
+    printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+}
+
+first_login_follows_the_default() {
+    # The user's choice, kept in their home: honoured without the option; no_tpm_enroll wins over it.
+    as_user security tpm-enroll --default on >/dev/null
+    first_login_service ""
+    printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
+    as_user security tpm-status | grep -q '^sealed: *yes, to this TPM'
+    first_login_service no_tpm_enroll
+    printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+    as_user security tpm-status | grep -q '^sealed: *no'
+    # Off (and no choice at all, the machine's default unset): not sealed.
+    as_user security tpm-enroll --default off >/dev/null
+    first_login_service ""
+    printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
+    as_user security tpm-status | grep -q '^sealed: *no'
+}
+
 check "a login without a password unlocks an enrolled keychain" passwordless_login_unlocks
 check "without enrolment a login without a password unlocks nothing" without_enrolment_nothing_unlocks
 check "a changed PCR refuses, the login still succeeds" boot_state_change_refuses_and_the_login_goes_on
@@ -432,5 +501,8 @@ check "a password login: through the TPM of tpm_tcti=, an older copy refused by 
 check "the machine's key made by several sessions at once under umask 077: one pair, readable" the_machine_key_made_at_once_is_one_pair
 check "another user's copy of the keychain, or of its passwordless record, opens nothing" another_users_box_opens_nothing
 check "the worker's reply pipe is not the TPM helper's: held open, it blocks no login" a_reply_pipe_held_open_never_blocks_a_login
+check "a first login with auto_create tpm_enroll: the new login keychain sealed, its recovery key marked unshown" first_login_with_tpm_enroll_seals
+check "a first login with tpm_enroll and no TPM: the login goes on, the keychain unsealed, a log line" first_login_without_a_tpm_is_unsealed
+check "a first login follows the user's default; no_tpm_enroll overrides it" first_login_follows_the_default
 
 summary

@@ -564,6 +564,72 @@ pcr_binding_refuses_another_boot_chain() {
     expect secret "$(security find-generic-password -s svc -w)"
     expect 2 "$(printf 'pw\n' | status_of security tpm-enroll --pcrs 24)" "a PCR out of range"
     pcr16_reset
+}
+
+# --- sealed at creation ---------------------------------------------------------------------
+
+create_with_tpm_seals_at_once() {
+    security add-generic-password -a u -s other-svc -w x 2>/dev/null
+    out=$(printf 'pw\n' | security create-keychain --tpm made 2>"$case_dir/create.err")
+    key=$(echo "$out" | sed -n 's/^recovery key: //p')
+    [[ $key =~ ^[0-9]{6}(-[0-9]{6}){7}$ ]] || { echo "no recovery key in: $out"; cat "$case_dir/create.err"; return 1; }
+    grep -q 'shown only this once' "$case_dir/create.err"
+    security tpm-status made | grep -q '^sealed: *yes, to this TPM'
+    security tpm-status made | grep -q 'never shown' && return 1
+    expect 3 "$(sqlite3 "$XDG_DATA_HOME/keychains/made.keychain-db" "SELECT hex(value) FROM keychain WHERE name = 'version'" | sed 's/^0*//')"
+    security add-generic-password -a u -s svc -w secret made 2>/dev/null
+    security lock-keychain made
+    expect 51 "$(printf 'wrong\n' | status_of security unlock-keychain made)"
+    expect 0x1 "$(failures "$first_tcti")" "the wrong password counted by the TPM"
+    printf 'pw\n' | security unlock-keychain made
+    expect secret "$(security find-generic-password -s svc -w made)"
+    # The recovery key printed opens it without the TPM.
+    security lock-keychain made
+    printf '%s\nnew\n' "$key" | KEYCHAIN_TPM_TCTI=none security tpm-recover made 2>/dev/null
+    expect secret "$(security find-generic-password -s svc -w made)"
+    no_leftovers
+}
+
+create_with_tpm_and_no_tpm_creates_nothing() {
+    for tcti in "swtpm:host=127.0.0.1,port=$(free_port)" none; do
+        out=$(printf 'pw\n' | KEYCHAIN_TPM_TCTI=$tcti security create-keychain --tpm made 2>&1) && return 1
+        echo "$out" | grep -q '(errSecServiceNotAvailable)'
+        echo "$out" | grep -q 'was not created'
+        echo "$out" | grep -q 'recovery key:' && return 1
+        [ ! -e "$XDG_DATA_HOME/keychains/made.keychain-db" ] || { echo "made.keychain-db was left behind ($tcti)"; return 1; }
+        security list-keychains | grep -q made.keychain-db && return 1
+    done
+    expect 255 "$(printf 'pw\n' | KEYCHAIN_TPM_TCTI=none status_of security tpm-enroll)" "tpm-enroll's status"
+    expect 255 "$(printf 'pw\n' | KEYCHAIN_TPM_TCTI=none status_of security create-keychain --tpm made)" "the same as tpm-enroll's"
+}
+
+default_on_seals_new_keychains() {
+    security tpm-enroll --default show | grep -q '^new keychains: *protected by their password alone at creation (not set)'
+    expect "new keychains:   sealed to the TPM at creation (your choice, \`security tpm-enroll --default\`)" "$(security tpm-enroll --default on)"
+    expect on "$(cat "$XDG_CONFIG_HOME/keychain/tpm-enroll")"
+    security tpm-status | grep -q '^new keychains: *sealed to the TPM at creation'
+    out=$(printf 'pw\n' | security create-keychain made 2>"$case_dir/create.err")
+    echo "$out" | grep -q '^recovery key: [0-9]\{6\}-'
+    security tpm-status made | grep -q '^sealed: *yes, to this TPM'
+    # --no-tpm overrides the default.
+    out=$(printf 'pw\n' | security create-keychain --no-tpm plain 2>&1)
+    echo "$out" | grep -q 'recovery key' && return 1
+    security tpm-status plain | grep -q '^sealed: *no'
+    # The default on, no TPM: made with its password alone, said once for two keychains.
+    printf 'pw\n' | KEYCHAIN_TPM_TCTI=none security create-keychain -p pw one two 2>"$case_dir/none.err"
+    expect 1 "$(grep -c 'sealed to the TPM by default, but sealing failed' "$case_dir/none.err")" "said once"
+    for kc in one two; do security tpm-status "$kc" | grep -q '^sealed: *no' || { echo "$kc sealed?"; return 1; }; done
+    # --tpm and --no-tpm together are refused.
+    printf 'pw\n' | security create-keychain --tpm --no-tpm three 2>/dev/null && return 1
+    [ ! -e "$XDG_DATA_HOME/keychains/three.keychain-db" ]
+    # Off, then back to the machine's default (none here: off).
+    security tpm-enroll --default off | grep -q 'password alone at creation (your choice'
+    printf 'pw\n' | security create-keychain four 2>/dev/null
+    security tpm-status four | grep -q '^sealed: *no'
+    security tpm-enroll --default system | grep -q '(not set)\|this machine'"'"'s default'
+    [ ! -e "$XDG_CONFIG_HOME/keychain/tpm-enroll" ]
+    security tpm-enroll --default maybe 2>/dev/null && return 1
+    security tpm-enroll --default on login 2>/dev/null && return 1
     no_leftovers
 }
 
@@ -583,5 +649,8 @@ check "a counter another user undefined and squatted: --accept-older-copy still 
 check "an older copy put back, its counter row deleted and its TPM counter undefined: refused" older_copy_without_record_or_counter_is_refused
 check "unlocks at the same moment move the counter, never read as an older copy" parallel_unlocks_are_no_older_copy
 check "a PCR binding: another boot chain refused, uncounted; the recovery key opens it; re-enrol binds again" pcr_binding_refuses_another_boot_chain
+check "create-keychain --tpm: sealed at once, its recovery key printed, wrong passwords counted" create_with_tpm_seals_at_once
+check "create-keychain --tpm without a TPM: fails as tpm-enroll does, creates nothing" create_with_tpm_and_no_tpm_creates_nothing
+check "tpm-enroll --default on: new keychains sealed; --no-tpm, no TPM, off and system" default_on_seals_new_keychains
 
 summary

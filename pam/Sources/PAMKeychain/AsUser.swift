@@ -16,6 +16,10 @@ enum AsUser {
         case resetPending = 15
         case notEnrolled = 16
         case bootStateChanged = 17
+        /// Created at this login and sealed to the TPM.
+        case createdSealed = 18
+        /// Created at this login; sealing it to the TPM failed, so its password alone protects it.
+        case createdUnsealed = 19
         case timedOut = 100
         case cannotFork = 101
     }

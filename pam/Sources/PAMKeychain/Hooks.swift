@@ -16,6 +16,14 @@ struct Hooks {
     }
 
     private func report(_ outcome: AsUser.Outcome, _ what: String, detail: [UInt8] = []) {
+        if outcome == .createdUnsealed {
+            let text = String(decoding: detail.map { $0 < 0x20 || $0 == 0x7f ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+            pam.log(
+                LOG_WARNING,
+                "\(what): the new login keychain could not be sealed to the TPM (\(text)); the login password alone protects it (`security tpm-enroll` seals it later)"
+            )
+            return
+        }
         if !detail.isEmpty, outcome != .done {
             // The engine's own words (a TPM that failed, an older copy of the file), one line.
             let text = String(decoding: detail.map { $0 < 0x20 || $0 == 0x7f ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
@@ -40,6 +48,12 @@ struct Hooks {
         case .timedOut: pam.log(LOG_WARNING, "\(what): gave up after the time limit")
         case .cannotFork: pam.log(LOG_WARNING, "\(what): cannot fork")
         case .notEnrolled: pam.debug("\(what): the login keychain has no passwordless unlock")
+        case .createdSealed:
+            pam.log(
+                LOG_NOTICE,
+                "\(what): the new login keychain is sealed to the TPM; its recovery key could not be shown at a login and was not kept (`security tpm-unenroll` then `security tpm-enroll` gives one)"
+            )
+        case .createdUnsealed: break
         case .bootStateChanged:
             pam.log(
                 LOG_NOTICE,
@@ -68,7 +82,7 @@ struct Hooks {
         let (outcome, detail) = AsUser.runReplying(account) { reply in
             defer { token.wipe() }
             guard Sessions.count > 0 else { return .done }
-            return Self.unlock(account, password: token, create: false, tpm: tpm, reply: reply)
+            return Self.unlock(account, password: token, create: false, seal: nil, tpm: tpm, reply: reply)
         }
         report(outcome, "setcred", detail: detail)
         return PAM_IGNORE
@@ -84,17 +98,18 @@ struct Hooks {
         var token = pam.stashed
         defer { token?.wipe() }
         let create = pam.options.autoCreate
+        let seal = pam.options.tpmEnrol
         let tpm = tpmConfiguration
         let (outcome, detail) = AsUser.runReplying(account) { reply in
             defer { token?.wipe() }
             Sessions.set(Sessions.count + 1)
             // Not `guard let`: a second reference would make the wipe above copy, not overwrite.
             guard token != nil else { return .done }
-            return Self.unlock(account, password: token!, create: create, tpm: tpm, reply: reply)
+            return Self.unlock(account, password: token!, create: create, seal: seal, tpm: tpm, reply: reply)
         }
         report(outcome, "open_session", detail: detail)
         // The login password opened the login keychain: gnome-keyring's login keyring comes too, once.
-        if outcome == .done, token != nil { importLoginKeyring(account, password: token!) }
+        if [.done, .createdSealed, .createdUnsealed].contains(outcome), token != nil { importLoginKeyring(account, password: token!) }
         if token == nil, pam.options.passwordless { unlockWithoutPassword(account) }
         return PAM_SUCCESS
     }
@@ -300,15 +315,31 @@ struct Hooks {
     }
 
     /// Runs as the user, in the child. A password that does not open the keychain changes
-    /// nothing: it may be a separate keychain password the user chose.
+    /// nothing: it may be a separate keychain password the user chose. A keychain made here is
+    /// sealed to the TPM when `seal` (the module's tpm_enroll or no_tpm_enroll), else the user's
+    /// or the machine's default, says so; its recovery key cannot be shown at a login and is
+    /// wiped, the keychain marked for `security tpm-status`. Sealing that fails leaves the
+    /// keychain made with the password alone: the login never waits on the TPM's account.
     static func unlock(
-        _ account: AsUser.Account, password: [UInt8], create: Bool, tpm: TPMConfiguration, reply: ([UInt8]) -> Void
+        _ account: AsUser.Account, password: [UInt8], create: Bool, seal: Bool?, tpm: TPMConfiguration, reply: ([UInt8]) -> Void
     ) -> AsUser.Outcome {
         do {
             guard KeychainFile.exists(account.loginKeychain) else {
                 guard create else { return .noKeychain }
-                _ = try KeychainStore.create(at: account.loginKeychain, password: password, storage: .kernel)
-                return .done
+                let store = try KeychainStore.create(at: account.loginKeychain, password: password, storage: .kernel)
+                guard seal ?? TPMEnrolDefault.effective else { return .done }
+                do {
+                    var recovery = try store.sealToTPM(password: password, tpm: tpm)
+                    recovery.wipe()
+                    try? store.setRecoveryKeyUnshown(true)
+                    return .createdSealed
+                } catch let error as KeychainError {
+                    reply(Array(error.detail.utf8.prefix(512)))
+                    return .createdUnsealed
+                } catch {
+                    reply(Array("\(error)".utf8.prefix(512)))
+                    return .createdUnsealed
+                }
             }
             let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
             do {

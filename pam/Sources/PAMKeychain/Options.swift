@@ -1,7 +1,9 @@
 /// The module's arguments in /etc/pam.d: `debug`, `auto_create`, `lock_on_close`, `only_if=svc,...`,
 /// `passwordless` (a session opened without a password unlocks a keychain enrolled for it; for the
 /// stacks of fingerprint, smart-card and autologin logins only), `tpm_tcti=` and `tpm_helper=`
-/// (where the TPM and keychain-tpm-helper are, when not /dev/tpmrm0 and the usual libexec).
+/// (where the TPM and keychain-tpm-helper are, when not /dev/tpmrm0 and the usual libexec),
+/// `tpm_enroll` and `no_tpm_enroll` (a login keychain made by auto_create is, or is not, sealed to
+/// the TPM; without either, the user's `security tpm-enroll --default`, else /etc/keychain/tpm-enroll).
 struct Options {
     var debug = false
     var autoCreate = false
@@ -9,6 +11,8 @@ struct Options {
     var passwordless = false
     var tpmTCTI: String?
     var tpmHelper: String?
+    /// Whether auto_create seals the new keychain; nil: the default setting decides.
+    var tpmEnrol: Bool?
     var onlyServices: [String]?
     var unknown: [String] = []
 
@@ -21,6 +25,8 @@ struct Options {
             case "auto_create": autoCreate = true
             case "lock_on_close": lockOnClose = true
             case "passwordless": passwordless = true
+            case "tpm_enroll": tpmEnrol = true
+            case "no_tpm_enroll": tpmEnrol = false
             default:
                 if arg.hasPrefix("tpm_tcti=") {
                     tpmTCTI = String(arg.dropFirst("tpm_tcti=".count))
