@@ -92,3 +92,18 @@ bus_suite_start() {
     export PATH="$bin:$PATH" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
     py=/usr/bin/python3
 }
+
+# A port P with P and P+1 free on 127.0.0.1: a swtpm and its control channel (Tests/tpm, Tests/tpm-pam).
+free_port() {
+    python3 - <<'PY'
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 60000, 2)
+    try:
+        for q in (p, p + 1):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+    except OSError:
+        continue
+    print(p); break
+PY
+}

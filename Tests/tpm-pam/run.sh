@@ -59,20 +59,6 @@ if [ ! -e /dev/log ]; then
     for _ in $(seq 50); do [ -S /dev/log ] && break; sleep 0.1; done
 fi
 
-free_port() {
-    python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 60000, 2)
-    try:
-        for q in (p, p + 1):
-            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
-    except OSError:
-        continue
-    print(p); break
-PY
-}
-
 port=$(free_port)
 mkdir -p "$work/tpm"
 timeout 1800 swtpm socket --tpm2 --server type=tcp,port="$port",bindaddr=127.0.0.1 \

@@ -27,21 +27,6 @@ stop_all() {
 }
 trap stop_all EXIT
 
-# A port P with P and P+1 free on 127.0.0.1 (the TPM and its control channel).
-free_port() {
-    python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 60000, 2)
-    try:
-        for q in (p, p + 1):
-            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
-    except OSError:
-        continue
-    print(p); break
-PY
-}
-
 # start_tpm NAME: a fresh swtpm; sets NAME_port and NAME_tcti. At most 30 minutes, whatever happens.
 start_tpm() {
     local name=$1 port dir
