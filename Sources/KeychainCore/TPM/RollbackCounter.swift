@@ -185,7 +185,11 @@ extension KeychainStore {
             }
         }
         guard let increment else { return counting }
-        let after = try ask(.increment(index: increment.index, expected: increment.expected))
+        // The helper reads the counter, compares it with `expected` and increments it: two steps
+        // in the TPM, so two unlocks at once that both read the old value would both move it, and
+        // leave the TPM one ahead of the file (the next unlock would call the file an older copy).
+        // The keychain's write lock, taken for nothing but this, makes the two steps one.
+        let after = try db.transaction { try ask(.increment(index: increment.index, expected: increment.expected)) }
         // Another unlock of the same keychain may have moved it meanwhile, never past the file's
         // count (each moves it only from the value it expects, after the file was written).
         guard after.value >= increment.atLeast else { throw KeychainError(.deviceFailed, "the TPM's rollback counter did not move as asked") }
