@@ -196,15 +196,25 @@ final class TPMConnection {
     /// Loads a sealed object under `parent` and unseals it with `auth`, through a salted session
     /// that encrypts the answer. `expectedLength`: anything else is an error, not a key.
     func unseal(public: Bytes, private: Bytes, auth: Bytes, parent: ESYS_TR, expectedLength: Int) throws -> Bytes {
-        let esys = try context()
+        let object = try loadSealed(public: `public`, private: `private`, parent: parent, accepts: TPMTemplates.isSealedData)
+        defer { flush(object) }
+        try setAuth(object, auth)
+        let session = try startSession(salt: parent)
+        defer { flush(session) }
+        return try unsealData(object, session: session, expectedLength: expectedLength)
+    }
+
+    /// Loads a sealed object of this program's (`accepts` checks its template before anything is
+    /// sent to it) under `parent`; the caller flushes it.
+    private func loadSealed(public: Bytes, private: Bytes, parent: ESYS_TR, accepts: (TPM2B_PUBLIC) -> Bool) throws -> ESYS_TR {
         var inPublic = try unmarshalPublic(`public`)
-        guard TPMTemplates.isSealedData(inPublic) else {
+        guard accepts(inPublic) else {
             throw TPMFailure.failed("the sealed object in the keychain is not one this program makes")
         }
         var inPrivate = try unmarshalPrivate(`private`)
         var object = ESYS_TR(ESYS_TR_NONE)
         let rc = Esys_Load(
-            esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            try context(), parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
             &inPrivate, &inPublic, &object)
         guard rc == 0 else {
             // The private area is encrypted and authenticated under the parent's key: another
@@ -215,22 +225,31 @@ final class TPMConnection {
             throw Self.failure(rc, "TPM2_Load")
         }
         transient.append(object)
-        defer { flush(object) }
+        return object
+    }
+
+    private func setAuth(_ object: ESYS_TR, _ auth: Bytes) throws {
         var authValue = TPM2B_AUTH()
         defer { TPM2B.wipe(&authValue) }
         authValue.size = try TPM2B.fill(&authValue.buffer, with: auth)
-        let src = Esys_TR_SetAuth(esys, object, &authValue)
+        let src = Esys_TR_SetAuth(try context(), object, &authValue)
         guard src == 0 else { throw Self.failure(src, "the object's authorization") }
-        let session = try startSession(salt: parent)
-        defer { flush(session) }
+    }
+
+    /// Unseals `object` through `session` (encrypting the answer); `policyFailed` says what a
+    /// failed policy means, where the session is a policy session.
+    private func unsealData(_ object: ESYS_TR, session: ESYS_TR, expectedLength: Int, policyFailed: String? = nil) throws -> Bytes {
         try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionEncrypt)
         var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
-        let urc = Esys_Unseal(esys, object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &out)
+        let urc = Esys_Unseal(try context(), object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &out)
         defer {
             if let out { TPM2B.wipe(&out.pointee) }
             Esys_Free(out)
         }
-        guard urc == 0, let out else { throw Self.failure(urc, "TPM2_Unseal") }
+        guard urc == 0, let out else {
+            if let policyFailed, TPMConstant.code(urc) == TPMConstant.rcPolicyFail { throw TPMFailure.bootState(policyFailed) }
+            throw Self.failure(urc, "TPM2_Unseal")
+        }
         guard let secret = TPM2B.read(&out.pointee.buffer, size: out.pointee.size), secret.count == expectedLength else {
             throw TPMFailure.failed("the TPM unsealed a secret of the wrong length")
         }
@@ -334,52 +353,18 @@ final class TPMConnection {
 
     /// The same for an object sealed with `auth` too (`seal(_:toPCRs:auth:parent:)`).
     func unseal(public: Bytes, private: Bytes, pcrs: [UInt8], auth: Bytes?, parent: ESYS_TR, expectedLength: Int) throws -> Bytes {
-        let esys = try context()
-        var inPublic = try unmarshalPublic(`public`)
-        guard auth == nil ? TPMTemplates.isPCRSealedData(inPublic) : TPMTemplates.isPCRAuthSealedData(inPublic) else {
-            throw TPMFailure.failed("the sealed object in the keychain is not one this program makes")
-        }
-        var inPrivate = try unmarshalPrivate(`private`)
-        var object = ESYS_TR(ESYS_TR_NONE)
-        let rc = Esys_Load(
-            esys, parent, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
-            &inPrivate, &inPublic, &object)
-        guard rc == 0 else {
-            if let code = TPMConstant.code(rc), TPMConstant.foreignObject.contains(code) {
-                throw TPMFailure.foreign("the sealed secret does not load in this TPM (\(Self.describe(rc)))")
-            }
-            throw Self.failure(rc, "TPM2_Load")
-        }
-        transient.append(object)
+        let object = try loadSealed(
+            public: `public`, private: `private`, parent: parent,
+            accepts: auth == nil ? TPMTemplates.isPCRSealedData : TPMTemplates.isPCRAuthSealedData)
         defer { flush(object) }
-        if let auth {
-            var authValue = TPM2B_AUTH()
-            defer { TPM2B.wipe(&authValue) }
-            authValue.size = try TPM2B.fill(&authValue.buffer, with: auth)
-            let src = Esys_TR_SetAuth(esys, object, &authValue)
-            guard src == 0 else { throw Self.failure(src, "the object's authorization") }
-        }
+        if let auth { try setAuth(object, auth) }
         let session = try policySession(pcrs: pcrs, trial: false, salt: parent, withAuthValue: auth != nil)
         defer { flush(session) }
-        try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionEncrypt)
-        var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
-        let urc = Esys_Unseal(esys, object, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &out)
-        defer {
-            if let out { TPM2B.wipe(&out.pointee) }
-            Esys_Free(out)
-        }
-        guard urc == 0, let out else {
-            if TPMConstant.code(urc) == TPMConstant.rcPolicyFail {
-                throw TPMFailure.bootState(
-                    "PCR \(pcrs.map { String($0) }.joined(separator: ",")) no longer hold the values the keychain's key was sealed to (this machine booted differently)"
-                )
-            }
-            throw Self.failure(urc, "TPM2_Unseal")
-        }
-        guard let secret = TPM2B.read(&out.pointee.buffer, size: out.pointee.size), secret.count == expectedLength else {
-            throw TPMFailure.failed("the TPM unsealed a secret of the wrong length")
-        }
-        return secret
+        return try unsealData(
+            object, session: session, expectedLength: expectedLength,
+            policyFailed:
+                "PCR \(pcrs.map { String($0) }.joined(separator: ",")) no longer hold the values the keychain's key was sealed to (this machine booted differently)"
+        )
     }
 
     // MARK: NV counters (a keychain's rollback counter)
