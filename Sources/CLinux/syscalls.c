@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "CLinux.h"
+#include <errno.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -16,6 +17,15 @@ long clinux_add_key(const char *type, const char *description,
 long clinux_keyctl(int operation, unsigned long arg2, unsigned long arg3,
                    unsigned long arg4, unsigned long arg5) {
     return syscall(SYS_keyctl, operation, arg2, arg3, arg4, arg5);
+}
+
+int clinux_pidfd_open(int pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
 }
 
 int clinux_pipe_cloexec(int fds[2]) {

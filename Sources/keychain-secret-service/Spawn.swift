@@ -32,17 +32,14 @@ enum Spawn {
             if n <= 0 { break }
             output += buffer[..<n]
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if SystemClock.monotonic() >= deadline {
-                kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
-                return (124, String(decoding: output, as: UTF8.self))
-            }
-            usleep(20_000)
+        let exit = ChildExit.wait(for: pid, until: deadline)
+        if exit == .running {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return (124, String(decoding: output, as: UTF8.self))
         }
-        let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return (code, String(decoding: output, as: UTF8.self))
+        return (exit.code ?? 1, String(decoding: output, as: UTF8.self))
     }
 
     /// Starts `argv` in a session of its own, its output to /dev/null, without waiting for it

@@ -66,6 +66,18 @@ final class PresenceTests: XCTestCase {
         }
     }
 
+    /// A wait ends with the child's status, the signal that killed it as a shell counts it, a
+    /// process that is not a child as unknown, and a child still running at the deadline as such.
+    func testChildExitTellsHowAWaitEnded() throws {
+        let exiting = try ChildProcess.start("/bin/sh", ["-c", "exit 5"])
+        XCTAssertEqual(ChildExit.wait(for: exiting.pid, until: SystemClock.monotonic() + 60).code, 5)
+        let sleeping = try ChildProcess.start("/bin/sleep", ["30"])
+        XCTAssertEqual(ChildExit.wait(for: sleeping.pid, until: SystemClock.monotonic() + 0.2), .running)
+        kill(sleeping.pid, SIGKILL)
+        XCTAssertEqual(ChildExit.wait(for: sleeping.pid, until: SystemClock.monotonic() + 60).code, 128 + SIGKILL)
+        XCTAssertEqual(ChildExit.wait(for: 1, until: SystemClock.monotonic() + 60), .lost, "init is no child of this process")
+    }
+
     /// A descriptor this process inherited without close-on-exec (a pipe its parent left open, as
     /// a CI runner or sshd may) does not reach the programs it starts, such as keychain-tpm-helper.
     func testChildProcessDoesNotInheritAnOpenDescriptor() throws {

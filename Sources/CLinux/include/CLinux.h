@@ -26,6 +26,11 @@ int clinux_pipe_cloexec(int fds[2]);
  * posix_spawn_file_actions_t. */
 int clinux_spawn_closefrom(void *actions, int from);
 
+/* pidfd_open(2) has no wrapper in this glibc: a descriptor that becomes readable when the process
+ * exits, so a wait with a time limit ends at the exit, not at the next tick of a polling loop.
+ * -1 (errno set) where the kernel has none (before Linux 5.3). */
+int clinux_pidfd_open(int pid);
+
 /* SIGTERM, SIGINT and SIGHUP set a flag (a signal handler is C's to write) that
  * clinux_termination_requested() reads; poll(2) is interrupted rather than restarted. Returns 0 on
  * success. */

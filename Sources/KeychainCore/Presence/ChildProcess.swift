@@ -73,13 +73,10 @@ struct ChildProcess {
 
     /// Its exit status, or nil if it was still running at `deadline` (CLOCK_MONOTONIC seconds).
     func wait(until deadline: Double) -> Int32? {
-        var status: Int32 = 0
-        while true {
-            let rc = waitpid(pid, &status, WNOHANG)
-            if rc == pid { return Self.exitCode(status) }
-            if rc < 0 && errno != EINTR { return -1 }
-            if SystemClock.monotonic() >= deadline { return nil }
-            usleep(10_000)
+        switch ChildExit.wait(for: pid, until: deadline) {
+        case .running: return nil
+        case .lost: return -1
+        case let exit: return exit.code
         }
     }
 
@@ -91,10 +88,6 @@ struct ChildProcess {
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         }
-    }
-
-    static func exitCode(_ status: Int32) -> Int32 {
-        (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
     /// Runs `path` to completion within `seconds`, returning its status and what it printed

@@ -75,19 +75,18 @@ enum AsUser {
         }
         if piped { close(fds[1]) }
         defer { if piped { close(fds[0]) } }
-        var status: Int32 = 0
-        var waited = 0.0
-        while waitpid(pid, &status, WNOHANG) == 0 {
-            if waited >= timeout {
-                kill(pid, SIGKILL)
-                waitpid(pid, &status, 0)
-                return (.timedOut, [])
-            }
-            usleep(10_000)
-            waited += 0.01
+        let outcome: Outcome
+        switch ChildExit.wait(for: pid, until: SystemClock.monotonic() + timeout) {
+        case .running:
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            return (.timedOut, [])
+        case .exited(let status) where status & 0x7f == 0:
+            outcome = Outcome(rawValue: (status >> 8) & 0xff) ?? .failed
+        case .exited, .lost:
+            outcome = .failed
         }
-        let exited = status & 0x7f == 0
-        let outcome = exited ? Outcome(rawValue: (status >> 8) & 0xff) ?? .failed : .failed
         // The child has exited and wrote less than a pipe holds. Not blocking all the same: a
         // descendant of the child's (or a process of the user's) may still hold the write end.
         var reply = [UInt8](repeating: 0, count: replyLimit)
