@@ -92,9 +92,20 @@ final class CollectionRegistry {
         byElement[session.element] = session
     }
 
+    /// The folder as the last rescan saw it, and the default keychain it found.
+    private var scanned: FolderStamp?
+    private var chosenDefault = ""
+    private var sorted: [Collection]?
+
     /// Rescans the folder: keychains made or removed by `security` show up and go.
     func refresh() {
+        // Taken before the listing: a change made during it shows as a new stamp next time.
+        let stamp = FolderStamp(chosen: chosenDefault)
+        if let scanned, scanned.isSettled, scanned == stamp { return }
         let files = KeychainFile.list()
+        chosenDefault = KeychainFile.defaultPath()
+        scanned = stamp
+        sorted = nil
         for file in files where byFile[file] == nil {
             let collection = Collection(file: file)
             guard byElement[collection.element] == nil else { continue }
@@ -109,12 +120,15 @@ final class CollectionRegistry {
 
     var all: [Collection] {
         refresh()
-        return byElement.values.sorted { $0.name < $1.name }
+        if let sorted { return sorted }
+        let all = byElement.values.sorted { $0.name < $1.name }
+        sorted = all
+        return all
     }
 
     var defaultCollection: Collection? {
         refresh()
-        let path = KeychainFile.defaultPath()
+        let path = chosenDefault
         return byFile[path] ?? byFile.values.first { KeychainFile.sameFile($0.file, path) }
     }
 
@@ -191,6 +205,7 @@ final class CollectionRegistry {
         let collection = Collection(file: file)
         byFile[file] = collection
         byElement[collection.element] = collection
+        forgetScan()
         return collection
     }
 
@@ -198,5 +213,12 @@ final class CollectionRegistry {
         byFile[collection.file] = nil
         byElement[collection.element] = nil
         aliases = aliases.filter { $0.value != collection.element }
+        forgetScan()
+    }
+
+    /// The next look at the collections lists the folder again, as it did before the stamp.
+    private func forgetScan() {
+        scanned = nil
+        sorted = nil
     }
 }

@@ -303,6 +303,32 @@ while time.time() < deadline:
     kill "$silent"
 }
 
+# The service lists the keychains folder again only when its times say it changed: after they have
+# settled (a second old), a keychain made, a new default and a removal still show at once.
+ss_get() {
+    dbus-send --session --print-reply --dest=org.freedesktop.secrets /org/freedesktop/secrets "$@"
+}
+changes_after_a_quiet_folder_show() {
+    ss_get org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Service string:Collections >/dev/null
+    sleep 2.2
+    ss_get org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Service string:Collections >/dev/null
+    printf 'laterpw\n' | security create-keychain later >/dev/null
+    ss_get org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Service string:Collections | grep -q '/collection/later"' ||
+        { echo "Collections lacks the keychain made after a quiet moment"; return 1; }
+    sleep 2.2
+    ss_get org.freedesktop.Secret.Service.ReadAlias string:default >/dev/null
+    security default-keychain -s "$XDG_DATA_HOME/keychains/later.keychain-db"
+    ss_get org.freedesktop.Secret.Service.ReadAlias string:default | grep -q '/collection/later"' ||
+        { echo "the default alias does not follow security default-keychain -s"; return 1; }
+    security default-keychain -s "$XDG_DATA_HOME/keychains/login.keychain-db"
+    sleep 2.2
+    ss_get org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Service string:Collections >/dev/null
+    security delete-keychain "$XDG_DATA_HOME/keychains/later.keychain-db"
+    if ss_get org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Service string:Collections | grep -q '/collection/later"'; then
+        echo "Collections still lists a deleted keychain"; return 1
+    fi
+}
+
 # --- the second review's attacks, each refused ----------------------------------------------
 
 login_and_default_are_kept() {
@@ -525,6 +551,7 @@ check "the session collection: alias, never locked, not deletable, unreadable on
 check "the session collection's keychain is made by its first item, not by searches" on_bus session_keychain_made_on_first_use
 check "a second provider exits naming the owner; --replace takes the name over" on_bus name_taken_and_replace
 check "security lock-keychain is announced with PropertiesChanged(Locked)" on_bus lock_is_announced
+check "a keychain made, a new default and a removal show at once after the folder was quiet" on_bus changes_after_a_quiet_folder_show
 check "SetAlias cannot move the default keychain; the login and default keychains cannot be deleted" on_bus login_and_default_are_kept
 check "Collection.Delete takes the keychain's password through a prompt, leaves no journal, spares a keychain with certificates" on_bus delete_takes_the_keychains_password
 check "CreateItem(replace) with empty or fewer attributes deletes nothing of git's, docker's, security's or others" on_bus replace_touches_only_the_same_attributes
