@@ -14,18 +14,11 @@ for tool in swtpm tpm2_getcap; do
     command -v "$tool" >/dev/null || { echo "bench/tpm.sh: $tool is missing (apt-get install swtpm tpm2-tools)" >&2; exit 1; }
 done
 
-port=$(python3 - <<'PY'
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 60000, 2)
-    try:
-        for q in (p, p + 1):
-            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
-    except OSError:
-        continue
-    print(p); break
-PY
-)
+# For free_port only: sourcing it defines the suites' functions and sets their counters, nothing
+# else, and none of its names is one this script uses.
+# shellcheck source=Tests/lib.sh
+. "$here/../Tests/lib.sh"
+port=$(free_port)
 state=$(mktemp -d "$work/tpm-XXXXXX")
 timeout 1800 swtpm socket --tpm2 --server type=tcp,port="$port",bindaddr=127.0.0.1 \
     --ctrl type=tcp,port=$((port + 1)),bindaddr=127.0.0.1 --tpmstate dir="$state/state" \

@@ -353,9 +353,10 @@ final class TPMConnection {
 
     /// The same for an object sealed with `auth` too (`seal(_:toPCRs:auth:parent:)`).
     func unseal(public: Bytes, private: Bytes, pcrs: [UInt8], auth: Bytes?, parent: ESYS_TR, expectedLength: Int) throws -> Bytes {
+        let attributes = auth == nil ? TPMTemplates.pcrSealedAttributes : TPMTemplates.pcrAuthSealedAttributes
         let object = try loadSealed(
             public: `public`, private: `private`, parent: parent,
-            accepts: auth == nil ? TPMTemplates.isPCRSealedData : TPMTemplates.isPCRAuthSealedData)
+            accepts: { TPMTemplates.isPCRSealedData($0, attributes: attributes) })
         defer { flush(object) }
         if let auth { try setAuth(object, auth) }
         let session = try policySession(pcrs: pcrs, trial: false, salt: parent, withAuthValue: auth != nil)
@@ -648,15 +649,6 @@ enum TPMTemplates {
         return template
     }
 
-    /// Whether a public area read from a keychain is a `pcrSealedData` object with a policy: one
-    /// edited to be usable with an authorization value instead is refused.
-    static func isPCRSealedData(_ value: TPM2B_PUBLIC) -> Bool {
-        let area = value.publicArea
-        return area.type == TPMConstant.algKeyedHash && area.nameAlg == TPMConstant.algSHA256
-            && area.objectAttributes == pcrSealedAttributes && area.authPolicy.size == 32
-            && area.parameters.keyedHashDetail.scheme.scheme == TPMConstant.algNull
-    }
-
     /// An object sealed to PCR values and an authorization value (`seal(_:toPCRs:auth:parent:)`):
     /// only its policy opens it (no userWithAuth), and without noDA, so every wrong authorization
     /// value counts towards the TPM's dictionary-attack lockout.
@@ -668,13 +660,14 @@ enum TPMTemplates {
         return template
     }
 
-    /// Whether a public area read from a keychain is a `pcrAuthSealedData` object with a policy:
-    /// one edited to be noDA or usable with its authorization value alone is refused before the
-    /// TPM sees any authorization for it.
-    static func isPCRAuthSealedData(_ value: TPM2B_PUBLIC) -> Bool {
+    /// Whether a public area read from a keychain is a PCR-sealed object with a policy and exactly
+    /// `attributes` (`pcrSealedAttributes` or `pcrAuthSealedAttributes`): one edited to be noDA,
+    /// or usable with an authorization value alone, is refused before the TPM sees any
+    /// authorization for it.
+    static func isPCRSealedData(_ value: TPM2B_PUBLIC, attributes: TPMA_OBJECT) -> Bool {
         let area = value.publicArea
         return area.type == TPMConstant.algKeyedHash && area.nameAlg == TPMConstant.algSHA256
-            && area.objectAttributes == pcrAuthSealedAttributes && area.authPolicy.size == 32
+            && area.objectAttributes == attributes && area.authPolicy.size == 32
             && area.parameters.keyedHashDetail.scheme.scheme == TPMConstant.algNull
     }
 

@@ -26,12 +26,8 @@ extension KeychainStore {
             defer { if !committed, let uuid { removeTPMCounter(uuid: uuid, c: newC, tpm: .current) } }
             try db.transaction {
                 var bag = try Keybag.load(from: db)
-                var kek = try bag.deriveKEK(password: password)
-                defer { kek.wipe() }
-                var (a, c) = try bag.unwrap(kek: kek)
-                var device = try bag.unwrapDevice(kek: kek)
+                var (a, c, device) = try bag.unwrapUpgrading(password: password)
                 defer { a.wipe(); c.wipe(); device?.wipe() }
-                try bag.upgrade(kek: kek, a: a, c: c)
                 // Settings that fail their MAC are not carried over under the new keys.
                 let settings = bag.verifiedSettings(a: a) ?? .safeDefaults
                 var oldKeys: [LockClass: Subkeys] = [

@@ -68,6 +68,27 @@ struct Keybag {
         return try unwrap(kek: kek)
     }
 
+    /// The class keys `password` opens (ThisDeviceOnly's too when sealed to a TPM), a version 1
+    /// keybag first brought to the current format (`upgrade`), so that the settings a password
+    /// change or a key rotation carries over are authenticated ones. The caller wipes the keys; a
+    /// failure leaves none behind.
+    mutating func unwrapUpgrading(password: Bytes) throws -> (a: Bytes, c: Bytes, device: DeviceKeys?) {
+        var kek = try deriveKEK(password: password)
+        defer { kek.wipe() }
+        var (a, c) = try unwrap(kek: kek)
+        var device: DeviceKeys?
+        do {
+            device = try unwrapDevice(kek: kek)
+            try upgrade(kek: kek, a: a, c: c)
+        } catch {
+            a.wipe()
+            c.wipe()
+            device?.wipe()
+            throw error
+        }
+        return (a, c, device)
+    }
+
     func unwrap(kek: Bytes) throws -> (a: Bytes, c: Bytes) {
         let a = try? Crypto.open(wrappedA, key: kek, aad: aad(.whenUnlocked))
         let c = try? Crypto.open(wrappedC, key: kek, aad: aad(.afterFirstUnlock))

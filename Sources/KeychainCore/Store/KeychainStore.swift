@@ -301,12 +301,8 @@ package final class KeychainStore: @unchecked Sendable {
         try withLock {
             try db.transaction {
                 var bag = try Keybag.load(from: db)
-                var kek = try bag.deriveKEK(password: old)
-                defer { kek.wipe() }
-                var (a, c) = try bag.unwrap(kek: kek)
-                var device = try bag.unwrapDevice(kek: kek)
+                var (a, c, device) = try bag.unwrapUpgrading(password: old)
                 defer { a.wipe(); c.wipe(); device?.wipe() }
-                try bag.upgrade(kek: kek, a: a, c: c)
                 try bag.rewrap(a: a, c: c, device: device, password: new, scrypt: scrypt ?? bag.scrypt.raisedToFloor())
                 try bag.save(to: db)
                 keybag = bag

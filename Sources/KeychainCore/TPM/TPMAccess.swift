@@ -126,11 +126,7 @@ struct HelperTPM: TPMOperations {
         var request = TPMHelperWire.request("seal", configuration)
         request.blob(secret)
         request.blob(auth)
-        return try exchange(&request) { reply in
-            let record = TPMSealedSecret(primaryName: try reply.blob(), sealedPublic: try reply.blob(), sealedPrivate: try reply.blob())
-            guard reply.isAtEnd else { throw TPMFailure.failed("\(Self.name) answered more than expected") }
-            return record
-        }
+        return try exchange(&request) { try Self.readSealedRecord(&$0) }
     }
 
     func unseal(_ record: TPMSealedSecret, auth: Bytes, length: Int) throws -> Bytes {
@@ -138,25 +134,14 @@ struct HelperTPM: TPMOperations {
         request.blob(record.bytes)
         request.blob(auth)
         request.u32(UInt32(length))
-        return try exchange(&request) { reply in
-            var secret = try reply.blob()
-            guard reply.isAtEnd, secret.count == length else {
-                secret.wipe()
-                throw TPMFailure.failed("\(Self.name) answered a secret of the wrong length")
-            }
-            return secret
-        }
+        return try exchange(&request) { try Self.readSecret(&$0, length: length) }
     }
 
     func seal(_ secret: Bytes, toPCRs pcrs: [UInt8]) throws -> TPMSealedSecret {
         var request = TPMHelperWire.request("seal-pcr", configuration)
         request.blob(secret)
         request.blob(pcrs)
-        return try exchange(&request) { reply in
-            let record = TPMSealedSecret(primaryName: try reply.blob(), sealedPublic: try reply.blob(), sealedPrivate: try reply.blob())
-            guard reply.isAtEnd else { throw TPMFailure.failed("\(Self.name) answered more than expected") }
-            return record
-        }
+        return try exchange(&request) { try Self.readSealedRecord(&$0) }
     }
 
     func unseal(_ record: TPMSealedSecret, pcrs: [UInt8], length: Int) throws -> Bytes {
@@ -164,14 +149,7 @@ struct HelperTPM: TPMOperations {
         request.blob(record.bytes)
         request.blob(pcrs)
         request.u32(UInt32(length))
-        return try exchange(&request) { reply in
-            var secret = try reply.blob()
-            guard reply.isAtEnd, secret.count == length else {
-                secret.wipe()
-                throw TPMFailure.failed("\(Self.name) answered a secret of the wrong length")
-            }
-            return secret
-        }
+        return try exchange(&request) { try Self.readSecret(&$0, length: length) }
     }
 
     func seal(_ secret: Bytes, auth: Bytes, pcrs: [UInt8]) throws -> TPMSealedSecret {
@@ -179,12 +157,7 @@ struct HelperTPM: TPMOperations {
         request.blob(secret)
         request.blob(auth)
         request.blob(pcrs)
-        return try exchange(&request) { reply in
-            let record = TPMSealedSecret(
-                primaryName: try reply.blob(), sealedPublic: try reply.blob(), sealedPrivate: try reply.blob(), pcrs: pcrs)
-            guard reply.isAtEnd else { throw TPMFailure.failed("\(Self.name) answered more than expected") }
-            return record
-        }
+        return try exchange(&request) { try Self.readSealedRecord(&$0, pcrs: pcrs) }
     }
 
     func unseal(_ record: TPMSealedSecret, auth: Bytes, pcrs: [UInt8], length: Int) throws -> Bytes {
@@ -193,14 +166,26 @@ struct HelperTPM: TPMOperations {
         request.blob(auth)
         request.blob(pcrs)
         request.u32(UInt32(length))
-        return try exchange(&request) { reply in
-            var secret = try reply.blob()
-            guard reply.isAtEnd, secret.count == length else {
-                secret.wipe()
-                throw TPMFailure.failed("\(Self.name) answered a secret of the wrong length")
-            }
-            return secret
+        return try exchange(&request) { try Self.readSecret(&$0, length: length) }
+    }
+
+    /// A seal request's answer: the record the helper sealed, nothing after it. The PCRs are the
+    /// request's own; the helper does not answer them.
+    private static func readSealedRecord(_ reply: inout ByteReader, pcrs: [UInt8] = []) throws -> TPMSealedSecret {
+        let record = TPMSealedSecret(primaryName: try reply.blob(), sealedPublic: try reply.blob(), sealedPrivate: try reply.blob(), pcrs: pcrs)
+        guard reply.isAtEnd else { throw TPMFailure.failed("\(name) answered more than expected") }
+        return record
+    }
+
+    /// An unseal request's answer: a secret of exactly `length` bytes; one of another length is
+    /// wiped, not handed on.
+    private static func readSecret(_ reply: inout ByteReader, length: Int) throws -> Bytes {
+        var secret = try reply.blob()
+        guard reply.isAtEnd, secret.count == length else {
+            secret.wipe()
+            throw TPMFailure.failed("\(name) answered a secret of the wrong length")
         }
+        return secret
     }
 
     func counter(_ counter: TPMCounterRequest) throws -> TPMCounterAnswer {
