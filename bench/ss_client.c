@@ -6,7 +6,10 @@
  * store-many: ROUNDS CreateItem calls in a row, each a new item (the attributes given plus
  * bench-item = its number), as a client storing many secrets at once does; prints the total
  * microseconds.
- * Usage: ss_client lookup|store|store-many ROUNDS SECRET ATTRIBUTE VALUE [ATTRIBUTE VALUE ...] */
+ * ping: ROUNDS samples of two Peer.Ping calls to the provider (sd-bus answers them without our
+ * code): the bus's part of a lookup's two round trips, the floor under it.
+ * Usage: ss_client lookup|store|store-many ROUNDS SECRET ATTRIBUTE VALUE [ATTRIBUTE VALUE ...]
+ *        ss_client ping ROUNDS */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,7 +109,29 @@ static void store(sd_bus *bus, const char *session, const char *secret, char **p
     sd_bus_message_unref(reply);
 }
 
+static int ping(int rounds) {
+    sd_bus *bus = NULL;
+    int r = sd_bus_open_user(&bus);
+    if (r < 0) fail("the session bus", r, NULL);
+    double *samples = calloc((size_t)rounds, sizeof *samples);
+    for (int i = -5; i < rounds; i++) {
+        double start = now_us();
+        for (int k = 0; k < 2; k++) {
+            sd_bus_error error = SD_BUS_ERROR_NULL;
+            sd_bus_message *reply = NULL;
+            r = sd_bus_call_method(bus, SERVICE, SERVICE_PATH, "org.freedesktop.DBus.Peer", "Ping", &error, &reply, "");
+            if (r < 0) fail("Ping", r, &error);
+            sd_bus_message_unref(reply);
+        }
+        if (i >= 0) samples[i] = now_us() - start;
+    }
+    qsort(samples, (size_t)rounds, sizeof *samples, by_value);
+    printf("%.1f\n", samples[rounds / 2]);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "ping") == 0 && atoi(argv[2]) >= 1) return ping(atoi(argv[2]));
     if (argc < 6 || (argc - 4) % 2 != 0 || atoi(argv[2]) < 1 ||
         (strcmp(argv[1], "lookup") != 0 && strcmp(argv[1], "store") != 0 && strcmp(argv[1], "store-many") != 0)) {
         fprintf(stderr, "usage: ss_client lookup|store|store-many ROUNDS SECRET ATTRIBUTE VALUE [ATTRIBUTE VALUE ...]\n");
