@@ -102,8 +102,8 @@ final class CollectionRegistry {
         // Taken before the listing: a change made during it shows as a new stamp next time.
         let stamp = FolderStamp(chosen: chosenDefault)
         if let scanned, scanned.isSettled, scanned == stamp { return }
-        let files = KeychainFile.list()
         chosenDefault = KeychainFile.defaultPath()
+        let files = KeychainFile.list(including: chosenDefault)
         scanned = stamp
         sorted = nil
         for file in files where byFile[file] == nil {

@@ -62,7 +62,10 @@ package enum KeychainFile {
     }
 
     /// The keychains in the keychains folder, and the default one wherever it is.
-    package static func list() -> [String] {
+    package static func list() -> [String] { list(including: defaultPath()) }
+
+    /// The same, with the default keychain already read by the caller (which keeps it).
+    package static func list(including chosen: String) -> [String] {
         var found: [String] = []
         if let dir = opendir(directory()) {
             while let entry = readdir(dir) {
@@ -71,7 +74,6 @@ package enum KeychainFile {
             }
             closedir(dir)
         }
-        let chosen = defaultPath()
         if exists(chosen), !found.contains(chosen) { found.append(chosen) }
         return found.sorted()
     }
