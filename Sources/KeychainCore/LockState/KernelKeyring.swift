@@ -79,9 +79,10 @@ package struct KernelKeyring: Sendable {
             buffer.wipe()
             return nil
         }
-        let key = Array(buffer[0..<n])
-        buffer.wipe()
-        return key
+        // Shortened in place: a copy would leave one more heap block with the key in it. The
+        // kernel wrote only the first n bytes; the rest are the zeros the buffer began with.
+        buffer.removeSubrange(n...)
+        return buffer
     }
 
     /// Invalidation removes the key from every keyring at once, not only from this one.

@@ -11,8 +11,10 @@ package final class KeychainStore: @unchecked Sendable {
     var processKeys: [LockClass: Bytes] = [:]
     /// Subkeys of the class keys last seen, by lock class; only used while the same key is seen again.
     var subkeyCache = PerLockClass<Subkeys>()
-    /// The kernel keyring's names of this keychain's keys, made once per keybag uuid.
-    private var names: (uuid: Bytes, names: PerLockClass<String>)?
+    /// The kernel keyring's names of this keychain's keys, made once per keybag uuid (two stored
+    /// properties, not one tuple: every call reads a name, and a tuple is copied whole to be read).
+    private var kernelNames = PerLockClass<String>()
+    private var kernelNamesUUID: Bytes = []
     /// The settings in force and whether their MAC verified, once class key A was seen.
     private var settingsCheck: (settings: KeychainSettings, integrity: SettingsIntegrity)?
     /// SQLite's data_version when the keybag was last read (`refreshKeybag`).
@@ -137,11 +139,12 @@ package final class KeychainStore: @unchecked Sendable {
     // MARK: Lock state
 
     func kernelName(_ lockClass: LockClass) -> String {
-        if let names, names.uuid == keybag.uuid, let name = names.names[lockClass] { return name }
-        var table = names?.uuid == keybag.uuid ? names!.names : PerLockClass<String>()
+        if kernelNamesUUID != keybag.uuid { kernelNames.removeAll() }
+        // The same bytes in the keybag's own buffer: the next comparison is one of identity.
+        kernelNamesUUID = keybag.uuid
+        if let name = kernelNames[lockClass] { return name }
         let name = "keychain:\(identifier):\(lockClass.letter)"
-        table[lockClass] = name
-        names = (keybag.uuid, table)
+        kernelNames[lockClass] = name
         return name
     }
 
@@ -423,6 +426,9 @@ package final class KeychainStore: @unchecked Sendable {
         return keys
     }
 
+    private static let allLockClasses: [LockClass] = [
+        .whenUnlocked, .afterFirstUnlock, .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .always
+    ]
     private static let unboundClasses: [LockClass] = [.whenUnlocked, .afterFirstUnlock]
     private static let boundClasses: [LockClass] = [
         .whenUnlocked, .afterFirstUnlock, .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly
@@ -482,12 +488,8 @@ package final class KeychainStore: @unchecked Sendable {
 
     private func classKeys(_ found: PerLockClass<Bytes>) -> ClassKeys {
         var present = PerLockClass<Subkeys>()
-        for (lockClass, key) in [
-            (LockClass.whenUnlocked, found[.whenUnlocked]), (.afterFirstUnlock, found[.afterFirstUnlock]),
-            (.whenUnlockedThisDeviceOnly, found[.whenUnlockedThisDeviceOnly]),
-            (.afterFirstUnlockThisDeviceOnly, found[.afterFirstUnlockThisDeviceOnly]), (.always, keybag.keyD)
-        ] {
-            guard let key else {
+        for lockClass in Self.allLockClasses {
+            guard let key = lockClass == .always ? keybag.keyD : found[lockClass] else {
                 subkeyCache[lockClass] = nil
                 continue
             }
