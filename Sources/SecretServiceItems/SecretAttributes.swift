@@ -77,8 +77,13 @@ package enum SecretAttributes {
     }
 
     /// The Apple attribute as Secret Service text; "" when absent (absent attributes are not shown).
+    /// Only a stored value is read: every class default shows as "" (the tests hold each mapped
+    /// attribute's default to that), and looking a default up costs each view a schema search.
     private static func text(of item: Item, apple: String) -> String {
-        let value = item.effectiveValue(apple)
+        item.attributes[apple].map { text($0, apple: apple) } ?? ""
+    }
+
+    static func text(_ value: AttributeValue, apple: String) -> String {
         switch apple {
         case "ptcl":
             if let code = value.stringValue { return code.isEmpty ? "" : ProtocolCodes.scheme(forCode: code) }
@@ -101,13 +106,14 @@ package enum SecretAttributes {
         guard item.itemClass == .genericPassword || item.itemClass == .internetPassword else { return stored }
         var out = stored
         if stored.isEmpty, item.itemClass == .internetPassword { out[networkSchemaKey] = networkSchema }
-        let storedApple = appleAttributes(stored, itemClass: item.itemClass)
         for (name, apple) in mappedNames(item.itemClass, stored: stored) {
             let current = text(of: item, apple: apple)
             // What the client stored stands while the Apple attribute still says the same (a port
             // that is not a number was never mapped and stands while the item has no port).
-            let storedText = storedApple[apple].map { text(of: Item(itemClass: item.itemClass, attributes: [apple: $0]), apple: apple) } ?? ""
-            if stored[name] != nil, storedText == current { continue }
+            if let given = stored[name] {
+                let storedText = appleValue(apple, given).map { text($0, apple: apple) } ?? ""
+                if storedText == current { continue }
+            }
             out[name] = current.isEmpty ? nil : current
         }
         return out

@@ -99,7 +99,22 @@ extension KeychainStore {
         }
     }
 
-    private func secretItem(_ stored: Row, row: Int64, keys: ClassKeys, includeSecret: Bool, owner: String?) throws -> SecretItem {
+    /// One item's secret and its content type, as GetSecret(s) answer: the item as `secretItem`
+    /// with `includeSecret` opens it, the same checks first, without the attribute view that
+    /// answer does not carry.
+    package func secret(_ row: Int64, owner: String? = nil) throws -> (secret: Bytes, contentType: String) {
+        try withLock {
+            try readSnapshot { keys in
+                guard let stored = try loadRow(row) else { throw KeychainError(.itemNotFound) }
+                let item = try secretItem(stored, row: row, keys: keys, includeSecret: true, owner: owner, view: false)
+                return (item.secret ?? [], item.contentType)
+            }
+        }
+    }
+
+    private func secretItem(
+        _ stored: Row, row: Int64, keys: ClassKeys, includeSecret: Bool, owner: String?, view: Bool = true
+    ) throws -> SecretItem {
         guard keys.has(stored.lockClass) else {
             // Whether a locked item is the app's comes from the index; another app's locked item
             // does not exist for it.
@@ -108,7 +123,7 @@ extension KeychainStore {
             }
             throw KeychainError.locked()
         }
-        return try secretItem(stored, keys: keys, includeSecret: includeSecret, owner: owner)
+        return try secretItem(stored, keys: keys, includeSecret: includeSecret, owner: owner, view: view)
     }
 
     /// Items whose attributes include every given pair, exactly (no pairs: every item); with an
@@ -363,7 +378,7 @@ extension KeychainStore {
 
     /// The item as the service shows it; errSecItemNotFound when an owner is given and the item is
     /// not that app's (checked before anything else is said about it).
-    private func secretItem(_ row: Row, keys: ClassKeys, includeSecret: Bool, owner: String? = nil) throws -> SecretItem {
+    private func secretItem(_ row: Row, keys: ClassKeys, includeSecret: Bool, owner: String? = nil, view: Bool = true) throws -> SecretItem {
         // The metadata and item key are opened once for the attributes and the secret; the secret
         // only after the checks below passed.
         let (item, secret) = try openItem(row, keys: keys, secret: includeSecret) { item in
@@ -378,7 +393,7 @@ extension KeychainStore {
         }
         return SecretItem(
             row: row.rowID, itemClass: row.itemClass, label: item["labl"]?.stringValue ?? "",
-            attributes: SecretAttributes.view(of: item),
+            attributes: view ? SecretAttributes.view(of: item) : [:],
             contentType: item[AttributeKey.contentType]?.stringValue ?? Self.defaultContentType,
             created: seconds("cdat"), modified: seconds("mdat"),
             secret: secret,

@@ -73,10 +73,9 @@ extension SecretService {
         switch member {
         case "GetSecret":
             let session = try session(try reader.objectPath(), for: call)
-            let item = try store.secretItem(row, includeSecret: true, owner: call.owner)
-            var secret = item.secret ?? []
+            var (secret, contentType) = try store.secret(row, owner: call.owner)
             defer { secret.wipe() }
-            let wire = try session.encode(secret, path: ObjectPaths.sessions + session.id, contentType: item.contentType)
+            let wire = try session.encode(secret, path: ObjectPaths.sessions + session.id, contentType: contentType)
             try reply(call) { try $0.secret(wire) }
         case "SetSecret":
             let wire = try reader.secret()

@@ -63,10 +63,10 @@ extension SecretService {
             for path in paths {
                 // Locked and missing items are left out, as gnome-keyring does.
                 guard let (collection, row) = collections.resolve(path), let row,
-                    let item = try? collection.store().secretItem(row, includeSecret: true, owner: call.owner), var secret = item.secret
+                    var (secret, contentType) = try? collection.store().secret(row, owner: call.owner)
                 else { continue }
                 defer { secret.wipe() }
-                secrets.append((path, try session.encode(secret, path: ObjectPaths.sessions + session.id, contentType: item.contentType)))
+                secrets.append((path, try session.encode(secret, path: ObjectPaths.sessions + session.id, contentType: contentType)))
             }
             try reply(call) { w in
                 try w.container(BusType.array, "{o(oayays)}") {

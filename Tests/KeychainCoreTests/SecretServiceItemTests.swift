@@ -157,6 +157,33 @@ final class SecretServiceItemTests: StoreTestCase {
         XCTAssertEqual(try found(["xdg:schema": "org.git.Password", "user": "ann"]), [])
     }
 
+    /// The view reads only stored Apple attributes: that is the same as reading the effective
+    /// value only while every mapped attribute's class default shows as nothing.
+    func testEveryMappedAttributesDefaultShowsAsNothing() {
+        for itemClass in [ItemClass.genericPassword, .internetPassword] {
+            for (_, apple) in SecretAttributes.mappedNames(itemClass, stored: [:]) {
+                let value = Item(itemClass: itemClass, attributes: [:]).effectiveValue(apple)
+                XCTAssertEqual(SecretAttributes.text(value, apple: apple), "", "\(itemClass.rawValue) \(apple)")
+            }
+        }
+    }
+
+    /// GetSecret(s)' engine call: the secret and content type, with the same refusals as the item.
+    func testSecretComesWithItsContentTypeAndTheOwnersChecks() throws {
+        let item = try store.addSecretItem(
+            label: "app", attributes: ["application": "app"], secret: Array("pw".utf8), contentType: "application/octet-stream",
+            replace: false, owner: "org.example.App"
+        ).item
+        let opened = try store.secret(item.row, owner: "org.example.App")
+        XCTAssertEqual(opened.secret, Array("pw".utf8))
+        XCTAssertEqual(opened.contentType, "application/octet-stream")
+        XCTAssertStatus(try store.secret(item.row, owner: "org.example.Other"), .itemNotFound)
+        XCTAssertEqual(try store.secret(item.row).secret, Array("pw".utf8), "an unconfined caller reads any item")
+        XCTAssertStatus(try store.secret(item.row + 1000), .itemNotFound)
+        store.lock()
+        XCTAssertStatus(try store.secret(item.row, owner: "org.example.App"), .interactionNotAllowed)
+    }
+
     func testGenericPasswordsMapServiceAndAccountOrUsername() throws {
         let a = try add(["service": "vpn", "username": "ann"])
         let item = try store.find(query("ann", service: "vpn")).first

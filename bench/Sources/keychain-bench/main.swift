@@ -211,7 +211,7 @@ func profiledCalls(_ op: String, keychain: SecKeychain, count: Int, calls: Int, 
             // The engine's part of the Secret Service's lookup: SearchItems, then GetSecrets.
             let i = picks[n]
             let found = try! keychain.store.searchSecretItems(["server": server(i), "protocol": "https"])
-            guard let row = found.unlocked.first?.row, (try? keychain.store.secretItem(row, includeSecret: true))?.secret != nil else {
+            guard let row = found.unlocked.first?.row, (try? keychain.store.secret(row)) != nil else {
                 fail("ss-lookup: nothing found for \(server(i))")
             }
         case "ss-store":
