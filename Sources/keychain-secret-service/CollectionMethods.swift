@@ -73,9 +73,9 @@ extension SecretService {
         switch member {
         case "GetSecret":
             let session = try session(try reader.objectPath(), for: call)
-            var (secret, contentType) = try store.secret(row, owner: call.owner)
-            defer { secret.wipe() }
-            let wire = try session.encode(secret, path: ObjectPaths.sessions + session.id, contentType: contentType)
+            var opened = try store.secret(row, owner: call.owner)
+            defer { opened.secret.wipe() }
+            let wire = try session.encode(opened.secret, path: ObjectPaths.sessions + session.id, contentType: opened.contentType)
             try reply(call) { try $0.secret(wire) }
         case "SetSecret":
             let wire = try reader.secret()

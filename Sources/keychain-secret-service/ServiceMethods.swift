@@ -63,10 +63,11 @@ extension SecretService {
             for path in paths {
                 // Locked and missing items are left out, as gnome-keyring does.
                 guard let (collection, row) = collections.resolve(path), let row,
-                    var (secret, contentType) = try? collection.store().secret(row, owner: call.owner)
+                    var opened = try? collection.store().secret(row, owner: call.owner)
                 else { continue }
-                defer { secret.wipe() }
-                secrets.append((path, try session.encode(secret, path: ObjectPaths.sessions + session.id, contentType: contentType)))
+                // Wiped where it is held: a copy to wipe would be a second buffer, this one kept.
+                defer { opened.secret.wipe() }
+                secrets.append((path, try session.encode(opened.secret, path: ObjectPaths.sessions + session.id, contentType: opened.contentType)))
             }
             try reply(call) { w in
                 try w.container(BusType.array, "{o(oayays)}") {
