@@ -92,17 +92,37 @@ final class CollectionRegistry {
         byElement[session.element] = session
     }
 
-    /// The folder as the last rescan saw it, and the default keychain it found.
+    /// What tells that the last rescan still holds: the kernel's watch where it can be armed,
+    /// else the folder as the last rescan saw it. And the default keychain that rescan found.
+    private let watch = FolderWatch()
     private var scanned: FolderStamp?
     private var chosenDefault = ""
     private var sorted: [Collection]?
 
     /// Rescans the folder: keychains made or removed by `security` show up and go.
     func refresh() {
-        // Taken before the listing: a change made during it shows as a new stamp next time.
-        let stamp = FolderStamp(chosen: chosenDefault)
-        if let scanned, scanned.isSettled, scanned == stamp { return }
-        chosenDefault = KeychainFile.defaultPath()
+        if watch.isArmed {
+            if !watch.changed() { return }
+        } else if let scanned, scanned.isSettled, scanned == FolderStamp(chosen: chosenDefault) {
+            return
+        }
+        var chosen = chosenDefault
+        // Armed before the reads and the listing, so a change made during them is an event next
+        // time; armed again while the default read after arming is not the one it watches for.
+        for _ in 0..<3 {
+            guard watch.arm(Self.watched(chosen: chosen)) else { break }
+            let now = KeychainFile.defaultPath()
+            if now == chosen { break }
+            chosen = now
+            watch.disarm()
+        }
+        var stamp: FolderStamp?
+        if !watch.isArmed {
+            // Taken before the listing: a change made during it shows as a new stamp next time.
+            stamp = FolderStamp(chosen: chosenDefault)
+            chosen = KeychainFile.defaultPath()
+        }
+        chosenDefault = chosen
         let files = KeychainFile.list(including: chosenDefault)
         scanned = stamp
         sorted = nil
@@ -216,9 +236,18 @@ final class CollectionRegistry {
         forgetScan()
     }
 
-    /// The next look at the collections lists the folder again, as it did before the stamp.
+    /// The next look at the collections lists the folder again.
     private func forgetScan() {
+        watch.disarm()
         scanned = nil
         sorted = nil
+    }
+
+    /// The files whose folders a rescan depends on: the keychains folder (through the login
+    /// keychain it holds), the default-keychain choice (its contents too), and the chosen file.
+    private static func watched(chosen: String) -> [(path: String, contents: Bool)] {
+        var files = [(KeychainFile.loginPath(), false), (KeychainFile.defaultChoiceFile(), true)]
+        if !chosen.isEmpty { files.append((chosen, false)) }
+        return files
     }
 }

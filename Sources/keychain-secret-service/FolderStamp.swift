@@ -1,9 +1,10 @@
 import Glibc
 import KeychainCore
 
-/// What the keychains folder, the default-keychain choice and the chosen file looked like: while
-/// they look the same, a rescan would find the same keychains, so a search need not list the
-/// folder again (six system calls and the sorting of its names, on every SearchItems).
+/// What the keychains folder, the default-keychain choice and the chosen file looked like, for
+/// where `FolderWatch` cannot be armed: while they look the same, a rescan would find the same
+/// keychains, so a search need not list the folder again (six system calls and the sorting of
+/// its names, on every SearchItems).
 struct FolderStamp: Equatable {
     /// A file's identity and times, or nil for one that is not there.
     private struct FileState: Equatable {

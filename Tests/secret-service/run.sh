@@ -303,8 +303,10 @@ while time.time() < deadline:
     kill "$silent"
 }
 
-# The service lists the keychains folder again only when its times say it changed: after they have
-# settled (a second old), a keychain made, a new default and a removal still show at once.
+# The service lists the keychains folder again only when the kernel's watch (or, where it cannot be
+# armed, the folder's times) says it changed: after a quiet moment (times a second old), a keychain
+# made, a new default (chosen by `security`, or written into the choice file in place) and a
+# removal still show at once.
 ss_get() {
     dbus-send --session --print-reply --dest=org.freedesktop.secrets /org/freedesktop/secrets "$@"
 }
@@ -320,6 +322,14 @@ changes_after_a_quiet_folder_show() {
     security default-keychain -s "$XDG_DATA_HOME/keychains/later.keychain-db"
     ss_get org.freedesktop.Secret.Service.ReadAlias string:default | grep -q '/collection/later"' ||
         { echo "the default alias does not follow security default-keychain -s"; return 1; }
+    security default-keychain -s "$XDG_DATA_HOME/keychains/login.keychain-db"
+    ss_get org.freedesktop.Secret.Service.ReadAlias string:default | grep -q '/collection/login"' ||
+        { echo "the default alias does not follow security default-keychain -s back"; return 1; }
+    sleep 2.2
+    ss_get org.freedesktop.Secret.Service.ReadAlias string:default >/dev/null
+    printf '%s\n' "$XDG_DATA_HOME/keychains/later.keychain-db" > "$XDG_CONFIG_HOME/keychain/default-keychain"
+    ss_get org.freedesktop.Secret.Service.ReadAlias string:default | grep -q '/collection/later"' ||
+        { echo "the default alias does not follow the choice file written in place"; return 1; }
     security default-keychain -s "$XDG_DATA_HOME/keychains/login.keychain-db"
     sleep 2.2
     ss_get org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Service string:Collections >/dev/null
