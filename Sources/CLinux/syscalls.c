@@ -28,6 +28,15 @@ int clinux_pidfd_open(int pid) {
 #endif
 }
 
+int clinux_pidfd_send_signal(int pidfd, int signal) {
+#ifdef SYS_pidfd_send_signal
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, signal, NULL, 0);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 int clinux_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }

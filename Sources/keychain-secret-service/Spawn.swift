@@ -32,13 +32,8 @@ enum Spawn {
             if n <= 0 { break }
             output += buffer[..<n]
         }
-        let exit = ChildExit.wait(for: pid, until: deadline)
-        if exit == .running {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            return (124, String(decoding: output, as: UTF8.self))
-        }
+        let exit = ChildExit.wait(for: pid, until: deadline, killingAtDeadline: true)
+        if exit == .running { return (124, String(decoding: output, as: UTF8.self)) }
         return (exit.code ?? 1, String(decoding: output, as: UTF8.self))
     }
 

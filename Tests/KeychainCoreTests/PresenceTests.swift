@@ -78,6 +78,30 @@ final class PresenceTests: XCTestCase {
         XCTAssertEqual(ChildExit.wait(for: 1, until: SystemClock.monotonic() + 60), .lost, "init is no child of this process")
     }
 
+    /// At the deadline, killed and reaped within a bounded time; a deadline that is not a number
+    /// has passed (it used to trap converting the time left to poll's milliseconds).
+    func testChildExitKillsAtTheDeadlineAndNeverWaitsUnbounded() throws {
+        let sleeping = try ChildProcess.start("/bin/sleep", ["30"])
+        let start = SystemClock.monotonic()
+        XCTAssertEqual(ChildExit.wait(for: sleeping.pid, until: start + 0.2, killingAtDeadline: true), .running)
+        XCTAssertLessThan(SystemClock.monotonic() - start, 0.2 + ChildExit.killGrace + 1)
+        XCTAssertEqual(ChildExit.wait(for: sleeping.pid, until: SystemClock.monotonic() + 1), .lost, "killed and reaped already")
+        let other = try ChildProcess.start("/bin/sleep", ["30"])
+        XCTAssertEqual(ChildExit.wait(for: other.pid, until: .nan), .running)
+        XCTAssertEqual(ChildExit.wait(for: other.pid, until: .nan, killingAtDeadline: true), .running)
+        XCTAssertEqual(ChildExit.wait(for: other.pid, until: SystemClock.monotonic() + 1), .lost)
+    }
+
+    func testPresenceTimeoutFromTheEnvironmentMustBeFinite() {
+        defer { unsetenv("KEYCHAIN_PRESENCE_TIMEOUT") }
+        for text in ["nan", "inf", "-inf"] {
+            setenv("KEYCHAIN_PRESENCE_TIMEOUT", text, 1)
+            XCTAssertEqual(PolkitAuthorizer().timeout, 120, text)
+        }
+        setenv("KEYCHAIN_PRESENCE_TIMEOUT", "5", 1)
+        XCTAssertEqual(PolkitAuthorizer().timeout, 5)
+    }
+
     /// A descriptor this process inherited without close-on-exec (a pipe its parent left open, as
     /// a CI runner or sshd may) does not reach the programs it starts, such as keychain-tpm-helper.
     func testChildProcessDoesNotInheritAnOpenDescriptor() throws {

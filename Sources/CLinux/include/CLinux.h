@@ -31,6 +31,10 @@ int clinux_spawn_closefrom(void *actions, int from);
  * -1 (errno set) where the kernel has none (before Linux 5.3). */
 int clinux_pidfd_open(int pid);
 
+/* pidfd_send_signal(2): a signal to the process the pidfd names, never to a later one that was
+ * given its pid after it was reaped. -1 (errno set) before Linux 5.1. */
+int clinux_pidfd_send_signal(int pidfd, int signal);
+
 /* SIGTERM, SIGINT and SIGHUP set a flag (a signal handler is C's to write) that
  * clinux_termination_requested() reads; poll(2) is interrupted rather than restarted. Returns 0 on
  * success. */

@@ -80,14 +80,10 @@ struct ChildProcess {
         }
     }
 
-    /// Ends it (SIGTERM, then SIGKILL after half a second) and reaps it.
+    /// Ends it (SIGTERM, then SIGKILL after half a second) and reaps it, waiting a bounded time.
     func stop() {
         kill(pid, SIGTERM)
-        if wait(until: SystemClock.monotonic() + 0.5) == nil {
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        }
+        _ = ChildExit.wait(for: pid, until: SystemClock.monotonic() + 0.5, killingAtDeadline: true)
     }
 
     /// Runs `path` to completion within `seconds`, returning its status and what it printed

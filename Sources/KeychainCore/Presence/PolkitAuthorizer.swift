@@ -24,7 +24,8 @@ package struct PolkitAuthorizer: PresenceAuthorizer {
 
     package init(terminalAgent: Bool = false, timeout: Double? = nil) {
         self.terminalAgent = terminalAgent
-        let fromEnvironment = getenv("KEYCHAIN_PRESENCE_TIMEOUT").flatMap { Double(String(cString: $0)) }
+        // Finite only: "nan" and "inf" parse as numbers, and a NaN passes min and max unchanged.
+        let fromEnvironment = getenv("KEYCHAIN_PRESENCE_TIMEOUT").flatMap { Double(String(cString: $0)) }.flatMap { $0.isFinite ? $0 : nil }
         self.timeout = min(max(timeout ?? fromEnvironment ?? 120, 1), 600)
     }
 

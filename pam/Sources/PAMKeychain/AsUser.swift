@@ -76,11 +76,10 @@ enum AsUser {
         if piped { close(fds[1]) }
         defer { if piped { close(fds[0]) } }
         let outcome: Outcome
-        switch ChildExit.wait(for: pid, until: SystemClock.monotonic() + timeout) {
+        // Killed at the deadline, and waited for a bounded time more: a worker stuck in the
+        // kernel (a FUSE mount of the user's that never answers) must not hold the login.
+        switch ChildExit.wait(for: pid, until: SystemClock.monotonic() + timeout, killingAtDeadline: true) {
         case .running:
-            kill(pid, SIGKILL)
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             return (.timedOut, [])
         case .exited(let status) where status & 0x7f == 0:
             outcome = Outcome(rawValue: (status >> 8) & 0xff) ?? .failed
