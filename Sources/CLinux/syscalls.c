@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 long clinux_add_key(const char *type, const char *description,
@@ -35,6 +36,12 @@ int clinux_pidfd_send_signal(int pidfd, int signal) {
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+long clinux_filesystem_type(const char *path) {
+    struct statfs fs;
+    if (statfs(path, &fs) != 0) return -1;
+    return (long)(unsigned int)fs.f_type;
 }
 
 int clinux_pipe_cloexec(int fds[2]) {

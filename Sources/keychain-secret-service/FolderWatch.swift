@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 
 /// The kernel's word (inotify(7)) on whether the keychains folder, the default-keychain choice or
@@ -6,10 +7,13 @@ import Glibc
 /// that made the change returns, so a client told about a new keychain finds it at once.
 ///
 /// It watches the folder that holds each path, or, where that folder does not exist yet, the
-/// nearest one above it that does (for the folder's creation). A path with a symbolic link in
-/// it is not armed: a link pointed elsewhere changes nothing in the folders watched. Then, or
-/// when the kernel refuses (max_user_instances or max_user_watches reached), the registry
-/// keeps to its stamps.
+/// nearest one above it that does (for the folder's creation), and every folder above that for
+/// its own move or removal (a path then names another folder). It is not armed, and the
+/// registry keeps to its stamps, where a watch would not see every change: a path with a
+/// symbolic link in it (pointed elsewhere, it changes nothing in the folders watched), a
+/// network filesystem (another machine's changes send no event), or when the kernel refuses
+/// (max_user_instances or max_user_watches reached). A filesystem mounted over a folder of the
+/// path is not seen either; the stamps' device numbers would be.
 final class FolderWatch {
     private var fd: Int32 = -1
     private var buffer = [UInt8](repeating: 0, count: 4096)
@@ -33,12 +37,39 @@ final class FolderWatch {
         for (path, contents) in files {
             // IN_MASK_ADD: two files in one folder watch it for what either needs.
             let mask = Self.entryEvents | UInt32(IN_MASK_ADD) | (contents ? UInt32(IN_CLOSE_WRITE) : 0)
-            guard let folder = Self.existingFolder(holding: path), inotify_add_watch(fd, folder, mask) >= 0 else {
+            guard let folder = Self.existingFolder(holding: path), Self.isLocal(folder), inotify_add_watch(fd, folder, mask) >= 0,
+                Self.ancestors(of: folder).allSatisfy({ inotify_add_watch(fd, $0, Self.selfEvents) >= 0 })
+            else {
                 disarm()
                 return false
             }
         }
         return true
+    }
+
+    private static let selfEvents = UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_MASK_ADD | IN_ONLYDIR)
+
+    /// Filesystems whose files other machines change (statfs(2) magic numbers): NFS, SMB, CIFS,
+    /// SMB2, FUSE (sshfs and the like), Ceph, AFS, Coda, 9P, GFS2, OCFS2, Lustre.
+    private static let remoteFilesystems: Set<Int> = [
+        0x6969, 0x517B, 0xFF53_4D42, 0xFE53_4D42, 0x6573_5546, 0x00C3_6400, 0x5346_414F, 0x7375_7245, 0x0102_1997,
+        0x0116_1970, 0x7461_636F, 0x0BD0_0BD0
+    ]
+
+    private static func isLocal(_ folder: String) -> Bool {
+        let type = clinux_filesystem_type(folder)
+        return type >= 0 && !remoteFilesystems.contains(type)
+    }
+
+    /// Every folder above `folder`, up to the root.
+    private static func ancestors(of folder: String) -> [String] {
+        var found: [String] = []
+        var current = folder
+        while current != "/" {
+            current = parent(of: current)
+            found.append(current)
+        }
+        return found
     }
 
     /// Whether anything may have changed since `arm`: true when the kernel queued an event

@@ -337,6 +337,17 @@ changes_after_a_quiet_folder_show() {
     if ss_get org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Service string:Collections | grep -q '/collection/later"'; then
         echo "Collections still lists a deleted keychain"; return 1
     fi
+    # The folder above the keychains folder moved away and another put in its place: the path now
+    # names another folder, though nothing in the one the service watched changed.
+    sleep 2.2
+    ss_get org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Service string:Collections >/dev/null
+    mv "$XDG_DATA_HOME" "$XDG_DATA_HOME.moved"
+    mkdir -p "$XDG_DATA_HOME/keychains"
+    printf 'elsewherepw\n' | security create-keychain "$XDG_DATA_HOME/keychains/elsewhere.keychain-db" >/dev/null
+    ss_get org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Service string:Collections | grep -q '/collection/elsewhere"' ||
+        { echo "Collections lacks the keychain of a folder put in place of the one moved away"; return 1; }
+    rm -rf "$XDG_DATA_HOME"
+    mv "$XDG_DATA_HOME.moved" "$XDG_DATA_HOME"
 }
 
 # --- the second review's attacks, each refused ----------------------------------------------

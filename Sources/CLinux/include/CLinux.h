@@ -35,6 +35,10 @@ int clinux_pidfd_open(int pid);
  * given its pid after it was reaped. -1 (errno set) before Linux 5.1. */
 int clinux_pidfd_send_signal(int pidfd, int signal);
 
+/* statfs(2)'s f_type (the filesystem's magic number) for `path`, -1 (errno set) when it fails:
+ * Swift's Glibc module does not bring <sys/vfs.h>. */
+long clinux_filesystem_type(const char *path);
+
 /* SIGTERM, SIGINT and SIGHUP set a flag (a signal handler is C's to write) that
  * clinux_termination_requested() reads; poll(2) is interrupted rather than restarted. Returns 0 on
  * success. */
