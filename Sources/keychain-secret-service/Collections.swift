@@ -38,6 +38,9 @@ final class Collection {
     /// leave this process and which is therefore never locked.
     private let make: (() throws -> KeychainStore)?
     private var opened: KeychainStore?
+    /// The file the store was opened on: a keychain deleted and made again under the same name is
+    /// another keychain, which this collection's open handle would not see.
+    private var openedIdentity: FileIdentity?
     /// The Locked value last announced, to emit PropertiesChanged when it changes.
     var announcedLocked: Bool?
 
@@ -60,9 +63,25 @@ final class Collection {
 
     func store() throws -> KeychainStore {
         if let opened { return opened }
-        let store = try make?() ?? KeychainStore.open(at: file, storage: .kernel)
-        opened = store
-        return store
+        if let make {
+            opened = try make()
+            return opened!
+        }
+        // The file looked at before and after the open: the same both times, it is the file opened.
+        for _ in 0..<3 {
+            let before = FileIdentity(file)
+            let store = try KeychainStore.open(at: file, storage: .kernel)
+            guard let before, before == FileIdentity(file) else { continue }
+            (opened, openedIdentity) = (store, before)
+            return store
+        }
+        throw ServiceError.failed("the keychain \(name) kept changing while it was opened")
+    }
+
+    /// Whether the file now at this collection's path is not the one its store has open.
+    var isReplaced: Bool {
+        guard let openedIdentity else { return false }
+        return FileIdentity(file) != openedIdentity
     }
 
     /// Whether its keychain was opened (or, for the session collection, made) by this run. The
@@ -75,6 +94,20 @@ final class Collection {
 
     func forget() {
         opened = nil
+        openedIdentity = nil
+    }
+}
+
+/// A file's device and inode, nil for one that is not there.
+struct FileIdentity: Equatable {
+    let device: UInt64
+    let inode: UInt64
+
+    init?(_ path: String) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
     }
 }
 
@@ -126,6 +159,11 @@ final class CollectionRegistry {
         let files = KeychainFile.list(including: chosenDefault)
         scanned = stamp
         sorted = nil
+        // A keychain deleted and made again under its name is a new collection at the same path.
+        for file in files where byFile[file]?.isReplaced == true {
+            if let old = byFile[file] { byElement[old.element] = nil }
+            byFile[file] = nil
+        }
         for file in files where byFile[file] == nil {
             let collection = Collection(file: file)
             guard byElement[collection.element] == nil else { continue }

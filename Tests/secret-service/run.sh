@@ -337,6 +337,21 @@ changes_after_a_quiet_folder_show() {
     if ss_get org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Service string:Collections | grep -q '/collection/later"'; then
         echo "Collections still lists a deleted keychain"; return 1
     fi
+    # A keychain file replaced by another under its name (renamed over it) is another keychain: the
+    # service must not go on answering from the replaced file it had open.
+    again=$XDG_DATA_HOME/keychains/again.keychain-db
+    printf 'againpw\n' | security create-keychain "$again" >/dev/null
+    security add-generic-password -s made-before -a a -w old-secret "$again"
+    ss_get org.freedesktop.Secret.Service.SearchItems dict:string:string:service,made-before | grep -q '/collection/again/' ||
+        { echo "SearchItems does not find the item of the keychain made first"; return 1; }
+    printf 'otherpw\n' | security create-keychain "$XDG_DATA_HOME/other.keychain-db" >/dev/null
+    security add-generic-password -s made-after -a a -w new-secret "$XDG_DATA_HOME/other.keychain-db"
+    mv "$XDG_DATA_HOME/other.keychain-db" "$again"
+    if ss_get org.freedesktop.Secret.Service.SearchItems dict:string:string:service,made-before | grep -q '/collection/again/'; then
+        echo "SearchItems still finds the item of the keychain file replaced under its name"; return 1
+    fi
+    ss_get org.freedesktop.Secret.Service.SearchItems dict:string:string:service,made-after | grep -q '/collection/again/' ||
+        { echo "SearchItems does not find the item of the keychain file now under that name"; return 1; }
     # The folder above the keychains folder moved away and another put in its place: the path now
     # names another folder, though nothing in the one the service watched changed.
     sleep 2.2
