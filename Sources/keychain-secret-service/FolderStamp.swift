@@ -35,7 +35,8 @@ struct FolderStamp: Equatable {
     private let chosen: FileState?
     /// The kernel stamps files from a clock that moves once a tick: a change in the same tick as
     /// the one before leaves the times as they were. A stamp is trusted only when every time in it
-    /// was at least a second old when it was taken, so any later change must show.
+    /// was at least a second old when it was taken, so any later change must show; and never on
+    /// a network filesystem, whose times come from the server's clock, not this one.
     let isSettled: Bool
 
     /// `chosen`: the default keychain as the last scan found it (the choice file's contents, or
@@ -46,10 +47,15 @@ struct FolderStamp: Equatable {
         self.chosen = FileState(chosen)
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        isSettled = [folder, choice, self.chosen].allSatisfy { state in
+        let aged = [folder, choice, self.chosen].allSatisfy { state in
             guard let state else { return true }
             return state.modified.tv_sec < now.tv_sec - 1 && state.changed.tv_sec < now.tv_sec - 1
         }
+        isSettled =
+            aged
+            && [KeychainFile.directory(), KeychainFile.defaultChoiceFile(), chosen].allSatisfy { path in
+                FileState(path) == nil || FolderWatch.isLocal(path)
+            }
     }
 
     static func == (a: FolderStamp, b: FolderStamp) -> Bool {

@@ -56,8 +56,9 @@ final class FolderWatch {
         0x0116_1970, 0x7461_636F, 0x0BD0_0BD0
     ]
 
-    private static func isLocal(_ folder: String) -> Bool {
-        let type = clinux_filesystem_type(folder)
+    /// Whether `path` is on a filesystem only this machine changes (false when it cannot tell).
+    static func isLocal(_ path: String) -> Bool {
+        let type = clinux_filesystem_type(path)
         return type >= 0 && !remoteFilesystems.contains(type)
     }
 
