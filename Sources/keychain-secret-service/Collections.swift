@@ -106,6 +106,10 @@ struct FileIdentity: Equatable {
     init?(_ path: String) {
         var st = stat()
         guard stat(path, &st) == 0 else { return nil }
+        self.init(st)
+    }
+
+    init(_ st: stat) {
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
     }

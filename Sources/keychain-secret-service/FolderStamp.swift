@@ -8,8 +8,7 @@ import KeychainCore
 struct FolderStamp: Equatable {
     /// A file's identity and times, or nil for one that is not there.
     private struct FileState: Equatable {
-        var device: UInt64
-        var inode: UInt64
+        var identity: FileIdentity
         var size: Int64
         var modified: timespec
         var changed: timespec
@@ -17,15 +16,11 @@ struct FolderStamp: Equatable {
         init?(_ path: String) {
             var st = stat()
             guard stat(path, &st) == 0 else { return nil }
-            device = UInt64(st.st_dev)
-            inode = UInt64(st.st_ino)
-            size = Int64(st.st_size)
-            modified = st.st_mtim
-            changed = st.st_ctim
+            (identity, size, modified, changed) = (FileIdentity(st), Int64(st.st_size), st.st_mtim, st.st_ctim)
         }
 
         static func == (a: FileState, b: FileState) -> Bool {
-            a.device == b.device && a.inode == b.inode && a.size == b.size && a.modified.tv_sec == b.modified.tv_sec
+            a.identity == b.identity && a.size == b.size && a.modified.tv_sec == b.modified.tv_sec
                 && a.modified.tv_nsec == b.modified.tv_nsec && a.changed.tv_sec == b.changed.tv_sec && a.changed.tv_nsec == b.changed.tv_nsec
         }
     }
