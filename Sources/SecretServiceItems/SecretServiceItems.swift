@@ -89,32 +89,29 @@ extension KeychainStore {
     /// One item; errSecInteractionNotAllowed when its class key is locked, errSecItemNotFound when
     /// there is no such item, or, with an owner, when the item is not that app's.
     package func secretItem(_ row: Int64, includeSecret: Bool = false, owner: String? = nil) throws -> SecretItem {
-        // The keys, the keybag they are checked against and the row come from one read snapshot
-        // (one WAL read lock instead of one per statement).
-        try withLock {
-            try readSnapshot { keys in
-                guard let stored = try loadRow(row) else { throw KeychainError(.itemNotFound) }
-                return try secretItem(stored, row: row, keys: keys, includeSecret: includeSecret, owner: owner)
-            }
-        }
+        try secretItem(row, includeSecret: includeSecret, owner: owner, view: true)
     }
 
     /// One item's secret and its content type, as GetSecret(s) answer: the item as `secretItem`
     /// with `includeSecret` opens it, the same checks first, without the attribute view that
     /// answer does not carry.
     package func secret(_ row: Int64, owner: String? = nil) throws -> (secret: Bytes, contentType: String) {
+        let item = try secretItem(row, includeSecret: true, owner: owner, view: false)
+        return (item.secret ?? [], item.contentType)
+    }
+
+    private func secretItem(_ row: Int64, includeSecret: Bool, owner: String?, view: Bool) throws -> SecretItem {
+        // The keys, the keybag they are checked against and the row come from one read snapshot
+        // (one WAL read lock instead of one per statement).
         try withLock {
             try readSnapshot { keys in
                 guard let stored = try loadRow(row) else { throw KeychainError(.itemNotFound) }
-                let item = try secretItem(stored, row: row, keys: keys, includeSecret: true, owner: owner, view: false)
-                return (item.secret ?? [], item.contentType)
+                return try secretItem(stored, row: row, keys: keys, includeSecret: includeSecret, owner: owner, view: view)
             }
         }
     }
 
-    private func secretItem(
-        _ stored: Row, row: Int64, keys: ClassKeys, includeSecret: Bool, owner: String?, view: Bool = true
-    ) throws -> SecretItem {
+    private func secretItem(_ stored: Row, row: Int64, keys: ClassKeys, includeSecret: Bool, owner: String?, view: Bool) throws -> SecretItem {
         guard keys.has(stored.lockClass) else {
             // Whether a locked item is the app's comes from the index; another app's locked item
             // does not exist for it.
