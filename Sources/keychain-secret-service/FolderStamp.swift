@@ -46,11 +46,8 @@ struct FolderStamp: Equatable {
             guard let state else { return true }
             return state.modified.tv_sec < now.tv_sec - 1 && state.changed.tv_sec < now.tv_sec - 1
         }
-        isSettled =
-            aged
-            && [KeychainFile.directory(), KeychainFile.defaultChoiceFile(), chosen].allSatisfy { path in
-                FileState(path) == nil || FolderWatch.isLocal(path)
-            }
+        let paths = [KeychainFile.directory(), KeychainFile.defaultChoiceFile(), chosen]
+        isSettled = aged && zip([folder, choice, self.chosen], paths).allSatisfy { state, path in state == nil || FolderWatch.isLocal(path) }
     }
 
     static func == (a: FolderStamp, b: FolderStamp) -> Bool {

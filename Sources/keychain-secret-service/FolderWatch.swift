@@ -34,15 +34,20 @@ final class FolderWatch {
         guard files.allSatisfy({ Self.hasNoLink($0.path) }) else { return false }
         fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { return false }
+        var above = Set<String>()
         for (path, contents) in files {
             // IN_MASK_ADD: two files in one folder watch it for what either needs.
             let mask = Self.entryEvents | UInt32(IN_MASK_ADD) | (contents ? UInt32(IN_CLOSE_WRITE) : 0)
-            guard let folder = Self.existingFolder(holding: path), Self.isLocal(folder), inotify_add_watch(fd, folder, mask) >= 0,
-                Self.ancestors(of: folder).allSatisfy({ inotify_add_watch(fd, $0, Self.selfEvents) >= 0 })
-            else {
+            guard let folder = Self.existingFolder(holding: path), Self.isLocal(folder), inotify_add_watch(fd, folder, mask) >= 0 else {
                 disarm()
                 return false
             }
+            above.formUnion(Self.ancestors(of: folder))
+        }
+        // The folders the files share above them (the home folder, the root) watched once each.
+        guard above.allSatisfy({ inotify_add_watch(fd, $0, Self.selfEvents) >= 0 }) else {
+            disarm()
+            return false
         }
         return true
     }
