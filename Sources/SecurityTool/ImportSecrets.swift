@@ -413,7 +413,7 @@ final class SecretImportRun {
             return
         }
         // git uses the first line that matches; a later line for the same credential is not used.
-        var first: [String: String] = [:]
+        var first: [[String: AttributeValue]: String] = [:]
         for file in present {
             var bytes: Bytes
             do {
@@ -425,6 +425,8 @@ final class SecretImportRun {
             defer { bytes.wipe() }
             // One batch per file, as for a keyring.
             inBatch(store, place: file) {
+                // Read once: inside the batch only this run writes, and only git's credentials.
+                let syncsNewItems = !dryRun && store?.syncsNewItems == true
                 for (number, raw) in bytes.split(separator: 10, omittingEmptySubsequences: false).enumerated() {
                     let line = raw.last == 13 ? raw.dropLast() : raw
                     if line.isEmpty { continue }
@@ -443,7 +445,9 @@ final class SecretImportRun {
                     }
                     let shown =
                         "\(place) (\(credential.scheme ?? "")://\(credential.username.map { $0 + "@" } ?? "")\(credential.host ?? "")\(credential.path.map { "/" + $0 } ?? ""))"
-                    let key = Query(identifying: item).attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{0}")
+                    // The attributes themselves, not their text: interpolating an AttributeValue
+                    // goes through reflection, which cost more than storing the item.
+                    let key = Query(identifying: item).attributes
                     if let earlier = first[key] {
                         skip(shown, "the same credential as \(earlier), which git uses")
                         continue
@@ -461,7 +465,7 @@ final class SecretImportRun {
                             fail(
                                 shown, KeychainError(.duplicateItem, "the keychain already holds another password for this credential; the keychain's is kept"))
                         } else {
-                            if !dryRun { try GitCredential.save(item, in: store) }
+                            if !dryRun { try GitCredential.save(item, in: store, syncsNewItems: syncsNewItems) }
                             count(.added, shown)
                         }
                     } catch {
@@ -535,7 +539,8 @@ final class SecretImportRun {
                 } else {
                     if !dryRun {
                         do {
-                            try store.add(try credential.item().item)
+                            // Stored as docker-credential-keychain stores it, the sync default included.
+                            try store.add(store.withSyncDefault(try credential.item().item))
                         } catch let error as KeychainError where error.code == .duplicateItem {
                             throw KeychainError(
                                 .duplicateItem, "the keychain already holds a password of this user for this registry's URL (not docker's); it is kept")
