@@ -110,6 +110,17 @@ package enum AttributeSchema {
         }
     }
 
+    /// The primary key's attributes but synchronizable (which a query names apart), each with the
+    /// default an absent one stands for: made once, since every add and every imported line asks.
+    static func identifyingDefaults(for itemClass: ItemClass) -> [(name: String, value: AttributeValue)] {
+        identifyingDefaultsByCode[Int(itemClass.code) - 1]
+    }
+
+    private static let identifyingDefaultsByCode: [[(name: String, value: AttributeValue)]] =
+        ItemClass.allCases.sorted { $0.code < $1.code }.map { itemClass in
+            primaryKey(for: itemClass).filter { $0 != Key.synchronizable }.map { ($0, defaultValue($0, kind: kind($0, for: itemClass))) }
+        }
+
     /// The attribute that the `service` index column holds.
     package static func serviceKey(for itemClass: ItemClass) -> String {
         switch itemClass {

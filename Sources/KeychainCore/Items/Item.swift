@@ -88,8 +88,10 @@ package struct Query: Sendable {
     /// class's primary key, with the default an absent one stands for.
     package init(identifying item: Item) {
         self.init(itemClass: item.itemClass)
-        for name in AttributeSchema.primaryKey(for: item.itemClass) where name != AttributeKey.synchronizable {
-            attributes[name] = item.effectiveValue(name)
+        let identifying = AttributeSchema.identifyingDefaults(for: item.itemClass)
+        attributes.reserveCapacity(identifying.count)
+        for (name, absent) in identifying {
+            attributes[name] = item.attributes[name] ?? absent
         }
         synchronizable = item.effectiveValue(AttributeKey.synchronizable).boolValue == true ? .yes : .no
     }

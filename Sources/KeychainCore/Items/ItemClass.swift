@@ -26,8 +26,15 @@ package enum ItemClass: String, CaseIterable, Sendable {
     }
 
     package init?(code: Int64) {
-        guard let match = ItemClass.allCases.first(where: { $0.code == code }) else { return nil }
-        self = match
+        // A switch, not a search of allCases: every row read asks, and allCases is a new array.
+        switch code {
+        case 1: self = .genericPassword
+        case 2: self = .internetPassword
+        case 3: self = .certificate
+        case 4: self = .key
+        case 5: self = .identity
+        default: return nil
+        }
     }
 }
 
