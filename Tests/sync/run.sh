@@ -300,10 +300,16 @@ helpers_follow_the_default() {
     A sync default on | holds ': synchronizable'
     printf 'protocol=https\nhost=git.sync-example.org\nusername=git-user\npassword=git-secret-4\n\n' | as kcsyncA git-credential-keychain store
     printf '{"ServerURL":"registry.sync-example.org","Username":"dock-user","Secret":"dock-secret-6"}' | as kcsyncA docker-credential-keychain store
+    # What import-secrets brings in from git's and docker's files is stored as their helpers store it.
+    as kcsyncA sh -c 'umask 077; printf "https://imp-user:git-imported-8@git-import.sync-example.org\n" > "$HOME/.git-credentials"
+        mkdir -p "$HOME/.docker"; printf "{\"auths\":{\"registry-import.sync-example.org\":{\"auth\":\"%s\"}}}" "$(printf imp-dock:dock-imported-9 | base64)" > "$HOME/.docker/config.json"'
+    A import-secrets --git-credentials --docker-config | holds '^import-secrets: 2 added'
     A sync now
     B sync now
     printf 'protocol=https\nhost=git.sync-example.org\n\n' | as kcsyncB git-credential-keychain get | holds '^password=git-secret-4$'
     echo registry.sync-example.org | as kcsyncB docker-credential-keychain get | holds '"Secret":"dock-secret-6"'
+    printf 'protocol=https\nhost=git-import.sync-example.org\n\n' | as kcsyncB git-credential-keychain get | holds '^password=git-imported-8$'
+    echo registry-import.sync-example.org | as kcsyncB docker-credential-keychain get | holds '"Secret":"dock-imported-9"'
     # The git credential stored before was updated in place, not kept beside the synchronizable one.
     expect 1 "$(A dump-keychain | grep -c '"srvr"<blob>="git.sync-example.org"')" "one git credential on A"
     A sync default off

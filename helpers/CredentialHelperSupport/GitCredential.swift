@@ -49,10 +49,11 @@ package struct GitCredential: Equatable, Sendable {
     /// server, protocol, port, path...) is updated in place, else added.
     /// Synchronizable when the keychain says so (`security sync default on`); the credential
     /// stored before, synchronizable or not, is the one updated.
-    package static func save(_ item: Item, in store: KeychainStore) throws {
+    /// `syncsNewItems`: the keychain's sync default when the caller already read it (an import).
+    package static func save(_ item: Item, in store: KeychainStore, syncsNewItems: Bool? = nil) throws {
         var query = Query(identifying: item)
         query.synchronizable = .any
-        try store.addOrUpdate(store.withSyncDefault(item), matching: query)
+        try store.addOrUpdate(store.withSyncDefault(item, known: syncsNewItems), matching: query)
     }
 
     /// The items that are the same credential as `item` (what `save` would update), with secrets;

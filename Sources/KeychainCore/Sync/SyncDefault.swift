@@ -10,8 +10,10 @@ extension KeychainStore {
     }
 
     /// `item` marked synchronizable when this keychain says so (and its class allows it).
-    package func withSyncDefault(_ item: Item) -> Item {
-        guard syncsNewItems, !item.protection.isThisDeviceOnly else { return item }
+    /// `known` is `syncsNewItems` as a bulk writer read it once inside its batch, where nothing
+    /// else can change it (asking costs a lookup, as much as a third of storing an item).
+    package func withSyncDefault(_ item: Item, known: Bool? = nil) -> Item {
+        guard !item.protection.isThisDeviceOnly, known ?? syncsNewItems else { return item }
         var item = item
         item[AttributeKey.synchronizable] = .bool(true)
         return item
