@@ -119,5 +119,25 @@ package enum SecretAttributes {
         return out
     }
 
+    /// `view(of: item)[name]`, without building the rest of the view: what a search compares.
+    /// `stored` is `storedAttributes(of: item)`.
+    static func value(_ name: String, of item: Item, stored: [String: String]) -> String? {
+        guard item.itemClass == .genericPassword || item.itemClass == .internetPassword else { return stored[name] }
+        if let apple = mappedNames(item.itemClass, stored: stored).first(where: { $0.name == name })?.apple {
+            let current = text(of: item, apple: apple)
+            if let given = stored[name], (appleValue(apple, given).map { text($0, apple: apple) } ?? "") == current { return given }
+            return current.isEmpty ? nil : current
+        }
+        if name == networkSchemaKey, stored.isEmpty, item.itemClass == .internetPassword { return networkSchema }
+        return stored[name]
+    }
+
+    /// Whether the item's view holds every pair of `query`.
+    static func viewMatches(_ query: [String: String], _ item: Item) -> Bool {
+        if query.isEmpty { return true }
+        let stored = storedAttributes(of: item)
+        return query.allSatisfy { value($0.key, of: item, stored: stored) == $0.value }
+    }
+
     static func storedAttributes(of item: Item) -> [String: String] { FreeFormAttributes.of(item) }
 }

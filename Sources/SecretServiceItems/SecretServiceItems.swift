@@ -63,7 +63,10 @@ extension KeychainStore {
     /// owner, that app's (found through the index, so locked ones too); without, every item no app
     /// owns.
     package func secretItemRows(owner: String? = nil) throws -> [Int64] {
-        if owner != nil { return try searchSecretItems([:], owner: owner).rows }
+        if owner != nil {
+            let found = try searchSecretItemRows([:], owner: owner)
+            return (found.unlocked + found.locked).sorted()
+        }
         return try withLock {
             var sql = "SELECT rowid FROM items WHERE class IN (?, ?)"
             var values: [SQLiteValue] = [.int(ItemClass.genericPassword.code), .int(ItemClass.internetPassword.code)]
@@ -126,22 +129,44 @@ extension KeychainStore {
     /// Items whose attributes include every given pair, exactly (no pairs: every item); with an
     /// owner, only the items that app created.
     package func searchSecretItems(_ query: [String: String], owner: String? = nil) throws -> SecretSearchResult {
+        let (unlocked, locked) = try search(query, owner: owner) { row, keys in
+            let item = try secretItem(row, keys: keys, includeSecret: false)
+            return item.matches(query, owner: owner) ? item : nil
+        }
+        return SecretSearchResult(unlocked: unlocked, locked: locked)
+    }
+
+    /// The rows `searchSecretItems` finds, unlocked and locked, without making the items the
+    /// service would show: what SearchItems answers (paths only), so the attributes are compared
+    /// one by one instead of building each item's view.
+    package func searchSecretItemRows(_ query: [String: String], owner: String? = nil) throws -> (unlocked: [Int64], locked: [Int64]) {
+        try search(query, owner: owner) { row, keys in
+            let (item, _) = try openItem(row, keys: keys, secret: false) { _ in }
+            let matches = item[AttributeKey.owner]?.stringValue == owner && SecretAttributes.viewMatches(query, item)
+            return matches ? row.rowID : nil
+        }
+    }
+
+    /// Each candidate row of an unlocked class given to `unlocked` (nil: it does not match), and
+    /// the locked rows the attribute index says match.
+    private func search<Found>(
+        _ query: [String: String], owner: String?, unlocked: (Row, ClassKeys) throws -> Found?
+    ) throws -> (unlocked: [Found], locked: [Int64]) {
         // One read snapshot for the keys, the candidates and the index, as `find` does.
         try withLock {
             try readSnapshot { keys in
                 let scoped = Self.scoped(query, owner: owner)
-                var result = SecretSearchResult()
+                var found: [Found] = [], locked: [Int64] = []
                 for row in try secretCandidates(scoped, keys: keys) {
                     if keys.has(row.lockClass) {
-                        let item = try secretItem(row, keys: keys, includeSecret: false)
-                        if item.matches(query, owner: owner) { result.unlocked.append(item) }
+                        if let match = try unlocked(row, keys) { found.append(match) }
                     } else if try indexHolds(scoped, row: row.rowID, keys: keys),
                         try owner != nil || !indexHolds(FreeFormAttributes.ownedIndexPair, row: row.rowID, keys: keys)
                     {
-                        result.locked.append(row.rowID)
+                        locked.append(row.rowID)
                     }
                 }
-                return result
+                return (found, locked)
             }
         }
     }
@@ -410,7 +435,7 @@ extension KeychainStore {
         }
         var rows: [Row] = []
         for itemClass in SecretAttributes.classes(for: query) {
-            for space in KeySpace.allCases {
+            for space in KeySpace.allCases where try mustSearch(space, itemClass) {
                 var sql = "SELECT rowid, lockclass, metadata, secret FROM items WHERE space = ? AND class = ?"
                 var values: [SQLiteValue] = [.int(space.rawValue), .int(itemClass.code)]
                 if let indexKey = keys.indexKey(space) {

@@ -20,8 +20,8 @@ extension SecretService {
         switch member {
         case "SearchItems":
             let query = try reader.stringDictionary()
-            let found = try collection.store().searchSecretItems(query, owner: call.owner)
-            try reply(call) { try $0.objectPaths(found.unlocked.map { collection.itemPath($0.row) } + found.locked.map(collection.itemPath)) }
+            let found = try collection.store().searchSecretItemRows(query, owner: call.owner)
+            try reply(call) { try $0.objectPaths((found.unlocked + found.locked).map(collection.itemPath)) }
         case "CreateItem":
             var label = "", attributes: [String: String] = [:]
             try reader.properties { key, signature in

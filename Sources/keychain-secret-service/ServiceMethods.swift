@@ -15,8 +15,8 @@ extension SecretService {
             // An unused session collection holds nothing: searching it would make its keychain
             // and cost every search a second store's keys, snapshot and queries.
             for collection in collections.all where !collection.isSession || collection.isOpen {
-                guard let found = try? collection.store().searchSecretItems(query, owner: call.owner) else { continue }
-                unlocked += found.unlocked.map { collection.itemPath($0.row) }
+                guard let found = try? collection.store().searchSecretItemRows(query, owner: call.owner) else { continue }
+                unlocked += found.unlocked.map(collection.itemPath)
                 locked += found.locked.map(collection.itemPath)
             }
             try reply(call) { w in

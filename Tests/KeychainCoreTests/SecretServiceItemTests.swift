@@ -17,8 +17,13 @@ final class SecretServiceItemTests: StoreTestCase {
         ).item
     }
 
-    private func found(_ query: [String: String]) throws -> [Int64] {
-        try store.searchSecretItems(query).unlocked.map(\.row)
+    /// What a search finds; SearchItems' search of rows only must find the same.
+    private func found(_ query: [String: String], owner: String? = nil) throws -> [Int64] {
+        let full = try store.searchSecretItems(query, owner: owner)
+        let rows = try store.searchSecretItemRows(query, owner: owner)
+        XCTAssertEqual(rows.unlocked, full.unlocked.map(\.row), "the search of rows agrees for \(query)")
+        XCTAssertEqual(rows.locked, full.locked, "the search of rows agrees for \(query)")
+        return rows.unlocked
     }
 
     /// The attribute index is keyed under class key C: a rotation, which makes a new C, must
@@ -165,6 +170,43 @@ final class SecretServiceItemTests: StoreTestCase {
                 let value = Item(itemClass: itemClass, attributes: [:]).effectiveValue(apple)
                 XCTAssertEqual(SecretAttributes.text(value, apple: apple), "", "\(itemClass.rawValue) \(apple)")
             }
+        }
+    }
+
+    /// A search compares each asked attribute with `SecretAttributes.value`, not the whole view:
+    /// for every kind of item, stored by the service or another front end, changed since or not,
+    /// each name must read as the view shows it (nil where the view has none).
+    func testEachAttributeAloneIsWhatTheViewShows() throws {
+        var rows = [
+            try add(["xdg:schema": "org.git.Password", "user": "ann", "server": "a.example", "protocol": "https", "port": "8443", "object": "r.git"]).row,
+            try add(["server": "b.example", "port": "not-a-port", "authtype": "basic", "domain": "corp"]).row,
+            try add(["service": "vpn", "username": "ann", "extra": "x"]).row,
+            try add(["service": "vpn", "account": "bob", "username": "also"]).row,
+            try add(["application": "chrome"]).row
+        ]
+        try store.add(
+            Item(itemClass: .internetPassword, attributes: ["srvr": .string("c.example"), "acct": .string("carl"), "ptcl": .string("ftp "), "port": .int(21)]))
+        try store.add(Item(itemClass: .genericPassword, attributes: ["svce": .string("web"), "acct": .string("dora")]))
+        try store.add(Item(itemClass: .internetPassword, attributes: ["srvr": .string("d.example")]))
+        // Another front end changes what the service stored: the view follows the Apple attribute.
+        try store.update(Query(itemClass: .internetPassword, attributes: ["srvr": .string("a.example")]), attributes: ["acct": .string("zed"), "port": .int(0)])
+        rows += try store.secretItemRows().filter { !rows.contains($0) }
+        XCTAssertEqual(rows.count, 8)
+        let names = [
+            "user", "server", "protocol", "port", "object", "authtype", "domain", "service", "account", "username", "xdg:schema", "extra", "application",
+            "absent"
+        ]
+        for row in rows {
+            let shown = try store.secretItem(row)
+            let item = try XCTUnwrap(store.find(Query(reference: PersistentReference(itemClass: shown.itemClass, rowID: row))).first)
+            let stored = SecretAttributes.storedAttributes(of: item)
+            XCTAssertEqual(SecretAttributes.view(of: item), shown.attributes)
+            for name in Set(names).union(shown.attributes.keys) {
+                XCTAssertEqual(SecretAttributes.value(name, of: item, stored: stored), shown.attributes[name], "row \(row) \(name)")
+            }
+            XCTAssertTrue(SecretAttributes.viewMatches(shown.attributes, item))
+            XCTAssertEqual(try found(shown.attributes), [row], "found by its whole view")
+            for (name, value) in shown.attributes { XCTAssertFalse(SecretAttributes.viewMatches([name: value + "?"], item)) }
         }
     }
 

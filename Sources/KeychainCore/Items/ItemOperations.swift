@@ -391,7 +391,7 @@ extension KeychainStore {
                 if try spaceHolds(space, query.itemClass) { lockedSpace = true }
                 continue
             }
-            if space == .always, db.inReadSnapshot, try !alwaysSpaceHolds(query.itemClass) { continue }
+            guard try mustSearch(space, query.itemClass) else { continue }
             var values: [SQLiteValue] = [.int(space.rawValue), .int(query.itemClass.code)]
             var service = false
             var account = false
@@ -426,7 +426,14 @@ extension KeychainStore {
         return try probe.step()
     }
 
-    /// The same for the Always space, kept while nothing was written: most keychains hold no
+    /// Whether a search for items of the class must look in `space`: every space but Always
+    /// while it is known to hold no row of the class (`alwaysSpaceHolds`).
+    package func mustSearch(_ space: KeySpace, _ itemClass: ItemClass) throws -> Bool {
+        guard space == .always, db.inReadSnapshot else { return true }
+        return try alwaysSpaceHolds(itemClass)
+    }
+
+    /// `spaceHolds` for the Always space, kept while nothing was written: most keychains hold no
     /// Always item (Apple deprecated them), and a lookup then makes no index hashes and runs no
     /// query there. Only asked inside a read snapshot, after `currentKeys` read that snapshot's
     /// data_version: another process's commit moves data_version, this connection's own writes
