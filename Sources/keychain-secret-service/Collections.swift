@@ -241,23 +241,27 @@ final class CollectionRegistry {
 
     /// The collection and item an object path names (through a collection or an alias).
     func resolve(_ path: String) -> (collection: Collection, row: Int64?)? {
-        let rest: Substring
+        // On the path's bytes: GetSecret(s) resolve every item path, and splitting and testing it
+        // by Character cost as much as reading the item's row. Object paths are ASCII.
+        let utf8 = path.utf8
         let viaAlias: Bool
-        if path.hasPrefix(ObjectPaths.collections) {
-            rest = path.dropFirst(ObjectPaths.collections.count)
-            viaAlias = false
-        } else if path.hasPrefix(ObjectPaths.aliases) {
-            rest = path.dropFirst(ObjectPaths.aliases.count)
-            viaAlias = true
+        let prefix: String
+        if utf8.starts(with: ObjectPaths.collections.utf8) {
+            (prefix, viaAlias) = (ObjectPaths.collections, false)
+        } else if utf8.starts(with: ObjectPaths.aliases.utf8) {
+            (prefix, viaAlias) = (ObjectPaths.aliases, true)
         } else {
             return nil
         }
-        let parts = rest.split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 1 || parts.count == 2, !parts[0].isEmpty else { return nil }
-        guard let collection = viaAlias ? alias(String(parts[0])) : self.collection(element: String(parts[0])) else { return nil }
-        guard parts.count == 2 else { return (collection, nil) }
-        let digits = parts[1]
-        guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let row = Int64(digits), row > 0 else { return nil }
+        let start = utf8.index(utf8.startIndex, offsetBy: prefix.utf8.count)
+        let slash = utf8[start...].firstIndex(of: UInt8(ascii: "/"))
+        let name = String(path[start..<(slash ?? path.endIndex)])
+        guard !name.isEmpty, let collection = viaAlias ? alias(name) : self.collection(element: name) else { return nil }
+        guard let slash else { return (collection, nil) }
+        let digits = utf8[utf8.index(after: slash)...]
+        guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            let row = Int64(String(path[utf8.index(after: slash)...])), row > 0
+        else { return nil }
         return (collection, row)
     }
 

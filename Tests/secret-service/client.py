@@ -180,14 +180,18 @@ def malformed():
                             ('/org/freedesktop/secrets/collection/login/999999', 'Item'),
                             ('/org/freedesktop/secrets/collection/login/abc', 'Item'),
                             ('/org/freedesktop/secrets/collection/nosuch/1', 'Item'),
+                            ('/org/freedesktop/secrets/collection/login/0', 'Item'),
+                            ('/org/freedesktop/secrets/collection/login/1234567890123456789', 'Item'),
+                            ('/org/freedesktop/secrets/collection/login/1x', 'Item'),
                             ('/org/freedesktop/secrets/aliases/nosuch', 'Collection')):
         result = call(connection, path, 'org.freedesktop.DBus.Properties', 'GetAll', 's', 'org.freedesktop.Secret.' + interface)
         expect_error('org.freedesktop.Secret.Error.NoSuchObject', result, f'unknown object {path}')
     expect_error('org.freedesktop.Secret.Error.NoSuchObject',
                  call(connection, '/org/freedesktop/secrets/collection/login/999999', 'org.freedesktop.Secret.Item', 'Delete'),
                  'Delete of a missing item')
-    expect_error('org.freedesktop.DBus.Error.UnknownObject',
-                 call(connection, '/org/freedesktop/secrets/elsewhere', 'org.freedesktop.Secret.Item', 'Delete'), 'outside the tree')
+    for path in ('/org/freedesktop/secrets/elsewhere', '/org/freedesktop/secrets/collection/login/1/2'):
+        expect_error('org.freedesktop.DBus.Error.UnknownObject',
+                     call(connection, path, 'org.freedesktop.Secret.Item', 'Delete'), f'outside the tree: {path}')
     expect_error('org.freedesktop.Secret.Error.NoSession',
                  call(connection, '/org/freedesktop/secrets/session/s999', 'org.freedesktop.Secret.Session', 'Close'), 'Close of no session')
     expect_error('org.freedesktop.Secret.Error.NoSession',
