@@ -436,22 +436,22 @@ extension KeychainStore {
         var rows: [Row] = []
         for itemClass in SecretAttributes.classes(for: query) {
             for space in KeySpace.allCases where try mustSearch(space, itemClass) {
-                var sql = "SELECT rowid, lockclass, metadata, secret FROM items WHERE space = ? AND class = ?"
                 var values: [SQLiteValue] = [.int(space.rawValue), .int(itemClass.code)]
+                var byService = false, byAccount = false
                 if let indexKey = keys.indexKey(space) {
                     let service = itemClass == .internetPassword ? query["server"] : query["service"]
                     let account = itemClass == .internetPassword ? query["user"] : query["account"] ?? query["username"]
                     let serviceName = AttributeSchema.serviceKey(for: itemClass)
                     if let service {
-                        sql += " AND service = ?"
+                        byService = true
                         values.append(.blob(Self.indexHash(indexKey, itemClass: itemClass, name: serviceName, value: .string(service))))
                     }
                     if let account {
-                        sql += " AND account = ?"
+                        byAccount = true
                         values.append(.blob(Self.indexHash(indexKey, itemClass: itemClass, name: "acct", value: .string(account))))
                     }
                 }
-                try collect(sql + " ORDER BY rowid", values, itemClass, space, into: &rows)
+                try collect(Self.candidateSQL(byService: byService, byAccount: byAccount), values, itemClass, space, into: &rows)
             }
         }
         return rows.sorted { $0.rowID < $1.rowID }

@@ -31,8 +31,10 @@ package enum FreeFormAttributes {
 
     package static func decode(_ bytes: Bytes) throws -> [String: String] {
         var r = ByteReader(bytes)
-        var out: [String: String] = [:]
-        for _ in 0..<(try r.u32()) {
+        let count = try r.u32()
+        // Grown once, not by doubling; a damaged count is capped (as decodeAttributes does).
+        var out = [String: String](minimumCapacity: Int(min(count, 64)))
+        for _ in 0..<count {
             let key = try r.string()
             out[key] = try r.string()
         }

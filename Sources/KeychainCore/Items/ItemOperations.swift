@@ -405,7 +405,7 @@ extension KeychainStore {
                     values.append(.blob(Self.indexHash(indexKey, itemClass: query.itemClass, name: AttributeKey.account, value: value)))
                 }
             }
-            let sql = Self.candidateSQL[(service ? 1 : 0) + (account ? 2 : 0) + (query.rows != nil ? 4 : 0)]
+            let sql = Self.candidateSQL(byService: service, byAccount: account, byRow: query.rows != nil)
             if let wanted = query.rows {
                 for rowID in Set(wanted) {
                     try collect(sql, values + [.int(rowID)], query.itemClass, space, into: &rows)
@@ -449,9 +449,14 @@ extension KeychainStore {
         return holds
     }
 
-    /// `candidates`' statements, written out once (each is prepared once and found again by its
-    /// text): by service (1), account (2), row (4).
-    private static let candidateSQL: [String] = (0..<8).map { shape in
+    /// The candidate query by the service and account index columns (and one row), in insertion
+    /// order: written out once, since each is prepared once and found again by its text.
+    package static func candidateSQL(byService: Bool, byAccount: Bool, byRow: Bool = false) -> String {
+        candidateSQLByShape[(byService ? 1 : 0) + (byAccount ? 2 : 0) + (byRow ? 4 : 0)]
+    }
+
+    /// By service (1), account (2), row (4).
+    private static let candidateSQLByShape: [String] = (0..<8).map { shape in
         var sql = "SELECT rowid, lockclass, metadata, secret FROM items WHERE space = ? AND class = ?"
         if shape & 1 != 0 { sql += " AND service = ?" }
         if shape & 2 != 0 { sql += " AND account = ?" }
