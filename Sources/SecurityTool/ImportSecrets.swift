@@ -413,7 +413,7 @@ final class SecretImportRun {
             return
         }
         // git uses the first line that matches; a later line for the same credential is not used.
-        var first: [[String: AttributeValue]: String] = [:]
+        var first: [Bytes: String] = [:]
         for file in present {
             var bytes: Bytes
             do {
@@ -445,9 +445,10 @@ final class SecretImportRun {
                     }
                     let shown =
                         "\(place) (\(credential.scheme ?? "")://\(credential.username.map { $0 + "@" } ?? "")\(credential.host ?? "")\(credential.path.map { "/" + $0 } ?? ""))"
-                    // The attributes themselves, not their text: interpolating an AttributeValue
-                    // goes through reflection, which cost more than storing the item.
-                    let key = Query(identifying: item).attributes
+                    // The bytes the keychain's uniqueness compares (git compares bytes too), not
+                    // a text: interpolating an AttributeValue goes through reflection, which cost
+                    // more than storing the item.
+                    let key = KeychainStore.primaryKeyBytes(item)
                     if let earlier = first[key] {
                         skip(shown, "the same credential as \(earlier), which git uses")
                         continue
@@ -538,12 +539,22 @@ final class SecretImportRun {
                     throw KeychainError(.duplicateItem, "the keychain already holds another login for this registry; the keychain's is kept")
                 } else {
                     if !dryRun {
-                        do {
-                            // Stored as docker-credential-keychain stores it, the sync default included.
-                            try store.add(store.withSyncDefault(try credential.item().item))
-                        } catch let error as KeychainError where error.code == .duplicateItem {
-                            throw KeychainError(
-                                .duplicateItem, "the keychain already holds a password of this user for this registry's URL (not docker's); it is kept")
+                        // Stored as docker-credential-keychain stores it, the sync default included.
+                        let item = store.withSyncDefault(try credential.item().item)
+                        // Synchronizable is part of Apple's uniqueness: a synchronizable login would
+                        // not collide with another program's item of this user and URL, and would
+                        // shadow it. That item is looked for whichever it is.
+                        var same = Query(identifying: item)
+                        same.synchronizable = .any
+                        let kept = KeychainError(
+                            .duplicateItem, "the keychain already holds a password of this user for this registry's URL (not docker's); it is kept")
+                        try store.batch {
+                            if try holdsAny(same, in: store) { throw kept }
+                            do {
+                                try store.add(item)
+                            } catch let error as KeychainError where error.code == .duplicateItem {
+                                throw kept
+                            }
                         }
                     }
                     count(.added, place)
@@ -582,6 +593,15 @@ final class SecretImportRun {
 }
 
 /// Two optional secrets hold the same bytes (compared without an early exit).
+/// Whether any item matches (locked ones make it throw, as the add would).
+private func holdsAny(_ query: Query, in store: KeychainStore) throws -> Bool {
+    do {
+        return try !store.find(query, limit: 1).isEmpty
+    } catch let error as KeychainError where error.code == .itemNotFound {
+        return false
+    }
+}
+
 private func sameSecret(_ a: Bytes?, _ b: Bytes?) -> Bool {
     guard let a, let b else { return a == nil && b == nil }
     return a.count == b.count && zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0

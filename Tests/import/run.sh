@@ -363,6 +363,22 @@ EOF
     expect "$before" "$(sha "$case_dir/bad.json")"
     expect 1 "$(find "$case_dir" -maxdepth 1 -name 'bad.json*' | wc -l)" "no backup of a file left alone"
     expect '{"ServerURL":"good.example","Username":"g","Secret":"gp"}' "$(echo good.example | docker-credential-keychain get)"
+    # A login of a user whose password the keychain holds for that URL, not as docker's (git's
+    # here): kept, said, the file left alone. Also when new items are synchronizable, which
+    # makes them no duplicate of the item in Apple's rules: the login would shadow git's.
+    printf 'protocol=https\nhost=shared.example\nusername=u\npassword=git-pw\n\n' | git-credential-keychain store
+    printf '{"auths": {"https://shared.example": {"auth": "%s"}}}\n' "$(printf 'u:docker-pw' | base64)" > "$case_dir/shared.json"
+    before=$(sha "$case_dir/shared.json")
+    for default in off on; do
+        security sync default "$default"
+        result=$(status_and_stderr security import-secrets --docker-config "$case_dir/shared.json")
+        expect "45|security: import-secrets: $case_dir/shared.json: https://shared.example: the keychain already holds a password of this user for this registry's URL (not docker's); it is kept (errSecDuplicateItem)
+security: import-secrets: $case_dir/shared.json is left as it is: 1 of its logins could not be moved into the keychain" "$result" "sync default $default"
+        expect "$before" "$(sha "$case_dir/shared.json")"
+        expect git-pw "$(git_get https shared.example | field password)"
+        expect 1 "$(security dump-keychain | grep -c '"srvr"<blob>="shared.example"')"
+    done
+    security sync default off
 }
 
 progress_only_on_a_terminal() {

@@ -78,7 +78,7 @@ extension KeychainStore {
 
     /// What the primary-key hash is a MAC of: the same in every key space, so an add makes it once
     /// for its uniqueness probes and its row.
-    static func primaryKeyBytes(_ item: Item) -> Bytes {
+    package static func primaryKeyBytes(_ item: Item) -> Bytes {
         var w = ByteWriter(capacity: 256)
         w.u64(UInt64(item.itemClass.code))
         for name in AttributeSchema.primaryKey(for: item.itemClass) {
