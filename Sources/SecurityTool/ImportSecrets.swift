@@ -592,7 +592,6 @@ final class SecretImportRun {
     }
 }
 
-/// Two optional secrets hold the same bytes (compared without an early exit).
 /// Whether any item matches (locked ones make it throw, as the add would).
 private func holdsAny(_ query: Query, in store: KeychainStore) throws -> Bool {
     do {
@@ -602,6 +601,7 @@ private func holdsAny(_ query: Query, in store: KeychainStore) throws -> Bool {
     }
 }
 
+/// Two optional secrets hold the same bytes (compared without an early exit).
 private func sameSecret(_ a: Bytes?, _ b: Bytes?) -> Bool {
     guard let a, let b else { return a == nil && b == nil }
     return a.count == b.count && zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
