@@ -380,8 +380,15 @@ final class SecItemTests: XCTestCase {
 
     func testNoKeychainIsNotAvailable() {
         SecKeychain.setDefault(nil)
+        // An empty keychains folder, not the user's: keychains on the user's own search list would
+        // be searched and answer errSecItemNotFound.
+        let savedData = getenv("XDG_DATA_HOME").map { String(cString: $0) }
+        setenv("XDG_DATA_HOME", keychain.directory + "/nothing", 1)
         setenv("KEYCHAIN_PATH", keychain.directory + "/missing.keychain-db", 1)
-        defer { unsetenv("KEYCHAIN_PATH") }
+        defer {
+            unsetenv("KEYCHAIN_PATH")
+            if let savedData { setenv("XDG_DATA_HOME", savedData, 1) } else { unsetenv("XDG_DATA_HOME") }
+        }
         XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword as String], nil), errSecNotAvailable)
     }
 
