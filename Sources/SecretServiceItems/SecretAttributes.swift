@@ -107,16 +107,18 @@ package enum SecretAttributes {
         var out = stored
         if stored.isEmpty, item.itemClass == .internetPassword { out[networkSchemaKey] = networkSchema }
         for (name, apple) in mappedNames(item.itemClass, stored: stored) {
-            let current = text(of: item, apple: apple)
-            // What the client stored stands while the Apple attribute still says the same (a port
-            // that is not a number was never mapped and stands while the item has no port).
-            if let given = stored[name] {
-                let storedText = appleValue(apple, given).map { text($0, apple: apple) } ?? ""
-                if storedText == current { continue }
-            }
-            out[name] = current.isEmpty ? nil : current
+            out[name] = mappedValue(name, apple: apple, of: item, stored: stored)
         }
         return out
+    }
+
+    /// A mapped attribute as the view shows it: what the client stored stands while the Apple
+    /// attribute still says the same (a port that is not a number was never mapped and stands
+    /// while the item has no port); else the Apple attribute's text, nil when it has none.
+    private static func mappedValue(_ name: String, apple: String, of item: Item, stored: [String: String]) -> String? {
+        let current = text(of: item, apple: apple)
+        if let given = stored[name], (appleValue(apple, given).map { text($0, apple: apple) } ?? "") == current { return given }
+        return current.isEmpty ? nil : current
     }
 
     /// `view(of: item)[name]`, without building the rest of the view: what a search compares.
@@ -124,9 +126,7 @@ package enum SecretAttributes {
     static func value(_ name: String, of item: Item, stored: [String: String]) -> String? {
         guard item.itemClass == .genericPassword || item.itemClass == .internetPassword else { return stored[name] }
         if let apple = mappedNames(item.itemClass, stored: stored).first(where: { $0.name == name })?.apple {
-            let current = text(of: item, apple: apple)
-            if let given = stored[name], (appleValue(apple, given).map { text($0, apple: apple) } ?? "") == current { return given }
-            return current.isEmpty ? nil : current
+            return mappedValue(name, apple: apple, of: item, stored: stored)
         }
         if name == networkSchemaKey, stored.isEmpty, item.itemClass == .internetPassword { return networkSchema }
         return stored[name]

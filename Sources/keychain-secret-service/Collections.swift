@@ -258,9 +258,10 @@ final class CollectionRegistry {
         let name = String(path[start..<(slash ?? path.endIndex)])
         guard !name.isEmpty, let collection = viaAlias ? alias(name) : self.collection(element: name) else { return nil }
         guard let slash else { return (collection, nil) }
-        let digits = utf8[utf8.index(after: slash)...]
+        let rowStart = utf8.index(after: slash)
+        let digits = utf8[rowStart...]
         guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-            let row = Int64(String(path[utf8.index(after: slash)...])), row > 0
+            let row = Int64(String(path[rowStart...])), row > 0
         else { return nil }
         return (collection, row)
     }

@@ -426,9 +426,8 @@ package final class KeychainStore: @unchecked Sendable {
         return keys
     }
 
-    private static let allLockClasses: [LockClass] = [
-        .whenUnlocked, .afterFirstUnlock, .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .always
-    ]
+    /// Made once: `allCases` is a new array at every call.
+    private static let allLockClasses = LockClass.allCases
     private static let unboundClasses: [LockClass] = [.whenUnlocked, .afterFirstUnlock]
     private static let boundClasses: [LockClass] = [
         .whenUnlocked, .afterFirstUnlock, .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly
