@@ -26,6 +26,22 @@ final class FileTests: XCTestCase {
         }
     }
 
+    /// A checkpointed write-ahead log is cut back only past what it holds at a checkpoint: cut
+    /// below that, a long-lived writer allocates the same pages again after every checkpoint.
+    func testCheckpointedLogIsNotCutBelowItsCheckpointSize() throws {
+        let store = try scratch.create()
+        func pragma(_ name: String) throws -> Int64 {
+            let stmt = try store.db.statement("PRAGMA \(name)")
+            defer { stmt.reset() }
+            XCTAssertTrue(try stmt.step())
+            return stmt.int(0)
+        }
+        let pages = try pragma("wal_autocheckpoint"), pageSize = try pragma("page_size")
+        XCTAssertEqual(pages, Int64(KeychainStore.walCheckpointPages))
+        let walHeader: Int64 = 32, frameHeader: Int64 = 24
+        XCTAssertGreaterThanOrEqual(try pragma("journal_size_limit"), walHeader + pages * (pageSize + frameHeader))
+    }
+
     func testGroupOrWorldWritableIsRefused() throws {
         let store = try scratch.create()
         chmod(store.path, 0o620)

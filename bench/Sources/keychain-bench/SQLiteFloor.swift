@@ -69,7 +69,8 @@ enum SQLiteInsertFloor {
             db,
             """
             PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON; PRAGMA temp_store=MEMORY;
-            PRAGMA cache_size=-16384; PRAGMA wal_autocheckpoint=8000; PRAGMA journal_size_limit=8388608;
+            PRAGMA cache_size=-16384; PRAGMA wal_autocheckpoint=\(KeychainStore.walCheckpointPages);
+            PRAGMA journal_size_limit=\(KeychainStore.walSizeLimit);
             CREATE TABLE items (rowid INTEGER PRIMARY KEY AUTOINCREMENT, class INTEGER NOT NULL, lockclass INTEGER NOT NULL,
                 space INTEGER NOT NULL, pk BLOB NOT NULL, account BLOB NOT NULL, service BLOB NOT NULL,
                 metadata BLOB NOT NULL, secret BLOB NOT NULL);
