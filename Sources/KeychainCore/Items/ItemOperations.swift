@@ -270,17 +270,36 @@ extension KeychainStore {
             guard keys.canWrite(lockClass) else { throw KeychainError.locked() }
             try checkUnique(item, primaryKey: Self.primaryKeyBytes(item), keys: keys, excluding: row.rowID)
             let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
-            try db.statement(
-                """
-                UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ?
-                WHERE rowid = ?
-                """
-            ).run([
-                .int(lockClass.rawValue), .int(KeySpace(lockClass).rawValue), .blob(sealed.pk),
-                .blob(sealed.account), .blob(sealed.service), .blob(sealed.metadata),
-                .blob(sealed.secret), .int(row.rowID)
-            ])
+            try rewrite(row.rowID, lockClass: lockClass, sealed)
         }
+    }
+
+    /// Writes a sealed item over its row. The index columns are written only when they change:
+    /// SQLite rewrites an index entry whenever its column is set, to the same value or not, and
+    /// most updates (a new password) leave every indexed attribute as it was.
+    private func rewrite(_ rowID: Int64, lockClass: LockClass, _ sealed: SealedRow) throws {
+        let space = KeySpace(lockClass).rawValue
+        let current = try db.statement("SELECT space, pk, account, service FROM items WHERE rowid = ?")
+        current.bind([.int(rowID)])
+        let indexed = try {
+            defer { current.reset() }
+            return try current.step() && current.int(0) == space && current.blob(1) == sealed.pk
+                && current.blob(2) == sealed.account && current.blob(3) == sealed.service
+        }()
+        if indexed {
+            try db.statement("UPDATE items SET lockclass = ?, metadata = ?, secret = ? WHERE rowid = ?")
+                .run([.int(lockClass.rawValue), .blob(sealed.metadata), .blob(sealed.secret), .int(rowID)])
+            return
+        }
+        try db.statement(
+            """
+            UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ?
+            WHERE rowid = ?
+            """
+        ).run([
+            .int(lockClass.rawValue), .int(space), .blob(sealed.pk), .blob(sealed.account), .blob(sealed.service),
+            .blob(sealed.metadata), .blob(sealed.secret), .int(rowID)
+        ])
     }
 
     /// Deletes every matching item; returns how many. Items whose access control needs the user's
