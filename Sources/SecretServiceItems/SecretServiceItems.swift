@@ -200,12 +200,15 @@ extension KeychainStore {
     // MARK: Writing
 
     /// Stores a new item. With `replace`, the item with the same attributes (the same set: not one
-    /// that merely includes them, which for an empty set would be every item) goes first, and so
-    /// does an internet password that Apple's rules call the same one (the same user, server,
-    /// protocol, port and path): that is how git's libsecret helper and
-    /// git-credential-keychain update one credential. Without `replace`, an item that would collide
-    /// with an existing one is kept apart in its own access group, since the Secret Service allows
-    /// look-alike items.
+    /// that merely includes them, which for an empty set would be every item) takes the new label,
+    /// secret and content type in place, as gnome-keyring's does: it keeps its row (so its object
+    /// path), its creation date and whether it syncs; other items with that same set go. An
+    /// internet password that Apple's rules call the same one (the same user, server, protocol,
+    /// port and path) goes too: that is how git's libsecret helper and git-credential-keychain
+    /// update one credential. Without `replace`, an item that would collide with an existing one is
+    /// kept apart in its own access group, since the Secret Service allows look-alike items.
+    ///
+    /// `replaced`: the rows that went; `isNew`: false when `item` is an item changed in place.
     ///
     /// With an owner (a sandboxed app), the item is that app's: a generic password in the app's
     /// access group, whatever its attributes say, so that it never answers git's, docker's or
@@ -217,7 +220,7 @@ extension KeychainStore {
         label: String, attributes: [String: String], secret: Bytes, contentType: String,
         replace: Bool, owner: String? = nil,
         created: Double? = nil, modified: Double? = nil
-    ) throws -> (item: SecretItem, replaced: [Int64]) {
+    ) throws -> (item: SecretItem, replaced: [Int64], isNew: Bool) {
         let itemClass = owner == nil ? SecretAttributes.itemClass(for: attributes) : .genericPassword
         var item = Item(itemClass: itemClass, attributes: SecretAttributes.appleAttributes(attributes, itemClass: itemClass), secret: secret)
         item[AttributeKey.freeFormAttributes] = .data(FreeFormAttributes.encode(attributes))
@@ -242,14 +245,27 @@ extension KeychainStore {
             return try db.transaction {
                 var replaced: [Int64] = []
                 if replace {
+                    var same: [Row] = []
                     for row in try secretCandidates(Self.scoped(attributes, owner: owner), keys: keys) where keys.has(row.lockClass) {
                         let old = try secretItem(row, keys: keys, includeSecret: false)
                         if old.attributes == attributes && old.owner == owner {
                             try refuseNeedingAPerson(row, keys: keys)
-                            replaced.append(row.rowID)
+                            same.append(row)
                         }
                     }
-                    try deleteRows(replaced)
+                    if let kept = same.min(by: { $0.rowID < $1.rowID }) {
+                        replaced = same.map(\.rowID).filter { $0 != kept.rowID }
+                        try deleteRows(replaced)
+                        var query = Query(itemClass: kept.itemClass)
+                        query.rows = [kept.rowID]
+                        query.synchronizable = .any
+                        try update(
+                            query, attributes: ["labl": .string(label), AttributeKey.contentType: .string(contentType)], secret: secret,
+                            presence: PresenceOptions(interaction: .fail))
+                        try indexAttributes(attributes, row: kept.rowID, key: indexKey, owner: owner)
+                        guard let row = try loadRow(kept.rowID) else { throw KeychainError(.itemNotFound) }
+                        return (try secretItem(row, keys: keys, includeSecret: false), replaced, false)
+                    }
                 }
                 let stored: Item
                 do {
@@ -279,7 +295,7 @@ extension KeychainStore {
                 }
                 try indexAttributes(attributes, row: stored.rowID, key: indexKey, owner: owner)
                 guard let row = try loadRow(stored.rowID) else { throw KeychainError(.itemNotFound) }
-                return (try secretItem(row, keys: keys, includeSecret: false), replaced)
+                return (try secretItem(row, keys: keys, includeSecret: false), replaced, true)
             }
         }
     }

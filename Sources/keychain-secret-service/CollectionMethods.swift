@@ -42,7 +42,7 @@ extension SecretService {
             var secret = try session(wire.session, for: call).decode(wire)
             defer { secret.wipe() }
             let store = try collection.store()
-            let (item, replaced) = try store.addSecretItem(
+            let (item, replaced, isNew) = try store.addSecretItem(
                 label: label, attributes: attributes, secret: secret,
                 contentType: wire.contentType, replace: replace, owner: call.owner)
             try reply(call) { w in
@@ -50,8 +50,12 @@ extension SecretService {
                 try w.objectPath(ObjectPaths.none)
             }
             for row in replaced { emit(collection.path, Interface.collection, "ItemDeleted") { try $0.objectPath(collection.itemPath(row)) } }
-            emit(collection.path, Interface.collection, "ItemCreated") { try $0.objectPath(collection.itemPath(item.row)) }
-            emitPropertiesChanged(collection.path, Interface.collection, ["Items"])
+            if isNew {
+                emit(collection.path, Interface.collection, "ItemCreated") { try $0.objectPath(collection.itemPath(item.row)) }
+            } else {
+                itemChanged(collection, item.row)
+            }
+            if isNew || !replaced.isEmpty { emitPropertiesChanged(collection.path, Interface.collection, ["Items"]) }
         case "Delete":
             try call.requireUnconfined("delete keychains")
             guard !collection.isSession else { throw ServiceError.accessDenied("the session collection lasts as long as the service") }

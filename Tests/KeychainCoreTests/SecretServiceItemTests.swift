@@ -88,8 +88,41 @@ final class SecretServiceItemTests: StoreTestCase {
         let third = try store.addSecretItem(
             label: "l", attributes: ["service": "mail", "account": "ann"],
             secret: Array("three".utf8), contentType: "text/plain", replace: true)
-        XCTAssertEqual(Set(third.replaced), [first.row, second.row])
-        XCTAssertEqual(try found(["service": "mail"]), [third.item.row])
+        XCTAssertEqual(third.item.row, first.row, "the first stays, changed in place")
+        XCTAssertEqual(third.replaced, [second.row], "the other goes")
+        XCTAssertEqual(try found(["service": "mail"]), [first.row])
+        XCTAssertEqual(try store.secretItem(first.row, includeSecret: true).secret, Array("three".utf8))
+    }
+
+    /// CreateItem(replace) changes the item it replaces, as gnome-keyring does: the same row (and
+    /// object path), its creation date and sync state kept, the new label, secret, content type
+    /// and modification date taken, the attribute index unchanged.
+    func testReplaceChangesTheItemInPlace() throws {
+        let old = try store.addSecretItem(
+            label: "old", attributes: ["app": "x", "n": "1"], secret: Array("one".utf8), contentType: "text/plain", replace: false,
+            created: 1_000_000, modified: 1_000_000)
+        try store.setSyncsNewItems(true)
+        let new = try store.addSecretItem(
+            label: "new", attributes: ["n": "1", "app": "x"], secret: Array("two".utf8), contentType: "application/octet-stream",
+            replace: true)
+        XCTAssertEqual(new.item.row, old.item.row)
+        XCTAssertFalse(new.isNew)
+        XCTAssertEqual(new.replaced, [])
+        let item = try store.secretItem(old.item.row, includeSecret: true)
+        XCTAssertEqual(item.label, "new")
+        XCTAssertEqual(item.contentType, "application/octet-stream")
+        XCTAssertEqual(item.secret, Array("two".utf8))
+        XCTAssertEqual(item.created, 1_000_000)
+        XCTAssertGreaterThan(item.modified, 1_000_000)
+        XCTAssertEqual(item.attributes, ["app": "x", "n": "1"])
+        var unsynced = Query(itemClass: .genericPassword)
+        unsynced.rows = [old.item.row]
+        XCTAssertEqual(try store.find(unsynced, limit: nil).count, 1, "it does not start to sync")
+        XCTAssertEqual(try found(["app": "x"]), [old.item.row])
+        XCTAssertEqual(try found(["n": "1", "app": "x"]), [old.item.row])
+        let other = try store.addSecretItem(
+            label: "l", attributes: ["app": "x", "n": "2"], secret: [1], contentType: "text/plain", replace: true)
+        XCTAssertTrue(other.isNew, "nothing with that set: a new item")
     }
 
     /// An item whose access control needs the user's presence is listed through the Secret Service,

@@ -33,9 +33,12 @@ final class SecretServiceScopeTests: StoreTestCase {
         let same = try store.addSecretItem(
             label: "l", attributes: ["app": "x", "profile": "work"], secret: Array("2".utf8),
             contentType: "text/plain", replace: true)
-        XCTAssertEqual(same.replaced, [wider.row])
+        XCTAssertEqual(same.item.row, wider.row, "changed in place")
+        XCTAssertEqual(same.replaced, [])
+        XCTAssertFalse(same.isNew)
         let again = try store.addSecretItem(label: "l", attributes: [:], secret: Array("second".utf8), contentType: "text/plain", replace: true)
-        XCTAssertEqual(again.replaced, [empty.row], "the item with no attributes is the one an empty replace replaces")
+        XCTAssertEqual(again.item.row, empty.row, "the item with no attributes is the one an empty replace replaces")
+        XCTAssertEqual(try store.secretItem(empty.row, includeSecret: true).secret, Array("second".utf8))
         XCTAssertEqual(try store.find(Query(itemClass: .internetPassword), limit: nil).count, 1, "git's credential is still there")
     }
 
@@ -92,7 +95,9 @@ final class SecretServiceScopeTests: StoreTestCase {
         let second = try store.addSecretItem(
             label: "l", attributes: ["service": "s", "account": "a"], secret: Array("app2".utf8),
             contentType: "text/plain", replace: true, owner: "org.example.A")
-        XCTAssertEqual(second.replaced, [colliding.item.row], "its own item it replaces")
+        XCTAssertEqual(second.item.row, colliding.item.row, "its own item it replaces")
+        XCTAssertEqual(try store.secretItem(colliding.item.row, includeSecret: true, owner: "org.example.A").secret, Array("app2".utf8))
+        XCTAssertEqual(try store.secretItem(unconfined.row, includeSecret: true).secret, Array("kept".utf8))
     }
 
     func testAnAppsLockedItemsAreMatchedThroughTheIndexAndSurviveRotation() throws {
