@@ -17,6 +17,23 @@ final class KeybagTests: XCTestCase {
         XCTAssertEqual(try secretString(reopened, query("a")), "kept")
     }
 
+    /// "The old password opens nothing in it": neither the write-ahead log nor a page of the file
+    /// the log had not yet been copied over keeps the keybag from before a change, while the
+    /// connection that made it (the Secret Service's, a session long) keeps the log open.
+    func testNoCopyOfTheOldKeybagStaysInTheFiles() throws {
+        for rotating in [false, true] {
+            let name = rotating ? "rotated" : "changed"
+            let store = try scratch.create(name, password: "old")
+            try store.add(generic("a", secret: "kept"))
+            let old = try wrappedKeyA(store)
+            try store.changePassword(from: Array("old".utf8), to: Array("new".utf8), scrypt: .fastForTesting, rotatingKeys: rotating)
+            for file in [store.path, store.path + "-wal"] {
+                XCTAssertFalse(fileHolds(file, old), "\(name): the old wrapped key A is in \(file)")
+            }
+            XCTAssertEqual(try secretString(store, query("a")), "kept")
+        }
+    }
+
     func testAThousandWrongPasswordsNeverUnlockAndEachPaysTheKDF() throws {
         let store = try scratch.create(password: "right")
         try store.add(generic("a", secret: "kept"))

@@ -298,6 +298,19 @@ final class TPMTests: XCTestCase {
         XCTAssertEqual(try secretString(reopened, query("portable")), "kept")
     }
 
+    /// The keybag from before the seal opens with the password alone, where guesses cost no TPM
+    /// try: no copy of it stays in the write-ahead log or the file.
+    func testSealingLeavesNoPasswordOnlyKeybagInTheFiles() throws {
+        let store = try scratch.create()
+        try store.add(generic("portable", secret: "kept"))
+        let passwordOnly = try wrappedKeyA(store)
+        _ = try store.sealToTPM(password: pw, tpm: here)
+        XCTAssertNotEqual(try wrappedKeyA(store), passwordOnly)
+        for file in [store.path, store.path + "-wal"] {
+            XCTAssertFalse(fileHolds(file, passwordOnly), "the password-only wrapped key A is in \(file)")
+        }
+    }
+
     func testEveryBindingFieldIsCoveredByTheChecksumOrTheTags() throws {
         let (store, _) = try sealed(items: false)
         for name in TPMBinding.fieldNames {

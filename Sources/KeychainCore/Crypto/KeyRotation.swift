@@ -75,6 +75,8 @@ extension KeychainStore {
                 keybag = bag
             }
             committed = true
+            // The old keys' rows too: every old frame opens with the old password.
+            discardPreviousKeybags()
             try install(a: newA, c: newC, device: keybag.isBound ? newDevice : nil)
             return recovery
         }

@@ -114,7 +114,8 @@ package final class KeychainStore: @unchecked Sendable {
         // a checkpoint the log is kept at the size it reaches between checkpoints, not cut back:
         // rewriting pages the file already has is a quarter cheaper for a long-lived writer (the
         // Secret Service, a loop of adds) than allocating them again (make bench's insert floor).
-        // Its contents are the same pages of ciphertext either way.
+        // It holds more old frames then (rows' ciphertext, and keybags before a password change,
+        // which is why such a change empties it: `discardPreviousKeybags`).
         try db.execute(
             """
             PRAGMA synchronous=NORMAL; PRAGMA secure_delete=ON; PRAGMA temp_store=MEMORY;
@@ -322,8 +323,19 @@ package final class KeychainStore: @unchecked Sendable {
                 keybag = bag
                 dataVersion = try currentDataVersion()
             }
+            discardPreviousKeybags()
         }
         return nil
+    }
+
+    /// After a commit that wrapped the class keys anew (a new password, new keys, a TPM seal):
+    /// the write-ahead log still holds the keybags before it, and the file the page the log has
+    /// not yet been copied over, and the old password (or the password without the TPM) opens
+    /// them. A checkpoint that empties the log writes the new keybag over that page (freed cells
+    /// zeroed, secure_delete) and leaves no old frame. Best effort, waiting a second at most: a
+    /// reader in another process still on an older snapshot leaves the log to a later checkpoint.
+    func discardPreviousKeybags() {
+        db.checkpointEmptyingLog(waitingAtMost: 1000)
     }
 
     /// The settings in force: verified under class key A, or the safe defaults when their MAC

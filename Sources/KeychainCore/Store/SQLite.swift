@@ -43,7 +43,19 @@ package final class SQLiteDatabase {
         }
         handle = db
         // Writers from other processes (git, docker, security) wait for each other instead of failing.
-        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_busy_timeout(db, Self.busyMilliseconds)
+    }
+
+    private static let busyMilliseconds: Int32 = 10_000
+
+    /// Copies the write-ahead log into the file and empties it, waiting at most `milliseconds` for
+    /// other connections' older snapshots; false when one kept it from finishing (or a transaction
+    /// of this connection is open), and the log then goes at a later checkpoint.
+    @discardableResult
+    package func checkpointEmptyingLog(waitingAtMost milliseconds: Int32) -> Bool {
+        sqlite3_busy_timeout(handle, milliseconds)
+        defer { sqlite3_busy_timeout(handle, Self.busyMilliseconds) }
+        return sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil) == SQLITE_OK
     }
 
     deinit {

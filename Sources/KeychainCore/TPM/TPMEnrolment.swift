@@ -84,6 +84,8 @@ extension KeychainStore {
                 try finishRollbackCounter(bag, count: count, c: c, oldC: nil, tpm: tpm)
                 keybag = bag
             }
+            // The keybag before the binding opens with the password alone, off the TPM.
+            discardPreviousKeybags()
             try install(a: a, c: c, device: device)
             return recovery
         }
@@ -116,6 +118,7 @@ extension KeychainStore {
                 try bag.save(to: db)
                 keybag = bag
             }
+            discardPreviousKeybags()
             try install(a: a, c: c, device: device)
         }
     }
@@ -198,6 +201,7 @@ extension KeychainStore {
                 try PasswordlessRecord.remove(from: db)
                 keybag = bag
             }
+            discardPreviousKeybags()
             try install(a: a, c: c, device: outcome.sealedAgain ? device : nil)
             return outcome
         }
