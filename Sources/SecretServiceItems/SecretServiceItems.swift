@@ -205,7 +205,8 @@ extension KeychainStore {
     /// path), its creation date and whether it syncs; other items with that same set go. An
     /// internet password that Apple's rules call the same one (the same user, server, protocol,
     /// port and path) goes too: that is how git's libsecret helper and git-credential-keychain
-    /// update one credential. Without `replace`, an item that would collide with an existing one is
+    /// update one credential (where it is another row than the item with the same set, that item
+    /// goes and the new one is added in their place). Without `replace`, an item that would collide with an existing one is
     /// kept apart in its own access group, since the Secret Service allows look-alike items.
     ///
     /// `replaced`: the rows that went; `isNew`: false when `item` is an item changed in place.
@@ -253,7 +254,12 @@ extension KeychainStore {
                             same.append(row)
                         }
                     }
-                    if let kept = same.min(by: { $0.rowID < $1.rowID }) {
+                    // In place only where that leaves what the insert below would: an internet
+                    // password Apple's rules call the same as the new one (beside a kept look-alike
+                    // of another access group or sync state) still goes, through the insert path.
+                    if let kept = same.min(by: { $0.rowID < $1.rowID }),
+                        try itemClass != .internetPassword || Set(rowsWithPrimaryKey(of: prepared, keys: keys)).isSubset(of: [kept.rowID])
+                    {
                         replaced = same.map(\.rowID).filter { $0 != kept.rowID }
                         try deleteRows(replaced)
                         var query = Query(itemClass: kept.itemClass)
@@ -266,6 +272,8 @@ extension KeychainStore {
                         guard let row = try loadRow(kept.rowID) else { throw KeychainError(.itemNotFound) }
                         return (try secretItem(row, keys: keys, includeSecret: false), replaced, false)
                     }
+                    replaced = same.map(\.rowID)
+                    try deleteRows(replaced)
                 }
                 let stored: Item
                 do {

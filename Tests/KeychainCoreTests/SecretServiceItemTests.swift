@@ -125,6 +125,47 @@ final class SecretServiceItemTests: StoreTestCase {
         XCTAssertTrue(other.isNew, "nothing with that set: a new item")
     }
 
+    /// A replace still leaves one credential where git-credential-keychain's internet password is
+    /// the same one by Apple's rules and the item with the same set differs from the new one in
+    /// what else makes that key (its access group, as a look-alike kept apart; whether it syncs).
+    func testReplaceInPlaceStillTakesThePlaceOfTheSameInternetPassword() throws {
+        let git = ["xdg:schema": "org.git.Password", "server": "h.example", "user": "ann", "protocol": "https"]
+        let credential = Item(
+            itemClass: .internetPassword, attributes: ["srvr": .string("h.example"), "acct": .string("ann"), "ptcl": .string("htps")],
+            secret: Array("old".utf8))
+        let byServer = Query(itemClass: .internetPassword, attributes: ["srvr": .string("h.example")])
+        func store(_ secret: String, replace: Bool) throws {
+            _ = try self.store.addSecretItem(label: "git", attributes: git, secret: Array(secret.utf8), contentType: "text/plain", replace: replace)
+        }
+        // A look-alike in an access group of its own, beside git-credential-keychain's item.
+        try self.store.add(credential)
+        try store("old", replace: false)
+        try store("new", replace: true)
+        XCTAssertEqual(try self.store.find(byServer, limit: nil).count, 1, "one credential for ann@h.example")
+        XCTAssertEqual(try secretString(self.store, byServer), "new", "git-credential-keychain reads the new password")
+        _ = try self.store.delete(byServer)
+        // Stored while `sync default` was on, git's item after it was turned off.
+        try self.store.setSyncsNewItems(true)
+        try store("old", replace: true)
+        try self.store.setSyncsNewItems(false)
+        try self.store.add(credential)
+        try store("new", replace: true)
+        XCTAssertEqual(try secretString(self.store, byServer), "new", "git-credential-keychain reads the new password")
+    }
+
+    /// A replace that fails after the other items with the same set went brings them back.
+    func testAFailedReplaceRestoresEverything() throws {
+        let a = try add(["app": "x"], secret: "a")
+        let b = try add(["app": "x"], secret: "b")
+        try store.db.execute("CREATE TEMP TRIGGER refuse_updates BEFORE UPDATE ON items BEGIN SELECT RAISE(ABORT, 'refused'); END")
+        XCTAssertThrowsError(
+            try store.addSecretItem(label: "l", attributes: ["app": "x"], secret: Array("c".utf8), contentType: "text/plain", replace: true))
+        try store.db.execute("DROP TRIGGER refuse_updates")
+        XCTAssertEqual(try found(["app": "x"]), [a.row, b.row])
+        XCTAssertEqual(try store.secretItem(a.row, includeSecret: true).secret, Array("a".utf8))
+        XCTAssertEqual(try store.secretItem(b.row, includeSecret: true).secret, Array("b".utf8))
+    }
+
     /// An item whose access control needs the user's presence is listed through the Secret Service,
     /// but its secret is not given, changed or deleted there (polkit could only vouch for the service).
     func testItemsNeedingAPersonAreNotServed() throws {
