@@ -429,6 +429,22 @@ replace_touches_only_the_same_attributes() {
     expect raw-secret "$(secret-tool lookup app x profile work)"
 }
 
+# As gnome-keyring: the item replaced keeps its object path; the collection says ItemChanged.
+replace_changes_the_item_in_place() {
+    client listen "$HOME/ready" 3 > "$HOME/signals" &
+    listener=$!
+    for _ in $(seq 100); do [ -s "$HOME/ready" ] && break; sleep 0.05; done
+    printf 'one' | secret-tool store --label=A inplace x
+    first=$(secret-tool search inplace x 2>&1 | grep '^\[/')
+    printf 'two' | secret-tool store --label=B inplace x
+    wait "$listener"
+    expect two "$(secret-tool lookup inplace x)"
+    expect "$first" "$(secret-tool search inplace x 2>&1 | grep '^\[/')" "the same item path"
+    expect 1 "$(grep -c '^ItemCreated' "$HOME/signals")" "one ItemCreated"
+    expect 1 "$(grep -c '^ItemChanged' "$HOME/signals")" "one ItemChanged"
+    expect 0 "$(grep -c '^ItemDeleted' "$HOME/signals")" "no ItemDeleted"
+}
+
 signals_tell_a_sandboxed_app_nothing() {
     printf 'before' | secret-tool store --label='Bank' service bank.example account alice-private-acct
     confined org.example.Listener "$py" "$here/client.py" listen "$HOME/ready" 6 > "$HOME/signals" &
@@ -591,6 +607,7 @@ check "a keychain made, a new default and a removal show at once after the folde
 check "SetAlias cannot move the default keychain; the login and default keychains cannot be deleted" on_bus login_and_default_are_kept
 check "Collection.Delete takes the keychain's password through a prompt, leaves no journal, spares a keychain with certificates" on_bus delete_takes_the_keychains_password
 check "CreateItem(replace) with empty or fewer attributes deletes nothing of git's, docker's, security's or others" on_bus replace_touches_only_the_same_attributes
+check "CreateItem(replace) changes the item in place: the same path, ItemChanged" on_bus replace_changes_the_item_in_place
 check "another connection gets NoSuchObject for a client's prompt" on_bus foreign_prompt
 check "the default keychain is known by any spelling of its path: not deleted, not moved" on_bus default_keychain_by_any_spelling
 check "prompts per client capped at 8; their pinentries run one at a time" on_bus prompts_capped_and_queued
