@@ -205,9 +205,10 @@ extension KeychainStore {
     /// path), its creation date and whether it syncs; other items with that same set go. An
     /// internet password that Apple's rules call the same one (the same user, server, protocol,
     /// port and path) goes too: that is how git's libsecret helper and git-credential-keychain
-    /// update one credential (where it is another row than the item with the same set, that item
-    /// goes and the new one is added in their place). Without `replace`, an item that would collide with an existing one is
-    /// kept apart in its own access group, since the Secret Service allows look-alike items.
+    /// update one credential (where it is another row than the item with the same set, both go and
+    /// the new item is added in their place). Without `replace`, an item that would collide with
+    /// an existing one is kept apart in its own access group, since the Secret Service allows
+    /// look-alike items.
     ///
     /// `replaced`: the rows that went; `isNew`: false when `item` is an item changed in place.
     ///
@@ -254,9 +255,9 @@ extension KeychainStore {
                             same.append(row)
                         }
                     }
-                    // In place only where that leaves what the insert below would: an internet
-                    // password Apple's rules call the same as the new one (beside a kept look-alike
-                    // of another access group or sync state) still goes, through the insert path.
+                    // Not in place where another row is the new internet password by Apple's
+                    // rules (the item found is a look-alike in an access group of its own, or
+                    // differs in whether it syncs): that row must go too, as the insert does.
                     if let kept = same.min(by: { $0.rowID < $1.rowID }),
                         try itemClass != .internetPassword || Set(rowsWithPrimaryKey(of: prepared, keys: keys)).isSubset(of: [kept.rowID])
                     {

@@ -329,11 +329,11 @@ package final class KeychainStore: @unchecked Sendable {
     }
 
     /// After a commit that wrapped the class keys anew (a new password, new keys, a TPM seal):
-    /// the write-ahead log still holds the keybags before it, and the file the page the log has
-    /// not yet been copied over, and the old password (or the password without the TPM) opens
-    /// them. A checkpoint that empties the log writes the new keybag over that page (freed cells
-    /// zeroed, secure_delete) and leaves no old frame. Best effort, waiting a second at most: a
-    /// reader in another process still on an older snapshot leaves the log to a later checkpoint.
+    /// the write-ahead log still holds the keybags from before it, and the file may hold the old
+    /// keybag's page until a checkpoint copies the new one over it; the old password (or the
+    /// password without the TPM) opens them. A checkpoint that empties the log does both (freed
+    /// cells zeroed: secure_delete). Best effort, waiting a second at most: a reader in another
+    /// process still on an older snapshot leaves the log to a later checkpoint.
     func discardPreviousKeybags() {
         db.checkpointEmptyingLog(waitingAtMost: 1000)
     }
