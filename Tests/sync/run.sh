@@ -176,7 +176,8 @@ attack() {
 
 tampered_refused() {
     f=$(git -C "$remote" ls-tree --name-only keychain records/ | head -1)
-    attack "printf 'X' | dd of=$f bs=1 seek=60 conv=notrunc 2>/dev/null"
+    # One byte changed to another (a fixed one may already stand there: nothing to commit).
+    attack "b=\$(dd if=$f bs=1 skip=60 count=1 2>/dev/null); c=X; [ \"\$b\" != X ] || c=Y; printf \$c | dd of=$f bs=1 seek=60 conv=notrunc 2>/dev/null"
     B sync now | tee "$case_dir/out"
     grep -q 'refused 1' "$case_dir/out"
     name=${f#records/}
