@@ -199,10 +199,22 @@ extension KeychainStore {
 
     // MARK: Writing
 
+    /// Whether `old` is protected and synced as the new item `new` would be, so that giving it
+    /// `new`'s secret in place stores that secret as an insert would have. Its access group may
+    /// differ: the owner is compared apart, and a look-alike's group of its own is what an insert
+    /// colliding with the same items would get.
+    static func keptAlike(_ old: Item, _ new: Item) -> Bool {
+        old.protection == new.protection && old.attributes[AttributeKey.accessControl] == nil
+            && new.attributes[AttributeKey.accessControl] == nil
+            && old.effectiveValue(AttributeKey.synchronizable) == new.effectiveValue(AttributeKey.synchronizable)
+    }
+
     /// Stores a new item. With `replace`, the item with the same attributes (the same set: not one
     /// that merely includes them, which for an empty set would be every item) takes the new label,
     /// secret and content type in place, as gnome-keyring's does: it keeps its row (so its object
-    /// path), its creation date and whether it syncs; other items with that same set go. An
+    /// path) and its creation date; other items with that same set go. Where it is protected or
+    /// synced otherwise than the new item would be, it goes too and the new item is added, so a
+    /// replace never stores a secret more weakly, or syncs it, where a new item would not. An
     /// internet password that Apple's rules call the same one (the same user, server, protocol,
     /// port and path) goes too: that is how git's libsecret helper and git-credential-keychain
     /// update one credential (where it is another row than the item with the same set, both go and
@@ -258,7 +270,10 @@ extension KeychainStore {
                     // Not in place where another row is the new internet password by Apple's
                     // rules (the item found is a look-alike in an access group of its own, or
                     // differs in whether it syncs): that row must go too, as the insert does.
+                    // Nor where the item found is kept otherwise than a new one would be: the new
+                    // secret would inherit a weaker class, or sync where new items do not.
                     if let kept = same.min(by: { $0.rowID < $1.rowID }),
+                        try Self.keptAlike(openAttributes(kept, keys: keys), prepared),
                         try itemClass != .internetPassword || Set(rowsWithPrimaryKey(of: prepared, keys: keys)).isSubset(of: [kept.rowID])
                     {
                         replaced = same.map(\.rowID).filter { $0 != kept.rowID }

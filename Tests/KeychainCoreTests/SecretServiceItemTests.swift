@@ -95,13 +95,12 @@ final class SecretServiceItemTests: StoreTestCase {
     }
 
     /// CreateItem(replace) changes the item it replaces, as gnome-keyring does: the same row (and
-    /// object path), its creation date and sync state kept, the new label, secret, content type
-    /// and modification date taken, the attribute index unchanged.
+    /// object path), its creation date kept, the new label, secret, content type and modification
+    /// date taken, the attribute index unchanged.
     func testReplaceChangesTheItemInPlace() throws {
         let old = try store.addSecretItem(
             label: "old", attributes: ["app": "x", "n": "1"], secret: Array("one".utf8), contentType: "text/plain", replace: false,
             created: 1_000_000, modified: 1_000_000)
-        try store.setSyncsNewItems(true)
         let new = try store.addSecretItem(
             label: "new", attributes: ["n": "1", "app": "x"], secret: Array("two".utf8), contentType: "application/octet-stream",
             replace: true)
@@ -115,14 +114,42 @@ final class SecretServiceItemTests: StoreTestCase {
         XCTAssertEqual(item.created, 1_000_000)
         XCTAssertGreaterThan(item.modified, 1_000_000)
         XCTAssertEqual(item.attributes, ["app": "x", "n": "1"])
-        var unsynced = Query(itemClass: .genericPassword)
-        unsynced.rows = [old.item.row]
-        XCTAssertEqual(try store.find(unsynced, limit: nil).count, 1, "it does not start to sync")
         XCTAssertEqual(try found(["app": "x"]), [old.item.row])
         XCTAssertEqual(try found(["n": "1", "app": "x"]), [old.item.row])
         let other = try store.addSecretItem(
             label: "l", attributes: ["app": "x", "n": "2"], secret: [1], contentType: "text/plain", replace: true)
         XCTAssertTrue(other.isNew, "nothing with that set: a new item")
+    }
+
+    /// A replace stores the secret as a new item would be stored: an item with the same set kept
+    /// in a weaker class (Always, readable without the password) or syncing where new items do not
+    /// is not given the new secret in place, but gives way to a new item.
+    func testReplaceStoresTheSecretAsANewItemWould() throws {
+        let attributes = ["service": "svc", "account": "acc"]
+        func planted(_ extra: [String: AttributeValue]) throws -> Int64 {
+            var values: [String: AttributeValue] = ["svce": .string("svc"), "acct": .string("acc")]
+            values.merge(extra) { _, new in new }
+            let row = try store.add(Item(itemClass: .genericPassword, attributes: values, secret: Array("old".utf8))).rowID
+            XCTAssertEqual(try found(attributes), [row], "the planted item has the same set")
+            return row
+        }
+        func replaced(_ row: Int64, _ what: String) throws {
+            let new = try store.addSecretItem(label: "l", attributes: attributes, secret: Array("new".utf8), contentType: "text/plain", replace: true)
+            XCTAssertTrue(new.isNew, what)
+            XCTAssertEqual(new.replaced, [row], what)
+            XCTAssertEqual(try found(attributes), [new.item.row], what)
+            var query = Query(itemClass: .genericPassword)
+            query.rows = [new.item.row]
+            let stored = try XCTUnwrap(store.find(query, limit: nil).first, what)
+            XCTAssertEqual(stored.protection, .whenUnlocked, what)
+            XCTAssertEqual(stored.effectiveValue("sync"), .bool(false), what)
+            _ = try store.delete(query)
+        }
+        try replaced(try planted(["pdmn": .string(Protection.always.rawValue)]), "a weaker class")
+        try replaced(try planted(["sync": .bool(true)]), "syncing")
+        let alike = try planted([:])
+        let new = try store.addSecretItem(label: "l", attributes: attributes, secret: Array("new".utf8), contentType: "text/plain", replace: true)
+        XCTAssertEqual(new.item.row, alike, "kept as a new item would be: changed in place")
     }
 
     /// A replace still leaves one credential where git-credential-keychain's internet password is
