@@ -89,6 +89,7 @@ struct CreateKeychain: ParsableCommand {
                 if seal {
                     do {
                         var recovery = try store.sealToTPM(password: secret)
+                        discardPreviousKeybags(of: store)
                         defer { recovery.wipe() }
                         showRecoveryKey(&recovery)
                         Terminal.error(
@@ -342,7 +343,9 @@ struct SetKeychainPassword: ParsableCommand {
             var newSecret = try new.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "New Password: ", confirm: "Retype New Password: ")
             defer { oldSecret.wipe(); newSecret.wipe() }
             // A keychain sealed to a TPM gets a new recovery key with new class keys.
-            if var recovery = try store.changePassword(from: oldSecret, to: newSecret, rotatingKeys: rotateKeys) {
+            let recovery = try store.changePassword(from: oldSecret, to: newSecret, rotatingKeys: rotateKeys)
+            discardPreviousKeybags(of: store)
+            if var recovery {
                 defer { recovery.wipe() }
                 try? store.setRecoveryKeyUnshown(false)
                 showRecoveryKey(&recovery)

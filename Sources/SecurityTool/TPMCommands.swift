@@ -88,6 +88,7 @@ struct TPMEnroll: ParsableCommand {
             let ownPCRs = passwordless ? [] : selection ?? []
             if !passwordless, let selection, store.isSealedToTPM {
                 try store.resealToTPM(password: secret, pcrs: selection)
+                discardPreviousKeybags(of: store)
                 Terminal.error(
                     selection.isEmpty
                         ? "security: \(store.path) is sealed to this machine's TPM again, to no PCRs: a changed boot chain no longer refuses it; its recovery key is unchanged"
@@ -95,6 +96,7 @@ struct TPMEnroll: ParsableCommand {
                 )
             } else if !(passwordless && store.isSealedToTPM) {
                 var recovery = try store.sealToTPM(password: secret, pcrs: ownPCRs)
+                discardPreviousKeybags(of: store)
                 defer { recovery.wipe() }
                 try? store.setRecoveryKeyUnshown(false)
                 showRecoveryKey(&recovery)
@@ -134,6 +136,16 @@ func passwordlessSummary(_ status: PasswordlessStatus?) -> String {
     return "on: a login without a password through pam_keychain's passwordless option unlocks it (sealed to PCR \(PCRSelection.describe(status.pcrs)))"
 }
 
+/// After a command that wrapped the class keys anew (or removed the passwordless unlock): no
+/// keybag from before should stay in the write-ahead log. The engine waited a second for other
+/// programs' reads to move on; a command can wait longer, and says so when even that was not enough.
+func discardPreviousKeybags(of store: KeychainStore) {
+    guard store.previousKeybagsLinger, !store.withLock({ store.discardPreviousKeybags(waitingAtMost: 10_000) }) else { return }
+    Terminal.error(
+        "security: warning: another program still reads an older state of \(store.path), so its write-ahead log (\(store.path)-wal) still holds the keys as they were wrapped before this change; the log is emptied when the last program using the keychain closes it"
+    )
+}
+
 /// The recovery key on standard output, its own line, for the person (or a script) to keep.
 func showRecoveryKey(_ key: inout RecoveryKey) {
     var text = key.formattedBytes
@@ -170,6 +182,7 @@ struct TPMUnenroll: ParsableCommand {
             let store = try target.open()
             if passwordless {
                 let removed = try store.removePasswordless()
+                discardPreviousKeybags(of: store)
                 Terminal.error(
                     removed
                         ? "security: \(store.path) has no passwordless unlock any more: logins without a password leave it locked; copies of the file made while it was on (backups, snapshots) still let root here unlock its keys until `security set-keychain-password --rotate-keys`"
@@ -223,6 +236,7 @@ struct TPMRecover: ParsableCommand {
                 ?? Terminal.readSecret(prompt: "new password of \(store.path): ", confirm: "retype new password: ")
             defer { secret.wipe() }
             let outcome = try store.recoverFromTPM(recoveryKey: key, newPassword: secret, pcrs: selection ?? [])
+            discardPreviousKeybags(of: store)
             let lost = outcome.deviceOnlyItemsLost
             Terminal.error(
                 "security: \(store.path) opened with its recovery key; \(lost) ThisDeviceOnly item\(lost == 1 ? " was" : "s were") bound to the old TPM and \(lost == 1 ? "is" : "are") gone"

@@ -34,6 +34,29 @@ final class KeybagTests: XCTestCase {
         }
     }
 
+    /// Another program reading an older snapshot keeps the log from being emptied at the change;
+    /// the connection that made it empties it at its next transaction or read once that reader has
+    /// moved on (the automatic checkpoints never would, nor cut the log back).
+    func testAReaderOnAnOlderSnapshotOnlyDelaysTheOldKeybagsEnd() throws {
+        let store = try scratch.create("held", password: "old")
+        try store.add(generic("a", secret: "kept"))
+        let old = try wrappedKeyA(store)
+        let reader = try SQLiteDatabase(path: store.path)
+        try reader.execute("BEGIN")
+        let select = try reader.statement("SELECT count(*) FROM items")
+        XCTAssertTrue(try select.step())
+        try store.changePassword(from: Array("old".utf8), to: Array("new".utf8), scrypt: .fastForTesting)
+        XCTAssertTrue(store.previousKeybagsLinger, "the reader's snapshot kept the log")
+        XCTAssertTrue(fileHolds(store.path, old) || fileHolds(store.path + "-wal", old), "and with it the old keybag")
+        select.reset()
+        try reader.execute("COMMIT")
+        XCTAssertEqual(try secretString(store, query("a")), "kept")
+        XCTAssertFalse(store.previousKeybagsLinger, "emptied after the next read")
+        for file in [store.path, store.path + "-wal"] {
+            XCTAssertFalse(fileHolds(file, old), "the old wrapped key A is in \(file)")
+        }
+    }
+
     func testAThousandWrongPasswordsNeverUnlockAndEachPaysTheKDF() throws {
         let store = try scratch.create(password: "right")
         try store.add(generic("a", secret: "kept"))

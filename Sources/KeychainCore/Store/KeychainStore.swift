@@ -332,11 +332,17 @@ package final class KeychainStore: @unchecked Sendable {
     /// the write-ahead log still holds the keybags from before it, and the file may hold the old
     /// keybag's page until a checkpoint copies the new one over it; the old password (or the
     /// password without the TPM) opens them. A checkpoint that empties the log does both (freed
-    /// cells zeroed: secure_delete). Best effort, waiting a second at most: a reader in another
-    /// process still on an older snapshot leaves the log to a later checkpoint.
-    func discardPreviousKeybags() {
-        db.checkpointEmptyingLog(waitingAtMost: 1000)
+    /// cells zeroed: secure_delete). Best effort, waiting a second by default: while a reader in
+    /// another process stays on an older snapshot, `previousKeybagsLinger` holds and this
+    /// connection tries again after its later transactions and when it closes.
+    @discardableResult
+    package func discardPreviousKeybags(waitingAtMost milliseconds: Int32 = 1000) -> Bool {
+        db.checkpointEmptyingLog(waitingAtMost: milliseconds)
     }
+
+    /// The write-ahead log may still hold a keybag from before the last change of password, keys
+    /// or TPM seal (`discardPreviousKeybags` could not empty it yet).
+    package var previousKeybagsLinger: Bool { db.logStillToEmpty }
 
     /// The settings in force: verified under class key A, or the safe defaults when their MAC
     /// fails; while WhenUnlocked is locked, the stored ones (unverified, and acted on by nothing).

@@ -50,17 +50,32 @@ package final class SQLiteDatabase {
 
     /// Copies the write-ahead log into the file and empties it, waiting at most `milliseconds` for
     /// other connections' older snapshots; false when one kept it from finishing (or a transaction
-    /// of this connection is open), and the log then goes at a later checkpoint.
+    /// of this connection is open).
+    ///
+    /// Until it succeeds, `logStillToEmpty` holds and this connection tries again without waiting
+    /// after each of its later transactions and snapshots, and for a second when it closes: the
+    /// automatic checkpoints never empty the log, and it is no longer cut back after them.
     @discardableResult
     package func checkpointEmptyingLog(waitingAtMost milliseconds: Int32) -> Bool {
         sqlite3_busy_timeout(handle, milliseconds)
         defer { sqlite3_busy_timeout(handle, Self.busyMilliseconds) }
-        return sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil) == SQLITE_OK
+        var frames: Int32 = -1
+        let emptied = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_TRUNCATE, &frames, nil) == SQLITE_OK && frames == 0
+        logStillToEmpty = !emptied
+        return emptied
+    }
+
+    /// A checkpoint that must empty the log (`checkpointEmptyingLog`) has not managed to yet.
+    package private(set) var logStillToEmpty = false
+
+    private func emptyLogIfStillToDo() {
+        if logStillToEmpty && open == .none { checkpointEmptyingLog(waitingAtMost: 0) }
     }
 
     deinit {
         cache.removeAll()
         scripts.removeAll()
+        if logStillToEmpty { checkpointEmptyingLog(waitingAtMost: 1000) }
         sqlite3_close_v2(handle)
     }
 
@@ -144,6 +159,7 @@ package final class SQLiteDatabase {
                 try statement("COMMIT").run()
                 open = .none
                 depth = 0
+                emptyLogIfStillToDo()
                 return result
             } catch {
                 try? statement("ROLLBACK").run()
@@ -165,6 +181,8 @@ package final class SQLiteDatabase {
         do {
             let result = try body()
             try statement("COMMIT").run()
+            open = .none
+            emptyLogIfStillToDo()
             return result
         } catch {
             try? statement("ROLLBACK").run()

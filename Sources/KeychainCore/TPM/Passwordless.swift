@@ -345,12 +345,15 @@ extension KeychainStore {
     @discardableResult
     package func removePasswordless() throws -> Bool {
         try withLock {
-            try db.transaction {
+            let removed = try db.transaction {
                 // A damaged record is removed too: it could open nothing.
                 guard try rowExists(PasswordlessRecord.rowName) else { return false }
                 try PasswordlessRecord.remove(from: db)
                 return true
             }
+            // The record opens the class keys without the password: no copy of it stays in the log.
+            if removed { discardPreviousKeybags() }
+            return removed
         }
     }
 
