@@ -445,6 +445,20 @@ replace_changes_the_item_in_place() {
     expect 0 "$(grep -c '^ItemDeleted' "$HOME/signals")" "no ItemDeleted"
 }
 
+# An item planted in a weaker class (Always: its key in the file, no password needed) with the
+# attributes a client stores gives way to the new item instead of passing its class on to it.
+replace_never_inherits_a_weaker_class() {
+    security add-generic-password -s planted.example -a ann --accessibility always -w planted
+    printf 'new' | secret-tool store --label=L service planted.example account ann
+    expect new "$(secret-tool lookup service planted.example account ann)"
+    expect 1 "$(security find-generic-password -s planted.example -a ann 2>&1 | grep -c '^keychain:')" "one item"
+    security lock-keychain
+    if security find-generic-password -s planted.example -a ann -w; then
+        echo "the new secret is readable while the keychain is locked"
+        return 1
+    fi
+}
+
 signals_tell_a_sandboxed_app_nothing() {
     printf 'before' | secret-tool store --label='Bank' service bank.example account alice-private-acct
     confined org.example.Listener "$py" "$here/client.py" listen "$HOME/ready" 6 > "$HOME/signals" &
@@ -608,6 +622,7 @@ check "SetAlias cannot move the default keychain; the login and default keychain
 check "Collection.Delete takes the keychain's password through a prompt, leaves no journal, spares a keychain with certificates" on_bus delete_takes_the_keychains_password
 check "CreateItem(replace) with empty or fewer attributes deletes nothing of git's, docker's, security's or others" on_bus replace_touches_only_the_same_attributes
 check "CreateItem(replace) changes the item in place: the same path, ItemChanged" on_bus replace_changes_the_item_in_place
+check "CreateItem(replace) never passes a planted item's weaker class to the new secret" on_bus replace_never_inherits_a_weaker_class
 check "another connection gets NoSuchObject for a client's prompt" on_bus foreign_prompt
 check "the default keychain is known by any spelling of its path: not deleted, not moved" on_bus default_keychain_by_any_spelling
 check "prompts per client capped at 8; their pinentries run one at a time" on_bus prompts_capped_and_queued
