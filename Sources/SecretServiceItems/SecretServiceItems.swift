@@ -259,12 +259,12 @@ extension KeychainStore {
             return try db.transaction {
                 var replaced: [Int64] = []
                 if replace {
-                    var same: [Row] = []
+                    var same: [(row: Row, item: Item)] = []
                     for row in try secretCandidates(Self.scoped(attributes, owner: owner), keys: keys) where keys.has(row.lockClass) {
-                        let old = try secretItem(row, keys: keys, includeSecret: false)
-                        if old.attributes == attributes && old.owner == owner {
+                        let (old, _) = try openItem(row, keys: keys, secret: false) { _ in }
+                        if old[AttributeKey.owner]?.stringValue == owner && SecretAttributes.view(of: old) == attributes {
                             try refuseNeedingAPerson(row, keys: keys)
-                            same.append(row)
+                            same.append((row, old))
                         }
                     }
                     // Not in place where another row is the new internet password by Apple's
@@ -272,11 +272,10 @@ extension KeychainStore {
                     // differs in whether it syncs): that row must go too, as the insert does.
                     // Nor where the item found is kept otherwise than a new one would be: the new
                     // secret would inherit a weaker class, or sync where new items do not.
-                    if let kept = same.min(by: { $0.rowID < $1.rowID }),
-                        try Self.keptAlike(openAttributes(kept, keys: keys), prepared),
+                    if let (kept, keptItem) = same.min(by: { $0.row.rowID < $1.row.rowID }), Self.keptAlike(keptItem, prepared),
                         try itemClass != .internetPassword || Set(rowsWithPrimaryKey(of: prepared, keys: keys)).isSubset(of: [kept.rowID])
                     {
-                        replaced = same.map(\.rowID).filter { $0 != kept.rowID }
+                        replaced = same.map(\.row.rowID).filter { $0 != kept.rowID }
                         try deleteRows(replaced)
                         var query = Query(itemClass: kept.itemClass)
                         query.rows = [kept.rowID]
@@ -288,7 +287,7 @@ extension KeychainStore {
                         guard let row = try loadRow(kept.rowID) else { throw KeychainError(.itemNotFound) }
                         return (try secretItem(row, keys: keys, includeSecret: false), replaced, false)
                     }
-                    replaced = same.map(\.rowID)
+                    replaced = same.map(\.row.rowID)
                     try deleteRows(replaced)
                 }
                 let stored: Item

@@ -219,6 +219,12 @@ func profiledCalls(_ op: String, keychain: SecKeychain, count: Int, calls: Int, 
             _ = try! keychain.store.addSecretItem(
                 label: "bench", attributes: ["application": "keychain-bench-many", "bench-item": String(n)], secret: secret,
                 contentType: "text/plain", replace: true)
+        case "ss-replace":
+            // CreateItem with replace of an item that is there (the first ten calls make them):
+            // what a client saving the same few secrets again makes, changed in place.
+            _ = try! keychain.store.addSecretItem(
+                label: "bench", attributes: ["application": "keychain-bench-many", "bench-item": String(n % 10)], secret: secret,
+                contentType: "text/plain", replace: true)
         case "add":
             var attributes = itemQuery(count + n)
             attributes[kSecValueData as String] = Data(secret)
