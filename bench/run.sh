@@ -82,6 +82,13 @@ chmod 600 "$work/credential-store"
 # Started (and its login keyring made) before any client asks, so D-Bus activation starts no
 # second one; it exits with the session bus.
 printf 'gnome' | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1
+# It may return before it owns the name: a client asking then would have the bus start a second
+# daemon, with the bus's environment (the real HOME) and no login keyring.
+for _ in $(seq 100); do
+    dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true && break
+    sleep 0.1
+done
 for ((i = 0; i < gnome_items; i++)); do
     printf 'protocol=https\nhost=host%d.example.com\nusername=user%d\npassword=pass%d\n\n' "$i" "$i" "$i" | "$libsecret" store >/dev/null
 done
