@@ -60,6 +60,11 @@ say() { printf '%s\n' "$*" >&2; }
 cat /proc/loadavg > "$work/load.txt"   # the load beside the figures (report.py)
 results=$work/results.jsonl
 record() { printf '%s\n' "$1" >> "$results"; }   # one JSON object per figure
+# secrets_owned ADDRESS: whether a provider owns org.freedesktop.secrets on that session bus.
+secrets_owned() {
+    DBUS_SESSION_BUS_ADDRESS=$1 dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true
+}
 
 # --- peers and tools ------------------------------------------------------------------------
 say "building the peers and our release binaries"
@@ -85,8 +90,7 @@ printf 'gnome' | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2
 # It may return before it owns the name: a client asking then would have the bus start a second
 # daemon, with the bus's environment (the real HOME) and no login keyring.
 for _ in $(seq 100); do
-    dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true && break
+    secrets_owned "$DBUS_SESSION_BUS_ADDRESS" && break
     sleep 0.1
 done
 for ((i = 0; i < gnome_items; i++)); do
@@ -120,8 +124,7 @@ ours_bus=$(head -1 "$work/ours.address") ours_bus_pid=$(head -1 "$work/ours.pid"
 printf 'bench password\n' | "$bin/security" create-keychain "$work/secret-service.keychain-db" >/dev/null
 DBUS_SESSION_BUS_ADDRESS=$ours_bus KEYCHAIN_PATH=$work/secret-service.keychain-db "$bin/keychain-secret-service" &
 ours_pid=$!
-until DBUS_SESSION_BUS_ADDRESS=$ours_bus dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; do sleep 0.1; done
+until secrets_owned "$ours_bus"; do sleep 0.1; done
 for ((i = 0; i < gnome_items; i++)); do
     printf 'protocol=https\nhost=host%d.example.com\nusername=user%d\npassword=pass%d\n\n' "$i" "$i" "$i" |
         DBUS_SESSION_BUS_ADDRESS=$ours_bus "$libsecret" store >/dev/null
@@ -138,8 +141,7 @@ dbus-daemon --config-file="$work/ours.conf" --fork --print-address=3 --print-pid
 big_bus=$(head -1 "$work/big.address") big_bus_pid=$(head -1 "$work/big.pid")
 DBUS_SESSION_BUS_ADDRESS=$big_bus KEYCHAIN_PATH=$work/provider-big.keychain-db "$bin/keychain-secret-service" &
 big_pid=$!
-until DBUS_SESSION_BUS_ADDRESS=$big_bus dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
-        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true; do sleep 0.1; done
+until secrets_owned "$big_bus"; do sleep 0.1; done
 # The import's pages reach the disk now, not under the lookups measured later.
 sync
 

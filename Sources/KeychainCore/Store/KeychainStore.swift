@@ -334,7 +334,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// password without the TPM) opens them. A checkpoint that empties the log does both (freed
     /// cells zeroed: secure_delete). Best effort, waiting a second by default: while a reader in
     /// another process stays on an older snapshot, `previousKeybagsLinger` holds and this
-    /// connection tries again after its later transactions and when it closes.
+    /// connection tries again after its later transactions and reads, and when it closes.
     @discardableResult
     package func discardPreviousKeybags(waitingAtMost milliseconds: Int32 = 1000) -> Bool {
         db.checkpointEmptyingLog(waitingAtMost: milliseconds)
