@@ -148,10 +148,10 @@ public func CFDictionaryGetCount(_ dictionary: CFDictionary!) -> CFIndex { dicti
 
 // MARK: Errors
 
-public let kCFErrorDomainOSStatus: CFErrorDomain! = CFStringConstant(string: "NSOSStatusErrorDomain")
-public let kCFErrorDomainPOSIX: CFErrorDomain! = CFStringConstant(string: "NSPOSIXErrorDomain")
-public let kCFErrorLocalizedDescriptionKey: CFString! = CFStringConstant(string: "NSLocalizedDescription")
-public let kCFErrorLocalizedFailureReasonKey: CFString! = CFStringConstant(string: "NSLocalizedFailureReason")
+public let kCFErrorDomainOSStatus: CFErrorDomain! = NSString(string: "NSOSStatusErrorDomain")
+public let kCFErrorDomainPOSIX: CFErrorDomain! = NSString(string: "NSPOSIXErrorDomain")
+public let kCFErrorLocalizedDescriptionKey: CFString! = NSString(string: "NSLocalizedDescription")
+public let kCFErrorLocalizedFailureReasonKey: CFString! = NSString(string: "NSLocalizedFailureReason")
 
 public func CFErrorCreate(
     _ allocator: CFAllocator?, _ domain: CFErrorDomain!, _ code: CFIndex,

@@ -63,7 +63,7 @@ struct SecItemRequest {
     static func plain(_ dictionary: CFDictionary) throws -> [String: Any] {
         // The objects the dictionary holds, read through CF (CFoundationBridge) and converted here
         // for the types a SecItem dictionary is made of: NSDictionary's Swift interface converts
-        // every key and value, our constants' slowly (UTF-16) and data byte by byte.
+        // every key and value, data byte by byte.
         let count = dictionary.count
         guard count > 0 else { return [:] }
         var keys = [UnsafeRawPointer?](repeating: nil, count: count)
@@ -87,9 +87,7 @@ struct SecItemRequest {
 
     /// A key or value object that is a string, as Foundation's conversion would give it.
     private static func string(_ object: AnyObject) -> String? {
-        if let constant = object as? CFStringConstant { return constant.value }
-        if let string = object as? NSString { return string as String }
-        return nil
+        (object as? NSString).map { $0 as String }
     }
 
     private static let booleans = (true: NSNumber(value: true), false: NSNumber(value: false))

@@ -1,13 +1,13 @@
 package import KeychainCore
 
 // Keys of the dictionaries SecPKCS12Import returns, and its options (SecImportExport.h).
-public let kSecImportItemLabel: CFString = CFStringConstant(string: "label")
-public let kSecImportItemKeyID: CFString = CFStringConstant(string: "keyid")
-public let kSecImportItemTrust: CFString = CFStringConstant(string: "trust")
-public let kSecImportItemCertChain: CFString = CFStringConstant(string: "chain")
-public let kSecImportItemIdentity: CFString = CFStringConstant(string: "identity")
+public let kSecImportItemLabel: CFString = NSString(string: "label")
+public let kSecImportItemKeyID: CFString = NSString(string: "keyid")
+public let kSecImportItemTrust: CFString = NSString(string: "trust")
+public let kSecImportItemCertChain: CFString = NSString(string: "chain")
+public let kSecImportItemIdentity: CFString = NSString(string: "identity")
 /// macOS's option: also add what was read to this SecKeychain.
-public let kSecImportExportKeychain: CFString = CFStringConstant(string: "keychain")
+public let kSecImportExportKeychain: CFString = NSString(string: "keychain")
 
 /// Reads a PKCS#12 file. As on iOS, the items are returned, not stored: pass the identity to
 /// SecItemAdd (kSecValueRef), or give kSecImportExportKeychain to have them added.
