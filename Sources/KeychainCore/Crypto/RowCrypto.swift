@@ -81,16 +81,20 @@ extension KeychainStore {
     package static func primaryKeyBytes(_ item: Item) -> Bytes {
         var w = ByteWriter(capacity: 256)
         w.u64(UInt64(item.itemClass.code))
-        for name in AttributeSchema.primaryKey(for: item.itemClass) {
-            w.string(name)
-            canonical(item.effectiveValue(name), name: name, itemClass: item.itemClass).write(to: &w)
+        for field in AttributeSchema.primaryKeyFields(for: item.itemClass) {
+            w.string(field.name)
+            canonical(item.attributes[field.name] ?? field.missing, kind: field.kind).write(to: &w)
         }
         return w.bytes
     }
 
     /// One spelling per value, so that "acct" as a string and as the same bytes hash alike.
     static func canonical(_ value: AttributeValue, name: String, itemClass: ItemClass) -> AttributeValue {
-        switch (AttributeSchema.kind(name, for: itemClass), value) {
+        canonical(value, kind: AttributeSchema.kind(name, for: itemClass))
+    }
+
+    static func canonical(_ value: AttributeValue, kind: AttributeSchema.Kind?) -> AttributeValue {
+        switch (kind, value) {
         case (.blob?, .string(let s)): return .data(Array(s.utf8))
         case (.bool?, .int(let i)): return .bool(i != 0)
         case (.code?, .string(let s)) where s.isEmpty: return .int(0)

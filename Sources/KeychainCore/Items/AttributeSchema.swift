@@ -121,6 +121,21 @@ package enum AttributeSchema {
             primaryKey(for: itemClass).filter { $0 != Key.synchronizable }.map { ($0, defaultValue($0, kind: kind($0, for: itemClass))) }
         }
 
+    /// The primary key's attributes in order, each with its kind and the default an absent one
+    /// stands for: what the primary-key hash of every add and update is made of, worked out once
+    /// (each `kind` is a string switch, two per attribute otherwise).
+    static func primaryKeyFields(for itemClass: ItemClass) -> [(name: String, kind: Kind?, missing: AttributeValue)] {
+        primaryKeyFieldsByCode[Int(itemClass.code) - 1]
+    }
+
+    private static let primaryKeyFieldsByCode: [[(name: String, kind: Kind?, missing: AttributeValue)]] =
+        ItemClass.allCases.sorted { $0.code < $1.code }.map { itemClass in
+            primaryKey(for: itemClass).map { name in
+                let kind = kind(name, for: itemClass)
+                return (name, kind, defaultValue(name, kind: kind))
+            }
+        }
+
     /// The attribute that the `service` index column holds.
     package static func serviceKey(for itemClass: ItemClass) -> String {
         switch itemClass {
