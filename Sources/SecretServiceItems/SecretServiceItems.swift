@@ -294,21 +294,21 @@ extension KeychainStore {
                 do {
                     stored = try insert(prepared, secret: plain, keys: keys)
                 } catch let error as KeychainError where error.code == .duplicateItem {
-                    let colliding = try rowsWithPrimaryKey(of: prepared, keys: keys)
                     // An internet password's key (user, server, protocol, port, path) is the
                     // credential itself: replace takes its place whoever stored it. A generic
                     // password's (service, account) is not: items with other attributes and the
-                    // same two, or neither, are other items, and stay.
-                    var ours = itemClass == .internetPassword
-                    if replace && ours {
-                        for rowID in colliding {
-                            guard let row = try loadRow(rowID) else { continue }
-                            if !keys.has(row.lockClass) { throw KeychainError.locked() }
-                            try refuseNeedingAPerson(row, keys: keys)
-                            if try openAttributes(row, keys: keys)[AttributeKey.owner]?.stringValue != owner { ours = false }
-                        }
+                    // same two, or neither, are other items, and stay. So only an internet
+                    // password's are looked up: a generic password with neither collides with
+                    // every other such item, and reading all their rows was O(n) a store.
+                    var ours = replace && itemClass == .internetPassword
+                    let colliding = ours ? try rowsWithPrimaryKey(of: prepared, keys: keys) : []
+                    for rowID in colliding {
+                        guard let row = try loadRow(rowID) else { continue }
+                        if !keys.has(row.lockClass) { throw KeychainError.locked() }
+                        try refuseNeedingAPerson(row, keys: keys)
+                        if try openAttributes(row, keys: keys)[AttributeKey.owner]?.stringValue != owner { ours = false }
                     }
-                    if replace && ours {
+                    if ours {
                         try deleteRows(colliding)
                         replaced += colliding
                     } else {
