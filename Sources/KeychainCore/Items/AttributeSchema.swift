@@ -117,9 +117,7 @@ package enum AttributeSchema {
     }
 
     private static let identifyingDefaultsByCode: [[(name: String, value: AttributeValue)]] =
-        ItemClass.allCases.sorted { $0.code < $1.code }.map { itemClass in
-            primaryKey(for: itemClass).filter { $0 != Key.synchronizable }.map { ($0, defaultValue($0, kind: kind($0, for: itemClass))) }
-        }
+        primaryKeyFieldsByCode.map { fields in fields.filter { $0.name != Key.synchronizable }.map { ($0.name, $0.missing) } }
 
     /// The primary key's attributes in order, each with its kind and the default an absent one
     /// stands for: what the primary-key hash of every add and update is made of, worked out once
