@@ -4,16 +4,7 @@ import KeychainCore
 /// batches, not means of single calls: a single call is below the clock's useful resolution and
 /// a mean is dragged by the odd page fault.
 func medianMicroseconds(batches: Int = 15, perBatch: Int, _ body: (Int) -> Void) -> Double {
-    var counter = 0
-    for _ in 0..<perBatch { body(counter); counter += 1 }  // warm-up
-    var timings: [Double] = []
-    for _ in 0..<batches {
-        let start = SystemClock.monotonic()
-        for _ in 0..<perBatch { body(counter); counter += 1 }
-        timings.append((SystemClock.monotonic() - start) / Double(perBatch) * 1e6)
-    }
-    timings.sort()
-    return timings[timings.count / 2]
+    withoutActuallyEscaping(body) { alternatingMedianMicroseconds(batches: batches, perBatch: perBatch, [$0])[0] }
 }
 
 /// `medianMicroseconds` of several bodies measured side by side: each batch of one is followed by
