@@ -486,6 +486,26 @@ worker_inherits_no_descriptor_or_environment() {
     expect "" "$(awk '$1 == "worker-fd" && $2 > 2 && $3 != "this-listing" && !($2 == 3 && $3 ~ /^pipe:/)' "$case_dir/worker")"
 }
 
+# The workers a login starts, counted by pam-app's initgroups: setcred's and open_session's,
+# and a third, the import's, only while a login.keyring is there and no record of its import.
+workers_of_a_login() {
+    printf '%s\n' "$password" | pam_app "$service" "$user" 2> "$case_dir/workers"
+    grep -c '^worker-observed' "$case_dir/workers"
+}
+
+import_worker_only_when_pending() {
+    expect 2 "$(workers_of_a_login)" "no login.keyring: no import worker"
+    expect unlocked "$(state WhenUnlocked)"
+    as_user mkdir -p "$home/.local/share/keyrings"
+    as_user sh -c 'printf "not a keyring" > "$HOME/.local/share/keyrings/login.keyring"'
+    expect 3 "$(workers_of_a_login)" "a login.keyring not yet imported: the import's worker too"
+    logged "gnome-keyring's login keyring was not imported"
+    [ ! -e "$home/.local/share/keychains/.login-keyring-imported" ]
+    as_user touch "$home/.local/share/keychains/.login-keyring-imported"
+    expect 2 "$(workers_of_a_login)" "imported once: no import worker"
+    expect unlocked "$(state WhenUnlocked)"
+}
+
 # --- gnome-keyring's login keyring, at the first login ---------------------------------------
 
 # The service as GDM's stack has it: pam_gnome_keyring beside this module (Debian's
@@ -589,6 +609,7 @@ check "sudo -u: another user's session never gets the password (no keychain)" su
 check "sudo -u: another user's keychain and kernel keyring stay untouched" sudo_to_another_user_with_keychain
 check "the worker inherits no descriptor (/etc/shadow) and no environment" worker_inherits_no_descriptor_or_environment
 check "a reset planted by the user's own process is ignored; nothing re-keyed" planted_reset_is_ignored
+check "the first-login import forks its worker only while there is a keyring to import" import_worker_only_when_pending
 check "a reset record by root that is stale or names another keychain is ignored" stale_or_foreign_reset_is_ignored
 check "a login whose password does not open the keychain re-keys nothing" login_with_other_password_does_not_rekey
 check "pam-auth-update: the session line stays out of sudo's and cron's stack" profile_is_interactive_only

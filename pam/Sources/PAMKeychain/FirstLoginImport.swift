@@ -32,11 +32,17 @@ enum FirstLoginImport {
         case imported(added: Int, alreadyThere: Int, failed: Int)
     }
 
+    /// Whether there is a keyring file and no record of its import. Runs as the user, in the
+    /// worker of the unlock, so that a login with nothing to import forks no second worker.
+    static func isPending(_ account: AsUser.Account) -> Bool {
+        var st = stat()
+        guard lstat(record(account), &st) != 0, errno == ENOENT else { return false }
+        return lstat(keyring(account), &st) == 0
+    }
+
     /// Runs in the worker, as the user.
     static func run(_ account: AsUser.Account, password: [UInt8]) -> Result {
-        var st = stat()
-        guard lstat(record(account), &st) != 0, errno == ENOENT else { return .nothingToDo }
-        guard lstat(keyring(account), &st) == 0 else { return .nothingToDo }
+        guard isPending(account) else { return .nothingToDo }
         var bytes: [UInt8]
         do {
             bytes = try read(keyring(account))

@@ -100,19 +100,28 @@ struct Hooks {
         let create = pam.options.autoCreate
         let seal = pam.options.tpmEnrol
         let tpm = tpmConfiguration
-        let (outcome, detail) = AsUser.runReplying(account) { reply in
+        // The reply is one byte, whether gnome-keyring's login keyring is still to be imported,
+        // then the unlock's own detail: every login after the first needs no second worker.
+        let (outcome, reply) = AsUser.runReplying(account) { reply in
             defer { token?.wipe() }
             Sessions.set(Sessions.count + 1)
             // Not `guard let`: a second reference would make the wipe above copy, not overwrite.
             guard token != nil else { return .done }
-            return Self.unlock(account, password: token!, create: create, seal: seal, tpm: tpm, reply: reply)
+            var detail: [UInt8] = []
+            let outcome = Self.unlock(account, password: token!, create: create, seal: seal, tpm: tpm) { detail += $0 }
+            let pending = Self.openedWithPassword.contains(outcome) && FirstLoginImport.isPending(account)
+            reply([pending ? 1 : 0] + detail.prefix(AsUser.replyLimit - 1))
+            return outcome
         }
-        report(outcome, "open_session", detail: detail)
+        report(outcome, "open_session", detail: Array(reply.dropFirst()))
         // The login password opened the login keychain: gnome-keyring's login keyring comes too, once.
-        if [.done, .createdSealed, .createdUnsealed].contains(outcome), token != nil { importLoginKeyring(account, password: token!) }
+        if Self.openedWithPassword.contains(outcome), reply.first == 1, token != nil { importLoginKeyring(account, password: token!) }
         if token == nil, pam.options.passwordless { unlockWithoutPassword(account) }
         return PAM_SUCCESS
     }
+
+    /// The outcomes of open_session after which the login password is known to open the login keychain.
+    private static let openedWithPassword: Set<AsUser.Outcome> = [.done, .createdSealed, .createdUnsealed]
 
     /// The TPM the workers use: the module's `tpm_tcti=` and `tpm_helper=`, else where every
     /// program looks (the worker's environment is cleared, so it is read here, in the application).
