@@ -139,9 +139,7 @@ package struct SyncRecord: Sendable, Equatable {
     /// The item's identity on every device: its class and primary key. Two records with one
     /// identity are one item written twice (on two devices before either saw the other).
     package static func identity(of itemClass: ItemClass, _ attributes: [String: AttributeValue]) -> Bytes {
-        let probe = Item(itemClass: itemClass, attributes: attributes)
-        var key: [String: AttributeValue] = [:]
-        for name in AttributeSchema.primaryKey(for: itemClass) { key[name] = probe.effectiveValue(name) }
+        let key = primaryKey(of: Item(itemClass: itemClass, attributes: attributes))
         var w = ByteWriter()
         w.u64(UInt64(bitPattern: itemClass.code))
         return Crypto.sha256(w.bytes + encodeAttributes(key))
