@@ -1,6 +1,7 @@
 #include "CSDBus.h"
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 static csdbus_handlers handlers;
 
@@ -108,6 +109,38 @@ static const sd_bus_vtable prompt_vtable[] = {
     SD_BUS_VTABLE_END
 };
 
+/* The nodes this connection serves (the portal's too) and the folders above them. */
+static const char *const nodes[] = {
+    "/org/freedesktop/secrets", "/org/freedesktop/secrets/collection", "/org/freedesktop/secrets/aliases",
+    "/org/freedesktop/secrets/session", "/org/freedesktop/secrets/prompt", "/org/freedesktop/portal/desktop",
+};
+static const char *const interfaces[] = {
+    "org.freedesktop.Secret.Collection", "org.freedesktop.Secret.Item", "org.freedesktop.Secret.Session",
+    "org.freedesktop.Secret.Prompt",
+};
+
+static int is_node_or_above(const char *path) {
+    size_t length = strlen(path);
+    if (strcmp(path, "/") == 0) return 1;
+    for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++) {
+        if (strncmp(nodes[i], path, length) == 0 && (nodes[i][length] == 0 || nodes[i][length] == '/')) return 1;
+    }
+    return 0;
+}
+
+/* A call no object took, on a path that is no object of this service: the spec's NoSuchObject,
+ * as for a deleted item, instead of sd-bus's UnknownObject, which clients such as SecretStorage
+ * 3.3 (Debian 12's) do not take for a missing item; gnome-keyring's GDBus answers UnknownMethod,
+ * which they do. Introspection, and the nodes and the folders above them, stay sd-bus's. */
+static int on_elsewhere(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+    const char *path = sd_bus_message_get_path(m);
+    if (!path || sd_bus_message_is_method_call(m, "org.freedesktop.DBus.Introspectable", NULL) || is_node_or_above(path)) return 0;
+    for (size_t i = 0; i < sizeof interfaces / sizeof *interfaces; i++) {
+        if (handlers.find(path, interfaces[i], userdata)) return 0;
+    }
+    return sd_bus_error_setf(error, "org.freedesktop.Secret.Error.NoSuchObject", "No such object: %s", path);
+}
+
 int csdbus_register(sd_bus *bus, const csdbus_handlers *h, void *userdata) {
     handlers = *h;
     int r;
@@ -126,5 +159,5 @@ int csdbus_register(sd_bus *bus, const csdbus_handlers *h, void *userdata) {
     for (int i = 0; i < 5; i++) {
         if ((r = sd_bus_add_node_enumerator(bus, NULL, prefixes[i], on_enumerate, userdata)) < 0) return r;
     }
-    return 0;
+    return sd_bus_add_fallback(bus, NULL, "/", on_elsewhere, userdata);
 }

@@ -89,7 +89,7 @@ def roundtrip(mode):
     try:
         replaced.delete()
         fail('a second delete succeeded')
-    except secretstorage.exceptions.ItemNotFoundException:
+    except secretstorage.ItemNotFoundException:
         pass
     print('ok')
 
@@ -174,8 +174,8 @@ def malformed():
                      f'DH public key {key[:4]!r}... of {len(key)} bytes')
     expect_error('org.freedesktop.DBus.Error.InvalidArgs',
                  call(connection, *service, 'OpenSession', 'sv', 'dh-ietf1024-sha256-aes128-cbc-pkcs7', ('s', 'x')), 'DH input type')
-    # Objects that do not exist: the spec's NoSuchObject where the path could name one, which is
-    # what SecretStorage turns into ItemNotFoundException; sd-bus's UnknownObject elsewhere.
+    # Objects that do not exist: the spec's NoSuchObject, which is what SecretStorage turns into
+    # ItemNotFoundException, wherever the path (3.3, Debian 12's, takes UnknownObject for an error).
     for path, interface in (('/org/freedesktop/secrets/collection/nosuch', 'Collection'),
                             ('/org/freedesktop/secrets/collection/login/999999', 'Item'),
                             ('/org/freedesktop/secrets/collection/login/abc', 'Item'),
@@ -189,9 +189,24 @@ def malformed():
     expect_error('org.freedesktop.Secret.Error.NoSuchObject',
                  call(connection, '/org/freedesktop/secrets/collection/login/999999', 'org.freedesktop.Secret.Item', 'Delete'),
                  'Delete of a missing item')
-    for path in ('/org/freedesktop/secrets/elsewhere', '/org/freedesktop/secrets/collection/login/1/2'):
-        expect_error('org.freedesktop.DBus.Error.UnknownObject',
+    for path in ('/org/freedesktop/secrets/elsewhere', '/org/freedesktop/secrets/collection/login/1/2', '/not/existing/path'):
+        expect_error('org.freedesktop.Secret.Error.NoSuchObject',
                      call(connection, path, 'org.freedesktop.Secret.Item', 'Delete'), f'outside the tree: {path}')
+        expect_error('org.freedesktop.Secret.Error.NoSuchObject',
+                     call(connection, path, 'org.freedesktop.DBus.Properties', 'Get', 'ss', 'org.freedesktop.Secret.Item', 'Label'),
+                     f'a property outside the tree: {path}')
+    # SecretStorage's own test_non_existing_item.
+    try:
+        secretstorage.Item(connection, '/not/existing/path').get_label()
+        fail('an item at /not/existing/path has a label')
+    except secretstorage.ItemNotFoundException:
+        pass
+    # The folders above the objects are still sd-bus's: introspectable, no interfaces of ours.
+    expect_error('org.freedesktop.DBus.Error.UnknownInterface',
+                 call(connection, '/org/freedesktop', 'org.freedesktop.DBus.Properties', 'GetAll', 's', 'org.freedesktop.Secret.Item'),
+                 'a folder above the objects')
+    if 'node name="secrets"' not in call(connection, '/org/freedesktop', 'org.freedesktop.DBus.Introspectable', 'Introspect')[1][0]:
+        fail('/org/freedesktop does not list secrets')
     expect_error('org.freedesktop.Secret.Error.NoSession',
                  call(connection, '/org/freedesktop/secrets/session/s999', 'org.freedesktop.Secret.Session', 'Close'), 'Close of no session')
     expect_error('org.freedesktop.Secret.Error.NoSession',

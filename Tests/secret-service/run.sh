@@ -608,7 +608,7 @@ check "pinentry cancelled: Completed dismissed, still locked" on_bus cancelled_p
 check "no pinentry program: Completed dismissed, never a hang" on_bus no_pinentry
 check "Dismiss: Completed dismissed, the prompt object gone" on_bus dismiss_prompt
 check "secret-tool lookup on a locked keychain goes through the prompt" on_bus secret_tool_prompts_when_locked
-check "malformed calls: InvalidArgs, NotSupported, NoSession, UnknownObject; huge attributes; still serving" on_bus malformed_calls
+check "malformed calls: InvalidArgs, NotSupported, NoSession, NoSuchObject anywhere; huge attributes; still serving" on_bus malformed_calls
 check "properties, aliases, collection label, introspection" on_bus properties_and_aliases
 check "CreateCollection through a prompt makes a keychain security can open; Delete removes it" on_bus create_and_delete_collection
 check "Session.Close, then the session is gone" on_bus close_session
