@@ -506,6 +506,28 @@ import_worker_only_when_pending() {
     expect unlocked "$(state WhenUnlocked)"
 }
 
+# A login.keyring folder that never answers (the user's own FUSE mount, a network home gone
+# quiet): the check for it is killed with the worker at its time limit, after the unlock was
+# done and reported; the login goes on.
+hung_keyrings_folder_costs_only_the_import() {
+    login
+    logout
+    as_user mkdir -p "$home/.local/share/keyrings"
+    python3 "$here/hung-fuse.py" "$home/.local/share/keyrings" 120 > "$case_dir/fuse" 2>&1 &
+    fuse_pid=$!
+    # The case runs in a subshell of its own: this ends the mount however the case ends.
+    trap 'kill "$fuse_pid" 2>/dev/null || :; wait "$fuse_pid" 2>/dev/null || :; umount -l "$home/.local/share/keyrings" 2>/dev/null || :' EXIT
+    for _ in $(seq 50); do grep -q mounted "$case_dir/fuse" && break; sleep 0.1; done
+    grep -q mounted "$case_dir/fuse" || { cat "$case_dir/fuse"; return 1; }
+    as_user security lock-keychain
+    [ -n "$devlog" ] && : > "$devlog"
+    login
+    expect unlocked "$(state WhenUnlocked)" "the unlock was done before the check hung"
+    logged 'open_session: done'
+    logged "gave up looking for gnome-keyring's login keyring after the time limit"
+    refute grep -q 'open_session: gave up after the time limit' "${devlog:-/dev/null}"
+}
+
 # --- gnome-keyring's login keyring, at the first login ---------------------------------------
 
 # The service as GDM's stack has it: pam_gnome_keyring beside this module (Debian's
@@ -610,6 +632,11 @@ check "sudo -u: another user's keychain and kernel keyring stay untouched" sudo_
 check "the worker inherits no descriptor (/etc/shadow) and no environment" worker_inherits_no_descriptor_or_environment
 check "a reset planted by the user's own process is ignored; nothing re-keyed" planted_reset_is_ignored
 check "the first-login import forks its worker only while there is a keyring to import" import_worker_only_when_pending
+if [ -c /dev/fuse ]; then
+    check "a keyrings folder that never answers: the unlock is reported, the login goes on" hung_keyrings_folder_costs_only_the_import
+else
+    skip "/dev/fuse is missing: the hung-folder case needs it"
+fi
 check "a reset record by root that is stale or names another keychain is ignored" stale_or_foreign_reset_is_ignored
 check "a login whose password does not open the keychain re-keys nothing" login_with_other_password_does_not_rekey
 check "pam-auth-update: the session line stays out of sudo's and cron's stack" profile_is_interactive_only

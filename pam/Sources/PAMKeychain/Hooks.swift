@@ -100,28 +100,42 @@ struct Hooks {
         let create = pam.options.autoCreate
         let seal = pam.options.tpmEnrol
         let tpm = tpmConfiguration
-        // The reply is one byte, whether gnome-keyring's login keyring is still to be imported,
-        // then the unlock's own detail: every login after the first needs no second worker.
-        let (outcome, reply) = AsUser.runReplying(account) { reply in
+        // Two writes: the unlock's outcome and detail as soon as it is done, then whether
+        // gnome-keyring's login keyring is still to be imported, so that every login after the
+        // first forks no second worker, and a check that hangs (a FUSE mount of the user's that
+        // never answers) costs the import, not the unlock's report.
+        let (outcome, reply) = AsUser.runReplying(account, keepingReplyOnTimeout: true) { reply in
             defer { token?.wipe() }
             Sessions.set(Sessions.count + 1)
             // Not `guard let`: a second reference would make the wipe above copy, not overwrite.
             guard token != nil else { return .done }
             var detail: [UInt8] = []
             let outcome = Self.unlock(account, password: token!, create: create, seal: seal, tpm: tpm) { detail += $0 }
-            let pending = Self.openedWithPassword.contains(outcome) && FirstLoginImport.isPending(account)
-            reply([pending ? 1 : 0] + detail.prefix(AsUser.replyLimit - 1))
+            reply(UnlockReply.encode(outcome, detail: detail))
+            reply([Self.openedWithPassword(outcome) && FirstLoginImport.isPending(account) ? 1 : 0])
             return outcome
         }
-        report(outcome, "open_session", detail: Array(reply.dropFirst()))
+        let unlocked = UnlockReply(reply)
+        let unlockOutcome = outcome == .timedOut ? unlocked?.outcome ?? outcome : outcome
+        report(unlockOutcome, "open_session", detail: unlocked?.detail ?? [])
+        if outcome == .timedOut, unlocked != nil {
+            pam.log(LOG_WARNING, "open_session: gave up looking for gnome-keyring's login keyring after the time limit")
+        }
         // The login password opened the login keychain: gnome-keyring's login keyring comes too, once.
-        if Self.openedWithPassword.contains(outcome), reply.first == 1, token != nil { importLoginKeyring(account, password: token!) }
+        if Self.openedWithPassword(unlockOutcome), unlocked?.importPending == true, token != nil {
+            importLoginKeyring(account, password: token!)
+        }
         if token == nil, pam.options.passwordless { unlockWithoutPassword(account) }
         return PAM_SUCCESS
     }
 
-    /// The outcomes of open_session after which the login password is known to open the login keychain.
-    private static let openedWithPassword: Set<AsUser.Outcome> = [.done, .createdSealed, .createdUnsealed]
+    /// Whether, after this outcome of open_session, the login password is known to open the login keychain.
+    private static func openedWithPassword(_ outcome: AsUser.Outcome) -> Bool {
+        switch outcome {
+        case .done, .createdSealed, .createdUnsealed: return true
+        default: return false
+        }
+    }
 
     /// The TPM the workers use: the module's `tpm_tcti=` and `tpm_helper=`, else where every
     /// program looks (the worker's environment is cleared, so it is read here, in the application).

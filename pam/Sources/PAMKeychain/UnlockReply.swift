@@ -1,0 +1,25 @@
+/// What open_session's worker hands back: the unlock's outcome and detail, framed, written as
+/// soon as the unlock is done; then one byte, whether gnome-keyring's login keyring is still to
+/// be imported, absent when the worker was stopped before it could tell.
+struct UnlockReply {
+    var outcome: AsUser.Outcome
+    var detail: [UInt8]
+    var importPending: Bool
+
+    /// The first write. The detail (the engine's words, one line) is cut to 1 KiB, so the reply
+    /// stays within `AsUser.replyLimit`.
+    static func encode(_ outcome: AsUser.Outcome, detail: [UInt8]) -> [UInt8] {
+        let kept = detail.prefix(1024)
+        return [UInt8(truncatingIfNeeded: outcome.rawValue), UInt8(kept.count >> 8), UInt8(kept.count & 0xff)] + kept
+    }
+
+    /// Nil for a reply without the first write whole (no password, a worker that failed early).
+    init?(_ reply: [UInt8]) {
+        guard reply.count >= 3, let outcome = AsUser.Outcome(rawValue: Int32(reply[0])) else { return nil }
+        let length = Int(reply[1]) << 8 | Int(reply[2])
+        guard reply.count >= 3 + length else { return nil }
+        self.outcome = outcome
+        detail = Array(reply[3..<3 + length])
+        importPending = reply.count > 3 + length && reply[3 + length] == 1
+    }
+}
