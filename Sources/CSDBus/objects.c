@@ -109,7 +109,7 @@ static const sd_bus_vtable prompt_vtable[] = {
     SD_BUS_VTABLE_END
 };
 
-/* The nodes this connection serves (the portal's too) and the folders above them. */
+/* The nodes this connection serves objects at and under (the portal's too). */
 static const char *const nodes[] = {
     "/org/freedesktop/secrets", "/org/freedesktop/secrets/collection", "/org/freedesktop/secrets/aliases",
     "/org/freedesktop/secrets/session", "/org/freedesktop/secrets/prompt", "/org/freedesktop/portal/desktop",
@@ -119,25 +119,45 @@ static const char *const interfaces[] = {
     "org.freedesktop.Secret.Prompt",
 };
 
-static int is_node_or_above(const char *path) {
-    size_t length = strlen(path);
-    if (strcmp(path, "/") == 0) return 1;
+static int is_node(const char *path) {
     for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++) {
-        if (strncmp(nodes[i], path, length) == 0 && (nodes[i][length] == 0 || nodes[i][length] == '/')) return 1;
+        if (strcmp(nodes[i], path) == 0) return 1;
     }
     return 0;
 }
 
-/* A call no object took, on a path that is no object of this service: the spec's NoSuchObject,
- * as for a deleted item, instead of sd-bus's UnknownObject, which clients such as SecretStorage
- * 3.3 (Debian 12's) do not take for a missing item; gnome-keyring's GDBus answers UnknownMethod,
- * which they do. Introspection, and the nodes and the folders above them, stay sd-bus's. */
+/* "/", "/org", "/org/freedesktop", "/org/freedesktop/portal": folders introspection walks down. */
+static int is_above_a_node(const char *path) {
+    size_t length = strlen(path);
+    if (strcmp(path, "/") == 0) return 1;
+    for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++) {
+        if (strncmp(nodes[i], path, length) == 0 && nodes[i][length] == '/') return 1;
+    }
+    return 0;
+}
+
+/* Whether the path has the shape of one of the service's objects (the vtables' own test). */
+static int is_object(const char *path, void *userdata) {
+    for (size_t i = 0; i < sizeof interfaces / sizeof *interfaces; i++) {
+        if (handlers.find(path, interfaces[i], userdata)) return 1;
+    }
+    return 0;
+}
+
+/* A call no object took; the last handler sd-bus tries. On a path that is no object of this
+ * service, the spec's NoSuchObject, as for a deleted item, instead of sd-bus's UnknownObject,
+ * which clients such as SecretStorage 3.3 (Debian 12's) do not take for a missing item
+ * (gnome-keyring's GDBus answers UnknownMethod, which they do). Being registered at "/" makes
+ * every path an object to sd-bus, so the answers it gave before are given here: UnknownObject
+ * for the folders above the nodes, and for introspecting a path that is none of them. */
 static int on_elsewhere(sd_bus_message *m, void *userdata, sd_bus_error *error) {
     const char *path = sd_bus_message_get_path(m);
-    if (!path || sd_bus_message_is_method_call(m, "org.freedesktop.DBus.Introspectable", NULL) || is_node_or_above(path)) return 0;
-    for (size_t i = 0; i < sizeof interfaces / sizeof *interfaces; i++) {
-        if (handlers.find(path, interfaces[i], userdata)) return 0;
+    if (!path || is_node(path) || is_object(path, userdata)) return 0;
+    if (sd_bus_message_is_method_call(m, "org.freedesktop.DBus.Introspectable", "Introspect")) {
+        if (is_above_a_node(path)) return 0;
+        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "Unknown object '%s'.", path);
     }
+    if (is_above_a_node(path)) return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "Unknown object '%s'.", path);
     return sd_bus_error_setf(error, "org.freedesktop.Secret.Error.NoSuchObject", "No such object: %s", path);
 }
 

@@ -201,12 +201,17 @@ def malformed():
         fail('an item at /not/existing/path has a label')
     except secretstorage.ItemNotFoundException:
         pass
-    # The folders above the objects are still sd-bus's: introspectable, no interfaces of ours.
-    expect_error('org.freedesktop.DBus.Error.UnknownInterface',
-                 call(connection, '/org/freedesktop', 'org.freedesktop.DBus.Properties', 'GetAll', 's', 'org.freedesktop.Secret.Item'),
-                 'a folder above the objects')
+    # What sd-bus answered before: the folders above the objects are introspectable and no
+    # objects; a path that is nothing cannot be introspected.
+    for path in ('/', '/org/freedesktop'):
+        expect_error('org.freedesktop.DBus.Error.UnknownObject',
+                     call(connection, path, 'org.freedesktop.DBus.Properties', 'GetAll', 's', 'org.freedesktop.Secret.Item'),
+                     f'the folder {path} above the objects')
     if 'node name="secrets"' not in call(connection, '/org/freedesktop', 'org.freedesktop.DBus.Introspectable', 'Introspect')[1][0]:
         fail('/org/freedesktop does not list secrets')
+    for path in ('/not/existing/path', '/org/freedesktop/secrets/collection/login/1/2'):
+        expect_error('org.freedesktop.DBus.Error.UnknownObject',
+                     call(connection, path, 'org.freedesktop.DBus.Introspectable', 'Introspect'), f'introspection of {path}')
     expect_error('org.freedesktop.Secret.Error.NoSession',
                  call(connection, '/org/freedesktop/secrets/session/s999', 'org.freedesktop.Secret.Session', 'Close'), 'Close of no session')
     expect_error('org.freedesktop.Secret.Error.NoSession',
