@@ -103,7 +103,7 @@ struct Hooks {
         // Two writes: the unlock's outcome and detail as soon as it is done, then whether
         // gnome-keyring's login keyring is still to be imported, so that every login after the
         // first forks no second worker, and a check that hangs (a FUSE mount of the user's that
-        // never answers) costs the import, not the unlock's report.
+        // never answers) costs this login's import, not the unlock's report.
         let (outcome, reply) = AsUser.runReplying(account, keepingReplyOnTimeout: true) { reply in
             defer { token?.wipe() }
             Sessions.set(Sessions.count + 1)
@@ -111,19 +111,27 @@ struct Hooks {
             guard token != nil else { return .done }
             var detail: [UInt8] = []
             let outcome = Self.unlock(account, password: token!, create: create, seal: seal, tpm: tpm) { detail += $0 }
+            // Now, not when the worker ends: the check below may wait on a mount that never answers.
+            token?.wipe()
             reply(UnlockReply.encode(outcome, detail: detail))
             reply([Self.openedWithPassword(outcome) && FirstLoginImport.isPending(account) ? 1 : 0])
             return outcome
         }
         let unlocked = UnlockReply(reply)
-        let unlockOutcome = outcome == .timedOut ? unlocked?.outcome ?? outcome : outcome
-        report(unlockOutcome, "open_session", detail: unlocked?.detail ?? [])
-        if outcome == .timedOut, unlocked != nil {
-            pam.log(LOG_WARNING, "open_session: gave up looking for gnome-keyring's login keyring after the time limit")
-        }
-        // The login password opened the login keychain: gnome-keyring's login keyring comes too, once.
-        if Self.openedWithPassword(unlockOutcome), unlocked?.importPending == true, token != nil {
-            importLoginKeyring(account, password: token!)
+        if outcome == .timedOut, let unlocked {
+            // Stopped after the unlock: the login has waited enough, and the import is looked
+            // for again at the next login.
+            report(unlocked.outcome, "open_session", detail: unlocked.detail)
+            pam.log(
+                LOG_WARNING,
+                "open_session: the worker was stopped at the time limit after the unlock; gnome-keyring's login keyring is looked for at the next login"
+            )
+        } else {
+            report(outcome, "open_session", detail: unlocked?.detail ?? [])
+            // The login password opened the login keychain: gnome-keyring's login keyring comes too, once.
+            if Self.openedWithPassword(outcome), unlocked?.importPending == true, token != nil {
+                importLoginKeyring(account, password: token!)
+            }
         }
         if token == nil, pam.options.passwordless { unlockWithoutPassword(account) }
         return PAM_SUCCESS
