@@ -52,10 +52,10 @@ enum AsUser {
     /// Like `run`, and `work` may hand the parent a few bytes (at most `replyLimit`) through `reply`.
     /// The child is a fork of the application without exec: before anything else it closes every
     /// descriptor the application had open above stderr (an application may hold /etc/shadow)
-    /// and clears its environment, then drops to the user. With `keepingReplyOnTimeout`, what the
-    /// child wrote before it was stopped comes back with `.timedOut`; otherwise nothing does.
+    /// and clears its environment, then drops to the user. A child stopped at the time limit
+    /// comes back as `.timedOut` with what it wrote before.
     static func runReplying(
-        _ account: Account, timeout: Double = 20, keepingReplyOnTimeout: Bool = false,
+        _ account: Account, timeout: Double = 20,
         _ work: (_ reply: ([UInt8]) -> Void) -> Outcome
     ) -> (outcome: Outcome, reply: [UInt8]) {
         var fds: [Int32] = [-1, -1]
@@ -81,22 +81,18 @@ enum AsUser {
         // kernel (a FUSE mount of the user's that never answers) must not hold the login.
         switch ChildExit.wait(for: pid, until: SystemClock.monotonic() + timeout, killingAtDeadline: true) {
         case .running:
-            return (.timedOut, keepingReplyOnTimeout && piped ? available(fds[0]) : [])
+            outcome = .timedOut
         case .exited(let status) where status & 0x7f == 0:
             outcome = Outcome(rawValue: (status >> 8) & 0xff) ?? .failed
         case .exited, .lost:
             outcome = .failed
         }
-        return (outcome, piped ? available(fds[0]) : [])
-    }
-
-    /// What the child wrote: less than a pipe holds. Read without blocking all the same: a
-    /// descendant of the child's (or a process of the user's) may still hold the write end.
-    private static func available(_ fd: Int32) -> [UInt8] {
+        // The child wrote less than a pipe holds. Not blocking all the same: a descendant of the
+        // child's (or a process of the user's) may still hold the write end.
         var reply = [UInt8](repeating: 0, count: replyLimit)
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        let n = read(fd, &reply, reply.count)
-        return n > 0 ? Array(reply.prefix(n)) : []
+        if piped { _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK) }
+        let n = piped ? read(fds[0], &reply, reply.count) : 0
+        return (outcome, n > 0 ? Array(reply.prefix(n)) : [])
     }
 
     static let replyLimit = 4096

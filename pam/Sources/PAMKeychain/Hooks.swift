@@ -24,7 +24,8 @@ struct Hooks {
             )
             return
         }
-        if !detail.isEmpty, outcome != .done {
+        // A worker stopped at the time limit may have written part of its detail: the limit is the news.
+        if !detail.isEmpty, outcome != .done, outcome != .timedOut {
             // The engine's own words (a TPM that failed, an older copy of the file), one line.
             let text = String(decoding: detail.map { $0 < 0x20 || $0 == 0x7f ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
             let after =
@@ -104,7 +105,7 @@ struct Hooks {
         // gnome-keyring's login keyring is still to be imported, so that every login after the
         // first forks no second worker, and a check that hangs (a FUSE mount of the user's that
         // never answers) costs this login's import, not the unlock's report.
-        let (outcome, reply) = AsUser.runReplying(account, keepingReplyOnTimeout: true) { reply in
+        let (outcome, reply) = AsUser.runReplying(account) { reply in
             defer { token?.wipe() }
             Sessions.set(Sessions.count + 1)
             // Not `guard let`: a second reference would make the wipe above copy, not overwrite.

@@ -4,8 +4,8 @@
 struct UnlockReply {
     var outcome: AsUser.Outcome
     var detail: [UInt8]
-    /// Nil when the worker was stopped before it could tell.
-    var importPending: Bool?
+    /// False too when the worker was stopped before it could tell.
+    var importPending: Bool
 
     /// The first write. The detail (the engine's words, one line) is cut to 1 KiB, so the reply
     /// stays within `AsUser.replyLimit`.
@@ -21,6 +21,6 @@ struct UnlockReply {
         guard reply.count >= 3 + length else { return nil }
         self.outcome = outcome
         detail = Array(reply[3..<3 + length])
-        importPending = reply.count > 3 + length ? reply[3 + length] == 1 : nil
+        importPending = reply.count > 3 + length && reply[3 + length] == 1
     }
 }
