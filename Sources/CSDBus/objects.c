@@ -109,18 +109,22 @@ static const sd_bus_vtable prompt_vtable[] = {
     SD_BUS_VTABLE_END
 };
 
-/* The nodes this connection serves objects at and under (the portal's too). */
-static const char *const nodes[] = {
-    "/org/freedesktop/secrets", "/org/freedesktop/secrets/collection", "/org/freedesktop/secrets/aliases",
-    "/org/freedesktop/secrets/session", "/org/freedesktop/secrets/prompt", "/org/freedesktop/portal/desktop",
+/* The nodes this connection serves objects at and under: the Service object, the Collection and
+ * Item subtrees, the Session and Prompt subtrees, and the portal's object. */
+enum { ROOT, COLLECTIONS, ALIASES, SESSIONS, PROMPTS, PORTAL, NODES };
+static const char *const nodes[NODES] = {
+    [ROOT] = "/org/freedesktop/secrets", [COLLECTIONS] = "/org/freedesktop/secrets/collection",
+    [ALIASES] = "/org/freedesktop/secrets/aliases", [SESSIONS] = "/org/freedesktop/secrets/session",
+    [PROMPTS] = "/org/freedesktop/secrets/prompt", [PORTAL] = CSDBUS_PORTAL_PATH,
 };
-static const char *const interfaces[] = {
-    "org.freedesktop.Secret.Collection", "org.freedesktop.Secret.Item", "org.freedesktop.Secret.Session",
-    "org.freedesktop.Secret.Prompt",
+enum { COLLECTION, ITEM, SESSION, PROMPT, INTERFACES };
+static const char *const interfaces[INTERFACES] = {
+    [COLLECTION] = "org.freedesktop.Secret.Collection", [ITEM] = "org.freedesktop.Secret.Item",
+    [SESSION] = "org.freedesktop.Secret.Session", [PROMPT] = "org.freedesktop.Secret.Prompt",
 };
 
 static int is_node(const char *path) {
-    for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++) {
+    for (int i = 0; i < NODES; i++) {
         if (strcmp(nodes[i], path) == 0) return 1;
     }
     return 0;
@@ -130,7 +134,7 @@ static int is_node(const char *path) {
 static int is_above_a_node(const char *path) {
     size_t length = strlen(path);
     if (strcmp(path, "/") == 0) return 1;
-    for (size_t i = 0; i < sizeof nodes / sizeof *nodes; i++) {
+    for (int i = 0; i < NODES; i++) {
         if (strncmp(nodes[i], path, length) == 0 && nodes[i][length] == '/') return 1;
     }
     return 0;
@@ -138,7 +142,7 @@ static int is_above_a_node(const char *path) {
 
 /* Whether the path has the shape of one of the service's objects (the vtables' own test). */
 static int is_object(const char *path, void *userdata) {
-    for (size_t i = 0; i < sizeof interfaces / sizeof *interfaces; i++) {
+    for (int i = 0; i < INTERFACES; i++) {
         if (handlers.find(path, interfaces[i], userdata)) return 1;
     }
     return 0;
@@ -153,31 +157,26 @@ static int is_object(const char *path, void *userdata) {
 static int on_elsewhere(sd_bus_message *m, void *userdata, sd_bus_error *error) {
     const char *path = sd_bus_message_get_path(m);
     if (!path || is_node(path) || is_object(path, userdata)) return 0;
-    if (sd_bus_message_is_method_call(m, "org.freedesktop.DBus.Introspectable", "Introspect")) {
-        if (is_above_a_node(path)) return 0;
-        return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "Unknown object '%s'.", path);
-    }
-    if (is_above_a_node(path)) return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "Unknown object '%s'.", path);
+    int introspect = sd_bus_message_is_method_call(m, "org.freedesktop.DBus.Introspectable", "Introspect");
+    if (introspect && is_above_a_node(path)) return 0;
+    if (introspect || is_above_a_node(path)) return sd_bus_error_setf(error, SD_BUS_ERROR_UNKNOWN_OBJECT, "Unknown object '%s'.", path);
     return sd_bus_error_setf(error, "org.freedesktop.Secret.Error.NoSuchObject", "No such object: %s", path);
 }
 
 int csdbus_register(sd_bus *bus, const csdbus_handlers *h, void *userdata) {
     handlers = *h;
     int r;
-    const char *root = "/org/freedesktop/secrets";
-    if ((r = sd_bus_add_object_vtable(bus, NULL, root, "org.freedesktop.Secret.Service", service_vtable, userdata)) < 0) return r;
-    const char *trees[] = { "/org/freedesktop/secrets/collection", "/org/freedesktop/secrets/aliases" };
-    for (int i = 0; i < 2; i++) {
-        if ((r = sd_bus_add_fallback_vtable(bus, NULL, trees[i], "org.freedesktop.Secret.Collection", collection_vtable, on_find, userdata)) < 0) return r;
-        if ((r = sd_bus_add_fallback_vtable(bus, NULL, trees[i], "org.freedesktop.Secret.Item", item_vtable, on_find, userdata)) < 0) return r;
+    if ((r = sd_bus_add_object_vtable(bus, NULL, nodes[ROOT], "org.freedesktop.Secret.Service", service_vtable, userdata)) < 0) return r;
+    for (int tree = COLLECTIONS; tree <= ALIASES; tree++) {
+        if ((r = sd_bus_add_fallback_vtable(bus, NULL, nodes[tree], interfaces[COLLECTION], collection_vtable, on_find, userdata)) < 0) return r;
+        if ((r = sd_bus_add_fallback_vtable(bus, NULL, nodes[tree], interfaces[ITEM], item_vtable, on_find, userdata)) < 0) return r;
     }
-    if ((r = sd_bus_add_fallback_vtable(bus, NULL, "/org/freedesktop/secrets/session", "org.freedesktop.Secret.Session", session_vtable, on_find, userdata)) < 0) return r;
-    if ((r = sd_bus_add_fallback_vtable(bus, NULL, "/org/freedesktop/secrets/prompt", "org.freedesktop.Secret.Prompt", prompt_vtable, on_find, userdata)) < 0) return r;
+    if ((r = sd_bus_add_fallback_vtable(bus, NULL, nodes[SESSIONS], interfaces[SESSION], session_vtable, on_find, userdata)) < 0) return r;
+    if ((r = sd_bus_add_fallback_vtable(bus, NULL, nodes[PROMPTS], interfaces[PROMPT], prompt_vtable, on_find, userdata)) < 0) return r;
     /* Introspection lists the children of each object: sd-bus asks the enumerators of the node it
      * found the object under, so each subtree has one. */
-    const char *prefixes[] = { root, trees[0], trees[1], "/org/freedesktop/secrets/session", "/org/freedesktop/secrets/prompt" };
-    for (int i = 0; i < 5; i++) {
-        if ((r = sd_bus_add_node_enumerator(bus, NULL, prefixes[i], on_enumerate, userdata)) < 0) return r;
+    for (int node = ROOT; node <= PROMPTS; node++) {
+        if ((r = sd_bus_add_node_enumerator(bus, NULL, nodes[node], on_enumerate, userdata)) < 0) return r;
     }
     return sd_bus_add_fallback(bus, NULL, "/", on_elsewhere, userdata);
 }

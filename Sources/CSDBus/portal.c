@@ -28,6 +28,6 @@ static const sd_bus_vtable portal_vtable[] = {
 
 int csdbus_register_portal(sd_bus *bus, const csdbus_portal_handlers *h, void *userdata) {
     portal_handlers = *h;
-    return sd_bus_add_object_vtable(bus, NULL, "/org/freedesktop/portal/desktop", "org.freedesktop.impl.portal.Secret",
+    return sd_bus_add_object_vtable(bus, NULL, CSDBUS_PORTAL_PATH, "org.freedesktop.impl.portal.Secret",
                                     portal_vtable, userdata);
 }

@@ -15,7 +15,7 @@ import SecretServiceItems
 /// app, as an item the app stored itself: it answers only that app's searches. Its attributes
 /// are gnome-keyring's portal's (`app_id`), so the secrets move with `import` and `export`.
 final class SecretPortal {
-    static let path = "/org/freedesktop/portal/desktop"
+    static let path = CSDBUS_PORTAL_PATH
     static let interface = "org.freedesktop.impl.portal.Secret"
     static let secretLength = 64
     /// The attribute gnome-keyring's portal keeps an app's secret under.

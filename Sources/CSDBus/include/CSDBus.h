@@ -21,7 +21,8 @@ typedef struct {
 int csdbus_register(sd_bus *bus, const csdbus_handlers *handlers, void *userdata);
 
 /* xdg-desktop-portal's Secret backend: RetrieveSecret and the version property at
- * /org/freedesktop/portal/desktop (portal.c). */
+ * CSDBUS_PORTAL_PATH (portal.c). */
+#define CSDBUS_PORTAL_PATH "/org/freedesktop/portal/desktop"
 typedef struct {
     int (*method)(sd_bus_message *message, void *userdata, sd_bus_error *error);
     int (*get)(const char *path, const char *interface, const char *property, sd_bus_message *reply,
