@@ -39,23 +39,12 @@ extension SecretService {
             }
             let wire = try reader.secret()
             let replace = try reader.bool()
-            var secret = try session(wire.session, for: call).decode(wire)
-            defer { secret.wipe() }
-            let store = try collection.store()
-            let (item, replaced, isNew) = try store.addSecretItem(
-                label: label, attributes: attributes, secret: secret,
-                contentType: wire.contentType, replace: replace, owner: call.owner)
-            try reply(call) { w in
-                try w.objectPath(collection.itemPath(item.row))
-                try w.objectPath(ObjectPaths.none)
-            }
-            for row in replaced { emit(collection.path, Interface.collection, "ItemDeleted") { try $0.objectPath(collection.itemPath(row)) } }
-            if isNew {
-                emit(collection.path, Interface.collection, "ItemCreated") { try $0.objectPath(collection.itemPath(item.row)) }
-            } else {
-                itemChanged(collection, item.row)
-            }
-            if isNew || !replaced.isEmpty { emitPropertiesChanged(collection.path, Interface.collection, ["Items"]) }
+            let secret = try session(wire.session, for: call).decode(wire)
+            // Stored and answered with the calls that came with it (PendingStores.swift).
+            queue(
+                PendingStore(
+                    call: call, collection: collection, label: label, attributes: attributes, secret: secret,
+                    contentType: wire.contentType, replace: replace))
         case "Delete":
             try call.requireUnconfined("delete keychains")
             guard !collection.isSession else { throw ServiceError.accessDenied("the session collection lasts as long as the service") }

@@ -10,6 +10,8 @@ extension SecretService {
         _ path: String, _ interface: String, _ property: String, _ reply: OpaquePointer,
         _ busError: UnsafeMutablePointer<sd_bus_error>
     ) -> Int32 {
+        // What they read or change includes every item stored before (PendingStores.swift).
+        storePending()
         let w = MessageWriter(message: reply)
         let caller = currentCaller
         do {
@@ -66,6 +68,8 @@ extension SecretService {
         _ path: String, _ interface: String, _ property: String, _ value: OpaquePointer,
         _ busError: UnsafeMutablePointer<sd_bus_error>
     ) -> Int32 {
+        // What they read or change includes every item stored before (PendingStores.swift).
+        storePending()
         let reader = MessageReader(message: value)
         let caller = currentCaller
         do {

@@ -43,6 +43,9 @@ final class SecretService {
     private var counter: UInt64 = 0
     private var running = true
     private var lastLockCheck = 0.0
+    /// CreateItem calls waiting for their shared commit (PendingStores.swift), and since when.
+    var pendingStores: [PendingStore] = []
+    var firstPendingStore = 0.0
 
     init(bus: OpaquePointer, pinentryProgram: String) {
         self.bus = bus
@@ -123,6 +126,8 @@ final class SecretService {
 
     private func loop() -> Int32 {
         // SIGTERM, SIGINT and SIGHUP (main.swift) leave through the same door as the bus going.
+        // Stores still waiting are made before the service ends, answered or not.
+        defer { storePending() }
         while running && clinux_termination_requested() == 0 {
             let rc = sd_bus_process(bus, nil)
             if rc < 0 {
@@ -131,7 +136,15 @@ final class SecretService {
                 SecretService.log("the bus connection failed: \(String(cString: strerror(-rc)))")
                 return 1
             }
-            if rc > 0 { continue }
+            if rc > 0 {
+                if pendingStoresAreDue { storePending() }
+                continue
+            }
+            // Nothing more to read: the stores that came together are committed and answered.
+            if !pendingStores.isEmpty {
+                storePending()
+                continue
+            }
             var fds = [pollfd(fd: sd_bus_get_fd(bus), events: Int16(truncatingIfNeeded: sd_bus_get_events(bus)), revents: 0)]
             let conversations = prompts.values.compactMap { prompt in prompt.pinentry.map { (prompt, $0) } }
             for (_, pinentry) in conversations { fds.append(pollfd(fd: pinentry.fd, events: Int16(POLLIN), revents: 0)) }
@@ -229,6 +242,8 @@ final class SecretService {
         let call = Call(message: message, path: path, sender: sender, caller: caller(sender))
         // Calls and replies may carry secrets: sd-bus then wipes their memory when it frees them.
         _ = sd_bus_message_sensitive(message)
+        // Any other call sees every item stored before it (PendingStores.swift).
+        if member != "CreateItem" || interface != Interface.collection { storePending() }
         do {
             if call.caller == .unidentified { throw ServiceError.accessDenied("this sandboxed client could not be identified") }
             switch interface {
@@ -267,6 +282,7 @@ final class SecretService {
 
     /// The objects directly below `path`, for introspection.
     private func children(_ path: String) -> UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? {
+        storePending()
         var paths: [String] = []
         let prefix = path + "/"
         if prefix == ObjectPaths.collections {
@@ -298,6 +314,14 @@ final class SecretService {
         _ = sd_bus_message_sensitive(reply)
         try body(MessageWriter(message: reply))
         guard sd_bus_send(nil, reply, nil) >= 0 else { throw ServiceError.failed("cannot send the reply") }
+    }
+
+    /// Answers `call` with `error`, for a call answered after its handler returned.
+    func replyError(_ call: Call, _ error: any Error) {
+        var busError = sd_bus_error()
+        defer { sd_bus_error_free(&busError) }
+        _ = ServiceError(error).set(&busError)
+        _ = sd_bus_reply_method_error(call.message, &busError)
     }
 
     func emit(_ path: String, _ interface: String, _ member: String, _ body: (MessageWriter) throws -> Void) {

@@ -431,6 +431,81 @@ def create_raw(path, replace, *pairs):
     print(body[0])
 
 
+def pipelined(count):
+    """CreateItem calls sent in one write, none waiting for its answer (as libsecret's asynchronous
+    calls send them), a refused one among them and a SearchItems behind them: every item is answered
+    with its own path, the refused one with its error and nothing else lost, and the search finds
+    them all. A few go to the session collection, so one group spans two keychains."""
+    count = int(count)
+    connection = secretstorage.dbus_init()
+    session = plain_session(connection)
+    guarded = list(secretstorage.search_items(connection, {'service': 'guarded.example'}))
+    expect(1, len(guarded), 'the item that asks for the user')
+    guarded_attributes = guarded[0].get_attributes()
+    expect(False, guarded[0].get_label() == 'pipelined', 'a label the replacement would change')
+
+    def create(path, attributes, secret, replace=False):
+        properties = {'org.freedesktop.Secret.Item.Label': ('s', 'pipelined'),
+                      'org.freedesktop.Secret.Item.Attributes': ('a{ss}', attributes)}
+        return new_method_call(DBusAddress(path, BUS_NAME, 'org.freedesktop.Secret.Collection'), 'CreateItem',
+                               'a{sv}(oayays)b', (properties, (session.object_path, b'', secret, 'text/plain'), replace))
+
+    session_collection = '/org/freedesktop/secrets/collection/session'
+    calls = []
+    for i in range(count):
+        path = session_collection if i % 10 == 3 else DEFAULT
+        calls.append(('item', i, path, create(path, {'pipeline': 'yes', 'n': str(i)}, f'secret-{i}'.encode())))
+        if i == count // 2:
+            # Replacing an item that asks for the user is refused (AccessDenied), in the middle.
+            calls.append(('refused', i, DEFAULT, create(DEFAULT, guarded_attributes, b'stolen', replace=True)))
+    search = new_method_call(DBusAddress(SS_PATH, BUS_NAME, SERVICE), 'SearchItems', 'a{ss}', ({'pipeline': 'yes'},))
+    calls.append(('search', None, None, search))
+    serials = {}
+    data = b''
+    for kind, i, path, message in calls:
+        serial = next(connection.outgoing_serial)
+        serials[serial] = (kind, i, path)
+        data += message.serialise(serial=serial)
+    connection.sock.sendall(data)
+
+    answers = {}
+    while len(answers) < len(calls):
+        message = connection.receive(timeout=30)
+        serial = message.header.fields.get(5)  # HeaderFields.reply_serial
+        if serial in serials:
+            answers[serial] = message
+    paths = {}
+    for serial, (kind, i, path) in serials.items():
+        message = answers[serial]
+        if kind == 'refused':
+            expect(MessageType.error, message.header.message_type, 'the refused CreateItem')
+            expect('org.freedesktop.DBus.Error.AccessDenied', message.header.fields[4], 'its error')
+            continue
+        if message.header.message_type == MessageType.error:
+            fail(f'{kind} {i}: {message.header.fields[4]} {message.body!r}')
+        if kind == 'search':
+            found = sorted(message.body[0])
+            continue
+        item, prompt = message.body
+        expect('/', prompt, f'item {i}: no prompt')
+        parent = item.rsplit('/', 1)[0]
+        if (parent == session_collection) != (path == session_collection):
+            fail(f'item {i} answered with a path outside its collection: {item}')
+        paths[item] = i
+    expect(count, len(paths), 'distinct item paths')
+    missing, extra = set(paths) - set(found), set(found) - set(paths)
+    if missing or extra:
+        fail(f'SearchItems behind the stores: {len(missing)} missing (such as {sorted(missing)[:3]}), {len(extra)} others')
+    for item_path, i in paths.items():
+        item = secretstorage.Item(connection, item_path)
+        expect(f'secret-{i}'.encode(), item.get_secret(), f'item {i} secret')
+        expect({'pipeline': 'yes', 'n': str(i)}, item.get_attributes(), f'item {i} attributes')
+    kept = list(secretstorage.search_items(connection, {'service': 'guarded.example'}))
+    expect([guarded[0].item_path], [k.item_path for k in kept], 'the item that asks for the user is still there')
+    expect(guarded[0].get_label(), kept[0].get_label(), 'its label, which a replacement would have changed')
+    print('ok')
+
+
 def count(*pairs):
     connection = secretstorage.dbus_init()
     print(len(list(secretstorage.search_items(connection, dict(zip(pairs[::2], pairs[1::2]))))))

@@ -529,6 +529,13 @@ presence_item_is_refused_not_locked() {
     ! timeout 20 secret-tool lookup service guarded.example
 }
 
+pipelined_stores_answered_after_their_commit() {
+    security add-generic-password -s guarded.example -a ann -w guarded --require user-presence
+    client pipelined 200
+    # Stored for every other program too, not only in the service's view.
+    expect 1 "$(secret-tool search --all pipeline yes n 7 2>&1 | grep -c '^secret = secret-7$')" "secret-tool finds an item stored in the group"
+}
+
 # confined APP COMMAND...: COMMAND in a sandbox as Flatpak makes one: a new root with the system's
 # /usr and /etc, this machine's /tmp (the bus's socket), and a /.flatpak-info naming APP.
 confined() {
@@ -627,6 +634,7 @@ check "another connection gets NoSuchObject for a client's prompt" on_bus foreig
 check "the default keychain is known by any spelling of its path: not deleted, not moved" on_bus default_keychain_by_any_spelling
 check "prompts per client capped at 8; their pinentries run one at a time" on_bus prompts_capped_and_queued
 check "an item that asks for the user: AccessDenied, not IsLocked; secret-tool does not loop" on_bus presence_item_is_refused_not_locked
+check "CreateItem calls sent without waiting: answered after their shared commit, a refused one alone, a search behind them sees all" on_bus pipelined_stores_answered_after_their_commit
 if command -v bwrap >/dev/null; then
     check "a sandboxed app (bwrap with /.flatpak-info) sees only its own items and cannot alias, delete or lock" on_bus sandboxed_app_sees_its_own_items
     check "a sandboxed app hears of changes, not of labels or attributes" on_bus signals_tell_a_sandboxed_app_nothing

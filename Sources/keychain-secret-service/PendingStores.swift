@@ -1,0 +1,112 @@
+import CSDBus
+import Glibc
+import KeychainCore
+import SecretServiceItems
+
+/// A CreateItem whose arguments are read and whose secret is decoded, waiting for the commit it
+/// shares with the calls that arrived with it.
+struct PendingStore {
+    /// Its message holds a reference of its own until it is answered.
+    let call: Call
+    let collection: Collection
+    let label: String
+    let attributes: [String: String]
+    var secret: Bytes
+    let contentType: String
+    let replace: Bool
+}
+
+/// CreateItem calls that are already waiting on the connection share one commit (issue 29's batch
+/// path): a client sending many without waiting for each answer (libsecret's and GDBus's
+/// asynchronous calls) pays for one commit per group instead of one per item. A client that waits
+/// for each answer gets it as before, once the loop finds nothing more to read.
+///
+/// Every answer is sent after the commit, so "stored" is never said of an item a crash could
+/// still lose. Each store keeps its own checks and its own atomicity (a savepoint of the batch):
+/// one that fails is answered with its error and the others are kept. Any other call, and any
+/// property read, first commits what waits, so it sees every item stored before it on the bus.
+extension SecretService {
+    /// The most calls one commit takes, and the longest the first of them waits (seconds) while
+    /// the loop keeps finding work: the write lock is held, and secrets kept, for a bounded time.
+    static let storesPerCommit = 64
+    static let storeDelay = 0.005
+
+    func queue(_ store: PendingStore) {
+        _ = sd_bus_message_ref(store.call.message)
+        if pendingStores.isEmpty { firstPendingStore = SystemClock.monotonic() }
+        pendingStores.append(store)
+        if pendingStores.count >= Self.storesPerCommit { storePending() }
+    }
+
+    /// Whether the calls waiting have waited long enough that the loop should not take more.
+    var pendingStoresAreDue: Bool {
+        !pendingStores.isEmpty && SystemClock.monotonic() - firstPendingStore >= Self.storeDelay
+    }
+
+    /// Stores what waits, one batch per keychain, then answers each call and sends the signals.
+    func storePending() {
+        guard !pendingStores.isEmpty else { return }
+        // Taken first: a property read while the signals go out finds nothing left to store.
+        var batch = pendingStores
+        pendingStores = []
+        defer {
+            for index in batch.indices {
+                batch[index].secret.wipe()
+                sd_bus_message_unref(batch[index].call.message)
+            }
+        }
+        var outcomes = [Result<(item: SecretItem, replaced: [Int64], isNew: Bool), any Error>?](repeating: nil, count: batch.count)
+        var done = Set<ObjectIdentifier>()
+        for first in batch.indices where done.insert(ObjectIdentifier(batch[first].collection)).inserted {
+            let collection = batch[first].collection
+            let members = batch.indices.filter { batch[$0].collection === collection }
+            do {
+                let store = try collection.store()
+                try store.batch {
+                    for index in members {
+                        let pending = batch[index]
+                        outcomes[index] = Result {
+                            try store.addSecretItem(
+                                label: pending.label, attributes: pending.attributes, secret: pending.secret,
+                                contentType: pending.contentType, replace: pending.replace, owner: pending.call.owner)
+                        }
+                    }
+                }
+            } catch {
+                // Not committed (or the keychain could not be opened): none of these was stored.
+                for index in members {
+                    if case .failure = outcomes[index] { continue }
+                    outcomes[index] = .failure(error)
+                }
+            }
+        }
+        var changed: [Collection] = []
+        for (pending, outcome) in zip(batch, outcomes) {
+            let collection = pending.collection
+            switch outcome {
+            case .success(let (item, replaced, isNew)):
+                do {
+                    try reply(pending.call) { w in
+                        try w.objectPath(collection.itemPath(item.row))
+                        try w.objectPath(ObjectPaths.none)
+                    }
+                } catch {
+                    replyError(pending.call, error)
+                }
+                for row in replaced { emit(collection.path, Interface.collection, "ItemDeleted") { try $0.objectPath(collection.itemPath(row)) } }
+                if isNew {
+                    emit(collection.path, Interface.collection, "ItemCreated") { try $0.objectPath(collection.itemPath(item.row)) }
+                } else {
+                    itemChanged(collection, item.row)
+                }
+                if (isNew || !replaced.isEmpty) && !changed.contains(where: { $0 === collection }) { changed.append(collection) }
+            case .failure(let error):
+                replyError(pending.call, error)
+            case nil:
+                replyError(pending.call, ServiceError.failed("the item was not stored"))
+            }
+        }
+        // One announcement per keychain: the property is announced by name only (objects.c).
+        for collection in changed { emitPropertiesChanged(collection.path, Interface.collection, ["Items"]) }
+    }
+}
