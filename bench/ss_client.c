@@ -5,10 +5,10 @@
  * exits 1 if any answer is wrong.
  * store-many: ROUNDS CreateItem calls in a row, each a new item (the attributes given plus
  * bench-item = its number), as a client storing many secrets at once does; prints the total
- * microseconds.
+ * microseconds. store-pipelined: the same calls, all sent before the first answer is read.
  * ping: ROUNDS samples of two Peer.Ping calls to the provider (sd-bus answers them without our
  * code): the bus's part of a lookup's two round trips, the floor under it.
- * Usage: ss_client lookup|store|store-many ROUNDS SECRET ATTRIBUTE VALUE [ATTRIBUTE VALUE ...]
+ * Usage: ss_client lookup|store|store-many|store-pipelined ROUNDS SECRET ATTRIBUTE VALUE [ATTRIBUTE VALUE ...]
  *        ss_client ping ROUNDS */
 #include <errno.h>
 #include <stdio.h>
@@ -78,10 +78,9 @@ static void lookup(sd_bus *bus, const char *session, const char *expect, char **
     sd_bus_message_unref(reply);
 }
 
-/* CreateItem(replace) in the default collection; a prompt ("/" expected) counts as a failure. */
-static void store(sd_bus *bus, const char *session, const char *secret, char **pairs, int count) {
-    sd_bus_error error = SD_BUS_ERROR_NULL;
-    sd_bus_message *m = NULL, *reply = NULL;
+/* A CreateItem(replace) call in the default collection. */
+static sd_bus_message *create_item(sd_bus *bus, const char *session, const char *secret, char **pairs, int count) {
+    sd_bus_message *m = NULL;
     int r = sd_bus_message_new_method_call(bus, &m, SERVICE, SERVICE_PATH "/aliases/default",
                                            "org.freedesktop.Secret.Collection", "CreateItem");
     if (r >= 0) r = sd_bus_message_open_container(m, 'a', "{sv}");
@@ -100,13 +99,55 @@ static void store(sd_bus *bus, const char *session, const char *secret, char **p
     if (r >= 0) r = sd_bus_message_append(m, "s", "text/plain");
     if (r >= 0) r = sd_bus_message_close_container(m);
     if (r >= 0) r = sd_bus_message_append(m, "b", 1);
-    if (r >= 0) r = sd_bus_call(bus, m, 0, &error, &reply);
-    if (r < 0) fail("CreateItem", r, &error);
+    if (r < 0) fail("CreateItem", r, NULL);
+    return m;
+}
+
+/* An item stored, and no prompt ("/" expected): anything else counts as a failure. */
+static void check_created(sd_bus_message *reply) {
     const char *item, *prompt;
     if (sd_bus_message_read(reply, "oo", &item, &prompt) <= 0 || strcmp(prompt, "/") != 0 || strcmp(item, "/") == 0)
         fail("CreateItem asked for a prompt", -EACCES, NULL);
+}
+
+static void store(sd_bus *bus, const char *session, const char *secret, char **pairs, int count) {
+    sd_bus_error error = SD_BUS_ERROR_NULL;
+    sd_bus_message *m = create_item(bus, session, secret, pairs, count), *reply = NULL;
+    int r = sd_bus_call(bus, m, 0, &error, &reply);
+    if (r < 0) fail("CreateItem", r, &error);
+    check_created(reply);
     sd_bus_message_unref(m);
     sd_bus_message_unref(reply);
+}
+
+static int answered;
+
+static int on_created(sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+    (void)userdata;
+    (void)error;
+    if (sd_bus_message_is_method_error(reply, NULL)) fail("CreateItem", -EIO, sd_bus_message_get_error(reply));
+    check_created(reply);
+    answered++;
+    return 1;
+}
+
+/* store-pipelined: every CreateItem sent before the first answer is read, as a client making
+ * asynchronous calls (libsecret's secret_password_store, GDBus) sends them; then every answer. */
+static void store_pipelined(sd_bus *bus, const char *session, const char *secret, char **pairs, int count, char *number,
+                            int rounds) {
+    answered = 0;
+    for (int i = 0; i < rounds; i++) {
+        snprintf(number, 32, "%d", i);
+        sd_bus_message *m = create_item(bus, session, secret, pairs, count);
+        int r = sd_bus_call_async(bus, NULL, m, on_created, NULL, 0);
+        if (r < 0) fail("CreateItem", r, NULL);
+        sd_bus_message_unref(m);
+    }
+    while (answered < rounds) {
+        int r = sd_bus_process(bus, NULL);
+        if (r < 0) fail("the answers", r, NULL);
+        if (r == 0 && (r = sd_bus_wait(bus, 30 * 1000000ULL)) < 0) fail("the answers", r, NULL);
+    }
 }
 
 static int ping(int rounds) {
@@ -133,12 +174,13 @@ static int ping(int rounds) {
 int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[1], "ping") == 0 && atoi(argv[2]) >= 1) return ping(atoi(argv[2]));
     if (argc < 6 || (argc - 4) % 2 != 0 || atoi(argv[2]) < 1 ||
-        (strcmp(argv[1], "lookup") != 0 && strcmp(argv[1], "store") != 0 && strcmp(argv[1], "store-many") != 0)) {
-        fprintf(stderr, "usage: ss_client lookup|store|store-many ROUNDS SECRET ATTRIBUTE VALUE [ATTRIBUTE VALUE ...]\n");
+        (strcmp(argv[1], "lookup") != 0 && strcmp(argv[1], "store") != 0 && strcmp(argv[1], "store-many") != 0 &&
+         strcmp(argv[1], "store-pipelined") != 0)) {
+        fprintf(stderr, "usage: ss_client lookup|store|store-many|store-pipelined ROUNDS SECRET ATTRIBUTE VALUE [ATTRIBUTE VALUE ...]\n");
         return 2;
     }
     int storing = strcmp(argv[1], "store") == 0, rounds = atoi(argv[2]), warmup = 5;
-    int many = strcmp(argv[1], "store-many") == 0;
+    int pipelined = strcmp(argv[1], "store-pipelined") == 0, many = pipelined || strcmp(argv[1], "store-many") == 0;
     const char *secret = argv[3];
     sd_bus *bus = NULL;
     sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -160,7 +202,8 @@ int main(int argc, char **argv) {
         pairs[count - 2] = "bench-item";
         pairs[count - 1] = number;
         double start = now_us();
-        for (int i = 0; i < rounds; i++) {
+        if (pipelined) store_pipelined(bus, session, secret, pairs, count, number, rounds);
+        for (int i = 0; !pipelined && i < rounds; i++) {
             snprintf(number, sizeof number, "%d", i);
             store(bus, session, secret, pairs, count);
         }
