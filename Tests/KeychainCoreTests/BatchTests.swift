@@ -58,6 +58,21 @@ final class BatchTests: StoreTestCase {
         XCTAssertStatus(try store.find(query("undone")), .itemNotFound)
     }
 
+    func testNothingIsCommittedAloneOnceSQLiteRolledTheBatchBack() throws {
+        XCTAssertThrowsError(
+            try store.batch {
+                try store.add(generic("a"))
+                // What SQLite does by itself after some errors (a full disk, an I/O error).
+                try store.db.statement("ROLLBACK").run()
+                // A caller that catches each item's error goes on; the next item must not start a
+                // transaction of its own and commit outside the batch.
+                XCTAssertStatus(try store.add(generic("b")), .io)
+            })
+        XCTAssertEqual(try store.count(), 0)
+        try store.add(generic("after"))
+        XCTAssertEqual(try store.count(), 1, "the store goes on working")
+    }
+
     func testOtherConnectionsSeeTheBatchOnlyOnceItIsCommitted() throws {
         let other = try scratch.open()
         try other.unlock(password: Array("pw".utf8))

@@ -137,6 +137,12 @@ package final class SQLiteDatabase {
             // can make fail; no write is ever started inside one.
             preconditionFailure("a write transaction inside a read snapshot")
         case .write:
+            // SQLite rolls the whole transaction back by itself on some errors (a full disk, an
+            // I/O error, no memory): a savepoint then would start a transaction of its own and
+            // commit at once, outside the batch that is about to fail.
+            guard sqlite3_get_autocommit(handle) == 0 else {
+                throw KeychainError(.io, "the transaction was rolled back after an error; nothing of it was stored")
+            }
             try statement("SAVEPOINT nested").run()
             depth += 1
             do {
