@@ -23,27 +23,34 @@ struct PendingStore {
 ///
 /// Every answer is sent after the commit, so "stored" is never said of an item a crash could
 /// still lose. Each store keeps its own checks and its own atomicity (a savepoint of the batch):
-/// one that fails is answered with its error and the others are kept. Any other call, and any
-/// property read, first commits what waits, so it sees every item stored before it on the bus.
+/// one that fails is answered with its error and the others are kept; a batch that cannot be
+/// committed (a full disk) is stored again one call at a time, as without this path. Any other
+/// call, and any property read, first commits what waits, so it sees every item stored before it
+/// on the bus.
 extension SecretService {
     /// The most calls one commit takes, and the longest the first of them waits (seconds) while
-    /// the loop keeps finding work: the write lock is held, and secrets kept, for a bounded time.
+    /// the loop keeps finding work: secrets stay decoded in memory only that long.
     static let storesPerCommit = 64
     static let storeDelay = 0.005
+    /// How long one batch goes on taking calls (seconds): the longest other processes' writers
+    /// wait for the write lock, beyond the call being stored.
+    static let commitWithin = 0.05
 
+    /// Queues a call whose handler returns next: the loop stores it (`storesAreDue`), never this
+    /// function, so no copy of its secret is left in the handler's variables when it is wiped.
     func queue(_ store: PendingStore) {
         _ = sd_bus_message_ref(store.call.message)
         if pendingStores.isEmpty { firstPendingStore = SystemClock.monotonic() }
         pendingStores.append(store)
-        if pendingStores.count >= Self.storesPerCommit { storePending() }
     }
 
-    /// Whether the calls waiting have waited long enough that the loop should not take more.
-    var pendingStoresAreDue: Bool {
-        !pendingStores.isEmpty && SystemClock.monotonic() - firstPendingStore >= Self.storeDelay
+    /// Whether the loop should store what waits before it reads more.
+    var storesAreDue: Bool {
+        !pendingStores.isEmpty
+            && (pendingStores.count >= Self.storesPerCommit || SystemClock.monotonic() - firstPendingStore >= Self.storeDelay)
     }
 
-    /// Stores what waits, one batch per keychain, then answers each call and sends the signals.
+    /// Stores what waits, in batches per keychain, then answers each call and sends the signals.
     func storePending() {
         guard !pendingStores.isEmpty else { return }
         // Taken first: a property read while the signals go out finds nothing left to store.
@@ -56,30 +63,46 @@ extension SecretService {
             }
         }
         var outcomes = [Result<(item: SecretItem, replaced: [Int64], isNew: Bool), any Error>?](repeating: nil, count: batch.count)
+        func add(_ index: Int, to store: KeychainStore) {
+            let pending = batch[index]
+            outcomes[index] = Result {
+                try store.addSecretItem(
+                    label: pending.label, attributes: pending.attributes, secret: pending.secret,
+                    contentType: pending.contentType, replace: pending.replace, owner: pending.call.owner)
+            }
+        }
         var done = Set<ObjectIdentifier>()
         for first in batch.indices where done.insert(ObjectIdentifier(batch[first].collection)).inserted {
             let collection = batch[first].collection
             let members = batch.indices.filter { batch[$0].collection === collection }
+            let store: KeychainStore
             do {
-                let store = try collection.store()
-                try store.batch {
-                    for index in members {
-                        let pending = batch[index]
-                        outcomes[index] = Result {
-                            try store.addSecretItem(
-                                label: pending.label, attributes: pending.attributes, secret: pending.secret,
-                                contentType: pending.contentType, replace: pending.replace, owner: pending.call.owner)
-                        }
-                    }
-                }
+                store = try collection.store()
             } catch {
-                // Not committed (or the keychain could not be opened): none of these was stored.
-                for index in members {
-                    if case .failure = outcomes[index] { continue }
-                    outcomes[index] = .failure(error)
+                for index in members { outcomes[index] = .failure(error) }
+                continue
+            }
+            var next = 0
+            while next < members.count {
+                let start = next
+                let began = SystemClock.monotonic()
+                do {
+                    try store.batch {
+                        repeat {
+                            add(members[next], to: store)
+                            next += 1
+                        } while next < members.count && SystemClock.monotonic() - began < Self.commitWithin
+                    }
+                } catch {
+                    // Not committed: none of these was stored. Each is stored again in a
+                    // transaction of its own, so what failed the commit fails only its own call.
+                    for index in members[start..<max(next, start + 1)] { add(index, to: store) }
+                    next = max(next, start + 1)
                 }
             }
         }
+        announcingStores = true
+        defer { announcingStores = false }
         var changed: [Collection] = []
         for (pending, outcome) in zip(batch, outcomes) {
             let collection = pending.collection

@@ -46,6 +46,8 @@ final class SecretService {
     /// CreateItem calls waiting for their shared commit (PendingStores.swift), and since when.
     var pendingStores: [PendingStore] = []
     var firstPendingStore = 0.0
+    /// Whether the signals of committed stores are being sent (`currentCaller`).
+    var announcingStores = false
 
     init(bus: OpaquePointer, pinentryProgram: String) {
         self.bus = bus
@@ -137,7 +139,7 @@ final class SecretService {
                 return 1
             }
             if rc > 0 {
-                if pendingStoresAreDue { storePending() }
+                if storesAreDue { storePending() }
                 continue
             }
             // Nothing more to read: the stores that came together are committed and answered.
@@ -219,6 +221,9 @@ final class SecretService {
     /// unconfined view.
     var currentCaller: Caller {
         guard let message = sd_bus_get_current_message(bus), let sender = sd_bus_message_get_sender(message) else { return .unconfined }
+        // The signals of stores committed while another call is handled (PendingStores.swift)
+        // are the broadcast's: that caller's view (a sandboxed app's) would leave them unsent.
+        guard !announcingStores else { return .unconfined }
         return caller(String(cString: sender))
     }
 

@@ -3,13 +3,14 @@
 (jeepney underneath) and, for what SecretStorage does not send, jeepney messages made by hand.
 Each subcommand exits non-zero with a message when the service does not behave as the spec says."""
 import os
+import re
 import sys
 
 import secretstorage
 from jeepney import DBusAddress, DBusErrorResponse, MessageType, Properties, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 from secretstorage.dhcrypto import Session
-from secretstorage.util import BUS_NAME, SS_PATH, DBusAddressWrapper, open_session
+from secretstorage.util import BUS_NAME, SS_PATH, DBusAddressWrapper, format_secret, open_session
 
 SERVICE = 'org.freedesktop.Secret.Service'
 DEFAULT = '/org/freedesktop/secrets/aliases/default'
@@ -460,6 +461,11 @@ def pipelined(count):
             calls.append(('refused', i, DEFAULT, create(DEFAULT, guarded_attributes, b'stolen', replace=True)))
     search = new_method_call(DBusAddress(SS_PATH, BUS_NAME, SERVICE), 'SearchItems', 'a{ss}', ({'pipeline': 'yes'},))
     calls.append(('search', None, None, search))
+    # Every store's ItemCreated comes before the search's answer: the service sends both in order.
+    bus = DBusAddress('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'org.freedesktop.DBus')
+    connection.send_and_get_reply(new_method_call(bus, 'AddMatch', 's', (
+        "type='signal',interface='org.freedesktop.Secret.Collection',member='ItemCreated'",)))
+    created = set()
     serials = {}
     data = b''
     for kind, i, path, message in calls:
@@ -474,6 +480,8 @@ def pipelined(count):
         serial = message.header.fields.get(5)  # HeaderFields.reply_serial
         if serial in serials:
             answers[serial] = message
+        elif message.header.message_type == MessageType.signal and 'search' not in [serials[s][0] for s in answers]:
+            created.add(message.body[0])
     paths = {}
     for serial, (kind, i, path) in serials.items():
         message = answers[serial]
@@ -493,6 +501,7 @@ def pipelined(count):
             fail(f'item {i} answered with a path outside its collection: {item}')
         paths[item] = i
     expect(count, len(paths), 'distinct item paths')
+    expect(sorted(paths), sorted(created), 'ItemCreated, once for every item, before the search was answered')
     missing, extra = set(paths) - set(found), set(found) - set(paths)
     if missing or extra:
         fail(f'SearchItems behind the stores: {len(missing)} missing (such as {sorted(missing)[:3]}), {len(extra)} others')
@@ -503,6 +512,59 @@ def pipelined(count):
     kept = list(secretstorage.search_items(connection, {'service': 'guarded.example'}))
     expect([guarded[0].item_path], [k.item_path for k in kept], 'the item that asks for the user is still there')
     expect(guarded[0].get_label(), kept[0].get_label(), 'its label, which a replacement would have changed')
+    print('ok')
+
+
+def pipelined_secrets_wiped(rounds):
+    """Rounds of exactly 64 CreateItem calls sent together (a full group) in an encrypted session,
+    so the bus carries only ciphertext: once each round is answered, no secret of it is left in
+    clear in the service's memory (read through /proc, which its undumpable flag keeps to root)."""
+    connection = secretstorage.dbus_init()
+    session = open_session(connection)
+    bus = DBusAddress('/org/freedesktop/DBus', 'org.freedesktop.DBus', 'org.freedesktop.DBus')
+    pid = connection.send_and_get_reply(new_method_call(bus, 'GetConnectionUnixProcessID', 's', (BUS_NAME,))).body[0]
+
+    def secret(i):
+        # Large and of varied sizes, as the heap keeps big buffers apart; the marker is what is looked for.
+        return b'P' * (4096 + 64 * (i % 64)) + f'WIPEPROOF-{i:05d}-'.encode() + b'Q' * 150
+
+    def left_in_memory():
+        found = set()
+        with open(f'/proc/{pid}/maps') as maps, open(f'/proc/{pid}/mem', 'rb', 0) as memory:
+            for line in maps:
+                span, mode = line.split()[:2]
+                if not mode.startswith('rw'):
+                    continue
+                low, high = (int(x, 16) for x in span.split('-'))
+                try:
+                    memory.seek(low)
+                    chunk = memory.read(high - low)
+                except OSError:
+                    continue
+                found.update(int(m.group(1)) for m in re.finditer(rb'WIPEPROOF-(\d{5})-QQQQQQQQQQ', chunk))
+        return found
+
+    collection = '/org/freedesktop/secrets/collection/session'
+    for r in range(int(rounds)):
+        data, serials = b'', set()
+        for i in range(r * 64, r * 64 + 64):
+            properties = {'org.freedesktop.Secret.Item.Label': ('s', f'w{i}'),
+                          'org.freedesktop.Secret.Item.Attributes': ('a{ss}', {'wipe': 'yes', 'n': str(i)})}
+            message = new_method_call(DBusAddress(collection, BUS_NAME, 'org.freedesktop.Secret.Collection'), 'CreateItem',
+                                      'a{sv}(oayays)b', (properties, format_secret(session, secret(i), 'text/plain'), False))
+            serial = next(connection.outgoing_serial)
+            serials.add(serial)
+            data += message.serialise(serial=serial)
+        connection.sock.sendall(data)
+        while serials:
+            message = connection.receive(timeout=30)
+            if message.header.fields.get(5) in serials:
+                serials.discard(message.header.fields.get(5))
+                if message.header.message_type == MessageType.error:
+                    fail(f'round {r}: {message.body!r}')
+        left = left_in_memory()
+        if left:
+            fail(f'after round {r}: secrets still in clear in the service: {sorted(left)}')
     print('ok')
 
 

@@ -536,6 +536,10 @@ pipelined_stores_answered_after_their_commit() {
     expect 1 "$(secret-tool search --all pipeline yes n 7 2>&1 | grep -c '^secret = secret-7$')" "secret-tool finds an item stored in the group"
 }
 
+pipelined_secrets_are_wiped() {
+    client pipelined_secrets_wiped 30
+}
+
 # confined APP COMMAND...: COMMAND in a sandbox as Flatpak makes one: a new root with the system's
 # /usr and /etc, this machine's /tmp (the bus's socket), and a /.flatpak-info naming APP.
 confined() {
@@ -649,8 +653,10 @@ else
 fi
 if [ "$(id -u)" = 0 ]; then
     check "the service is undumpable from the start" undumpable
+    check "secrets of CreateItem calls stored together are wiped once answered" on_bus pipelined_secrets_are_wiped
 else
     skip "the undumpable check runs the service as nobody, which needs root"
+    skip "the wiping check reads the undumpable service's memory, which needs root"
 fi
 if [ -n "${LIBSECRET_HELPER:-}" ]; then
     check "git-credential-libsecret and git-credential-keychain share credentials both ways" on_bus git_credential_libsecret_shares_with_keychain
