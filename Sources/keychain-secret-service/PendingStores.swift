@@ -28,13 +28,11 @@ struct PendingStore {
 /// call, and any property read, first commits what waits, so it sees every item stored before it
 /// on the bus.
 extension SecretService {
-    /// The most calls one commit takes, and the longest the first of them waits (seconds) while
-    /// the loop keeps finding work: secrets stay decoded in memory only that long.
+    /// The most calls one commit takes (other processes' writers wait for the write lock that
+    /// long at most), and the longest the first of them waits (seconds) while the loop keeps
+    /// finding work: secrets stay decoded in memory only that long.
     static let storesPerCommit = 64
     static let storeDelay = 0.005
-    /// How long one batch goes on taking calls (seconds): the longest other processes' writers
-    /// wait for the write lock, beyond the call being stored.
-    static let commitWithin = 0.05
 
     /// Queues a call whose handler returns next: the loop stores it (`storesAreDue`), never this
     /// function, so no copy of its secret is left in the handler's variables when it is wiped.
@@ -50,7 +48,7 @@ extension SecretService {
             && (pendingStores.count >= Self.storesPerCommit || SystemClock.monotonic() - firstPendingStore >= Self.storeDelay)
     }
 
-    /// Stores what waits, in batches per keychain, then answers each call and sends the signals.
+    /// Stores what waits, one batch per keychain, then answers each call and sends the signals.
     func storePending() {
         guard !pendingStores.isEmpty else { return }
         // Taken first: a property read while the signals go out finds nothing left to store.
@@ -82,22 +80,22 @@ extension SecretService {
                 for index in members { outcomes[index] = .failure(error) }
                 continue
             }
-            var next = 0
-            while next < members.count {
-                let start = next
-                let began = SystemClock.monotonic()
-                do {
-                    try store.batch {
-                        repeat {
-                            add(members[next], to: store)
-                            next += 1
-                        } while next < members.count && SystemClock.monotonic() - began < Self.commitWithin
-                    }
-                } catch {
-                    // Not committed: none of these was stored. Each is stored again in a
-                    // transaction of its own, so what failed the commit fails only its own call.
-                    for index in members[start..<max(next, start + 1)] { add(index, to: store) }
-                    next = max(next, start + 1)
+            var began = false
+            do {
+                try store.batch {
+                    began = true
+                    for index in members { add(index, to: store) }
+                }
+            } catch {
+                // Not committed: none of these was stored.
+                if began {
+                    // The commit failed (a full disk): each is stored again in a transaction of its
+                    // own, so what failed the commit fails only its own call.
+                    for index in members { add(index, to: store) }
+                } else {
+                    // No transaction began (another process kept the write lock past the busy
+                    // timeout): each gets that answer, as it would alone, without waiting again.
+                    for index in members { outcomes[index] = .failure(error) }
                 }
             }
         }
