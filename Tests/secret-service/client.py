@@ -568,6 +568,23 @@ def pipelined_secrets_wiped(rounds):
     print('ok')
 
 
+def create_on_cue(ready, go, path, *pairs):
+    """create_raw, its session opened first: writes `ready`, and sends CreateItem once `go` exists."""
+    import time
+    connection = secretstorage.dbus_init()
+    session = plain_session(connection)
+    with open(ready, 'w') as f:
+        f.write('ready')
+    while not os.path.exists(go):
+        time.sleep(0.01)
+    properties = {'org.freedesktop.Secret.Item.Label': ('s', 'raw'),
+                  'org.freedesktop.Secret.Item.Attributes': ('a{ss}', dict(zip(pairs[::2], pairs[1::2])))}
+    status, body = call(connection, path, 'org.freedesktop.Secret.Collection', 'CreateItem', 'a{sv}(oayays)b',
+                        properties, (session.object_path, b'', b'raw-secret', 'text/plain'), True)
+    expect('ok', status, f'CreateItem {body!r}')
+    print(body[0])
+
+
 def count(*pairs):
     connection = secretstorage.dbus_init()
     print(len(list(secretstorage.search_items(connection, dict(zip(pairs[::2], pairs[1::2]))))))

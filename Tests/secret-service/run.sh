@@ -536,6 +536,37 @@ pipelined_stores_answered_after_their_commit() {
     expect 1 "$(secret-tool search --all pipeline yes n 7 2>&1 | grep -c '^secret = secret-7$')" "secret-tool finds an item stored in the group"
 }
 
+# A store waiting for its commit is committed by whichever call comes next; when that is a
+# sandboxed app's, the store's signals must still go out (read in the broadcast's view, not the
+# app's). The service is stopped while the two calls reach its socket, so their order is fixed.
+stores_are_announced_whoever_commits_them() {
+    local login=/org/freedesktop/secrets/collection/login
+    client create_raw "$login" replace app announced >/dev/null
+    client listen "$HOME/listening" 10 > "$HOME/signals" &
+    local listener=$!
+    client create_on_cue "$HOME/store-ready" "$HOME/go" "$login" app announced > "$HOME/replaced" &
+    local store=$!
+    for _ in $(seq 100); do [ -s "$HOME/listening" ] && [ -s "$HOME/store-ready" ] && break; sleep 0.05; done
+    [ -s "$HOME/listening" ] && [ -s "$HOME/store-ready" ]
+    stopped_service=$(pgrep -n -f "$bin/keychain-secret-service")
+    # A stopped service would outlive the case if it failed here.
+    trap 'kill -CONT "$stopped_service" 2>/dev/null || :' EXIT
+    kill -STOP "$stopped_service"
+    touch "$HOME/go"
+    sleep 0.5
+    confined org.example.App "$py" "$here/client.py" count app announced > "$HOME/app-count" &
+    local app=$!
+    # Time for the app to start in its sandbox and send its search; nothing outside shows when.
+    sleep 3
+    kill -CONT "$stopped_service"
+    wait "$store" "$app" "$listener"
+    expect 0 "$(cat "$HOME/app-count")" "the app's search, which committed the store, finds none of it"
+    grep -q '^ItemChanged' "$HOME/signals" || { echo "no ItemChanged heard"; cat "$HOME/signals"; return 1; }
+    grep -q "^PropertiesChanged ('org.freedesktop.Secret.Item'" "$HOME/signals" || {
+        echo "the item's PropertiesChanged was not sent"; cat "$HOME/signals"; return 1
+    }
+}
+
 pipelined_secrets_are_wiped() {
     client pipelined_secrets_wiped 30
 }
@@ -643,6 +674,7 @@ if command -v bwrap >/dev/null; then
     check "a sandboxed app (bwrap with /.flatpak-info) sees only its own items and cannot alias, delete or lock" on_bus sandboxed_app_sees_its_own_items
     check "a sandboxed app hears of changes, not of labels or attributes" on_bus signals_tell_a_sandboxed_app_nothing
     check "a sandboxed app holds one prompt over all its connections; the dialog names it" on_bus a_sandboxed_app_holds_one_prompt
+    check "a store committed by a sandboxed app's call is still announced" on_bus stores_are_announced_whoever_commits_them
     if [ "$(id -u)" = 0 ]; then
         check "a connection whose pid went to another process is refused" on_bus pid_reuse_lends_no_identity
     else
