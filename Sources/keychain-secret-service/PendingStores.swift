@@ -54,12 +54,7 @@ extension SecretService {
         // Taken first: a property read while the signals go out finds nothing left to store.
         var batch = pendingStores
         pendingStores = []
-        defer {
-            for index in batch.indices {
-                batch[index].secret.wipe()
-                sd_bus_message_unref(batch[index].call.message)
-            }
-        }
+        defer { for pending in batch { sd_bus_message_unref(pending.call.message) } }
         var outcomes = [Result<(item: SecretItem, replaced: [Int64], isNew: Bool), any Error>?](repeating: nil, count: batch.count)
         func add(_ index: Int, to store: KeychainStore) {
             let pending = batch[index]
@@ -99,6 +94,8 @@ extension SecretService {
                 }
             }
         }
+        // Before any answer: a client that has its answer finds no secret of its calls left.
+        for index in batch.indices { batch[index].secret.wipe() }
         announcingStores = true
         defer { announcingStores = false }
         var changed: [Collection] = []
