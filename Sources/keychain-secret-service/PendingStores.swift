@@ -25,8 +25,7 @@ struct PendingStore {
 /// still lose. Each store keeps its own checks and its own atomicity (a savepoint of the batch):
 /// one that fails is answered with its error and the others are kept; a batch that cannot be
 /// committed (a full disk) is stored again one call at a time, as without this path. Any other
-/// call, and any property read, first commits what waits, so it sees every item stored before it
-/// on the bus.
+/// call first commits what waits (`beforeDispatch`).
 extension SecretService {
     /// The most calls one commit takes (other processes' writers wait for the write lock that
     /// long at most), and the longest the first of them waits (seconds) while the loop keeps
@@ -40,6 +39,16 @@ extension SecretService {
         _ = sd_bus_message_ref(store.call.message)
         if pendingStores.isEmpty { firstPendingStore = SystemClock.monotonic() }
         pendingStores.append(store)
+    }
+
+    /// Any call but a CreateItem sees every item stored before it on the bus, whichever handler
+    /// answers it (a method, a property, introspection, the portal), so what waits is committed
+    /// before sd-bus dispatches it.
+    func beforeDispatch(_ message: OpaquePointer) {
+        guard !pendingStores.isEmpty, sd_bus_message_is_method_call(message, nil, nil) > 0,
+            sd_bus_message_is_method_call(message, Interface.collection, "CreateItem") <= 0
+        else { return }
+        storePending()
     }
 
     /// Whether the loop should store what waits before it reads more.

@@ -103,8 +103,6 @@ final class SecretPortal {
     }
 
     private func handle(_ message: OpaquePointer, _ busError: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
-        // An app's secret stored through CreateItem just before is found, not made again.
-        service.storePending()
         do {
             guard String(cString: sd_bus_message_get_member(message)) == "RetrieveSecret" else {
                 throw ServiceError.notSupported("unknown method")

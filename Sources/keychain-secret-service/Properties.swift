@@ -10,8 +10,6 @@ extension SecretService {
         _ path: String, _ interface: String, _ property: String, _ reply: OpaquePointer,
         _ busError: UnsafeMutablePointer<sd_bus_error>
     ) -> Int32 {
-        // What they read or change includes every item stored before (PendingStores.swift).
-        storePending()
         let w = MessageWriter(message: reply)
         let caller = currentCaller
         do {
@@ -68,8 +66,6 @@ extension SecretService {
         _ path: String, _ interface: String, _ property: String, _ value: OpaquePointer,
         _ busError: UnsafeMutablePointer<sd_bus_error>
     ) -> Int32 {
-        // What they read or change includes every item stored before (PendingStores.swift).
-        storePending()
         let reader = MessageReader(message: value)
         let caller = currentCaller
         do {

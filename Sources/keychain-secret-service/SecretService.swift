@@ -98,6 +98,15 @@ final class SecretService {
                 return 0
             }, me)
         guard rc >= 0 else { throw ServiceError.failed("cannot watch the name: \(String(cString: strerror(-rc)))") }
+        // Before sd-bus dispatches any call (a method, a property, introspection, the portal):
+        // what waits is committed first (PendingStores.swift).
+        rc = sd_bus_add_filter(
+            bus, nil,
+            { message, userdata, _ in
+                SecretService.from(userdata).beforeDispatch(message!)
+                return 0
+            }, me)
+        guard rc >= 0 else { throw ServiceError.failed("cannot filter calls: \(String(cString: strerror(-rc)))") }
 
         var flags = UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT)
         if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
@@ -247,8 +256,6 @@ final class SecretService {
         let call = Call(message: message, path: path, sender: sender, caller: caller(sender))
         // Calls and replies may carry secrets: sd-bus then wipes their memory when it frees them.
         _ = sd_bus_message_sensitive(message)
-        // Any other call sees every item stored before it (PendingStores.swift).
-        if member != "CreateItem" || interface != Interface.collection { storePending() }
         do {
             if call.caller == .unidentified { throw ServiceError.accessDenied("this sandboxed client could not be identified") }
             switch interface {
@@ -287,7 +294,6 @@ final class SecretService {
 
     /// The objects directly below `path`, for introspection.
     private func children(_ path: String) -> UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? {
-        storePending()
         var paths: [String] = []
         let prefix = path + "/"
         if prefix == ObjectPaths.collections {
