@@ -422,12 +422,18 @@ def delete_through_prompt(path, expected):
 
 def create_raw(path, replace, *pairs):
     """CreateItem with exactly these attributes (SecretStorage adds none), in a plain session."""
+    create_in_plain_session(path, replace == 'replace', pairs)
+
+
+def create_in_plain_session(path, replace, pairs, before_sending=None):
     connection = secretstorage.dbus_init()
     session = plain_session(connection)
+    if before_sending:
+        before_sending()
     attributes = dict(zip(pairs[::2], pairs[1::2]))
     properties = {'org.freedesktop.Secret.Item.Label': ('s', 'raw'), 'org.freedesktop.Secret.Item.Attributes': ('a{ss}', attributes)}
     status, body = call(connection, path, 'org.freedesktop.Secret.Collection', 'CreateItem', 'a{sv}(oayays)b',
-                        properties, (session.object_path, b'', b'raw-secret', 'text/plain'), replace == 'replace')
+                        properties, (session.object_path, b'', b'raw-secret', 'text/plain'), replace)
     expect('ok', status, f'CreateItem {body!r}')
     print(body[0])
 
@@ -475,12 +481,14 @@ def pipelined(count):
     connection.sock.sendall(data)
 
     answers = {}
+    searched = False
     while len(answers) < len(calls):
         message = connection.receive(timeout=30)
         serial = message.header.fields.get(5)  # HeaderFields.reply_serial
         if serial in serials:
             answers[serial] = message
-        elif message.header.message_type == MessageType.signal and 'search' not in [serials[s][0] for s in answers]:
+            searched = searched or serials[serial][0] == 'search'
+        elif message.header.message_type == MessageType.signal and not searched:
             created.add(message.body[0])
     paths = {}
     for serial, (kind, i, path) in serials.items():
@@ -569,20 +577,16 @@ def pipelined_secrets_wiped(rounds):
 
 
 def create_on_cue(ready, go, path, *pairs):
-    """create_raw, its session opened first: writes `ready`, and sends CreateItem once `go` exists."""
+    """create_raw with replace, its session opened first: writes `ready`, and sends CreateItem once
+    `go` exists."""
     import time
-    connection = secretstorage.dbus_init()
-    session = plain_session(connection)
-    with open(ready, 'w') as f:
-        f.write('ready')
-    while not os.path.exists(go):
-        time.sleep(0.01)
-    properties = {'org.freedesktop.Secret.Item.Label': ('s', 'raw'),
-                  'org.freedesktop.Secret.Item.Attributes': ('a{ss}', dict(zip(pairs[::2], pairs[1::2])))}
-    status, body = call(connection, path, 'org.freedesktop.Secret.Collection', 'CreateItem', 'a{sv}(oayays)b',
-                        properties, (session.object_path, b'', b'raw-secret', 'text/plain'), True)
-    expect('ok', status, f'CreateItem {body!r}')
-    print(body[0])
+
+    def cue():
+        with open(ready, 'w') as f:
+            f.write('ready')
+        while not os.path.exists(go):
+            time.sleep(0.01)
+    create_in_plain_session(path, True, pairs, cue)
 
 
 def count(*pairs):
