@@ -25,12 +25,12 @@ extension KeychainStore {
     /// it: nothing already in the keychain is replaced by an import.
     package func importSecretItem(
         label: String, attributes: [String: String], secret: Bytes,
-        created: UInt64, modified: UInt64
+        created: UInt64, modified: UInt64, syncsNewItems: Bool? = nil
     ) throws -> ImportOutcome {
         if try holdsSecretItem(label: label, attributes: attributes, secret: secret) { return .alreadyThere }
         _ = try addSecretItem(
             label: label, attributes: attributes, secret: secret, contentType: Self.defaultContentType,
-            replace: false, created: Double(created), modified: Double(modified))
+            replace: false, created: Double(created), modified: Double(modified), syncsNewItems: syncsNewItems)
         return .added
     }
 }

@@ -230,10 +230,12 @@ extension KeychainStore {
     ///
     /// `created` and `modified` (seconds since 1970) keep the dates an item had elsewhere (an
     /// import from gnome-keyring); without them, or for 0, the item is dated now.
+    /// `syncsNewItems` is the keychain's sync default as a batch read it once (`withSyncDefault`);
+    /// nil reads it here.
     package func addSecretItem(
         label: String, attributes: [String: String], secret: Bytes, contentType: String,
         replace: Bool, owner: String? = nil,
-        created: Double? = nil, modified: Double? = nil
+        created: Double? = nil, modified: Double? = nil, syncsNewItems: Bool? = nil
     ) throws -> (item: SecretItem, replaced: [Int64], isNew: Bool) {
         let itemClass = owner == nil ? SecretAttributes.itemClass(for: attributes) : .genericPassword
         var item = Item(itemClass: itemClass, attributes: SecretAttributes.appleAttributes(attributes, itemClass: itemClass), secret: secret)
@@ -246,7 +248,7 @@ extension KeychainStore {
         } else {
             // `security sync default on`: unconfined programs' new items sync (a sandboxed app's
             // stay on this machine: the app may not be installed on the others).
-            item = withSyncDefault(item)
+            item = withSyncDefault(item, known: syncsNewItems)
         }
         for (key, date) in [("cdat", created), ("mdat", modified)] {
             if let date, date > 0, date.isFinite { item[key] = .date(min(date, Self.latestDate)) }

@@ -338,6 +338,8 @@ final class SecretImportRun {
     }
 
     func importKeyringItems(_ keyring: GnomeKeyring, name: String, file: String, store: KeychainStore?) {
+        // Read once: inside the batch only this run writes, and never the sync default.
+        let syncsNewItems = !dryRun && store?.syncsNewItems == true
         for (index, item) in keyring.items.enumerated() {
             progress.show("import-secrets: \(name).keyring \(index + 1)/\(keyring.items.count)")
             let place = "\(file): " + (item.label.isEmpty ? "item \(item.id)" : "\"\(item.label)\"")
@@ -350,7 +352,7 @@ final class SecretImportRun {
                         count(
                             try store.importSecretItem(
                                 label: item.label, attributes: item.attributes, secret: item.secret,
-                                created: item.created, modified: item.modified), place)
+                                created: item.created, modified: item.modified, syncsNewItems: syncsNewItems), place)
                     }
                 } else {
                     count(.added, place)

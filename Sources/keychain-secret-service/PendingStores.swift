@@ -65,12 +65,13 @@ extension SecretService {
         pendingStores = []
         defer { for pending in batch { sd_bus_message_unref(pending.call.message) } }
         var outcomes = [Result<(item: SecretItem, replaced: [Int64], isNew: Bool), any Error>?](repeating: nil, count: batch.count)
-        func add(_ index: Int, to store: KeychainStore) {
+        func add(_ index: Int, to store: KeychainStore, syncsNewItems: Bool? = nil) {
             let pending = batch[index]
             outcomes[index] = Result {
                 try store.addSecretItem(
                     label: pending.label, attributes: pending.attributes, secret: pending.secret,
-                    contentType: pending.contentType, replace: pending.replace, owner: pending.call.owner)
+                    contentType: pending.contentType, replace: pending.replace, owner: pending.call.owner,
+                    syncsNewItems: syncsNewItems)
             }
         }
         var done = Set<ObjectIdentifier>()
@@ -88,7 +89,12 @@ extension SecretService {
             do {
                 try store.batch {
                     began = true
-                    for index in members { add(index, to: store) }
+                    // Read once, under the batch's write lock: no other process can change it
+                    // meanwhile, and none of these calls does (asking costs a lookup each). Apps'
+                    // items never sync, so a group of apps' calls does not ask.
+                    let unconfined = members.contains { batch[$0].call.owner == nil }
+                    let syncsNewItems = unconfined ? store.syncsNewItems : false
+                    for index in members { add(index, to: store, syncsNewItems: syncsNewItems) }
                 }
             } catch {
                 // Not committed: none of these was stored.

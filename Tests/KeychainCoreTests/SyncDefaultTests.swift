@@ -26,6 +26,25 @@ final class SyncDefaultTests: StoreTestCase {
         XCTAssertFalse(store.syncsNewItems)
     }
 
+    /// A batch reads the setting once and hands it to each store (the Secret Service's group of
+    /// CreateItem calls, an import of a keyring): what it hands in is what the item gets, and a
+    /// store is not slowed by asking again. Handed in against the setting here, to tell the two apart.
+    func testItemsOfABatchGetTheSettingItReadOnce() throws {
+        func add(_ n: UInt8, owner: String? = nil, syncs: Bool) throws -> Int64 {
+            try store.addSecretItem(
+                label: "l", attributes: ["k": "\(n)"], secret: [n], contentType: "text/plain", replace: false, owner: owner,
+                syncsNewItems: syncs
+            ).item.row
+        }
+        XCTAssertFalse(store.syncsNewItems)
+        let (on, app) = try store.batch { (try add(4, syncs: true), try add(5, owner: "org.example.App", syncs: true)) }
+        XCTAssertEqual(try synchronizable(on), true, "what the batch read, not asked again")
+        XCTAssertEqual(try synchronizable(app), false, "an app's item stays on this machine whatever is handed in")
+        try store.setSyncsNewItems(true)
+        XCTAssertEqual(try synchronizable(try add(6, syncs: false)), false)
+        try store.setSyncsNewItems(false)
+    }
+
     func testSyncsOwnItemsAreHiddenFromTheSecretService() throws {
         let before = try store.secretItemRows()
         try store.setSyncsNewItems(true)
