@@ -1,4 +1,5 @@
 @testable import KeychainCore
+@testable import SecretServiceItems
 import Glibc
 import XCTest
 
@@ -69,6 +70,24 @@ final class BatchTests: StoreTestCase {
                 XCTAssertStatus(try store.add(generic("b")), .io)
             })
         XCTAssertEqual(try store.count(), 0)
+        try store.add(generic("after"))
+        XCTAssertEqual(try store.count(), 1, "the store goes on working")
+    }
+
+    /// The same inside one operation: an add whose insert fails as a duplicate retries in an access
+    /// group of its own (the Secret Service's look-alikes). Where SQLite rolled the batch back with
+    /// that failure (here a trigger's RAISE(ROLLBACK)), the retry must not run, and commit, alone.
+    func testAnOperationDoesNotGoOnAloneOnceSQLiteRolledTheBatchBack() throws {
+        try store.db.execute(
+            "CREATE TEMP TRIGGER planted AFTER INSERT ON items WHEN (SELECT count(*) FROM items) >= 2 BEGIN SELECT RAISE(ROLLBACK, 'planted'); END")
+        XCTAssertThrowsError(
+            try store.batch {
+                try store.add(generic("a"))
+                XCTAssertStatus(
+                    try store.addSecretItem(label: "l", attributes: ["k": "v"], secret: [1], contentType: "text/plain", replace: false), .io)
+            })
+        try store.db.execute("DROP TRIGGER planted")
+        XCTAssertEqual(try store.count(), 0, "nothing committed outside the batch")
         try store.add(generic("after"))
         XCTAssertEqual(try store.count(), 1, "the store goes on working")
     }

@@ -137,12 +137,8 @@ package final class SQLiteDatabase {
             // can make fail; no write is ever started inside one.
             preconditionFailure("a write transaction inside a read snapshot")
         case .write:
-            // SQLite rolls the whole transaction back by itself on some errors (a full disk, an
-            // I/O error, no memory): a savepoint then would start a transaction of its own and
-            // commit at once, outside the batch that is about to fail.
-            guard sqlite3_get_autocommit(handle) == 0 else {
-                throw KeychainError(.io, "the transaction was rolled back after an error; nothing of it was stored")
-            }
+            // A savepoint after SQLite rolled the transaction back would start one of its own.
+            guard !lostItsTransaction else { throw Self.transactionLost() }
             try statement("SAVEPOINT nested").run()
             depth += 1
             do {
@@ -198,6 +194,17 @@ package final class SQLiteDatabase {
 
     /// Whether a read snapshot or a transaction is open on this connection.
     var inTransaction: Bool { open != .none }
+
+    /// Whether SQLite rolled back the write transaction open here by itself, as it does after a
+    /// full disk, an I/O error, no memory, or a trigger's RAISE(ROLLBACK). Any statement then
+    /// would run in a transaction of its own and commit at once, outside the batch or the
+    /// operation that is about to fail (an add that retries in another access group, a caller
+    /// that catches each item's error): none is run (`SQLiteStatement.step`).
+    var lostItsTransaction: Bool { open == .write && sqlite3_get_autocommit(handle) != 0 }
+
+    static func transactionLost() -> KeychainError {
+        KeychainError(.io, "the transaction was rolled back after an error; nothing of it was stored")
+    }
     /// Whether a read snapshot (`read`) is open: nothing may be written, and what it reads may be
     /// older than the file.
     var inReadSnapshot: Bool { open == .read }
@@ -248,6 +255,7 @@ package final class SQLiteStatement {
 
     /// Steps once; true while there is a row to read.
     package func step() throws -> Bool {
+        guard !database.lostItsTransaction else { throw SQLiteDatabase.transactionLost() }
         let rc = sqlite3_step(stmt)
         switch rc {
         case SQLITE_ROW: return true
