@@ -243,6 +243,12 @@ final class TransferTally {
     let dryRun: Bool
     private(set) var added = 0, alreadyThere = 0, failed = 0, skipped = 0
 
+    /// What was counted in, taken back when a batch that counted them is rolled back.
+    var counts: (added: Int, alreadyThere: Int) {
+        get { (added, alreadyThere) }
+        set { (added, alreadyThere) = newValue }
+    }
+
     init(verb: String, dryRun: Bool) {
         self.verb = verb
         self.dryRun = dryRun
@@ -484,30 +490,47 @@ struct BusImport {
             tally.fail("\(place) -> \(target)", KeychainErrorText.of(error))
             return nil
         }
-        for item in items {
-            let itemPlace = "\(place): " + (item.label.isEmpty ? item.path : "\u{201C}\(item.label)\u{201D}")
-            guard let secret = item.secret else {
-                tally.fail(itemPlace, "locked: its secret could not be read")
-                continue
-            }
-            guard let store else {
-                tally.count(added: true, itemPlace)
-                continue
-            }
-            do {
-                if try Self.holds(store, item, secret) {
-                    tally.count(added: false, itemPlace)
-                } else {
-                    if !dryRun {
-                        _ = try store.addSecretItem(
-                            label: item.label, attributes: item.attributes, secret: secret, contentType: item.contentType,
-                            replace: false, created: Double(item.created), modified: Double(item.modified))
-                    }
-                    tally.count(added: true, itemPlace)
+        func bring(syncsNewItems: Bool? = nil) {
+            for item in items {
+                let itemPlace = "\(place): " + (item.label.isEmpty ? item.path : "\u{201C}\(item.label)\u{201D}")
+                guard let secret = item.secret else {
+                    tally.fail(itemPlace, "locked: its secret could not be read")
+                    continue
                 }
-            } catch {
-                tally.fail(itemPlace, KeychainErrorText.of(error))
+                guard let store else {
+                    tally.count(added: true, itemPlace)
+                    continue
+                }
+                do {
+                    if try Self.holds(store, item, secret) {
+                        tally.count(added: false, itemPlace)
+                    } else {
+                        if !dryRun {
+                            _ = try store.addSecretItem(
+                                label: item.label, attributes: item.attributes, secret: secret, contentType: item.contentType,
+                                replace: false, created: Double(item.created), modified: Double(item.modified),
+                                syncsNewItems: syncsNewItems)
+                        }
+                        tally.count(added: true, itemPlace)
+                    }
+                } catch {
+                    tally.fail(itemPlace, KeychainErrorText.of(error))
+                }
             }
+        }
+        guard let store, !dryRun else {
+            bring()
+            return store
+        }
+        // One transaction for the whole collection (a batch), as for a keyring's file: one commit
+        // instead of one per item, and an import that cannot commit leaves none of it. An item that
+        // fails is undone alone, said, and the others go on.
+        let before = tally.counts
+        do {
+            try store.batch { bring(syncsNewItems: store.syncsNewItems) }
+        } catch {
+            tally.counts = before
+            tally.fail("\(place) -> \(target)", "nothing of it was stored: \(KeychainErrorText.of(error))")
         }
         return store
     }

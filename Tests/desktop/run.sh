@@ -289,6 +289,25 @@ import_twice_then_every_client() {
     kill "$service"
 }
 
+# A collection is stored in one transaction: one whose commit fails (a trigger planted in its
+# keychain undoes the whole transaction at the collection's second item) brings none of its items,
+# says so, and the other collection still comes whole.
+collection_comes_whole_or_not_at_all() {
+    start_daemon
+    fill_daemon
+    printf 'login-pw\n' | security create-keychain > /dev/null
+    local login=$XDG_DATA_HOME/keychains/login.keychain-db before
+    before=$(sqlite3 "$login" 'SELECT count(*) FROM items')
+    sqlite3 "$login" "CREATE TRIGGER planted AFTER INSERT ON items WHEN (SELECT count(*) FROM items) >= $before + 2
+        BEGIN SELECT RAISE(ROLLBACK, 'planted failure'); END"
+    answers work-new
+    keychain-secret-service import > "$case_dir/import.out" 2>&1 && { cat "$case_dir/import.out"; echo "the import succeeded"; return 1; }
+    grep -q '“Login” -> .*login.keychain-db: nothing of it was stored' "$case_dir/import.out" || { cat "$case_dir/import.out"; return 1; }
+    expect "$before" "$(sqlite3 "$login" 'SELECT count(*) FROM items')" "no item of the login collection stored"
+    expect vpn-pw "$(security find-generic-password -s vpn.example -a ann -w Work)" "Work came whole"
+    kill "$daemon"
+}
+
 export_back_to_gnome_keyring() {
     printf 'login-pw\n' | security create-keychain > /dev/null
     start_service
@@ -479,6 +498,8 @@ check "import over D-Bus: dry run, every collection and item, a second run chang
     on_bus import_twice_then_every_client
 check "import --from another provider: a locked collection through its own prompt; content types and dates kept" \
     on_bus import_through_the_providers_prompt
+check "import over D-Bus: a collection whose commit fails brings none of its items; the others come whole" \
+    on_bus collection_comes_whole_or_not_at_all
 check "export --to gnome-keyring: every item, the portal secret under gnome-keyring's portal, a second run adds nothing" \
     on_bus export_back_to_gnome_keyring
 if command -v bwrap >/dev/null; then
