@@ -295,7 +295,9 @@ extension KeychainStore {
                 let stored: Item
                 do {
                     stored = try insert(prepared, secret: plain, keys: keys)
-                } catch let error as KeychainError where error.code == .duplicateItem {
+                } catch let error as KeychainError where error.code == .duplicateItem && !db.lostItsTransaction {
+                    // (A failure that made SQLite roll back the batch is the caller's answer as it
+                    // is: nothing more of the batch can be stored.)
                     // An internet password's key (user, server, protocol, port, path) is the
                     // credential itself: replace takes its place whoever stored it. A generic
                     // password's (service, account) is not: items with other attributes and the

@@ -338,8 +338,9 @@ final class SecretImportRun {
     }
 
     func importKeyringItems(_ keyring: GnomeKeyring, name: String, file: String, store: KeychainStore?) {
-        // Read once: inside the batch only this run writes, and never the sync default.
-        let syncsNewItems = !dryRun && store?.syncsNewItems == true
+        // Read once: inside the batch only this run writes, and never the sync default (a
+        // setting too locked to read now is asked again for each item).
+        let syncsNewItems = dryRun ? false : store?.readSyncDefault()
         for (index, item) in keyring.items.enumerated() {
             progress.show("import-secrets: \(name).keyring \(index + 1)/\(keyring.items.count)")
             let place = "\(file): " + (item.label.isEmpty ? "item \(item.id)" : "\"\(item.label)\"")

@@ -243,10 +243,10 @@ final class TransferTally {
     let dryRun: Bool
     private(set) var added = 0, alreadyThere = 0, failed = 0, skipped = 0
 
-    /// What was counted in, taken back when a batch that counted them is rolled back.
-    var counts: (added: Int, alreadyThere: Int) {
-        get { (added, alreadyThere) }
-        set { (added, alreadyThere) = newValue }
+    /// What was counted, put back when a batch that counted it is rolled back.
+    var counts: (added: Int, alreadyThere: Int, failed: Int) {
+        get { (added, alreadyThere, failed) }
+        set { (added, alreadyThere, failed) = newValue }
     }
 
     init(verb: String, dryRun: Bool) {
@@ -254,8 +254,8 @@ final class TransferTally {
         self.dryRun = dryRun
     }
 
-    func fail(_ place: String, _ why: String) {
-        failed += 1
+    func fail(_ place: String, _ why: String, count: Int = 1) {
+        failed += count
         fputs("keychain-secret-service: \(verb): \(place): \(why)\n", stderr)
     }
 
@@ -515,6 +515,8 @@ struct BusImport {
                     }
                 } catch {
                     tally.fail(itemPlace, KeychainErrorText.of(error))
+                    // SQLite rolled the batch back with it (a full disk): the rest cannot be stored.
+                    if store.db.lostItsTransaction { return }
                 }
             }
         }
@@ -527,10 +529,12 @@ struct BusImport {
         // fails is undone alone, said, and the others go on.
         let before = tally.counts
         do {
-            try store.batch { bring(syncsNewItems: store.syncsNewItems) }
+            // A setting too locked to read now is asked again for each item.
+            try store.batch { bring(syncsNewItems: store.readSyncDefault()) }
         } catch {
+            // Not committed: every item of it could not come, said once.
             tally.counts = before
-            tally.fail("\(place) -> \(target)", "nothing of it was stored: \(KeychainErrorText.of(error))")
+            tally.fail("\(place) -> \(target)", "nothing of it was stored: \(KeychainErrorText.of(error))", count: items.count)
         }
         return store
     }

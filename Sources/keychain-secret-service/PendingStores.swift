@@ -91,9 +91,10 @@ extension SecretService {
                     began = true
                     // Read once, under the batch's write lock: no other process can change it
                     // meanwhile, and none of these calls does (asking costs a lookup each). Apps'
-                    // items never sync, so a group of apps' calls does not ask.
+                    // items never sync, so a group of apps' calls does not ask; a setting too
+                    // locked to read now is asked again for each item.
                     let unconfined = members.contains { batch[$0].call.owner == nil }
-                    let syncsNewItems = unconfined ? store.syncsNewItems : false
+                    let syncsNewItems = unconfined ? store.readSyncDefault() : false
                     for index in members { add(index, to: store, syncsNewItems: syncsNewItems) }
                 }
             } catch {

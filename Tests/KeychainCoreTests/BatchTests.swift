@@ -74,6 +74,17 @@ final class BatchTests: StoreTestCase {
         XCTAssertEqual(try store.count(), 1, "the store goes on working")
     }
 
+    /// Nor any statement: one run then would be committed at once, alone.
+    func testNoStatementRunsOnceSQLiteRolledTheBatchBack() throws {
+        XCTAssertThrowsError(
+            try store.batch {
+                try store.add(generic("a"))
+                try store.db.statement("ROLLBACK").run()
+                XCTAssertStatus(try store.db.execute("INSERT INTO keychain (name, value) VALUES ('stray', x'00')"), .io)
+            })
+        XCTAssertFalse(try store.db.statement("SELECT 1 FROM keychain WHERE name = 'stray'").step(), "nothing committed alone")
+    }
+
     /// The same inside one operation: an add whose insert fails as a duplicate retries in an access
     /// group of its own (the Secret Service's look-alikes). Where SQLite rolled the batch back with
     /// that failure (here a trigger's RAISE(ROLLBACK)), the retry must not run, and commit, alone.
@@ -83,8 +94,9 @@ final class BatchTests: StoreTestCase {
         XCTAssertThrowsError(
             try store.batch {
                 try store.add(generic("a"))
-                XCTAssertStatus(
-                    try store.addSecretItem(label: "l", attributes: ["k": "v"], secret: [1], contentType: "text/plain", replace: false), .io)
+                XCTAssertThrowsError(
+                    try store.addSecretItem(label: "l", attributes: ["k": "v"], secret: [1], contentType: "text/plain", replace: false)
+                ) { error in XCTAssertTrue("\(error)".contains("planted"), "SQLite's reason, not a refused retry's: \(error)") }
             })
         try store.db.execute("DROP TRIGGER planted")
         XCTAssertEqual(try store.count(), 0, "nothing committed outside the batch")

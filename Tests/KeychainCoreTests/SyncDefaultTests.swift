@@ -45,6 +45,19 @@ final class SyncDefaultTests: StoreTestCase {
         try store.setSyncsNewItems(false)
     }
 
+    /// A keychain too locked to read the setting says so (nil), so that a batch leaves each item
+    /// to ask again instead of storing all of them as "off".
+    func testASettingTooLockedToReadIsUnknown() throws {
+        try store.setSyncsNewItems(true)
+        store.lockAll()
+        XCTAssertNil(store.readSyncDefault())
+        XCTAssertFalse(store.syncsNewItems, "off, for a single store")
+        try store.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(store.readSyncDefault(), true)
+        try store.setSyncsNewItems(false)
+        XCTAssertEqual(store.readSyncDefault(), false)
+    }
+
     func testSyncsOwnItemsAreHiddenFromTheSecretService() throws {
         let before = try store.secretItemRows()
         try store.setSyncsNewItems(true)

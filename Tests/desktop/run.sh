@@ -303,6 +303,10 @@ collection_comes_whole_or_not_at_all() {
     answers work-new
     keychain-secret-service import > "$case_dir/import.out" 2>&1 && { cat "$case_dir/import.out"; echo "the import succeeded"; return 1; }
     grep -q '“Login” -> .*login.keychain-db: nothing of it was stored' "$case_dir/import.out" || { cat "$case_dir/import.out"; return 1; }
+    # One line says what failed, with its cause; the items after it are not tried.
+    expect 1 "$(grep -c '“Login”: .*: planted failure' "$case_dir/import.out")" "the failing item, with SQLite's reason"
+    expect 0 "$(grep -c '“Login”: .*rolled back' "$case_dir/import.out")" "no line for the items after it"
+    grep -q '^import: 1 added, 0 already there, [0-9]* could not come$' "$case_dir/import.out" || { cat "$case_dir/import.out"; return 1; }
     expect "$before" "$(sqlite3 "$login" 'SELECT count(*) FROM items')" "no item of the login collection stored"
     expect vpn-pw "$(security find-generic-password -s vpn.example -a ann -w Work)" "Work came whole"
     kill "$daemon"

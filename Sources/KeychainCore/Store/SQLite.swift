@@ -200,11 +200,12 @@ package final class SQLiteDatabase {
     /// would run in a transaction of its own and commit at once, outside the batch or the
     /// operation that is about to fail (an add that retries in another access group, a caller
     /// that catches each item's error): none is run (`SQLiteStatement.step`).
-    var lostItsTransaction: Bool { open == .write && sqlite3_get_autocommit(handle) != 0 }
+    package var lostItsTransaction: Bool { open == .write && sqlite3_get_autocommit(handle) != 0 }
 
     static func transactionLost() -> KeychainError {
         KeychainError(.io, "the transaction was rolled back after an error; nothing of it was stored")
     }
+
     /// Whether a read snapshot (`read`) is open: nothing may be written, and what it reads may be
     /// older than the file.
     var inReadSnapshot: Bool { open == .read }

@@ -3,7 +3,17 @@
 /// are synchronizable. Kept in the keychain as a hidden ThisDeviceOnly item, like the sync state,
 /// so each machine decides for itself.
 extension KeychainStore {
-    package var syncsNewItems: Bool { ((try? syncSecret("default")) ?? nil) == [1] }
+    package var syncsNewItems: Bool { readSyncDefault() ?? false }
+
+    /// The setting, or nil when the keychain is too locked to say: a batch that reads it once
+    /// then leaves each item to ask again, rather than take "off" for all of them.
+    package func readSyncDefault() -> Bool? {
+        do {
+            return try syncSecret("default") == [1]
+        } catch {
+            return nil
+        }
+    }
 
     package func setSyncsNewItems(_ on: Bool) throws {
         if on { try setSyncSecret("default", [1]) } else { try removeSyncSecret("default") }
