@@ -428,8 +428,9 @@ final class SecretImportRun {
             defer { bytes.wipe() }
             // One batch per file, as for a keyring.
             inBatch(store, place: file) {
-                // Read once: inside the batch only this run writes, and only git's credentials.
-                let syncsNewItems = !dryRun && store?.syncsNewItems == true
+                // Read once: inside the batch only this run writes, and only git's credentials (a
+                // setting too locked to read now is asked again for each item).
+                let syncsNewItems = dryRun ? false : store?.readSyncDefault()
                 for (number, raw) in bytes.split(separator: 10, omittingEmptySubsequences: false).enumerated() {
                     let line = raw.last == 13 ? raw.dropLast() : raw
                     if line.isEmpty { continue }

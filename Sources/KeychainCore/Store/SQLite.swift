@@ -10,10 +10,9 @@ package final class SQLiteDatabase {
     /// script every time).
     private var scripts: [String: [SQLiteStatement]] = [:]
     /// The transaction open on this connection: none, a read snapshot (`read`), or a write
-    /// transaction (`transaction`) with `depth` - 1 savepoints inside it.
+    /// transaction (`transaction`, with savepoints inside it for nested ones).
     private enum Open { case none, read, write }
     private var open = Open.none
-    private var depth = 0
 
     /// Opens the keychain at `path` once its folder and files pass KeychainFile's checks, and
     /// checks that SQLite opened the very file that was checked.
@@ -140,14 +139,11 @@ package final class SQLiteDatabase {
             // A savepoint after SQLite rolled the transaction back would start one of its own.
             guard !lostItsTransaction else { throw Self.transactionLost() }
             try statement("SAVEPOINT nested").run()
-            depth += 1
             do {
                 let result = try body()
-                depth -= 1
                 try statement("RELEASE nested").run()
                 return result
             } catch {
-                depth -= 1
                 try? statement("ROLLBACK TO nested").run()
                 try? statement("RELEASE nested").run()
                 throw error
@@ -155,18 +151,15 @@ package final class SQLiteDatabase {
         case .none:
             try statement("BEGIN IMMEDIATE").run()
             open = .write
-            depth = 1
             do {
                 let result = try body()
                 try statement("COMMIT").run()
                 open = .none
-                depth = 0
                 emptyLogIfStillToDo()
                 return result
             } catch {
                 try? statement("ROLLBACK").run()
                 open = .none
-                depth = 0
                 throw error
             }
         }
