@@ -136,8 +136,8 @@ package final class SQLiteDatabase {
             // can make fail; no write is ever started inside one.
             preconditionFailure("a write transaction inside a read snapshot")
         case .write:
-            // A savepoint after SQLite rolled the transaction back would start one of its own.
-            guard !lostItsTransaction else { throw Self.transactionLost() }
+            // After SQLite rolled the transaction back by itself, the savepoint is refused with
+            // every other statement (`SQLiteStatement.step`): it would start a transaction of its own.
             try statement("SAVEPOINT nested").run()
             do {
                 let result = try body()
