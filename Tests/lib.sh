@@ -7,16 +7,21 @@ pass=0 fail=0 skipped=0
 
 # check NAME COMMAND...: the case passes when COMMAND succeeds under `set -e`.
 check() {
-    local name=$1; shift
+    local name=$1 started took outcome; shift
+    started=$(date +%s%N)
     fresh
     # Not `if ( set -e; ... )`: bash ignores -e for everything run as an if condition, so a case
     # would then fail only when its last command did.
     # shellcheck disable=SC2154 # case_dir is set by the suite's `fresh`
     ( set -e; "$@" ) > "$case_dir.log" 2>&1
-    if [ $? -eq 0 ]; then
-        pass=$((pass + 1)); echo "ok   $name"
+    outcome=$?
+    # The case's time with its set-up, so that a slow case shows where a suite's time goes.
+    took=$(( ($(date +%s%N) - started) / 100000000 ))
+    took="$((took / 10)).$((took % 10)) s"
+    if [ $outcome -eq 0 ]; then
+        pass=$((pass + 1)); echo "ok   $name ($took)"
     else
-        fail=$((fail + 1)); echo "FAIL $name"; sed 's/^/     /' "$case_dir.log"
+        fail=$((fail + 1)); echo "FAIL $name ($took)"; sed 's/^/     /' "$case_dir.log"
     fi
     finish
     rm -f "$case_dir.log"
