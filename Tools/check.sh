@@ -76,7 +76,9 @@ step_shellcheck() {
     # -x follows `source`d files it can find; warning and error findings fail, style and info ones
     # (quoting that cannot matter, and the like) are the author's call.
     [ "${CHECK_VERBOSE:-}" != 1 ] || printf '%s\n' "${scripts[@]}"
-    if shellcheck -x -S warning -f gcc "${scripts[@]}"; then
+    # Spread over the cores, a few scripts a process: -x reads the sourced Tests/lib.sh again for
+    # every suite, which takes seconds in one process. xargs fails if any of them does.
+    if printf '%s\0' "${scripts[@]}" | xargs -0 -n 4 -P "$(nproc)" shellcheck -x -S warning -f gcc; then
         result shellcheck ok "${#scripts[@]} scripts"
     else
         result shellcheck FAILED "${#scripts[@]} scripts"
