@@ -22,11 +22,13 @@ package enum SecretAttributes {
         ("object", "path"), ("authtype", "atyp"), ("domain", "sdmn")
     ]
 
-    /// Whether a query's pair can be matched without the attribute index: a mapped attribute, or
-    /// the network schema that internet passwords show.
-    static func isMapped(_ name: String, _ value: String) -> Bool {
+    /// Whether a query's pair can be matched, for an item of `itemClass`, without the attribute
+    /// index: an attribute the class maps to one of Apple's (an internet password's `service` is
+    /// not one), or the network schema that internet passwords show.
+    static func isMapped(_ name: String, _ value: String, for itemClass: ItemClass) -> Bool {
         if name == networkSchemaKey { return value == networkSchema }
-        return name == "service" || name == "account" || name == "username" || networkNames.contains { $0.name == name }
+        if itemClass == .internetPassword { return networkNames.contains { $0.name == name } }
+        return name == "service" || name == "account" || name == "username"
     }
 
     /// The classes a query can match.

@@ -465,25 +465,39 @@ extension KeychainStore {
             owner: item[AttributeKey.owner]?.stringValue)
     }
 
-    /// Rows that may match, oldest first: through the attribute index when the query names an
-    /// attribute Apple has no column for (only Secret Service items have those), else through the
-    /// service and account columns of the classes the query can be. A locked row's match through the
-    /// index uses the hashes of what the Secret Service last stored, mapped attributes included.
+    /// Rows that may match, oldest first, narrowed class by class: by the keyed service and
+    /// account columns where the query gives the attributes the class maps to them, and by the
+    /// attribute index for the pairs the class has no column for (only Secret Service items have
+    /// those). A mapped pair is never looked up in the index: another front end may have changed
+    /// the Apple attribute since the index took it. The caller checks every pair against the item;
+    /// a locked row's match through the index uses the hashes of what the Secret Service last
+    /// stored, mapped attributes included.
+    ///
+    /// A class is read through the index only when the query gives neither of its columns: the
+    /// pairs that every item of an application or a libsecret schema shares (`xdg:schema`,
+    /// `application`) would otherwise make each lookup, and each item of an import, read every
+    /// item of that schema.
     private func secretCandidates(_ query: [String: String], keys: ClassKeys) throws -> [Row] {
-        if query.contains(where: { !SecretAttributes.isMapped($0.key, $0.value) }) {
-            // Only the unmapped pairs: other front ends may change the mapped attributes, which the
-            // caller then checks against the item itself.
-            let rows = try rowsIndexed(with: query.filter { !SecretAttributes.isMapped($0.key, $0.value) }, keys: keys) ?? []
-            return try rows.sorted().compactMap { try loadRow($0) }
-        }
         var rows: [Row] = []
-        for itemClass in SecretAttributes.classes(for: query) {
+        var throughIndex: [[String: String]: [ItemClass]] = [:]
+        var classes = SecretAttributes.classes(for: query)
+        // An app's items are generic passwords whatever attributes they carry (`addSecretItem`).
+        if query[FreeFormAttributes.ownerIndexName] != nil && !classes.contains(.genericPassword) {
+            classes.insert(.genericPassword, at: 0)
+        }
+        for itemClass in classes {
+            let unmapped = query.filter { !SecretAttributes.isMapped($0.key, $0.value, for: itemClass) }
+            let service = itemClass == .internetPassword ? query["server"] : query["service"]
+            let account = itemClass == .internetPassword ? query["user"] : query["account"] ?? query["username"]
+            if !unmapped.isEmpty && service == nil && account == nil {
+                throughIndex[unmapped, default: []].append(itemClass)
+                continue
+            }
+            var classRows: [Row] = []
             for space in KeySpace.allCases where try mustSearch(space, itemClass) {
                 var values: [SQLiteValue] = [.int(space.rawValue), .int(itemClass.code)]
                 var byService = false, byAccount = false
                 if let indexKey = keys.indexKey(space) {
-                    let service = itemClass == .internetPassword ? query["server"] : query["service"]
-                    let account = itemClass == .internetPassword ? query["user"] : query["account"] ?? query["username"]
                     let serviceName = AttributeSchema.serviceKey(for: itemClass)
                     if let service {
                         byService = true
@@ -494,7 +508,13 @@ extension KeychainStore {
                         values.append(.blob(Self.indexHash(indexKey, itemClass: itemClass, name: "acct", value: .string(account))))
                     }
                 }
-                try collect(Self.candidateSQL(byService: byService, byAccount: byAccount), values, itemClass, space, into: &rows)
+                try collect(Self.candidateSQL(byService: byService, byAccount: byAccount), values, itemClass, space, into: &classRows)
+            }
+            rows += try classRows.filter { try unmapped.isEmpty || indexHolds(unmapped, row: $0.rowID, keys: keys) }
+        }
+        for (unmapped, classes) in throughIndex {
+            for rowID in try (rowsIndexed(with: unmapped, keys: keys) ?? []).sorted() {
+                if let row = try loadRow(rowID), classes.contains(row.itemClass) { rows.append(row) }
             }
         }
         return rows.sorted { $0.rowID < $1.rowID }
