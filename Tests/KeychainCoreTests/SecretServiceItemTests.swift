@@ -64,6 +64,18 @@ final class SecretServiceItemTests: StoreTestCase {
         XCTAssertThrowsError(try store.searchSecretItems(schema), "a search of the whole schema still reads the damaged item")
     }
 
+    /// An item that comes back from a backup is found by its own attributes, as before: the
+    /// Secret Service looks those up in the index only, and the import indexes them.
+    func testAnItemFromABackupIsFoundByItsOwnAttributes() throws {
+        let chrome = try add(["application": "chrome", "xdg:schema": "chrome_libsecret_os_crypt_password_v2"])
+        let backup = try store.exportBackup(password: Array("backup pw".utf8), scrypt: .fastForTesting).backup
+        let target = try scratch.create("target")
+        XCTAssertEqual(try target.importBackup(backup, password: Array("backup pw".utf8)).imported, 1)
+        let found = try target.searchSecretItems(["application": "chrome"]).unlocked
+        XCTAssertEqual(found.map(\.attributes), [chrome.attributes])
+        XCTAssertEqual(try target.secretItem(try XCTUnwrap(found.first).row, includeSecret: true).secret, Array("s3cret".utf8))
+    }
+
     func testArbitraryAttributesMatchExactlyOnAllPairs() throws {
         let a = try add(["application": "chrome", "xdg:schema": "chrome_libsecret_os_crypt_password_v2"])
         let b = try add(["application": "chrome", "profile": "work"])

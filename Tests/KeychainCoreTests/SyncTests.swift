@@ -1,4 +1,5 @@
 @testable import KeychainCore
+@testable import SecretServiceItems
 import Glibc
 import XCTest
 
@@ -284,6 +285,22 @@ final class SyncExchangeTests: XCTestCase {
     /// One item created on A and on B before either saw the other; C took A's first. B's is the
     /// later, so A's record becomes a tombstone: C, receiving B's record and A's tombstone in one
     /// exchange, must keep the item (with B's value), in whichever order it applies them.
+    /// A Secret Service item that syncs is found on the other device by its own attributes
+    /// (python-keyring's `application`, Chromium's schema), which the service looks up in the
+    /// index only: the exchange indexes what it brings.
+    func testASecretServiceItemIsFoundOnTheOtherDeviceByItsOwnAttributes() throws {
+        let (a, b) = try pair()
+        let attributes = ["application": "Python keyring library", "service": "mail", "username": "ann"]
+        _ = try a.store.addSecretItem(
+            label: "mail", attributes: attributes, secret: Array("from-a".utf8), contentType: "text/plain", replace: false,
+            syncsNewItems: true)
+        _ = try a.exchange()
+        XCTAssertEqual(try b.exchange().received, 1)
+        let found = try b.store.searchSecretItems(["application": "Python keyring library"]).unlocked
+        XCTAssertEqual(found.map(\.attributes), [attributes])
+        XCTAssertEqual(try b.store.searchSecretItems(attributes).unlocked.map(\.row), found.map(\.row))
+    }
+
     func testAnItemCreatedOnTwoDevicesSurvivesOnAThird() throws {
         let (a, b) = try pair()
         let c = SyncEngine(store: try scratch.create("c"))

@@ -172,11 +172,22 @@ extension KeychainStore {
         guard try hasAttributeIndex() else { return }
         guard let key = keys.indexKey(.protected) else { throw KeychainError.locked() }
         try db.execute("DELETE FROM secret_attributes")
-        for item in items {
-            guard case .data(let encoded)? = item.attributes[AttributeKey.freeFormAttributes] else { continue }
-            try indexAttributes(
-                try FreeFormAttributes.decode(encoded), row: item.rowID, key: key,
-                owner: item.attributes[AttributeKey.owner]?.stringValue)
-        }
+        for item in items { try indexFreeFormAttributes(of: item, key: key) }
+    }
+
+    /// Indexes the pairs an item carries, for an item that arrives whole rather than through the
+    /// Secret Service (a backup's, another device's): the service finds them through the index
+    /// only. Nothing for an item without any.
+    func indexFreeFormAttributes(of item: Item, keys: ClassKeys) throws {
+        guard item.attributes[AttributeKey.freeFormAttributes] != nil else { return }
+        guard let key = keys.indexKey(.protected) else { throw KeychainError.locked() }
+        try indexFreeFormAttributes(of: item, key: key)
+    }
+
+    private func indexFreeFormAttributes(of item: Item, key: Crypto.HMACKey) throws {
+        guard case .data(let encoded)? = item.attributes[AttributeKey.freeFormAttributes] else { return }
+        try indexAttributes(
+            try FreeFormAttributes.decode(encoded), row: item.rowID, key: key,
+            owner: item.attributes[AttributeKey.owner]?.stringValue)
     }
 }

@@ -27,7 +27,12 @@ extension KeychainStore {
     func add(_ item: Item, keepingDates: Bool) throws -> Item {
         let (prepared, secret) = try Self.prepareNew(item, keepingDates: keepingDates)
         return try withLock {
-            try db.transaction { try insert(prepared, secret: secret, keys: try currentKeys()) }
+            try db.transaction {
+                let keys = try currentKeys()
+                let stored = try insert(prepared, secret: secret, keys: keys)
+                try indexFreeFormAttributes(of: stored, keys: keys)
+                return stored
+            }
         }
     }
 
