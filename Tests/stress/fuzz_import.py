@@ -4,15 +4,15 @@
 Usage: fuzz_import.py BIN CASES SEED
 
 Each case hands import-secrets one damaged source: a gnome-keyring keyring file (an encrypted
-one written here field by field from gkm-secret-binary.c's layout with python3-cryptography's
-AES, or the plain-text format), then flipped, inserted and removed bytes, 32-bit fields set to
+one written field by field from gkm-secret-binary.c's layout by keyring_file.py, or the
+plain-text format), then flipped, inserted and removed bytes, 32-bit fields set to
 extremes (lengths past the end, 10^9 and 2^32-1 KDF iterations), truncation; a git
 credential-store file of random lines; a docker config.json of random JSON. Every run must end
 within 20 s, by exit (not a signal), with 0, 45 (a different secret already there), 51 (wrong
 password), 93 (damaged) or 206 (refused input). The seed makes a failure reproducible.
 """
-import hashlib, json, os, random, struct, subprocess, sys, tempfile
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+import json, os, random, struct, subprocess, sys, tempfile
+from keyring_file import encrypted_keyring, plain_keyring
 from throwaway import throwaway_keychain
 
 bin, cases, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -22,53 +22,8 @@ PASSWORD = b"fuzz-pw"
 ALLOWED = {0, 45, 51, 93, 206}
 
 
-def string(s):
-    if s is None:
-        return struct.pack(">I", 0xFFFFFFFF)
-    b = s.encode() if isinstance(s, str) else s
-    return struct.pack(">I", len(b)) + b
-
-
-def attributes(pairs, hashed):
-    out = struct.pack(">I", len(pairs))
-    for name, value in pairs:
-        out += string(name)
-        if isinstance(value, int):
-            out += struct.pack(">II", 1, value)
-        else:
-            out += struct.pack(">I", 0) + string(hashlib.md5(value.encode()).hexdigest() if hashed else value)
-    return out
-
-
-def encrypted_keyring(items, iterations=1500):
-    """The encrypted format: header, hashed index, then AES-128-CBC under iterated SHA-256."""
-    salt = bytes(rng.randrange(256) for _ in range(8))
-    out = b"GnomeKeyring\n\r\0\n" + bytes(4) + string("Fuzz") + struct.pack(">QQIII", 0, 0, 0, 0, iterations) + salt + bytes(16)
-    out += struct.pack(">I", len(items))
-    for n, (label, secret, attrs, kind) in enumerate(items):
-        out += struct.pack(">II", n + 1, kind) + attributes(attrs, True)
-    inner = b""
-    for label, secret, attrs, kind in items:
-        inner += string(label) + string(secret) + struct.pack(">QQ", 1_700_000_000, 1_700_000_100)
-        inner += string(None) + bytes(16) + attributes(attrs, False) + struct.pack(">I", 0)
-    inner += bytes(-(len(inner) + 16) % 16)
-    plain = hashlib.md5(inner).digest() + inner
-    digest = hashlib.sha256(PASSWORD + salt).digest()
-    for _ in range(iterations - 1):
-        digest = hashlib.sha256(digest).digest()
-    encryptor = Cipher(algorithms.AES(digest[:16]), modes.CBC(digest[16:])).encryptor()
-    sealed = encryptor.update(plain) + encryptor.finalize()
-    return out + struct.pack(">I", len(sealed)) + sealed
-
-
-def plain_keyring(items):
-    lines = ["[keyring]", "display-name=Fuzz", ""]
-    for n, (label, secret, attrs, kind) in enumerate(items):
-        lines += [f"[{n + 1}]", f"item-type={kind}", f"display-name={label}", f"secret={secret}", "mtime=5", "ctime=4", ""]
-        for i, (name, value) in enumerate(attrs):
-            kind_name = "uint32" if isinstance(value, int) else "string"
-            lines += [f"[{n + 1}:attribute{i}]", f"name={name}", f"type={kind_name}", f"value={value}", ""]
-    return "\n".join(lines).encode()
+def seeded_salt():
+    return bytes(rng.randrange(256) for _ in range(8))
 
 
 def random_items():
@@ -148,7 +103,7 @@ with throwaway_keychain(bin, "fuzz-import") as env:
         kind = n % 3
         if kind == 0:
             items = random_items()
-            source = encrypted_keyring(items) if rng.random() < 0.6 else plain_keyring(items)
+            source = encrypted_keyring(items, PASSWORD, seeded_salt()) if rng.random() < 0.6 else plain_keyring(items)
             if rng.random() < 0.9:
                 source = damage(source)
             path = os.path.join(folder, "fuzzkr.keyring")
@@ -164,7 +119,7 @@ with throwaway_keychain(bin, "fuzz-import") as env:
             run([security, "import-secrets", "--docker-config", path], env, f"case {n}: docker {open(path, 'rb').read()[:80]!r}")
     # A good keyring still imports after all of it.
     path = os.path.join(folder, "after.keyring")
-    open(path, "wb").write(encrypted_keyring([("after", "after-secret", [("app", "after")], 0)]))
+    open(path, "wb").write(encrypted_keyring([("after", "after-secret", [("app", "after")], 0)], PASSWORD, seeded_salt()))
     ok = subprocess.run([security, "import-secrets", "-p", PASSWORD.decode(), "--keyring", path], env=env, capture_output=True)
     got = subprocess.run([security, "find-generic-password", "-l", "after", "-w", "after"], env=env, capture_output=True)
     if ok.returncode != 0 or got.stdout != b"after-secret\n":
