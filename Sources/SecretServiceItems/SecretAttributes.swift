@@ -24,17 +24,11 @@ package enum SecretAttributes {
 
     /// Whether a query's pair can be matched, for an item of `itemClass`, without the attribute
     /// index: an attribute the class maps to one of Apple's (an internet password's `service` is
-    /// not one), or the network schema that internet passwords show.
+    /// not one, nor a generic password's `server`), or the network schema that internet passwords
+    /// show.
     static func isMapped(_ name: String, _ value: String, for itemClass: ItemClass) -> Bool {
-        if name == networkSchemaKey { return value == networkSchema }
-        if itemClass == .internetPassword { return networkNames.contains { $0.name == name } }
-        return name == "service" || name == "account" || name == "username"
-    }
-
-    /// The classes a query can match.
-    static func classes(for query: [String: String]) -> [ItemClass] {
-        itemClass(for: query) == .internetPassword || query[networkSchemaKey] == networkSchema
-            ? [.internetPassword] : [.genericPassword, .internetPassword]
+        guard itemClass == .internetPassword else { return name == "service" || name == "account" || name == "username" }
+        return name == networkSchemaKey ? value == networkSchema : networkNames.contains { $0.name == name }
     }
 
     /// The class an item with these attributes is stored as.

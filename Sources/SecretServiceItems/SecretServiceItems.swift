@@ -473,51 +473,96 @@ extension KeychainStore {
     /// a locked row's match through the index uses the hashes of what the Secret Service last
     /// stored, mapped attributes included.
     ///
-    /// A class is read through the index only when the query gives neither of its columns: the
-    /// pairs that every item of an application or a libsecret schema shares (`xdg:schema`,
-    /// `application`) would otherwise make each lookup, and each item of an import, read every
-    /// item of that schema.
+    /// The columns are read when the query gives them, unless more than a few rows share them
+    /// and the index has pairs to read instead (an application storing many items under one
+    /// service, each with an id of its own); the index alone when the query gives neither. Read
+    /// through the index only, the pairs that every item of an application or a libsecret schema
+    /// shares (`xdg:schema`, `application`) made each lookup, each replace and each item of an
+    /// import read every item of that schema.
     private func secretCandidates(_ query: [String: String], keys: ClassKeys) throws -> [Row] {
         var rows: [Row] = []
         var throughIndex: [[String: String]: [ItemClass]] = [:]
-        var classes = SecretAttributes.classes(for: query)
-        // An app's items are generic passwords whatever attributes they carry (`addSecretItem`).
-        if query[FreeFormAttributes.ownerIndexName] != nil && !classes.contains(.genericPassword) {
-            classes.insert(.genericPassword, at: 0)
-        }
-        for itemClass in classes {
+        // Both classes, whatever the query names: a generic password may hold network names as
+        // pairs of its own (an app's items, or one given them by a later change: an item keeps its
+        // class), and an internet password any other pair. Each is narrowed by its own means.
+        for itemClass in [ItemClass.genericPassword, .internetPassword] {
             let unmapped = query.filter { !SecretAttributes.isMapped($0.key, $0.value, for: itemClass) }
             let service = itemClass == .internetPassword ? query["server"] : query["service"]
-            let account = itemClass == .internetPassword ? query["user"] : query["account"] ?? query["username"]
-            if !unmapped.isEmpty && service == nil && account == nil {
+            var account = itemClass == .internetPassword ? query["user"] : query["account"]
+            var throughColumns = false
+            if itemClass == .genericPassword, account == nil, let username = query["username"] {
+                // `username` is a generic password's account only when the item has no `account`
+                // (found by the column, which follows later changes); an item with both keeps it
+                // as a pair of its own, which only the index finds. The service's column holds
+                // both kinds; past a few rows, the account's column and the index instead.
+                if try service == nil || columnsHoldMany(itemClass, service: service, account: nil, keys: keys) {
+                    throughIndex[unmapped.merging(["username": username]) { $1 }, default: []].append(itemClass)
+                    account = username
+                }
+                throughColumns = true
+            } else if service != nil || account != nil {
+                throughColumns = try unmapped.isEmpty || !columnsHoldMany(itemClass, service: service, account: account, keys: keys)
+            } else {
+                throughColumns = unmapped.isEmpty
+            }
+            if !throughColumns {
                 throughIndex[unmapped, default: []].append(itemClass)
                 continue
             }
             var classRows: [Row] = []
             for space in KeySpace.allCases where try mustSearch(space, itemClass) {
-                var values: [SQLiteValue] = [.int(space.rawValue), .int(itemClass.code)]
-                var byService = false, byAccount = false
-                if let indexKey = keys.indexKey(space) {
-                    let serviceName = AttributeSchema.serviceKey(for: itemClass)
-                    if let service {
-                        byService = true
-                        values.append(.blob(Self.indexHash(indexKey, itemClass: itemClass, name: serviceName, value: .string(service))))
-                    }
-                    if let account {
-                        byAccount = true
-                        values.append(.blob(Self.indexHash(indexKey, itemClass: itemClass, name: "acct", value: .string(account))))
-                    }
-                }
+                let (values, byService, byAccount) = Self.columnValues(space, itemClass, service: service, account: account, keys: keys)
                 try collect(Self.candidateSQL(byService: byService, byAccount: byAccount), values, itemClass, space, into: &classRows)
             }
             rows += try classRows.filter { try unmapped.isEmpty || indexHolds(unmapped, row: $0.rowID, keys: keys) }
         }
+        var seen = Set(rows.map(\.rowID))
         for (unmapped, classes) in throughIndex {
-            for rowID in try (rowsIndexed(with: unmapped, keys: keys) ?? []).sorted() {
-                if let row = try loadRow(rowID), classes.contains(row.itemClass) { rows.append(row) }
+            for rowID in try (rowsIndexed(with: unmapped, keys: keys) ?? []).sorted() where !seen.contains(rowID) {
+                if let row = try loadRow(rowID), classes.contains(row.itemClass) {
+                    rows.append(row)
+                    seen.insert(rowID)
+                }
             }
         }
         return rows.sorted { $0.rowID < $1.rowID }
+    }
+
+    /// The candidate query's values in `space`: the space, the class, and the keyed hashes of the
+    /// service and account given (none where the space's key is locked: its rows are all read).
+    private static func columnValues(
+        _ space: KeySpace, _ itemClass: ItemClass, service: String?, account: String?, keys: ClassKeys
+    ) -> (values: [SQLiteValue], byService: Bool, byAccount: Bool) {
+        var values: [SQLiteValue] = [.int(space.rawValue), .int(itemClass.code)]
+        guard let indexKey = keys.indexKey(space) else { return (values, false, false) }
+        if let service {
+            let name = AttributeSchema.serviceKey(for: itemClass)
+            values.append(.blob(indexHash(indexKey, itemClass: itemClass, name: name, value: .string(service))))
+        }
+        if let account { values.append(.blob(indexHash(indexKey, itemClass: itemClass, name: "acct", value: .string(account)))) }
+        return (values, service != nil, account != nil)
+    }
+
+    /// Whether more than `bound` rows of `itemClass` have this service and account: then the
+    /// attribute index, read from its narrowest pair, is the shorter way (an application storing
+    /// many items under one service, each with a pair of its own). Counted only up to the bound.
+    private func columnsHoldMany(
+        _ itemClass: ItemClass, service: String?, account: String?, keys: ClassKeys, bound: Int64 = 16
+    ) throws -> Bool {
+        var total: Int64 = 0
+        for space in KeySpace.allCases where try mustSearch(space, itemClass) {
+            let (values, byService, byAccount) = Self.columnValues(space, itemClass, service: service, account: account, keys: keys)
+            guard byService || byAccount else { return true }
+            let stmt = try db.statement(
+                "SELECT count(*) FROM (SELECT 1 FROM items WHERE space = ? AND class = ?"
+                    + (byService ? " AND service = ?" : "") + (byAccount ? " AND account = ?" : "") + " LIMIT ?)")
+            stmt.bind(values + [.int(bound + 1 - total)])
+            defer { stmt.reset() }
+            _ = try stmt.step()
+            total += stmt.int(0)
+            if total > bound { return true }
+        }
+        return false
     }
 
     /// Rows that Apple's uniqueness rules call the same item as `item`.

@@ -186,8 +186,9 @@ extension KeychainStore {
 
     private func indexFreeFormAttributes(of item: Item, key: Crypto.HMACKey) throws {
         guard case .data(let encoded)? = item.attributes[AttributeKey.freeFormAttributes] else { return }
-        try indexAttributes(
-            try FreeFormAttributes.decode(encoded), row: item.rowID, key: key,
-            owner: item.attributes[AttributeKey.owner]?.stringValue)
+        // No client's pair starts with NUL (D-Bus strings cannot hold one): such a name in a
+        // backup's or another device's item would be an owner mark it planted for itself.
+        let pairs = try FreeFormAttributes.decode(encoded).filter { !$0.key.hasPrefix("\u{0}") }
+        try indexAttributes(pairs, row: item.rowID, key: key, owner: item.attributes[AttributeKey.owner]?.stringValue)
     }
 }
