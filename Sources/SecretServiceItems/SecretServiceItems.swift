@@ -488,20 +488,22 @@ extension KeychainStore {
         for itemClass in [ItemClass.genericPassword, .internetPassword] {
             let unmapped = query.filter { !SecretAttributes.isMapped($0.key, $0.value, for: itemClass) }
             let service = itemClass == .internetPassword ? query["server"] : query["service"]
-            var account = itemClass == .internetPassword ? query["user"] : query["account"]
+            let account = itemClass == .internetPassword ? query["user"] : query["account"]
+            // Each space's query is made once (its keyed hashes), for the count and for the rows.
+            var columns = try columnQueries(itemClass, service: service, account: account, keys: keys)
             var throughColumns = false
             if itemClass == .genericPassword, account == nil, let username = query["username"] {
                 // `username` is a generic password's account only when the item has no `account`
                 // (found by the column, which follows later changes); an item with both keeps it
                 // as a pair of its own, which only the index finds. The service's column holds
                 // both kinds; past a few rows, the account's column and the index instead.
-                if try service == nil || columnsHoldMany(itemClass, service: service, account: nil, keys: keys) {
+                if try service == nil || holdMany(columns) {
                     throughIndex[unmapped.merging(["username": username]) { $1 }, default: []].append(itemClass)
-                    account = username
+                    columns = try columnQueries(itemClass, service: service, account: username, keys: keys)
                 }
                 throughColumns = true
             } else if service != nil || account != nil {
-                throughColumns = try unmapped.isEmpty || !columnsHoldMany(itemClass, service: service, account: account, keys: keys)
+                throughColumns = try unmapped.isEmpty || !holdMany(columns)
             } else {
                 throughColumns = unmapped.isEmpty
             }
@@ -510,9 +512,10 @@ extension KeychainStore {
                 continue
             }
             var classRows: [Row] = []
-            for space in KeySpace.allCases where try mustSearch(space, itemClass) {
-                let (values, byService, byAccount) = Self.columnValues(space, itemClass, service: service, account: account, keys: keys)
-                try collect(Self.candidateSQL(byService: byService, byAccount: byAccount), values, itemClass, space, into: &classRows)
+            for column in columns {
+                try collect(
+                    Self.candidateSQL(byService: column.byService, byAccount: column.byAccount), column.values, itemClass, column.space,
+                    into: &classRows)
             }
             rows += try classRows.filter { try unmapped.isEmpty || indexHolds(unmapped, row: $0.rowID, keys: keys) }
         }
@@ -528,35 +531,38 @@ extension KeychainStore {
         return rows.sorted { $0.rowID < $1.rowID }
     }
 
-    /// The candidate query's values in `space`: the space, the class, and the keyed hashes of the
-    /// service and account given (none where the space's key is locked: its rows are all read).
-    private static func columnValues(
-        _ space: KeySpace, _ itemClass: ItemClass, service: String?, account: String?, keys: ClassKeys
-    ) -> (values: [SQLiteValue], byService: Bool, byAccount: Bool) {
-        var values: [SQLiteValue] = [.int(space.rawValue), .int(itemClass.code)]
-        guard let indexKey = keys.indexKey(space) else { return (values, false, false) }
-        if let service {
-            let name = AttributeSchema.serviceKey(for: itemClass)
-            values.append(.blob(indexHash(indexKey, itemClass: itemClass, name: name, value: .string(service))))
+    /// A candidate query of one key space: its values, and whether it narrows by each column.
+    private typealias ColumnQuery = (space: KeySpace, values: [SQLiteValue], byService: Bool, byAccount: Bool)
+
+    /// The candidate query of each key space `itemClass` is searched in: the space, the class,
+    /// and the keyed hashes of the service and account given (none where the space's key is
+    /// locked: its rows are all read).
+    private func columnQueries(
+        _ itemClass: ItemClass, service: String?, account: String?, keys: ClassKeys
+    ) throws -> [ColumnQuery] {
+        try KeySpace.allCases.filter { try mustSearch($0, itemClass) }.map { space in
+            var values: [SQLiteValue] = [.int(space.rawValue), .int(itemClass.code)]
+            guard let indexKey = keys.indexKey(space) else { return (space, values, false, false) }
+            if let service {
+                let name = AttributeSchema.serviceKey(for: itemClass)
+                values.append(.blob(Self.indexHash(indexKey, itemClass: itemClass, name: name, value: .string(service))))
+            }
+            if let account { values.append(.blob(Self.indexHash(indexKey, itemClass: itemClass, name: "acct", value: .string(account)))) }
+            return (space, values, service != nil, account != nil)
         }
-        if let account { values.append(.blob(indexHash(indexKey, itemClass: itemClass, name: "acct", value: .string(account)))) }
-        return (values, service != nil, account != nil)
     }
 
-    /// Whether more than `bound` rows of `itemClass` have this service and account: then the
-    /// attribute index, read from its narrowest pair, is the shorter way (an application storing
-    /// many items under one service, each with a pair of its own). Counted only up to the bound.
-    private func columnsHoldMany(
-        _ itemClass: ItemClass, service: String?, account: String?, keys: ClassKeys, bound: Int64 = 16
-    ) throws -> Bool {
+    /// Whether more than `bound` rows match these column queries: then the attribute index, read
+    /// from its narrowest pair, is the shorter way (an application storing many items under one
+    /// service, each with a pair of its own). Counted only up to the bound.
+    private func holdMany(_ columns: [ColumnQuery], bound: Int64 = 16) throws -> Bool {
         var total: Int64 = 0
-        for space in KeySpace.allCases where try mustSearch(space, itemClass) {
-            let (values, byService, byAccount) = Self.columnValues(space, itemClass, service: service, account: account, keys: keys)
-            guard byService || byAccount else { return true }
+        for column in columns {
+            guard column.byService || column.byAccount else { return true }
             let stmt = try db.statement(
                 "SELECT count(*) FROM (SELECT 1 FROM items WHERE space = ? AND class = ?"
-                    + (byService ? " AND service = ?" : "") + (byAccount ? " AND account = ?" : "") + " LIMIT ?)")
-            stmt.bind(values + [.int(bound + 1 - total)])
+                    + (column.byService ? " AND service = ?" : "") + (column.byAccount ? " AND account = ?" : "") + " LIMIT ?)")
+            stmt.bind(column.values + [.int(bound + 1 - total)])
             defer { stmt.reset() }
             _ = try stmt.step()
             total += stmt.int(0)
