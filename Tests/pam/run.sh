@@ -108,7 +108,7 @@ first_login_creates_and_unlocks() {
     expect "$user 600" "$(stat -c '%U %a' "$keychain")"
     expect unlocked "$(state WhenUnlocked)"
     expect unlocked "$(state AfterFirstUnlock)"
-    logged 'open_session: done'
+    logged "open_session: created and unlocked the login keychain of $user"
 }
 
 sessions_are_counted() {
@@ -125,6 +125,25 @@ sessions_are_counted() {
     expect afu-secret "$(as_user security find-generic-password -a afu -w)"
     login
     expect wu-secret "$(as_user security find-generic-password -a wu -w)"
+}
+
+# Without `debug`, each event still leaves one line (as gnome-keyring's module does), and none
+# holds the password.
+events_are_logged_without_debug() {
+    [ -n "$devlog" ] || { echo "the machine's syslog has the lines; this case reads its own /dev/log"; return 0; }
+    sed -i 's/ debug / /' "/etc/pam.d/$service"
+    refute grep -q debug "/etc/pam.d/$service"
+    login
+    logged "open_session: created and unlocked the login keychain of $user"
+    logout
+    logged "close_session: the last session of $user ended; the login keychain's WhenUnlocked items are locked"
+    login
+    logged "open_session: unlocked the login keychain of $user"
+    printf '%s\n%s\n%s\n' "$password" 'New-pass-3-xyz' 'New-pass-3-xyz' |
+        setpriv --ruid="$uid" --regid="$gid" --init-groups --euid=0 pamtester "$service" "$user" chauthtok >/dev/null
+    logged "chauthtok: the login keychain of $user is re-keyed to the new password"
+    expect 1 "$(grep -c 'open_session: created' "$devlog")" "one line for the creation"
+    refute grep -q -e "$password" -e 'New-pass-3-xyz' "$devlog"
 }
 
 change_password_rekeys() {
@@ -523,7 +542,7 @@ hung_keyrings_folder_costs_only_the_import() {
     [ -n "$devlog" ] && : > "$devlog"
     login
     expect unlocked "$(state WhenUnlocked)" "the unlock was done before the check hung"
-    logged 'open_session: done'
+    logged "open_session: unlocked the login keychain of $user"
     logged "stopped at the time limit after the unlock; gnome-keyring's login keyring is looked for at the next login"
     refute grep -q 'open_session: gave up after the time limit' "${devlog:-/dev/null}"
 }
@@ -594,7 +613,7 @@ first_login_imports_login_keyring() {
     logout
     login
     stop_user_processes
-    logged 'open_session: done'
+    logged "open_session: unlocked the login keychain of $user"
     refute grep -q 'login keyring imported' "${devlog:-/dev/null}"
     expect 44 "$(status_of as_user security find-generic-password -s imap.example -a ann)" "not imported again"
 }
@@ -613,6 +632,7 @@ first_login_with_another_keyring_password() {
 check "first login creates the keychain and unlocks both classes" first_login_creates_and_unlocks
 check "sessions are counted; the last close locks WhenUnlocked only" sessions_are_counted
 check "chauthtok re-keys: the new password unlocks, the old does not" change_password_rekeys
+check "without debug: one journal line each for create, unlock, lock and re-key" events_are_logged_without_debug
 check "a reset by root keeps the keybag; unlock-keychain says so and re-keys it" root_reset_then_unlock_rekeys
 check "a reset the user then changes: unlock-keychain re-keys to the user's password" reset_then_user_changes_it
 check "a screen unlock (authenticate + setcred) unlocks at once" screen_unlock

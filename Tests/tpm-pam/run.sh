@@ -150,7 +150,7 @@ passwordless_login_unlocks() {
     expect unlocked "$(state AfterFirstUnlock)"
     expect p1 "$(as_user security find-generic-password -s when-unlocked -w)"
     expect p2 "$(as_user security find-generic-password -s device -w)" "a ThisDeviceOnly item"
-    logged 'open_session (passwordless): done'
+    logged "open_session (passwordless): unlocked the login keychain of $user with its passwordless copy"
     # A sealed keychain enrolled later, on its own.
     printf 'pw\n' | as_user security tpm-enroll --passwordless --pcrs 7,16 2>/dev/null
     as_user security status | grep -q '^passwordless: *on: .*PCR 7,16'

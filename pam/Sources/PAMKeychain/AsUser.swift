@@ -20,6 +20,10 @@ enum AsUser {
         case createdSealed = 18
         /// Created at this login; sealing it to the TPM failed, so its password alone protects it.
         case createdUnsealed = 19
+        /// Created at this login, not asked to be sealed.
+        case created = 20
+        /// Nothing to do: no session to refresh, already unlocked, or a session that was not the last.
+        case unchanged = 21
         case timedOut = 100
         case cannotFork = 101
     }

@@ -15,7 +15,10 @@ struct Hooks {
         return account
     }
 
-    private func report(_ outcome: AsUser.Outcome, _ what: String, detail: [UInt8] = []) {
+    /// One line for each outcome, `done` naming what was done when it succeeded: without `debug`,
+    /// an administrator still reads in the journal that a keychain was unlocked, locked, created
+    /// or re-keyed, as gnome-keyring's module says it unlocked the login keyring.
+    private func report(_ outcome: AsUser.Outcome, _ what: String, detail: [UInt8] = [], done: String? = nil) {
         if outcome == .createdUnsealed {
             let text = String(decoding: detail.map { $0 < 0x20 || $0 == 0x7f ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
             pam.log(
@@ -35,7 +38,10 @@ struct Hooks {
             return
         }
         switch outcome {
-        case .done: pam.debug("\(what): done")
+        case .done:
+            if let done { pam.log(LOG_NOTICE, "\(what): \(done)") } else { pam.debug("\(what): done") }
+        case .unchanged: pam.debug("\(what): nothing to do")
+        case .created: pam.log(LOG_NOTICE, "\(what): created and unlocked the login keychain of \(pam.user ?? "?")")
         case .noKeychain: pam.debug("\(what): no login keychain")
         case .wrongPassword: pam.log(LOG_NOTICE, "\(what): the login password does not open the login keychain; \(Remedy.unlock)")
         case .resetPending:
@@ -82,10 +88,10 @@ struct Hooks {
         let tpm = tpmConfiguration
         let (outcome, detail) = AsUser.runReplying(account) { reply in
             defer { token.wipe() }
-            guard Sessions.count > 0 else { return .done }
+            guard Sessions.count > 0 else { return .unchanged }
             return Self.unlock(account, password: token, create: false, seal: nil, tpm: tpm, reply: reply)
         }
-        report(outcome, "setcred", detail: detail)
+        report(outcome, "setcred", detail: detail, done: "unlocked the login keychain of \(account.name)")
         return PAM_IGNORE
     }
 
@@ -109,7 +115,7 @@ struct Hooks {
             defer { token?.wipe() }
             Sessions.set(Sessions.count + 1)
             // Not `guard let`: a second reference would make the wipe above copy, not overwrite.
-            guard token != nil else { return .done }
+            guard token != nil else { return .unchanged }
             var detail: [UInt8] = []
             let outcome = Self.unlock(account, password: token!, create: create, seal: seal, tpm: tpm) { detail += $0 }
             // Now, not when the worker ends: the check below may wait on a mount that never answers.
@@ -122,13 +128,13 @@ struct Hooks {
         if outcome == .timedOut, let unlocked {
             // Stopped after the unlock: the login has waited enough, and the import is looked
             // for again at the next login.
-            report(unlocked.outcome, "open_session", detail: unlocked.detail)
+            report(unlocked.outcome, "open_session", detail: unlocked.detail, done: "unlocked the login keychain of \(account.name)")
             pam.log(
                 LOG_WARNING,
                 "open_session: the worker was stopped at the time limit after the unlock; gnome-keyring's login keyring is looked for at the next login"
             )
         } else {
-            report(outcome, "open_session", detail: unlocked?.detail ?? [])
+            report(outcome, "open_session", detail: unlocked?.detail ?? [], done: "unlocked the login keychain of \(account.name)")
             // The login password opened the login keychain: gnome-keyring's login keyring comes too, once.
             if Self.openedWithPassword(outcome), unlocked?.importPending == true, token != nil {
                 importLoginKeyring(account, password: token!)
@@ -141,7 +147,7 @@ struct Hooks {
     /// Whether, after this outcome of open_session, the login password is known to open the login keychain.
     private static func openedWithPassword(_ outcome: AsUser.Outcome) -> Bool {
         switch outcome {
-        case .done, .createdSealed, .createdUnsealed: return true
+        case .done, .created, .createdSealed, .createdUnsealed: return true
         default: return false
         }
     }
@@ -198,7 +204,7 @@ struct Hooks {
             do {
                 let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
                 let status = store.status
-                if status.whenUnlocked && status.afterFirstUnlock { return .done }
+                if status.whenUnlocked && status.afterFirstUnlock { return .unchanged }
                 guard let box = try store.passwordlessBox() else { return .notEnrolled }
                 reply(box)
                 return .done
@@ -234,7 +240,7 @@ struct Hooks {
                 return .failed
             }
         }
-        report(outcome, "open_session (passwordless)", detail: detail)
+        report(outcome, "open_session (passwordless)", detail: detail, done: "unlocked the login keychain of \(account.name) with its passwordless copy")
     }
 
     /// The last session's end locks WhenUnlocked (with lock_on_close, and if the keychain's own
@@ -245,16 +251,19 @@ struct Hooks {
         let outcome = AsUser.run(account) {
             let remaining = max(Sessions.count - 1, 0)
             Sessions.set(remaining)
-            guard remaining == 0, lockOnClose, KeychainFile.exists(account.loginKeychain) else { return .done }
+            guard remaining == 0, lockOnClose, KeychainFile.exists(account.loginKeychain) else { return .unchanged }
             do {
                 let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
-                if store.settings.lockOnSessionEnd { store.lock() }
+                guard store.settings.lockOnSessionEnd else { return .unchanged }
+                store.lock()
                 return .done
             } catch {
                 return .failed
             }
         }
-        report(outcome, "close_session")
+        report(
+            outcome, "close_session",
+            done: "the last session of \(account.name) ended; the login keychain's WhenUnlocked items are locked (AfterFirstUnlock stays until reboot)")
         return PAM_SUCCESS
     }
 
@@ -293,7 +302,7 @@ struct Hooks {
         {
             return PAM_IGNORE
         }
-        report(outcome, "chauthtok")
+        report(outcome, "chauthtok", done: "the login keychain of \(account.name) is re-keyed to the new password")
         return outcome == .done ? PAM_SUCCESS : PAM_IGNORE
     }
 
@@ -359,7 +368,7 @@ struct Hooks {
             guard KeychainFile.exists(account.loginKeychain) else {
                 guard create else { return .noKeychain }
                 let store = try KeychainStore.create(at: account.loginKeychain, password: password, storage: .kernel)
-                guard seal ?? TPMEnrolDefault.effective else { return .done }
+                guard seal ?? TPMEnrolDefault.effective else { return .created }
                 do {
                     var recovery = try store.sealToTPM(password: password, tpm: tpm)
                     recovery.wipe()
