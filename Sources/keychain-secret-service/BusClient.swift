@@ -105,7 +105,7 @@ final class BusClient {
         var uniqueName: String
         var uid: uid_t
         var pid: pid_t
-        /// The process's name (/proc/PID/comm: 15 characters at most).
+        /// The process's program name (`ProcFile.programName`).
         var command: String
         /// /proc/PID/exe, when it can be read.
         var executable: String?
@@ -128,11 +128,8 @@ final class BusClient {
             return sd_bus_message_read_basic(reply.message, CChar(UInt8(ascii: "u")), &value) > 0 ? value : nil
         }
         guard let uid = number("GetConnectionUnixUser"), let pid = number("GetConnectionUnixProcessID") else { return nil }
-        // The program's file name when /proc tells it (comm is cut to 15 characters).
         let executable = ProcFile.link("/proc/\(pid)/exe")
-        let comm = ProcFile.read("/proc/\(pid)/comm").map { String(decoding: $0, as: UTF8.self) }?.split(separator: "\n").first.map(String.init)
-        let command = executable.flatMap { $0.split(separator: "/").last.map(String.init) }.map { $0.replacingSuffix(" (deleted)") } ?? comm ?? "?"
-        return Peer(uniqueName: unique, uid: uid_t(uid), pid: pid_t(pid), command: command, executable: executable)
+        return Peer(uniqueName: unique, uid: uid_t(uid), pid: pid_t(pid), command: ProcFile.programName(pid_t(pid)) ?? "?", executable: executable)
     }
 
     /// Asks the bus daemon to read its configuration and service folders again (a new activation
@@ -243,6 +240,23 @@ enum ProcFile {
             bytes += buffer[..<n]
         }
         return nil
+    }
+
+    /// What a person knows a process by: its executable's file name, else its argv[0]'s (a
+    /// process of another user hides /proc/PID/exe), else its comm, which the kernel cuts to 15
+    /// characters ("keychain-secret" for keychain-secret-service).
+    static func programName(_ pid: pid_t) -> String? {
+        func base(_ path: Substring) -> String? {
+            let name = path.split(separator: "/").last.map(String.init)?.replacingSuffix(" (deleted)")
+            return name?.isEmpty == false ? name : nil
+        }
+        if let exe = link("/proc/\(pid)/exe"), let name = base(Substring(exe)) { return name }
+        if let cmdline = read("/proc/\(pid)/cmdline", limit: 65536), let first = cmdline.split(separator: 0, omittingEmptySubsequences: false).first,
+            let name = base(Substring(decoding: first, as: UTF8.self))
+        {
+            return name
+        }
+        return read("/proc/\(pid)/comm").map { String(decoding: $0, as: UTF8.self) }?.split(separator: "\n").first.map(String.init)
     }
 
     static func link(_ path: String) -> String? {

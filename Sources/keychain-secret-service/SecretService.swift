@@ -121,18 +121,16 @@ final class SecretService {
         return loop()
     }
 
-    /// Who owns the name now: its process name and pid, for the one line that says so.
+    /// Who owns the name now: its program's name and pid, for the one line that says so.
     private func currentOwner() -> String {
         var creds: OpaquePointer?
-        guard sd_bus_get_name_creds(bus, Self.busName, UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_COMM | SD_BUS_CREDS_AUGMENT), &creds) >= 0,
-            let creds
-        else { return "another program" }
+        guard sd_bus_get_name_creds(bus, Self.busName, UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT), &creds) >= 0, let creds else {
+            return "another program"
+        }
         defer { sd_bus_creds_unref(creds) }
         var pid: pid_t = 0
-        var comm: UnsafePointer<CChar>?
-        let hasPid = sd_bus_creds_get_pid(creds, &pid) >= 0
-        let name = sd_bus_creds_get_comm(creds, &comm) >= 0 && comm != nil ? String(cString: comm!) : "another program"
-        return hasPid ? "\(name) (pid \(pid))" : name
+        guard sd_bus_creds_get_pid(creds, &pid) >= 0 else { return "another program" }
+        return "\(ProcFile.programName(pid) ?? "another program") (pid \(pid))"
     }
 
     private func loop() -> Int32 {

@@ -210,7 +210,8 @@ name_taken_and_replace() {
     printf 'v' | secret-tool store --label=L app owner  # activates the service
     first=$(pgrep -n -f "$bin/keychain-secret-service")
     ! out=$(keychain-secret-service 2>&1)
-    echo "$out" | grep -q "already provided by .*pid $first"
+    # By its executable's name, not the 15 characters of its comm ("keychain-secret").
+    echo "$out" | grep -q "already provided by keychain-secret-service (pid $first)"
     expect 1 "$(echo "$out" | wc -l)" "one line"
     keychain-secret-service --replace 2> "$HOME/replacer.log" &
     replacer=$!
