@@ -14,6 +14,10 @@
       xdg-desktop-portal's call to the Secret backend (org.freedesktop.impl.portal.Secret at
       /org/freedesktop/portal/desktop of org.freedesktop.secrets): RetrieveSecret with a pipe;
       prints the response code and what was written to the pipe, in hex. An error: its name.
+  desktop.py portal-app
+      What a Flatpak app's libsecret does: org.freedesktop.portal.Secret.RetrieveSecret through
+      xdg-desktop-portal (org.freedesktop.portal.Desktop), waiting for the request's Response;
+      prints the response code and the secret, in hex, as `portal` does. An error: its name.
 """
 import json
 import os
@@ -86,6 +90,47 @@ def portal(app_id):
     print(int(response), data.hex())
 
 
+def portal_app():
+    import dbus
+    from dbus.mainloop.glib import DBusGMainLoop
+    from gi.repository import GLib
+    DBusGMainLoop(set_as_default=True)
+    bus = dbus.SessionBus()
+    # The request's path is known before the call (the portal API's handle_token), so the
+    # Response cannot arrive before the match for it is in place.
+    token = 'keychain_test'
+    sender = bus.get_unique_name()[1:].replace('.', '_')
+    request = f'/org/freedesktop/portal/desktop/request/{sender}/{token}'
+    loop = GLib.MainLoop()
+    outcome = {}
+
+    def on_response(code, results):
+        outcome['code'] = int(code)
+        loop.quit()
+    bus.add_signal_receiver(on_response, 'Response', 'org.freedesktop.portal.Request', 'org.freedesktop.portal.Desktop', request)
+    portal = dbus.Interface(bus.get_object('org.freedesktop.portal.Desktop', '/org/freedesktop/portal/desktop'),
+                            'org.freedesktop.portal.Secret')
+    read_end, write_end = os.pipe()
+    try:
+        portal.RetrieveSecret(dbus.types.UnixFd(write_end), dbus.Dictionary({'handle_token': token}, signature='sv'), timeout=60)
+    except dbus.DBusException as error:
+        print('error', error.get_dbus_name())
+        sys.exit(1)
+    os.close(write_end)
+    GLib.timeout_add_seconds(60, loop.quit)
+    loop.run()
+    if 'code' not in outcome:
+        print('error no Response')
+        sys.exit(1)
+    data = b''
+    while True:
+        chunk = os.read(read_end, 4096)
+        if not chunk:
+            break
+        data += chunk
+    print(outcome['code'], data.hex())
+
+
 if __name__ == '__main__':
     if sys.argv[1] == 'fill':
         fill()
@@ -93,5 +138,7 @@ if __name__ == '__main__':
         dump(sys.argv[2])
     elif sys.argv[1] == 'portal':
         portal(sys.argv[2])
+    elif sys.argv[1] == 'portal-app':
+        portal_app()
     else:
         sys.exit(f'unknown command {sys.argv[1]}')

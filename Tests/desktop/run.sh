@@ -423,6 +423,37 @@ portal_secret_per_app() {
     kill "$service"
 }
 
+# Debian 12's own xdg-desktop-portal (1.16, which refuses a .portal file without UseIn) offers the
+# keychain's backend from its installed file alone, and a sandboxed app's RetrieveSecret through it
+# gets the secret the backend keeps for the app id of its /.flatpak-info.
+real_portal_serves_a_sandboxed_app() {
+    printf 'pw\n' | security create-keychain > /dev/null
+    start_service
+    mkdir -p "$case_dir/portals"
+    cp "$repo/Sources/keychain-secret-service/dbus/keychain.portal" "$case_dir/portals/"
+    # KDE: a desktop gnome-keyring's own .portal file (UseIn=gnome) is not for, and it is not in this folder.
+    XDG_DESKTOP_PORTAL_DIR=$case_dir/portals XDG_CURRENT_DESKTOP=KDE /usr/libexec/xdg-desktop-portal --verbose > "$case_dir/xdp.log" 2>&1 &
+    xdp=$!
+    local _
+    # This process (the case's inner bash) ends it however the case ends.
+    trap 'kill "$xdp" 2>/dev/null || :' EXIT
+    for _ in $(seq 100); do
+        dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner \
+            string:org.freedesktop.portal.Desktop 2>/dev/null | grep -q 'boolean true' && break
+        sleep 0.1
+    done
+    printf '[Application]\nname=org.example.A\n\n[Instance]\ninstance-id=1234567890\n' > "$case_dir/flatpak-info"
+    out=$(bwrap --tmpfs / --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
+        --symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --bind /tmp /tmp --ro-bind "$here" "$here" \
+        --ro-bind "$case_dir/flatpak-info" /.flatpak-info --setenv DBUS_SESSION_BUS_ADDRESS "$DBUS_SESSION_BUS_ADDRESS" \
+        --unsetenv XDG_RUNTIME_DIR --chdir / -- "$py" "$here/desktop.py" portal-app) || { echo "$out"; grep -i -e secret -e portal "$case_dir/xdp.log" | head -20; return 1; }
+    [[ "$out" =~ ^0\ [0-9a-f]{128}$ ]] || { echo "RetrieveSecret through xdg-desktop-portal: $out"; return 1; }
+    expect "$(desktop portal org.example.A)" "$out" "the secret the backend keeps for org.example.A"
+    [ "$out" != "$(desktop portal org.example.B)" ]
+    kill "$xdp"
+    kill "$service"
+}
+
 # Chromium keeps one key in the Secret Service ("Chromium Safe Storage") and encrypts its cookies
 # and saved passwords with it: after the switch it must find the same key, or what it kept is lost.
 chromium_keeps_its_cookie() {
@@ -509,6 +540,12 @@ check "export --to gnome-keyring: every item, the portal secret under gnome-keyr
 if command -v bwrap >/dev/null; then
     check "the portal backend: one secret per app id, kept across restarts, refused to a sandbox and while locked after a dismissed prompt" \
         on_bus portal_secret_per_app
+    if [ -x /usr/libexec/xdg-desktop-portal ]; then
+        check "Debian's xdg-desktop-portal offers the backend from keychain.portal; a sandboxed app's RetrieveSecret gets its secret" \
+            on_bus real_portal_serves_a_sandboxed_app
+    else
+        skip "xdg-desktop-portal is not installed: the case runs the real portal"
+    fi
 else
     skip "bwrap (bubblewrap) is not installed: the portal case runs a sandboxed caller"
 fi

@@ -130,6 +130,8 @@ make_install() {
     for f in $tools $secret_service $module; do [ -f "$f" ] || { echo "missing: $f"; return 1; }; done
     # Where xdg-desktop-portal reads portals, whatever PREFIX is.
     grep -qx 'Interfaces=org.freedesktop.impl.portal.Secret' "$stage/usr/share/xdg-desktop-portal/portals/keychain.portal"
+    # xdg-desktop-portal 1.16 (Debian 12) refuses a .portal file without UseIn.
+    grep -q '^UseIn=.*kde' "$stage/usr/share/xdg-desktop-portal/portals/keychain.portal"
 }
 
 stripped() {
