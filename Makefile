@@ -36,10 +36,11 @@ BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecre
 INSTALL_INPUTS := $(addprefix .build/release/,security git-credential-keychain docker-credential-keychain keychain-secret-service \
                   keychain-tpm-helper libpam_keychain.so) $(addsuffix .gz,$(MANPAGES))
 
-# glibc's linker warns about every getaddrinfo/dlopen/... reachable in the statically linked tools
-# (from libcrypto, SQLite and the Swift runtime; none of those paths runs in them): see CONTRIBUTING.md.
+# Tools/quiet-build.sh hides glibc's linker notes about every getaddrinfo/dlopen/... reachable in the
+# statically linked tools (from libcrypto, SQLite and the Swift runtime; none of those paths runs in
+# them: see CONTRIBUTING.md), and fails the build on a compiler warning about the project's own code.
 # `set -o pipefail` keeps the build's own status.
-QUIET_STATIC := sed -u -e '/in statically linked applications requires at runtime the shared libraries from the glibc version used for linking/d' -e "/warning: the use of .mktemp' is dangerous/d"
+QUIET_STATIC := bash Tools/quiet-build.sh
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
 .PHONY: deb test-deb man deps build-deps deb-deps check-deps install-debs bench-deps bench build release check test test-unit \

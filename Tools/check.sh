@@ -48,11 +48,10 @@ tree_files() {
 
 step_unit() {
     echo "== unit: swift build --build-tests, swift test"
-    # The linker's notes about getaddrinfo/dlopen in static executables: see CONTRIBUTING.md (make hides them too).
-    if ! { set -o pipefail; "$swift" build --build-tests 2>&1 |
-            sed -u -e '/in statically linked applications requires at runtime the shared libraries from the glibc version used for linking/d' \
-                -e "/warning: the use of .mktemp' is dangerous/d"; }; then
-        result unit FAILED "the build failed"; return
+    # The linker's notes about getaddrinfo/dlopen in static executables are hidden (CONTRIBUTING.md);
+    # a compiler warning about the project's own code fails the step.
+    if ! { set -o pipefail; "$swift" build --build-tests 2>&1 | bash Tools/quiet-build.sh; }; then
+        result unit FAILED "the build failed or warned"; return
     fi
     local log
     log=$(mktemp)

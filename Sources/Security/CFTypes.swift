@@ -1,5 +1,5 @@
 @_exported import Foundation
-package import KeychainCore
+internal import KeychainCore
 
 // Core Foundation as Swift code on Apple's platforms sees it. There, CFString, CFDictionary, CFData
 // ... are classes toll-free bridged to NSString, NSDictionary, NSData; on Linux,

@@ -1,4 +1,4 @@
-package import KeychainCore
+internal import KeychainCore
 
 // Every kSec* constant of Keychain Services, holding Apple's raw value (SecItemConstants.c), so
 // dictionaries written for Apple's systems mean the same here. The attribute keys' raw values are

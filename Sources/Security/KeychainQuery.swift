@@ -1,4 +1,4 @@
-package import KeychainCore
+internal import KeychainCore
 
 /// A generic-password query with typed properties, after SAMKeychainQuery. It builds SecItem
 /// dictionaries, so it behaves exactly as the functions it calls.

@@ -1,4 +1,4 @@
-package import KeychainCore
+internal import KeychainCore
 
 /// One-line password calls for generic passwords by service and account, after SAMKeychain.
 /// They return nil or false on failure; use KeychainQuery to see why.

@@ -1,4 +1,4 @@
-package import KeychainCore
+internal import KeychainCore
 
 /// Apple's SecAccessControlCreateFlags, with Apple's values (SecAccessControl.h).
 public struct SecAccessControlCreateFlags: OptionSet, Hashable, Sendable {

@@ -1,4 +1,4 @@
-package import KeychainCore
+internal import KeychainCore
 
 /// What Apple's SecIdentityRef is: a certificate and the private key that goes with it.
 public final class SecIdentity: CustomStringConvertible {

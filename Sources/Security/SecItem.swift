@@ -1,4 +1,4 @@
-package import KeychainCore
+internal import KeychainCore
 
 /// Adds an item. With a result pointer, returns what the kSecReturn* keys ask for (a reference
 /// when none is given, as the reference says).

@@ -1,4 +1,4 @@
-package import KeychainCore
+internal import KeychainCore
 internal import CFoundationBridge
 
 /// A SecItem dictionary, checked and translated for the engine. Anything malformed is errSecParam.

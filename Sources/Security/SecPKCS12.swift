@@ -1,4 +1,4 @@
-package import KeychainCore
+internal import KeychainCore
 
 // Keys of the dictionaries SecPKCS12Import returns, and its options (SecImportExport.h).
 public let kSecImportItemLabel: CFString = NSString(string: "label")

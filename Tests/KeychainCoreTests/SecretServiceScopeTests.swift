@@ -139,7 +139,7 @@ final class SecretServiceScopeTests: StoreTestCase {
         XCTAssertTrue(try store.holdsOnlySecretServiceItems())
         var guarded = Item(itemClass: .genericPassword, attributes: ["svce": .string("g")], secret: Array("x".utf8))
         guarded["accc"] = .int(Int64(AccessConditions.userPresence.rawValue))
-        try store.add(guarded, keepingDates: false)
+        _ = try store.add(guarded, keepingDates: false)
         XCTAssertFalse(try store.holdsOnlySecretServiceItems())
     }
 }

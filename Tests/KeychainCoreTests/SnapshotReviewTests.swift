@@ -44,7 +44,7 @@ final class SnapshotReviewTests: StoreTestCase {
         XCTAssertEqual(try secretString(store, query("x")), "always")
         // And the other way round: an Always item deleted by another connection's committed batch.
         let other = try other()
-        try other.batch { try other.delete(query("x")) }
+        _ = try other.batch { try other.delete(query("x")) }
         XCTAssertStatus(try store.find(query("x")), .itemNotFound)
     }
 

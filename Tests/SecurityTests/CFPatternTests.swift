@@ -220,7 +220,7 @@ final class CFPatternTests: XCTestCase {
         let swiftError: Error = cfError as Error
         XCTAssertEqual((swiftError as NSError).code, CFErrorGetCode(cfError))
 
-        let made = CFErrorCreate(nil, kCFErrorDomainOSStatus, CFIndex(errSecParam), [kCFErrorLocalizedDescriptionKey: "bad"] as CFDictionary)
+        let made = CFErrorCreate(nil, kCFErrorDomainOSStatus, CFIndex(errSecParam), [kCFErrorLocalizedDescriptionKey as String: "bad"] as CFDictionary)
         XCTAssertEqual(CFErrorGetCode(made), -50)
         XCTAssertEqual(CFErrorCopyDescription(made) as String, "bad")
     }

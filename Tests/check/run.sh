@@ -95,9 +95,31 @@ shellcheck_error_fails() {
     if $clean_tree_is_formatted; then fails_naming ".ci/run:" --lint-only; fi
 }
 
+# The build's filter (make, Tools/check.sh): a real compiler warning planted in the project's code
+# fails it, naming the file; what SwiftPM fetched into .build and glibc's static-link notes do not.
+planted_warning_fails_the_build() {
+    printf 'func checkPlanted() -> Int {\n    let unused = 1\n    return 2\n}\n' > "$tree/Sources/KeychainCore/CheckPlanted.swift"
+    swiftc -parse-as-library -typecheck "$tree/Sources/KeychainCore/CheckPlanted.swift" > "$case_dir/compiler" 2>&1
+    grep -q 'CheckPlanted.swift:2:9: warning: ' "$case_dir/compiler" || { cat "$case_dir/compiler"; return 1; }
+    if (cd "$tree" && bash Tools/quiet-build.sh) < "$case_dir/compiler" > "$case_dir/out" 2>&1; then
+        cat "$case_dir/out"; echo "a planted warning passed"; return 1
+    fi
+    grep -q "quiet-build: 1 compiler warnings in the project's own code" "$case_dir/out"
+    grep -q 'CheckPlanted.swift:2:9: warning: ' "$case_dir/out"
+    # The same warning in a fetched package, and the linker's notes about the static tools, pass.
+    { sed "s|$tree/Sources|$tree/.build/checkouts/some-package/Sources|" "$case_dir/compiler"
+      echo "/usr/bin/ld: x.o: in function \`f': warning: Using 'dlopen' in statically linked applications requires at runtime the shared libraries from the glibc version used for linking"
+      echo 'Build complete!'; } > "$case_dir/other"
+    (cd "$tree" && bash Tools/quiet-build.sh) < "$case_dir/other" > "$case_dir/out" 2>&1 || { cat "$case_dir/out"; return 1; }
+    refute_grep 'statically linked' "$case_dir/out"
+    grep -q 'Build complete!' "$case_dir/out"
+}
+refute_grep() { if grep -q "$1" "$2"; then echo "$2 holds $1"; return 1; fi; }
+
 check "the clean copy passes the import check and shellcheck" clean_copy_passes
 check "swift-format passes a well formatted Swift file" formatted_file_passes
 check "swift-format fails a badly formatted Swift file, naming it" malformed_file_fails
 check "an upward or undeclared import fails the import check, naming the file and line" upward_import_fails
 check "a shellcheck error in a script without .sh fails shellcheck, naming it" shellcheck_error_fails
+check "a compiler warning in the project's code fails the build's filter; fetched packages' and the linker's notes do not" planted_warning_fails_the_build
 summary
