@@ -28,7 +28,7 @@ writes_the_table_keeps_the_notes() {
     diff <(inside "$case_dir/README.md" | sed '1d;$d') <(sed '1d' "$case_dir/printed")
     # Everything else is as it was: the notes survive.
     diff <(outside "$repo/bench/README.md") <(outside "$case_dir/README.md")
-    grep -q '^## How to read it, and the misses$' "$case_dir/README.md"
+    grep -q '^## The misses, and their floors$' "$case_dir/README.md"
     # A second run writes the same file again (nothing appended, markers kept once).
     cp "$case_dir/README.md" "$case_dir/first"
     report "" --readme "$case_dir/README.md" > /dev/null
