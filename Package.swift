@@ -40,37 +40,40 @@ let package = Package(
 
         // The engine: no Foundation, so the helpers and the PAM module stay small and start fast.
         .target(name: "KeychainCore", dependencies: ["CSQLite", "CSodium", "COpenSSL", "CLinux"]),
+        // User presence behind the engine's PresenceAuthorizer seam: polkit (pkcheck, pkttyagent)
+        // and pinentry over Assuan, each a process of its own. Front ends install it at start.
+        .target(name: "KeychainPresence", dependencies: ["KeychainCore", "CLinux"]),
         // The Secret Service's items over the engine: libsecret's attribute vocabulary mapped to
         // Apple's attributes, searches, replace, sandboxed apps' own items. The service and the
         // importer of `security import-secrets` share it.
         .target(name: "SecretServiceItems", dependencies: ["KeychainCore"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
-        .target(name: "Security", dependencies: ["KeychainCore", "CFoundationBridge"]),
+        .target(name: "Security", dependencies: ["KeychainCore", "KeychainPresence", "CFoundationBridge"]),
         // Foundation's own CFDictionary functions, for reading a SecItem dictionary without
         // converting every key and value first (declarations only; libFoundation has them).
         .target(name: "CFoundationBridge"),
         // Apple's LAContext over polkit, for kSecUseAuthenticationContext.
-        .target(name: "LocalAuthentication", dependencies: ["KeychainCore", "Security"]),
+        .target(name: "LocalAuthentication", dependencies: ["KeychainCore", "KeychainPresence", "Security"]),
 
         // The command-line tool, a front end over the engine.
         .executableTarget(name: "SecurityTool", dependencies: [
-            "KeychainCore", "CredentialHelperSupport", "SecretServiceItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "KeychainCore", "KeychainPresence", "CredentialHelperSupport", "SecretServiceItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: helperLinking + [.linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]),
 
         // Credential helpers: small processes started once per fetch or pull, so they link the
         // engine only (no Foundation) and the Swift runtime statically.
         .target(name: "CredentialHelperSupport", dependencies: ["KeychainCore"], path: "helpers/CredentialHelperSupport"),
-        .executableTarget(name: "git-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore"],
+        .executableTarget(name: "git-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore", "KeychainPresence"],
                           path: "helpers/git-credential-keychain",
                           linkerSettings: helperLinking),
-        .executableTarget(name: "docker-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore"],
+        .executableTarget(name: "docker-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore", "KeychainPresence"],
                           path: "helpers/docker-credential-keychain",
                           linkerSettings: helperLinking),
 
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
-        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "SecretServiceItems", "CSDBus", "COpenSSL", "CLinux"],
+        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "SecretServiceItems", "CSDBus", "COpenSSL", "CLinux"],
                           exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // Sealing a keychain to the TPM: tpm2-tss's ESAPI, in a program of its own that the engine
@@ -104,6 +107,7 @@ let package = Package(
         .executableTarget(name: "keychain-presence-probe", dependencies: ["Security", "LocalAuthentication"], path: "Tests/presence/probe"),
 
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "SecretServiceItems", "KeychainTPM"]),
+        .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import KeychainCore
+import KeychainPresence
 import Security
 
 /// Apple's LAContext over the engine's presence authorizer (`KeychainStore.defaultPresenceAuthorizer`):
@@ -9,7 +10,10 @@ import Security
 open class LAContext: NSObject, AuthenticationContextProviding, @unchecked Sendable {
     package let authenticationContext = AuthenticationContext()
     /// Who asks: the engine's presence authorizer, unless a test gives another.
-    var authorizer: PresenceAuthorizer = KeychainStore.defaultPresenceAuthorizer
+    var authorizer: PresenceAuthorizer = {
+        PresenceSetup.installPolkit()
+        return KeychainStore.defaultPresenceAuthorizer
+    }()
 
     /// Passed to the authorizer as the reason, shown where it can show one.
     open var localizedReason: String = ""

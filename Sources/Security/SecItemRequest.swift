@@ -1,4 +1,5 @@
 internal import KeychainCore
+internal import KeychainPresence
 internal import CFoundationBridge
 
 /// A SecItem dictionary, checked and translated for the engine. Anything malformed is errSecParam.
@@ -150,6 +151,8 @@ struct SecItemRequest {
     }
 
     init(_ dictionary: [String: Any]) throws {
+        // Before the engine opens a store for this call: it asks the person through polkit.
+        PresenceSetup.installPolkit()
         // Apple lets kSecValueRef and kSecValuePersistentRef stand for kSecClass.
         guard
             let raw = dictionary["class"] ?? dictionary["v_Ref"].flatMap(Self.itemClass(of:))?.rawValue

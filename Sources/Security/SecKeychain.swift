@@ -1,4 +1,5 @@
 package import KeychainCore
+internal import KeychainPresence
 
 import Glibc
 
@@ -28,7 +29,9 @@ public final class SecKeychain: @unchecked Sendable {
 
     /// Opens a keychain; by default class keys are looked up in the kernel keyring.
     public static func open(at path: String? = nil, storage: Storage = .kernel) throws -> SecKeychain {
-        SecKeychain(store: try KeychainStore.open(at: path, storage: storage.engine))
+        // Apple's API asks the person through the system (polkit here) for items that say so.
+        PresenceSetup.installPolkit()
+        return SecKeychain(store: try KeychainStore.open(at: path, storage: storage.engine))
     }
 
     /// Creates a keychain and leaves it unlocked.
@@ -42,7 +45,8 @@ public final class SecKeychain: @unchecked Sendable {
         at path: String?, password: String, storage: KeyStorage,
         scrypt: ScryptParameters?
     ) throws -> SecKeychain {
-        SecKeychain(store: try KeychainStore.create(at: path, password: Array(password.utf8), scrypt: scrypt, storage: storage))
+        PresenceSetup.installPolkit()
+        return SecKeychain(store: try KeychainStore.create(at: path, password: Array(password.utf8), scrypt: scrypt, storage: storage))
     }
 
     public func unlock(password: String) throws { try store.unlock(password: Array(password.utf8)) }
@@ -109,6 +113,7 @@ public func SecKeychainCreate(
 ) -> OSStatus {
     guard let password else { return errSecParam }
     let bytes = Array(UnsafeRawBufferPointer(start: password, count: Int(passwordLength)))
+    PresenceSetup.installPolkit()
     return secStatus {
         keychain.pointee = SecKeychain(store: try KeychainStore.create(at: pathName, password: bytes))
     }

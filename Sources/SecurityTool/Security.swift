@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import KeychainCore
+import KeychainPresence
 
 @main
 struct Security: ParsableCommand {
@@ -32,7 +33,7 @@ struct Security: ParsableCommand {
     static func main() {
         ProcessHardening.becomeUndumpable()
         // On a terminal with no desktop agent (SSH), items needing the user's presence ask here.
-        KeychainStore.defaultPresenceAuthorizer = PolkitAuthorizer(terminalAgent: true)
+        PresenceSetup.installPolkit(terminalAgent: true)
         // A password piped in would otherwise stay in stdio's stdin buffer, which is freed (at
         // exit) but never cleared; unbuffered, each byte goes straight into a buffer we wipe.
         setvbuf(stdin, nil, _IONBF, 0)

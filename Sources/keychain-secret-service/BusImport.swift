@@ -1,6 +1,7 @@
 import CSDBus
 import Glibc
 import KeychainCore
+import KeychainPresence
 import SecretServiceItems
 
 /// Another Secret Service provider on the session bus (gnome-keyring-daemon, KWallet's,

@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import KeychainPresence
 import SecretServiceItems
 
 /// A prompt's pinentry: the engine's `PinentryConversation` (the one Assuan conversation both the

@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import KeychainPresence
 import SecretServiceItems
 
 /// The commands beside serving: `enable`, `disable`, `status` (becoming the user's provider and

@@ -2,8 +2,7 @@
 import Glibc
 import XCTest
 
-/// The parts of user presence that need no polkit: the application-password seal, the fprintd
-/// output we read, the subject we describe ourselves as, and the helper-program runner.
+/// The engine's parts of user presence: the application-password seal and the helper-program runner.
 final class PresenceTests: XCTestCase {
     func testApplicationPasswordSealOpensOnlyWithItsPassword() throws {
         let sealed = try ApplicationPassword.seal(Array("secret".utf8), password: Array("pw".utf8))
@@ -24,36 +23,6 @@ final class PresenceTests: XCTestCase {
         XCTAssertThrowsError(try ApplicationPassword.open(Array(sealed.prefix(10)), password: Array("pw".utf8)))
         XCTAssertThrowsError(try ApplicationPassword.seal([1], password: [])) { XCTAssertEqual(($0 as? KeychainError)?.code, .param) }
         XCTAssertThrowsError(try ApplicationPassword.seal([1], password: [0x61, 0])) { XCTAssertEqual(($0 as? KeychainError)?.code, .param) }
-    }
-
-    func testFprintdListOutput() {
-        XCTAssertTrue(
-            PolkitAuthorizer.hasEnrolledFinger(
-                fprintdListOutput: """
-                    found 1 devices
-                    Device at /net/reactivated/Fprint/Device/0
-                    Using device /net/reactivated/Fprint/Device/0
-                    Fingerprints for user alice on Synaptics Sensors (press):
-                     - #0: right-index-finger
-                    """))
-        XCTAssertFalse(
-            PolkitAuthorizer.hasEnrolledFinger(
-                fprintdListOutput: """
-                    found 1 devices
-                    Device at /net/reactivated/Fprint/Device/0
-                    Using device /net/reactivated/Fprint/Device/0
-                    User alice has no fingers enrolled for Synaptics Sensors.
-                    """))
-        XCTAssertFalse(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: "No devices available\n"))
-        XCTAssertFalse(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: ""))
-    }
-
-    func testSubjectNamesThisProcessWithItsStartTime() throws {
-        let parts = try XCTUnwrap(PolkitAuthorizer.subject()).split(separator: ",")
-        XCTAssertEqual(parts.count, 3)
-        XCTAssertEqual(parts.first.map(String.init), "\(getpid())")
-        XCTAssertGreaterThan(UInt64(parts[1]) ?? 0, 0)
-        XCTAssertEqual(parts.last.map(String.init), "\(getuid())")
     }
 
     func testChildProcessIsBoundedAndReportsItsStatus() throws {
@@ -92,16 +61,6 @@ final class PresenceTests: XCTestCase {
         XCTAssertEqual(ChildExit.wait(for: other.pid, until: SystemClock.monotonic() + 1), .lost)
     }
 
-    func testPresenceTimeoutFromTheEnvironmentMustBeFinite() {
-        defer { unsetenv("KEYCHAIN_PRESENCE_TIMEOUT") }
-        for text in ["nan", "inf", "-inf"] {
-            setenv("KEYCHAIN_PRESENCE_TIMEOUT", text, 1)
-            XCTAssertEqual(PolkitAuthorizer().timeout, 120, text)
-        }
-        setenv("KEYCHAIN_PRESENCE_TIMEOUT", "5", 1)
-        XCTAssertEqual(PolkitAuthorizer().timeout, 5)
-    }
-
     /// A descriptor this process inherited without close-on-exec (a pipe its parent left open, as
     /// a CI runner or sshd may) does not reach the programs it starts, such as keychain-tpm-helper.
     func testChildProcessDoesNotInheritAnOpenDescriptor() throws {
@@ -117,15 +76,5 @@ final class PresenceTests: XCTestCase {
         let open = output.split(separator: "\n").compactMap { Int32($0) }
         XCTAssertFalse(open.contains(201), "the child holds descriptor 201: \(open)")
         XCTAssertFalse(open.contains(fds[1]), "the child holds descriptor \(fds[1]): \(open)")
-    }
-
-    /// No polkit to reach (pkcheck missing, or no system bus): errSecInteractionNotAllowed at once.
-    func testPolkitUnreachableIsInteractionNotAllowed() {
-        let answer = PolkitAuthorizer(timeout: 20).authorize(reason: nil)
-        if case .granted = answer { XCTFail("nobody was asked, yet granted") }
-        if access("/run/dbus/system_bus_socket", F_OK) != 0 {
-            guard case .unavailable = answer else { return XCTFail("\(answer)") }
-            XCTAssertThrowsError(try answer.check()) { XCTAssertEqual(($0 as? KeychainError)?.code, .interactionNotAllowed) }
-        }
     }
 }

@@ -1,11 +1,14 @@
 import CredentialHelperSupport
 import Glibc
 import KeychainCore
+import KeychainPresence
 
 // docker-credential-keychain store|get|erase|list|version: registry logins in the user's login
 // keychain. Errors go to stdout with exit status 1, in docker-credential-helpers' words.
 
 ProcessHardening.becomeUndumpable()
+// An item that asks for the user asks through polkit, as it always has.
+PresenceSetup.installPolkit()
 
 let usage = "Usage: \(DockerCredentialHelper.name) <store|get|erase|list|version>"
 

@@ -1,11 +1,14 @@
 import CredentialHelperSupport
 import Glibc
 import KeychainCore
+import KeychainPresence
 
 // git-credential-keychain get|store|erase: git's credentials in the user's login keychain.
 // Prints nothing when nothing matches, and nothing on stderr when all is well.
 
 ProcessHardening.becomeUndumpable()
+// An item that asks for the user asks through polkit, as it always has.
+PresenceSetup.installPolkit()
 
 guard let action = HelperArguments.action, action == "get" || action == "store" || action == "erase" else {
     HelperKeychain.printError("usage: git-credential-keychain get|store|erase  (set credential.helper=keychain)")

@@ -3,8 +3,8 @@ import Glibc
 
 /// A helper program run for a bounded time: polkit's pkcheck and pkttyagent, fprintd-list. Started
 /// by absolute path with a fixed environment, so neither PATH nor the caller's variables choose it.
-struct ChildProcess {
-    let pid: pid_t
+package struct ChildProcess {
+    package let pid: pid_t
 
     /// Starts `path` with `arguments`; `stdio` are the descriptors its 0, 1 and 2 become (-1:
     /// /dev/null), `keep` descriptors it inherits under the same numbers; every other descriptor
@@ -12,7 +12,7 @@ struct ChildProcess {
     /// opens its own with O_CLOEXEC besides).
     /// `environment` nil passes the caller's whole environment (for a program the user chose, such
     /// as their pinentry); by default only what the polkit and fprintd clients need.
-    static func start(
+    package static func start(
         _ path: String, _ arguments: [String], stdio: (Int32, Int32, Int32) = (-1, -1, -1),
         keep: [Int32] = [], environment: [String]? = ChildProcess.minimalEnvironment()
     ) throws -> ChildProcess {
@@ -66,13 +66,13 @@ struct ChildProcess {
     /// bus's address let them reach the caller's session. Never DBUS_SYSTEM_BUS_ADDRESS: polkit
     /// and fprintd live on the system bus at its well-known socket, and a bus the caller names
     /// could answer pkcheck with a grant of its own.
-    static func minimalEnvironment() -> [String] {
+    package static func minimalEnvironment() -> [String] {
         let passed = ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "TERM"]
         return ["PATH=/usr/bin:/bin", "LC_ALL=C"] + passed.compactMap { name in getenv(name).map { "\(name)=\(String(cString: $0))" } }
     }
 
     /// Its exit status, or nil if it was still running at `deadline` (CLOCK_MONOTONIC seconds).
-    func wait(until deadline: Double) -> Int32? {
+    package func wait(until deadline: Double) -> Int32? {
         switch ChildExit.wait(for: pid, until: deadline) {
         case .running: return nil
         case .lost: return -1
@@ -81,14 +81,14 @@ struct ChildProcess {
     }
 
     /// Ends it (SIGTERM, then SIGKILL after half a second) and reaps it, waiting a bounded time.
-    func stop() {
+    package func stop() {
         kill(pid, SIGTERM)
         _ = ChildExit.wait(for: pid, until: SystemClock.monotonic() + 0.5, killingAtDeadline: true)
     }
 
     /// Runs `path` to completion within `seconds`, returning its status and what it printed
     /// (at most 64 KiB); nil when it could not start or ran out of time (then it is stopped).
-    static func output(_ path: String, _ arguments: [String], seconds: Double) -> (Int32, String)? {
+    package static func output(_ path: String, _ arguments: [String], seconds: Double) -> (Int32, String)? {
         var fds: [Int32] = [0, 0]
         guard clinux_pipe_cloexec(&fds) == 0 else { return nil }
         defer { close(fds[0]) }

@@ -19,8 +19,8 @@ package enum PresenceAnswer: Equatable, Sendable {
     }
 }
 
-/// Whoever confirms that the user is at the machine. The engine's default is polkit
-/// (`KeychainStore.defaultPresenceAuthorizer`); tests give their own. Front ends such as
+/// Whoever confirms that the user is at the machine: polkit, which the front ends install
+/// (`KeychainStore.defaultPresenceAuthorizer`, KeychainPresence); tests give their own. Front ends such as
 /// LocalAuthentication know only this seam, never what stands behind it.
 package protocol PresenceAuthorizer: Sendable {
     /// Asks, and waits a bounded time. `reason` is the caller's kSecUseOperationPrompt.
@@ -39,4 +39,14 @@ extension PresenceAuthorizer {
     /// An authorizer that says nothing of its availability can always be asked.
     package func unavailability() -> String? { nil }
     package func biometryUnavailability() -> String? { nil }
+}
+
+/// The engine's own default: no program to ask was installed, so nobody can be asked.
+package struct NobodyToAsk: PresenceAuthorizer {
+    static let why = "this program has no way to ask for the user's presence"
+    package init() {}
+    package func authorize(reason: String?) -> PresenceAnswer { .unavailable(Self.why) }
+    package func fingersEnrolled() -> Bool { false }
+    package func unavailability() -> String? { Self.why }
+    package func biometryUnavailability() -> String? { Self.why }
 }

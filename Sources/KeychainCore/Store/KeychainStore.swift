@@ -30,8 +30,10 @@ package final class KeychainStore: @unchecked Sendable {
     private let mutex = Mutex()
     /// Who confirms the user's presence for items whose access control asks for it.
     package var presenceAuthorizer: PresenceAuthorizer = KeychainStore.defaultPresenceAuthorizer
-    /// What new stores get: polkit without a terminal agent; `security` starts one.
-    nonisolated(unsafe) package static var defaultPresenceAuthorizer: PresenceAuthorizer = PolkitAuthorizer()
+    /// What new stores get. The engine asks nobody itself (it starts no process): each front end
+    /// installs polkit at its start (KeychainPresence's `PresenceSetup`), `security` with a
+    /// terminal agent; until then an item that asks for the user is refused as not interactive.
+    nonisolated(unsafe) package static var defaultPresenceAuthorizer: PresenceAuthorizer = NobodyToAsk()
 
     init(path: String, db: SQLiteDatabase, keybag: Keybag, storage: KeyStorage) {
         self.path = path

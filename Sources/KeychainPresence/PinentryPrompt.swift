@@ -1,3 +1,4 @@
+import KeychainCore
 import Glibc
 
 /// One passphrase asked through pinentry (a `PinentryConversation`), waiting a bounded time: an

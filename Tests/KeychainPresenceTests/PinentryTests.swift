@@ -1,17 +1,22 @@
 @testable import KeychainCore
+@testable import KeychainPresence
 import Glibc
 import XCTest
 
 /// PinentryPrompt over the engine's one pinentry conversation, answered by a scripted pinentry.
 final class PinentryTests: XCTestCase {
-    var scratch: Scratch!
+    /// A private folder for the scripted pinentry and its log.
+    private var directory: String!
 
-    override func setUp() { scratch = Scratch() }
-    override func tearDown() { scratch.remove() }
+    override func setUp() {
+        var template = Array("/tmp/keychain-pinentry-XXXXXX".utf8CString)
+        directory = String(cString: mkdtemp(&template)!)
+    }
+    override func tearDown() { _ = system("rm -rf '\(directory!)'") }
 
     /// A pinentry that greets with `greeting`, logs every command and answers GETPIN with `answer`.
     private func pinentry(greeting: String = "OK Pleased to meet you", answer: String) throws -> (program: String, log: String) {
-        let program = scratch.directory + "/pinentry", log = scratch.directory + "/pinentry.log"
+        let program = directory + "/pinentry", log = directory + "/pinentry.log"
         let script = """
             #!/bin/sh
             echo '\(greeting)'
@@ -39,16 +44,19 @@ final class PinentryTests: XCTestCase {
     func testCancelAndEmptyAreCancelled() throws {
         for answer in ["ERR 83886179 Operation cancelled <Pinentry>", "OK"] {
             let (program, _) = try pinentry(answer: answer)
-            XCTAssertStatus(try PinentryPrompt(program: program, timeout: 10).ask(description: "d", prompt: "p"), .userCanceled, answer)
+            XCTAssertThrowsError(try PinentryPrompt(program: program, timeout: 10).ask(description: "d", prompt: "p"), answer) {
+                XCTAssertEqual(($0 as? KeychainError)?.code, .userCanceled, answer)
+            }
         }
     }
 
     func testNoPinentryOrNoAssuanIsInteractionNotAllowed() throws {
-        XCTAssertStatus(
-            try PinentryPrompt(program: scratch.directory + "/none", timeout: 10).ask(description: "d", prompt: "p"),
-            .interactionNotAllowed)
         let (program, _) = try pinentry(greeting: "ERR 1 no", answer: "OK")
-        XCTAssertStatus(try PinentryPrompt(program: program, timeout: 10).ask(description: "d", prompt: "p"), .interactionNotAllowed)
+        for program in [directory + "/none", program] {
+            XCTAssertThrowsError(try PinentryPrompt(program: program, timeout: 10).ask(description: "d", prompt: "p")) {
+                XCTAssertEqual(($0 as? KeychainError)?.code, .interactionNotAllowed, program)
+            }
+        }
     }
 
     /// The conversation goes on past an option an old pinentry does not know.

@@ -1,3 +1,4 @@
+import KeychainCore
 /// The escaping of GnuPG's Assuan protocol, which pinentry speaks: "%", CR and LF as %XX in what
 /// is sent, any %XX decoded in data lines received.
 package enum Assuan {

@@ -1,0 +1,69 @@
+@testable import KeychainCore
+@testable import KeychainPresence
+import Glibc
+import XCTest
+
+/// Polkit without a polkit: the fprintd output we read, the subject we describe ourselves as, the
+/// timeout we take from the environment, and the answer when nothing can be reached.
+final class PolkitTests: XCTestCase {
+    func testFprintdListOutput() {
+        XCTAssertTrue(
+            PolkitAuthorizer.hasEnrolledFinger(
+                fprintdListOutput: """
+                    found 1 devices
+                    Device at /net/reactivated/Fprint/Device/0
+                    Using device /net/reactivated/Fprint/Device/0
+                    Fingerprints for user alice on Synaptics Sensors (press):
+                     - #0: right-index-finger
+                    """))
+        XCTAssertFalse(
+            PolkitAuthorizer.hasEnrolledFinger(
+                fprintdListOutput: """
+                    found 1 devices
+                    Device at /net/reactivated/Fprint/Device/0
+                    Using device /net/reactivated/Fprint/Device/0
+                    User alice has no fingers enrolled for Synaptics Sensors.
+                    """))
+        XCTAssertFalse(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: "No devices available\n"))
+        XCTAssertFalse(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: ""))
+    }
+
+    func testSubjectNamesThisProcessWithItsStartTime() throws {
+        let parts = try XCTUnwrap(PolkitAuthorizer.subject()).split(separator: ",")
+        XCTAssertEqual(parts.count, 3)
+        XCTAssertEqual(parts.first.map(String.init), "\(getpid())")
+        XCTAssertGreaterThan(UInt64(parts[1]) ?? 0, 0)
+        XCTAssertEqual(parts.last.map(String.init), "\(getuid())")
+    }
+
+    func testPresenceTimeoutFromTheEnvironmentMustBeFinite() {
+        defer { unsetenv("KEYCHAIN_PRESENCE_TIMEOUT") }
+        for text in ["nan", "inf", "-inf"] {
+            setenv("KEYCHAIN_PRESENCE_TIMEOUT", text, 1)
+            XCTAssertEqual(PolkitAuthorizer().timeout, 120, text)
+        }
+        setenv("KEYCHAIN_PRESENCE_TIMEOUT", "5", 1)
+        XCTAssertEqual(PolkitAuthorizer().timeout, 5)
+    }
+
+    /// No polkit to reach (pkcheck missing, or no system bus): errSecInteractionNotAllowed at once.
+    func testPolkitUnreachableIsInteractionNotAllowed() {
+        let answer = PolkitAuthorizer(timeout: 20).authorize(reason: nil)
+        if case .granted = answer { XCTFail("nobody was asked, yet granted") }
+        if access("/run/dbus/system_bus_socket", F_OK) != 0 {
+            guard case .unavailable = answer else { return XCTFail("\(answer)") }
+            XCTAssertThrowsError(try answer.check()) { XCTAssertEqual(($0 as? KeychainError)?.code, .interactionNotAllowed) }
+        }
+    }
+
+    /// A front end installs polkit once; a program that chose its own authorizer keeps it.
+    func testSetupInstallsPolkitOnlyOverTheEnginesDefault() {
+        let before = KeychainStore.defaultPresenceAuthorizer
+        defer { KeychainStore.defaultPresenceAuthorizer = before }
+        XCTAssertTrue(KeychainStore.defaultPresenceAuthorizer is NobodyToAsk || KeychainStore.defaultPresenceAuthorizer is PolkitAuthorizer)
+        KeychainStore.defaultPresenceAuthorizer = NobodyToAsk()
+        guard case .unavailable = KeychainStore.defaultPresenceAuthorizer.authorize(reason: nil) else { return XCTFail("the engine asked someone") }
+        PresenceSetup.installPolkit()
+        XCTAssertTrue(KeychainStore.defaultPresenceAuthorizer is PolkitAuthorizer)
+    }
+}
