@@ -79,6 +79,9 @@ upward_import_fails() {
     # The engine must not know Apple's face above it.
     printf 'import Security\n\nlet planted = 1\n' > "$tree/Sources/KeychainCore/CheckPlanted.swift"
     fails_naming "Sources/KeychainCore/CheckPlanted.swift:1: import Security" imports
+    # The engine knows none of the targets over it (presence, sync, the TPM policy).
+    printf 'internal import KeychainPresence\n' > "$tree/Sources/KeychainCore/CheckPlanted.swift"
+    fails_naming "Sources/KeychainCore/CheckPlanted.swift:1: import KeychainPresence" imports
     # The other spellings of an import count too.
     printf '@_implementationOnly import LocalAuthentication\n' > "$tree/Sources/KeychainCore/CheckPlanted.swift"
     fails_naming "import LocalAuthentication" imports
