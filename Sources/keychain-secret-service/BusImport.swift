@@ -62,11 +62,19 @@ struct RemoteProvider {
         var element: String { String(path.split(separator: "/").last ?? "") }
     }
 
+    /// One object's properties of `interface`, each handed to `read` with the reader positioned
+    /// on its value; `read` answers false for one it skips.
+    private func properties(
+        of path: String, _ interface: String, _ read: (_ key: String, _ signature: String, _ reader: MessageReader) throws -> Bool
+    ) throws {
+        let reply = try client.call(name, path, "org.freedesktop.DBus.Properties", "GetAll") { try $0.string(interface) }
+        let reader = reply.reader
+        try reader.properties { key, signature in try read(key, signature, reader) }
+    }
+
     func collection(_ path: String) throws -> CollectionInfo {
         var info = CollectionInfo(path: path)
-        let reply = try client.call(name, path, "org.freedesktop.DBus.Properties", "GetAll") { try $0.string(Self.collection) }
-        let reader = reply.reader
-        try reader.properties { key, signature in
+        try properties(of: path, Self.collection) { key, signature, reader in
             switch (key, signature) {
             case ("Label", "s"): info.label = try reader.string()
             case ("Locked", "b"): info.locked = try reader.bool()
@@ -91,9 +99,7 @@ struct RemoteProvider {
 
     func item(_ path: String) throws -> ItemInfo {
         var info = ItemInfo(path: path)
-        let reply = try client.call(name, path, "org.freedesktop.DBus.Properties", "GetAll") { try $0.string(Self.item) }
-        let reader = reply.reader
-        try reader.properties { key, signature in
+        try properties(of: path, Self.item) { key, signature, reader in
             switch (key, signature) {
             case ("Label", "s"): info.label = try reader.string()
             case ("Attributes", "a{ss}"): info.attributes = try reader.stringDictionary()

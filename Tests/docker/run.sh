@@ -30,7 +30,7 @@ finish() {
 
 # Starts docker-registry on a free loopback port with htpasswd auth for reguser / "reg pass".
 start_registry() {
-    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    port=$(free_port)
     htpasswd -Bbn reguser 'reg pass' > "$case_dir/htpasswd"
     cat > "$case_dir/registry.yml" <<YML
 version: 0.1

@@ -1,11 +1,43 @@
 internal import CSodium
 
+/// What the group's devices sign: a magic, the record's fields, then the signature over both.
+/// The manifest and the sealed sync keys share this one shape on the wire.
+protocol SignedSyncRecord {
+    static var magic: Bytes { get }
+    var signature: Bytes { get set }
+    func writeFields(to w: inout ByteWriter)
+}
+
+extension SignedSyncRecord {
+    var signedPart: Bytes {
+        var w = ByteWriter()
+        writeFields(to: &w)
+        return Self.magic + w.bytes
+    }
+
+    func encoded() -> Bytes {
+        var w = ByteWriter()
+        w.blob(signature)
+        return signedPart + w.bytes
+    }
+
+    /// `fields` reads the record's fields after the magic; the signature must end the bytes.
+    static func decodeSigned(_ bytes: Bytes, notA: String, malformed: String, _ fields: (inout ByteReader) throws -> Self) throws -> Self {
+        guard bytes.starts(with: magic) else { throw KeychainError.decode(notA) }
+        var r = ByteReader(Array(bytes.dropFirst(magic.count)))
+        var record = try fields(&r)
+        record.signature = try r.blob()
+        guard r.isAtEnd else { throw KeychainError.decode(malformed) }
+        return record
+    }
+}
+
 /// The signed list of a sync group's devices (`group` in the repository): who may write, whose
 /// public keys the sync key is sealed to, and which key epoch is current. `serial` grows with
 /// every change, so an older manifest put back (one that still lists a removed device) is refused.
 /// Its signer must be a device of the manifest this device last accepted: the remote cannot add
 /// a device of its own.
-package struct SyncManifest: Sendable, Equatable {
+package struct SyncManifest: SignedSyncRecord, Sendable, Equatable {
     package var group: Bytes
     package var serial: UInt64
     package var epoch: UInt32
@@ -15,15 +47,13 @@ package struct SyncManifest: Sendable, Equatable {
 
     static let magic = Array("KCSG".utf8)
 
-    var signedPart: Bytes {
-        var w = ByteWriter()
+    func writeFields(to w: inout ByteWriter) {
         w.blob(group)
         w.u64(serial)
         w.u32(epoch)
         w.u32(UInt32(devices.count))
         for device in devices { device.write(to: &w) }
         w.blob(signer)
-        return Self.magic + w.bytes
     }
 
     mutating func sign(with keys: SyncDeviceKeys) {
@@ -31,28 +61,21 @@ package struct SyncManifest: Sendable, Equatable {
         signature = keys.sign(signedPart)
     }
 
-    func encoded() -> Bytes {
-        var w = ByteWriter()
-        w.blob(signature)
-        return signedPart + w.bytes
-    }
-
     package func device(_ id: Bytes) -> SyncDevice? { devices.first { $0.id == id } }
 
     /// Parses and checks that a device it lists signed it (what a joining device can check).
     static func decode(_ bytes: Bytes) throws -> SyncManifest {
-        guard bytes.starts(with: magic) else { throw KeychainError.decode("not a sync group manifest") }
-        var r = ByteReader(Array(bytes.dropFirst(magic.count)))
-        let group = try r.blob()
-        let serial = try r.u64()
-        let epoch = try r.u32()
-        let count = try r.u32()
-        guard count <= 1024 else { throw KeychainError.decode("too many devices in the manifest") }
-        var devices: [SyncDevice] = []
-        for _ in 0..<count { devices.append(try SyncDevice.read(from: &r)) }
-        var manifest = SyncManifest(group: group, serial: serial, epoch: epoch, devices: devices, signer: try r.blob())
-        manifest.signature = try r.blob()
-        guard r.isAtEnd, group.count == 16 else { throw KeychainError.decode("the manifest is malformed") }
+        let manifest = try decodeSigned(bytes, notA: "not a sync group manifest", malformed: "the manifest is malformed") { r in
+            let group = try r.blob()
+            let serial = try r.u64()
+            let epoch = try r.u32()
+            let count = try r.u32()
+            guard count <= 1024 else { throw KeychainError.decode("too many devices in the manifest") }
+            var devices: [SyncDevice] = []
+            for _ in 0..<count { devices.append(try SyncDevice.read(from: &r)) }
+            return SyncManifest(group: group, serial: serial, epoch: epoch, devices: devices, signer: try r.blob())
+        }
+        guard manifest.group.count == 16 else { throw KeychainError.decode("the manifest is malformed") }
         guard let signer = manifest.device(manifest.signer), signer.verify(manifest.signature, of: manifest.signedPart) else {
             throw KeychainError.decode("the manifest is not signed by one of its devices")
         }
@@ -71,7 +94,7 @@ package struct SyncManifest: Sendable, Equatable {
 
 /// `keys/<device id hex>`: the current epoch's sync key sealed to one device's X25519 key, signed
 /// by the device that sealed it (a device of the manifest).
-struct SealedSyncKey {
+struct SealedSyncKey: SignedSyncRecord {
     var group: Bytes
     var epoch: UInt32
     var device: Bytes
@@ -81,14 +104,12 @@ struct SealedSyncKey {
 
     static let magic = Array("KCSK".utf8)
 
-    var signedPart: Bytes {
-        var w = ByteWriter()
+    func writeFields(to w: inout ByteWriter) {
         w.blob(group)
         w.u32(epoch)
         w.blob(device)
         w.blob(sealed)
         w.blob(signer)
-        return Self.magic + w.bytes
     }
 
     static func make(group: Bytes, epoch: UInt32, key: Bytes, for device: SyncDevice, by signer: SyncDeviceKeys) throws -> SealedSyncKey {
@@ -97,19 +118,10 @@ struct SealedSyncKey {
         return sealed
     }
 
-    func encoded() -> Bytes {
-        var w = ByteWriter()
-        w.blob(signature)
-        return signedPart + w.bytes
-    }
-
     static func decode(_ bytes: Bytes) throws -> SealedSyncKey {
-        guard bytes.starts(with: magic) else { throw KeychainError.decode("not a sealed sync key") }
-        var r = ByteReader(Array(bytes.dropFirst(magic.count)))
-        var key = SealedSyncKey(group: try r.blob(), epoch: try r.u32(), device: try r.blob(), sealed: try r.blob(), signer: try r.blob())
-        key.signature = try r.blob()
-        guard r.isAtEnd else { throw KeychainError.decode("a sealed sync key is malformed") }
-        return key
+        try decodeSigned(bytes, notA: "not a sealed sync key", malformed: "a sealed sync key is malformed") { r in
+            SealedSyncKey(group: try r.blob(), epoch: try r.u32(), device: try r.blob(), sealed: try r.blob(), signer: try r.blob())
+        }
     }
 
     /// The sync key, if a device of `manifest` sealed it for `keys` under `manifest`'s epoch.
