@@ -158,7 +158,9 @@ if pipelined:
 for name, what in (("bulk-backup.txt", f"`security import` of a backup of {store_items:,} items (its scrypt included), into a new keychain"),
                    ("bulk-git.txt", f"`security import-secrets --git-credentials` of {store_items:,} credential-store lines, into a new keychain"),
                    ("bulk-keyring.txt", f"`security import-secrets --keyring` of a keyring file of {store_items:,} items of libsecret's "
-                                        "generic schema, into the keychain it makes (its scrypt included)")):
+                                        "generic schema, into the keychain it makes (its scrypt included)"),
+                   ("bulk-alike.txt", f"`security import-secrets --keyring` of a keyring file of {store_items:,} look-alikes (one label "
+                                      "and attribute set, a secret each), into the keychain it makes (its scrypt included)")):
     value = median_of(name)
     if value is not None:
         bar = store_items * 0.2 / 1000

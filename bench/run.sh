@@ -256,13 +256,16 @@ done
 # --- bulk writes: imports of $store_items items, each into a fresh keychain -------------------
 # The commands as a user runs them, whole processes (the backup's scrypt included); only the
 # import is timed, not making the keychain it goes into.
-say "bulk writes: security import of a $store_items-item backup, import-secrets of $store_items git credentials and of a keyring file of $store_items, 3 times each"
+say "bulk writes: security import of a $store_items-item backup, import-secrets of $store_items git credentials and of keyring files of $store_items (and of $store_items look-alikes), 3 times each"
 elapsed_ms() { python3 -c 'import sys, time; print((time.time_ns() - int(sys.argv[1])) / 1e6)' "$1"; }
 # A keyring of libsecret's generic schema (secret-tool, python-keyring), written in
 # gnome-keyring's format: the daemon would take hours to fill (it rewrites its file on every
 # store). import-secrets makes its keychain (keyring NAME becomes keychain NAME), so that scrypt
 # is in its time, as the backup's is in the restore's.
 /usr/bin/python3 "$root/Tests/stress/keyring_file.py" "$work/bulk-keyring.keyring" "$store_items" 'keyring password'
+# Look-alikes: one label and attribute set, a secret each, which gnome-keyring keeps as items of
+# their own; each item's "already there?" once read every earlier one.
+/usr/bin/python3 "$root/Tests/stress/keyring_file.py" "$work/bulk-alike.keyring" "$store_items" 'keyring password' --shared
 for round in 1 2 3; do
     printf 'bench password\n' | "$bin/security" create-keychain "$work/bulk-restore-$round.keychain-db" >/dev/null
     start=$(date +%s%N)
@@ -279,6 +282,11 @@ for round in 1 2 3; do
     elapsed_ms "$start" >> "$work/bulk-keyring.txt"
     grep -q "import-secrets: $store_items added" "$work/bulk-keyring.log" || { echo "import-secrets --keyring did not add $store_items items:"; cat "$work/bulk-keyring.log"; exit 1; }
     "$bin/security" delete-keychain "$XDG_DATA_HOME/keychains/bulk-keyring.keychain-db"
+    start=$(date +%s%N)
+    printf 'keyring password\n' | "$bin/security" import-secrets --keyring "$work/bulk-alike.keyring" > "$work/bulk-alike.log" 2>&1
+    elapsed_ms "$start" >> "$work/bulk-alike.txt"
+    grep -q "import-secrets: $store_items added" "$work/bulk-alike.log" || { echo "import-secrets --keyring did not add $store_items look-alikes:"; cat "$work/bulk-alike.log"; exit 1; }
+    "$bin/security" delete-keychain "$XDG_DATA_HOME/keychains/bulk-alike.keychain-db"
 done
 
 # --- in-process figures ---------------------------------------------------------------------

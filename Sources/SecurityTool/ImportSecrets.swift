@@ -341,19 +341,26 @@ final class SecretImportRun {
         // Read once: inside the batch only this run writes, and never the sync default (a
         // setting too locked to read now is asked again for each item).
         let syncsNewItems = dryRun ? false : store?.readSyncDefault()
+        // What the keychain holds, read once per attribute set for the whole file.
+        var known: SecretImportIndex
+        do {
+            known = try SecretImportIndex()
+        } catch {
+            return fail(file, error)
+        }
         for (index, item) in keyring.items.enumerated() {
             progress.show("import-secrets: \(name).keyring \(index + 1)/\(keyring.items.count)")
             let place = "\(file): " + (item.label.isEmpty ? "item \(item.id)" : "\"\(item.label)\"")
             do {
                 if let store {
                     if dryRun {
-                        let there = try store.holdsSecretItem(label: item.label, attributes: item.attributes, secret: item.secret)
+                        let there = try store.holdsSecretItem(label: item.label, attributes: item.attributes, secret: item.secret, index: &known)
                         count(there ? .alreadyThere : .added, place)
                     } else {
                         count(
                             try store.importSecretItem(
                                 label: item.label, attributes: item.attributes, secret: item.secret,
-                                created: item.created, modified: item.modified, syncsNewItems: syncsNewItems), place)
+                                created: item.created, modified: item.modified, syncsNewItems: syncsNewItems, index: &known), place)
                     }
                 } else {
                     count(.added, place)

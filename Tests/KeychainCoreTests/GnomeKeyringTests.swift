@@ -339,6 +339,29 @@ final class GnomeKeyringTests: XCTestCase {
         XCTAssertEqual(try store.secretItem(chromium.row, includeSecret: true).secret, Array("c2VjcmV0LWtleQ==".utf8))
     }
 
+    /// One import's index: look-alikes all come; what it added, and what the keychain held before
+    /// it (read once per attribute set), is already there; the label and the secret both count.
+    func testImportIndexKnowsWhatCameAndWhatWasThere() throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let store = try scratch.create()
+        let attributes = ["xdg:schema": "org.freedesktop.Secret.Generic", "service": "mail", "username": "ann"]
+        func bring(_ label: String, _ secret: String, _ index: inout SecretImportIndex) throws -> KeychainStore.ImportOutcome {
+            try store.importSecretItem(label: label, attributes: attributes, secret: Array(secret.utf8), created: 0, modified: 0, index: &index)
+        }
+        _ = try store.addSecretItem(label: "Mail", attributes: attributes, secret: Array("before".utf8), contentType: "text/plain", replace: false)
+        var first = try SecretImportIndex()
+        XCTAssertEqual(try bring("Mail", "before", &first), .alreadyThere, "held before the import")
+        for n in 0..<50 { XCTAssertEqual(try bring("Mail", "s\(n)", &first), .added) }
+        XCTAssertEqual(try bring("Mail", "s7", &first), .alreadyThere, "added by this import")
+        XCTAssertEqual(try bring("Other label", "s7", &first), .added, "another label: another item")
+        XCTAssertEqual(try bring("Mail", "s7x", &first), .added, "another secret: another item")
+        var second = try SecretImportIndex()
+        for n in 0..<50 { XCTAssertEqual(try bring("Mail", "s\(n)", &second), .alreadyThere) }
+        XCTAssertEqual(try bring("Other label", "s7", &second), .alreadyThere)
+        XCTAssertEqual(try store.searchSecretItems(attributes).unlocked.count, 53)
+        XCTAssertFalse(try store.holdsSecretItem(label: "Mail", attributes: ["service": "mail"], secret: Array("s1".utf8)), "a subset is other attributes")
+    }
 }
 
 /// Writes the encrypted format field by field (gkm-secret-binary.c's layout), with knobs for what

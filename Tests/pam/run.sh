@@ -520,9 +520,56 @@ import_worker_only_when_pending() {
     expect 3 "$(workers_of_a_login)" "a login.keyring not yet imported: the import's worker too"
     logged "gnome-keyring's login keyring was not imported"
     [ ! -e "$home/.local/share/keychains/.login-keyring-imported" ]
+    expect 2 "$(workers_of_a_login)" "the attempt on this file recorded: not tried again"
+    grep -q '^ended at .*: failed ' "$home/.local/share/keychains/.login-keyring-tried"
+    as_user sh -c 'printf "still not a keyring" > "$HOME/.local/share/keyrings/login.keyring"'
+    expect 3 "$(workers_of_a_login)" "a changed file: tried again"
+    expect 2 "$(workers_of_a_login)" "once"
     as_user touch "$home/.local/share/keychains/.login-keyring-imported"
     expect 2 "$(workers_of_a_login)" "imported once: no import worker"
     expect unlocked "$(state WhenUnlocked)"
+}
+
+# A login.keyring whose items cannot all come within the import's time limit: 120,000 items
+# with no label and no attributes (look-alikes all, the most a file under the 8 MiB cap holds).
+# The import ran into the limit at every login; now the attempt is recorded against the file,
+# so only the first login pays it, and a changed file is tried again, once.
+hostile_keyring_costs_one_login() {
+    local tried=$home/.local/share/keychains/.login-keyring-tried keyring=$home/.local/share/keyrings/login.keyring
+    local started took before
+    as_user mkdir -p "$home/.local/share/keyrings"
+    /usr/bin/python3 "$here/../stress/keyring_file.py" "$case_dir/login.keyring" 120000 "$password" --bare
+    install -o "$uid" -g "$gid" -m 600 "$case_dir/login.keyring" "$keyring"
+    started=$(date +%s%N)
+    login
+    took=$(( ($(date +%s%N) - started) / 1000000 ))
+    echo "first login: $took ms"
+    [ "$took" -ge 9000 ] || { echo "the import did not run into its time limit"; return 1; }
+    logged "gave up after 10 s)"
+    before=$(cat "$tried" 2>/dev/null || :)
+    logout
+    [ -n "$devlog" ] && : > "$devlog"
+    started=$(date +%s%N)
+    login
+    took=$(( ($(date +%s%N) - started) / 1000000 ))
+    echo "second login: $took ms"
+    [ "$took" -lt 5000 ]
+    logged 'open_session: done'
+    refute grep -q 'login keyring' "${devlog:-/dev/null}"
+    expect "$before" "$(cat "$tried")" "the record, untouched by the second login"
+    expect "$uid 600" "$(stat -c '%u %a' "$tried")" "the record, the user's"
+    expect "keyring $(stat -c '%d %i %s' "$keyring")" "$(head -1 "$tried" | cut -d' ' -f1-4)" "the file it names"
+    grep -q '^begun at .*; did not end within 10 s$' "$tried"
+    [ ! -e "$home/.local/share/keychains/.login-keyring-imported" ]
+    logout
+    # Another file (gnome-keyring rewrote it): tried again, and done. Its items are the first
+    # three of the other, which came before the time limit and stayed.
+    /usr/bin/python3 "$here/../stress/keyring_file.py" "$case_dir/login.keyring" 3 "$password" --bare
+    install -o "$uid" -g "$gid" -m 600 "$case_dir/login.keyring" "$keyring"
+    login
+    logged 'login keyring imported into the login keychain: 0 added, 3 already there; done once'
+    [ -f "$home/.local/share/keychains/.login-keyring-imported" ]
+    [ ! -e "$tried" ]
 }
 
 # A login.keyring folder that never answers (the user's own FUSE mount, a network home gone
@@ -652,6 +699,11 @@ check "sudo -u: another user's keychain and kernel keyring stay untouched" sudo_
 check "the worker inherits no descriptor (/etc/shadow) and no environment" worker_inherits_no_descriptor_or_environment
 check "a reset planted by the user's own process is ignored; nothing re-keyed" planted_reset_is_ignored
 check "the first-login import forks its worker only while there is a keyring to import" import_worker_only_when_pending
+if /usr/bin/python3 -c 'import cryptography' 2>/dev/null; then
+    check "a keyring too large to import at a login costs the first login only; a changed one comes" hostile_keyring_costs_one_login
+else
+    skip "python3-cryptography is not installed (writes the keyring file)"
+fi
 if [ -c /dev/fuse ]; then
     check "a keyrings folder that never answers: the unlock is reported, the login goes on" hung_keyrings_folder_costs_only_the_import
 else

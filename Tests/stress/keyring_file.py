@@ -3,9 +3,13 @@
 of `security import-secrets` (Tests/stress) and for `make bench`'s import of a keyring too large
 to fill through the daemon itself (it rewrites its file on every store).
 
-  keyring_file.py OUT COUNT PASSWORD
+  keyring_file.py OUT COUNT PASSWORD [--shared | --bare]
       Writes an encrypted keyring of COUNT items as libsecret's generic schema stores them
-      (`secret-tool store`, python-keyring): xdg:schema, service and username.
+      (`secret-tool store`, python-keyring): xdg:schema, service and username. With --shared,
+      every item has the same label and attributes and a secret of its own: look-alikes, which
+      gnome-keyring keeps as items of their own (and which made each item of an import read
+      every earlier one). With --bare, items with no label and no attributes, each a secret of its
+      own: the smallest items, so the most in a file of a given size (about 67 bytes each).
 
 An item is (label, secret, [(name, value)...], item type); a value is a string or, for a uint32
 attribute, an int.
@@ -38,14 +42,17 @@ def attributes(pairs, hashed):
 
 def encrypted_keyring(items, password, salt, iterations=1500):
     """The encrypted format: header, hashed index, then AES-128-CBC under iterated SHA-256."""
-    out = b"GnomeKeyring\n\r\0\n" + bytes(4) + string("Fuzz") + struct.pack(">QQIII", 0, 0, 0, 0, iterations) + salt + bytes(16)
-    out += struct.pack(">I", len(items))
+    # Parts joined once: appending to one bytes object copied it whole for every item.
+    out = [b"GnomeKeyring\n\r\0\n" + bytes(4) + string("Fuzz") + struct.pack(">QQIII", 0, 0, 0, 0, iterations) + salt + bytes(16)]
+    out.append(struct.pack(">I", len(items)))
     for n, (label, secret, attrs, kind) in enumerate(items):
-        out += struct.pack(">II", n + 1, kind) + attributes(attrs, True)
-    inner = b""
+        out.append(struct.pack(">II", n + 1, kind) + attributes(attrs, True))
+    out = b"".join(out)
+    inner = []
     for label, secret, attrs, kind in items:
-        inner += string(label) + string(secret) + struct.pack(">QQ", 1_700_000_000, 1_700_000_100)
-        inner += string(None) + bytes(16) + attributes(attrs, False) + struct.pack(">I", 0)
+        inner.append(string(label) + string(secret) + struct.pack(">QQ", 1_700_000_000, 1_700_000_100))
+        inner.append(string(None) + bytes(16) + attributes(attrs, False) + struct.pack(">I", 0))
+    inner = b"".join(inner)
     inner += bytes(-(len(inner) + 16) % 16)
     plain = hashlib.md5(inner).digest() + inner
     digest = hashlib.sha256(password + salt).digest()
@@ -68,8 +75,15 @@ def plain_keyring(items):
 
 if __name__ == "__main__":
     out, count, password = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode()
-    items = [(f"Password for user{n} on service{n}", f"secret-{n}",
-              [("xdg:schema", "org.freedesktop.Secret.Generic"), ("service", f"service{n}"), ("username", f"user{n}")], 0)
-             for n in range(count)]
+    mode = sys.argv[4] if len(sys.argv) > 4 else None
+    if mode == "--bare":
+        items = [("", f"{n:x}", [], 0) for n in range(count)]
+    elif mode == "--shared":
+        pairs = [("xdg:schema", "org.freedesktop.Secret.Generic"), ("service", "service"), ("username", "user")]
+        items = [("Password for user on service", f"secret-{n}", pairs, 0) for n in range(count)]
+    else:
+        items = [(f"Password for user{n} on service{n}", f"secret-{n}",
+                  [("xdg:schema", "org.freedesktop.Secret.Generic"), ("service", f"service{n}"), ("username", f"user{n}")], 0)
+                 for n in range(count)]
     with open(out, "wb") as f:
         f.write(encrypted_keyring(items, password, os.urandom(8)))

@@ -143,7 +143,7 @@ package enum Crypto {
     package final class HMACKey {
         private var state = keychain_hmac_sha256_key()
 
-        init(_ key: Bytes) {
+        package init(_ key: Bytes) {
             key.withUnsafeBufferPointer { keychain_hmac_sha256_init(&state, $0.baseAddress, $0.count) }
         }
 
