@@ -43,6 +43,9 @@ let package = Package(
         // User presence behind the engine's PresenceAuthorizer seam: polkit (pkcheck, pkttyagent)
         // and pinentry over Assuan, each a process of its own. Front ends install it at start.
         .target(name: "KeychainPresence", dependencies: ["KeychainCore", "CLinux"]),
+        // `security sync`: the record format, the signed group manifest, device keys, the git
+        // transport and the exchange, over the engine's items (git runs as a process of its own).
+        .target(name: "KeychainSync", dependencies: ["KeychainCore", "CLinux", "CSodium"]),
         // The Secret Service's items over the engine: libsecret's attribute vocabulary mapped to
         // Apple's attributes, searches, replace, sandboxed apps' own items. The service and the
         // importer of `security import-secrets` share it.
@@ -57,7 +60,7 @@ let package = Package(
 
         // The command-line tool, a front end over the engine.
         .executableTarget(name: "SecurityTool", dependencies: [
-            "KeychainCore", "KeychainPresence", "CredentialHelperSupport", "SecretServiceItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "KeychainCore", "KeychainPresence", "KeychainSync", "CredentialHelperSupport", "SecretServiceItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: helperLinking + [.linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]),
 
         // Credential helpers: small processes started once per fetch or pull, so they link the
@@ -106,7 +109,10 @@ let package = Package(
         // Tests/presence: SecItem and LAContext calls answered by a real polkit.
         .executableTarget(name: "keychain-presence-probe", dependencies: ["Security", "LocalAuthentication"], path: "Tests/presence/probe"),
 
-        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "SecretServiceItems", "KeychainTPM"]),
+        // What the engine's test targets share (a scratch folder, a test case with a keychain).
+        .target(name: "KeychainTestSupport", dependencies: ["KeychainCore"], path: "Tests/KeychainTestSupport"),
+        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretServiceItems", "KeychainTPM"]),
+        .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),

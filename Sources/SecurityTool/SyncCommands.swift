@@ -1,7 +1,8 @@
 import ArgumentParser
 import KeychainCore
+import KeychainSync
 
-/// `security sync ACTION`: the front end of the engine's sync (Sources/KeychainCore/Sync); it
+/// `security sync ACTION`: the front end of the engine's sync (Sources/KeychainSync); it
 /// parses and prints, nothing more.
 struct SyncCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -11,7 +11,7 @@ internal import CSodium
 /// fetched once. libsodium starts with a CPU-feature probe. The file format does not change: both
 /// give the same AES-256-GCM, SHA-256, HMAC and scrypt bytes (the tests check known answers).
 package enum Crypto {
-    static let keyLength = 32
+    package static let keyLength = 32
     static let nonceLength = 12
     static let tagLength = 16
 
@@ -45,7 +45,7 @@ package enum Crypto {
     }
 
     /// AES-256-GCM; the result is nonce || ciphertext || tag.
-    static func seal(_ plaintext: Bytes, key: Bytes, aad: Bytes) throws -> Bytes {
+    package static func seal(_ plaintext: Bytes, key: Bytes, aad: Bytes) throws -> Bytes {
         try seal(plaintext, key: key, aad: aad, nonce: try random(nonceLength))
     }
 
@@ -89,7 +89,7 @@ package enum Crypto {
     }
 
     /// Opens what `seal` made; any change to key, nonce, ciphertext, tag or aad gives errSecDecode.
-    static func open(_ sealed: Bytes, key: Bytes, aad: Bytes) throws -> Bytes {
+    package static func open(_ sealed: Bytes, key: Bytes, aad: Bytes) throws -> Bytes {
         guard key.count == keyLength, sealed.count >= nonceLength + tagLength else {
             throw KeychainError.decode("ciphertext too short")
         }
@@ -169,7 +169,7 @@ package enum Crypto {
         return a.count == b.count && sodium_memcmp(a, b, a.count) == 0
     }
 
-    static func sha256(_ data: Bytes) -> Bytes {
+    package static func sha256(_ data: Bytes) -> Bytes {
         var out = Bytes(repeating: 0, count: 32)
         data.withUnsafeBufferPointer { input in
             out.withUnsafeMutableBufferPointer { keychain_sha256(input.baseAddress, input.count, $0.baseAddress) }

@@ -93,7 +93,7 @@ package enum AttributeSchema {
     }
 
     /// Apple's primary keys: two items that agree on all of these are duplicates.
-    static func primaryKey(for itemClass: ItemClass) -> [String] {
+    package static func primaryKey(for itemClass: ItemClass) -> [String] {
         switch itemClass {
         case .genericPassword: return [Key.account, Key.service, Key.accessGroup, Key.synchronizable]
         case .internetPassword:

@@ -77,7 +77,7 @@ package enum AttributeValue: Equatable, Hashable, Sendable {
     }
 }
 
-func encodeAttributes(_ attributes: [String: AttributeValue]) -> Bytes {
+package func encodeAttributes(_ attributes: [String: AttributeValue]) -> Bytes {
     var w = ByteWriter()
     w.u32(UInt32(attributes.count))
     for key in attributes.keys.sorted() {
@@ -87,7 +87,7 @@ func encodeAttributes(_ attributes: [String: AttributeValue]) -> Bytes {
     return w.bytes
 }
 
-func decodeAttributes(_ bytes: Bytes) throws -> [String: AttributeValue] {
+package func decodeAttributes(_ bytes: Bytes) throws -> [String: AttributeValue] {
     var r = ByteReader(bytes)
     let count = try r.u32()
     // Grown once, not by doubling (an item has a few dozen attributes; a damaged count is capped).

@@ -24,7 +24,7 @@ extension KeychainStore {
     }
 
     /// `keepingDates` is for restoring a backup, whose items keep the dates they had.
-    func add(_ item: Item, keepingDates: Bool) throws -> Item {
+    package func add(_ item: Item, keepingDates: Bool) throws -> Item {
         let (prepared, secret) = try Self.prepareNew(item, keepingDates: keepingDates)
         return try withLock {
             try db.transaction {

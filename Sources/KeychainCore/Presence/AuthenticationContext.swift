@@ -23,7 +23,7 @@ package struct PresenceOptions: Sendable {
     package var askApplicationPassword: (@Sendable () throws -> Bytes)?
     /// A backup takes application-password secrets as they are stored, sealed: they go into the
     /// backup sealed, and come back so.
-    var keepsSealedSecrets = false
+    package var keepsSealedSecrets = false
 
     package init(
         interaction: PresenceInteraction = .allow, operationPrompt: String? = nil,

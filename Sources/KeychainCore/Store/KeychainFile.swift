@@ -128,7 +128,7 @@ package enum KeychainFile {
 
     /// Makes the folder (and missing parents) 0700, and refuses one that others could write to.
     /// `ancestor`: the folder holds the folder of `path`, not `path` itself.
-    static func prepareDirectory(for path: String, ancestor: Bool = false) throws {
+    package static func prepareDirectory(for path: String, ancestor: Bool = false) throws {
         let dir = parent(of: path)
         var st = stat()
         if stat(dir, &st) != 0 {
@@ -264,7 +264,7 @@ package enum KeychainFile {
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
         // Its sync clone: the group's state went with the file, and a keychain made again at
         // this path would find the clone in its way.
-        SyncFiles.removeTree(path + ".sync")
+        PlainFiles.removeTree(path + ".sync")
         unlink(path + ".sync.lock")
     }
 }

@@ -36,24 +36,24 @@ func constantTimeEqual(_ a: Bytes, _ b: Bytes) -> Bool {
 }
 
 /// A little writer/reader pair for the engine's own binary records (attributes, keybag fields).
-struct ByteWriter {
-    private(set) var bytes = Bytes()
+package struct ByteWriter {
+    package private(set) var bytes = Bytes()
 
-    init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+    package init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
 
-    mutating func u8(_ v: UInt8) { bytes.append(v) }
-    mutating func u32(_ v: UInt32) {
+    package mutating func u8(_ v: UInt8) { bytes.append(v) }
+    package mutating func u32(_ v: UInt32) {
         bytes.append(UInt8(truncatingIfNeeded: v >> 24))
         bytes.append(UInt8(truncatingIfNeeded: v >> 16))
         bytes.append(UInt8(truncatingIfNeeded: v >> 8))
         bytes.append(UInt8(truncatingIfNeeded: v))
     }
-    mutating func u64(_ v: UInt64) {
+    package mutating func u64(_ v: UInt64) {
         u32(UInt32(truncatingIfNeeded: v >> 32))
         u32(UInt32(truncatingIfNeeded: v))
     }
-    mutating func blob(_ b: Bytes) { u32(UInt32(b.count)); bytes.append(contentsOf: b) }
-    mutating func string(_ s: String) {
+    package mutating func blob(_ b: Bytes) { u32(UInt32(b.count)); bytes.append(contentsOf: b) }
+    package mutating func string(_ s: String) {
         var s = s
         s.withUTF8 { utf8 in
             u32(UInt32(utf8.count))
@@ -62,28 +62,28 @@ struct ByteWriter {
     }
 }
 
-struct ByteReader {
+package struct ByteReader {
     private let bytes: Bytes
     private var offset = 0
 
-    init(_ bytes: Bytes) { self.bytes = bytes }
+    package init(_ bytes: Bytes) { self.bytes = bytes }
 
-    var isAtEnd: Bool { offset == bytes.count }
-    var remaining: Int { bytes.count - offset }
+    package var isAtEnd: Bool { offset == bytes.count }
+    package var remaining: Int { bytes.count - offset }
 
-    mutating func u8() throws -> UInt8 {
+    package mutating func u8() throws -> UInt8 {
         guard offset < bytes.count else { throw KeychainError.decode("truncated record") }
         defer { offset += 1 }
         return bytes[offset]
     }
 
-    mutating func u32() throws -> UInt32 {
+    package mutating func u32() throws -> UInt32 {
         guard bytes.count - offset >= 4 else { throw KeychainError.decode("truncated record") }
         defer { offset += 4 }
         return UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
     }
 
-    mutating func u64() throws -> UInt64 {
+    package mutating func u64() throws -> UInt64 {
         let high = try u32()
         return UInt64(high) << 32 | UInt64(try u32())
     }
@@ -95,13 +95,13 @@ struct ByteReader {
         return n
     }
 
-    mutating func blob() throws -> Bytes {
+    package mutating func blob() throws -> Bytes {
         let n = try length()
         defer { offset += n }
         return Array(bytes[offset..<offset + n])
     }
 
-    mutating func string() throws -> String {
+    package mutating func string() throws -> String {
         let n = try length()
         let start = offset
         offset += n

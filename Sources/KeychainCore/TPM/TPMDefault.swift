@@ -61,9 +61,9 @@ package enum TPMEnrolDefault {
 /// A keychain sealed where nobody could be shown its recovery key (pam_keychain's first login):
 /// marked by a hidden ThisDeviceOnly item, so that `security tpm-status` says so.
 extension KeychainStore {
-    package var recoveryKeyUnshown: Bool { ((try? syncSecret("tpm-recovery-unshown")) ?? nil) == [1] }
+    package var recoveryKeyUnshown: Bool { ((try? hiddenSecret("tpm-recovery-unshown")) ?? nil) == [1] }
 
     package func setRecoveryKeyUnshown(_ on: Bool) throws {
-        if on { try setSyncSecret("tpm-recovery-unshown", [1]) } else { try removeSyncSecret("tpm-recovery-unshown") }
+        if on { try setHiddenSecret("tpm-recovery-unshown", [1]) } else { try removeHiddenSecret("tpm-recovery-unshown") }
     }
 }

@@ -1,3 +1,4 @@
+import KeychainCore
 internal import CSodium
 
 /// A device's own key pairs: Ed25519 signs what it writes (the group manifest, its records), X25519

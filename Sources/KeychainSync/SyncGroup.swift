@@ -1,3 +1,4 @@
+import KeychainCore
 internal import CSodium
 
 /// What the group's devices sign: a magic, the record's fields, then the signature over both.

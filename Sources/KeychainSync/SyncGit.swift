@@ -1,3 +1,4 @@
+import KeychainCore
 internal import CLinux
 import Glibc
 
@@ -115,7 +116,7 @@ struct SyncGit {
         try git.must(["remote", "add", "origin", remote])
         // info/attributes outranks the tree's .gitattributes: a remote that adds one cannot make
         // checkout run a filter (git-lfs and the like) on what it wrote.
-        try SyncFiles.write(folder + "/.git/info/attributes", Array("* binary -filter -ident !working-tree-encoding !eol\n".utf8))
+        try PlainFiles.write(folder + "/.git/info/attributes", Array("* binary -filter -ident !working-tree-encoding !eol\n".utf8))
         return git
     }
 
@@ -164,7 +165,7 @@ struct SyncGit {
     /// A file of the tree, refused when any folder on the way is not a plain folder.
     func read(_ name: String) -> Bytes? {
         guard plainFolders(name) else { return nil }
-        return SyncFiles.read(path(name))
+        return PlainFiles.read(path(name))
     }
 
     private func plainFolders(_ name: String) -> Bool {
@@ -180,75 +181,18 @@ struct SyncGit {
     func write(_ name: String, _ bytes: Bytes) throws {
         if !plainFolders(name), let slash = name.firstIndex(of: "/") {
             // Whatever stands where a folder should be goes (git checks a link out as a file).
-            SyncFiles.removeTree(path(String(name[..<slash])))
+            PlainFiles.removeTree(path(String(name[..<slash])))
         }
         // And whatever stands where the file goes: a folder the remote put at `group` or
         // keys/<id> would otherwise fail every exchange that writes it back.
         var st = stat()
-        if lstat(path(name), &st) == 0, (st.st_mode & S_IFMT) != S_IFREG { SyncFiles.removeTree(path(name)) }
-        try SyncFiles.write(path(name), bytes)
+        if lstat(path(name), &st) == 0, (st.st_mode & S_IFMT) != S_IFREG { PlainFiles.removeTree(path(name)) }
+        try PlainFiles.write(path(name), bytes)
     }
 
     func remove(_ name: String) { unlink(path(name)) }
 
-    func list(_ dir: String) -> [String] { plainFolders(dir + "/x") ? SyncFiles.list(path(dir)) : [] }
-}
-
-enum SyncFiles {
-    static func read(_ path: String) -> Bytes? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size < 80 << 20 else { return nil }
-        var out = Bytes(repeating: 0, count: Int(st.st_size))
-        var done = 0
-        while done < out.count {
-            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return nil }
-            done += n
-        }
-        return out
-    }
-
-    static func write(_ path: String, _ bytes: Bytes) throws {
-        let dir = KeychainFile.parent(of: path)
-        if access(dir, F_OK) != 0 { mkdir(dir, 0o700) }
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw KeychainError(.io, "cannot write \(path)") }
-            done += n
-        }
-    }
-
-    /// The plain names in a folder (none for a missing folder).
-    static func list(_ path: String) -> [String] {
-        guard let dir = opendir(path) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) { String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)) }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
-    }
-
-    static func removeTree(_ path: String) {
-        var st = stat()
-        guard lstat(path, &st) == 0 else { return }
-        if (st.st_mode & S_IFMT) == S_IFDIR {
-            for name in list(path) { removeTree(path + "/" + name) }
-            rmdir(path)
-        } else {
-            unlink(path)
-        }
-    }
+    func list(_ dir: String) -> [String] { plainFolders(dir + "/x") ? PlainFiles.list(path(dir)) : [] }
 }
 
 extension Bytes {

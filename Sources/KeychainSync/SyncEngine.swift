@@ -1,3 +1,4 @@
+import KeychainCore
 import Glibc
 
 /// Sync of synchronizable items through a git remote (`security sync ...`). git is only the
@@ -21,13 +22,13 @@ package final class SyncEngine {
     // MARK: Local keys and state
 
     func loadKeys() throws -> SyncDeviceKeys {
-        guard var bytes = try store.syncSecret("device") else { throw Self.notSetUp }
+        guard var bytes = try store.hiddenSecret("device") else { throw Self.notSetUp }
         defer { bytes.wipe() }
         return try SyncDeviceKeys.decode(bytes)
     }
 
     func loadState() throws -> SyncState {
-        guard let bytes = try store.syncSecret("state") else { throw Self.notSetUp }
+        guard let bytes = try store.hiddenSecret("state") else { throw Self.notSetUp }
         return try SyncState.decode(bytes)
     }
 
@@ -36,7 +37,7 @@ package final class SyncEngine {
 
     static let notSetUp = KeychainError(.notAvailable, "this keychain is in no sync group (`security sync init REMOTE` or `security sync join REMOTE`)")
 
-    package var isSetUp: Bool { (try? store.syncSecret("state")) != nil }
+    package var isSetUp: Bool { (try? store.hiddenSecret("state")) != nil }
 
     /// One exchange at a time per keychain: the timer, a path unit and a person may all start one.
     func exclusively<T>(_ body: () throws -> T) throws -> T {
@@ -55,7 +56,7 @@ package final class SyncEngine {
     /// holds none yet; then the first exchange sends this keychain's synchronizable items.
     package func create(remote: String) throws -> ExchangeSummary {
         try exclusively {
-            guard try store.syncSecret("state") == nil else {
+            guard try store.hiddenSecret("state") == nil else {
                 throw KeychainError(.duplicateItem, "this keychain is already in a sync group (`security sync status`)")
             }
             let git = try SyncGit.create(folder, remote: remote)
@@ -78,11 +79,11 @@ package final class SyncEngine {
                     keys: [1: key], knownDevices: [keys.publicDevice], records: [:], log: [], lastExchange: 0, lastResult: "created", pending: false,
                     history: [manifest.encoded()])
                 try store.batch {
-                    try store.setSyncSecret("device", keys.encoded())
-                    try store.setSyncSecret("state", state.encoded())
+                    try store.setHiddenSecret("device", keys.encoded())
+                    try store.setHiddenSecret("state", state.encoded())
                 }
             } catch {
-                SyncFiles.removeTree(folder)
+                PlainFiles.removeTree(folder)
                 throw error
             }
             return try exchangeLocked()
@@ -93,7 +94,7 @@ package final class SyncEngine {
     /// returned is what `security sync approve` on a device of the group must show too.
     package func join(remote: String) throws -> String {
         try exclusively {
-            guard try store.syncSecret("state") == nil else {
+            guard try store.hiddenSecret("state") == nil else {
                 throw KeychainError(.duplicateItem, "this keychain is already in a sync group (`security sync status`)")
             }
             let git = try SyncGit.create(folder, remote: remote)
@@ -123,12 +124,12 @@ package final class SyncEngine {
                     knownDevices: manifest.devices, records: [:], log: [], lastExchange: 0, lastResult: "waiting for approval", pending: true,
                     history: [bytes])
                 try store.batch {
-                    try store.setSyncSecret("device", keys.encoded())
-                    try store.setSyncSecret("state", state.encoded())
+                    try store.setHiddenSecret("device", keys.encoded())
+                    try store.setHiddenSecret("state", state.encoded())
                 }
                 return try request.code
             } catch {
-                SyncFiles.removeTree(folder)
+                PlainFiles.removeTree(folder)
                 throw error
             }
         }
@@ -304,7 +305,7 @@ package final class SyncEngine {
                     state.note(
                         "\(Self.timestamp()) refused the remote's group manifest \(tip.serial): no chain of signatures leads to it from the one accepted here"
                     )
-                    try? store.setSyncSecret("state", state.encoded())
+                    try? store.setHiddenSecret("state", state.encoded())
                 }
                 throw KeychainError.decode("the remote's group manifest cannot be verified from this device's; nothing was exchanged")
             } else {
@@ -430,12 +431,12 @@ extension SyncEngine {
     package func leave() throws {
         try exclusively {
             // A clone left by an init or join that failed half-way goes too.
-            guard try store.syncSecret("state") != nil || access(folder, F_OK) == 0 else { throw Self.notSetUp }
+            guard try store.hiddenSecret("state") != nil || access(folder, F_OK) == 0 else { throw Self.notSetUp }
             try store.batch {
-                try store.removeSyncSecret("state")
-                try store.removeSyncSecret("device")
+                try store.removeHiddenSecret("state")
+                try store.removeHiddenSecret("device")
             }
-            SyncFiles.removeTree(folder)
+            PlainFiles.removeTree(folder)
         }
     }
 }

@@ -1,9 +1,11 @@
 @testable import KeychainCore
+@testable import KeychainSync
 @testable import SecretServiceItems
+import KeychainTestSupport
 import Glibc
 import XCTest
 
-/// Sync's record format and merge rule (Sources/KeychainCore/Sync): what the remote sees, what a
+/// Sync's record format and merge rule (Sources/KeychainSync): what the remote sees, what a
 /// device refuses, and that every device orders versions the same way.
 final class SyncRecordTests: XCTestCase {
     let group = Array(repeating: UInt8(7), count: 16)
@@ -219,13 +221,13 @@ final class SyncExchangeTests: XCTestCase {
 
     func testAnOlderRecordPutBackIsRefusedAndReported() throws {
         let (a, b) = try pair()
-        let name = SyncFiles.list(a.git.path("records")).first!
-        let old = SyncFiles.read(a.git.path("records/" + name))!
+        let name = PlainFiles.list(a.git.path("records")).first!
+        let old = PlainFiles.read(a.git.path("records/" + name))!
         try a.store.update(query("a", service: "sync-svc").synced, attributes: [:], secret: Array("two".utf8))
         _ = try a.exchange()
         _ = try b.exchange()
         XCTAssertEqual(try secret(b.store, "a"), "two")
-        try SyncFiles.write(scratch.directory + "/old", old)
+        try PlainFiles.write(scratch.directory + "/old", old)
         tamper("cp '\(scratch.directory)/old' records/\(name)")
         let summary = try b.exchange()
         XCTAssertEqual(summary.refused, 1)
@@ -267,17 +269,17 @@ final class SyncExchangeTests: XCTestCase {
         let (a, _) = try pair()
         tamper("echo x > records/README && echo x > \"records/$(printf 'caf\\351')\" && mkdir records/deep && echo x > records/deep/x")
         XCTAssertEqual(try a.exchange().refused, 3)
-        let state = try a.store.syncSecret("state")
+        let state = try a.store.hiddenSecret("state")
         XCTAssertEqual(try a.exchange().refused, 0, "reported once, not at every exchange")
-        XCTAssertTrue(try a.store.syncSecret("state") == state, "and the keychain not written again")
+        XCTAssertTrue(try a.store.hiddenSecret("state") == state, "and the keychain not written again")
         XCTAssertEqual(try a.status().log.filter { $0.contains("records/README") }.count, 1)
         // More of them than the state keeps: still no keychain write at the next exchange.
         tamper("for i in $(seq 300); do echo x > records/junk$i; done")
         XCTAssertEqual(try a.exchange().refused, 300)
-        let many = try a.store.syncSecret("state")
+        let many = try a.store.hiddenSecret("state")
         let lines = try a.status().log.count
         _ = try a.exchange()
-        XCTAssertTrue(try a.store.syncSecret("state") == many, "the keychain not written again")
+        XCTAssertTrue(try a.store.hiddenSecret("state") == many, "the keychain not written again")
         XCTAssertEqual(try a.status().log.count, lines)
         XCTAssertEqual(try secret(a.store, "a"), "one")
     }
@@ -351,7 +353,7 @@ final class SyncExchangeTests: XCTestCase {
         let (a, b) = try pair()
         tamper("git rm -q records/*")
         XCTAssertEqual(try b.exchange().refused, 1, "reported missing")
-        XCTAssertEqual(SyncFiles.list(b.git.path("records")).count, 1, "and written back")
+        XCTAssertEqual(PlainFiles.list(b.git.path("records")).count, 1, "and written back")
         _ = try a.exchange()
         XCTAssertEqual(try secret(a.store, "a"), "one", "nobody took it for deleted")
         XCTAssertEqual(try secret(b.store, "a"), "one")
@@ -401,8 +403,8 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertNil(try secret(b.store, "later"))
         // Nor can its old key open anything now at the remote.
         let bState = try b.loadState()
-        for name in SyncFiles.list(a.git.path("records")) {
-            let file = SyncFiles.read(a.git.path("records/" + name))!
+        for name in PlainFiles.list(a.git.path("records")) {
+            let file = PlainFiles.read(a.git.path("records/" + name))!
             XCTAssertNil(bState.keys[SyncRecord.epoch(of: file)!], "every record is sealed under the new epoch")
         }
     }
@@ -413,12 +415,12 @@ final class SyncExchangeTests: XCTestCase {
         let oldKey = try b.loadState().keys[1]!
         let group = try a.loadState().group
         _ = try a.removeDevice(String(bKeys.deviceID.hex.prefix(12)))
-        let name = SyncFiles.list(a.git.path("records")).first!
+        let name = PlainFiles.list(a.git.path("records")).first!
         let forged = SyncRecord(
             id: Bytes(hex: name)!, itemClass: .genericPassword,
             attributes: [AttributeKey.account: .string("a"), AttributeKey.service: .string("sync-svc"), AttributeKey.synchronizable: .bool(true)],
             secret: Array("forged".utf8), tombstone: false, stamp: SyncStamp(mdat: 4e9, version: 99, writer: bKeys.deviceID))
-        try SyncFiles.write(scratch.directory + "/forged", forged.seal(group: group, epoch: 1, key: oldKey, signer: bKeys))
+        try PlainFiles.write(scratch.directory + "/forged", forged.seal(group: group, epoch: 1, key: oldKey, signer: bKeys))
         tamper("cp '\(scratch.directory)/forged' records/\(name)")
         let summary = try a.exchange()
         XCTAssertEqual(summary.refused, 1)
@@ -429,7 +431,7 @@ final class SyncExchangeTests: XCTestCase {
         let (a, b) = try pair()
         let bKeys = try b.loadKeys()
         let state = try b.loadState()
-        let name = SyncFiles.list(a.git.path("records")).first!
+        let name = PlainFiles.list(a.git.path("records")).first!
         // A device of the group sends the item back as ThisDeviceOnly, which never syncs.
         let bad = SyncRecord(
             id: Bytes(hex: name)!, itemClass: .genericPassword,
@@ -438,7 +440,7 @@ final class SyncExchangeTests: XCTestCase {
                 AttributeKey.accessible: .string(Protection.whenUnlockedThisDeviceOnly.rawValue)
             ],
             secret: Array("bad".utf8), tombstone: false, stamp: SyncStamp(mdat: 4e9, version: 99, writer: bKeys.deviceID))
-        try SyncFiles.write(
+        try PlainFiles.write(
             scratch.directory + "/bad", bad.seal(group: state.group, epoch: state.manifest.epoch, key: state.keys[state.manifest.epoch]!, signer: bKeys))
         tamper("cp '\(scratch.directory)/bad' records/\(name)")
         XCTAssertEqual(try a.exchange().refused, 1)
@@ -492,9 +494,9 @@ final class SyncExchangeTests: XCTestCase {
         mkdir(outside, 0o700)
         tamper("git rm -q -r records && ln -s '\(outside)' records")
         _ = try a.exchange()
-        XCTAssertEqual(SyncFiles.list(outside), [], "nothing written through the link")
+        XCTAssertEqual(PlainFiles.list(outside), [], "nothing written through the link")
         XCTAssertEqual(try secret(a.store, "a"), "one")
-        XCTAssertEqual(SyncFiles.list(a.git.path("records")).count, 1, "the record written back in a real folder")
+        XCTAssertEqual(PlainFiles.list(a.git.path("records")).count, 1, "the record written back in a real folder")
     }
 
     func testTheCallersGitRepositoryIsNeverTheClone() throws {
@@ -514,7 +516,7 @@ final class SyncExchangeTests: XCTestCase {
             sh(
                 "cd '\(scratch.directory)' && git init -q -b main && git remote add origin '\(remote)' && touch mine && git add mine && git -c user.name=x -c user.email=x@x commit -q -m mine"
             ), 0)
-        SyncFiles.removeTree(a.git.path(".git"))
+        PlainFiles.removeTree(a.git.path(".git"))
         XCTAssertThrowsError(try a.exchange())
         XCTAssertEqual(
             sh("cd '\(scratch.directory)' && test \"$(git symbolic-ref HEAD)\" = refs/heads/main && test -f mine"), 0, "the user's repository untouched")
@@ -538,12 +540,12 @@ final class SyncExchangeTests: XCTestCase {
         let attacker = try SyncDeviceKeys.generate()
         var forged = SyncManifest(group: try a.loadState().group, serial: 99, epoch: 1, devices: [attacker.publicDevice], signer: attacker.deviceID)
         forged.sign(with: attacker)
-        try SyncFiles.write(scratch.directory + "/forged", forged.encoded())
+        try PlainFiles.write(scratch.directory + "/forged", forged.encoded())
         tamper("cp '\(scratch.directory)/forged' group")
         XCTAssertStatus(try a.exchange(), .decode)
-        let state = try a.store.syncSecret("state")
+        let state = try a.store.hiddenSecret("state")
         XCTAssertStatus(try a.exchange(), .decode)
-        XCTAssertTrue(try a.store.syncSecret("state") == state, "the keychain not written again")
+        XCTAssertTrue(try a.store.hiddenSecret("state") == state, "the keychain not written again")
         XCTAssertEqual(try a.status().log.filter { $0.contains("refused the remote's group manifest 99") }.count, 1)
         XCTAssertEqual(try a.status().devices.count, 2)
     }
@@ -574,9 +576,9 @@ final class SyncExchangeTests: XCTestCase {
         XCTAssertEqual(try a.exchange().sent, 1)
         _ = try b.exchange()
         XCTAssertEqual(try secret(b.store, "b"), "two")
-        let state = try a.store.syncSecret("state")
+        let state = try a.store.hiddenSecret("state")
         _ = try a.exchange()
-        XCTAssertTrue(try a.store.syncSecret("state") == state, "nothing missing, nothing written again")
+        XCTAssertTrue(try a.store.hiddenSecret("state") == state, "nothing missing, nothing written again")
     }
 
     func testNoHookRunsInTheClone() throws {
@@ -587,16 +589,16 @@ final class SyncExchangeTests: XCTestCase {
         let hooks = scratch.directory + "/hooks"
         mkdir(hooks, 0o700)
         for name in ["post-checkout", "post-commit", "reference-transaction", "prepare-commit-msg"] {
-            try SyncFiles.write(hooks + "/" + name, Array("#!/bin/sh\necho \"$0 in $(pwd)\" >> '\(marker)'\n".utf8))
+            try PlainFiles.write(hooks + "/" + name, Array("#!/bin/sh\necho \"$0 in $(pwd)\" >> '\(marker)'\n".utf8))
             chmod(hooks + "/" + name, 0o700)
-            try SyncFiles.write(a.git.path(".git/hooks/" + name), Array("#!/bin/sh\necho \"$0 in $(pwd)\" >> '\(marker)'\n".utf8))
+            try PlainFiles.write(a.git.path(".git/hooks/" + name), Array("#!/bin/sh\necho \"$0 in $(pwd)\" >> '\(marker)'\n".utf8))
             chmod(a.git.path(".git/hooks/" + name), 0o700)
         }
         XCTAssertEqual(sh("git config --global core.hooksPath '\(hooks)'"), 0)
         try a.store.add(synced("b", "two"))
         _ = try a.exchange()
         // (The bare remote, being local here, runs the user's hooks path on its side: its business.)
-        let ran = String(decoding: SyncFiles.read(marker) ?? [], as: UTF8.self).split(separator: "\n").filter { $0.contains(".sync") }
+        let ran = String(decoding: PlainFiles.read(marker) ?? [], as: UTF8.self).split(separator: "\n").filter { $0.contains(".sync") }
         XCTAssertEqual(ran, [], "a hook ran in the clone")
     }
 

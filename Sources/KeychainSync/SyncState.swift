@@ -1,3 +1,4 @@
+import KeychainCore
 /// What one device remembers of its sync group, kept in its own keychain as a hidden
 /// AfterFirstUnlockThisDeviceOnly item (so it never syncs, is sealed like every secret, and the
 /// timer can run after login): the remote, the last manifest it accepted, the sync keys it has
@@ -147,55 +148,5 @@ package struct SyncState: Sendable {
         if withRefused.history.isEmpty { withRefused.history = [manifestBytes] }
         guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in the sync state") }
         return withRefused
-    }
-}
-
-/// Where the device keys and the state live in the keychain: generic passwords of a reserved
-/// access group, ThisDeviceOnly, and carrying an owner no sandboxed app can have (app ids have no
-/// spaces), so ordinary queries and the Secret Service's clients do not see them.
-extension KeychainStore {
-    static let syncAccessGroup = "com.keychain.sync"
-    static let syncOwner = "keychain sync (engine)"
-
-    private func syncQuery(_ account: String) -> Query {
-        var query = Query(
-            itemClass: .genericPassword,
-            attributes: [
-                AttributeKey.service: .string(Self.syncAccessGroup), AttributeKey.account: .data(Array(account.utf8)),
-                AttributeKey.accessGroup: .string(Self.syncAccessGroup)
-            ])
-        query.includesAppItems = true
-        return query
-    }
-
-    /// The hidden item's data, nil when there is none.
-    func syncSecret(_ account: String) throws -> Bytes? {
-        do {
-            return try find(syncQuery(account), limit: 1, includeSecret: true).first?.secret ?? []
-        } catch let error as KeychainError where error.code == .itemNotFound {
-            return nil
-        }
-    }
-
-    func setSyncSecret(_ account: String, _ secret: Bytes) throws {
-        let item = Item(
-            itemClass: .genericPassword,
-            attributes: [
-                AttributeKey.service: .string(Self.syncAccessGroup), AttributeKey.account: .data(Array(account.utf8)),
-                AttributeKey.accessGroup: .string(Self.syncAccessGroup), AttributeKey.owner: .string(Self.syncOwner),
-                AttributeKey.label: .string("keychain sync " + account),
-                AttributeKey.accessible: .string(Protection.afterFirstUnlockThisDeviceOnly.rawValue)
-            ], secret: secret)
-        try batch {
-            try addOrUpdate(item, matching: syncQuery(account))
-            // Indexed as an owned item, so that the Secret Service lists it to nobody (a person
-            // tidying up unknown entries in a keyring manager would otherwise delete the keys).
-            guard let row = try find(syncQuery(account)).first?.rowID, let key = try currentKeys().indexKey(.protected) else { return }
-            try indexAttributes([:], row: row, key: key, owner: Self.syncOwner)
-        }
-    }
-
-    func removeSyncSecret(_ account: String) throws {
-        do { try delete(syncQuery(account)) } catch let error as KeychainError where error.code == .itemNotFound {}
     }
 }

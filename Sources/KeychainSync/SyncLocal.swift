@@ -1,3 +1,4 @@
+import KeychainCore
 /// The synchronizable items of this keychain as the exchange sees them: by identity (class and
 /// primary key), each with a hash of its attributes, so a change since the last exchange shows as
 /// a hash that moved. The attributes hold the secret's SHA-1 (Apple's sha1 column) and the

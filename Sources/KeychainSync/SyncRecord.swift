@@ -1,3 +1,4 @@
+import KeychainCore
 /// Who wrote a record version and when: what the merge orders versions by. `mdat` is the item's
 /// modification date (a tombstone's: when the deletion was seen), `version` a Lamport counter per
 /// record (one more than any version the writer had seen), `writer` the writing device's id.

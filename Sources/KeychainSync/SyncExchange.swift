@@ -1,3 +1,4 @@
+import KeychainCore
 import Glibc
 
 /// One exchange with the remote (`security sync now`), and the per-record merge it rests on.
@@ -59,7 +60,7 @@ extension SyncEngine {
                 }
                 summary.pending = true
                 writeLastExchange(SystemClock.now(), "waiting for approval")
-                if state.encoded() != saved.encoded() { try store.setSyncSecret("state", state.encoded()) }
+                if state.encoded() != saved.encoded() { try store.setHiddenSecret("state", state.encoded()) }
                 return summary
             }
             if state.pending {
@@ -436,7 +437,7 @@ extension SyncEngine {
             if probe.encoded() != saved.encoded() {
                 state.lastExchange = now
                 state.lastResult = result
-                try store.setSyncSecret("state", state.encoded())
+                try store.setHiddenSecret("state", state.encoded())
             }
         }
     }
@@ -446,11 +447,11 @@ extension SyncEngine {
     /// When the last exchange ended and what it did, in the clone's .git folder (not in the
     /// keychain, so that an exchange that changed nothing writes nothing there).
     func writeLastExchange(_ time: Double, _ result: String) {
-        try? SyncFiles.write(lastExchangeFile, Array("\(time.bitPattern) \(result)\n".utf8))
+        try? PlainFiles.write(lastExchangeFile, Array("\(time.bitPattern) \(result)\n".utf8))
     }
 
     func readLastExchange() -> (Double, String)? {
-        guard let bytes = SyncFiles.read(lastExchangeFile) else { return nil }
+        guard let bytes = PlainFiles.read(lastExchangeFile) else { return nil }
         let text = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first ?? ""
         guard let space = text.firstIndex(of: " "), let bits = UInt64(text[..<space]) else { return nil }
         return (Double(bitPattern: bits), String(text[text.index(after: space)...]))

@@ -1,7 +1,8 @@
 /// `security sync default on|off`: whether the items that programs store without choosing
 /// (git-credential-keychain, docker-credential-keychain, the Secret Service's unconfined clients)
 /// are synchronizable. Kept in the keychain as a hidden ThisDeviceOnly item, like the sync state,
-/// so each machine decides for itself.
+/// so each machine decides for itself. A setting of the store, read by every writer; the exchange
+/// itself is KeychainSync's.
 extension KeychainStore {
     package var syncsNewItems: Bool { readSyncDefault() ?? false }
 
@@ -9,14 +10,14 @@ extension KeychainStore {
     /// then leaves each item to ask again, rather than take "off" for all of them.
     package func readSyncDefault() -> Bool? {
         do {
-            return try syncSecret("default") == [1]
+            return try hiddenSecret("default") == [1]
         } catch {
             return nil
         }
     }
 
     package func setSyncsNewItems(_ on: Bool) throws {
-        if on { try setSyncSecret("default", [1]) } else { try removeSyncSecret("default") }
+        if on { try setHiddenSecret("default", [1]) } else { try removeHiddenSecret("default") }
     }
 
     /// `item` marked synchronizable when this keychain says so (and its class allows it).
