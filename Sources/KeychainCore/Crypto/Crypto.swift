@@ -186,14 +186,14 @@ package enum Crypto {
         return out
     }
 
-    static func md5(_ data: Bytes) -> Bytes { digest(data, md5Digest, length: 16) }
+    package static func md5(_ data: Bytes) -> Bytes { digest(data, md5Digest, length: 16) }
 
     private static let md5Digest = fetchDigest("MD5")
 
     /// SHA-256 of `password || salt`, then of each digest again, `iterations` times in all: how
     /// gnome-keyring's binary keyring files derive their AES-128 key (the first 16 bytes) and IV
     /// (the next 16). The caller bounds `iterations`; each one is a single compression.
-    static func iteratedSHA256(_ password: Bytes, salt: Bytes, iterations: Int) -> Bytes {
+    package static func iteratedSHA256(_ password: Bytes, salt: Bytes, iterations: Int) -> Bytes {
         _ = sodiumReady
         var digest = Bytes(repeating: 0, count: 32)
         var input = password + salt
@@ -217,7 +217,7 @@ package enum Crypto {
 
     /// AES-128-CBC over whole blocks, no padding (gnome-keyring pads with zeros itself and checks
     /// an MD5 instead). errSecDecode when the length is not a multiple of 16.
-    static func aes128CBC(_ input: Bytes, key: Bytes, iv: Bytes, encrypt: Bool) throws -> Bytes {
+    package static func aes128CBC(_ input: Bytes, key: Bytes, iv: Bytes, encrypt: Bool) throws -> Bytes {
         guard key.count == 16, iv.count == 16, input.count % 16 == 0 else {
             throw KeychainError.decode("AES-128-CBC needs a 16-byte key and IV and whole blocks")
         }

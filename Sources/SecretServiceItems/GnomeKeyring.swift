@@ -1,3 +1,4 @@
+import KeychainCore
 /// A gnome-keyring keyring file (`~/.local/share/keyrings/NAME.keyring`), read without
 /// gnome-keyring, so that a desktop's secrets can move into keychains.
 ///
