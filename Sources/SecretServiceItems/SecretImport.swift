@@ -74,12 +74,12 @@ extension KeychainStore {
     /// it: nothing already in the keychain is replaced by an import. `index` is the import's: one
     /// for all the items of a file.
     package func importSecretItem(
-        label: String, attributes: [String: String], secret: Bytes,
+        label: String, attributes: [String: String], secret: Bytes, contentType: String = KeychainStore.defaultContentType,
         created: UInt64, modified: UInt64, syncsNewItems: Bool? = nil, index: inout SecretImportIndex
     ) throws -> ImportOutcome {
         if try holdsSecretItem(label: label, attributes: attributes, secret: secret, index: &index) { return .alreadyThere }
         _ = try addSecretItem(
-            label: label, attributes: attributes, secret: secret, contentType: Self.defaultContentType,
+            label: label, attributes: attributes, secret: secret, contentType: contentType,
             replace: false, created: Double(created), modified: Double(modified), syncsNewItems: syncsNewItems)
         index.note(attributes, [index.digest(label: label, secret: secret)])
         return .added

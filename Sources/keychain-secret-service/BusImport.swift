@@ -498,6 +498,12 @@ struct BusImport {
             return nil
         }
         func bring(syncsNewItems: Bool? = nil) {
+            // One index for the collection: look-alikes (one attribute set, many secrets) are
+            // read once, not once for each item that shares their set.
+            guard var seen = try? SecretImportIndex() else {
+                tally.fail(place, "cannot make a random key")
+                return
+            }
             for item in items {
                 let itemPlace = "\(place): " + (item.label.isEmpty ? item.path : "\u{201C}\(item.label)\u{201D}")
                 guard let secret = item.secret else {
@@ -509,14 +515,13 @@ struct BusImport {
                     continue
                 }
                 do {
-                    if try Self.holds(store, item, secret) {
+                    if try Self.holds(store, item, secret, index: &seen) {
                         tally.count(added: false, itemPlace)
                     } else {
                         if !dryRun {
-                            _ = try store.addSecretItem(
+                            _ = try store.importSecretItem(
                                 label: item.label, attributes: item.attributes, secret: secret, contentType: item.contentType,
-                                replace: false, created: Double(item.created), modified: Double(item.modified),
-                                syncsNewItems: syncsNewItems)
+                                created: item.created, modified: item.modified, syncsNewItems: syncsNewItems, index: &seen)
                         }
                         tally.count(added: true, itemPlace)
                     }
@@ -601,12 +606,12 @@ struct BusImport {
     /// Whether the keychain has the item already. gnome-keyring gives an item stored without an
     /// `xdg:schema` one (org.freedesktop.Secret.Generic) once it has read its file again, so an
     /// item brought before that, without it, is the same item.
-    static func holds(_ store: KeychainStore, _ item: RemoteProvider.ItemInfo, _ secret: Bytes) throws -> Bool {
-        if try store.holdsSecretItem(label: item.label, attributes: item.attributes, secret: secret) { return true }
+    static func holds(_ store: KeychainStore, _ item: RemoteProvider.ItemInfo, _ secret: Bytes, index: inout SecretImportIndex) throws -> Bool {
+        if try store.holdsSecretItem(label: item.label, attributes: item.attributes, secret: secret, index: &index) { return true }
         guard item.attributes["xdg:schema"] != nil else { return false }
         var without = item.attributes
         without["xdg:schema"] = nil
-        return try store.holdsSecretItem(label: item.label, attributes: without, secret: secret)
+        return try store.holdsSecretItem(label: item.label, attributes: without, secret: secret, index: &index)
     }
 
     /// The keychain at `path`, unlocked, made when missing; nil in a dry run when it is missing
