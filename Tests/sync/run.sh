@@ -313,6 +313,14 @@ nothing_ran() {
     [ -z "$marks" ] || { echo "run from the folder remote: $marks"; return 1; }
 }
 
+# packs_bounded: pushes write a pack each, and one in 24 replaces them all (so fetches stay fast).
+packs_bounded() {
+    local n
+    n=$(find "$remote/objects/pack" -name 'pack-*.idx' | wc -l)
+    echo "     $n packs in the folder after $(git -C "$remote" rev-list --count keychain) commits"
+    [ "$n" -le 25 ]
+}
+
 folder_runs_nothing() {
     # A repository that git's gc has packed (refs in packed-refs, loose objects gone) still works.
     git -C "$remote" gc -q
@@ -396,5 +404,6 @@ check "sync status without a group, a quiet exchange writes nothing, the units v
 check "two machines writing one item for ${loop_seconds}s end identical, nothing acknowledged lost" loop_converges
 [ -f "$base/loop-stats" ] && cat "$base/loop-stats"
 check "nothing planted in the folder remote ran during the loop either" nothing_ran
+check "the folder holds few packs however many pushes" packs_bounded
 check "no server, account, label or secret readable in the repository or its history" nothing_readable
 summary

@@ -103,14 +103,23 @@ struct SyncFolderRemote {
                 let pack = Self.folder(objects, name)
                 guard pack >= 0 else { continue }
                 defer { close(pack) }
-                for file in Self.names(pack) where file.hasPrefix("pack-") && file.hasSuffix(".idx") {
-                    let base = String(file.dropLast(".idx".count))
-                    guard Self.isObjectName(String(base.dropFirst("pack-".count))) else { continue }
+                let packs = Self.packs(pack)
+                for base in packs {
                     let target = copy + "/objects/pack/" + base
                     guard access(target + ".idx", F_OK) != 0 else { continue }
-                    // The index last: git finds a pack by its index.
-                    try Self.copyFile(pack, base + ".pack", to: target + ".pack")
-                    try Self.copyFile(pack, base + ".idx", to: target + ".idx")
+                    // The index last: git finds a pack by its index. A pack that a device
+                    // consolidating the folder removed meanwhile is skipped: its objects are in
+                    // the pack that replaced it, written before.
+                    guard try Self.copyFile(pack, base + ".pack", to: target + ".pack") else { continue }
+                    if try !Self.copyFile(pack, base + ".idx", to: target + ".idx") { unlink(target + ".pack") }
+                }
+                // The copy follows the folder: packs it no longer has go here too, or the copy
+                // would keep every pack a consolidation replaced.
+                let kept = Set(packs)
+                for file in SyncFiles.list(copy + "/objects/pack") where file.hasSuffix(".idx") && !kept.contains(String(file.dropLast(".idx".count))) {
+                    let base = copy + "/objects/pack/" + String(file.dropLast(".idx".count))
+                    unlink(base + ".idx")
+                    unlink(base + ".pack")
                 }
             } else if name.count == 2, Self.isHex(name) {
                 let loose = Self.folder(objects, name)
@@ -120,13 +129,17 @@ struct SyncFolderRemote {
                     let target = copy + "/objects/" + name + "/" + file
                     guard access(target, F_OK) != 0 else { continue }
                     if access(copy + "/objects/" + name, F_OK) != 0 { mkdir(copy + "/objects/" + name, 0o700) }
-                    try Self.copyFile(loose, file, to: target)
+                    _ = try Self.copyFile(loose, file, to: target)
                 }
             }
         }
     }
 
     // MARK: Pushing
+
+    /// Packs in the folder at which a push writes one pack of everything instead of one of what
+    /// is new, and removes the others: one pack per push would slow every fetch for ever.
+    static let packLimit = 24
 
     /// Sends the clone's HEAD: one pack of what the fetched tip lacks, then the branch moved
     /// from that tip to HEAD; false when the folder's branch is no longer that tip (another
@@ -136,22 +149,25 @@ struct SyncFolderRemote {
         let (status, output) = try git.run(["rev-parse", "--verify", "-q", "refs/remotes/origin/\(SyncGit.branch)"])
         let expected = status == 0 ? Self.firstLine(output) : nil
         if head == expected { return try tip() == head }
-        let out = copy + "-out"
-        SyncFiles.removeTree(out)
-        guard mkdir(out, 0o700) == 0 else { throw KeychainError(.io, "cannot make \(out)") }
-        defer { SyncFiles.removeTree(out) }
-        try SyncFiles.write(out + "/revs", Array(("HEAD\n" + (expected.map { "^" + $0 + "\n" } ?? "")).utf8))
-        let revs = open(out + "/revs", O_RDONLY | O_CLOEXEC)
-        guard revs >= 0 else { throw KeychainError(.io, "cannot read \(out)/revs") }
-        defer { close(revs) }
-        let name = try "pack-" + Self.firstLine(git.must(["pack-objects", "--revs", "-q", out + "/pack"], input: revs))
-        guard Self.isObjectName(String(name.dropFirst("pack-".count))) else { throw KeychainError(.io, "git pack-objects named no pack") }
-
         let root = try openRepository()
         defer { close(root) }
         let pack = Self.folder(root, "objects/pack")
         guard pack >= 0 else { throw notRepository }
         defer { close(pack) }
+        // Listed before the new pack is written: only these may go once the branch has moved.
+        let before = Self.packs(pack)
+        let consolidate = before.count >= Self.packLimit
+        let out = copy + "-out"
+        SyncFiles.removeTree(out)
+        guard mkdir(out, 0o700) == 0 else { throw KeychainError(.io, "cannot make \(out)") }
+        defer { SyncFiles.removeTree(out) }
+        let exclude = consolidate ? "" : (expected.map { "^" + $0 + "\n" } ?? "")
+        try SyncFiles.write(out + "/revs", Array(("HEAD\n" + exclude).utf8))
+        let revs = open(out + "/revs", O_RDONLY | O_CLOEXEC)
+        guard revs >= 0 else { throw KeychainError(.io, "cannot read \(out)/revs") }
+        defer { close(revs) }
+        let name = try "pack-" + Self.firstLine(git.must(["pack-objects", "--revs", "-q", out + "/pack"], input: revs))
+        guard Self.isObjectName(String(name.dropFirst("pack-".count))) else { throw KeychainError(.io, "git pack-objects named no pack") }
         let published = try Self.publish(out + "/" + name + ".pack", in: pack, as: name + ".pack")
         if try Self.publish(out + "/" + name + ".idx", in: pack, as: name + ".idx") == false && published {
             throw KeychainError(.io, "cannot push to the remote: \(name).idx was there without its pack")
@@ -165,7 +181,25 @@ struct SyncFolderRemote {
             return false
         }
         try git.must(["update-ref", "refs/remotes/origin/\(SyncGit.branch)", head])
+        if consolidate {
+            // Everything the branch reaches is in the new pack, written before the branch moved:
+            // a reader that listed an old pack and finds it gone skips it. A pusher whose pack
+            // goes had not moved the branch yet, and now cannot (it moved from under it). A
+            // pack git keeps (.keep: a receive-pack at work) stays; one that cannot go, stays.
+            for base in before where base != name && faccessat(pack, base + ".keep", F_OK, AT_SYMLINK_NOFOLLOW) != 0 {
+                for suffix in [".idx", ".pack", ".rev", ".bitmap", ".mtimes"] { unlinkat(pack, base + suffix, 0) }
+            }
+        }
         return true
+    }
+
+    /// The packs of a folder by base name (`pack-<id>`), found by their index as git finds them.
+    private static func packs(_ dir: Int32) -> [String] {
+        names(dir).compactMap { file in
+            guard file.hasPrefix("pack-"), file.hasSuffix(".idx") else { return nil }
+            let base = String(file.dropLast(".idx".count))
+            return isObjectName(String(base.dropFirst("pack-".count))) ? base : nil
+        }
     }
 
     /// Moves the branch from `expected` (nil: none) to `new` under `refs/heads/keychain.lock`,
@@ -259,14 +293,16 @@ struct SyncFolderRemote {
         }
     }
 
-    /// Copies a regular file of the folder's into this device's copy, through a temporary name.
-    private static func copyFile(_ dir: Int32, _ name: String, to target: String) throws {
+    /// Copies a regular file of the folder's into this device's copy, through a temporary name;
+    /// false when it is gone or no regular file (a fetch then misses its objects, and says so).
+    private static func copyFile(_ dir: Int32, _ name: String, to target: String) throws -> Bool {
         // An object the remote holds is at most what git itself would have fetched.
-        guard let bytes = readFile(dir, name, limit: 1 << 32) else { throw KeychainError(.io, "cannot reach the remote: cannot read objects/\(name)") }
+        guard let bytes = readFile(dir, name, limit: 1 << 32) else { return false }
         let temporary = target + ".tmp"
         unlink(temporary)
         try SyncFiles.write(temporary, bytes)
         guard rename(temporary, target) == 0 else { throw KeychainError(.io, "cannot write \(target)") }
+        return true
     }
 
     private static func names(_ dir: Int32) -> [String] {
