@@ -296,12 +296,35 @@ struct SyncFolderRemote {
     /// Copies a regular file of the folder's into this device's copy, through a temporary name;
     /// false when it is gone or no regular file (a fetch then misses its objects, and says so).
     private static func copyFile(_ dir: Int32, _ name: String, to target: String) throws -> Bool {
-        // An object the remote holds is at most what git itself would have fetched.
-        guard let bytes = readFile(dir, name, limit: 1 << 32) else { return false }
+        let source = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard source >= 0 else { return false }
+        defer { close(source) }
+        var st = stat()
+        guard fstat(source, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return false }
         let temporary = target + ".tmp"
         unlink(temporary)
-        try SyncFiles.write(temporary, bytes)
-        guard rename(temporary, target) == 0 else { throw KeychainError(.io, "cannot write \(target)") }
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot write \(temporary)") }
+        // In steps: a pack the folder's owner made huge costs disk, as with git, not memory.
+        var buffer = Bytes(repeating: 0, count: 1 << 16)
+        var copied = true
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(source, $0.baseAddress!, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                copied = n == 0
+                break
+            }
+            guard writeAll(fd, Bytes(buffer[0..<n])) else {
+                copied = false
+                break
+            }
+        }
+        close(fd)
+        guard copied, rename(temporary, target) == 0 else {
+            unlink(temporary)
+            throw KeychainError(.io, "cannot copy objects/\(name) of the remote into \(target)")
+        }
         return true
     }
 
