@@ -51,7 +51,7 @@ struct SyncGit {
 
     /// Runs git in the clone; its status and what it printed (stdout and stderr, at most 1 MiB).
     @discardableResult
-    func run(_ arguments: [String], seconds: Double = 600) throws -> (status: Int32, output: String) {
+    func run(_ arguments: [String], input: Int32 = -1, seconds: Double = 600) throws -> (status: Int32, output: String) {
         let git = try Self.executable()
         var fds: [Int32] = [0, 0]
         guard clinux_pipe_cloexec(&fds) == 0 else { throw KeychainError(.io, "cannot make a pipe for git") }
@@ -69,7 +69,7 @@ struct SyncGit {
                     "-C", folder, "--git-dir=.git", "--work-tree=.", "-c", "commit.gpgsign=false", "-c", "core.autocrlf=false", "-c",
                     "core.symlinks=false", "-c", "core.hooksPath=/dev/null", "-c", "submodule.recurse=false"
                 ] + arguments,
-                stdio: (-1, fds[1], fds[1]), environment: Self.environment())
+                stdio: (input, fds[1], fds[1]), environment: Self.environment())
         } catch {
             close(fds[1])
             throw error
@@ -96,8 +96,8 @@ struct SyncGit {
 
     /// Runs git and throws with git's own words when it fails.
     @discardableResult
-    func must(_ arguments: [String]) throws -> String {
-        let (status, output) = try run(arguments)
+    func must(_ arguments: [String], input: Int32 = -1) throws -> String {
+        let (status, output) = try run(arguments, input: input)
         guard status == 0 else {
             let last = SyncState.printable(output.split(separator: "\n").last.map(String.init) ?? "exit status \(status)")
             throw KeychainError(.io, "git \(arguments.first ?? ""): \(last)")
@@ -120,8 +120,17 @@ struct SyncGit {
         return git
     }
 
+    /// The remote when it is a folder on this machine, which git must not run in (see
+    /// SyncFolderRemote); nil for git's own transports.
+    func folderRemote() throws -> SyncFolderRemote? {
+        let (status, output) = try run(["config", "--get", "remote.origin.url"])
+        guard status == 0, let url = output.split(separator: "\n").first else { return nil }
+        return SyncFolderRemote(remote: String(url), clone: folder)
+    }
+
     /// Fetches the remote branch; false when the remote has none yet.
     func fetch() throws -> Bool {
+        if let remote = try folderRemote() { return try remote.fetch(into: self) }
         let (status, output) = try run(["fetch", "-q", "--prune", "origin", "+refs/heads/\(Self.branch):refs/remotes/origin/\(Self.branch)"])
         if status == 0 { return true }
         if output.contains("couldn't find remote ref") { return false }
@@ -149,6 +158,7 @@ struct SyncGit {
 
     /// Pushes; false when the remote moved on (the caller fetches and merges again).
     func push() throws -> Bool {
+        if let remote = try folderRemote() { return try remote.push(from: self) }
         let (status, output) = try run(["push", "-q", "--no-verify", "origin", "HEAD:refs/heads/\(Self.branch)"])
         if status == 0 { return true }
         if output.contains("rejected") || output.contains("non-fast-forward") || output.contains("fetch first") || output.contains("cannot lock ref") {

@@ -53,11 +53,10 @@ chmod -R a+rwX "$remote"
 cd /
 
 for u in "${users[@]}"; do
+    # No git configuration of their own: this machine's /etc/gitconfig is never read
+    # (GIT_CONFIG_NOSYSTEM), and no safe.directory is needed for the shared repository, which
+    # belongs to root: sync runs no git inside a folder remote.
     useradd -m -d "$base/home-$u" -s /bin/sh "$u"
-    # Their own git configuration: this machine's /etc/gitconfig is never read (GIT_CONFIG_NOSYSTEM),
-    # and the shared repository belongs to root.
-    printf '[safe]\n\tdirectory = *\n' > "$base/home-$u/.gitconfig"
-    chown "$u:" "$base/home-$u/.gitconfig"
 done
 
 # as USER COMMAND...: COMMAND as that user, in a session keyring of its own, with a clean environment.
@@ -270,6 +269,81 @@ loop_converges() {
     echo "     loop: $conflicts conflicts logged on A and B" >> "$base/loop-stats"
 }
 
+# What someone who can write the folder (a group member with no device, a USB stick, a synced
+# folder) plants there: every hook receive-pack and upload-pack run, and configuration that runs
+# commands or writes files (alternates with core.alternateRefsCommand; a work tree that a push
+# updates, running core.fsmonitor). Each leaves a file in ran/ as the user that ran it.
+plant_in_folder() {
+    local h
+    mkdir -m 1777 "$base/ran"
+    # (Not reading its input: proc-receive would wait for it, and git ignores SIGPIPE from hooks.)
+    printf '#!/bin/sh\ntouch "%s/ran/$(basename "$0")-$(id -un)"\nexit 0\n' "$base" > "$base/planted"
+    printf '#!/bin/sh\ntouch "%s/ran/$1-$(id -un)"\nexit 0\n' "$base" > "$base/planted-command"
+    chmod 755 "$base/planted" "$base/planted-command"
+    for h in pre-receive update post-receive post-update reference-transaction proc-receive push-to-checkout pre-upload-pack; do
+        cp "$base/planted" "$remote/hooks/$h"
+    done
+    git init -q --bare "$base/elsewhere.git"
+    echo "$base/elsewhere.git/objects" > "$remote/objects/info/alternates"
+    cat >> "$remote/config" <<EOF
+[core]
+bare = false
+worktree = $base/ran/worktree
+alternateRefsCommand = $base/planted-command alternateRefsCommand
+fsmonitor = $base/planted-command fsmonitor
+sshCommand = $base/planted-command sshCommand
+[receive]
+denyCurrentBranch = updateInstead
+procReceiveRefs = refs/heads
+autogc = true
+[gc]
+auto = 1
+autoDetach = false
+[uploadpack]
+packObjectsHook = $base/planted-command packObjectsHook
+EOF
+    git -C "$remote" symbolic-ref HEAD refs/heads/keychain
+    chmod -R a+rwX "$remote"
+}
+
+# nothing_ran: no planted hook or command left its mark.
+nothing_ran() {
+    local marks
+    marks=$(ls -A "$base/ran")
+    [ -z "$marks" ] || { echo "run from the folder remote: $marks"; return 1; }
+}
+
+# packs_bounded: pushes write a pack each, and one in 24 replaces them all (so fetches stay fast).
+packs_bounded() {
+    local n
+    n=$(find "$remote/objects/pack" -name 'pack-*.idx' | wc -l)
+    echo "     $n packs in the folder after $(git -C "$remote" rev-list --count keychain) commits"
+    [ "$n" -le 25 ]
+}
+
+folder_runs_nothing() {
+    # A repository that git's gc has packed (refs in packed-refs, loose objects gone) still works.
+    git -C "$remote" gc -q
+    chmod -R a+rwX "$remote"
+    [ ! -e "$remote/refs/heads/keychain" ]
+    plant_in_folder
+    # Push and fetch: A sends a new item; B, with nothing to send, only fetches.
+    A add-generic-password -S -a folder-account -s folder-svc -w folder-secret-1
+    A sync now | holds 'sent 1'
+    B sync now
+    expect folder-secret-1 "$(secret_of B folder-account folder-svc)"
+    # And back (the attacker's one changed byte makes every device's next exchange push).
+    B add-generic-password -U -S -a folder-account -s folder-svc -w folder-secret-2
+    B sync now | holds 'sent 1'
+    A sync now
+    expect folder-secret-2 "$(secret_of A folder-account folder-svc)"
+    # join, through the file:// form: a fetch and a push from a keychain that trusts nothing yet.
+    printf 'pw\n' | A create-keychain joiner
+    A sync -k joiner join "file://$remote" | holds '^code: '
+    A sync -k joiner leave
+    nothing_ran
+}
+
 units_and_quiet_exchange() {
     # Without a group, status fails (the unit's ExecCondition skips the exchange): errSecNotAvailable.
     printf 'pw\n' | as kcsyncA security create-keychain other
@@ -325,8 +399,11 @@ check "non-synchronizable and ThisDeviceOnly items never reach the remote" priva
 check "a tampered record is refused and reported" tampered_refused
 check "an older record put back is refused and reported" older_refused
 check "a removed device reads nothing written after" removed_reads_nothing
+check "nothing planted in a folder remote (hooks, config, alternates) runs: push, fetch, join" folder_runs_nothing
 check "sync status without a group, a quiet exchange writes nothing, the units verify" units_and_quiet_exchange
 check "two machines writing one item for ${loop_seconds}s end identical, nothing acknowledged lost" loop_converges
 [ -f "$base/loop-stats" ] && cat "$base/loop-stats"
+check "nothing planted in the folder remote ran during the loop either" nothing_ran
+check "the folder holds few packs however many pushes" packs_bounded
 check "no server, account, label or secret readable in the repository or its history" nothing_readable
 summary
