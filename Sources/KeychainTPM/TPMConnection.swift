@@ -377,6 +377,30 @@ final class TPMConnection {
     /// copy of the file.
     static let counterAttributes: TPMA_NV = TPMConstant.nvAuthWrite | TPMConstant.nvAuthRead | TPMConstant.nvNoDA | (TPMConstant.ntCounter << 4)
 
+    /// The same, made by the platform hierarchy with TPMA_NV_POLICY_DELETE: the owner hierarchy
+    /// (whose authorization is empty on nearly every Linux machine, so anyone in group `tss` has
+    /// it) cannot undefine it; only TPM2_NV_UndefineSpaceSpecial can, with the platform's
+    /// authorization *and* `deletePolicy`, which needs the counter's own authorization value. The
+    /// TPM refuses TPMA_NV_POLICY_DELETE on an index the owner defines (TPM_RC_ATTRIBUTES), and
+    /// firmware usually closes the platform hierarchy before the system starts: there the counter
+    /// is made by the owner as before (`counterAttributes`), and stays deletable by anyone with it.
+    static let protectedCounterAttributes: TPMA_NV = counterAttributes | TPMConstant.nvPlatformCreate | TPMConstant.nvPolicyDelete
+
+    /// TPM2_PolicyAuthValue, then TPM2_PolicyCommandCode(TPM2_NV_UndefineSpaceSpecial), from an
+    /// empty digest: deleting a protected counter takes its authorization value, so the platform's
+    /// authorization alone (empty on swtpm) does not do it either.
+    static let deletePolicy: Bytes = {
+        func extend(_ digest: Bytes, _ words: [UInt32]) -> Bytes {
+            var data = digest
+            for word in words { data += [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: word >> $0) } }
+            var out = Bytes(repeating: 0, count: 32)
+            _ = SHA256(data, data.count, &out)
+            return out
+        }
+        let afterAuthValue = extend(Bytes(repeating: 0, count: 32), [TPMConstant.ccPolicyAuthValue])
+        return extend(afterAuthValue, [TPMConstant.ccPolicyCommandCode, TPMConstant.ccNVUndefineSpaceSpecial])
+    }()
+
     /// An unsalted HMAC session: the authorization never crosses the bus in the clear, and it is
     /// 256 bits, so an HMAC seen on the bus gives no handle for guessing.
     private func hmacSession() throws -> ESYS_TR {
@@ -393,8 +417,14 @@ final class TPMConnection {
     }
 
     /// The NV index at `index` as an ESAPI object with `auth` set, if it exists and is a counter
-    /// of ours (attributes and size); nil when there is none or another kind of index is there.
+    /// of ours (attributes and size, of either kind); nil when there is none or another kind of
+    /// index is there.
     private func counterObject(_ index: UInt32, auth: Bytes) throws -> ESYS_TR? {
+        try counter(index, auth: auth)?.object
+    }
+
+    /// `counterObject`, and whether it is a protected one (`protectedCounterAttributes`).
+    private func counter(_ index: UInt32, auth: Bytes) throws -> (object: ESYS_TR, protected: Bool)? {
         let esys = try context()
         var object = ESYS_TR(ESYS_TR_NONE)
         let rc = Esys_TR_FromTPMPublic(esys, index, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &object)
@@ -411,9 +441,12 @@ final class TPMConnection {
             _ = Esys_TR_Close(esys, &closing)
             throw Self.failure(prc, "TPM2_NV_ReadPublic")
         }
-        let area = nvPublic.pointee.nvPublic
-        guard area.nvIndex == index, area.nameAlg == TPMConstant.algSHA256, area.attributes & ~TPMConstant.nvWritten == Self.counterAttributes,
-            area.dataSize == 8, area.authPolicy.size == 0
+        var area = nvPublic.pointee.nvPublic
+        let attributes = area.attributes & ~TPMConstant.nvWritten
+        let protected = attributes == Self.protectedCounterAttributes
+        let policy = TPM2B.read(&area.authPolicy.buffer, size: area.authPolicy.size)
+        guard area.nvIndex == index, area.nameAlg == TPMConstant.algSHA256, area.dataSize == 8,
+            protected ? policy == Self.deletePolicy : attributes == Self.counterAttributes && area.authPolicy.size == 0
         else {
             var closing = object
             _ = Esys_TR_Close(esys, &closing)
@@ -423,7 +456,7 @@ final class TPMConnection {
         defer { TPM2B.wipe(&authValue) }
         authValue.size = try TPM2B.fill(&authValue.buffer, with: auth)
         _ = Esys_TR_SetAuth(esys, object, &authValue)
-        return object
+        return (object, protected)
     }
 
     private func close(object: ESYS_TR) {
@@ -476,12 +509,22 @@ final class TPMConnection {
             var info = TPM2B_NV_PUBLIC()
             info.nvPublic.nvIndex = index
             info.nvPublic.nameAlg = TPMConstant.algSHA256
-            info.nvPublic.attributes = Self.counterAttributes
+            info.nvPublic.attributes = Self.protectedCounterAttributes
+            info.nvPublic.authPolicy.size = try TPM2B.fill(&info.nvPublic.authPolicy.buffer, with: Self.deletePolicy)
             info.nvPublic.dataSize = 8
             var object = ESYS_TR(ESYS_TR_NONE)
-            let rc = Esys_NV_DefineSpace(
-                esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            // The platform hierarchy first (a counter no one else with the TPM can remove); where
+            // the firmware closed it or gave it a password, the owner's, as before.
+            var rc = Esys_NV_DefineSpace(
+                esys, ESYS_TR(ESYS_TR_RH_PLATFORM), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                 &authValue, &info, &object)
+            if rc != 0 && TPMConstant.code(rc) != TPMConstant.rcNVDefined {
+                info.nvPublic.attributes = Self.counterAttributes
+                info.nvPublic.authPolicy = TPM2B_DIGEST()
+                rc = Esys_NV_DefineSpace(
+                    esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                    &authValue, &info, &object)
+            }
             guard rc == 0 else {
                 if TPMConstant.code(rc) == TPMConstant.rcNVDefined { continue }
                 if TPMConstant.code(rc) == TPMConstant.rcBadAuth || TPMConstant.code(rc) == TPMConstant.rcAuthFail {
@@ -518,18 +561,58 @@ final class TPMConnection {
 
     /// Removes the counter at `index`, if it is this keychain's (opened by `auth`).
     func removeCounter(auth: Bytes, index: UInt32) throws {
-        guard let object = try counterObject(index, auth: auth) else { return }
+        guard let (object, protected) = try counter(index, auth: auth) else { return }
         guard try readCounter(object) != nil else {
             close(object: object)
             return
         }
-        let rc = Esys_NV_UndefineSpace(
-            try context(), ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+        let rc: TSS2_RC
+        if protected {
+            let session: ESYS_TR
+            do {
+                session = try deleteSession()
+            } catch {
+                close(object: object)
+                throw error
+            }
+            defer { flush(session) }
+            rc = Esys_NV_UndefineSpaceSpecial(
+                try context(), object, ESYS_TR(ESYS_TR_RH_PLATFORM), session, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE))
+        } else {
+            rc = Esys_NV_UndefineSpace(
+                try context(), ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+        }
         // Undefined, the object is gone from ESAPI too; not undefined, it is closed here.
         guard rc == 0 else {
             close(object: object)
             throw Self.failure(rc, "TPM2_NV_UndefineSpace")
         }
+    }
+
+    /// A policy session that has run `deletePolicy`'s two steps: with the counter's authorization
+    /// value set, it authorizes TPM2_NV_UndefineSpaceSpecial on it.
+    private func deleteSession() throws -> ESYS_TR {
+        let esys = try context()
+        var symmetric = TPMT_SYM_DEF()
+        symmetric.algorithm = TPMConstant.algNull
+        var session = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_StartAuthSession(
+            esys, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            ESYS_TR(ESYS_TR_NONE), nil, TPM2_SE(TPMConstant.sePolicy), &symmetric, TPMConstant.algSHA256, &session)
+        guard rc == 0 else { throw Self.failure(rc, "TPM2_StartAuthSession (policy)") }
+        transient.append(session)
+        let arc = Esys_PolicyAuthValue(esys, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+        guard arc == 0 else {
+            flush(session)
+            throw Self.failure(arc, "TPM2_PolicyAuthValue")
+        }
+        let crc = Esys_PolicyCommandCode(
+            esys, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), TPM2_CC(TPMConstant.ccNVUndefineSpaceSpecial))
+        guard crc == 0 else {
+            flush(session)
+            throw Self.failure(crc, "TPM2_PolicyCommandCode")
+        }
+        return session
     }
 
     // MARK: Marshalling (tss2-mu), for the keybag
@@ -737,6 +820,11 @@ enum TPMConstant {
     static let nvAuthRead: TPMA_NV = 0x0004_0000
     static let nvNoDA: TPMA_NV = 0x0200_0000
     static let nvWritten: TPMA_NV = 0x2000_0000
+    static let nvPolicyDelete: TPMA_NV = 0x0000_0400
+    static let nvPlatformCreate: TPMA_NV = 0x4000_0000
+    static let ccNVUndefineSpaceSpecial: UInt32 = 0x0000_011F
+    static let ccPolicyAuthValue: UInt32 = 0x0000_016B
+    static let ccPolicyCommandCode: UInt32 = 0x0000_016C
     static let ntCounter: TPMA_NV = 0x1
     /// Load failures of a private area made under another parent: integrity check (its HMAC
     /// under the parent's key fails), or a size or value that decrypts to nonsense.

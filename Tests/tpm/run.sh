@@ -66,16 +66,31 @@ no_leftovers() {
     done
 }
 
+# The platform hierarchy as firmware leaves it on a real machine (a password no one knows), and
+# open again as swtpm starts (no password).
+close_platform() { tpm "$first_tcti" tpm2_changeauth -c p firmware-only; }
+open_platform() { tpm "${1:-$first_tcti}" tpm2_changeauth -c p -p firmware-only >/dev/null 2>&1 || true; }
+# The attributes of NV index INDEX (whole: grep -q would cut tpm2-tools off, and pipefail fail it).
+nv_attributes() { tpm "$first_tcti" tpm2_nvreadpublic "$1" | sed -n 's/^ *friendly: \(.*|.*\)/\1/p'; }
+
+# TPM2_NV_UndefineSpace of INDEX with the owner's empty authorization, sent as raw bytes so that
+# the TPM decides, not tpm2-tools (which refuses a policy-delete index itself); its response code.
+owner_undefine() {
+    printf '80020000001f0000012240000001%08x00000009400000090000000000' "$1" | xxd -r -p \
+        | tpm "$first_tcti" tpm2_send | xxd -p | cut -c13-20
+}
+
 fresh() {
     case_dir=$(mktemp -d "$work/case-XXXXXX")
     export HOME=$case_dir XDG_DATA_HOME=$case_dir/data XDG_CONFIG_HOME=$case_dir/config
     export KEYCHAIN_TPM_TCTI=$first_tcti
-    unset KEYCHAIN_PATH KEYCHAIN_TPM_TIMEOUT
+    unset KEYCHAIN_PATH KEYCHAIN_TPM_TIMEOUT KEYCHAIN_TPM_EVENT_LOG
     # Each case starts with TPMs that count 5 wrong passwords before locking out, none counted.
     for tcti in "$first_tcti" "$second_tcti"; do
         tpm "$tcti" tpm2_flushcontext -t; tpm "$tcti" tpm2_flushcontext -l
         tpm "$tcti" tpm2_dictionarylockout -c
         tpm "$tcti" tpm2_dictionarylockout -s -n 5 -t 600 -l 600
+        open_platform "$tcti"
     done >/dev/null 2>&1
     printf 'pw\n' | security create-keychain
 }
@@ -411,6 +426,8 @@ an_older_copy_put_back_is_noticed() {
 # stay taken.
 counter_taken_by_another_user_is_no_lockout() {
     nvs() { tpm "$first_tcti" tpm2_getcap handles-nv-index | sed -n 's/^- //p' | sort; }
+    # As on a real machine, where the counter is the owner's and so anyone's with the TPM to remove.
+    close_platform
     before=$(nvs)
     security add-generic-password -a u -s kept -w one 2>/dev/null
     enroll
@@ -438,6 +455,7 @@ counter_taken_by_another_user_is_no_lockout() {
 # the wrapped keys' tags, says it was counted, and the unlock refuses until the user accepts it.
 older_copy_without_record_or_counter_is_refused() {
     nvs() { tpm "$first_tcti" tpm2_getcap handles-nv-index | sed -n 's/^- //p' | sort; }
+    close_platform
     before=$(nvs)
     security add-generic-password -a u -s kept -w one 2>/dev/null
     enroll
@@ -551,6 +569,54 @@ pcr_binding_refuses_another_boot_chain() {
     pcr16_reset
 }
 
+# Another user of the TPM (group tss: the owner hierarchy's empty authorization) cannot undefine
+# a keychain's counter: it is the platform hierarchy's, with TPMA_NV_POLICY_DELETE, and deleting it
+# takes TPM2_NV_UndefineSpaceSpecial with the counter's own authorization value. Where firmware
+# closed the platform hierarchy, the counter is the owner's as before, and still works.
+counter_is_out_of_other_users_reach() {
+    nvs() { tpm "$first_tcti" tpm2_getcap handles-nv-index | sed -n 's/^- //p' | sort; }
+    before=$(nvs)
+    security add-generic-password -a u -s kept -w one 2>/dev/null
+    enroll
+    index=$(comm -13 <(echo "$before") <(nvs) | head -1)
+    [ -n "$index" ]
+    attributes=$(nv_attributes "$index")
+    [[ $attributes == *policydelete*platformcreate* ]] || { echo "the counter's attributes: $attributes"; return 1; }
+    count() { security tpm-status | sed -n 's/^rollback: *count \([0-9]*\) .*/\1/p'; }
+    start=$(count)
+    security lock-keychain
+    # The attack of the review: refused by the TPM (TPM_RC_ATTRIBUTES), and by tpm2-tools.
+    expect 00000282 "$(owner_undefine "$index")" "TPM2_NV_UndefineSpace with the owner's authorization"
+    tpm "$first_tcti" tpm2_nvundefine -C o "$index" >/dev/null 2>&1 && return 1
+    tpm "$first_tcti" tpm2_nvundefine -C p "$index" >/dev/null 2>&1 && return 1
+    expect "$index" "$(nvs | grep -x "$index")" "the counter is still there"
+    printf 'pw\n' | security unlock-keychain || return 1
+    expect $((start + 1)) "$(count)" "the right password opens it and moves the counter"
+    expect one "$(security find-generic-password -s kept -w)"
+    # tpm-unenroll removes it (its own authorization and the platform's): nothing left behind.
+    printf 'pw\n' | security tpm-unenroll 2>/dev/null
+    expect "$before" "$(nvs)" "after tpm-unenroll"
+    # The platform hierarchy closed, as firmware leaves it: an owner's counter, as before, that
+    # works and that the owner's authorization still removes (docs/security-model.md, limits).
+    close_platform
+    enroll
+    index=$(comm -13 <(echo "$before") <(nvs) | head -1)
+    [[ $(nv_attributes "$index") != *policydelete* ]] || return 1
+    security lock-keychain
+    printf 'pw\n' | security unlock-keychain || return 1
+    expect 00000000 "$(owner_undefine "$index")" "an owner's counter"
+    expect 49 "$(printf 'pw\n' | status_of security unlock-keychain)" "its counter gone"
+    printf 'pw\n' | security unlock-keychain --accept-older-copy || return 1
+    # A key rotation with the platform hierarchy open again makes it a protected one.
+    open_platform
+    security set-keychain-password --rotate-keys -o pw -p pw >/dev/null 2>&1 || return 1
+    index=$(comm -13 <(echo "$before") <(nvs) | head -1)
+    [[ $(nv_attributes "$index") == *policydelete* ]] || return 1
+    security lock-keychain
+    printf 'pw\n' | security unlock-keychain || return 1
+    no_leftovers
+}
+
 # --- sealed at creation ---------------------------------------------------------------------
 
 create_with_tpm_seals_at_once() {
@@ -634,6 +700,7 @@ check "a counter another user undefined and squatted: --accept-older-copy still 
 check "an older copy put back, its counter row deleted and its TPM counter undefined: refused" older_copy_without_record_or_counter_is_refused
 check "unlocks at the same moment move the counter, never read as an older copy" parallel_unlocks_are_no_older_copy
 check "a PCR binding: another boot chain refused, uncounted; the recovery key opens it; re-enrol binds again" pcr_binding_refuses_another_boot_chain
+check "another user of the TPM cannot undefine the counter (platform, policy delete); owner counters still work" counter_is_out_of_other_users_reach
 check "create-keychain --tpm: sealed at once, its recovery key printed, wrong passwords counted" create_with_tpm_seals_at_once
 check "create-keychain --tpm without a TPM: fails as tpm-enroll does, creates nothing" create_with_tpm_and_no_tpm_creates_nothing
 check "tpm-enroll --default on: new keychains sealed; --no-tpm, no TPM, off and system" default_on_seals_new_keychains
