@@ -110,6 +110,10 @@ package struct LocalTPM: TPMOperations {
         }
     }
 
+    package func readPCRs(_ pcrs: [UInt8]) throws -> [Bytes] {
+        try connected { try $0.readPCRs(pcrs) }
+    }
+
     package func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?) {
         try connected { connection in
             let description = TPMDescription(

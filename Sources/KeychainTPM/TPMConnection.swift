@@ -305,6 +305,35 @@ final class TPMConnection {
         return session
     }
 
+    /// The SHA-256 values of `pcrs` now, in ascending order: the TPM must answer exactly the
+    /// selection asked for (it may leave out PCRs it does not have), 32 bytes each.
+    func readPCRs(_ pcrs: [UInt8]) throws -> [Bytes] {
+        var selection = Self.selection(pcrs)
+        var updates: UInt32 = 0
+        var answered: UnsafeMutablePointer<TPML_PCR_SELECTION>?
+        var values: UnsafeMutablePointer<TPML_DIGEST>?
+        let rc = Esys_PCR_Read(
+            try context(), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &selection, &updates, &answered, &values)
+        defer { Esys_Free(answered); Esys_Free(values) }
+        guard rc == 0, let answered, let values else { throw Self.failure(rc, "TPM2_PCR_Read") }
+        var asked = Self.selection(pcrs).pcrSelections.0
+        let got = answered.pointee.pcrSelections.0
+        let same = withUnsafeBytes(of: &asked.pcrSelect) { a in withUnsafeBytes(of: got.pcrSelect) { Array(a.prefix(3)) == Array($0.prefix(3)) } }
+        guard answered.pointee.count == 1, got.hash == TPMConstant.algSHA256, got.sizeofSelect == 3, same, Int(values.pointee.count) == pcrs.count else {
+            throw TPMFailure.failed("the TPM answered other PCRs than those asked for")
+        }
+        return try withUnsafeMutableBytes(of: &values.pointee.digests) { raw in
+            let digests = raw.bindMemory(to: TPM2B_DIGEST.self)
+            return try digests.prefix(pcrs.count).map { entry in
+                var entry = entry
+                guard let bytes = TPM2B.read(&entry.buffer, size: entry.size), bytes.count == 32 else {
+                    throw TPMFailure.failed("the TPM answered a PCR value of the wrong size")
+                }
+                return bytes
+            }
+        }
+    }
+
     /// Seals `secret` under `parent` in a keyed-hash data object that only a policy session
     /// proving the current values of `pcrs` can unseal: no authorization value (userWithAuth
     /// clear) and noDA, so a boot state that does not match costs no dictionary-attack try.

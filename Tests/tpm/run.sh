@@ -49,6 +49,7 @@ start_tpm() {
 
 start_tpm first
 start_tpm second
+start_tpm third
 
 # tpm TCTI TOOL ARGS...: a tpm2-tools command against one of the TPMs.
 tpm() { local tcti=$1; shift; TPM2TOOLS_TCTI=$tcti "$@"; }
@@ -511,6 +512,7 @@ pcr16_reset() { tpm "$first_tcti" tpm2_pcrreset 16 >/dev/null; }
 pcr16_change() { tpm "$first_tcti" tpm2_pcrextend "16:sha256=$(printf '%064d' 1)" >/dev/null; }
 
 pcr_binding_refuses_another_boot_chain() {
+    export KEYCHAIN_TPM_EVENT_LOG=/nonexistent
     pcr16_reset
     security add-generic-password -a u -s svc -w secret 2>/dev/null
     out=$(printf 'pw\n' | security tpm-enroll --pcrs 16 2>"$case_dir/enroll.err")
@@ -527,7 +529,7 @@ pcr_binding_refuses_another_boot_chain() {
     pcr16_change
     security lock-keychain
     out=$(printf 'pw\n' | security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'the boot chain changed: PCR 16 no longer hold the values'
+    echo "$out" | grep -q 'PCR 16 differs from the sealed value: the boot chain changed or a PCR was extended since boot (no boot event log readable at /nonexistent tells which)'
     echo "$out" | grep -q 'the TPM counted no wrong password'
     echo "$out" | grep -q '(errSecServiceNotAvailable)'
     expect 255 "$(printf 'pw\n' | status_of security unlock-keychain)"
@@ -617,6 +619,43 @@ counter_is_out_of_other_users_reach() {
     no_leftovers
 }
 
+# A PCR extended after boot (anyone in group tss: tpm2_pcrextend 7) is told apart from a changed
+# boot chain by replaying the boot event log: its own TPM here, whose PCR 7 "boot" measured one
+# value, recorded in a log made for it.
+pcr_extended_after_boot_is_told_apart() {
+    # shellcheck disable=SC2154 # set by printf -v in start_tpm
+    export KEYCHAIN_TPM_TCTI=$third_tcti KEYCHAIN_TPM_EVENT_LOG=$case_dir/event-log
+    booted=$(printf 'secure boot db' | sha256sum | cut -c1-64)
+    tpm "$third_tcti" tpm2_pcrextend "7:sha256=$booted" >/dev/null
+    python3 "$here/event-log.py" "$KEYCHAIN_TPM_EVENT_LOG" "7:$booted"
+    security add-generic-password -a u -s svc -w secret 2>/dev/null
+    out=$(printf 'pw\n' | security tpm-enroll --pcrs 7 2>/dev/null)
+    key=$(echo "$out" | sed -n 's/^recovery key: //p')
+    [ -n "$key" ]
+    security lock-keychain
+    printf 'pw\n' | security unlock-keychain || return 1
+    # Another user extends PCR 7: "extended after boot", not "the boot chain changed".
+    tpm "$third_tcti" tpm2_pcrextend "7:sha256=$(printf 'another user' | sha256sum | cut -c1-64)" >/dev/null
+    security lock-keychain
+    out=$(printf 'pw\n' | security unlock-keychain 2>&1) && return 1
+    echo "$out" | grep -q 'PCR 7 was extended after boot: its value is not the one this boot.s event log replays to' || { echo "$out"; return 1; }
+    echo "$out" | grep -q 'boot chain changed' && return 1
+    echo "$out" | grep -q 'the TPM counted no wrong password'
+    expect 255 "$(printf 'pw\n' | status_of security unlock-keychain)"
+    # No log readable: it says it cannot tell.
+    out=$(printf 'pw\n' | KEYCHAIN_TPM_EVENT_LOG=$case_dir/none security unlock-keychain 2>&1) && return 1
+    echo "$out" | grep -q 'PCR 7 differs from the sealed value: the boot chain changed or a PCR was extended since boot' || { echo "$out"; return 1; }
+    # A log that accounts for the new value: the boot chain changed.
+    python3 "$here/event-log.py" "$case_dir/changed-log" "7:$booted" "7:$(printf 'another user' | sha256sum | cut -c1-64)"
+    out=$(printf 'pw\n' | KEYCHAIN_TPM_EVENT_LOG=$case_dir/changed-log security unlock-keychain 2>&1) && return 1
+    echo "$out" | grep -q 'the boot chain changed: PCR 7 no longer hold the values' || { echo "$out"; return 1; }
+    expect 36 "$(status_of security find-generic-password -s svc -w)" "still locked"
+    # The way in, as documented: the recovery key.
+    printf '%s\nnew\n' "$key" | security tpm-recover 2>/dev/null || return 1
+    expect secret "$(security find-generic-password -s svc -w)"
+    expect 0x0 "$(failures "$third_tcti")" "nothing counted"
+}
+
 # --- sealed at creation ---------------------------------------------------------------------
 
 create_with_tpm_seals_at_once() {
@@ -701,6 +740,7 @@ check "an older copy put back, its counter row deleted and its TPM counter undef
 check "unlocks at the same moment move the counter, never read as an older copy" parallel_unlocks_are_no_older_copy
 check "a PCR binding: another boot chain refused, uncounted; the recovery key opens it; re-enrol binds again" pcr_binding_refuses_another_boot_chain
 check "another user of the TPM cannot undefine the counter (platform, policy delete); owner counters still work" counter_is_out_of_other_users_reach
+check "a PCR extended after boot is told apart from a changed boot chain; the recovery key opens it" pcr_extended_after_boot_is_told_apart
 check "create-keychain --tpm: sealed at once, its recovery key printed, wrong passwords counted" create_with_tpm_seals_at_once
 check "create-keychain --tpm without a TPM: fails as tpm-enroll does, creates nothing" create_with_tpm_and_no_tpm_creates_nothing
 check "tpm-enroll --default on: new keychains sealed; --no-tpm, no TPM, off and system" default_on_seals_new_keychains

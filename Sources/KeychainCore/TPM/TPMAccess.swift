@@ -29,6 +29,13 @@ package protocol TPMOperations {
     func unseal(_ record: TPMSealedSecret, auth: Bytes, pcrs: [UInt8], length: Int) throws -> Bytes
     /// The keychain's rollback counter: an NV counter index opened by `request.auth`.
     func counter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer
+    /// The current values of the SHA-256 PCRs `pcrs`, in their order (32 bytes each): compared
+    /// with the boot event log when a PCR policy fails (`BootStateDiagnosis`).
+    func readPCRs(_ pcrs: [UInt8]) throws -> [Bytes]
+}
+
+extension TPMOperations {
+    package func readPCRs(_ pcrs: [UInt8]) throws -> [Bytes] { throw TPMFailure.unavailable("this TPM does not say its PCRs' values") }
 }
 
 /// What is asked of a keychain's NV counter (RollbackCounter.swift).
@@ -167,6 +174,16 @@ struct HelperTPM: TPMOperations {
         request.blob(pcrs)
         request.u32(UInt32(length))
         return try exchange(&request) { try Self.readSecret(&$0, length: length) }
+    }
+
+    func readPCRs(_ pcrs: [UInt8]) throws -> [Bytes] {
+        var request = TPMHelperWire.request("pcr-read", configuration)
+        request.blob(pcrs)
+        return try exchange(&request) { reply in
+            let values = try pcrs.map { _ in try reply.blob() }
+            guard reply.isAtEnd, values.allSatisfy({ $0.count == 32 }) else { throw TPMFailure.failed("\(Self.name) answered something unexpected") }
+            return values
+        }
     }
 
     /// A seal request's answer: the record the helper sealed, nothing after it. The PCRs are the
@@ -536,6 +553,13 @@ package enum TPMHelperService {
             let answer = try tpm.counter(counter)
             w.u32(answer.index)
             w.u64(answer.value)
+        case "pcr-read":
+            let pcrs = try r.blob()
+            try finish(&r)
+            guard PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
+            let values = try tpm.readPCRs(pcrs)
+            guard values.count == pcrs.count else { throw TPMFailure.failed("the TPM answered other PCRs than those asked for") }
+            for value in values { w.blob(value) }
         case "describe":
             let name = try r.blob()
             try finish(&r)
