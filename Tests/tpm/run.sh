@@ -656,6 +656,45 @@ pcr_extended_after_boot_is_told_apart() {
     expect 0x0 "$(failures "$third_tcti")" "nothing counted"
 }
 
+# A TPM (or TCTI) that accepts and never answers: one time limit for the whole command, not one
+# per TPM call (create-keychain --tpm made three calls of 30 s each: 91 s).
+a_silent_tpm_bounds_the_whole_command() {
+    security add-generic-password -a u -s svc -w secret 2>/dev/null
+    enroll
+    silent=$(free_port)
+    timeout 120 python3 "$here/silent-tpm.py" "$silent" 110 &
+    silent_pid=$!
+    sleep 0.5
+    # The old per-call limit cost create-keychain --tpm three limits (18 s here); one limit and the
+    # command's own work (scrypt, slow on a loaded machine) stay well under two.
+    limit=6
+    export KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$silent" KEYCHAIN_TPM_TIMEOUT=$limit
+    started=$(date +%s%N)
+    status=0
+    out=$(printf 'pw\n' | timeout 60 security create-keychain --tpm made 2>&1) || status=$?
+    took=$(( ($(date +%s%N) - started) / 1000000 ))
+    echo "create-keychain --tpm against a silent TPM: status $status after $took ms (limit $limit s)"
+    expect 252 "$status" "create-keychain --tpm"
+    echo "$out" | grep -q "the TPM did not answer within $limit s (the most one command may wait for it" || { echo "$out"; kill $silent_pid; return 1; }
+    [ ! -e "$XDG_DATA_HOME/keychains/made.keychain-db" ] || { kill $silent_pid; return 1; }
+    [ "$took" -lt $(( 2 * limit * 1000 )) ] || { kill $silent_pid; return 1; }
+    security lock-keychain
+    started=$(date +%s%N)
+    status=0
+    out=$(printf 'pw\n' | timeout 60 security unlock-keychain 2>&1) || status=$?
+    took=$(( ($(date +%s%N) - started) / 1000000 ))
+    echo "unlock-keychain against a silent TPM: status $status after $took ms"
+    kill $silent_pid
+    expect 252 "$status" "unlock-keychain"
+    echo "$out" | grep -q "the TPM did not answer within $limit s" || { echo "$out"; return 1; }
+    [ "$took" -lt $(( 2 * limit * 1000 )) ] || return 1
+    expect 36 "$(status_of security find-generic-password -s svc -w)" "still locked"
+    export KEYCHAIN_TPM_TCTI=$first_tcti
+    unset KEYCHAIN_TPM_TIMEOUT
+    printf 'pw\n' | security unlock-keychain
+    expect secret "$(security find-generic-password -s svc -w)"
+}
+
 # --- sealed at creation ---------------------------------------------------------------------
 
 create_with_tpm_seals_at_once() {
@@ -741,6 +780,7 @@ check "unlocks at the same moment move the counter, never read as an older copy"
 check "a PCR binding: another boot chain refused, uncounted; the recovery key opens it; re-enrol binds again" pcr_binding_refuses_another_boot_chain
 check "another user of the TPM cannot undefine the counter (platform, policy delete); owner counters still work" counter_is_out_of_other_users_reach
 check "a PCR extended after boot is told apart from a changed boot chain; the recovery key opens it" pcr_extended_after_boot_is_told_apart
+check "a TPM that never answers: create-keychain --tpm and an unlock give up within one limit" a_silent_tpm_bounds_the_whole_command
 check "create-keychain --tpm: sealed at once, its recovery key printed, wrong passwords counted" create_with_tpm_seals_at_once
 check "create-keychain --tpm without a TPM: fails as tpm-enroll does, creates nothing" create_with_tpm_and_no_tpm_creates_nothing
 check "tpm-enroll --default on: new keychains sealed; --no-tpm, no TPM, off and system" default_on_seals_new_keychains

@@ -375,6 +375,11 @@ extension KeychainStore {
     /// not fit (another user's box, another keychain's, a changed record, a TPM that answers
     /// wrongly) is an error and leaves the keychain as it was.
     package func unlockPasswordless(opened plaintext: Bytes, uid: UInt32, tpm: TPMConfiguration = .current) throws {
+        try TPMDeadline.command { try unlockPasswordlessUnderDeadline(opened: plaintext, uid: uid, tpm: tpm) }
+    }
+
+    /// `unlockPasswordless`, its TPM calls under one time limit.
+    private func unlockPasswordlessUnderDeadline(opened plaintext: Bytes, uid: UInt32, tpm: TPMConfiguration) throws {
         try withLock {
             let version = try currentDataVersion()
             let bag = try Keybag.load(from: db)

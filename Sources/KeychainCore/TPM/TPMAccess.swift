@@ -97,10 +97,11 @@ enum TPMAccess {
 /// and told the TCTI explicitly.
 struct HelperTPM: TPMOperations {
     static let name = "keychain-tpm-helper"
-    /// The longest one operation may take (a real TPM makes a P-256 key and unseals in about a
-    /// second; swtpm in milliseconds): the helper ends itself then (`alarm`), whatever became of
-    /// its caller, which stops waiting a little later. $KEYCHAIN_TPM_TIMEOUT may lower it (tests
-    /// of a TPM that stops answering), never raise it.
+    /// The longest one command may wait for the TPM, all its operations together (`TPMDeadline`;
+    /// a real TPM makes a P-256 key and unseals in about a second, swtpm in milliseconds): each
+    /// helper ends itself at what is left (`alarm`), whatever became of its caller, which stops
+    /// waiting a second later. $KEYCHAIN_TPM_TIMEOUT may lower it (tests of a TPM that stops
+    /// answering), never raise it.
     static let longest: UInt32 = 30
     static var timeout: UInt32 {
         guard let text = KeychainFile.environment("KEYCHAIN_TPM_TIMEOUT"), let seconds = UInt32(text), seconds > 0 else { return longest }
@@ -109,6 +110,10 @@ struct HelperTPM: TPMOperations {
 
     let configuration: TPMConfiguration
     let path: String
+
+    static func gaveUp(_ limit: UInt32) -> TPMFailure {
+        .failed("the TPM did not answer within \(limit) s (the most one command may wait for it, all its TPM operations together)")
+    }
 
     static func locate() -> String? {
         var candidates = ["/usr/libexec/" + name, "/usr/local/libexec/" + name]
@@ -232,7 +237,13 @@ struct HelperTPM: TPMOperations {
     /// hold secrets) are wiped. One socket pair is the helper's standard input and output:
     /// MSG_NOSIGNAL, so a helper that died early is an error, not a SIGPIPE.
     private func exchange<T>(_ request: inout ByteWriter, _ parse: (inout ByteReader) throws -> T) throws -> T {
-        let timeout = Self.timeout
+        // What is left of the command's time (`TPMDeadline`); the helper's alarm, in whole
+        // seconds, ends it at most a second past the deadline, and this side waits no longer.
+        let limit = Self.timeout
+        let deadline = TPMDeadline.deadline(limit: limit)
+        let left = deadline - SystemClock.monotonic()
+        guard left > 0 else { throw Self.gaveUp(limit) }
+        let timeout = UInt32(min(Double(limit), max(1, left.rounded(.up))))
         request.u32(timeout)
         var bytes = request.bytes
         request = ByteWriter()
@@ -273,11 +284,10 @@ struct HelperTPM: TPMOperations {
         }
         var chunk = Bytes(repeating: 0, count: 4096)
         defer { chunk.wipe() }
-        let deadline = SystemClock.monotonic() + Double(timeout) + 2
         while answer.count <= TPMHelperWire.limit {
             var poller = pollfd(fd: pair[0], events: Int16(POLLIN), revents: 0)
-            let remaining = Int32(max(0, (deadline - SystemClock.monotonic()) * 1000))
-            guard remaining > 0 else { throw TPMFailure.failed("the TPM did not answer within \(timeout) s") }
+            let remaining = Int32(max(0, (deadline + 1 - SystemClock.monotonic()) * 1000))
+            guard remaining > 0 else { throw Self.gaveUp(limit) }
             let ready = poll(&poller, 1, remaining)
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { continue }
@@ -294,7 +304,7 @@ struct HelperTPM: TPMOperations {
                 return 128 + SIGKILL
             }()
         if answer.isEmpty, let status = ended {
-            if status == 128 + SIGALRM { throw TPMFailure.failed("the TPM did not answer within \(timeout) s") }
+            if status == 128 + SIGALRM { throw Self.gaveUp(limit) }
             // The dynamic loader's status when a library is missing: tpm2-tss is not installed.
             if status == 127 { throw TPMFailure.unavailable("\(Self.name) cannot run (is tpm2-tss installed? libtss2-esys, -tctildr, -mu)") }
             throw TPMFailure.failed("\(Self.name) ended without an answer (\(status > 128 ? "signal \(status - 128)" : "exit status \(status)"))")
