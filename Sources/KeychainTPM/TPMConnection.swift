@@ -513,18 +513,50 @@ final class TPMConnection {
     }
 
     /// The first of `candidates` that holds a counter of ours opened by `auth`, and its value.
-    func findCounter(auth: Bytes, candidates: [UInt32]) throws -> (index: UInt32, value: UInt64)? {
+    /// With `expected` (the file's count), the one that agrees with it (at it, or one behind),
+    /// else a protected one, else the first: a migration cut short leaves two, and the file says
+    /// which is current. A counter of the earlier kind beside a protected one that agrees is the
+    /// rest of such a migration, and is undefined.
+    func findCounter(auth: Bytes, candidates: [UInt32], expected: UInt64? = nil) throws -> (index: UInt32, value: UInt64, protected: Bool)? {
+        var found: [(index: UInt32, value: UInt64, protected: Bool)] = []
         for index in candidates {
-            guard let object = try counterObject(index, auth: auth) else { continue }
+            guard let (object, protected) = try counter(index, auth: auth) else { continue }
             defer { close(object: object) }
-            if let value = try readCounter(object) { return (index, value) }
+            if let value = try readCounter(object) { found.append((index, value, protected)) }
         }
-        return nil
+        func agrees(_ entry: (index: UInt32, value: UInt64, protected: Bool)) -> Bool {
+            expected.map { entry.value == $0 || entry.value &+ 1 == $0 } ?? false
+        }
+        guard
+            let chosen = found.first(where: { agrees($0) && $0.protected }) ?? found.first(where: agrees) ?? found.first(where: \.protected)
+                ?? found.first
+        else { return nil }
+        if agrees(chosen), chosen.protected {
+            for entry in found where !entry.protected { try? removeCounter(auth: auth, index: entry.index) }
+        }
+        return chosen
+    }
+
+    /// A protected successor for the keychain's counter of the earlier kind at `index`, at
+    /// `expected`: a protected counter of the keychain's already there, else a new one; nil where
+    /// the platform hierarchy allows none, or the old counter is not as expected.
+    func migrateCounter(auth: Bytes, index: UInt32, expected: UInt64, candidates: [UInt32]) throws -> (index: UInt32, value: UInt64)? {
+        guard let (object, protected) = try counter(index, auth: auth) else { return nil }
+        defer { close(object: object) }
+        guard !protected, try readCounter(object) == expected else { return nil }
+        for candidate in candidates where candidate != index {
+            guard let (other, isProtected) = try counter(candidate, auth: auth) else { continue }
+            defer { close(object: other) }
+            if isProtected, let value = try readCounter(other) { return (candidate, value) }
+        }
+        guard let made = try? createCounter(auth: auth, candidates: candidates, platformOnly: true) else { return nil }
+        return (made.index, made.value)
     }
 
     /// A new counter at the first free index of `candidates`, incremented once (a counter cannot
     /// be read before its first increment; it starts at the highest count this TPM ever had).
-    func createCounter(auth: Bytes, candidates: [UInt32]) throws -> (index: UInt32, value: UInt64) {
+    /// `platformOnly`: a protected counter or none (a migration; the owner's would gain nothing).
+    func createCounter(auth: Bytes, candidates: [UInt32], platformOnly: Bool = false) throws -> (index: UInt32, value: UInt64, protected: Bool) {
         let esys = try context()
         for index in candidates {
             var existing = ESYS_TR(ESYS_TR_NONE)
@@ -547,7 +579,9 @@ final class TPMConnection {
             var rc = Esys_NV_DefineSpace(
                 esys, ESYS_TR(ESYS_TR_RH_PLATFORM), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                 &authValue, &info, &object)
+            let protected = rc == 0
             if rc != 0 && TPMConstant.code(rc) != TPMConstant.rcNVDefined {
+                if platformOnly { throw Self.failure(rc, "TPM2_NV_DefineSpace (platform)") }
                 info.nvPublic.attributes = Self.counterAttributes
                 info.nvPublic.authPolicy = TPM2B_DIGEST()
                 rc = Esys_NV_DefineSpace(
@@ -565,7 +599,7 @@ final class TPMConnection {
             _ = Esys_TR_SetAuth(esys, object, &authValue)
             try increment(object)
             guard let value = try readCounter(object) else { throw TPMFailure.failed("the TPM refused the counter it just made") }
-            return (index, value)
+            return (index, value, protected)
         }
         throw TPMFailure.failed("no free NV index for a rollback counter (all of \(candidates.count) candidates are taken)")
     }

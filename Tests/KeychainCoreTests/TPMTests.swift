@@ -117,6 +117,11 @@ final class SimulatedTPM: TPMOperations {
         case .remove(let index):
             if let entry = counters[index], entry.auth == request.auth { counters[index] = nil }
             return .none
+        case .findMatching:
+            return try honestCounter(TPMCounterRequest(.find, auth: request.auth, candidates: request.candidates))
+        case .migrate:
+            // No platform hierarchy here: counters stay as they are.
+            return .none
         }
     }
 

@@ -609,13 +609,23 @@ counter_is_out_of_other_users_reach() {
     expect 00000000 "$(owner_undefine "$index")" "an owner's counter"
     expect 49 "$(printf 'pw\n' | status_of security unlock-keychain)" "its counter gone"
     printf 'pw\n' | security unlock-keychain --accept-older-copy || return 1
-    # A key rotation with the platform hierarchy open again makes it a protected one.
+    security add-generic-password -a u -s later -w two 2>/dev/null
+    # The platform hierarchy open (as for a counter an earlier version made, of the owner's): the
+    # next unlock moves the count to a protected counter and undefines the owner's.
+    owner_index=$(comm -13 <(echo "$before") <(nvs))
+    [[ $(nv_attributes "$owner_index") != *policydelete* ]] || return 1
     open_platform
-    security set-keychain-password --rotate-keys -o pw -p pw >/dev/null 2>&1 || return 1
-    index=$(comm -13 <(echo "$before") <(nvs) | head -1)
-    [[ $(nv_attributes "$index") == *policydelete* ]] || return 1
     security lock-keychain
     printf 'pw\n' | security unlock-keychain || return 1
+    expect 1 "$(comm -13 <(echo "$before") <(nvs) | wc -l)" "one counter after the move"
+    index=$(comm -13 <(echo "$before") <(nvs))
+    [ "$index" != "$owner_index" ]
+    [[ $(nv_attributes "$index") == *policydelete*platformcreate* ]] || return 1
+    expect 00000282 "$(owner_undefine "$index")" "the moved counter"
+    start=$(count)
+    for n in 1 2; do security lock-keychain; printf 'pw\n' | security unlock-keychain || return 1; done
+    expect $((start + 2)) "$(count)" "unlocks after the move"
+    expect two "$(security find-generic-password -s later -w)"
     no_leftovers
 }
 

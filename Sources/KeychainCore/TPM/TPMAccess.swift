@@ -49,6 +49,15 @@ package struct TPMCounterRequest: Equatable {
         case increment(index: UInt32, expected: UInt64)
         /// Undefined, if it is the keychain's.
         case remove(index: UInt32)
+        /// As `find`, preferring the counter that agrees with the file's count `expected` (at it,
+        /// or one behind), then a protected one; where a protected one is chosen, a counter of
+        /// the earlier kind also opened by `auth` (a migration cut short) is undefined.
+        case findMatching(expected: UInt64)
+        /// The counter at `index`, of the earlier kind (the owner's) and at `expected`, given a
+        /// protected successor: a protected counter of the keychain already there (a migration cut
+        /// short), else a new one, if the platform hierarchy allows; `.none` where it does not.
+        /// The old counter stays: the caller records the new count in the file first.
+        case migrate(index: UInt32, expected: UInt64)
     }
 
     package var action: Action
@@ -66,11 +75,14 @@ package struct TPMCounterAnswer: Equatable {
     /// index 0: no counter (find found none; remove).
     package var index: UInt32
     package var value: UInt64
+    /// The platform's, with TPMA_NV_POLICY_DELETE: no one else with the TPM can undefine it.
+    package var protected: Bool
     package static let none = TPMCounterAnswer(index: 0, value: 0)
 
-    package init(index: UInt32, value: UInt64) {
+    package init(index: UInt32, value: UInt64, protected: Bool = false) {
         self.index = index
         self.value = value
+        self.protected = protected
     }
 }
 
@@ -214,7 +226,7 @@ struct HelperTPM: TPMOperations {
         var request = TPMHelperWire.request("counter", configuration)
         TPMHelperWire.write(counter, &request)
         return try exchange(&request) { reply in
-            let answer = TPMCounterAnswer(index: try reply.u32(), value: try reply.u64())
+            let answer = TPMCounterAnswer(index: try reply.u32(), value: try reply.u64(), protected: try reply.u8() == 1)
             guard reply.isAtEnd else { throw TPMFailure.failed("\(Self.name) answered more than expected") }
             return answer
         }
@@ -366,6 +378,8 @@ enum TPMHelperWire {
         case .create: w.u8(1); w.u32(0); w.u64(0)
         case .increment(let index, let expected): w.u8(2); w.u32(index); w.u64(expected)
         case .remove(let index): w.u8(3); w.u32(index); w.u64(0)
+        case .findMatching(let expected): w.u8(4); w.u32(0); w.u64(expected)
+        case .migrate(let index, let expected): w.u8(5); w.u32(index); w.u64(expected)
         }
         w.blob(counter.auth)
         w.u32(UInt32(counter.candidates.count))
@@ -379,7 +393,7 @@ enum TPMHelperWire {
         guard count <= 8, auth.count <= 32 else { throw TPMFailure.failed("malformed request") }
         let candidates = try (0..<count).map { _ in try r.u32() }
         // NV indices of the owner's range only (TCG's handle registry: 0x01800000-0x01BFFFFF).
-        guard (candidates + (kind >= 2 ? [index] : [])).allSatisfy({ (0x0180_0000...0x01BF_FFFF).contains($0) }) else {
+        guard (candidates + ([2, 3, 5].contains(kind) ? [index] : [])).allSatisfy({ (0x0180_0000...0x01BF_FFFF).contains($0) }) else {
             throw TPMFailure.failed("malformed request")
         }
         let action: TPMCounterRequest.Action
@@ -388,6 +402,8 @@ enum TPMHelperWire {
         case 1: action = .create
         case 2: action = .increment(index: index, expected: value)
         case 3: action = .remove(index: index)
+        case 4: action = .findMatching(expected: value)
+        case 5: action = .migrate(index: index, expected: value)
         default: throw TPMFailure.failed("malformed request")
         }
         return TPMCounterRequest(action, auth: auth, candidates: candidates)
@@ -563,6 +579,7 @@ package enum TPMHelperService {
             let answer = try tpm.counter(counter)
             w.u32(answer.index)
             w.u64(answer.value)
+            w.u8(answer.protected ? 1 : 0)
         case "pcr-read":
             let pcrs = try r.blob()
             try finish(&r)
