@@ -96,11 +96,18 @@ package struct LocalTPM: TPMOperations {
         try connected { connection in
             switch request.action {
             case .find:
-                guard let (index, value) = try connection.findCounter(auth: request.auth, candidates: request.candidates) else { return .none }
-                return TPMCounterAnswer(index: index, value: value)
+                guard let found = try connection.findCounter(auth: request.auth, candidates: request.candidates) else { return .none }
+                return TPMCounterAnswer(index: found.index, value: found.value, protected: found.protected)
+            case .findMatching(let expected):
+                guard let found = try connection.findCounter(auth: request.auth, candidates: request.candidates, expected: expected) else { return .none }
+                return TPMCounterAnswer(index: found.index, value: found.value, protected: found.protected)
             case .create:
-                let (index, value) = try connection.createCounter(auth: request.auth, candidates: request.candidates)
-                return TPMCounterAnswer(index: index, value: value)
+                let (index, value, protected) = try connection.createCounter(auth: request.auth, candidates: request.candidates)
+                return TPMCounterAnswer(index: index, value: value, protected: protected)
+            case .migrate(let index, let expected):
+                guard let (to, value) = try connection.migrateCounter(auth: request.auth, index: index, expected: expected, candidates: request.candidates)
+                else { return .none }
+                return TPMCounterAnswer(index: to, value: value, protected: true)
             case .increment(let index, let expected):
                 return TPMCounterAnswer(index: index, value: try connection.incrementCounter(auth: request.auth, index: index, expected: expected))
             case .remove(let index):
@@ -108,6 +115,10 @@ package struct LocalTPM: TPMOperations {
                 return .none
             }
         }
+    }
+
+    package func readPCRs(_ pcrs: [UInt8]) throws -> [Bytes] {
+        try connected { try $0.readPCRs(pcrs) }
     }
 
     package func describe(primaryName: Bytes?) throws -> (TPMDescription, sealedHere: Bool?) {

@@ -305,6 +305,35 @@ final class TPMConnection {
         return session
     }
 
+    /// The SHA-256 values of `pcrs` now, in ascending order: the TPM must answer exactly the
+    /// selection asked for (it may leave out PCRs it does not have), 32 bytes each.
+    func readPCRs(_ pcrs: [UInt8]) throws -> [Bytes] {
+        var selection = Self.selection(pcrs)
+        var updates: UInt32 = 0
+        var answered: UnsafeMutablePointer<TPML_PCR_SELECTION>?
+        var values: UnsafeMutablePointer<TPML_DIGEST>?
+        let rc = Esys_PCR_Read(
+            try context(), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &selection, &updates, &answered, &values)
+        defer { Esys_Free(answered); Esys_Free(values) }
+        guard rc == 0, let answered, let values else { throw Self.failure(rc, "TPM2_PCR_Read") }
+        var asked = Self.selection(pcrs).pcrSelections.0
+        let got = answered.pointee.pcrSelections.0
+        let same = withUnsafeBytes(of: &asked.pcrSelect) { a in withUnsafeBytes(of: got.pcrSelect) { Array(a.prefix(3)) == Array($0.prefix(3)) } }
+        guard answered.pointee.count == 1, got.hash == TPMConstant.algSHA256, got.sizeofSelect == 3, same, Int(values.pointee.count) == pcrs.count else {
+            throw TPMFailure.failed("the TPM answered other PCRs than those asked for")
+        }
+        return try withUnsafeMutableBytes(of: &values.pointee.digests) { raw in
+            let digests = raw.bindMemory(to: TPM2B_DIGEST.self)
+            return try digests.prefix(pcrs.count).map { entry in
+                var entry = entry
+                guard let bytes = TPM2B.read(&entry.buffer, size: entry.size), bytes.count == 32 else {
+                    throw TPMFailure.failed("the TPM answered a PCR value of the wrong size")
+                }
+                return bytes
+            }
+        }
+    }
+
     /// Seals `secret` under `parent` in a keyed-hash data object that only a policy session
     /// proving the current values of `pcrs` can unseal: no authorization value (userWithAuth
     /// clear) and noDA, so a boot state that does not match costs no dictionary-attack try.
@@ -377,6 +406,30 @@ final class TPMConnection {
     /// copy of the file.
     static let counterAttributes: TPMA_NV = TPMConstant.nvAuthWrite | TPMConstant.nvAuthRead | TPMConstant.nvNoDA | (TPMConstant.ntCounter << 4)
 
+    /// The same, made by the platform hierarchy with TPMA_NV_POLICY_DELETE: the owner hierarchy
+    /// (whose authorization is empty on nearly every Linux machine, so anyone in group `tss` has
+    /// it) cannot undefine it; only TPM2_NV_UndefineSpaceSpecial can, with the platform's
+    /// authorization *and* `deletePolicy`, which needs the counter's own authorization value. The
+    /// TPM refuses TPMA_NV_POLICY_DELETE on an index the owner defines (TPM_RC_ATTRIBUTES), and
+    /// firmware usually closes the platform hierarchy before the system starts: there the counter
+    /// is made by the owner as before (`counterAttributes`), and stays deletable by anyone with it.
+    static let protectedCounterAttributes: TPMA_NV = counterAttributes | TPMConstant.nvPlatformCreate | TPMConstant.nvPolicyDelete
+
+    /// TPM2_PolicyAuthValue, then TPM2_PolicyCommandCode(TPM2_NV_UndefineSpaceSpecial), from an
+    /// empty digest: deleting a protected counter takes its authorization value, so the platform's
+    /// authorization alone (empty on swtpm) does not do it either.
+    static let deletePolicy: Bytes = {
+        func extend(_ digest: Bytes, _ words: [UInt32]) -> Bytes {
+            var data = digest
+            for word in words { data += [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: word >> $0) } }
+            var out = Bytes(repeating: 0, count: 32)
+            _ = SHA256(data, data.count, &out)
+            return out
+        }
+        let afterAuthValue = extend(Bytes(repeating: 0, count: 32), [TPMConstant.ccPolicyAuthValue])
+        return extend(afterAuthValue, [TPMConstant.ccPolicyCommandCode, TPMConstant.ccNVUndefineSpaceSpecial])
+    }()
+
     /// An unsalted HMAC session: the authorization never crosses the bus in the clear, and it is
     /// 256 bits, so an HMAC seen on the bus gives no handle for guessing.
     private func hmacSession() throws -> ESYS_TR {
@@ -393,8 +446,14 @@ final class TPMConnection {
     }
 
     /// The NV index at `index` as an ESAPI object with `auth` set, if it exists and is a counter
-    /// of ours (attributes and size); nil when there is none or another kind of index is there.
+    /// of ours (attributes and size, of either kind); nil when there is none or another kind of
+    /// index is there.
     private func counterObject(_ index: UInt32, auth: Bytes) throws -> ESYS_TR? {
+        try counter(index, auth: auth)?.object
+    }
+
+    /// `counterObject`, and whether it is a protected one (`protectedCounterAttributes`).
+    private func counter(_ index: UInt32, auth: Bytes) throws -> (object: ESYS_TR, protected: Bool)? {
         let esys = try context()
         var object = ESYS_TR(ESYS_TR_NONE)
         let rc = Esys_TR_FromTPMPublic(esys, index, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &object)
@@ -411,9 +470,12 @@ final class TPMConnection {
             _ = Esys_TR_Close(esys, &closing)
             throw Self.failure(prc, "TPM2_NV_ReadPublic")
         }
-        let area = nvPublic.pointee.nvPublic
-        guard area.nvIndex == index, area.nameAlg == TPMConstant.algSHA256, area.attributes & ~TPMConstant.nvWritten == Self.counterAttributes,
-            area.dataSize == 8, area.authPolicy.size == 0
+        var area = nvPublic.pointee.nvPublic
+        let attributes = area.attributes & ~TPMConstant.nvWritten
+        let protected = attributes == Self.protectedCounterAttributes
+        let policy = TPM2B.read(&area.authPolicy.buffer, size: area.authPolicy.size)
+        guard area.nvIndex == index, area.nameAlg == TPMConstant.algSHA256, area.dataSize == 8,
+            protected ? policy == Self.deletePolicy : attributes == Self.counterAttributes && area.authPolicy.size == 0
         else {
             var closing = object
             _ = Esys_TR_Close(esys, &closing)
@@ -423,7 +485,7 @@ final class TPMConnection {
         defer { TPM2B.wipe(&authValue) }
         authValue.size = try TPM2B.fill(&authValue.buffer, with: auth)
         _ = Esys_TR_SetAuth(esys, object, &authValue)
-        return object
+        return (object, protected)
     }
 
     private func close(object: ESYS_TR) {
@@ -451,18 +513,50 @@ final class TPMConnection {
     }
 
     /// The first of `candidates` that holds a counter of ours opened by `auth`, and its value.
-    func findCounter(auth: Bytes, candidates: [UInt32]) throws -> (index: UInt32, value: UInt64)? {
+    /// With `expected` (the file's count), the one that agrees with it (at it, or one behind),
+    /// else a protected one, else the first: a migration cut short leaves two, and the file says
+    /// which is current. A counter of the earlier kind beside a protected one that agrees is the
+    /// rest of such a migration, and is undefined.
+    func findCounter(auth: Bytes, candidates: [UInt32], expected: UInt64? = nil) throws -> (index: UInt32, value: UInt64, protected: Bool)? {
+        var found: [(index: UInt32, value: UInt64, protected: Bool)] = []
         for index in candidates {
-            guard let object = try counterObject(index, auth: auth) else { continue }
+            guard let (object, protected) = try counter(index, auth: auth) else { continue }
             defer { close(object: object) }
-            if let value = try readCounter(object) { return (index, value) }
+            if let value = try readCounter(object) { found.append((index, value, protected)) }
         }
-        return nil
+        func agrees(_ entry: (index: UInt32, value: UInt64, protected: Bool)) -> Bool {
+            expected.map { entry.value == $0 || entry.value &+ 1 == $0 } ?? false
+        }
+        guard
+            let chosen = found.first(where: { agrees($0) && $0.protected }) ?? found.first(where: agrees) ?? found.first(where: \.protected)
+                ?? found.first
+        else { return nil }
+        if agrees(chosen), chosen.protected {
+            for entry in found where !entry.protected { try? removeCounter(auth: auth, index: entry.index) }
+        }
+        return chosen
+    }
+
+    /// A protected successor for the keychain's counter of the earlier kind at `index`, at
+    /// `expected`: a protected counter of the keychain's already there, else a new one; nil where
+    /// the platform hierarchy allows none, or the old counter is not as expected.
+    func migrateCounter(auth: Bytes, index: UInt32, expected: UInt64, candidates: [UInt32]) throws -> (index: UInt32, value: UInt64)? {
+        guard let (object, protected) = try counter(index, auth: auth) else { return nil }
+        defer { close(object: object) }
+        guard !protected, try readCounter(object) == expected else { return nil }
+        for candidate in candidates where candidate != index {
+            guard let (other, isProtected) = try counter(candidate, auth: auth) else { continue }
+            defer { close(object: other) }
+            if isProtected, let value = try readCounter(other) { return (candidate, value) }
+        }
+        guard let made = try? createCounter(auth: auth, candidates: candidates, platformOnly: true) else { return nil }
+        return (made.index, made.value)
     }
 
     /// A new counter at the first free index of `candidates`, incremented once (a counter cannot
     /// be read before its first increment; it starts at the highest count this TPM ever had).
-    func createCounter(auth: Bytes, candidates: [UInt32]) throws -> (index: UInt32, value: UInt64) {
+    /// `platformOnly`: a protected counter or none (a migration; the owner's would gain nothing).
+    func createCounter(auth: Bytes, candidates: [UInt32], platformOnly: Bool = false) throws -> (index: UInt32, value: UInt64, protected: Bool) {
         let esys = try context()
         for index in candidates {
             var existing = ESYS_TR(ESYS_TR_NONE)
@@ -476,12 +570,24 @@ final class TPMConnection {
             var info = TPM2B_NV_PUBLIC()
             info.nvPublic.nvIndex = index
             info.nvPublic.nameAlg = TPMConstant.algSHA256
-            info.nvPublic.attributes = Self.counterAttributes
+            info.nvPublic.attributes = Self.protectedCounterAttributes
+            info.nvPublic.authPolicy.size = try TPM2B.fill(&info.nvPublic.authPolicy.buffer, with: Self.deletePolicy)
             info.nvPublic.dataSize = 8
             var object = ESYS_TR(ESYS_TR_NONE)
-            let rc = Esys_NV_DefineSpace(
-                esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            // The platform hierarchy first (a counter no one else with the TPM can remove); where
+            // the firmware closed it or gave it a password, the owner's, as before.
+            var rc = Esys_NV_DefineSpace(
+                esys, ESYS_TR(ESYS_TR_RH_PLATFORM), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
                 &authValue, &info, &object)
+            let protected = rc == 0
+            if rc != 0 && TPMConstant.code(rc) != TPMConstant.rcNVDefined {
+                if platformOnly { throw Self.failure(rc, "TPM2_NV_DefineSpace (platform)") }
+                info.nvPublic.attributes = Self.counterAttributes
+                info.nvPublic.authPolicy = TPM2B_DIGEST()
+                rc = Esys_NV_DefineSpace(
+                    esys, ESYS_TR(ESYS_TR_RH_OWNER), ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+                    &authValue, &info, &object)
+            }
             guard rc == 0 else {
                 if TPMConstant.code(rc) == TPMConstant.rcNVDefined { continue }
                 if TPMConstant.code(rc) == TPMConstant.rcBadAuth || TPMConstant.code(rc) == TPMConstant.rcAuthFail {
@@ -493,7 +599,7 @@ final class TPMConnection {
             _ = Esys_TR_SetAuth(esys, object, &authValue)
             try increment(object)
             guard let value = try readCounter(object) else { throw TPMFailure.failed("the TPM refused the counter it just made") }
-            return (index, value)
+            return (index, value, protected)
         }
         throw TPMFailure.failed("no free NV index for a rollback counter (all of \(candidates.count) candidates are taken)")
     }
@@ -518,18 +624,58 @@ final class TPMConnection {
 
     /// Removes the counter at `index`, if it is this keychain's (opened by `auth`).
     func removeCounter(auth: Bytes, index: UInt32) throws {
-        guard let object = try counterObject(index, auth: auth) else { return }
+        guard let (object, protected) = try counter(index, auth: auth) else { return }
         guard try readCounter(object) != nil else {
             close(object: object)
             return
         }
-        let rc = Esys_NV_UndefineSpace(
-            try context(), ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+        let rc: TSS2_RC
+        if protected {
+            let session: ESYS_TR
+            do {
+                session = try deleteSession()
+            } catch {
+                close(object: object)
+                throw error
+            }
+            defer { flush(session) }
+            rc = Esys_NV_UndefineSpaceSpecial(
+                try context(), object, ESYS_TR(ESYS_TR_RH_PLATFORM), session, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE))
+        } else {
+            rc = Esys_NV_UndefineSpace(
+                try context(), ESYS_TR(ESYS_TR_RH_OWNER), object, ESYS_TR(ESYS_TR_PASSWORD), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+        }
         // Undefined, the object is gone from ESAPI too; not undefined, it is closed here.
         guard rc == 0 else {
             close(object: object)
             throw Self.failure(rc, "TPM2_NV_UndefineSpace")
         }
+    }
+
+    /// A policy session that has run `deletePolicy`'s two steps: with the counter's authorization
+    /// value set, it authorizes TPM2_NV_UndefineSpaceSpecial on it.
+    private func deleteSession() throws -> ESYS_TR {
+        let esys = try context()
+        var symmetric = TPMT_SYM_DEF()
+        symmetric.algorithm = TPMConstant.algNull
+        var session = ESYS_TR(ESYS_TR_NONE)
+        let rc = Esys_StartAuthSession(
+            esys, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE),
+            ESYS_TR(ESYS_TR_NONE), nil, TPM2_SE(TPMConstant.sePolicy), &symmetric, TPMConstant.algSHA256, &session)
+        guard rc == 0 else { throw Self.failure(rc, "TPM2_StartAuthSession (policy)") }
+        transient.append(session)
+        let arc = Esys_PolicyAuthValue(esys, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE))
+        guard arc == 0 else {
+            flush(session)
+            throw Self.failure(arc, "TPM2_PolicyAuthValue")
+        }
+        let crc = Esys_PolicyCommandCode(
+            esys, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), TPM2_CC(TPMConstant.ccNVUndefineSpaceSpecial))
+        guard crc == 0 else {
+            flush(session)
+            throw Self.failure(crc, "TPM2_PolicyCommandCode")
+        }
+        return session
     }
 
     // MARK: Marshalling (tss2-mu), for the keybag
@@ -737,6 +883,11 @@ enum TPMConstant {
     static let nvAuthRead: TPMA_NV = 0x0004_0000
     static let nvNoDA: TPMA_NV = 0x0200_0000
     static let nvWritten: TPMA_NV = 0x2000_0000
+    static let nvPolicyDelete: TPMA_NV = 0x0000_0400
+    static let nvPlatformCreate: TPMA_NV = 0x4000_0000
+    static let ccNVUndefineSpaceSpecial: UInt32 = 0x0000_011F
+    static let ccPolicyAuthValue: UInt32 = 0x0000_016B
+    static let ccPolicyCommandCode: UInt32 = 0x0000_016C
     static let ntCounter: TPMA_NV = 0x1
     /// Load failures of a private area made under another parent: integrity check (its HMAC
     /// under the parent's key fails), or a size or value that decrypts to nonsense.

@@ -40,7 +40,8 @@ struct Security: ParsableCommand {
         // argv as the kernel handed it: bytes, copied before the secrets in it are wiped.
         let arguments = CommandLine.rawArguments()
         var dispatcher = Dispatcher(argv: arguments)
-        let status = dispatcher.run()
+        // One time limit for the TPM across the whole command, however many keychains it touches.
+        let status = TPMDeadline.command { dispatcher.run() }
         fflush(stdout)
         Glibc.exit(status)
     }

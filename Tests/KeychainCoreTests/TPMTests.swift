@@ -41,6 +41,8 @@ final class SimulatedTPM: TPMOperations {
 
     func values(_ pcrs: [UInt8]) -> [Bytes] { pcrs.map { pcrValues[$0] ?? Bytes(repeating: 0, count: 32) } }
 
+    func readPCRs(_ pcrs: [UInt8]) throws -> [Bytes] { values(pcrs) }
+
     func seal(_ secret: Bytes, toPCRs pcrs: [UInt8]) throws -> TPMSealedSecret {
         let handle = Bytes((0..<16).map { _ in UInt8.random(in: 0...255) })
         pcrSealed[handle] = (secret, pcrs, values(pcrs))
@@ -114,6 +116,11 @@ final class SimulatedTPM: TPMOperations {
             return TPMCounterAnswer(index: index, value: counters[index]!.value)
         case .remove(let index):
             if let entry = counters[index], entry.auth == request.auth { counters[index] = nil }
+            return .none
+        case .findMatching:
+            return try honestCounter(TPMCounterRequest(.find, auth: request.auth, candidates: request.candidates))
+        case .migrate:
+            // No platform hierarchy here: counters stay as they are.
             return .none
         }
     }
@@ -516,7 +523,7 @@ final class TPMTests: XCTestCase {
             XCTAssertThrowsError(try store.unlock(password: password)) { error in
                 let error = error as? KeychainError
                 XCTAssertEqual(error?.code, .serviceNotAvailable)
-                XCTAssertTrue(error?.detail.contains("the boot chain changed: PCR 16") == true, error?.detail ?? "")
+                XCTAssertTrue(error?.detail.contains("PCR 16") == true, error?.detail ?? "")
                 XCTAssertTrue(error?.detail.contains("tpm-recover") == true, error?.detail ?? "")
             }
         }
@@ -539,6 +546,51 @@ final class TPMTests: XCTestCase {
         _ = try store.recoverFromTPM(recoveryKey: rotated, newPassword: pw, tpm: here)
         XCTAssertEqual(try secretString(store, query("portable")), "kept")
         XCTAssertEqual(tpm.failures, 1)
+    }
+
+    /// A boot event log (crypto-agile, SHA-256 only) of `events` (PCR, digest), as firmware writes it.
+    static func eventLog(_ events: [(UInt8, Bytes)]) -> Bytes {
+        func u16(_ v: Int) -> Bytes { [UInt8(v & 0xff), UInt8(v >> 8 & 0xff)] }
+        func u32(_ v: Int) -> Bytes { u16(v & 0xffff) + u16(v >> 16) }
+        let spec = Bytes("Spec ID Event03".utf8) + [0] + u32(0) + [0, 2, 0, 2] + u32(1) + u16(0x0B) + u16(32) + [0]
+        var log = u32(0) + u32(3) + Bytes(repeating: 0, count: 20) + u32(spec.count) + spec
+        for (pcr, digest) in events { log += u32(Int(pcr)) + u32(0x8000_0001) + u32(1) + u16(0x0B) + digest + u32(1) + [0x2a] }
+        return log
+    }
+
+    func testAPCRExtendedAfterBootIsToldApartFromAChangedBootChain() throws {
+        let booted = Crypto.sha256(Array("secure boot db".utf8)), extra = Crypto.sha256(Array("another user".utf8))
+        tpm.pcrValues[16] = Crypto.sha256(Bytes(repeating: 0, count: 32) + booted)
+        var config = here
+        config.bootLog = Self.eventLog([(16, booted)])
+        let store = try scratch.create()
+        _ = try store.sealToTPM(password: pw, pcrs: [16], tpm: config)
+        store.lockAll()
+        try store.unlock(password: pw, tpm: config)
+        // Extended after boot: the log does not account for the value now.
+        tpm.pcrValues[16] = Crypto.sha256(tpm.pcrValues[16]! + extra)
+        store.lockAll()
+        XCTAssertThrowsError(try store.unlock(password: pw, tpm: config)) { error in
+            let detail = (error as? KeychainError)?.detail ?? ""
+            XCTAssertEqual((error as? KeychainError)?.code, .serviceNotAvailable)
+            XCTAssertTrue(detail.hasPrefix("PCR 16 was extended after boot"), detail)
+            XCTAssertFalse(detail.contains("boot chain changed"), detail)
+        }
+        // A log that measured that value too: the boot chain changed.
+        config.bootLog = Self.eventLog([(16, booted), (16, extra)])
+        XCTAssertThrowsError(try store.unlock(password: pw, tpm: config)) { error in
+            XCTAssertTrue((error as? KeychainError)?.detail.hasPrefix("the boot chain changed: PCR 16") == true, "\(error)")
+        }
+        // A log cut short, or of another format: it cannot tell, and says so.
+        for log in [Array(Self.eventLog([(16, booted)]).dropLast(3)), Bytes(repeating: 0, count: 64)] {
+            config.bootLog = log
+            XCTAssertNil(BootEventLog.replay([16], log: log))
+            XCTAssertThrowsError(try store.unlock(password: pw, tpm: config)) { error in
+                let detail = (error as? KeychainError)?.detail ?? ""
+                XCTAssertTrue(detail.hasPrefix("PCR 16 differs from the sealed value: the boot chain changed or a PCR was extended since boot"), detail)
+            }
+        }
+        XCTAssertEqual(tpm.failures, 0)
     }
 
     func testRecoveryResealsWithoutPCRsUnlessAskedAndEnrolAgainBindsThem() throws {

@@ -49,6 +49,7 @@ start_tpm() {
 
 start_tpm first
 start_tpm second
+start_tpm third
 
 # tpm TCTI TOOL ARGS...: a tpm2-tools command against one of the TPMs.
 tpm() { local tcti=$1; shift; TPM2TOOLS_TCTI=$tcti "$@"; }
@@ -66,16 +67,31 @@ no_leftovers() {
     done
 }
 
+# The platform hierarchy as firmware leaves it on a real machine (a password no one knows), and
+# open again as swtpm starts (no password).
+close_platform() { tpm "$first_tcti" tpm2_changeauth -c p firmware-only; }
+open_platform() { tpm "${1:-$first_tcti}" tpm2_changeauth -c p -p firmware-only >/dev/null 2>&1 || true; }
+# The attributes of NV index INDEX (whole: grep -q would cut tpm2-tools off, and pipefail fail it).
+nv_attributes() { tpm "$first_tcti" tpm2_nvreadpublic "$1" | sed -n 's/^ *friendly: \(.*|.*\)/\1/p'; }
+
+# TPM2_NV_UndefineSpace of INDEX with the owner's empty authorization, sent as raw bytes so that
+# the TPM decides, not tpm2-tools (which refuses a policy-delete index itself); its response code.
+owner_undefine() {
+    printf '80020000001f0000012240000001%08x00000009400000090000000000' "$1" | xxd -r -p \
+        | tpm "$first_tcti" tpm2_send | xxd -p | cut -c13-20
+}
+
 fresh() {
     case_dir=$(mktemp -d "$work/case-XXXXXX")
     export HOME=$case_dir XDG_DATA_HOME=$case_dir/data XDG_CONFIG_HOME=$case_dir/config
     export KEYCHAIN_TPM_TCTI=$first_tcti
-    unset KEYCHAIN_PATH KEYCHAIN_TPM_TIMEOUT
+    unset KEYCHAIN_PATH KEYCHAIN_TPM_TIMEOUT KEYCHAIN_TPM_EVENT_LOG
     # Each case starts with TPMs that count 5 wrong passwords before locking out, none counted.
     for tcti in "$first_tcti" "$second_tcti"; do
         tpm "$tcti" tpm2_flushcontext -t; tpm "$tcti" tpm2_flushcontext -l
         tpm "$tcti" tpm2_dictionarylockout -c
         tpm "$tcti" tpm2_dictionarylockout -s -n 5 -t 600 -l 600
+        open_platform "$tcti"
     done >/dev/null 2>&1
     printf 'pw\n' | security create-keychain
 }
@@ -411,6 +427,8 @@ an_older_copy_put_back_is_noticed() {
 # stay taken.
 counter_taken_by_another_user_is_no_lockout() {
     nvs() { tpm "$first_tcti" tpm2_getcap handles-nv-index | sed -n 's/^- //p' | sort; }
+    # As on a real machine, where the counter is the owner's and so anyone's with the TPM to remove.
+    close_platform
     before=$(nvs)
     security add-generic-password -a u -s kept -w one 2>/dev/null
     enroll
@@ -438,6 +456,7 @@ counter_taken_by_another_user_is_no_lockout() {
 # the wrapped keys' tags, says it was counted, and the unlock refuses until the user accepts it.
 older_copy_without_record_or_counter_is_refused() {
     nvs() { tpm "$first_tcti" tpm2_getcap handles-nv-index | sed -n 's/^- //p' | sort; }
+    close_platform
     before=$(nvs)
     security add-generic-password -a u -s kept -w one 2>/dev/null
     enroll
@@ -493,6 +512,7 @@ pcr16_reset() { tpm "$first_tcti" tpm2_pcrreset 16 >/dev/null; }
 pcr16_change() { tpm "$first_tcti" tpm2_pcrextend "16:sha256=$(printf '%064d' 1)" >/dev/null; }
 
 pcr_binding_refuses_another_boot_chain() {
+    export KEYCHAIN_TPM_EVENT_LOG=/nonexistent
     pcr16_reset
     security add-generic-password -a u -s svc -w secret 2>/dev/null
     out=$(printf 'pw\n' | security tpm-enroll --pcrs 16 2>"$case_dir/enroll.err")
@@ -509,7 +529,7 @@ pcr_binding_refuses_another_boot_chain() {
     pcr16_change
     security lock-keychain
     out=$(printf 'pw\n' | security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'the boot chain changed: PCR 16 no longer hold the values'
+    echo "$out" | grep -q 'PCR 16 differs from the sealed value: the boot chain changed or a PCR was extended since boot (no boot event log readable at /nonexistent tells which)'
     echo "$out" | grep -q 'the TPM counted no wrong password'
     echo "$out" | grep -q '(errSecServiceNotAvailable)'
     expect 255 "$(printf 'pw\n' | status_of security unlock-keychain)"
@@ -549,6 +569,140 @@ pcr_binding_refuses_another_boot_chain() {
     expect secret "$(security find-generic-password -s svc -w)"
     expect 2 "$(printf 'pw\n' | status_of security tpm-enroll --pcrs 24)" "a PCR out of range"
     pcr16_reset
+}
+
+# Another user of the TPM (group tss: the owner hierarchy's empty authorization) cannot undefine
+# a keychain's counter: it is the platform hierarchy's, with TPMA_NV_POLICY_DELETE, and deleting it
+# takes TPM2_NV_UndefineSpaceSpecial with the counter's own authorization value. Where firmware
+# closed the platform hierarchy, the counter is the owner's as before, and still works.
+counter_is_out_of_other_users_reach() {
+    nvs() { tpm "$first_tcti" tpm2_getcap handles-nv-index | sed -n 's/^- //p' | sort; }
+    before=$(nvs)
+    security add-generic-password -a u -s kept -w one 2>/dev/null
+    enroll
+    index=$(comm -13 <(echo "$before") <(nvs) | head -1)
+    [ -n "$index" ]
+    attributes=$(nv_attributes "$index")
+    [[ $attributes == *policydelete*platformcreate* ]] || { echo "the counter's attributes: $attributes"; return 1; }
+    count() { security tpm-status | sed -n 's/^rollback: *count \([0-9]*\) .*/\1/p'; }
+    start=$(count)
+    security lock-keychain
+    # The attack of the review: refused by the TPM (TPM_RC_ATTRIBUTES), and by tpm2-tools.
+    expect 00000282 "$(owner_undefine "$index")" "TPM2_NV_UndefineSpace with the owner's authorization"
+    tpm "$first_tcti" tpm2_nvundefine -C o "$index" >/dev/null 2>&1 && return 1
+    tpm "$first_tcti" tpm2_nvundefine -C p "$index" >/dev/null 2>&1 && return 1
+    expect "$index" "$(nvs | grep -x "$index")" "the counter is still there"
+    printf 'pw\n' | security unlock-keychain || return 1
+    expect $((start + 1)) "$(count)" "the right password opens it and moves the counter"
+    expect one "$(security find-generic-password -s kept -w)"
+    # tpm-unenroll removes it (its own authorization and the platform's): nothing left behind.
+    printf 'pw\n' | security tpm-unenroll 2>/dev/null
+    expect "$before" "$(nvs)" "after tpm-unenroll"
+    # The platform hierarchy closed, as firmware leaves it: an owner's counter, as before, that
+    # works and that the owner's authorization still removes (docs/security-model.md, limits).
+    close_platform
+    enroll
+    index=$(comm -13 <(echo "$before") <(nvs) | head -1)
+    [[ $(nv_attributes "$index") != *policydelete* ]] || return 1
+    security lock-keychain
+    printf 'pw\n' | security unlock-keychain || return 1
+    expect 00000000 "$(owner_undefine "$index")" "an owner's counter"
+    expect 49 "$(printf 'pw\n' | status_of security unlock-keychain)" "its counter gone"
+    printf 'pw\n' | security unlock-keychain --accept-older-copy || return 1
+    security add-generic-password -a u -s later -w two 2>/dev/null
+    # The platform hierarchy open (as for a counter an earlier version made, of the owner's): the
+    # next unlock moves the count to a protected counter and undefines the owner's.
+    owner_index=$(comm -13 <(echo "$before") <(nvs))
+    [[ $(nv_attributes "$owner_index") != *policydelete* ]] || return 1
+    open_platform
+    security lock-keychain
+    printf 'pw\n' | security unlock-keychain || return 1
+    expect 1 "$(comm -13 <(echo "$before") <(nvs) | wc -l)" "one counter after the move"
+    index=$(comm -13 <(echo "$before") <(nvs))
+    [ "$index" != "$owner_index" ]
+    [[ $(nv_attributes "$index") == *policydelete*platformcreate* ]] || return 1
+    expect 00000282 "$(owner_undefine "$index")" "the moved counter"
+    start=$(count)
+    for n in 1 2; do security lock-keychain; printf 'pw\n' | security unlock-keychain || return 1; done
+    expect $((start + 2)) "$(count)" "unlocks after the move"
+    expect two "$(security find-generic-password -s later -w)"
+    no_leftovers
+}
+
+# A PCR extended after boot (anyone in group tss: tpm2_pcrextend 7) is told apart from a changed
+# boot chain by replaying the boot event log: its own TPM here, whose PCR 7 "boot" measured one
+# value, recorded in a log made for it.
+pcr_extended_after_boot_is_told_apart() {
+    # shellcheck disable=SC2154 # set by printf -v in start_tpm
+    export KEYCHAIN_TPM_TCTI=$third_tcti KEYCHAIN_TPM_EVENT_LOG=$case_dir/event-log
+    booted=$(printf 'secure boot db' | sha256sum | cut -c1-64)
+    tpm "$third_tcti" tpm2_pcrextend "7:sha256=$booted" >/dev/null
+    python3 "$here/event-log.py" "$KEYCHAIN_TPM_EVENT_LOG" "7:$booted"
+    security add-generic-password -a u -s svc -w secret 2>/dev/null
+    out=$(printf 'pw\n' | security tpm-enroll --pcrs 7 2>/dev/null)
+    key=$(echo "$out" | sed -n 's/^recovery key: //p')
+    [ -n "$key" ]
+    security lock-keychain
+    printf 'pw\n' | security unlock-keychain || return 1
+    # Another user extends PCR 7: "extended after boot", not "the boot chain changed".
+    tpm "$third_tcti" tpm2_pcrextend "7:sha256=$(printf 'another user' | sha256sum | cut -c1-64)" >/dev/null
+    security lock-keychain
+    out=$(printf 'pw\n' | security unlock-keychain 2>&1) && return 1
+    echo "$out" | grep -q 'PCR 7 was extended after boot: its value is not the one this boot.s event log replays to' || { echo "$out"; return 1; }
+    echo "$out" | grep -q 'boot chain changed' && return 1
+    echo "$out" | grep -q 'the TPM counted no wrong password'
+    expect 255 "$(printf 'pw\n' | status_of security unlock-keychain)"
+    # No log readable: it says it cannot tell.
+    out=$(printf 'pw\n' | KEYCHAIN_TPM_EVENT_LOG=$case_dir/none security unlock-keychain 2>&1) && return 1
+    echo "$out" | grep -q 'PCR 7 differs from the sealed value: the boot chain changed or a PCR was extended since boot' || { echo "$out"; return 1; }
+    # A log that accounts for the new value: the boot chain changed.
+    python3 "$here/event-log.py" "$case_dir/changed-log" "7:$booted" "7:$(printf 'another user' | sha256sum | cut -c1-64)"
+    out=$(printf 'pw\n' | KEYCHAIN_TPM_EVENT_LOG=$case_dir/changed-log security unlock-keychain 2>&1) && return 1
+    echo "$out" | grep -q 'the boot chain changed: PCR 7 no longer hold the values' || { echo "$out"; return 1; }
+    expect 36 "$(status_of security find-generic-password -s svc -w)" "still locked"
+    # The way in, as documented: the recovery key.
+    printf '%s\nnew\n' "$key" | security tpm-recover 2>/dev/null || return 1
+    expect secret "$(security find-generic-password -s svc -w)"
+    expect 0x0 "$(failures "$third_tcti")" "nothing counted"
+}
+
+# A TPM (or TCTI) that accepts and never answers: one time limit for the whole command, not one
+# per TPM call (create-keychain --tpm made three calls of 30 s each: 91 s).
+a_silent_tpm_bounds_the_whole_command() {
+    security add-generic-password -a u -s svc -w secret 2>/dev/null
+    enroll
+    silent=$(free_port)
+    timeout 120 python3 "$here/silent-tpm.py" "$silent" 110 &
+    silent_pid=$!
+    sleep 0.5
+    # The old per-call limit cost create-keychain --tpm three limits (18 s here); one limit and the
+    # command's own work (scrypt, slow on a loaded machine) stay well under two.
+    limit=6
+    export KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$silent" KEYCHAIN_TPM_TIMEOUT=$limit
+    started=$(date +%s%N)
+    status=0
+    out=$(printf 'pw\n' | timeout 60 security create-keychain --tpm made 2>&1) || status=$?
+    took=$(( ($(date +%s%N) - started) / 1000000 ))
+    echo "create-keychain --tpm against a silent TPM: status $status after $took ms (limit $limit s)"
+    expect 252 "$status" "create-keychain --tpm"
+    echo "$out" | grep -q "the TPM did not answer within $limit s (the most one command may wait for it" || { echo "$out"; kill $silent_pid; return 1; }
+    [ ! -e "$XDG_DATA_HOME/keychains/made.keychain-db" ] || { kill $silent_pid; return 1; }
+    [ "$took" -lt $(( 2 * limit * 1000 )) ] || { kill $silent_pid; return 1; }
+    security lock-keychain
+    started=$(date +%s%N)
+    status=0
+    out=$(printf 'pw\n' | timeout 60 security unlock-keychain 2>&1) || status=$?
+    took=$(( ($(date +%s%N) - started) / 1000000 ))
+    echo "unlock-keychain against a silent TPM: status $status after $took ms"
+    kill $silent_pid
+    expect 252 "$status" "unlock-keychain"
+    echo "$out" | grep -q "the TPM did not answer within $limit s" || { echo "$out"; return 1; }
+    [ "$took" -lt $(( 2 * limit * 1000 )) ] || return 1
+    expect 36 "$(status_of security find-generic-password -s svc -w)" "still locked"
+    export KEYCHAIN_TPM_TCTI=$first_tcti
+    unset KEYCHAIN_TPM_TIMEOUT
+    printf 'pw\n' | security unlock-keychain
+    expect secret "$(security find-generic-password -s svc -w)"
 }
 
 # --- sealed at creation ---------------------------------------------------------------------
@@ -634,6 +788,9 @@ check "a counter another user undefined and squatted: --accept-older-copy still 
 check "an older copy put back, its counter row deleted and its TPM counter undefined: refused" older_copy_without_record_or_counter_is_refused
 check "unlocks at the same moment move the counter, never read as an older copy" parallel_unlocks_are_no_older_copy
 check "a PCR binding: another boot chain refused, uncounted; the recovery key opens it; re-enrol binds again" pcr_binding_refuses_another_boot_chain
+check "another user of the TPM cannot undefine the counter (platform, policy delete); owner counters still work" counter_is_out_of_other_users_reach
+check "a PCR extended after boot is told apart from a changed boot chain; the recovery key opens it" pcr_extended_after_boot_is_told_apart
+check "a TPM that never answers: create-keychain --tpm and an unlock give up within one limit" a_silent_tpm_bounds_the_whole_command
 check "create-keychain --tpm: sealed at once, its recovery key printed, wrong passwords counted" create_with_tpm_seals_at_once
 check "create-keychain --tpm without a TPM: fails as tpm-enroll does, creates nothing" create_with_tpm_and_no_tpm_creates_nothing
 check "tpm-enroll --default on: new keychains sealed; --no-tpm, no TPM, off and system" default_on_seals_new_keychains

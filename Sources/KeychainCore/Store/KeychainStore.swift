@@ -167,6 +167,11 @@ package final class KeychainStore: @unchecked Sendable {
     /// Sealed to a TPM, the file's count is checked against the TPM's rollback counter first
     /// (`advanceRollbackCounter`): an older copy is refused unless `acceptingOlderCopy`.
     package func unlock(password: Bytes, acceptingOlderCopy: Bool = false, tpm: TPMConfiguration = .current) throws {
+        try TPMDeadline.command { try unlockUnderDeadline(password: password, acceptingOlderCopy: acceptingOlderCopy, tpm: tpm) }
+    }
+
+    /// `unlock`, its TPM calls (the sealed secret, the rollback counter) under one time limit.
+    private func unlockUnderDeadline(password: Bytes, acceptingOlderCopy: Bool, tpm: TPMConfiguration) throws {
         try withLock {
             // The derivation takes a while; if another process re-keyed the keychain meanwhile,
             // the keys it gave are stale and must not reach the kernel: derive again.

@@ -375,6 +375,11 @@ extension KeychainStore {
     /// not fit (another user's box, another keychain's, a changed record, a TPM that answers
     /// wrongly) is an error and leaves the keychain as it was.
     package func unlockPasswordless(opened plaintext: Bytes, uid: UInt32, tpm: TPMConfiguration = .current) throws {
+        try TPMDeadline.command { try unlockPasswordlessUnderDeadline(opened: plaintext, uid: uid, tpm: tpm) }
+    }
+
+    /// `unlockPasswordless`, its TPM calls under one time limit.
+    private func unlockPasswordlessUnderDeadline(opened plaintext: Bytes, uid: UInt32, tpm: TPMConfiguration) throws {
         try withLock {
             let version = try currentDataVersion()
             let bag = try Keybag.load(from: db)
@@ -391,8 +396,16 @@ extension KeychainStore {
             guard bag.isBound, zip(PasswordlessRecord.classes, record.checks).allSatisfy({ Crypto.equal(bag.check($0), $1) }) else {
                 throw KeychainError.decode("the passwordless unlock was made for other keys (a rotation or a recovery since): enrol it again")
             }
-            var sealedSecret = try TPMSealedSecret.keychainErrors {
-                try TPMAccess.operations(tpm).unseal(record.sealed, pcrs: record.pcrs, length: PasswordlessRecord.secretLength)
+            var sealedSecret: Bytes
+            do {
+                sealedSecret = try TPMSealedSecret.keychainErrors {
+                    try TPMAccess.operations(tpm).unseal(record.sealed, pcrs: record.pcrs, length: PasswordlessRecord.secretLength)
+                }
+            } catch let error as KeychainError where error.code == .authFailed && error.detail.hasPrefix(TPMSealedSecret.bootStatePrefix) {
+                // The same code and prefix (pam_keychain reads them as a changed boot state), in words that
+                // tell a PCR extended after boot from a changed boot chain.
+                let words = BootStateDiagnosis.words(BootStateDiagnosis.cause(record.pcrs, tpm: tpm), record.pcrs, sealed: "the passwordless unlock")
+                throw KeychainError(.authFailed, TPMSealedSecret.bootStatePrefix + words + "; the password still opens the keychain")
             }
             defer { sealedSecret.wipe() }
             var kek = PasswordlessRecord.kek(secret: secret, sealed: sealedSecret, uuid: bag.uuid)

@@ -131,9 +131,10 @@ extension KeychainStore {
         // must not see each other's half-done step as an older copy. The TPM's increment comes
         // after the commit (the file first, so an interruption leaves it ahead, never behind).
         var counting = true
-        let increment: (index: UInt32, expected: UInt64, atLeast: UInt64)? = try db.transaction {
+        let increment: (index: UInt32, expected: UInt64, atLeast: UInt64, protected: Bool)? = try db.transaction {
             let (stored, present) = try RollbackRecord.load(from: db, c: c, uuid: bag.uuid)
-            let found = try ask(.find)
+            let action: TPMCounterRequest.Action = stored.map { .findMatching(expected: $0.value) } ?? .find
+            let found = try ask(action)
             switch (stored, found.index) {
             case (nil, 0) where accepting || (!present && !binding.sealed.counted):
                 // Never counted yet (or the user accepts a file whose record was lost): a new counter.
@@ -154,7 +155,7 @@ extension KeychainStore {
                     )
                 }
                 try RollbackRecord.save(found.value + 1, c: c, uuid: bag.uuid, to: db)
-                return (found.index, found.value, found.value + 1)
+                return (found.index, found.value, found.value + 1, found.protected)
             case (let record?, 0):
                 guard accepting else {
                     throw KeychainError(
@@ -167,10 +168,10 @@ extension KeychainStore {
             case (let record?, _):
                 if record.value == found.value || accepting {
                     try RollbackRecord.save(found.value + 1, c: c, uuid: bag.uuid, to: db)
-                    return (found.index, found.value, found.value + 1)
+                    return (found.index, found.value, found.value + 1, found.protected)
                 } else if record.value == found.value + 1 {
                     // The last unlock wrote its count and has not moved the TPM's yet (or stopped before it).
-                    return (found.index, found.value, record.value)
+                    return (found.index, found.value, record.value, found.protected)
                 } else if record.value < found.value {
                     throw KeychainError(
                         .invalidKeychain,
@@ -193,7 +194,27 @@ extension KeychainStore {
         // Another unlock of the same keychain may have moved it meanwhile, never past the file's
         // count (each moves it only from the value it expects, after the file was written).
         guard after.value >= increment.atLeast else { throw KeychainError(.deviceFailed, "the TPM's rollback counter did not move as asked") }
+        if !increment.protected { migrateRollbackCounter(bag, c: c, from: increment.index, at: after.value, ask: ask) }
         return true
+    }
+
+    /// A counter of the earlier kind (the owner's, which anyone with the TPM can undefine)
+    /// replaced by a protected one where the platform hierarchy allows (TPMConnection's
+    /// `protectedCounterAttributes`): the new count in the file first, then the old counter
+    /// undefined. Cut short, the next unlock's `findMatching` takes whichever counter agrees with
+    /// the file and finishes the move; where the platform hierarchy is closed nothing changes.
+    private func migrateRollbackCounter(
+        _ bag: Keybag, c: Bytes, from index: UInt32, at value: UInt64, ask: (TPMCounterRequest.Action) throws -> TPMCounterAnswer
+    ) {
+        let moved: Bool? = try? db.transaction {
+            // Another unlock moved on meanwhile: the next one migrates.
+            guard try RollbackRecord.load(from: db, c: c, uuid: bag.uuid).record?.value == value else { return false }
+            let successor = try ask(.migrate(index: index, expected: value))
+            guard successor.index != 0, successor.index != index, successor.protected else { return false }
+            try RollbackRecord.save(successor.value, c: c, uuid: bag.uuid, to: db)
+            return true
+        }
+        if moved == true { _ = try? ask(.remove(index: index)) }
     }
 
     /// A new counter, its count in the file; where none can be made (an owner password, NV space
@@ -265,8 +286,11 @@ extension KeychainStore {
         var auth = RollbackRecord.auth(c: c, uuid: uuid)
         defer { auth.wipe() }
         let candidates = RollbackRecord.candidates(uuid: uuid)
-        if let found = try? operations.counter(TPMCounterRequest(.find, auth: auth, candidates: candidates)), found.index != 0 {
-            _ = try? operations.counter(TPMCounterRequest(.remove(index: found.index), auth: auth, candidates: candidates))
+        // Each of them: a migration cut short leaves two.
+        for _ in candidates {
+            guard let found = try? operations.counter(TPMCounterRequest(.find, auth: auth, candidates: candidates)), found.index != 0,
+                (try? operations.counter(TPMCounterRequest(.remove(index: found.index), auth: auth, candidates: candidates))) != nil
+            else { break }
         }
     }
 }

@@ -29,6 +29,13 @@ package protocol TPMOperations {
     func unseal(_ record: TPMSealedSecret, auth: Bytes, pcrs: [UInt8], length: Int) throws -> Bytes
     /// The keychain's rollback counter: an NV counter index opened by `request.auth`.
     func counter(_ request: TPMCounterRequest) throws -> TPMCounterAnswer
+    /// The current values of the SHA-256 PCRs `pcrs`, in their order (32 bytes each): compared
+    /// with the boot event log when a PCR policy fails (`BootStateDiagnosis`).
+    func readPCRs(_ pcrs: [UInt8]) throws -> [Bytes]
+}
+
+extension TPMOperations {
+    package func readPCRs(_ pcrs: [UInt8]) throws -> [Bytes] { throw TPMFailure.unavailable("this TPM does not say its PCRs' values") }
 }
 
 /// What is asked of a keychain's NV counter (RollbackCounter.swift).
@@ -42,6 +49,15 @@ package struct TPMCounterRequest: Equatable {
         case increment(index: UInt32, expected: UInt64)
         /// Undefined, if it is the keychain's.
         case remove(index: UInt32)
+        /// As `find`, preferring the counter that agrees with the file's count `expected` (at it,
+        /// or one behind), then a protected one; where a protected one is chosen, a counter of
+        /// the earlier kind also opened by `auth` (a migration cut short) is undefined.
+        case findMatching(expected: UInt64)
+        /// The counter at `index`, of the earlier kind (the owner's) and at `expected`, given a
+        /// protected successor: a protected counter of the keychain already there (a migration cut
+        /// short), else a new one, if the platform hierarchy allows; `.none` where it does not.
+        /// The old counter stays: the caller records the new count in the file first.
+        case migrate(index: UInt32, expected: UInt64)
     }
 
     package var action: Action
@@ -59,11 +75,14 @@ package struct TPMCounterAnswer: Equatable {
     /// index 0: no counter (find found none; remove).
     package var index: UInt32
     package var value: UInt64
+    /// The platform's, with TPMA_NV_POLICY_DELETE: no one else with the TPM can undefine it.
+    package var protected: Bool
     package static let none = TPMCounterAnswer(index: 0, value: 0)
 
-    package init(index: UInt32, value: UInt64) {
+    package init(index: UInt32, value: UInt64, protected: Bool = false) {
         self.index = index
         self.value = value
+        self.protected = protected
     }
 }
 
@@ -90,10 +109,11 @@ enum TPMAccess {
 /// and told the TCTI explicitly.
 struct HelperTPM: TPMOperations {
     static let name = "keychain-tpm-helper"
-    /// The longest one operation may take (a real TPM makes a P-256 key and unseals in about a
-    /// second; swtpm in milliseconds): the helper ends itself then (`alarm`), whatever became of
-    /// its caller, which stops waiting a little later. $KEYCHAIN_TPM_TIMEOUT may lower it (tests
-    /// of a TPM that stops answering), never raise it.
+    /// The longest one command may wait for the TPM, all its operations together (`TPMDeadline`;
+    /// a real TPM makes a P-256 key and unseals in about a second, swtpm in milliseconds): each
+    /// helper ends itself at what is left (`alarm`), whatever became of its caller, which stops
+    /// waiting a second later. $KEYCHAIN_TPM_TIMEOUT may lower it (tests of a TPM that stops
+    /// answering), never raise it.
     static let longest: UInt32 = 30
     static var timeout: UInt32 {
         guard let text = KeychainFile.environment("KEYCHAIN_TPM_TIMEOUT"), let seconds = UInt32(text), seconds > 0 else { return longest }
@@ -102,6 +122,10 @@ struct HelperTPM: TPMOperations {
 
     let configuration: TPMConfiguration
     let path: String
+
+    static func gaveUp(_ limit: UInt32) -> TPMFailure {
+        .failed("the TPM did not answer within \(limit) s (the most one command may wait for it, all its TPM operations together)")
+    }
 
     static func locate() -> String? {
         var candidates = ["/usr/libexec/" + name, "/usr/local/libexec/" + name]
@@ -169,6 +193,16 @@ struct HelperTPM: TPMOperations {
         return try exchange(&request) { try Self.readSecret(&$0, length: length) }
     }
 
+    func readPCRs(_ pcrs: [UInt8]) throws -> [Bytes] {
+        var request = TPMHelperWire.request("pcr-read", configuration)
+        request.blob(pcrs)
+        return try exchange(&request) { reply in
+            let values = try pcrs.map { _ in try reply.blob() }
+            guard reply.isAtEnd, values.allSatisfy({ $0.count == 32 }) else { throw TPMFailure.failed("\(Self.name) answered something unexpected") }
+            return values
+        }
+    }
+
     /// A seal request's answer: the record the helper sealed, nothing after it. The PCRs are the
     /// request's own; the helper does not answer them.
     private static func readSealedRecord(_ reply: inout ByteReader, pcrs: [UInt8] = []) throws -> TPMSealedSecret {
@@ -192,7 +226,7 @@ struct HelperTPM: TPMOperations {
         var request = TPMHelperWire.request("counter", configuration)
         TPMHelperWire.write(counter, &request)
         return try exchange(&request) { reply in
-            let answer = TPMCounterAnswer(index: try reply.u32(), value: try reply.u64())
+            let answer = TPMCounterAnswer(index: try reply.u32(), value: try reply.u64(), protected: try reply.u8() == 1)
             guard reply.isAtEnd else { throw TPMFailure.failed("\(Self.name) answered more than expected") }
             return answer
         }
@@ -215,7 +249,13 @@ struct HelperTPM: TPMOperations {
     /// hold secrets) are wiped. One socket pair is the helper's standard input and output:
     /// MSG_NOSIGNAL, so a helper that died early is an error, not a SIGPIPE.
     private func exchange<T>(_ request: inout ByteWriter, _ parse: (inout ByteReader) throws -> T) throws -> T {
-        let timeout = Self.timeout
+        // What is left of the command's time (`TPMDeadline`); the helper's alarm, in whole
+        // seconds, ends it at most a second past the deadline, and this side waits no longer.
+        let limit = Self.timeout
+        let deadline = TPMDeadline.deadline(limit: limit)
+        let left = deadline - SystemClock.monotonic()
+        guard left > 0 else { throw Self.gaveUp(limit) }
+        let timeout = UInt32(min(Double(limit), max(1, left.rounded(.up))))
         request.u32(timeout)
         var bytes = request.bytes
         request = ByteWriter()
@@ -256,11 +296,10 @@ struct HelperTPM: TPMOperations {
         }
         var chunk = Bytes(repeating: 0, count: 4096)
         defer { chunk.wipe() }
-        let deadline = SystemClock.monotonic() + Double(timeout) + 2
         while answer.count <= TPMHelperWire.limit {
             var poller = pollfd(fd: pair[0], events: Int16(POLLIN), revents: 0)
-            let remaining = Int32(max(0, (deadline - SystemClock.monotonic()) * 1000))
-            guard remaining > 0 else { throw TPMFailure.failed("the TPM did not answer within \(timeout) s") }
+            let remaining = Int32(max(0, (deadline + 1 - SystemClock.monotonic()) * 1000))
+            guard remaining > 0 else { throw Self.gaveUp(limit) }
             let ready = poll(&poller, 1, remaining)
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { continue }
@@ -277,7 +316,7 @@ struct HelperTPM: TPMOperations {
                 return 128 + SIGKILL
             }()
         if answer.isEmpty, let status = ended {
-            if status == 128 + SIGALRM { throw TPMFailure.failed("the TPM did not answer within \(timeout) s") }
+            if status == 128 + SIGALRM { throw Self.gaveUp(limit) }
             // The dynamic loader's status when a library is missing: tpm2-tss is not installed.
             if status == 127 { throw TPMFailure.unavailable("\(Self.name) cannot run (is tpm2-tss installed? libtss2-esys, -tctildr, -mu)") }
             throw TPMFailure.failed("\(Self.name) ended without an answer (\(status > 128 ? "signal \(status - 128)" : "exit status \(status)"))")
@@ -339,6 +378,8 @@ enum TPMHelperWire {
         case .create: w.u8(1); w.u32(0); w.u64(0)
         case .increment(let index, let expected): w.u8(2); w.u32(index); w.u64(expected)
         case .remove(let index): w.u8(3); w.u32(index); w.u64(0)
+        case .findMatching(let expected): w.u8(4); w.u32(0); w.u64(expected)
+        case .migrate(let index, let expected): w.u8(5); w.u32(index); w.u64(expected)
         }
         w.blob(counter.auth)
         w.u32(UInt32(counter.candidates.count))
@@ -352,7 +393,7 @@ enum TPMHelperWire {
         guard count <= 8, auth.count <= 32 else { throw TPMFailure.failed("malformed request") }
         let candidates = try (0..<count).map { _ in try r.u32() }
         // NV indices of the owner's range only (TCG's handle registry: 0x01800000-0x01BFFFFF).
-        guard (candidates + (kind >= 2 ? [index] : [])).allSatisfy({ (0x0180_0000...0x01BF_FFFF).contains($0) }) else {
+        guard (candidates + ([2, 3, 5].contains(kind) ? [index] : [])).allSatisfy({ (0x0180_0000...0x01BF_FFFF).contains($0) }) else {
             throw TPMFailure.failed("malformed request")
         }
         let action: TPMCounterRequest.Action
@@ -361,6 +402,8 @@ enum TPMHelperWire {
         case 1: action = .create
         case 2: action = .increment(index: index, expected: value)
         case 3: action = .remove(index: index)
+        case 4: action = .findMatching(expected: value)
+        case 5: action = .migrate(index: index, expected: value)
         default: throw TPMFailure.failed("malformed request")
         }
         return TPMCounterRequest(action, auth: auth, candidates: candidates)
@@ -536,6 +579,14 @@ package enum TPMHelperService {
             let answer = try tpm.counter(counter)
             w.u32(answer.index)
             w.u64(answer.value)
+            w.u8(answer.protected ? 1 : 0)
+        case "pcr-read":
+            let pcrs = try r.blob()
+            try finish(&r)
+            guard PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
+            let values = try tpm.readPCRs(pcrs)
+            guard values.count == pcrs.count else { throw TPMFailure.failed("the TPM answered other PCRs than those asked for") }
+            for value in values { w.blob(value) }
         case "describe":
             let name = try r.blob()
             try finish(&r)

@@ -100,10 +100,21 @@ package struct TPMSealedSecret: Equatable {
                     : try TPMAccess.operations(tpm).unseal(self, auth: auth, pcrs: pcrs, length: Self.secretLength)
             }
         } catch let error as KeychainError where error.code == .authFailed && error.detail.hasPrefix(Self.bootStatePrefix) {
+            let cause = BootStateDiagnosis.cause(pcrs, tpm: tpm)
+            let list = PCRSelection.describe(pcrs)
+            let remedy: String
+            switch cause {
+            case .bootChanged:
+                remedy = "Open it with its recovery key (`security tpm-recover`), then `security tpm-enroll --pcrs \(list)` seals it to this boot chain again"
+            case .extendedAfterBoot:
+                remedy = "A reboot resets the PCRs and the password opens it again; its recovery key opens it now (`security tpm-recover`)"
+            case .unknown:
+                remedy =
+                    "Its recovery key opens it now (`security tpm-recover`); if a PCR was extended, a reboot resets it and the password opens it again; if the boot chain changed, `security tpm-enroll --pcrs \(list)` after the recovery seals it to this one"
+            }
             throw KeychainError(
                 .serviceNotAvailable,
-                "the boot chain changed: PCR \(PCRSelection.describe(pcrs)) no longer hold the values this keychain was sealed to (a firmware, boot loader or Secure Boot change, or another boot chain); the TPM counted no wrong password. Open it with its recovery key (`security tpm-recover`), then `security tpm-enroll --pcrs \(PCRSelection.describe(pcrs))` seals it to this boot chain again"
-            )
+                "\(BootStateDiagnosis.words(cause, pcrs, sealed: "this keychain")); the TPM counted no wrong password. \(remedy)")
         }
         defer { secret.wipe() }
         return Self.kek(stretched: stretched, sealed: secret, uuid: uuid)

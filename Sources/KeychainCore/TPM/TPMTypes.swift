@@ -11,6 +11,9 @@ package struct TPMConfiguration: Sendable, Equatable {
     /// Where keychain-tpm-helper is, when not in its usual places (pam_keychain's `tpm_helper=`,
     /// set by the administrator); it must pass the same checks.
     package var helper: String? = nil
+    /// The boot event log, read beforehand by a process that may (pam_keychain, as root, for its
+    /// workers, which run as the user and cannot read the kernel's copy); nil: read when needed.
+    package var bootLog: Bytes? = nil
 
     package static let environmentVariable = "KEYCHAIN_TPM_TCTI"
     /// The kernel's resource manager: it flushes whatever a process left behind, and lets several

@@ -157,6 +157,9 @@ struct Hooks {
     private var tpmConfiguration: TPMConfiguration {
         var tpm = pam.options.tpmTCTI.map { TPMConfiguration(tcti: $0.isEmpty || $0 == "none" ? nil : $0) } ?? TPMConfiguration.current
         tpm.helper = pam.options.tpmHelper
+        // Read as root: a worker, as the user, could not read the kernel's copy, and without it a PCR
+        // extended after boot cannot be told from a changed boot chain in the journal.
+        tpm.bootLog = BootEventLog.read(pam.options.tpmEventLog ?? BootEventLog.kernelPath)
         return tpm
     }
 

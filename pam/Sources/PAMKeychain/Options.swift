@@ -2,6 +2,7 @@
 /// `passwordless` (a session opened without a password unlocks a keychain enrolled for it; for the
 /// stacks of fingerprint, smart-card and autologin logins only), `tpm_tcti=` and `tpm_helper=`
 /// (where the TPM and keychain-tpm-helper are, when not /dev/tpmrm0 and the usual libexec),
+/// `tpm_event_log=` (the boot event log, when not the kernel's),
 /// `tpm_enroll` and `no_tpm_enroll` (a login keychain made by auto_create is, or is not, sealed to
 /// the TPM; without either, the user's `security tpm-enroll --default`, else /etc/keychain/tpm-enroll).
 struct Options {
@@ -11,6 +12,8 @@ struct Options {
     var passwordless = false
     var tpmTCTI: String?
     var tpmHelper: String?
+    /// The boot event log root reads for the workers (tests; default: the kernel's).
+    var tpmEventLog: String?
     /// Whether auto_create seals the new keychain; nil: the default setting decides.
     var tpmEnrol: Bool?
     var onlyServices: [String]?
@@ -32,6 +35,8 @@ struct Options {
                     tpmTCTI = String(arg.dropFirst("tpm_tcti=".count))
                 } else if arg.hasPrefix("tpm_helper=") {
                     tpmHelper = String(arg.dropFirst("tpm_helper=".count))
+                } else if arg.hasPrefix("tpm_event_log=") {
+                    tpmEventLog = String(arg.dropFirst("tpm_event_log=".count))
                 } else if arg.hasPrefix("only_if=") {
                     onlyServices = arg.dropFirst("only_if=".count).split(separator: ",").map(String.init)
                 } else {
