@@ -183,7 +183,8 @@ install:
 	install -m 0644 Sources/keychain-secret-service/dbus/keychain.portal $(DESTDIR)/usr/share/xdg-desktop-portal/portals/keychain.portal
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)/usr/share/pam-configs
 	install -s -m 0644 .build/release/libpam_keychain.so $(DESTDIR)$(PAMDIR)/pam_keychain.so
-	# Offered to pam-auth-update, not enabled: `sudo pam-auth-update --enable keychain`.
+	# Default: yes, as the package's postinst enables it; a hand install runs no pam-auth-update,
+	# so the next run of it (`sudo pam-auth-update --enable keychain`, or any package's) adds it.
 	install -m 0644 pam/pam-configs-keychain $(DESTDIR)/usr/share/pam-configs/keychain
 	# The persistent keyring (where AfterFirstUnlock keys live until reboot) expires after three
 	# days unused by default; raise that so "until reboot" holds.
