@@ -32,6 +32,10 @@ DEBS := $(sort $(BUILD_DEBS) $(DEB_DEBS) $(CHECK_DEBS) $(TEST_DEBS))
 BENCH_DEBS := golang-docker-credential-helpers pass gnupg gnome-keyring libsecret-1-dev libsecret-tools dbus-daemon \
               libglib2.0-dev gcc make
 
+# What `make test-vm` adds: mmdebstrap builds the guest, qemu boots it, pexpect drives its serial
+# lines, mke2fs makes its disk.
+VM_DEBS := mmdebstrap qemu-system-x86 python3-pexpect e2fsprogs
+
 # What `make install` copies: all of it is made by `make release`.
 INSTALL_INPUTS := $(addprefix .build/release/,security git-credential-keychain docker-credential-keychain keychain-secret-service \
                   keychain-tpm-helper libpam_keychain.so) $(addsuffix .gz,$(MANPAGES))
@@ -43,7 +47,7 @@ INSTALL_INPUTS := $(addprefix .build/release/,security git-credential-keychain d
 QUIET_STATIC := bash Tools/quiet-build.sh
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
-.PHONY: deb test-deb man deps build-deps deb-deps check-deps install-debs bench-deps bench build release check test test-unit \
+.PHONY: deb test-deb test-vm man deps build-deps deb-deps check-deps vm-deps install-debs bench-deps bench build release check test test-unit \
         test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-presence test-sync stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
@@ -58,6 +62,9 @@ deb-deps:
 
 check-deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BUILD_DEBS) $(CHECK_DEBS)"
+
+vm-deps:
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BUILD_DEBS) $(DEB_DEBS) $(VM_DEBS)"
 
 bench-deps: deps
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BENCH_DEBS)"
@@ -184,7 +191,8 @@ install:
 	install -m 0644 Sources/keychain-secret-service/dbus/keychain.portal $(DESTDIR)/usr/share/xdg-desktop-portal/portals/keychain.portal
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)/usr/share/pam-configs
 	install -s -m 0644 .build/release/libpam_keychain.so $(DESTDIR)$(PAMDIR)/pam_keychain.so
-	# Offered to pam-auth-update, not enabled: `sudo pam-auth-update --enable keychain`.
+	# Default: yes, as the package's postinst enables it; a hand install runs no pam-auth-update,
+	# so the next run of it (`sudo pam-auth-update --enable keychain`, or any package's) adds it.
 	install -m 0644 pam/pam-configs-keychain $(DESTDIR)/usr/share/pam-configs/keychain
 	# The persistent keyring (where AfterFirstUnlock keys live until reboot) expires after three
 	# days unused by default; raise that so "until reboot" holds.
@@ -209,6 +217,11 @@ deb: deb-deps
 # root: installs the package with apt-get, uses it with /opt/swift hidden, purges it.
 test-deb:
 	bash Tests/deb/run.sh
+
+# root: the package booted in a Debian 12 guest under qemu (Tests/vm/run.sh); not part of `make
+# test`. The first run builds the guest's image (cached under /tmp/keychain-vm-cache).
+test-vm: vm-deps
+	bash Tests/vm/run.sh
 
 uninstall:
 	if [ -z "$(DESTDIR)" ] && command -v pam-auth-update >/dev/null; then pam-auth-update --package --remove keychain; fi

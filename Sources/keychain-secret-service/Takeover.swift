@@ -254,7 +254,8 @@ struct Takeover {
             } else {
                 // KWallet's and KeePassXC's providers let the name be replaced (or say no).
                 say("\(Self.busName) is provided by \(provider.shown); asking it to hand the name over (--replace)")
-                _ = Spawn.detached([ProcFile.link("/proc/self/exe") ?? "keychain-secret-service", "--replace", "--pinentry", pinentry])
+                let replacing = [ProcFile.link("/proc/self/exe") ?? "keychain-secret-service", "--replace", "--pinentry", pinentry]
+                if !manager || Spawn.run(Self.underUserManager(replacing, oneshot: false))?.status != 0 { _ = Spawn.detached(replacing) }
                 if !client.wait(seconds: 5, until: { client.peer(Self.busName)?.isKeychainService == true }) {
                     say(
                         "\(provider.shown) keeps \(Self.busName): turn its Secret Service off (KeePassXC: Settings, Secret Service Integration; KWallet: its Secret Service API), then run `keychain-secret-service enable` again"
@@ -368,7 +369,7 @@ struct Takeover {
         }
         say("stopped \(provider.shown), after its secrets were imported")
         if !others.isEmpty {
-            let result = Spawn.run(["gnome-keyring-daemon", "--start", "--components=" + others.joined(separator: ",")], seconds: 15)
+            let result = Self.startGnomeKeyring(components: others.joined(separator: ","), manager: manager)
             say(
                 result?.status == 0
                     ? "gnome-keyring-daemon started again for \(others.joined(separator: " and ")) only (not the secrets)"
@@ -376,6 +377,27 @@ struct Takeover {
             )
         }
         return true
+    }
+
+    /// `gnome-keyring-daemon --start` for `components`, where the user manager runs it when it runs.
+    static func startGnomeKeyring(components: String, manager: Bool) -> (status: Int32, output: String)? {
+        let daemon = ["gnome-keyring-daemon", "--start", "--components=" + components]
+        if manager, let result = Spawn.run(underUserManager(daemon, oneshot: true), seconds: 15), result.status == 0 { return result }
+        return Spawn.run(daemon, seconds: 15)
+    }
+
+    /// `argv` as a transient unit of the user manager (systemd-run), not as this command's child: a
+    /// daemon started here would live on in the caller's cgroup, the login session's scope, and
+    /// logind would keep that session, and user@UID.service with it, after the user logs out (the
+    /// real boot of Tests/vm showed it). In a unit of its own it ends with the user manager.
+    /// `oneshot`: a program that daemonizes (`gnome-keyring-daemon --start`), whose daemon stays in
+    /// the unit after it exits (RemainAfterExit), systemd-run answering with its exit status.
+    static func underUserManager(_ argv: [String], oneshot: Bool) -> [String] {
+        var run = ["systemd-run", "--user", "--quiet", "--collect", "--description=" + argv.joined(separator: " ")]
+        if oneshot { run += ["--property=Type=oneshot", "--property=RemainAfterExit=yes"] }
+        // Where the caller's gnome-keyring keeps its control socket, which --start looks for.
+        if KeychainFile.environment("GNOME_KEYRING_CONTROL") != nil { run.append("--setenv=GNOME_KEYRING_CONTROL") }
+        return run + ["--"] + argv
     }
 
     static func realUID(of pid: pid_t) -> uid_t? {
@@ -451,7 +473,7 @@ struct Takeover {
                     result?.status == 0
                         ? "gnome-keyring-daemon started again (systemctl --user start)" : "gnome-keyring-daemon could not be started: \(result?.output ?? "")")
             } else {
-                let result = Spawn.run(["gnome-keyring-daemon", "--start", "--components=" + components], seconds: 15)
+                let result = Self.startGnomeKeyring(components: components, manager: manager)
                 if result?.status != 0 {
                     say("gnome-keyring-daemon could not be started again: `gnome-keyring-daemon --start --components=\(components)`")
                     status = 1

@@ -3,21 +3,23 @@
 # installs it, and with /opt/swift hidden the installed man pages, `security`, the git helper and
 # pam_keychain.so are used; then `apt-get purge` must leave none of the package's files and the
 # user's keychain as it was. Everything runs in a private mount namespace over copies of
-# /etc/pam.d and /var/lib/pam, so the maintainer scripts' pam-auth-update never touches the
-# machine's own PAM stack; the sysctl the package sets is put back afterwards.
+# /etc/pam.d, /var/lib/pam and /usr/share/pam-configs, so the maintainer scripts' pam-auth-update
+# never touches the machine's own PAM stack, and no other package's pam-auth-update on this machine
+# meanwhile finds the profile (its Default is yes); the sysctl the package sets is put back afterwards.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 . "$here/../lib.sh"
 
-# namespaced COMMAND...: runs COMMAND where /etc/pam.d and /var/lib/pam are copies and /opt/swift
-# is an empty tmpfs.
+# namespaced COMMAND...: runs COMMAND where /etc/pam.d, /var/lib/pam and /usr/share/pam-configs
+# are copies and /opt/swift is an empty tmpfs.
 namespaced() {
     unshare -m bash -c '
         set -e
         mount --make-rprivate /
         mount --bind "$1/pam.d" /etc/pam.d
         mount --bind "$1/var-lib-pam" /var/lib/pam
+        mount --bind "$1/pam-configs" /usr/share/pam-configs
         mount -t tmpfs -o size=1m tmpfs /opt/swift
         shift
         exec "$@"' namespaced "$work" "$@"
@@ -46,10 +48,27 @@ if [ "${1:-}" = --inside ]; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package" > "$deb_log" 2>&1 || { cat "$deb_log"; return 1; }
         dpkg -L keychain-for-linux > "$work/files"
         expect 0 "$(status_of dpkg-query -W keychain-for-linux)"
-        # The PAM profile is offered, not enabled; the sysctl is applied.
+        # The PAM profile is enabled (a login unlocks the keychain). The sysctl drop-in is in place;
+        # whether postinst applies it is Tests/vm's (a running guest does, a chroot must not): where
+        # PID 1's root cannot be read (some sandboxes), ischroot takes this mount namespace for one.
         [ -f /usr/share/pam-configs/keychain ]
-        ! grep -q pam_keychain /etc/pam.d/common-auth /etc/pam.d/common-session
-        expect 31536000 "$(cat /proc/sys/kernel/keys/persistent_keyring_expiry)" "the sysctl drop-in applied"
+        pam_stack_names_module
+        grep -qx 'kernel.keys.persistent_keyring_expiry = 31536000' /usr/lib/sysctl.d/60-keychain.conf
+    }
+
+    # The login stack pam-auth-update wrote: the module after pam_unix in auth, session and password.
+    pam_stack_names_module() {
+        local file
+        for file in common-auth common-session common-password; do
+            grep -q '^[^#].*pam_keychain\.so' "/etc/pam.d/$file" || { echo "/etc/pam.d/$file does not name pam_keychain.so"; return 1; }
+        done
+        if grep -q pam_keychain /etc/pam.d/common-session-noninteractive; then
+            echo "common-session-noninteractive names pam_keychain.so"; return 1
+        fi
+    }
+
+    pam_stack_is_clean() {
+        if grep -l pam_keychain /etc/pam.d/common-*; then echo "still named after the package went"; return 1; fi
     }
 
     man_pages_are_found() {
@@ -144,7 +163,7 @@ PAM
         dpkg-deb --root-owner-group -b "$work/next" "$work/next.deb" >/dev/null
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$work/next.deb" > "$deb_log" 2>&1 || { cat "$deb_log"; return 1; }
         expect "$version.1" "$(dpkg-query -W -f='${Version}' keychain-for-linux)" "the upgraded version"
-        ! grep -q pam_keychain /etc/pam.d/common-auth /etc/pam.d/common-session
+        pam_stack_names_module
         sha256sum -c --quiet "$work/keychain.sum"
         expect 'deb secret' "$(HOME=$work/home XDG_DATA_HOME=$work/home/data /usr/bin/security find-generic-password -a alice -s deb-test -w)"
         dpkg -L keychain-for-linux > "$work/files"
@@ -153,6 +172,7 @@ PAM
     purge_leaves_nothing() {
         DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq keychain-for-linux > "$deb_log" 2>&1 || { cat "$deb_log"; return 1; }
         ! dpkg-query -W -f='${Status}' keychain-for-linux 2>/dev/null | grep -q installed
+        pam_stack_is_clean
         left=0
         while read -r path; do
             if [ -f "$path" ] || [ -L "$path" ]; then echo "left behind: $path"; left=1; fi
@@ -163,14 +183,14 @@ PAM
     }
 
     check "make deb: the package, its Depends from what it links, lintian clean" builds_the_package
-    check "apt-get install ./keychain-for-linux_*.deb (PAM profile offered, not enabled; sysctl applied)" installs_with_apt
+    check "apt-get install ./keychain-for-linux_*.deb (PAM profile enabled in common-auth/-session/-password; the sysctl drop-in)" installs_with_apt
     check "with /opt/swift hidden: man -w finds every page; security(1) has every subcommand" man_pages_are_found
     check "with /opt/swift hidden: /usr/bin/security creates a keychain, adds and finds" security_round_trip
     check "with /opt/swift hidden: a git credential round trip through the installed helper" git_round_trip
     check "with /opt/swift hidden: the session bus starts the installed Secret Service; its unit verifies; the polkit action and portal file are in place" secret_service_is_activated
     check "with /opt/swift hidden: a PAM login through the installed pam_keychain.so" pam_login
-    check "an upgrade to a higher version keeps the files, the users' keychains, and the profile disabled" upgrades_in_place
-    check "apt-get purge leaves no file of the package; the user's keychain untouched" purge_leaves_nothing
+    check "an upgrade to a higher version keeps the files, the users' keychains, and the profile enabled" upgrades_in_place
+    check "apt-get purge leaves no file of the package and no pam_keychain in /etc/pam.d; the user's keychain untouched" purge_leaves_nothing
 
     summary
     exit
@@ -214,4 +234,5 @@ flock 9
 tail -1 "$work/package" > "$work/package.path" && mv "$work/package.path" "$work/package"
 cp -a /etc/pam.d "$work/pam.d"
 mkdir -p /var/lib/pam && cp -a /var/lib/pam "$work/var-lib-pam"
+cp -a /usr/share/pam-configs "$work/pam-configs"
 namespaced bash "$0" --inside "$work" "$user"
