@@ -159,62 +159,38 @@ package enum TPMHelperService {
         w.u8(0)
         w.string("")
         switch operation {
-        case "seal":
-            var secret = try r.blob(), auth = try r.blob()
-            defer { secret.wipe(); auth.wipe() }
-            try finish(&r)
-            let record = try tpm.seal(secret, auth: auth)
-            w.blob(record.primaryName)
-            w.blob(record.sealedPublic)
-            w.blob(record.sealedPrivate)
-        case "unseal":
-            let record = try TPMSealedSecret(bytes: try r.blob())
-            var auth = try r.blob()
-            defer { auth.wipe() }
-            let length = Int(try r.u32())
-            try finish(&r)
-            guard length <= 256 else { throw TPMFailure.failed("malformed request") }
-            var secret = try tpm.unseal(record, auth: auth, length: length)
-            defer { secret.wipe() }
-            w.blob(secret)
-        case "seal-pcr":
+        case "seal", "seal-pcr", "seal-auth-pcr":
+            // The request's fields in order: the secret, the password unless sealed to PCRs
+            // alone, the PCRs unless sealed to a password alone.
             var secret = try r.blob()
-            defer { secret.wipe() }
-            let pcrs = try r.blob()
-            try finish(&r)
-            guard PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
-            let record = try tpm.seal(secret, toPCRs: pcrs)
-            w.blob(record.primaryName)
-            w.blob(record.sealedPublic)
-            w.blob(record.sealedPrivate)
-        case "unseal-pcr":
-            let record = try TPMSealedSecret(bytes: try r.blob())
-            let pcrs = try r.blob()
-            let length = Int(try r.u32())
-            try finish(&r)
-            guard length <= 256, PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
-            var secret = try tpm.unseal(record, pcrs: pcrs, length: length)
-            defer { secret.wipe() }
-            w.blob(secret)
-        case "seal-auth-pcr":
-            var secret = try r.blob(), auth = try r.blob()
+            var auth = operation == "seal-pcr" ? Bytes() : try r.blob()
             defer { secret.wipe(); auth.wipe() }
-            let pcrs = try r.blob()
+            let pcrs = operation == "seal" ? Bytes() : try r.blob()
             try finish(&r)
-            guard PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
-            let record = try tpm.seal(secret, auth: auth, pcrs: pcrs)
+            guard operation == "seal" || PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
+            let record =
+                switch operation {
+                case "seal": try tpm.seal(secret, auth: auth)
+                case "seal-pcr": try tpm.seal(secret, toPCRs: pcrs)
+                default: try tpm.seal(secret, auth: auth, pcrs: pcrs)
+                }
             w.blob(record.primaryName)
             w.blob(record.sealedPublic)
             w.blob(record.sealedPrivate)
-        case "unseal-auth-pcr":
+        case "unseal", "unseal-pcr", "unseal-auth-pcr":
             let record = try TPMSealedSecret(bytes: try r.blob())
-            var auth = try r.blob()
+            var auth = operation == "unseal-pcr" ? Bytes() : try r.blob()
             defer { auth.wipe() }
-            let pcrs = try r.blob()
+            let pcrs = operation == "unseal" ? Bytes() : try r.blob()
             let length = Int(try r.u32())
             try finish(&r)
-            guard length <= 256, PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
-            var secret = try tpm.unseal(record, auth: auth, pcrs: pcrs, length: length)
+            guard length <= 256, operation == "unseal" || PCRSelection.isValid(pcrs) else { throw TPMFailure.failed("malformed request") }
+            var secret =
+                switch operation {
+                case "unseal": try tpm.unseal(record, auth: auth, length: length)
+                case "unseal-pcr": try tpm.unseal(record, pcrs: pcrs, length: length)
+                default: try tpm.unseal(record, auth: auth, pcrs: pcrs, length: length)
+                }
             defer { secret.wipe() }
             w.blob(secret)
         case "counter":
