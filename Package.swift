@@ -42,16 +42,22 @@ let package = Package(
         .target(name: "KeychainCore", dependencies: ["CSQLite", "CSodium", "COpenSSL", "CLinux"]),
         // User presence behind the engine's PresenceAuthorizer seam: polkit (pkcheck, pkttyagent)
         // and pinentry over Assuan, each a process of its own. Front ends install it at start.
-        .target(name: "KeychainPresence", dependencies: ["KeychainCore", "CLinux"]),
+        .target(name: "KeychainPresence", dependencies: ["KeychainCore", "KeychainProcess", "CLinux"]),
+        // Programs the targets over the engine start (git, pkcheck, pinentry, keychain-tpm-helper):
+        // by absolute path, with a fixed environment, for a bounded time. The engine starts none.
+        .target(name: "KeychainProcess", dependencies: ["KeychainCore", "CLinux"]),
+        // How a front end reaches the TPM: keychain-tpm-helper's client, its wire format and its
+        // own main loop; installed into the engine's TPMAccess by each front end at start.
+        .target(name: "KeychainTPMClient", dependencies: ["KeychainCore", "KeychainProcess", "CLinux"]),
         // `security sync`: the record format, the signed group manifest, device keys, the git
         // transport and the exchange, over the engine's items (git runs as a process of its own).
-        .target(name: "KeychainSync", dependencies: ["KeychainCore", "CLinux", "CSodium"]),
+        .target(name: "KeychainSync", dependencies: ["KeychainCore", "KeychainProcess", "CLinux", "CSodium"]),
         // The Secret Service's items over the engine: libsecret's attribute vocabulary mapped to
         // Apple's attributes, searches, replace, sandboxed apps' own items. The service and the
         // importer of `security import-secrets` share it.
         .target(name: "SecretServiceItems", dependencies: ["KeychainCore"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
-        .target(name: "Security", dependencies: ["KeychainCore", "KeychainPresence", "CFoundationBridge"]),
+        .target(name: "Security", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMClient", "CFoundationBridge"]),
         // Foundation's own CFDictionary functions, for reading a SecItem dictionary without
         // converting every key and value first (declarations only; libFoundation has them).
         .target(name: "CFoundationBridge"),
@@ -60,7 +66,7 @@ let package = Package(
 
         // The command-line tool, a front end over the engine.
         .executableTarget(name: "SecurityTool", dependencies: [
-            "KeychainCore", "KeychainPresence", "KeychainSync", "CredentialHelperSupport", "SecretServiceItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "KeychainCore", "KeychainPresence", "KeychainSync", "KeychainTPMClient", "CredentialHelperSupport", "SecretServiceItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: helperLinking + [.linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]),
 
         // Credential helpers: small processes started once per fetch or pull, so they link the
@@ -76,7 +82,7 @@ let package = Package(
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
-        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "SecretServiceItems", "CSDBus", "COpenSSL", "CLinux"],
+        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMClient", "SecretServiceItems", "CSDBus", "COpenSSL", "CLinux"],
                           exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // Sealing a keychain to the TPM: tpm2-tss's ESAPI, in a program of its own that the engine
@@ -84,12 +90,12 @@ let package = Package(
         // tpm2-tss (and dlopen in a static program gives libcrypto a second C library, which
         // crashes); a process of its own also bounds what a TPM that stops answering costs.
         .target(name: "KeychainTPM", dependencies: ["KeychainCore", "CTSS2", "COpenSSL"]),
-        .executableTarget(name: "keychain-tpm-helper", dependencies: ["KeychainCore", "KeychainTPM"],
+        .executableTarget(name: "keychain-tpm-helper", dependencies: ["KeychainCore", "KeychainTPM", "KeychainTPMClient"],
                           linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),
-        .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "SecretServiceItems", "CPAM"], path: "pam/Sources/PAMKeychain",
+        .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "KeychainTPMClient", "SecretServiceItems", "CPAM"], path: "pam/Sources/PAMKeychain",
                 linkerSettings: [.unsafeFlags([
                     "-static-stdlib",
                     "-Xlinker", "--version-script=\(Context.packageDirectory)/pam/pam_keychain.map",
@@ -111,7 +117,7 @@ let package = Package(
 
         // What the engine's test targets share (a scratch folder, a test case with a keychain).
         .target(name: "KeychainTestSupport", dependencies: ["KeychainCore"], path: "Tests/KeychainTestSupport"),
-        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretServiceItems", "KeychainTPM"]),
+        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretServiceItems", "KeychainTPM", "KeychainTPMClient", "KeychainProcess"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),

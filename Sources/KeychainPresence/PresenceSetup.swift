@@ -4,13 +4,16 @@ import KeychainCore
 /// authorizer of the stores it opens, unless the program already chose one (`security` starts a
 /// terminal agent; tests give their own).
 package enum PresenceSetup {
-    nonisolated(unsafe) private static var installed = false
+    /// Once per process, whichever thread asks first (a static's initializer runs once).
+    private static let polkit: Void = {
+        if KeychainStore.defaultPresenceAuthorizer is NobodyToAsk { KeychainStore.defaultPresenceAuthorizer = PolkitAuthorizer() }
+    }()
 
-    package static func installPolkit(terminalAgent: Bool = false) {
-        guard !installed else { return }
-        installed = true
-        if KeychainStore.defaultPresenceAuthorizer is NobodyToAsk || terminalAgent {
-            KeychainStore.defaultPresenceAuthorizer = PolkitAuthorizer(terminalAgent: terminalAgent)
-        }
+    package static func installPolkit() { _ = polkit }
+
+    /// `security`'s choice, at its start: polkit, with a text agent on the terminal when no
+    /// desktop agent serves it (SSH).
+    package static func installPolkitWithTerminalAgent() {
+        KeychainStore.defaultPresenceAuthorizer = PolkitAuthorizer(terminalAgent: true)
     }
 }

@@ -1,4 +1,5 @@
 import KeychainCore
+import KeychainProcess
 internal import CLinux
 import Glibc
 

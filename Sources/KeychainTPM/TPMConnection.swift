@@ -172,22 +172,29 @@ final class TPMConnection {
     /// and private areas, marshalled; the private area is encrypted under the parent's key, so
     /// only this TPM can load it.
     func seal(_ secret: Bytes, auth: Bytes, parent: ESYS_TR) throws -> (public: Bytes, private: Bytes) {
+        try createSealed(secret, auth: auth, template: TPMTemplates.sealedData(), parent: parent)
+    }
+
+    /// TPM2_Create of a keyed-hash object holding `secret` (with `auth` as its authorization
+    /// value) under `parent`, through a salted session that encrypts the secret on its way in:
+    /// the object's public and private areas, marshalled.
+    private func createSealed(_ secret: Bytes, auth: Bytes?, template: TPM2B_PUBLIC, parent: ESYS_TR) throws -> (public: Bytes, private: Bytes) {
         let esys = try context()
         let session = try startSession(salt: parent)
         defer { flush(session) }
         try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionDecrypt)
         var sensitive = TPM2B_SENSITIVE_CREATE()
         defer { TPM2B.wipe(&sensitive) }
-        sensitive.sensitive.userAuth.size = try TPM2B.fill(&sensitive.sensitive.userAuth.buffer, with: auth)
         sensitive.sensitive.data.size = try TPM2B.fill(&sensitive.sensitive.data.buffer, with: secret)
-        var template = TPMTemplates.sealedData()
+        if let auth { sensitive.sensitive.userAuth.size = try TPM2B.fill(&sensitive.sensitive.userAuth.buffer, with: auth) }
+        var template = template
         var outsideInfo = TPM2B_DATA()
-        var pcrs = TPML_PCR_SELECTION()
+        var creationPCRs = TPML_PCR_SELECTION()
         var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
         var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
         let rc = Esys_Create(
             esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive,
-            &template, &outsideInfo, &pcrs, &outPrivate, &outPublic, nil, nil, nil)
+            &template, &outsideInfo, &creationPCRs, &outPrivate, &outPublic, nil, nil, nil)
         defer { Esys_Free(outPrivate); Esys_Free(outPublic) }
         guard rc == 0, let outPrivate, let outPublic else { throw Self.failure(rc, "TPM2_Create") }
         return (try marshal(outPublic), try marshal(outPrivate))
@@ -196,7 +203,7 @@ final class TPMConnection {
     /// Loads a sealed object under `parent` and unseals it with `auth`, through a salted session
     /// that encrypts the answer. `expectedLength`: anything else is an error, not a key.
     func unseal(public: Bytes, private: Bytes, auth: Bytes, parent: ESYS_TR, expectedLength: Int) throws -> Bytes {
-        let object = try loadSealed(public: `public`, private: `private`, parent: parent, accepts: TPMTemplates.isSealedData)
+        let object = try loadSealed(public: `public`, private: `private`, parent: parent, accepts: { TPMTemplates.isSealedData($0) })
         defer { flush(object) }
         try setAuth(object, auth)
         let session = try startSession(salt: parent)
@@ -353,25 +360,9 @@ final class TPMConnection {
         defer { Esys_Free(policy) }
         flush(trial)
         guard grc == 0, let policy, policy.pointee.size == 32 else { throw Self.failure(grc, "TPM2_PolicyGetDigest") }
-        let session = try startSession(salt: parent)
-        defer { flush(session) }
-        try setAttributes(session, TPMConstant.sessionContinue | TPMConstant.sessionDecrypt)
-        var sensitive = TPM2B_SENSITIVE_CREATE()
-        defer { TPM2B.wipe(&sensitive) }
-        sensitive.sensitive.data.size = try TPM2B.fill(&sensitive.sensitive.data.buffer, with: secret)
-        if let auth { sensitive.sensitive.userAuth.size = try TPM2B.fill(&sensitive.sensitive.userAuth.buffer, with: auth) }
         var template = auth == nil ? TPMTemplates.pcrSealedData() : TPMTemplates.pcrAuthSealedData()
         template.publicArea.authPolicy = policy.pointee
-        var outsideInfo = TPM2B_DATA()
-        var creationPCRs = TPML_PCR_SELECTION()
-        var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
-        var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
-        let rc = Esys_Create(
-            esys, parent, session, ESYS_TR(ESYS_TR_NONE), ESYS_TR(ESYS_TR_NONE), &sensitive,
-            &template, &outsideInfo, &creationPCRs, &outPrivate, &outPublic, nil, nil, nil)
-        defer { Esys_Free(outPrivate); Esys_Free(outPublic) }
-        guard rc == 0, let outPrivate, let outPublic else { throw Self.failure(rc, "TPM2_Create") }
-        return (try marshal(outPublic), try marshal(outPrivate))
+        return try createSealed(secret, auth: auth, template: template, parent: parent)
     }
 
     /// Loads an object sealed by `seal(_:toPCRs:parent:)` and unseals it through a salted policy
@@ -385,7 +376,7 @@ final class TPMConnection {
         let attributes = auth == nil ? TPMTemplates.pcrSealedAttributes : TPMTemplates.pcrAuthSealedAttributes
         let object = try loadSealed(
             public: `public`, private: `private`, parent: parent,
-            accepts: { TPMTemplates.isPCRSealedData($0, attributes: attributes) })
+            accepts: { TPMTemplates.isSealedData($0, attributes: attributes, withPolicy: true) })
         defer { flush(object) }
         if let auth { try setAuth(object, auth) }
         let session = try policySession(pcrs: pcrs, trial: false, salt: parent, withAuthValue: auth != nil)
@@ -806,17 +797,6 @@ enum TPMTemplates {
         return template
     }
 
-    /// Whether a public area read from a keychain is a PCR-sealed object with a policy and exactly
-    /// `attributes` (`pcrSealedAttributes` or `pcrAuthSealedAttributes`): one edited to be noDA,
-    /// or usable with an authorization value alone, is refused before the TPM sees any
-    /// authorization for it.
-    static func isPCRSealedData(_ value: TPM2B_PUBLIC, attributes: TPMA_OBJECT) -> Bool {
-        let area = value.publicArea
-        return area.type == TPMConstant.algKeyedHash && area.nameAlg == TPMConstant.algSHA256
-            && area.objectAttributes == attributes && area.authPolicy.size == 32
-            && area.parameters.keyedHashDetail.scheme.scheme == TPMConstant.algNull
-    }
-
     static func sealedData() -> TPM2B_PUBLIC {
         var template = TPM2B_PUBLIC()
         template.publicArea.type = TPMConstant.algKeyedHash
@@ -826,13 +806,15 @@ enum TPMTemplates {
         return template
     }
 
-    /// Whether a public area read from a keychain is a sealed object of `sealedData`'s kind: a
-    /// file edited to hold an object without dictionary-attack protection, or with a policy, is
-    /// refused before the TPM sees any authorization for it.
-    static func isSealedData(_ value: TPM2B_PUBLIC) -> Bool {
+    /// Whether a public area read from a keychain is a sealed object of exactly the kind asked
+    /// for: `sealedData`'s (its attributes, no policy), or a PCR-sealed one (`pcrSealedAttributes`
+    /// or `pcrAuthSealedAttributes`, with a policy). A file edited to hold an object without
+    /// dictionary-attack protection, or usable with an authorization value alone where a policy
+    /// was sealed, is refused before the TPM sees any authorization for it.
+    static func isSealedData(_ value: TPM2B_PUBLIC, attributes: TPMA_OBJECT = sealedAttributes, withPolicy: Bool = false) -> Bool {
         let area = value.publicArea
         return area.type == TPMConstant.algKeyedHash && area.nameAlg == TPMConstant.algSHA256
-            && area.objectAttributes == sealedAttributes && area.authPolicy.size == 0
+            && area.objectAttributes == attributes && area.authPolicy.size == (withPolicy ? 32 : 0)
             && area.parameters.keyedHashDetail.scheme.scheme == TPMConstant.algNull
     }
 }

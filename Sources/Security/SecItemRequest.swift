@@ -152,7 +152,7 @@ struct SecItemRequest {
 
     init(_ dictionary: [String: Any]) throws {
         // Before the engine opens a store for this call: it asks the person through polkit.
-        PresenceSetup.installPolkit()
+        FrontEnd.prepare()
         // Apple lets kSecValueRef and kSecValuePersistentRef stand for kSecClass.
         guard
             let raw = dictionary["class"] ?? dictionary["v_Ref"].flatMap(Self.itemClass(of:))?.rawValue

@@ -1,5 +1,4 @@
 package import KeychainCore
-internal import KeychainPresence
 
 import Glibc
 
@@ -30,7 +29,7 @@ public final class SecKeychain: @unchecked Sendable {
     /// Opens a keychain; by default class keys are looked up in the kernel keyring.
     public static func open(at path: String? = nil, storage: Storage = .kernel) throws -> SecKeychain {
         // Apple's API asks the person through the system (polkit here) for items that say so.
-        PresenceSetup.installPolkit()
+        FrontEnd.prepare()
         return SecKeychain(store: try KeychainStore.open(at: path, storage: storage.engine))
     }
 
@@ -45,7 +44,7 @@ public final class SecKeychain: @unchecked Sendable {
         at path: String?, password: String, storage: KeyStorage,
         scrypt: ScryptParameters?
     ) throws -> SecKeychain {
-        PresenceSetup.installPolkit()
+        FrontEnd.prepare()
         return SecKeychain(store: try KeychainStore.create(at: path, password: Array(password.utf8), scrypt: scrypt, storage: storage))
     }
 
@@ -113,7 +112,7 @@ public func SecKeychainCreate(
 ) -> OSStatus {
     guard let password else { return errSecParam }
     let bytes = Array(UnsafeRawBufferPointer(start: password, count: Int(passwordLength)))
-    PresenceSetup.installPolkit()
+    FrontEnd.prepare()
     return secStatus {
         keychain.pointee = SecKeychain(store: try KeychainStore.create(at: pathName, password: bytes))
     }

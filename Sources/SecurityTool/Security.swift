@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import KeychainCore
 import KeychainPresence
+import KeychainTPMClient
 
 @main
 struct Security: ParsableCommand {
@@ -33,7 +34,8 @@ struct Security: ParsableCommand {
     static func main() {
         ProcessHardening.becomeUndumpable()
         // On a terminal with no desktop agent (SSH), items needing the user's presence ask here.
-        PresenceSetup.installPolkit(terminalAgent: true)
+        PresenceSetup.installPolkitWithTerminalAgent()
+        TPMClientSetup.install()
         // A password piped in would otherwise stay in stdio's stdin buffer, which is freed (at
         // exit) but never cleared; unbuffered, each byte goes straight into a buffer we wipe.
         setvbuf(stdin, nil, _IONBF, 0)

@@ -73,16 +73,12 @@ struct TPMEnroll: ParsableCommand {
             }
             return
         }
-        let selection = try pcrs.map { text in
-            if text == "none" && !passwordless { return [UInt8]() }
-            guard let parsed = PCRSelection.parse(text) else { throw ValidationError("--pcrs: 1 to 8 PCR numbers from 0 to 23, such as 7 or 0,2,7") }
-            return parsed
-        }
+        let selection = pcrs == "none" && !passwordless ? [] : try parsedPCRs(pcrs)
         try perform(target.path) {
             let store = try target.open()
             // Before the password is asked: without the machine's key there is nothing to do.
             let machineKey = try passwordless ? MachineKey.publicKey() : nil
-            var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password of \(store.path): ")
+            var secret = try keychainPassword(password, of: store)
             defer { secret.wipe() }
             // Without --passwordless, --pcrs is the keychain's own: sealed now, or sealed again.
             let ownPCRs = passwordless ? [] : selection ?? []
@@ -189,7 +185,7 @@ struct TPMUnenroll: ParsableCommand {
                         : "security: \(store.path) had no passwordless unlock")
                 return
             }
-            var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password of \(store.path): ")
+            var secret = try keychainPassword(password, of: store)
             defer { secret.wipe() }
             try store.unsealFromTPM(password: secret)
             try? store.setRecoveryKeyUnshown(false)
@@ -221,10 +217,7 @@ struct TPMRecover: ParsableCommand {
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
-        let selection = try pcrs.map { text in
-            guard let parsed = PCRSelection.parse(text) else { throw ValidationError("--pcrs: 1 to 8 PCR numbers from 0 to 23, such as 7 or 0,2,7") }
-            return parsed
-        }
+        let selection = try parsedPCRs(pcrs)
         try perform(target.path) {
             let store = try target.open()
             var typed = try recoveryKey.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "recovery key of \(store.path): ")
@@ -335,4 +328,17 @@ func tpmSummary(_ status: TPMStatus) -> String {
     case (false, _) where status.tpm == nil: return "none usable here (\(status.problem ?? "no TPM")): the password alone protects this keychain"
     case (false, _): return "present, not used: the password alone protects this keychain (`security tpm-enroll` seals it to the TPM)"
     }
+}
+
+/// `--pcrs` as the TPM commands take it, or a usage error saying what it takes.
+private func parsedPCRs(_ text: String?) throws -> [UInt8]? {
+    try text.map { text in
+        guard let parsed = PCRSelection.parse(text) else { throw ValidationError("--pcrs: 1 to 8 PCR numbers from 0 to 23, such as 7 or 0,2,7") }
+        return parsed
+    }
+}
+
+/// The keychain's password: `-p` as given, else asked on the terminal.
+private func keychainPassword(_ option: String?, of store: KeychainStore) throws -> Bytes {
+    try option.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password of \(store.path): ")
 }

@@ -3,6 +3,7 @@ import CSDBus
 import Glibc
 import KeychainCore
 import KeychainPresence
+import KeychainTPMClient
 import SecretServiceItems
 
 /// keychain-secret-service [--replace] [--pinentry PROGRAM]
@@ -46,6 +47,8 @@ while let argument = arguments.popFirst() {
 ProcessHardening.becomeUndumpable()
 // An item that asks for the user asks through polkit, as it always has.
 PresenceSetup.installPolkit()
+// A keychain sealed to the TPM opens through keychain-tpm-helper.
+TPMClientSetup.install()
 // A client writing to a prompt's closed pinentry must not kill the service.
 signal(SIGPIPE, SIG_IGN)
 // Stopped as systemd stops it (SIGTERM), or from a terminal: the loop ends and the session

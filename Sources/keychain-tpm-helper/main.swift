@@ -1,6 +1,7 @@
 import Glibc
 import KeychainCore
 import KeychainTPM
+import KeychainTPMClient
 
 // The keychain's TPM operations in a process of their own (Sources/KeychainCore/TPM/TPMAccess.swift):
 // one request on standard input, one answer on standard output, through tpm2-tss. The only

@@ -1,4 +1,5 @@
 @testable import KeychainCore
+@testable import KeychainProcess
 import Glibc
 import XCTest
 

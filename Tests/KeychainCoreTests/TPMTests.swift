@@ -1,4 +1,5 @@
 @testable import KeychainCore
+@testable import KeychainTPMClient
 @testable import KeychainTPM
 import Glibc
 import XCTest

@@ -56,14 +56,21 @@ final class PolkitTests: XCTestCase {
         }
     }
 
-    /// A front end installs polkit once; a program that chose its own authorizer keeps it.
+    /// The engine asks nobody by itself; a front end installs polkit, and a program that chose its
+    /// own authorizer keeps it.
     func testSetupInstallsPolkitOnlyOverTheEnginesDefault() {
+        guard case .unavailable = NobodyToAsk().authorize(reason: nil) else { return XCTFail("the engine's default asked someone") }
         let before = KeychainStore.defaultPresenceAuthorizer
         defer { KeychainStore.defaultPresenceAuthorizer = before }
-        XCTAssertTrue(KeychainStore.defaultPresenceAuthorizer is NobodyToAsk || KeychainStore.defaultPresenceAuthorizer is PolkitAuthorizer)
-        KeychainStore.defaultPresenceAuthorizer = NobodyToAsk()
-        guard case .unavailable = KeychainStore.defaultPresenceAuthorizer.authorize(reason: nil) else { return XCTFail("the engine asked someone") }
         PresenceSetup.installPolkit()
-        XCTAssertTrue(KeychainStore.defaultPresenceAuthorizer is PolkitAuthorizer)
+        XCTAssertFalse(KeychainStore.defaultPresenceAuthorizer is NobodyToAsk, "nothing installed")
+        KeychainStore.defaultPresenceAuthorizer = TestAuthorizer()
+        PresenceSetup.installPolkit()
+        XCTAssertTrue(KeychainStore.defaultPresenceAuthorizer is TestAuthorizer, "the program's own choice was replaced")
     }
+}
+
+private struct TestAuthorizer: PresenceAuthorizer {
+    func authorize(reason: String?) -> PresenceAnswer { .granted }
+    func fingersEnrolled() -> Bool { false }
 }

@@ -554,7 +554,7 @@ hostile_keyring_costs_one_login() {
     took=$(( ($(date +%s%N) - started) / 1000000 ))
     echo "second login: $took ms"
     [ "$took" -lt 5000 ]
-    logged 'open_session: done'
+    logged "open_session: unlocked the login keychain of $user"
     refute grep -q 'login keyring' "${devlog:-/dev/null}"
     expect "$before" "$(cat "$tried")" "the record, untouched by the second login"
     expect "$uid 600" "$(stat -c '%u %a' "$tried")" "the record, the user's"

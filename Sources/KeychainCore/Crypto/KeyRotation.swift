@@ -26,15 +26,15 @@ extension KeychainStore {
             defer { if !committed, let uuid { removeTPMCounter(uuid: uuid, c: newC, tpm: .current) } }
             try db.transaction {
                 var bag = try Keybag.load(from: db)
-                var (a, c, device) = try bag.unwrapUpgrading(password: password)
-                defer { a.wipe(); c.wipe(); device?.wipe() }
+                var keys = try bag.unwrapUpgrading(password: password)
+                defer { keys.wipe() }
                 // Settings that fail their MAC are not carried over under the new keys.
-                let settings = bag.verifiedSettings(a: a) ?? .safeDefaults
+                let settings = bag.verifiedSettings(a: keys.a) ?? .safeDefaults
                 var oldKeys: [LockClass: Subkeys] = [
-                    .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
+                    .whenUnlocked: Subkeys(classKey: keys.a), .afterFirstUnlock: Subkeys(classKey: keys.c),
                     .always: Subkeys(classKey: bag.keyD)
                 ]
-                if let device {
+                if let device = keys.device {
                     oldKeys[.whenUnlockedThisDeviceOnly] = Subkeys(classKey: device.a)
                     oldKeys[.afterFirstUnlockThisDeviceOnly] = Subkeys(classKey: device.c)
                 }
@@ -60,7 +60,7 @@ extension KeychainStore {
                 var count: UInt64?
                 if bag.isBound {
                     uuid = bag.uuid
-                    count = prepareRollbackCounter(uuid: bag.uuid, c: newC, oldC: c, tpm: .current)
+                    count = prepareRollbackCounter(uuid: bag.uuid, c: newC, oldC: keys.c, tpm: .current)
                 }
                 try bag.rewrap(
                     a: newA, c: newC, device: bag.isBound ? newDevice : nil, password: newPassword ?? password,
@@ -71,7 +71,7 @@ extension KeychainStore {
                 // It wraps the old keys: after a rotation it would open nothing (enrol it again).
                 try PasswordlessRecord.remove(from: db)
                 // The counter's authorization came from the old C.
-                if bag.isBound { try finishRollbackCounter(bag, count: count, c: newC, oldC: c, tpm: .current) }
+                if bag.isBound { try finishRollbackCounter(bag, count: count, c: newC, oldC: keys.c, tpm: .current) }
                 keybag = bag
             }
             committed = true
@@ -86,18 +86,7 @@ extension KeychainStore {
     /// ones, through the same functions every add and update uses. A row that does not open is
     /// damaged: the rotation stops and the transaction rolls back, rather than dropping an item.
     private func resealAllRows(from old: ClassKeys, to new: ClassKeys) throws {
-        var rows: [Row] = []
-        let select = try db.statement("SELECT rowid, class, lockclass, metadata, secret FROM items ORDER BY rowid")
-        defer { select.reset() }
-        while try select.step() {
-            guard let itemClass = ItemClass(code: select.int(1)), let lockClass = LockClass(rawValue: select.int(2)) else {
-                throw KeychainError.decode("row \(select.int(0)) has an invalid class")
-            }
-            rows.append(
-                Row(
-                    rowID: select.int(0), itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
-                    metadata: select.blob(3), secret: select.blob(4)))
-        }
+        let rows = try storedRows()
         let update = try db.statement(
             """
             UPDATE items SET space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ? WHERE rowid = ?
@@ -116,5 +105,27 @@ extension KeychainStore {
             ])
         }
         try reindexAttributes(items, keys: new)
+    }
+}
+
+extension KeychainStore {
+    /// Every row as stored, in row order (`space`: only the rows of that key space), read whole
+    /// before anything is written back: what a re-seal with other keys walks.
+    func storedRows(in space: KeySpace? = nil) throws -> [Row] {
+        var rows: [Row] = []
+        let select = try db.statement(
+            "SELECT rowid, class, lockclass, metadata, secret FROM items\(space == nil ? "" : " WHERE space = ?") ORDER BY rowid")
+        if let space { select.bind([.int(space.rawValue)]) }
+        defer { select.reset() }
+        while try select.step() {
+            guard let itemClass = ItemClass(code: select.int(1)), let lockClass = LockClass(rawValue: select.int(2)) else {
+                throw KeychainError.decode("row \(select.int(0)) has an invalid class")
+            }
+            rows.append(
+                Row(
+                    rowID: select.int(0), itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
+                    metadata: select.blob(3), secret: select.blob(4)))
+        }
+        return rows
     }
 }

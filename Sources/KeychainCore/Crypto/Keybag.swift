@@ -72,21 +72,36 @@ struct Keybag {
     /// keybag first brought to the current format (`upgrade`), so that the settings a password
     /// change or a key rotation carries over are authenticated ones. The caller wipes the keys; a
     /// failure leaves none behind.
-    mutating func unwrapUpgrading(password: Bytes) throws -> (a: Bytes, c: Bytes, device: DeviceKeys?) {
-        var kek = try deriveKEK(password: password)
-        defer { kek.wipe() }
-        var (a, c) = try unwrap(kek: kek)
-        var device: DeviceKeys?
+    mutating func unwrapUpgrading(password: Bytes) throws -> OpenedKeys {
+        var keys = try open(password: password)
         do {
-            device = try unwrapDevice(kek: kek)
-            try upgrade(kek: kek, a: a, c: c)
+            try upgrade(kek: keys.kek, a: keys.a, c: keys.c)
         } catch {
-            a.wipe()
-            c.wipe()
-            device?.wipe()
+            keys.wipe()
             throw error
         }
-        return (a, c, device)
+        return keys
+    }
+
+    /// What `password` opens: the key-encryption key (the TPM's half included when sealed to
+    /// one) and the class keys under it, ThisDeviceOnly's too when bound. The one path from a
+    /// password to the keys: unlock, a password change, a key rotation, the TPM's unsealing and
+    /// the passwordless copy all go through it. A failure leaves nothing behind.
+    func open(password: Bytes, tpm: TPMConfiguration = .current) throws -> OpenedKeys {
+        var kek = try deriveKEK(password: password, tpm: tpm)
+        do {
+            var (a, c) = try unwrap(kek: kek)
+            do {
+                return OpenedKeys(kek: kek, a: a, c: c, device: try unwrapDevice(kek: kek))
+            } catch {
+                a.wipe()
+                c.wipe()
+                throw error
+            }
+        } catch {
+            kek.wipe()
+            throw error
+        }
     }
 
     func unwrap(kek: Bytes) throws -> (a: Bytes, c: Bytes) {
@@ -351,5 +366,21 @@ extension ScryptParameters {
     package func secondsPerGuess() -> Double {
         let password = Array("calibration".utf8), salt = Bytes(repeating: 7, count: 16)
         return SystemClock.measure { _ = try? Crypto.scrypt(password: password, salt: salt, parameters: self) }
+    }
+}
+
+/// A keybag's keys, opened (`Keybag.open`). Used in place, never copied out (a copy of an array
+/// would keep the bytes that `wipe` overwrites here), and wiped by its holder.
+struct OpenedKeys {
+    var kek: Bytes
+    var a: Bytes
+    var c: Bytes
+    var device: DeviceKeys?
+
+    mutating func wipe() {
+        kek.wipe()
+        a.wipe()
+        c.wipe()
+        device?.wipe()
     }
 }

@@ -178,23 +178,20 @@ package final class KeychainStore: @unchecked Sendable {
             for _ in 0..<3 {
                 let version = try currentDataVersion()
                 var bag = try Keybag.load(from: db)
-                var kek = try bag.deriveKEK(password: password, tpm: tpm)
-                defer { kek.wipe() }
-                var (a, c) = try bag.unwrap(kek: kek)
-                var device = try bag.unwrapDevice(kek: kek)
-                defer { a.wipe(); c.wipe(); device?.wipe() }
-                if bag.version < Keybag.formatVersion { bag = try upgrade(bag, kek: kek, a: a, c: c) }
+                var keys = try bag.open(password: password, tpm: tpm)
+                defer { keys.wipe() }
+                if bag.version < Keybag.formatVersion { bag = try upgrade(bag, kek: keys.kek, a: keys.a, c: keys.c) }
                 let now = try Keybag.load(from: db)
                 guard now.wrappedA == bag.wrappedA, now.wrappedC == bag.wrappedC else { continue }
-                let counted = try advanceRollbackCounter(bag, c: c, tpm: tpm, accepting: acceptingOlderCopy)
-                if let device, let sealed = bag.binding?.sealed, sealed.counted != counted {
-                    bag = try recordCounted(counted, bag, kek: kek, a: a, c: c, device: device)
+                let counted = try advanceRollbackCounter(bag, c: keys.c, tpm: tpm, accepting: acceptingOlderCopy)
+                if let device = keys.device, let sealed = bag.binding?.sealed, sealed.counted != counted {
+                    bag = try recordCounted(counted, bag, kek: keys.kek, a: keys.a, c: keys.c, device: device)
                 }
                 keybag = bag
                 dataVersion = version
                 subkeyCache.removeAll()
                 settingsCheck = nil
-                return try install(a: a, c: c, device: device)
+                return try install(a: keys.a, c: keys.c, device: keys.device)
             }
             throw KeychainError(.io, "the keychain's keys kept changing while it was being unlocked; try again")
         }
@@ -323,9 +320,9 @@ package final class KeychainStore: @unchecked Sendable {
         try withLock {
             try db.transaction {
                 var bag = try Keybag.load(from: db)
-                var (a, c, device) = try bag.unwrapUpgrading(password: old)
-                defer { a.wipe(); c.wipe(); device?.wipe() }
-                try bag.rewrap(a: a, c: c, device: device, password: new, scrypt: scrypt ?? bag.scrypt.raisedToFloor())
+                var keys = try bag.unwrapUpgrading(password: old)
+                defer { keys.wipe() }
+                try bag.rewrap(a: keys.a, c: keys.c, device: keys.device, password: new, scrypt: scrypt ?? bag.scrypt.raisedToFloor())
                 try bag.save(to: db)
                 keybag = bag
                 dataVersion = try currentDataVersion()

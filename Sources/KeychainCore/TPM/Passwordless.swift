@@ -317,11 +317,9 @@ extension KeychainStore {
                     throw KeychainError.param(
                         "this keychain is not sealed to a TPM: `security tpm-enroll --passwordless` seals it and adds the passwordless unlock")
                 }
-                var kek = try bag.deriveKEK(password: password, tpm: tpm)
-                defer { kek.wipe() }
-                var (a, c) = try bag.unwrap(kek: kek)
-                guard var device = try bag.unwrapDevice(kek: kek) else { throw KeychainError.decode("the keybag is damaged") }
-                defer { a.wipe(); c.wipe(); device.wipe() }
+                var keys = try bag.open(password: password, tpm: tpm)
+                defer { keys.wipe() }
+                guard let device = keys.device else { throw KeychainError.decode("the keybag is damaged") }
                 var secret = try Crypto.random(PasswordlessRecord.secretLength)
                 var sealedSecret = try Crypto.random(PasswordlessRecord.secretLength)
                 defer { secret.wipe(); sealedSecret.wipe() }
@@ -333,7 +331,7 @@ extension KeychainStore {
                     checks: PasswordlessRecord.classes.map { bag.check($0) }, wrapped: [])
                 var passwordlessKEK = PasswordlessRecord.kek(secret: secret, sealed: sealedSecret, uuid: bag.uuid)
                 defer { passwordlessKEK.wipe() }
-                record.wrapped = try zip(PasswordlessRecord.classes, [a, c, device.a, device.c]).map { lockClass, key in
+                record.wrapped = try zip(PasswordlessRecord.classes, [keys.a, keys.c, device.a, device.c]).map { lockClass, key in
                     try Crypto.seal(key, key: passwordlessKEK, aad: record.aad(lockClass, uuid: bag.uuid, check: bag.check(lockClass)))
                 }
                 try db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES (?, ?)").run([.text(PasswordlessRecord.rowName), .blob(record.bytes)])

@@ -26,7 +26,7 @@ package enum TPMDeadline {
 
     /// When the next helper call must have answered: the command's deadline (started now if this
     /// is its first call), or `limit` seconds from now outside a command.
-    static func deadline(limit: UInt32) -> Double {
+    package static func deadline(limit: UInt32) -> Double {
         let now = SystemClock.monotonic()
         return mutex.withLock {
             guard depth > 0 else { return now + Double(limit) }

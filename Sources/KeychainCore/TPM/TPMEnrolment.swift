@@ -133,16 +133,17 @@ extension KeychainStore {
             try db.transaction {
                 var bag = try Keybag.load(from: db)
                 guard bag.isBound else { throw KeychainError.param("this keychain is not sealed to a TPM") }
-                var kek = try bag.deriveKEK(password: password, tpm: tpm)
-                defer { kek.wipe() }
-                (a, c) = try bag.unwrap(kek: kek)
-                guard var device = try bag.unwrapDevice(kek: kek) else { throw KeychainError.decode("the keybag is damaged") }
-                defer { device.wipe() }
+                var keys = try bag.open(password: password, tpm: tpm)
+                defer { keys.wipe() }
+                guard keys.device != nil else { throw KeychainError.decode("the keybag is damaged") }
+                // Moved out, not copied: the keys outlive the transaction (install, below).
+                swap(&a, &keys.a)
+                swap(&c, &keys.c)
                 let old = ClassKeys(
                     [
                         .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                        .always: Subkeys(classKey: bag.keyD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: device.a),
-                        .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: device.c)
+                        .always: Subkeys(classKey: bag.keyD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: keys.device!.a),
+                        .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: keys.device!.c)
                     ], separatesDeviceOnly: true)
                 let new = ClassKeys([
                     .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
@@ -245,19 +246,7 @@ extension KeychainStore {
     /// not change, so neither do the index columns; the transaction is the caller's. A row that
     /// does not open stops everything (the caller's transaction rolls back).
     func resealMovedRows(from old: ClassKeys, to new: ClassKeys) throws {
-        var rows: [Row] = []
-        let select = try db.statement("SELECT rowid, class, lockclass, metadata, secret FROM items WHERE space = ? ORDER BY rowid")
-        select.bind([.int(KeySpace.protected.rawValue)])
-        defer { select.reset() }
-        while try select.step() {
-            guard let itemClass = ItemClass(code: select.int(1)), let lockClass = LockClass(rawValue: select.int(2)) else {
-                throw KeychainError.decode("row \(select.int(0)) has an invalid class")
-            }
-            rows.append(
-                Row(
-                    rowID: select.int(0), itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass),
-                    metadata: select.blob(3), secret: select.blob(4)))
-        }
+        let rows = try storedRows(in: .protected)
         let update = try db.statement(
             """
             UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ? WHERE rowid = ?

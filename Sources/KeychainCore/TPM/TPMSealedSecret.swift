@@ -134,7 +134,7 @@ package struct TPMSealedSecret: Equatable {
 
     // MARK: Storage
 
-    var bytes: Bytes {
+    package var bytes: Bytes {
         var w = ByteWriter()
         w.u32(pcrs.isEmpty ? Self.format : Self.pcrFormat)
         w.u32(Self.primaryTemplate)
@@ -154,7 +154,7 @@ package struct TPMSealedSecret: Equatable {
         self.pcrs = pcrs
     }
 
-    init(bytes: Bytes) throws {
+    package init(bytes: Bytes) throws {
         var r = ByteReader(bytes)
         let format = try r.u32()
         guard format == 1 || format == Self.format || format == Self.pcrFormat, try r.u32() == Self.primaryTemplate else {

@@ -1,5 +1,6 @@
 import CPAM
 import Glibc
+import KeychainTPMClient
 
 // Called by the C shim's pam_sm_* functions. The module acts only for the services `only_if`
 // names, and answers PAM_IGNORE (never an error) everywhere else.
@@ -9,6 +10,8 @@ private func hooks(_ pamh: OpaquePointer?, _ argc: Int32, _ argv: UnsafePointer<
     let pam = PAMHandle(raw: pamh, options: Options(argc: argc, argv: argv))
     for arg in pam.options.unknown { pam.log(LOG_WARNING, "unknown option \(arg) ignored") }
     guard pam.options.applies(to: pam.service) else { return nil }
+    // A login keychain sealed to the TPM opens through keychain-tpm-helper.
+    TPMClientSetup.install()
     return Hooks(pam: pam)
 }
 

@@ -1,3 +1,4 @@
+import KeychainCore
 internal import CLinux
 import Glibc
 
