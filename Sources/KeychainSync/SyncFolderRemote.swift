@@ -222,7 +222,7 @@ struct SyncFolderRemote {
         }
         fchmod(lock, Self.fileMode(in: heads, owner: 0o600))
         guard try tip() == expected else { return false }
-        guard Self.writeAll(lock, Array((new + "\n").utf8)), fsync(lock) == 0 else {
+        guard PlainFiles.writeAll(lock, Array((new + "\n").utf8)), fsync(lock) == 0 else {
             throw KeychainError(.io, "cannot push to the remote: cannot write its branch")
         }
         guard renameat(heads, Self.lockFile, heads, Self.branchFile) == 0 else {
@@ -242,7 +242,7 @@ struct SyncFolderRemote {
         let fd = openat(dir, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o400)
         guard fd >= 0 else { throw KeychainError(.io, "cannot push to the remote: cannot write in its objects/pack: \(String(cString: strerror(errno)))") }
         fchmod(fd, fileMode(in: dir, owner: 0o400))
-        let written = writeAll(fd, bytes) && fsync(fd) == 0
+        let written = PlainFiles.writeAll(fd, bytes) && fsync(fd) == 0
         close(fd)
         guard written, renameat(dir, temporary, dir, name) == 0 else {
             unlinkat(dir, temporary, 0)
@@ -316,7 +316,7 @@ struct SyncFolderRemote {
                 copied = n == 0
                 break
             }
-            guard writeAll(fd, Bytes(buffer[0..<n])) else {
+            guard PlainFiles.writeAll(fd, Bytes(buffer[0..<n])) else {
                 copied = false
                 break
             }
@@ -351,17 +351,6 @@ struct SyncFolderRemote {
         var st = stat()
         guard fstat(dir, &st) == 0 else { return owner }
         return owner | (st.st_mode & 0o044)
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: Bytes) -> Bool {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            done += n
-        }
-        return true
     }
 
     private static func firstLine(_ text: String) -> String {

@@ -26,13 +26,19 @@ package enum PlainFiles {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw KeychainError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
+        guard writeAll(fd, bytes) else { throw KeychainError(.io, "cannot write \(path)") }
+    }
+
+    /// Writes all of `bytes` to `fd` (through interruptions and short writes); false on an error.
+    package static func writeAll(_ fd: Int32, _ bytes: Bytes) -> Bool {
         var done = 0
         while done < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw KeychainError(.io, "cannot write \(path)") }
+            guard n > 0 else { return false }
             done += n
         }
+        return true
     }
 
     /// The plain names in a folder (none for a missing folder).
