@@ -56,6 +56,32 @@ if [ "${1:-}" = --inside ]; then
         grep -qx 'kernel.keys.persistent_keyring_expiry = 31536000' /usr/lib/sysctl.d/60-keychain.conf
     }
 
+    # An image being built (mmdebstrap, debootstrap): the package's postinst run in a chroot of the
+    # machine's own /usr and /etc must not set the running kernel's sysctl. A stub sysctl records
+    # any call; pam-auth-update is stubbed too (the PAM profile is the cases' around it). That a
+    # running system does apply it is Tests/vm's (here, PID 1's root cannot be read, and ischroot
+    # takes this mount namespace for a chroot too).
+    postinst_in_a_chroot_leaves_the_kernel_alone() {
+        package=$(cat "$work/package")
+        local root=$work/chroot stub=$work/stub d
+        dpkg-deb -e "$package" "$work/control"
+        mkdir -p "$root/usr" "$root/etc" "$root/proc" "$root/tmp" "$root/out" "$stub" "$work/out"
+        for d in bin lib lib64 sbin; do ln -sfn "usr/$d" "$root/$d"; done
+        printf '#!/bin/sh\necho "sysctl $*" >> /out/calls\n' > "$stub/sysctl"
+        printf '#!/bin/sh\nexit 0\n' > "$stub/pam-auth-update"
+        cp "$work/control/postinst" "$stub/postinst"
+        chmod 755 "$stub/sysctl" "$stub/pam-auth-update" "$stub/postinst"
+        unshare --mount --fork sh -c '
+            set -e
+            mount --bind -o ro /usr "$1/usr"
+            mount --bind /etc "$1/etc" && mount -o remount,ro,bind "$1/etc"
+            mount -t proc proc "$1/proc"
+            mount --bind "$2" "$1/tmp"
+            mount --bind "$3" "$1/out"
+            chroot "$1" /bin/sh -c "PATH=/tmp:/usr/bin:/usr/sbin:/bin:/sbin sh /tmp/postinst configure"' chroot "$root" "$stub" "$work/out"
+        if [ -s "$work/out/calls" ]; then echo "postinst in a chroot ran: $(cat "$work/out/calls")"; return 1; fi
+    }
+
     # The login stack pam-auth-update wrote: the module after pam_unix in auth, session and password.
     pam_stack_names_module() {
         local file
@@ -184,6 +210,7 @@ PAM
 
     check "make deb: the package, its Depends from what it links, lintian clean" builds_the_package
     check "apt-get install ./keychain-for-linux_*.deb (PAM profile enabled in common-auth/-session/-password; the sysctl drop-in)" installs_with_apt
+    check "postinst in a chroot (an image being built) applies no sysctl to the running kernel" postinst_in_a_chroot_leaves_the_kernel_alone
     check "with /opt/swift hidden: man -w finds every page; security(1) has every subcommand" man_pages_are_found
     check "with /opt/swift hidden: /usr/bin/security creates a keychain, adds and finds" security_round_trip
     check "with /opt/swift hidden: a git credential round trip through the installed helper" git_round_trip
