@@ -10,8 +10,11 @@ import Glibc
 /// one pack made in the clone and then moves the branch under git's own lock file, so that
 /// devices still pushing with git are kept out the same way.
 struct SyncFolderRemote {
-    /// The repository: the folder, or its `.git` when it has one and is not bare.
+    /// The folder the remote names (the user's: it may be a link they made).
     let path: String
+    /// Whether the repository is the folder's `.git` (a folder that is not bare). Opened without
+    /// following a link: a `.git` link planted in the folder must not send pushes elsewhere.
+    let inGitFolder: Bool
     /// This device's copy: a bare repository with the folder's objects, its own config, no hook.
     let copy: String
 
@@ -28,7 +31,7 @@ struct SyncFolderRemote {
         guard !path.isEmpty else { return nil }
         if !path.hasPrefix("/") { path = clone + "/" + path }
         var st = stat()
-        if stat(path + "/objects", &st) != 0, stat(path + "/.git/objects", &st) == 0 { path += "/.git" }
+        inGitFolder = stat(path + "/objects", &st) != 0 && lstat(path + "/.git", &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
         self.path = path
         copy = clone + "/.git/folder-remote"
     }
@@ -96,6 +99,7 @@ struct SyncFolderRemote {
     private func copyObjects() throws {
         let root = try openRepository()
         defer { close(root) }
+        var budget = CopyBudget()
         let objects = Self.folder(root, "objects")
         guard objects >= 0 else { throw notRepository }
         defer { close(objects) }
@@ -111,8 +115,8 @@ struct SyncFolderRemote {
                     // The index last: git finds a pack by its index. A pack that a device
                     // consolidating the folder removed meanwhile is skipped: its objects are in
                     // the pack that replaced it, written before.
-                    guard try Self.copyFile(pack, base + ".pack", to: target + ".pack") else { continue }
-                    if try !Self.copyFile(pack, base + ".idx", to: target + ".idx") { unlink(target + ".pack") }
+                    guard try Self.copyFile(pack, base + ".pack", to: target + ".pack", budget: &budget) else { continue }
+                    if try !Self.copyFile(pack, base + ".idx", to: target + ".idx", budget: &budget) { unlink(target + ".pack") }
                 }
                 // The copy follows the folder: packs it no longer has go here too, or the copy
                 // would keep every pack a consolidation replaced.
@@ -126,12 +130,44 @@ struct SyncFolderRemote {
                 let loose = Self.folder(objects, name)
                 guard loose >= 0 else { continue }
                 defer { close(loose) }
-                for file in Self.names(loose) where (file.count == 38 || file.count == 62) && Self.isHex(file) {
+                let files = Self.names(loose).filter { ($0.count == 38 || $0.count == 62) && Self.isHex($0) }
+                for file in files {
                     let target = copy + "/objects/" + name + "/" + file
                     guard access(target, F_OK) != 0 else { continue }
                     if access(copy + "/objects/" + name, F_OK) != 0 { mkdir(copy + "/objects/" + name, 0o700) }
-                    _ = try Self.copyFile(loose, file, to: target)
+                    _ = try Self.copyFile(loose, file, to: target, budget: &budget)
                 }
+                // As for packs: what the folder no longer has goes from the copy too.
+                let kept = Set(files)
+                for file in PlainFiles.list(copy + "/objects/" + name) where !kept.contains(file) { unlink(copy + "/objects/" + name + "/" + file) }
+            }
+        }
+        // Loose objects of folders the remote no longer has.
+        for name in PlainFiles.list(copy + "/objects") where name.count == 2 && Self.isHex(name) {
+            if faccessat(objects, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0 { PlainFiles.removeTree(copy + "/objects/" + name) }
+        }
+    }
+
+    /// What one fetch may copy from the folder: whoever can write it must not fill this user's
+    /// disk or use up its inodes (a sparse terabyte costs them nothing, its copy is real). A
+    /// keychain's repository is megabytes; these are two orders of magnitude above.
+    struct CopyBudget {
+        static let bytes = 1 << 30
+        static let files = 200_000
+        var bytesLeft = CopyBudget.bytes
+        var filesLeft = CopyBudget.files
+
+        /// Takes a file of `size` bytes, `blocks` of 512 on disk; throws when the fetch would
+        /// copy more than a keychain's repository can hold, or a file mostly holes.
+        mutating func take(_ name: String, size: Int, blocks: Int) throws {
+            if size > 1 << 20 && blocks * 512 < size / 2 {
+                throw KeychainError(.io, "cannot reach the remote: objects/\(name) is a sparse file of \(size) bytes, not an object file")
+            }
+            bytesLeft -= size
+            filesLeft -= 1
+            guard bytesLeft >= 0, filesLeft >= 0 else {
+                throw KeychainError(
+                    .io, "cannot reach the remote: it holds more than \(Self.bytes >> 20) MiB or \(Self.files) object files, more than a keychain makes")
             }
         }
     }
@@ -157,7 +193,9 @@ struct SyncFolderRemote {
         defer { close(pack) }
         // Listed before the new pack is written: only these may go once the branch has moved.
         let before = Self.packs(pack)
-        let consolidate = before.count >= Self.packLimit
+        // Only in a folder that holds nothing but this branch: the one pack has only what the
+        // branch reaches, and another branch's objects in the removed packs would be lost.
+        let consolidate = before.count >= Self.packLimit && Self.holdsOnlyTheBranch(root)
         let out = copy + "-out"
         PlainFiles.removeTree(out)
         guard mkdir(out, 0o700) == 0 else { throw KeychainError(.io, "cannot make \(out)") }
@@ -192,6 +230,32 @@ struct SyncFolderRemote {
             }
         }
         return true
+    }
+
+    /// Whether `refs/heads/keychain` (and its lock) is the folder's only ref, loose or packed.
+    private static func holdsOnlyTheBranch(_ root: Int32) -> Bool {
+        func onlyTheBranch(_ dir: Int32, _ prefix: String, depth: Int) -> Bool {
+            guard depth < 8 else { return false }
+            for name in names(dir) {
+                let ref = prefix + name
+                if ref == "heads/" + branchFile || ref == "heads/" + lockFile { continue }
+                let sub = folder(dir, name)
+                guard sub >= 0 else { return false }
+                defer { close(sub) }
+                guard onlyTheBranch(sub, ref + "/", depth: depth + 1) else { return false }
+            }
+            return true
+        }
+        let refs = folder(root, "refs")
+        guard refs >= 0 else { return false }
+        defer { close(refs) }
+        guard onlyTheBranch(refs, "", depth: 0) else { return false }
+        guard let packed = readFile(root, "packed-refs", limit: 64 << 20) else {
+            return faccessat(root, "packed-refs", F_OK, AT_SYMLINK_NOFOLLOW) != 0
+        }
+        return String(decoding: packed, as: UTF8.self).split(separator: "\n").allSatisfy { line in
+            line.hasPrefix("#") || line.hasPrefix("^") || line.split(separator: " ").last == "refs/heads/" + SyncGit.branch
+        }
     }
 
     /// The packs of a folder by base name (`pack-<id>`), found by their index as git finds them.
@@ -237,12 +301,26 @@ struct SyncFolderRemote {
     /// which git's gc clears when left behind); false when `name` was there already.
     private static func publish(_ source: String, in dir: Int32, as name: String) throws -> Bool {
         if faccessat(dir, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 { return false }
-        guard let bytes = PlainFiles.read(source) else { throw KeychainError(.io, "cannot read \(source)") }
+        let input = open(source, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard input >= 0 else { throw KeychainError(.io, "cannot read \(source)") }
+        defer { close(input) }
         let temporary = "tmp_keychain_" + (try Crypto.random(8)).hex
         let fd = openat(dir, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o400)
         guard fd >= 0 else { throw KeychainError(.io, "cannot push to the remote: cannot write in its objects/pack: \(String(cString: strerror(errno)))") }
         fchmod(fd, fileMode(in: dir, owner: 0o400))
-        let written = PlainFiles.writeAll(fd, bytes) && fsync(fd) == 0
+        // In steps: a pack of everything (a consolidation) may be larger than is worth holding.
+        var written = true
+        var buffer = Bytes(repeating: 0, count: 1 << 16)
+        while written {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress!, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                written = n == 0
+                break
+            }
+            written = PlainFiles.writeAll(fd, Bytes(buffer[0..<n]))
+        }
+        written = written && fsync(fd) == 0
         close(fd)
         guard written, renameat(dir, temporary, dir, name) == 0 else {
             unlinkat(dir, temporary, 0)
@@ -260,7 +338,11 @@ struct SyncFolderRemote {
     private func openRepository() throws -> Int32 {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw notRepository }
-        return fd
+        guard inGitFolder else { return fd }
+        defer { close(fd) }
+        let git = Self.folder(fd, ".git")
+        guard git >= 0 else { throw notRepository }
+        return git
     }
 
     /// A folder below `dir`, each step opened without following a link: whoever owns the remote
@@ -296,17 +378,18 @@ struct SyncFolderRemote {
 
     /// Copies a regular file of the folder's into this device's copy, through a temporary name;
     /// false when it is gone or no regular file (a fetch then misses its objects, and says so).
-    private static func copyFile(_ dir: Int32, _ name: String, to target: String) throws -> Bool {
+    private static func copyFile(_ dir: Int32, _ name: String, to target: String, budget: inout CopyBudget) throws -> Bool {
         let source = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard source >= 0 else { return false }
         defer { close(source) }
         var st = stat()
         guard fstat(source, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return false }
+        try budget.take(name, size: Int(st.st_size), blocks: Int(st.st_blocks))
         let temporary = target + ".tmp"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KeychainError(.io, "cannot write \(temporary)") }
-        // In steps: a pack the folder's owner made huge costs disk, as with git, not memory.
+        // In steps, within the fetch's budget: a pack the folder's owner made huge is refused.
         var buffer = Bytes(repeating: 0, count: 1 << 16)
         var copied = true
         while true {

@@ -123,8 +123,9 @@ struct SyncGit {
 
     /// The remote when it is a folder on this machine, which git must not run in (see
     /// SyncFolderRemote); nil for git's own transports.
-    func folderRemote() throws -> SyncFolderRemote? {
-        let (status, output) = try run(["config", "--get", "remote.origin.url"])
+    func folderRemote(push: Bool = false) throws -> SyncFolderRemote? {
+        // As git resolves it (url.*.insteadOf, a pushurl): what git would have reached.
+        let (status, output) = try run(["remote", "get-url"] + (push ? ["--push"] : []) + ["origin"])
         guard status == 0, let url = output.split(separator: "\n").first else { return nil }
         return SyncFolderRemote(remote: String(url), clone: folder)
     }
@@ -159,7 +160,7 @@ struct SyncGit {
 
     /// Pushes; false when the remote moved on (the caller fetches and merges again).
     func push() throws -> Bool {
-        if let remote = try folderRemote() { return try remote.push(from: self) }
+        if let remote = try folderRemote(push: true) { return try remote.push(from: self) }
         let (status, output) = try run(["push", "-q", "--no-verify", "origin", "HEAD:refs/heads/\(Self.branch)"])
         if status == 0 { return true }
         if output.contains("rejected") || output.contains("non-fast-forward") || output.contains("fetch first") || output.contains("cannot lock ref") {

@@ -21,6 +21,11 @@ let usage = """
 
 var replace = false
 var pinentry = getenv("KEYCHAIN_PINENTRY").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "pinentry"
+// Before anything opens a keychain, the service's and the subcommands' (import, export, enable)
+// alike: an item that asks for the user asks through polkit, and a keychain sealed to the TPM
+// opens through keychain-tpm-helper.
+PresenceSetup.installPolkit()
+TPMClientSetup.install()
 var arguments = CommandLine.arguments.dropFirst()
 if let command = arguments.first, Subcommand.names.contains(command) {
     exit(Subcommand.run(command, Array(arguments.dropFirst()), pinentry: pinentry))
@@ -45,10 +50,6 @@ while let argument = arguments.popFirst() {
 }
 
 ProcessHardening.becomeUndumpable()
-// An item that asks for the user asks through polkit, as it always has.
-PresenceSetup.installPolkit()
-// A keychain sealed to the TPM opens through keychain-tpm-helper.
-TPMClientSetup.install()
 // A client writing to a prompt's closed pinentry must not kill the service.
 signal(SIGPIPE, SIG_IGN)
 // Stopped as systemd stops it (SIGTERM), or from a terminal: the loop ends and the session

@@ -344,6 +344,37 @@ folder_runs_nothing() {
     nothing_ran
 }
 
+# The folder is the remote's owner's: a branch of theirs (the folder was a repository before) keeps
+# its objects however many pushes come (the packs are consolidated only where the keychain's
+# branch is the folder's only ref), and a sparse "pack" of 2 GiB is refused, not copied.
+folder_keeps_other_branches_and_refuses_sparse_packs() {
+    local blob tree commit i out
+    blob=$(printf 'dotfiles\n' | git -C "$remote" hash-object -w --stdin)
+    tree=$(printf '100644 blob %s\tREADME\n' "$blob" | git -C "$remote" mktree)
+    commit=$(git -C "$remote" -c user.name=o -c user.email=o@x commit-tree -m other "$tree")
+    git -C "$remote" update-ref refs/heads/main "$commit"
+    git -C "$remote" repack -q -a -d
+    chmod -R a+rwX "$remote"
+    for i in $(seq 26); do
+        A add-generic-password -U -S -a pack-account -s pack-svc -w "pack-secret-$i"
+        A sync now > /dev/null
+    done
+    git -C "$remote" cat-file -e "$blob" || { echo "the other branch's objects are gone"; return 1; }
+    git -C "$remote" fsck --no-progress 2>&1 | grep -v '^dangling' | grep . && return 1
+    git -C "$remote" update-ref -d refs/heads/main
+    # Sparse: two gigabytes of holes, which a copy would make real.
+    local fake
+    fake=$remote/objects/pack/pack-$(printf 'a%.0s' $(seq 40))
+    truncate -s 2G "$fake.pack"
+    head -c 2048 /dev/urandom > "$fake.idx"
+    chmod a+rw "$fake.pack" "$fake.idx"
+    out=$(B sync now 2>&1) && { echo "a sparse pack was fetched: $out"; return 1; }
+    holds 'sparse file' <<< "$out"
+    rm -f "$fake.pack" "$fake.idx"
+    B sync now > /dev/null
+    expect pack-secret-26 "$(secret_of B pack-account pack-svc)"
+}
+
 units_and_quiet_exchange() {
     # Without a group, status fails (the unit's ExecCondition skips the exchange): errSecNotAvailable.
     printf 'pw\n' | as kcsyncA security create-keychain other
@@ -404,6 +435,7 @@ check "sync status without a group, a quiet exchange writes nothing, the units v
 check "two machines writing one item for ${loop_seconds}s end identical, nothing acknowledged lost" loop_converges
 [ -f "$base/loop-stats" ] && cat "$base/loop-stats"
 check "nothing planted in the folder remote ran during the loop either" nothing_ran
+check "a branch of the folder's owner keeps its objects; a sparse pack is refused" folder_keeps_other_branches_and_refuses_sparse_packs
 check "the folder holds few packs however many pushes" packs_bounded
 check "no server, account, label or secret readable in the repository or its history" nothing_readable
 summary

@@ -81,17 +81,16 @@ enum FirstLoginImport {
         defer { for index in loaded.items.indices { loaded.items[index].secret.wipe() } }
         // Before the items: a worker killed at its time limit leaves this line as the record.
         writeAttempt(account, file, "begun at \(time(nil)); did not end within \(Int(timeout)) s")
+        // What fails on this side (the keychain busy with another writer, no randomness) is not
+        // the file's doing: not recorded, so that the next login tries again.
         let store: KeychainStore
-        do {
-            store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
-        } catch {
-            return ended(account, file, .failed("\(error)"))
-        }
         var index: SecretImportIndex
         do {
+            store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
             index = try SecretImportIndex()
         } catch {
-            return ended(account, file, .failed("\(error)"))
+            unlink(attempt(account))
+            return .failed("\(error)")
         }
         var added = 0, alreadyThere = 0, failed = loaded.unreadable.count
         for item in loaded.items {
@@ -107,7 +106,15 @@ enum FirstLoginImport {
                 failed += 1
             }
         }
-        guard failed == 0 else { return ended(account, file, .imported(added: added, alreadyThere: alreadyThere, failed: failed)) }
+        let outcome = Result.imported(added: added, alreadyThere: alreadyThere, failed: failed)
+        if failed > loaded.unreadable.count {
+            // Items the keychain refused now: the next login tries again (what came is then
+            // already there, a look-up each).
+            unlink(attempt(account))
+            return outcome
+        }
+        // Items of the file that cannot be read: the same file will not do better.
+        guard failed == 0 else { return ended(account, file, outcome) }
         writeRecord(account, "imported \(added + alreadyThere) items of \(keyring(account)) at \(time(nil))\n")
         unlink(attempt(account))
         return .imported(added: added, alreadyThere: alreadyThere, failed: failed)
