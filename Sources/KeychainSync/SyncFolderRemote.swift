@@ -178,6 +178,9 @@ struct SyncFolderRemote {
     /// is new, and removes the others: one pack per push would slow every fetch for ever.
     static let packLimit = 24
 
+    /// Seconds after which the branch's lock is taken for one a stopped push left behind.
+    static let staleLock = 600
+
     /// Sends the clone's HEAD: one pack of what the fetched tip lacks, then the branch moved
     /// from that tip to HEAD; false when the folder's branch is no longer that tip (another
     /// device pushed first: the caller fetches and merges again).
@@ -276,7 +279,18 @@ struct SyncFolderRemote {
         defer { close(heads) }
         let lock = openat(heads, Self.lockFile, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard lock >= 0 else {
-            if errno == EEXIST { return false }
+            if errno == EEXIST {
+                // Held for seconds by a push at work; one much older was left by a push that
+                // stopped half way, and would refuse every push from now on without a word.
+                var st = stat()
+                if fstatat(heads, Self.lockFile, &st, AT_SYMLINK_NOFOLLOW) == 0, time(nil) - st.st_mtim.tv_sec > Self.staleLock {
+                    throw KeychainError(
+                        .io,
+                        "cannot push to the remote: \(path)/refs/heads/\(Self.lockFile) is \((time(nil) - st.st_mtim.tv_sec) / 60) minutes old, left by a push that stopped; remove it once no device is pushing"
+                    )
+                }
+                return false
+            }
             throw KeychainError(.io, "cannot push to the remote: cannot lock its branch: \(String(cString: strerror(errno)))")
         }
         var moved = false

@@ -151,7 +151,8 @@ struct SecItemRequest {
     }
 
     init(_ dictionary: [String: Any]) throws {
-        // Before the engine opens a store for this call: it asks the person through polkit.
+        // Before the engine opens a store for this call: polkit asks for the person, and
+        // keychain-tpm-helper reaches the TPM of a sealed keychain.
         FrontEnd.prepare()
         // Apple lets kSecValueRef and kSecValuePersistentRef stand for kSecClass.
         guard

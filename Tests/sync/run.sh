@@ -373,6 +373,14 @@ folder_keeps_other_branches_and_refuses_sparse_packs() {
     rm -f "$fake.pack" "$fake.idx"
     B sync now > /dev/null
     expect pack-secret-26 "$(secret_of B pack-account pack-svc)"
+    # A lock a stopped push left an hour ago is named, not taken for another device at work.
+    echo 0000000000000000000000000000000000000000 > "$remote/refs/heads/keychain.lock"
+    touch -d '1 hour ago' "$remote/refs/heads/keychain.lock"
+    B add-generic-password -U -S -a pack-account -s pack-svc -w pack-secret-27
+    out=$(B sync now 2>&1) && { echo "a push went past the lock: $out"; return 1; }
+    holds 'keychain.lock is 60 minutes old' <<< "$out"
+    rm -f "$remote/refs/heads/keychain.lock"
+    B sync now | holds 'sent 1'
 }
 
 units_and_quiet_exchange() {
