@@ -348,22 +348,27 @@ folder_runs_nothing() {
 # its objects however many pushes come (the packs are consolidated only where the keychain's
 # branch is the folder's only ref), and a sparse "pack" of 2 GiB is refused, not copied.
 folder_keeps_other_branches_and_refuses_sparse_packs() {
-    local blob tree commit i out
-    blob=$(printf 'dotfiles\n' | git -C "$remote" hash-object -w --stdin)
-    tree=$(printf '100644 blob %s\tREADME\n' "$blob" | git -C "$remote" mktree)
-    commit=$(git -C "$remote" -c user.name=o -c user.email=o@x commit-tree -m other "$tree")
-    git -C "$remote" update-ref refs/heads/main "$commit"
-    git -C "$remote" repack -q -a -d
+    local other commit pack i out fake
+    # The owner's branch, made in a repository of the test's own (git must not run in the
+    # folder: the cases before planted hooks and commands in it), its pack and ref copied in.
+    other=$base/other.git
+    git init -q --bare "$other"
+    commit=$(git -C "$other" -c user.name=o -c user.email=o@x commit-tree -m other \
+        "$(printf '100644 blob %s\tREADME\n' "$(printf 'dotfiles\n' | git -C "$other" hash-object -w --stdin)" | git -C "$other" mktree)")
+    git -C "$other" update-ref refs/heads/main "$commit"
+    git -C "$other" repack -q -a -d
+    pack=$(basename "$(ls "$other"/objects/pack/pack-*.pack)" .pack)
+    cp "$other/objects/pack/$pack.pack" "$other/objects/pack/$pack.idx" "$remote/objects/pack/"
+    echo "$commit" > "$remote/refs/heads/main"
     chmod -R a+rwX "$remote"
     for i in $(seq 26); do
         A add-generic-password -U -S -a pack-account -s pack-svc -w "pack-secret-$i"
         A sync now > /dev/null
     done
-    git -C "$remote" cat-file -e "$blob" || { echo "the other branch's objects are gone"; return 1; }
-    git -C "$remote" fsck --no-progress 2>&1 | grep -v '^dangling' | grep . && return 1
-    git -C "$remote" update-ref -d refs/heads/main
+    [ -f "$remote/objects/pack/$pack.pack" ] || { echo "the other branch's pack is gone"; return 1; }
+    expect 26 "$(find "$remote/objects/pack" -name 'pack-*.idx' -newer "$remote/refs/heads/main" | wc -l)" "a pack per push, none removed"
+    rm "$remote/refs/heads/main"
     # Sparse: two gigabytes of holes, which a copy would make real.
-    local fake
     fake=$remote/objects/pack/pack-$(printf 'a%.0s' $(seq 40))
     truncate -s 2G "$fake.pack"
     head -c 2048 /dev/urandom > "$fake.idx"
