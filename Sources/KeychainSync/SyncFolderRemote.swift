@@ -323,18 +323,7 @@ struct SyncFolderRemote {
         guard fd >= 0 else { throw KeychainError(.io, "cannot push to the remote: cannot write in its objects/pack: \(String(cString: strerror(errno)))") }
         fchmod(fd, fileMode(in: dir, owner: 0o400))
         // In steps: a pack of everything (a consolidation) may be larger than is worth holding.
-        var written = true
-        var buffer = Bytes(repeating: 0, count: 1 << 16)
-        while written {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress!, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                written = n == 0
-                break
-            }
-            written = PlainFiles.writeAll(fd, Bytes(buffer[0..<n]))
-        }
-        written = written && fsync(fd) == 0
+        let written = PlainFiles.copyAll(from: input, to: fd) && fsync(fd) == 0
         close(fd)
         guard written, renameat(dir, temporary, dir, name) == 0 else {
             unlinkat(dir, temporary, 0)
@@ -404,20 +393,7 @@ struct SyncFolderRemote {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KeychainError(.io, "cannot write \(temporary)") }
         // In steps, within the fetch's budget: a pack the folder's owner made huge is refused.
-        var buffer = Bytes(repeating: 0, count: 1 << 16)
-        var copied = true
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(source, $0.baseAddress!, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                copied = n == 0
-                break
-            }
-            guard PlainFiles.writeAll(fd, Bytes(buffer[0..<n])) else {
-                copied = false
-                break
-            }
-        }
+        let copied = PlainFiles.copyAll(from: source, to: fd)
         close(fd)
         guard copied, rename(temporary, target) == 0 else {
             unlink(temporary)

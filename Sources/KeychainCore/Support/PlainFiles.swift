@@ -41,6 +41,18 @@ package enum PlainFiles {
         return true
     }
 
+    /// Copies what is left of `source` into `target` in steps of 64 KiB, never whole in memory;
+    /// false on an error of either.
+    package static func copyAll(from source: Int32, to target: Int32) -> Bool {
+        var buffer = Bytes(repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(source, $0.baseAddress!, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return n == 0 }
+            guard writeAll(target, Bytes(buffer[0..<n])) else { return false }
+        }
+    }
+
     /// The plain names in a folder (none for a missing folder).
     package static func list(_ path: String) -> [String] {
         guard let dir = opendir(path) else { return [] }
