@@ -83,17 +83,17 @@ find_output_format() {
     make_keychain
     "$security" add-internet-password -a alice -s example.com -r htps -P 8443 -p /repo -d realm -t dflt -j note -l Label -w pw
     out=$("$security" find-internet-password -s example.com -g 2>"$case_dir/err")
-    echo "$out" | grep -qx 'class: "inet"'
-    echo "$out" | grep -qx '    "acct"<blob>="alice"'
-    echo "$out" | grep -qx '    "srvr"<blob>="example.com"'
-    echo "$out" | grep -qx '    "ptcl"<uint32>="htps"'
-    echo "$out" | grep -qx '    "port"<uint32>=0x000020FB '
-    echo "$out" | grep -qx '    "path"<blob>="/repo"'
-    echo "$out" | grep -qx '    "sdmn"<blob>="realm"'
-    echo "$out" | grep -qx '    "icmt"<blob>="note"'
-    echo "$out" | grep -qx '    0x00000007 <blob>="Label"'
+    grep -qx 'class: "inet"' <<< "$out"
+    grep -qx '    "acct"<blob>="alice"' <<< "$out"
+    grep -qx '    "srvr"<blob>="example.com"' <<< "$out"
+    grep -qx '    "ptcl"<uint32>="htps"' <<< "$out"
+    grep -qx '    "port"<uint32>=0x000020FB ' <<< "$out"
+    grep -qx '    "path"<blob>="/repo"' <<< "$out"
+    grep -qx '    "sdmn"<blob>="realm"' <<< "$out"
+    grep -qx '    "icmt"<blob>="note"' <<< "$out"
+    grep -qx '    0x00000007 <blob>="Label"' <<< "$out"
     expect 'password: "pw"' "$(cat "$case_dir/err")" "-g prints the password on stderr"
-    ! echo "$out" | grep -q pw\"
+    ! grep -q pw\" <<< "$out"
     # Filters narrow: another port or protocol does not match.
     expect 44 "$(status_of "$security" find-internet-password -s example.com -P 443)"
     expect 44 "$(status_of "$security" find-internet-password -s example.com -r http)"
@@ -104,10 +104,10 @@ generic_attributes() {
     make_keychain
     "$security" add-generic-password -a a -s svc -G gen -D kind -c abcd -C wxyz -j comment -w pw
     out=$("$security" find-generic-password -s svc -D kind)
-    echo "$out" | grep -qx '    "gena"<blob>="gen"'
-    echo "$out" | grep -qx '    "desc"<blob>="kind"'
-    echo "$out" | grep -qx '    "crtr"<uint32>="abcd"'
-    echo "$out" | grep -qx '    "type"<uint32>="wxyz"'
+    grep -qx '    "gena"<blob>="gen"' <<< "$out"
+    grep -qx '    "desc"<blob>="kind"' <<< "$out"
+    grep -qx '    "crtr"<uint32>="abcd"' <<< "$out"
+    grep -qx '    "type"<uint32>="wxyz"' <<< "$out"
     expect pw "$("$security" find-generic-password -c abcd -w)"
     expect 44 "$(status_of "$security" find-generic-password -s svc -G other)"
 }
@@ -118,7 +118,7 @@ delete_removes_one() {
     "$security" add-generic-password -a b -s s -w 2
     # keychain_find.c: the item's attributes on stdout, "password has been deleted." on stderr.
     out=$("$security" delete-generic-password -s s 2>"$case_dir/err")
-    echo "$out" | grep -qx '    "acct"<blob>="a"'
+    grep -qx '    "acct"<blob>="a"' <<< "$out"
     grep -qx 'password has been deleted.' "$case_dir/err"
     expect 2 "$("$security" find-generic-password -s s -w)"
     "$security" add-internet-password -a a -s h -w 3
@@ -193,13 +193,13 @@ keychain_password_change() {
 prompts_on_a_terminal() {
     drive="python3 $here/pty_drive.py"
     out=$($drive "password for new keychain: =tty secret" "retype password for new keychain: =tty secret" -- "$security" create-keychain)
-    ! echo "$out" | grep -q 'tty secret'   # nothing is echoed
+    ! grep -q 'tty secret' <<< "$out"   # nothing is echoed
     "$security" lock-keychain
     $drive "password to unlock $XDG_DATA_HOME/keychains/login.keychain-db: =tty secret" -- "$security" unlock-keychain >/dev/null
     "$security" status | grep -q '^WhenUnlocked: *unlocked'
     # -w as the last argument prompts twice, as on macOS.
     out=$($drive "password data for new item: =item pw" "retype password for new item: =item pw" -- "$security" add-generic-password -a a -s s -w)
-    ! echo "$out" | grep -q 'item pw'
+    ! grep -q 'item pw' <<< "$out"
     expect "item pw" "$("$security" find-generic-password -a a -s s -w)"
     # A mismatch is refused and nothing is stored.
     set +e
@@ -237,7 +237,7 @@ dump_keychain() {
     out=$("$security" dump-keychain)
     expect 2 "$(echo "$out" | grep -c '^class: "genp"')"
     expect 1 "$(echo "$out" | grep -c '^class: "inet"')"
-    ! echo "$out" | grep -q one
+    ! grep -q one <<< "$out"
     "$security" dump-keychain -d | grep -qx '"two"'
     "$security" lock-keychain
     out=$("$security" dump-keychain 2>"$case_dir/err")
@@ -353,10 +353,10 @@ certificate_identities_export_delete() {
     "$security" import "$pki/old.pem" >/dev/null
     "$security" import "$pki/old.key" >/dev/null
     out=$("$security" find-identity)
-    echo "$out" | grep -q '^  1) [0-9A-F]\{40\} "Alice Example"$'
-    echo "$out" | grep -q '"Expired Service" (CSSMERR_TP_CERT_EXPIRED)$'
-    echo "$out" | grep -qx '     2 identities found'
-    echo "$out" | grep -qx '     1 valid identities found'
+    grep -q '^  1) [0-9A-F]\{40\} "Alice Example"$' <<< "$out"
+    grep -q '"Expired Service" (CSSMERR_TP_CERT_EXPIRED)$' <<< "$out"
+    grep -qx '     2 identities found' <<< "$out"
+    grep -qx '     1 valid identities found' <<< "$out"
     expect 1 "$("$security" find-identity -v | grep -c '^  [0-9])')" "-v: valid only"
     # Export: certificates as PEM; the identity only in a PKCS#12 that openssl opens.
     expect 3 "$("$security" export -t certs -p | grep -c 'BEGIN CERTIFICATE')"

@@ -80,7 +80,7 @@ docker_locked_keychain() {
     start_registry
     security lock-keychain
     out=$(printf 'reg pass' | timeout 30 docker login "$registry" -u reguser --password-stdin 2>&1) && return 1
-    echo "$out" | grep -q 'security unlock-keychain'
+    grep -q 'security unlock-keychain' <<< "$out"
 }
 
 skopeo_with_cred_helpers() {
@@ -173,12 +173,12 @@ locked_is_one_line() {
         out=$(echo r.example | timeout 10 $helper $action) && status=0 || status=$?
         expect 1 "$status" "$action exits 1"
         expect 1 "$(echo "$out" | wc -l)"
-        echo "$out" | grep -q 'security unlock-keychain'
+        grep -q 'security unlock-keychain' <<< "$out"
     done
     out=$(timeout 10 $helper list </dev/null) && return 1
-    echo "$out" | grep -q 'security unlock-keychain'
+    grep -q 'security unlock-keychain' <<< "$out"
     out=$(echo '{"ServerURL":"r2.example","Username":"u","Secret":"s"}' | timeout 10 $helper store) && return 1
-    echo "$out" | grep -q 'security unlock-keychain'
+    grep -q 'security unlock-keychain' <<< "$out"
 }
 
 command -v docker >/dev/null && check "docker login/logout keep the password in the keychain" docker_login_logout

@@ -192,7 +192,7 @@ capabilities() {
     helper store protocol=https host=x.example username=u password=p 'wwwauth[]=Basic realm="x"' state[]=a:b continue=1 future_key=1
     out=$(helper get protocol=https host=x.example 'wwwauth[]=Basic realm="x"' state[]=a:b)
     expect p "$(echo "$out" | field password)"
-    ! echo "$out" | grep -q state
+    ! grep -q state <<< "$out"
 }
 
 quiet_and_locked() {

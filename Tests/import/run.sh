@@ -359,7 +359,7 @@ EOF
     before=$(sha "$case_dir/bad.json")
     result=$(status_and_stderr security import-secrets --docker-config "$case_dir/bad.json")
     expect 93 "${result%%|*}"
-    echo "$result" | grep -q "bad.example: its auth is not base64 of user:password"
+    grep -q "bad.example: its auth is not base64 of user:password" <<< "$result"
     expect "$before" "$(sha "$case_dir/bad.json")"
     expect 1 "$(find "$case_dir" -maxdepth 1 -name 'bad.json*' | wc -l)" "no backup of a file left alone"
     expect '{"ServerURL":"good.example","Username":"g","Secret":"gp"}' "$(echo good.example | docker-credential-keychain get)"

@@ -57,8 +57,8 @@ secret_tool_cases() {
     ! secret-tool lookup service mail.example extra two
     ! secret-tool lookup service mail.exampl
     out=$(secret-tool search --all extra one 2>&1)
-    echo "$out" | grep -qx 'label = Mail'
-    echo "$out" | grep -qx 'attribute.account = ann'
+    grep -qx 'label = Mail' <<< "$out"
+    grep -qx 'attribute.account = ann' <<< "$out"
     # The same item through security: a generic password with service and account.
     expect hunter2 "$(security find-generic-password -s mail.example -a ann -w)" "security sees it"
     security dump-keychain | grep -q '"svce"<blob>="mail.example"'
@@ -211,7 +211,7 @@ name_taken_and_replace() {
     first=$(pgrep -n -f "$bin/keychain-secret-service")
     ! out=$(keychain-secret-service 2>&1)
     # By its executable's name, not the 15 characters of its comm ("keychain-secret").
-    echo "$out" | grep -q "already provided by keychain-secret-service (pid $first)"
+    grep -q "already provided by keychain-secret-service (pid $first)" <<< "$out"
     expect 1 "$(echo "$out" | wc -l)" "one line"
     keychain-secret-service --replace 2> "$HOME/replacer.log" &
     replacer=$!
@@ -225,13 +225,13 @@ git_credential_libsecret_shares_with_keychain() {
     local libsecret=$LIBSECRET_HELPER
     printf 'protocol=https\nhost=git.example.com\nusername=ann\npassword=from-libsecret\n\n' | "$libsecret" store
     out=$(printf 'protocol=https\nhost=git.example.com\n\n' | git-credential-keychain get)
-    echo "$out" | grep -qx 'password=from-libsecret'
-    echo "$out" | grep -qx 'username=ann'
+    grep -qx 'password=from-libsecret' <<< "$out"
+    grep -qx 'username=ann' <<< "$out"
     expect from-libsecret "$(security find-internet-password -s git.example.com -r htps -w)"
     printf 'protocol=https\nhost=other.example.com:8443\nusername=bob\npassword=from-keychain\n\n' | git-credential-keychain store
     out=$(printf 'protocol=https\nhost=other.example.com:8443\n\n' | "$libsecret" get)
-    echo "$out" | grep -qx 'password=from-keychain'
-    echo "$out" | grep -qx 'username=bob'
+    grep -qx 'password=from-keychain' <<< "$out"
+    grep -qx 'username=bob' <<< "$out"
     # A store through libsecret updates the credential git-credential-keychain stored.
     printf 'protocol=https\nhost=other.example.com:8443\nusername=bob\npassword=rotated\n\n' | "$libsecret" store
     expect 'password=rotated' "$(printf 'protocol=https\nhost=other.example.com:8443\n\n' | git-credential-keychain get | grep '^password=')"

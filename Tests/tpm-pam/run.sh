@@ -133,7 +133,7 @@ passwordless_login_unlocks() {
     if [ ! -e "$machine_dir/machine.pub" ]; then
         # Before any session through a service with the option, the machine has no key: said, nothing changed.
         out=$(printf 'pw\n' | as_user security tpm-enroll --passwordless 2>&1) && return 1
-        echo "$out" | grep -q 'no key for passwordless unlocks yet'
+        grep -q 'no key for passwordless unlocks yet' <<< "$out"
         as_user security status | grep -q '^TPM: *present, not used'
         login >/dev/null
     fi
@@ -174,7 +174,7 @@ boot_state_change_refuses_and_the_login_goes_on() {
     as_user security lock-keychain
     tpm tpm2_pcrextend 16:sha256=0000000000000000000000000000000000000000000000000000000000000001 >/dev/null
     out=$(login 2>&1)
-    echo "$out" | grep -q 'successfully opened a session'
+    grep -q 'successfully opened a session' <<< "$out"
     expect locked "$(state WhenUnlocked)" "changed PCR 16"
     # No boot event log here: the journal says it cannot tell a changed boot chain from a PCR
     # extended after boot.
@@ -231,7 +231,7 @@ su_and_sudo_are_refused() {
     other_uid=$(id -u "$other")
     # A set-user-ID program started by another user (su, sudo): real uid theirs, effective root.
     out=$(setpriv --ruid="$other_uid" --euid=0 pamtester "$service" "$user" authenticate open_session 2>&1)
-    echo "$out" | grep -q 'successfully opened a session'
+    grep -q 'successfully opened a session' <<< "$out"
     expect locked "$(state WhenUnlocked)" "run by $other through a set-user-ID program"
     logged 'passwordless unlock refused: not run by root'
     # PAM_RUSER naming someone else (sudo and su set it to the invoking user).
@@ -273,7 +273,7 @@ a_tpm_that_answers_wrongly_never_blocks_a_login() {
         as_user security lock-keychain
         start=$(date +%s)
         out=$(timeout 60 pamtester "$service" "$user" authenticate open_session 2>&1)
-        echo "$out" | grep -q 'successfully opened a session' || { echo "attempt $n: $out"; kill $liar_pid; return 1; }
+        grep -q 'successfully opened a session' <<< "$out" || { echo "attempt $n: $out"; kill $liar_pid; return 1; }
         [ $(($(date +%s) - start)) -le 25 ] || { echo "attempt $n took too long"; kill $liar_pid; return 1; }
         expect locked "$(state WhenUnlocked)" "attempt $n: every answer damaged"
         tpm tpm2_flushcontext -t >/dev/null 2>&1; tpm tpm2_flushcontext -l >/dev/null 2>&1
@@ -310,7 +310,7 @@ PAM
     install -o "$user" -g "$gid" -m 600 "$case_dir/old" "$kc"
     rm -f "$kc-wal" "$kc-shm"
     out=$(printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session 2>&1)
-    echo "$out" | grep -q 'successfully opened a session'
+    grep -q 'successfully opened a session' <<< "$out"
     expect locked "$(state WhenUnlocked)" "an older copy"
     logged 'open_session: failed: this keychain file is an older copy'
 }
@@ -414,7 +414,7 @@ PY
     took=$(($(date +%s) - start))
     kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null || true
     cat "$case_dir/holder.log"
-    echo "$out" | grep -q 'successfully opened a session' || { echo "the login did not finish ($took s): $out"; return 1; }
+    grep -q 'successfully opened a session' <<< "$out" || { echo "the login did not finish ($took s): $out"; return 1; }
     [ "$took" -le 25 ] || { echo "the login took $took s"; return 1; }
     expect "" "$(cat "$case_dir/holder.log")" "the helper holds a pipe"
     expect unlocked "$(state WhenUnlocked)"
@@ -437,7 +437,7 @@ PAM
 first_login_with_tpm_enroll_seals() {
     first_login_service tpm_enroll
     out=$(printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session 2>&1)
-    echo "$out" | grep -q 'successfully opened a session'
+    grep -q 'successfully opened a session' <<< "$out"
     expect unlocked "$(state WhenUnlocked)"
     as_user security tpm-status | grep -q '^sealed: *yes, to this TPM'
     as_user security tpm-status | grep -q '^recovery key: *never shown: sealed at a first login'
@@ -462,7 +462,7 @@ first_login_without_a_tpm_is_unsealed() {
     first_login_service tpm_enroll "swtpm:host=127.0.0.1,port=$(free_port)"
     start=$(date +%s)
     out=$(printf 'pw\n' | timeout 60 pamtester "$plain" "$user" authenticate open_session 2>&1)
-    echo "$out" | grep -q 'successfully opened a session'
+    grep -q 'successfully opened a session' <<< "$out"
     [ $(($(date +%s) - start)) -le 25 ] || { echo "the login took too long"; return 1; }
     expect unlocked "$(state WhenUnlocked)"
     as_user env KEYCHAIN_TPM_TCTI=none security tpm-status | grep -q '^sealed: *no'

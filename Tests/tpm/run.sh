@@ -170,8 +170,8 @@ wrong_password_is_counted_by_the_tpm() {
     enroll
     security lock-keychain
     out=$(printf 'wrong\n' | security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'wrong password for this keychain; the TPM counted the attempt (1 of 5'
-    echo "$out" | grep -q '(errSecAuthFailed)'
+    grep -q 'wrong password for this keychain; the TPM counted the attempt (1 of 5' <<< "$out"
+    grep -q '(errSecAuthFailed)' <<< "$out"
     expect 0x1 "$(failures "$first_tcti")" "the TPM's own counter"
     expect 51 "$(printf 'wrong again\n' | status_of security unlock-keychain)"
     expect 0x2 "$(failures "$first_tcti")"
@@ -188,9 +188,9 @@ lockout_refuses_even_the_right_password() {
     for n in 1 2 3; do expect 51 "$(printf 'wrong%s\n' $n | status_of security unlock-keychain)" "wrong $n"; done
     expect 1 "$(in_lockout "$first_tcti")" "the TPM is in lockout"
     out=$(printf 'pw\n' | security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'dictionary-attack lockout'
-    echo "$out" | grep -q 'the right one too'
-    echo "$out" | grep -q '(errSecQuotaExceeded)'
+    grep -q 'dictionary-attack lockout' <<< "$out"
+    grep -q 'the right one too' <<< "$out"
+    grep -q '(errSecQuotaExceeded)' <<< "$out"
     expect 244 "$(printf 'pw\n' | status_of security unlock-keychain)"
     expect 36 "$(status_of security find-generic-password -s svc -w)" "still locked"
     security tpm-status | grep -q 'in dictionary-attack lockout'
@@ -207,20 +207,20 @@ copy_on_another_tpm_needs_the_recovery_key() {
     move_to_second
     # The right password, on the other machine: refused before any authorization reaches its TPM.
     out=$(printf 'pw\n' | on_second security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'sealed to another TPM'
-    echo "$out" | grep -q 'tpm-recover'
+    grep -q 'sealed to another TPM' <<< "$out"
+    grep -q 'tpm-recover' <<< "$out"
     expect 255 "$(printf 'pw\n' | on_second status_of security unlock-keychain)"
     expect 0x0 "$(failures "$second_tcti")" "nothing was tried on the second TPM"
     on_second security tpm-status | grep -q '^sealed: *yes, to another TPM'
     # A mistyped group, a well-formed wrong key: refused, the first before anything is tried.
     typo="$(( (${key:0:1} + 1) % 10 ))${key:1}"
     out=$(printf '%s\nnew\n' "$typo" | on_second security tpm-recover 2>&1) && return 1
-    echo "$out" | grep -q 'group 1 of the recovery key is mistyped'
+    grep -q 'group 1 of the recovery key is mistyped' <<< "$out"
     expect 51 "$(printf '000000-000000-000000-000000-000000-000000-000000-000000\nnew\n' | on_second status_of security tpm-recover)"
     # The recovery key: everything but the ThisDeviceOnly items comes back, sealed to this TPM.
     out=$(printf '%s\nnew\n' "$key" | on_second security tpm-recover 2>&1)
-    echo "$out" | grep -q '2 ThisDeviceOnly items were bound to the old TPM and are gone'
-    echo "$out" | grep -q "sealed to this machine's TPM now"
+    grep -q '2 ThisDeviceOnly items were bound to the old TPM and are gone' <<< "$out"
+    grep -q "sealed to this machine's TPM now" <<< "$out"
     on_second security tpm-status | grep -q '^sealed: *yes, to this TPM'
     expect p1 "$(on_second security find-generic-password -s when-unlocked -w)"
     expect p2 "$(on_second security find-generic-password -s after-first-unlock -w)"
@@ -316,8 +316,8 @@ no_tpm_is_todays_behaviour() {
         security status | grep '^TPM:' | grep -q 'the password alone protects this keychain'
         security tpm-status | grep -q '^TPM: *none usable here'
         out=$(printf 'pw\n' | security tpm-enroll 2>&1) && return 1
-        echo "$out" | grep -q '(errSecServiceNotAvailable)'
-        ! echo "$out" | grep -q 'recovery key:'
+        grep -q '(errSecServiceNotAvailable)' <<< "$out"
+        ! grep -q 'recovery key:' <<< "$out"
         expect 2 "$(sqlite3 "$XDG_DATA_HOME/keychains/login.keychain-db" "SELECT hex(value) FROM keychain WHERE name = 'version'" | sed 's/^0*//')"
     done
     # A new keychain made with no TPM is as before too.
@@ -330,8 +330,8 @@ sealed_keychain_without_its_tpm() {
     enroll
     security lock-keychain
     out=$(printf 'pw\n' | KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$(free_port)" security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'sealed to a TPM, and there is no TPM reachable'
-    echo "$out" | grep -q 'security tpm-recover'
+    grep -q 'sealed to a TPM, and there is no TPM reachable' <<< "$out"
+    grep -q 'security tpm-recover' <<< "$out"
     expect 255 "$(printf 'pw\n' | KEYCHAIN_TPM_TCTI=none status_of security unlock-keychain)"
     expect 36 "$(status_of security find-generic-password -s svc -w)" "still locked"
     printf 'pw\n' | security unlock-keychain
@@ -401,9 +401,9 @@ an_older_copy_put_back_is_noticed() {
     security lock-keychain
     cp "$case_dir/old" "$kc"; rm -f "$kc-wal" "$kc-shm"
     out=$(printf 'pw\n' | security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'this keychain file is an older copy: it was last unlocked at count'
-    echo "$out" | grep -q 'accept-older-copy'
-    echo "$out" | grep -q '(errSecInvalidKeychain)'
+    grep -q 'this keychain file is an older copy: it was last unlocked at count' <<< "$out"
+    grep -q 'accept-older-copy' <<< "$out"
+    grep -q '(errSecInvalidKeychain)' <<< "$out"
     expect 49 "$(printf 'pw\n' | status_of security unlock-keychain)"
     expect 36 "$(status_of security find-generic-password -s kept -w)" "still locked"
     # The user says it is theirs: it opens as it was, and counts from here.
@@ -472,9 +472,9 @@ older_copy_without_record_or_counter_is_refused() {
     sqlite3 "$kc" "DELETE FROM keychain WHERE name = 'counter'"
     tpm "$first_tcti" tpm2_nvundefine -C o "$index" >/dev/null
     out=$(printf 'pw\n' | security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'this keychain was sealed with a rollback counter, but neither its record in the file nor the counter in the TPM is there'
-    echo "$out" | grep -q 'accept-older-copy'
-    echo "$out" | grep -q '(errSecInvalidKeychain)'
+    grep -q 'this keychain was sealed with a rollback counter, but neither its record in the file nor the counter in the TPM is there' <<< "$out"
+    grep -q 'accept-older-copy' <<< "$out"
+    grep -q '(errSecInvalidKeychain)' <<< "$out"
     expect 49 "$(printf 'pw\n' | status_of security unlock-keychain)"
     expect 36 "$(status_of security find-generic-password -s kept -w)" "still locked"
     printf 'pw\n' | security unlock-keychain --accept-older-copy
@@ -529,9 +529,9 @@ pcr_binding_refuses_another_boot_chain() {
     pcr16_change
     security lock-keychain
     out=$(printf 'pw\n' | security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'PCR 16 differs from the sealed value: the boot chain changed or a PCR was extended since boot (no boot event log readable at /nonexistent tells which)'
-    echo "$out" | grep -q 'the TPM counted no wrong password'
-    echo "$out" | grep -q '(errSecServiceNotAvailable)'
+    grep -q 'PCR 16 differs from the sealed value: the boot chain changed or a PCR was extended since boot (no boot event log readable at /nonexistent tells which)' <<< "$out"
+    grep -q 'the TPM counted no wrong password' <<< "$out"
+    grep -q '(errSecServiceNotAvailable)' <<< "$out"
     expect 255 "$(printf 'pw\n' | status_of security unlock-keychain)"
     expect 255 "$(printf 'wrong\n' | status_of security unlock-keychain)"
     expect 0x0 "$(failures "$first_tcti")" "a changed PCR is no wrong password"
@@ -648,17 +648,17 @@ pcr_extended_after_boot_is_told_apart() {
     tpm "$third_tcti" tpm2_pcrextend "7:sha256=$(printf 'another user' | sha256sum | cut -c1-64)" >/dev/null
     security lock-keychain
     out=$(printf 'pw\n' | security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'PCR 7 was extended after boot: its value is not the one this boot.s event log replays to' || { echo "$out"; return 1; }
-    echo "$out" | grep -q 'boot chain changed' && return 1
-    echo "$out" | grep -q 'the TPM counted no wrong password'
+    grep -q 'PCR 7 was extended after boot: its value is not the one this boot.s event log replays to' <<< "$out" || { echo "$out"; return 1; }
+    grep -q 'boot chain changed' <<< "$out" && return 1
+    grep -q 'the TPM counted no wrong password' <<< "$out"
     expect 255 "$(printf 'pw\n' | status_of security unlock-keychain)"
     # No log readable: it says it cannot tell.
     out=$(printf 'pw\n' | KEYCHAIN_TPM_EVENT_LOG=$case_dir/none security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'PCR 7 differs from the sealed value: the boot chain changed or a PCR was extended since boot' || { echo "$out"; return 1; }
+    grep -q 'PCR 7 differs from the sealed value: the boot chain changed or a PCR was extended since boot' <<< "$out" || { echo "$out"; return 1; }
     # A log that accounts for the new value: the boot chain changed.
     python3 "$here/event-log.py" "$case_dir/changed-log" "7:$booted" "7:$(printf 'another user' | sha256sum | cut -c1-64)"
     out=$(printf 'pw\n' | KEYCHAIN_TPM_EVENT_LOG=$case_dir/changed-log security unlock-keychain 2>&1) && return 1
-    echo "$out" | grep -q 'the boot chain changed: PCR 7 no longer hold the values' || { echo "$out"; return 1; }
+    grep -q 'the boot chain changed: PCR 7 no longer hold the values' <<< "$out" || { echo "$out"; return 1; }
     expect 36 "$(status_of security find-generic-password -s svc -w)" "still locked"
     # The way in, as documented: the recovery key.
     printf '%s\nnew\n' "$key" | security tpm-recover 2>/dev/null || return 1
@@ -685,7 +685,7 @@ a_silent_tpm_bounds_the_whole_command() {
     took=$(( ($(date +%s%N) - started) / 1000000 ))
     echo "create-keychain --tpm against a silent TPM: status $status after $took ms (limit $limit s)"
     expect 252 "$status" "create-keychain --tpm"
-    echo "$out" | grep -q "the TPM did not answer within $limit s (the most one command may wait for it" || { echo "$out"; kill $silent_pid; return 1; }
+    grep -q "the TPM did not answer within $limit s (the most one command may wait for it" <<< "$out" || { echo "$out"; kill $silent_pid; return 1; }
     [ ! -e "$XDG_DATA_HOME/keychains/made.keychain-db" ] || { kill $silent_pid; return 1; }
     [ "$took" -lt $(( 2 * limit * 1000 )) ] || { kill $silent_pid; return 1; }
     security lock-keychain
@@ -696,7 +696,7 @@ a_silent_tpm_bounds_the_whole_command() {
     echo "unlock-keychain against a silent TPM: status $status after $took ms"
     kill $silent_pid
     expect 252 "$status" "unlock-keychain"
-    echo "$out" | grep -q "the TPM did not answer within $limit s" || { echo "$out"; return 1; }
+    grep -q "the TPM did not answer within $limit s" <<< "$out" || { echo "$out"; return 1; }
     [ "$took" -lt $(( 2 * limit * 1000 )) ] || return 1
     expect 36 "$(status_of security find-generic-password -s svc -w)" "still locked"
     export KEYCHAIN_TPM_TCTI=$first_tcti
@@ -732,9 +732,9 @@ create_with_tpm_seals_at_once() {
 create_with_tpm_and_no_tpm_creates_nothing() {
     for tcti in "swtpm:host=127.0.0.1,port=$(free_port)" none; do
         out=$(printf 'pw\n' | KEYCHAIN_TPM_TCTI=$tcti security create-keychain --tpm made 2>&1) && return 1
-        echo "$out" | grep -q '(errSecServiceNotAvailable)'
-        echo "$out" | grep -q 'was not created'
-        echo "$out" | grep -q 'recovery key:' && return 1
+        grep -q '(errSecServiceNotAvailable)' <<< "$out"
+        grep -q 'was not created' <<< "$out"
+        grep -q 'recovery key:' <<< "$out" && return 1
         [ ! -e "$XDG_DATA_HOME/keychains/made.keychain-db" ] || { echo "made.keychain-db was left behind ($tcti)"; return 1; }
         security list-keychains | grep -q made.keychain-db && return 1
     done
@@ -748,11 +748,11 @@ default_on_seals_new_keychains() {
     expect on "$(cat "$XDG_CONFIG_HOME/keychain/tpm-enroll")"
     security tpm-status | grep -q '^new keychains: *sealed to the TPM at creation'
     out=$(printf 'pw\n' | security create-keychain made 2>"$case_dir/create.err")
-    echo "$out" | grep -q '^recovery key: [0-9]\{6\}-'
+    grep -q '^recovery key: [0-9]\{6\}-' <<< "$out"
     security tpm-status made | grep -q '^sealed: *yes, to this TPM'
     # --no-tpm overrides the default.
     out=$(printf 'pw\n' | security create-keychain --no-tpm plain 2>&1)
-    echo "$out" | grep -q 'recovery key' && return 1
+    grep -q 'recovery key' <<< "$out" && return 1
     security tpm-status plain | grep -q '^sealed: *no'
     # The default on, no TPM: made with its password alone, said once for two keychains.
     printf 'pw\n' | KEYCHAIN_TPM_TCTI=none security create-keychain -p pw one two 2>"$case_dir/none.err"
