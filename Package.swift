@@ -52,6 +52,9 @@ let package = Package(
         // `security sync`: the record format, the signed group manifest, device keys, the git
         // transport and the exchange, over the engine's items (git runs as a process of its own).
         .target(name: "KeychainSync", dependencies: ["KeychainCore", "KeychainProcess", "CLinux", "CSodium"]),
+        // SSH keys in the keychain: the agent protocol (draft-miller-ssh-agent), OpenSSH's key and
+        // certificate formats, signing, and the agent's socket; keys are the engine's key items.
+        .target(name: "KeychainSSH", dependencies: ["KeychainCore", "COpenSSL", "CLinux"]),
         // The Secret Service's items over the engine: libsecret's attribute vocabulary mapped to
         // Apple's attributes, searches, replace, sandboxed apps' own items. The service and the
         // importer of `security import-secrets` share it.
@@ -119,6 +122,7 @@ let package = Package(
         .target(name: "KeychainTestSupport", dependencies: ["KeychainCore"], path: "Tests/KeychainTestSupport"),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretServiceItems", "KeychainTPM", "KeychainTPMClient", "KeychainProcess"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
+        .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore"]),
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
