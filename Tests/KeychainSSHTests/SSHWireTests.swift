@@ -1,37 +1,41 @@
+import KeychainCore
 import KeychainSSH
 import XCTest
 
 final class SSHWireTests: XCTestCase {
     func testRoundTripOfEveryType() throws {
-        var writer = SSHWireWriter()
-        writer.writeByte(11)
-        writer.writeBool(true)
-        writer.writeUInt32(0xdead_beef)
-        writer.writeUInt64(0x0102_0304_0506_0708)
-        writer.writeText("ssh-ed25519")
-        writer.writeMPInt([0x00, 0x80, 0x01])
-        var reader = SSHWireReader(writer.bytes)
-        XCTAssertEqual(try reader.readByte(), 11)
-        XCTAssertEqual(try reader.readBool(), true)
-        XCTAssertEqual(try reader.readUInt32(), 0xdead_beef)
-        XCTAssertEqual(try reader.readUInt64(), 0x0102_0304_0506_0708)
-        XCTAssertEqual(try reader.readText(), "ssh-ed25519")
-        XCTAssertEqual(try reader.readMPInt(), [0x80, 0x01])
+        var writer = ByteWriter()
+        writer.u8(11)
+        writer.bool(true)
+        writer.u32(0xdead_beef)
+        writer.string("ssh-ed25519")
+        writer.mpint([0x00, 0x80, 0x01])
+        writer.raw([9, 9])
+        var reader = ByteReader(writer.bytes)
+        XCTAssertEqual(try reader.u8(), 11)
+        XCTAssertEqual(try reader.bool(), true)
+        XCTAssertEqual(try reader.u32(), 0xdead_beef)
+        XCTAssertEqual(try reader.string(), "ssh-ed25519")
+        XCTAssertEqual(try reader.mpint(), [0x80, 0x01])
+        XCTAssertEqual(try reader.fixed(1), [9])
+        XCTAssertEqual(reader.rest(), [9])
         XCTAssertTrue(reader.isAtEnd)
     }
 
     func testMPIntKeepsPositiveNumbersPositive() {
-        var writer = SSHWireWriter()
-        writer.writeMPInt([0x80])
+        var writer = ByteWriter()
+        writer.mpint([0x80])
         XCTAssertEqual(writer.bytes, [0, 0, 0, 2, 0, 0x80])
     }
 
     func testHostileLengthsAreRefusedWithoutAllocating() {
-        var reader = SSHWireReader([0xff, 0xff, 0xff, 0xf0, 1, 2])
-        XCTAssertThrowsError(try reader.readString())
-        var short = SSHWireReader([0, 0, 1])
-        XCTAssertThrowsError(try short.readUInt32())
-        var negative = SSHWireReader([0, 0, 0, 1, 0x80])
-        XCTAssertThrowsError(try negative.readMPInt())
+        var reader = ByteReader([0xff, 0xff, 0xff, 0xf0, 1, 2])
+        XCTAssertThrowsError(try reader.blob())
+        var short = ByteReader([0, 0, 1])
+        XCTAssertThrowsError(try short.u32())
+        var negative = ByteReader([0, 0, 0, 1, 0x80])
+        XCTAssertThrowsError(try negative.mpint())
+        var fixed = ByteReader([1])
+        XCTAssertThrowsError(try fixed.fixed(2))
     }
 }

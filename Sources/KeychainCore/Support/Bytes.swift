@@ -53,6 +53,10 @@ package struct ByteWriter {
         u32(UInt32(truncatingIfNeeded: v))
     }
     package mutating func blob(_ b: Bytes) { u32(UInt32(b.count)); bytes.append(contentsOf: b) }
+    /// Bytes with no length before them (fixed-size fields, a record's already-encoded part).
+    package mutating func raw(_ b: Bytes) { bytes.append(contentsOf: b) }
+    /// Overwrites what was written (a private key's serialization) before the writer goes.
+    package mutating func wipe() { bytes.wipe() }
     package mutating func string(_ s: String) {
         var s = s
         s.withUTF8 { utf8 in
@@ -86,6 +90,19 @@ package struct ByteReader {
     package mutating func u64() throws -> UInt64 {
         let high = try u32()
         return UInt64(high) << 32 | UInt64(try u32())
+    }
+
+    /// `n` bytes with no length before them.
+    package mutating func fixed(_ n: Int) throws -> Bytes {
+        guard n >= 0, n <= bytes.count - offset else { throw KeychainError.decode("truncated record") }
+        defer { offset += n }
+        return Array(bytes[offset..<offset + n])
+    }
+
+    /// Everything not read yet (a message's last field that runs to its end).
+    package mutating func rest() -> Bytes {
+        defer { offset = bytes.count }
+        return Array(bytes[offset...])
     }
 
     /// The next blob's length, checked against what is left.
