@@ -64,7 +64,7 @@ final class KeyFileFixtures {
 
     /// The blob of an authorized_keys line ("type base64 comment").
     static func publicBlob(ofLine line: String) -> Bytes {
-        let fields = line.split(separator: " ")
+        let fields = line.split(whereSeparator: \.isWhitespace)
         guard fields.count >= 2, let data = Data(base64Encoded: String(fields[1])) else { return [] }
         return Array(data)
     }
