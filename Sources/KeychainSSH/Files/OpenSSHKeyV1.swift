@@ -8,7 +8,8 @@ enum OpenSSHKeyV1 {
     private static let magic = Array("openssh-key-v1".utf8) + [0]
     /// `ssh-keygen -a` defaults to 16. A file chooses its own count and the reader pays for it
     /// (two eksblowfish hashes per round for a 48-byte key), so a hostile 2^32 would never end;
-    /// 1024 is about 64 times the default and still a few seconds.
+    /// 1024 is 64 times the default: 8.4 s of CPU on this project's machine, the same as
+    /// ssh-keygen's own C (8.2 ms a round for aes256-ctr's 48 bytes).
     static let maximumRounds: UInt32 = 1024
     static let defaultRounds: UInt32 = 16
     /// ssh-keygen writes one key per file and reads no other count; a few are accepted.

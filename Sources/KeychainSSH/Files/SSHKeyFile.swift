@@ -40,7 +40,9 @@ package enum SSHKeyFile {
     package static func read(_ contents: Bytes, passphrase: Bytes?) throws -> [SSHKeyFileEntry] {
         guard contents.count <= maximumSize else { throw SSHKeyFileError.malformed("larger than \(maximumSize >> 10) KiB") }
         let passphrase = passphrase?.isEmpty == true ? nil : passphrase
-        if let decoded = try OpenSSHKeyV1.decode(contents) {
+        // The decoded bytes of a clear file hold the private key.
+        if var decoded = try OpenSSHKeyV1.decode(contents) {
+            defer { decoded.wipe() }
             return try guarded { try OpenSSHKeyV1.read(decoded, passphrase: passphrase) }
         }
         return [try guarded { try PEMPrivateKey.read(contents, passphrase: passphrase) }]
