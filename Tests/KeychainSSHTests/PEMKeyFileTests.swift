@@ -1,3 +1,4 @@
+import Foundation
 import KeychainCore
 import KeychainSSH
 import XCTest
@@ -72,6 +73,46 @@ final class PEMKeyFileTests: XCTestCase {
                 XCTAssertEqual(try KeyFileFixtures.publicBlob(ofSerialized: entries[0].serialized), expected, "\(algorithm) \(encrypted)")
             }
         }
+    }
+
+    /// The private fields too, not only the public ones: ssh-keygen -p rewrites the same PEM or
+    /// PKCS#8 key as openssh-key-v1 from its own conversion, and the serializations must agree
+    /// byte for byte (RSA's d, iqmp, p, q; ECDSA's d).
+    func testPrivateFieldsAreSSHKeygensOwnConversion() throws {
+        let fixtures = try KeyFileFixtures()
+        for format in ["PEM", "PKCS8"] {
+            for (type, bits) in pemTypes {
+                let file = try fixtures.sshKeygen(type, bits: bits, ["-m", format])
+                let ours = try SSHKeyFile.read(try fixtures.contents(file), passphrase: nil)[0]
+                try fixtures.run("/usr/bin/ssh-keygen", ["-q", "-p", "-P", "", "-N", "", "-f", file])
+                let converted = try fixtures.contents(file)
+                XCTAssertTrue(String(decoding: converted, as: UTF8.self).hasPrefix("-----BEGIN OPENSSH PRIVATE KEY-----"))
+                XCTAssertEqual(try SSHKeyFile.read(converted, passphrase: nil)[0].serialized, ours.serialized, "\(format) \(type) \(bits ?? 0)")
+            }
+        }
+    }
+
+    /// OpenSSH 9.2 reads no Ed25519 PKCS#8, so the seed is checked by use: the key, written as
+    /// openssh-key-v1, signs with ssh-keygen -Y and the signature verifies under the public key.
+    func testEd25519SeedFromPKCS8Signs() throws {
+        let fixtures = try KeyFileFixtures()
+        let pkcs8 = fixtures.path("ed25519.p8")
+        try fixtures.run("/usr/bin/openssl", ["genpkey", "-algorithm", "ED25519", "-out", pkcs8])
+        let entry = try SSHKeyFile.read(try fixtures.contents(pkcs8), passphrase: nil)[0]
+        let publicBlob = try KeyFileFixtures.publicBlob(ofSerialized: entry.serialized)
+        let key = try fixtures.write(try SSHKeyFile.write(entry, publicBlob: publicBlob, passphrase: nil))
+        let data = try fixtures.write("signed text\n")
+        try fixtures.run("/usr/bin/ssh-keygen", ["-q", "-Y", "sign", "-f", key, "-n", "file", data])
+        let signers = try fixtures.write("me ssh-ed25519 \(Data(publicBlob).base64EncodedString())\n")
+        let verified = try fixtures.run("/bin/sh", ["-c", "ssh-keygen -Y verify -f \(signers) -I me -n file -s \(data).sig < \(data)"])
+        XCTAssertTrue(verified.output.contains("Good \"file\" signature for me"), verified.output)
+        var damaged = entry.serialized
+        damaged[damaged.count - 40] ^= 1  // in the seed: the signature no longer verifies
+        let bad = try fixtures.write(try SSHKeyFile.write(SSHKeyFileEntry(serialized: damaged, comment: ""), publicBlob: publicBlob, passphrase: nil))
+        let other = try fixtures.write("signed text\n")
+        try fixtures.run("/usr/bin/ssh-keygen", ["-q", "-Y", "sign", "-f", bad, "-n", "file", other])
+        let refused = try fixtures.run("/bin/sh", ["-c", "ssh-keygen -Y verify -f \(signers) -I me -n file -s \(other).sig < \(other)"], allowFailure: true)
+        XCTAssertNotEqual(refused.status, 0)
     }
 
     /// SEC1 lets a file carry a compressed point; OpenSSH's blob wants it uncompressed.

@@ -20,7 +20,10 @@ enum PEMPrivateKey {
             if encrypted { throw SSHKeyFileError.wrongPassphrase }
             throw SSHKeyFileError.malformed("OpenSSL cannot read a private key in it")
         }
-        defer { EVP_PKEY_free(key) }
+        defer {
+            EVP_PKEY_free(key)
+            ERR_clear_error()
+        }
         return SSHKeyFileEntry(serialized: try serialize(key), comment: "")
     }
 
