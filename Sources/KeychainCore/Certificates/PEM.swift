@@ -35,13 +35,14 @@ package enum PEM {
 
     static func firstBlock(in text: Bytes) -> Block? { blocks(in: text).first }
 
-    /// Base64 in 64-column lines between BEGIN and END lines, as `openssl` writes it.
-    package static func encode(_ der: Bytes, label: String) -> String {
+    /// Base64 in 64-column lines between BEGIN and END lines, as `openssl` writes it (OpenSSH
+    /// writes its private key files in 70 columns).
+    package static func encode(_ der: Bytes, label: String, columns: Int = 64) -> String {
         var lines = ["-----BEGIN \(label)-----"]
         let encoded = base64(der)
         var index = encoded.startIndex
         while index < encoded.endIndex {
-            let end = encoded.index(index, offsetBy: 64, limitedBy: encoded.endIndex) ?? encoded.endIndex
+            let end = encoded.index(index, offsetBy: columns, limitedBy: encoded.endIndex) ?? encoded.endIndex
             lines.append(String(encoded[index..<end]))
             index = end
         }
