@@ -1,3 +1,4 @@
+import COpenSSL
 import CTSS2
 import KeychainCore
 
@@ -44,7 +45,14 @@ extension TPMConnection {
         guard let x = Self.scalar(&ecc.x.buffer, size: ecc.x.size), let y = Self.scalar(&ecc.y.buffer, size: ecc.y.size) else {
             throw TPMFailure.failed("the TPM answered a public point that is not P-256's")
         }
-        return ([0x04] + x + y, try marshal(outPublic) + marshal(outPrivate))
+        let key = ([0x04] + x + y, try marshal(outPublic) + marshal(outPrivate))
+        // As the sealing unseals what it sealed: a key whose point was damaged on its way out
+        // would be published and never sign; this one loads, signs, and verifies by its point.
+        var check = Bytes(repeating: 0, count: 32)
+        var generator = SystemRandomNumberGenerator()
+        for i in check.indices { check[i] = generator.next() }
+        _ = try sign(digest: check, blob: key.1, parent: parent)
+        return key
     }
 
     func sign(digest: Bytes, blob: Bytes, parent: ESYS_TR) throws -> (r: Bytes, s: Bytes) {
@@ -83,7 +91,44 @@ extension TPMConnection {
             let s = Self.scalar(&ecdsa.signatureS.buffer, size: ecdsa.signatureS.size),
             r.contains(where: { $0 != 0 }), s.contains(where: { $0 != 0 })
         else { throw TPMFailure.failed("the TPM answered a signature that is not an ECDSA P-256 one") }
+        // The point is the loaded public area's, which the TPM checked against the private one.
+        var ecc = inPublic.publicArea.unique.ecc
+        guard let x = Self.scalar(&ecc.x.buffer, size: ecc.x.size), let y = Self.scalar(&ecc.y.buffer, size: ecc.y.size),
+            Self.verifies(point: [0x04] + x + y, digest: digest, r: r, s: s)
+        else { throw TPMFailure.failed("the TPM answered a signature that does not verify by the key's public point") }
         return (r, s)
+    }
+
+    /// libcrypto's judgement of (r, s) as `point`'s ECDSA signature of `digest`: what the TPM
+    /// answers is checked, not trusted (the engine's KeyMaterial reads the point, off-curve ones
+    /// refused).
+    private static func verifies(point: Bytes, digest: Bytes, r: Bytes, s: Bytes) -> Bool {
+        defer { ERR_clear_error() }
+        guard let material = try? KeyMaterial(data: point, keyClass: .public, algorithm: .ec), material.bits == 256,
+            let spki = try? material.standardDER()
+        else { return false }
+        let key = spki.withUnsafeBufferPointer { buffer in
+            var cursor = buffer.baseAddress
+            return d2i_PUBKEY(nil, &cursor, buffer.count)
+        }
+        guard let key else { return false }
+        defer { EVP_PKEY_free(key) }
+        guard let context = EVP_PKEY_CTX_new(key, nil) else { return false }
+        defer { EVP_PKEY_CTX_free(context) }
+        let signature = derSignature(r: r, s: s)
+        return EVP_PKEY_verify_init(context) == 1 && EVP_PKEY_verify(context, signature, signature.count, digest, digest.count) == 1
+    }
+
+    /// ECDSA-Sig-Value (SEQUENCE of two INTEGERs), for scalars of 32 bytes: every length fits in
+    /// one byte.
+    private static func derSignature(r: Bytes, s: Bytes) -> Bytes {
+        func integer(_ magnitude: Bytes) -> Bytes {
+            var value = Array(magnitude.drop { $0 == 0 })
+            if value.first.map({ $0 & 0x80 != 0 }) ?? true { value.insert(0, at: 0) }
+            return [0x02, UInt8(value.count)] + value
+        }
+        let body = integer(r) + integer(s)
+        return [0x30, UInt8(body.count)] + body
     }
 
     /// A P-256 coordinate or scalar, left-padded to 32 bytes (a TPM may drop leading zeros); nil

@@ -883,6 +883,64 @@ tpm_key_of_another_tpm_cannot_sign() {
     no_leftovers
 }
 
+# Through a man in the middle that damages a third of the TPM's answers: every call ends in a
+# verifying signature or key, or an error; never a signal, a hang, or a signature or point that
+# does not verify.
+lying_tpm_never_yields_a_bad_signature_or_key() {
+    export KEYCHAIN_TPM_TCTI=$second_tcti
+    tpm_key
+    good_point=$point good_blob=$blob
+    printf 'data\n' > "$case_dir/message"
+    digest=$(sha256_of "$case_dir/message")
+    liar=$(free_port)
+    timeout 300 python3 "$here/lying-tpm.py" "$liar" "$second_port" 20261128 300 0.35 &
+    liar_pid=$!
+    sleep 0.5
+    ok=0 refused=0
+    for n in $(seq 1 30); do
+        status=0
+        if [ $((n % 3)) = 0 ]; then
+            out=$(KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$liar" KEYCHAIN_TPM_TIMEOUT=3 timeout 20 keychain-tpm-probe create 2>&1) || status=$?
+            # A key it answers signs on the real TPM, verified by the point it answered.
+            [ $status = 0 ] && { read -r point blob <<< "$out"; tpm_sign "$blob" "$digest"; }
+        else
+            point=$good_point
+            out=$(KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$liar" KEYCHAIN_TPM_TIMEOUT=3 timeout 20 keychain-tpm-probe sign "$good_blob" "$digest" 2>&1) || status=$?
+            [ $status = 0 ] && read -r r s <<< "$out"
+        fi
+        case $status in
+            0) openssl_verifies "$point" "$r" "$s" "$case_dir/message" >/dev/null || { echo "call $n: a signature that does not verify: $out"; kill $liar_pid; return 1; }
+                ok=$((ok + 1)) ;;
+            1) refused=$((refused + 1)) ;;
+            *) echo "call $n: status $status: $out"; kill $liar_pid; return 1 ;;
+        esac
+        tpm "$second_tcti" tpm2_flushcontext -t >/dev/null 2>&1; tpm "$second_tcti" tpm2_flushcontext -l >/dev/null 2>&1
+    done
+    kill $liar_pid
+    echo "through the lying TPM: $ok verified, $refused refused"
+    [ "$refused" -gt 0 ] && [ "$ok" -gt 0 ]
+    # Only TPM2_Sign's answers, each with one bit flipped: they still parse, and most carry an r
+    # or s changed, which only a check by the point catches.
+    timeout 300 python3 "$here/lying-tpm.py" "$liar" "$second_port" 20261128 300 1 0x15d &
+    liar_pid=$!
+    sleep 0.5
+    refused=0
+    for n in $(seq 1 12); do
+        status=0
+        out=$(KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$liar" timeout 20 keychain-tpm-probe sign "$good_blob" "$digest" 2>&1) || status=$?
+        case $status in
+            0) read -r r s <<< "$out"
+                openssl_verifies "$good_point" "$r" "$s" "$case_dir/message" >/dev/null || { echo "flipped $n: a signature that does not verify: $out"; kill $liar_pid; return 1; } ;;
+            1) refused=$((refused + 1)) ;;
+            *) echo "flipped $n: status $status: $out"; kill $liar_pid; return 1 ;;
+        esac
+        tpm "$second_tcti" tpm2_flushcontext -t >/dev/null 2>&1
+    done
+    kill $liar_pid
+    echo "one bit flipped in each TPM2_Sign answer: $refused of 12 refused"
+    [ "$refused" -gt 0 ]
+}
+
 malformed_tpm_key_blobs_are_errors() {
     tpm_key
     printf 'data\n' > "$case_dir/message"
@@ -938,6 +996,7 @@ else
     skip "ssh-keygen is missing (apt-get install openssh-client)"
 fi
 check "a TPM signing key on another TPM: refused, named; no TPM and a silent one said, not a hang" tpm_key_of_another_tpm_cannot_sign
+check "a TPM that answers wrongly: TPM keys sign and verify, or fail; never a bad signature or point" lying_tpm_never_yields_a_bad_signature_or_key
 check "a damaged or edited TPM key blob, a short digest: clear errors, never a crash" malformed_tpm_key_blobs_are_errors
 
 summary
