@@ -41,6 +41,12 @@ package protocol TPMSigningOperations {
 /// ECDSA P-256 keys inside the TPM, through keychain-tpm-helper as the keychain's sealing goes:
 /// one helper process per call, within the same time limit (`TPMDeadline`, $KEYCHAIN_TPM_TIMEOUT).
 package enum TPMSigningKeys {
+    /// One operation at a time in this process (the agent signs for several connections): a TPM
+    /// without a resource manager (swtpm over TCP) has three or so object slots, and two helpers'
+    /// primaries and keys at once overflow them (TPM_RC_OBJECT_MEMORY). A TPM runs one command at
+    /// a time anyway; the kernel's resource manager only queues them too.
+    private static let serial = Mutex()
+
     package static func create(_ configuration: TPMConfiguration = .current) throws -> TPMSigningKey {
         try explained {
             var request = TPMHelperWire.request(TPMSigningWire.create, configuration)
@@ -72,7 +78,7 @@ package enum TPMSigningKeys {
 
     private static func explained<T>(_ body: () throws -> T) throws -> T {
         do {
-            return try body()
+            return try serial.withLock(body)
         } catch let failure as TPMFailure {
             switch failure {
             case .unavailable(let why): throw TPMSigningKeyError.noTPM(why)

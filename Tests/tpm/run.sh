@@ -846,6 +846,17 @@ tpm_key_signs_for_ssh_keygen() {
     no_leftovers
 }
 
+# The agent signs for several connections at once, in one process; swtpm has no resource
+# manager, and two helpers' objects at once overflow its slots.
+tpm_signatures_asked_at_once_are_all_made() {
+    tpm_key
+    printf 'data\n' > "$case_dir/message"
+    out=$(keychain-tpm-probe sign "$blob" "$(sha256_of "$case_dir/message")" 8)
+    expect 8 "$(grep -c '^[0-9a-f]\{64\} [0-9a-f]\{64\}$' <<< "$out")" "signatures made" || { echo "$out"; return 1; }
+    while read -r r s; do openssl_verifies "$point" "$r" "$s" "$case_dir/message" >/dev/null; done <<< "$out"
+    no_leftovers
+}
+
 tpm_key_of_another_tpm_cannot_sign() {
     tpm_key
     printf 'data\n' > "$case_dir/message"
@@ -995,6 +1006,7 @@ if command -v ssh-keygen >/dev/null; then
 else
     skip "ssh-keygen is missing (apt-get install openssh-client)"
 fi
+check "TPM signatures asked for at once by one process (the agent's connections): all made" tpm_signatures_asked_at_once_are_all_made
 check "a TPM signing key on another TPM: refused, named; no TPM and a silent one said, not a hang" tpm_key_of_another_tpm_cannot_sign
 check "a TPM that answers wrongly: TPM keys sign and verify, or fail; never a bad signature or point" lying_tpm_never_yields_a_bad_signature_or_key
 check "a damaged or edited TPM key blob, a short digest: clear errors, never a crash" malformed_tpm_key_blobs_are_errors
