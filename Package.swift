@@ -118,6 +118,9 @@ let package = Package(
         // Tests/presence: SecItem and LAContext calls answered by a real polkit.
         .executableTarget(name: "keychain-presence-probe", dependencies: ["Security", "LocalAuthentication"], path: "Tests/presence/probe"),
 
+        // Tests/tpm: the SSH agent's TPM keys through keychain-tpm-helper, as a caller makes and uses them.
+        .executableTarget(name: "keychain-tpm-probe", dependencies: ["KeychainCore", "KeychainTPMClient"], path: "Tests/tpm/probe"),
+
         // What the engine's test targets share (a scratch folder, a test case with a keychain).
         .target(name: "KeychainTestSupport", dependencies: ["KeychainCore"], path: "Tests/KeychainTestSupport"),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretServiceItems", "KeychainTPM", "KeychainTPMClient", "KeychainProcess"]),

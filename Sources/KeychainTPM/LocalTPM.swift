@@ -8,7 +8,7 @@ package struct LocalTPM: TPMOperations {
 
     package init(configuration: TPMConfiguration) { self.configuration = configuration }
 
-    private func connected<T>(_ body: (TPMConnection) throws -> T) throws -> T {
+    func connected<T>(_ body: (TPMConnection) throws -> T) throws -> T {
         let connection = try TPMConnection(configuration)
         defer { connection.close() }
         do {

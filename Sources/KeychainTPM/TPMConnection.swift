@@ -50,10 +50,13 @@ final class TPMConnection {
         }
     }
 
-    private func context() throws -> OpaquePointer {
+    func context() throws -> OpaquePointer {
         guard let esys else { throw TPMFailure.failed("the TPM connection is closed") }
         return esys
     }
+
+    /// Flushes `handle` at close, unless flushed before (`flush`).
+    func track(_ handle: ESYS_TR) { transient.append(handle) }
 
     /// Flushes a transient object or session made through this connection.
     func flush(_ handle: ESYS_TR) {
@@ -671,7 +674,7 @@ final class TPMConnection {
 
     // MARK: Marshalling (tss2-mu), for the keybag
 
-    private func marshal(_ value: UnsafeMutablePointer<TPM2B_PUBLIC>) throws -> Bytes {
+    func marshal(_ value: UnsafeMutablePointer<TPM2B_PUBLIC>) throws -> Bytes {
         var buffer = Bytes(repeating: 0, count: MemoryLayout<TPM2B_PUBLIC>.size)
         var offset = 0
         let rc = Tss2_MU_TPM2B_PUBLIC_Marshal(value, &buffer, buffer.count, &offset)
@@ -679,7 +682,7 @@ final class TPMConnection {
         return Array(buffer.prefix(offset))
     }
 
-    private func marshal(_ value: UnsafeMutablePointer<TPM2B_PRIVATE>) throws -> Bytes {
+    func marshal(_ value: UnsafeMutablePointer<TPM2B_PRIVATE>) throws -> Bytes {
         var buffer = Bytes(repeating: 0, count: MemoryLayout<TPM2B_PRIVATE>.size)
         var offset = 0
         let rc = Tss2_MU_TPM2B_PRIVATE_Marshal(value, &buffer, buffer.count, &offset)
@@ -755,19 +758,27 @@ enum TPMTemplates {
     /// TCG's ECC P-256 storage root key template (restricted decryption key, AES-128-CFB for its
     /// children, noDA: no authorization of its own to guess), with an empty unique field.
     static func storagePrimary() -> TPM2B_PUBLIC {
-        var template = TPM2B_PUBLIC()
-        template.publicArea.type = TPMConstant.algECC
-        template.publicArea.nameAlg = TPMConstant.algSHA256
-        template.publicArea.objectAttributes =
-            TPMConstant.attrFixedTPM | TPMConstant.attrFixedParent
-            | TPMConstant.attrSensitiveDataOrigin | TPMConstant.attrUserWithAuth | TPMConstant.attrNoDA
-            | TPMConstant.attrRestricted | TPMConstant.attrDecrypt
+        var template = object(
+            TPMConstant.algECC,
+            attributes: TPMConstant.attrFixedTPM | TPMConstant.attrFixedParent
+                | TPMConstant.attrSensitiveDataOrigin | TPMConstant.attrUserWithAuth | TPMConstant.attrNoDA
+                | TPMConstant.attrRestricted | TPMConstant.attrDecrypt)
         template.publicArea.parameters.eccDetail.symmetric.algorithm = TPMConstant.algAES
         template.publicArea.parameters.eccDetail.symmetric.keyBits.aes = 128
         template.publicArea.parameters.eccDetail.symmetric.mode.aes = TPMConstant.algCFB
         template.publicArea.parameters.eccDetail.scheme.scheme = TPMConstant.algNull
         template.publicArea.parameters.eccDetail.curveID = TPMConstant.eccNISTP256
         template.publicArea.parameters.eccDetail.kdf.scheme = TPMConstant.algNull
+        return template
+    }
+
+    /// A public area of `type`, named with SHA-256, with `attributes`; the type's parameters are
+    /// the caller's.
+    static func object(_ type: TPM2_ALG_ID, attributes: TPMA_OBJECT) -> TPM2B_PUBLIC {
+        var template = TPM2B_PUBLIC()
+        template.publicArea.type = type
+        template.publicArea.nameAlg = TPMConstant.algSHA256
+        template.publicArea.objectAttributes = attributes
         return template
     }
 
@@ -798,10 +809,7 @@ enum TPMTemplates {
     }
 
     static func sealedData() -> TPM2B_PUBLIC {
-        var template = TPM2B_PUBLIC()
-        template.publicArea.type = TPMConstant.algKeyedHash
-        template.publicArea.nameAlg = TPMConstant.algSHA256
-        template.publicArea.objectAttributes = sealedAttributes
+        var template = object(TPMConstant.algKeyedHash, attributes: sealedAttributes)
         template.publicArea.parameters.keyedHashDetail.scheme.scheme = TPMConstant.algNull
         return template
     }

@@ -150,7 +150,7 @@ struct HelperTPM: TPMOperations {
     /// becomes the same `TPMFailure` the local path throws. The request and the answer (which may
     /// hold secrets) are wiped. One socket pair is the helper's standard input and output:
     /// MSG_NOSIGNAL, so a helper that died early is an error, not a SIGPIPE.
-    private func exchange<T>(_ request: inout ByteWriter, _ parse: (inout ByteReader) throws -> T) throws -> T {
+    func exchange<T>(_ request: inout ByteWriter, _ parse: (inout ByteReader) throws -> T) throws -> T {
         // What is left of the command's time (`TPMDeadline`); the helper's alarm, in whole
         // seconds, ends it at most a second past the deadline, and this side waits no longer.
         let limit = Self.timeout

@@ -4,11 +4,6 @@ import KeychainCore
 package enum TPMClientSetup {
     package static func install() {
         guard TPMAccess.reach == nil else { return }
-        TPMAccess.reach = { configuration in
-            guard let helper = configuration.helper.map({ HelperTPM.acceptable($0) ? $0 : "" }) ?? HelperTPM.locate(), !helper.isEmpty else {
-                throw TPMFailure.unavailable("\(HelperTPM.name) is not installed (this program reaches the TPM through it)")
-            }
-            return HelperTPM(configuration: configuration, path: helper)
-        }
+        TPMAccess.reach = { try HelperTPM.reaching($0) }
     }
 }

@@ -216,6 +216,8 @@ package enum TPMHelperService {
             w.string(description.manufacturer)
             TPMHelperWire.writeLockout(description.lockout, &w)
             w.u8(here == nil ? 2 : here! ? 1 : 0)
+        case TPMSigningWire.create, TPMSigningWire.sign:
+            try TPMSigningWire.serve(operation, &r, tpm, &w, finish: finish)
         default:
             throw TPMFailure.failed("unknown operation")
         }

@@ -9,3 +9,7 @@ import KeychainTPMClient
 // tpm2-tss prints every TPM error (a wrong password's included) on standard error unless told not.
 setenv("TSS2_LOG", "all+NONE", 0)
 exit(TPMHelperService.main { LocalTPM(configuration: $0) })
+
+// The SSH agent's keys inside the TPM (KeychainTPMClient's TPMSigningKeys): LocalTPM's own
+// operations; declared here, the one program that has both.
+extension LocalTPM: TPMSigningOperations {}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A TPM that answers wrongly, for Tests/tpm: a man in the middle in front of a real swtpm.
 
-    lying-tpm.py LISTEN_PORT UPSTREAM_PORT SEED [SECONDS [PROBABILITY]]
+    lying-tpm.py LISTEN_PORT UPSTREAM_PORT SEED [SECONDS [PROBABILITY [COMMAND_CODE]]]
 
 Listens on LISTEN_PORT (TPM commands) and LISTEN_PORT+1 (swtpm's control channel) of 127.0.0.1.
 Control commands go to the swtpm unchanged; every TPM command goes to the swtpm too, but its
@@ -9,12 +9,15 @@ response comes back damaged (each with PROBABILITY, default 1, so that later com
 sequence are reached too), in one of several ways chosen at random (seeded): bytes flipped, cut
 short, grown, its size or response code changed, or replaced by random bytes. tpm2-tss and the
 keychain above it must turn each into an error: never a crash, a hang, or a key.
+Given COMMAND_CODE (0x15d: TPM2_Sign), only that command's responses are damaged, each by one bit
+flipped past the header: an answer that still parses, with a value changed (a signature's r or s).
 Exits after SECONDS (default 300)."""
 import os, random, select, socket, struct, sys, time
 
 listen_port, upstream_port, seed = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 lifetime = float(sys.argv[4]) if len(sys.argv) > 4 else 300
 probability = float(sys.argv[5]) if len(sys.argv) > 5 else 1.0
+only = int(sys.argv[6], 16) if len(sys.argv) > 6 else None
 rng = random.Random(seed)
 end = time.time() + lifetime
 
@@ -38,6 +41,12 @@ def damage(response):
         # Shaped like a success with a body of random bytes of a plausible length.
         body = os.urandom(rng.randrange(0, 400))
         r = bytearray(struct.pack(">HII", rng.choice([0x8001, 0x8002]), 10 + len(body), 0) + body)
+    return bytes(r)
+
+def flip_one_bit(response):
+    r = bytearray(response)
+    if len(r) > 10:
+        r[rng.randrange(10, len(r))] ^= 1 << rng.randrange(8)
     return bytes(r)
 
 def read_response(s):
@@ -80,7 +89,11 @@ while time.time() < end:
             upstream.sendall(data)
             if command:
                 response = read_response(upstream)
-                s.sendall(damage(response) if rng.random() < probability else response)
+                if only is None:
+                    s.sendall(damage(response) if rng.random() < probability else response)
+                else:
+                    code = struct.unpack(">I", data[6:10])[0] if len(data) >= 10 else None
+                    s.sendall(flip_one_bit(response) if code == only and rng.random() < probability else response)
             else:
                 s.sendall(upstream.recv(65536))
         except OSError:

@@ -16,7 +16,7 @@ export PATH="$bin:$PATH"
 for tool in swtpm tpm2_getcap tpm2_dictionarylockout tpm2_flushcontext tpm2_pcrreset tpm2_pcrextend python3; do
     command -v "$tool" >/dev/null || { echo "$tool is missing (apt-get install swtpm swtpm-tools tpm2-tools python3)"; exit 1; }
 done
-[ -x "$bin/security" ] && [ -x "$bin/keychain-tpm-helper" ] || { echo "build security and keychain-tpm-helper first"; exit 1; }
+[ -x "$bin/security" ] && [ -x "$bin/keychain-tpm-helper" ] && [ -x "$bin/keychain-tpm-probe" ] || { echo "build security, keychain-tpm-helper and keychain-tpm-probe first"; exit 1; }
 
 work=$(mktemp -d /tmp/keychain-tpm-XXXXXX)
 pids=()
@@ -772,6 +772,212 @@ default_on_seals_new_keychains() {
     no_leftovers
 }
 
+# --- the SSH agent's keys inside the TPM (keychain-tpm-probe: KeychainTPMClient's TPMSigningKeys) ---
+
+# tpm_key: a new key in the TPM of $KEYCHAIN_TPM_TCTI; sets point and blob (hex).
+tpm_key() {
+    local out
+    out=$(keychain-tpm-probe create)
+    read -r point blob <<< "$out"
+    [[ $point =~ ^04[0-9a-f]{128}$ ]] || { echo "not a P-256 point: $point"; return 1; }
+}
+
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+# tpm_sign BLOB DIGEST: the key's signature of DIGEST (SHA-256, hex); sets r and s (hex).
+tpm_sign() {
+    local out
+    out=$(keychain-tpm-probe sign "$1" "$2")
+    read -r r s <<< "$out"
+    [[ $r =~ ^[0-9a-f]{64}$ && $s =~ ^[0-9a-f]{64}$ ]] || { echo "not a P-256 signature: $out"; return 1; }
+}
+
+# openssl_verifies POINT R S FILE: OpenSSL's own check of the signature (r, s) of FILE by the
+# key at POINT, through a PEM public key and a DER ECDSA-Sig-Value built here.
+openssl_verifies() {
+    python3 - "$1" "$2" "$3" "$case_dir" <<'PY'
+import sys
+point, r, s, out = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2]), bytes.fromhex(sys.argv[3]), sys.argv[4]
+def integer(v):
+    v = v.lstrip(b"\0") or b"\0"
+    return b"\x02" + bytes([len(v) + (v[0] >> 7)]) + (b"\0" if v[0] & 0x80 else b"") + v
+body = integer(r) + integer(s)
+open(out + "/key.der", "wb").write(bytes.fromhex("3059301306072a8648ce3d020106082a8648ce3d030107034200") + point)
+open(out + "/sig.der", "wb").write(b"\x30" + bytes([len(body)]) + body)
+PY
+    openssl pkey -pubin -inform DER -in "$case_dir/key.der" -out "$case_dir/key.pem" &&
+        openssl dgst -sha256 -verify "$case_dir/key.pem" -signature "$case_dir/sig.der" "$4"
+}
+
+tpm_key_signs_and_openssl_verifies() {
+    tpm_key
+    printf 'a message to sign\n' > "$case_dir/message"
+    tpm_sign "$blob" "$(sha256_of "$case_dir/message")"
+    expect "Verified OK" "$(openssl_verifies "$point" "$r" "$s" "$case_dir/message")" "OpenSSL's verdict"
+    # ECDSA's nonce: a second signature differs, and verifies too.
+    first_r=$r
+    tpm_sign "$blob" "$(sha256_of "$case_dir/message")"
+    [ "$r" != "$first_r" ]
+    expect "Verified OK" "$(openssl_verifies "$point" "$r" "$s" "$case_dir/message")" "the second signature"
+    # Not a check that passes anything: another message, or another key's point, fails.
+    printf 'another message\n' > "$case_dir/other"
+    openssl_verifies "$point" "$r" "$s" "$case_dir/other" && return 1
+    old_point=$point
+    tpm_key
+    [ "$point" != "$old_point" ]
+    openssl_verifies "$point" "$r" "$s" "$case_dir/message" && return 1
+    # Flushed after use: nothing stays loaded in a TPM without a resource manager.
+    no_leftovers
+}
+
+# OpenSSH's own judgement: an SSH signature (sshsig.py, PROTOCOL.sshsig) around the TPM's (r, s).
+tpm_key_signs_for_ssh_keygen() {
+    tpm_key
+    printf 'signed over SSH\n' > "$case_dir/message"
+    tpm_sign "$blob" "$(python3 "$here/sshsig.py" digest file "$case_dir/message")"
+    python3 "$here/sshsig.py" write "$point" "$r" "$s" file "$case_dir/ssh"
+    ssh-keygen -l -f "$case_dir/ssh.pub" | grep -q '^256 SHA256:.* (ECDSA)$'
+    echo "tpm@test $(cut -d' ' -f1,2 "$case_dir/ssh.pub")" > "$case_dir/allowed"
+    out=$(ssh-keygen -Y verify -f "$case_dir/allowed" -I tpm@test -n file -s "$case_dir/ssh.sig" < "$case_dir/message" 2>&1)
+    grep -q '^Good "file" signature for tpm@test with ECDSA key SHA256:' <<< "$out" || { echo "$out"; return 1; }
+    # Another message, or another namespace: refused by the same check.
+    printf 'changed\n' | ssh-keygen -Y verify -f "$case_dir/allowed" -I tpm@test -n file -s "$case_dir/ssh.sig" && return 1
+    ssh-keygen -Y verify -f "$case_dir/allowed" -I tpm@test -n git -s "$case_dir/ssh.sig" < "$case_dir/message" && return 1
+    no_leftovers
+}
+
+# The agent signs for several connections at once, in one process; swtpm has no resource
+# manager, and two helpers' objects at once overflow its slots.
+tpm_signatures_asked_at_once_are_all_made() {
+    tpm_key
+    printf 'data\n' > "$case_dir/message"
+    out=$(keychain-tpm-probe sign "$blob" "$(sha256_of "$case_dir/message")" 8)
+    expect 8 "$(grep -c '^[0-9a-f]\{64\} [0-9a-f]\{64\}$' <<< "$out")" "signatures made" || { echo "$out"; return 1; }
+    while read -r r s; do openssl_verifies "$point" "$r" "$s" "$case_dir/message" >/dev/null; done <<< "$out"
+    no_leftovers
+}
+
+tpm_key_of_another_tpm_cannot_sign() {
+    tpm_key
+    printf 'data\n' > "$case_dir/message"
+    digest=$(sha256_of "$case_dir/message")
+    status=0
+    out=$(KEYCHAIN_TPM_TCTI=$second_tcti keychain-tpm-probe sign "$blob" "$digest" 2>&1) || status=$?
+    expect 1 "$status" "signing on the second TPM"
+    grep -q "^this key belongs to another TPM (or this TPM's owner hierarchy was cleared since): it does not load here (TPM_RC_" <<< "$out" || { echo "$out"; return 1; }
+    # Its own TPM still signs with it.
+    tpm_sign "$blob" "$(sha256_of "$case_dir/message")"
+    # No TPM, or one that does not answer: said, not a hang.
+    status=0
+    out=$(KEYCHAIN_TPM_TCTI=none keychain-tpm-probe sign "$blob" "$digest" 2>&1) || status=$?
+    expect "1 no TPM (\$KEYCHAIN_TPM_TCTI is none)" "$status $out" "without a TPM"
+    status=0
+    out=$(KEYCHAIN_TPM_TCTI=none keychain-tpm-probe create 2>&1) || status=$?
+    expect "1 no TPM (\$KEYCHAIN_TPM_TCTI is none)" "$status $out" "creation without a TPM"
+    closed=$(free_port)
+    status=0
+    out=$(KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$closed" keychain-tpm-probe create 2>&1) || status=$?
+    expect 1 "$status" "creation with no TPM listening"
+    grep -q "^no TPM reachable through swtpm:host=127.0.0.1,port=$closed\|^no TPM: tpm2-tss cannot talk to the TPM" <<< "$out" || { echo "$out"; return 1; }
+    silent=$(free_port)
+    timeout 60 python3 "$here/silent-tpm.py" "$silent" 50 &
+    silent_pid=$!
+    sleep 0.5
+    started=$(date +%s%N)
+    status=0
+    out=$(KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$silent" KEYCHAIN_TPM_TIMEOUT=2 timeout 30 keychain-tpm-probe sign "$blob" "$digest" 2>&1) || status=$?
+    took=$(( ($(date +%s%N) - started) / 1000000 ))
+    kill $silent_pid
+    echo "signing against a silent TPM: status $status after $took ms"
+    expect "1 the TPM did not answer within 2 s (the most one command may wait for it, all its TPM operations together)" "$status $out"
+    [ "$took" -lt 5000 ]
+    no_leftovers
+}
+
+# Through a man in the middle that damages a third of the TPM's answers: every call ends in a
+# verifying signature or key, or an error; never a signal, a hang, or a signature or point that
+# does not verify.
+lying_tpm_never_yields_a_bad_signature_or_key() {
+    export KEYCHAIN_TPM_TCTI=$second_tcti
+    tpm_key
+    good_point=$point good_blob=$blob
+    printf 'data\n' > "$case_dir/message"
+    digest=$(sha256_of "$case_dir/message")
+    liar=$(free_port)
+    timeout 300 python3 "$here/lying-tpm.py" "$liar" "$second_port" 20261128 300 0.35 &
+    liar_pid=$!
+    sleep 0.5
+    ok=0 refused=0
+    for n in $(seq 1 30); do
+        status=0
+        if [ $((n % 3)) = 0 ]; then
+            out=$(KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$liar" KEYCHAIN_TPM_TIMEOUT=3 timeout 20 keychain-tpm-probe create 2>&1) || status=$?
+            # A key it answers signs on the real TPM, verified by the point it answered.
+            [ $status = 0 ] && { read -r point blob <<< "$out"; tpm_sign "$blob" "$digest"; }
+        else
+            point=$good_point
+            out=$(KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$liar" KEYCHAIN_TPM_TIMEOUT=3 timeout 20 keychain-tpm-probe sign "$good_blob" "$digest" 2>&1) || status=$?
+            [ $status = 0 ] && read -r r s <<< "$out"
+        fi
+        case $status in
+            0) openssl_verifies "$point" "$r" "$s" "$case_dir/message" >/dev/null || { echo "call $n: a signature that does not verify: $out"; kill $liar_pid; return 1; }
+                ok=$((ok + 1)) ;;
+            1) refused=$((refused + 1)) ;;
+            *) echo "call $n: status $status: $out"; kill $liar_pid; return 1 ;;
+        esac
+        tpm "$second_tcti" tpm2_flushcontext -t >/dev/null 2>&1; tpm "$second_tcti" tpm2_flushcontext -l >/dev/null 2>&1
+    done
+    kill $liar_pid
+    echo "through the lying TPM: $ok verified, $refused refused"
+    [ "$refused" -gt 0 ] && [ "$ok" -gt 0 ]
+    # Only TPM2_Sign's answers, each with one bit flipped: they still parse, and most carry an r
+    # or s changed, which only a check by the point catches.
+    timeout 300 python3 "$here/lying-tpm.py" "$liar" "$second_port" 20261128 300 1 0x15d &
+    liar_pid=$!
+    sleep 0.5
+    refused=0
+    for n in $(seq 1 12); do
+        status=0
+        out=$(KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$liar" timeout 20 keychain-tpm-probe sign "$good_blob" "$digest" 2>&1) || status=$?
+        case $status in
+            0) read -r r s <<< "$out"
+                openssl_verifies "$good_point" "$r" "$s" "$case_dir/message" >/dev/null || { echo "flipped $n: a signature that does not verify: $out"; kill $liar_pid; return 1; } ;;
+            1) refused=$((refused + 1)) ;;
+            *) echo "flipped $n: status $status: $out"; kill $liar_pid; return 1 ;;
+        esac
+        tpm "$second_tcti" tpm2_flushcontext -t >/dev/null 2>&1
+    done
+    kill $liar_pid
+    echo "one bit flipped in each TPM2_Sign answer: $refused of 12 refused"
+    [ "$refused" -gt 0 ]
+}
+
+malformed_tpm_key_blobs_are_errors() {
+    tpm_key
+    printf 'data\n' > "$case_dir/message"
+    digest=$(sha256_of "$case_dir/message")
+    # The public area's length prefix, its attributes (the sign bit dropped, decrypt added) and
+    # the whole blob cut, extended, emptied or replaced: refused before the TPM sees it.
+    attributes=${blob:12:8}
+    for bad in "${blob:0:${#blob}-2}" "${blob}00" "00" "$(head -c 200 /dev/urandom | xxd -p | tr -d '\n')" \
+        "${blob:0:12}$(printf %08x $(( 0x$attributes ^ 0x00060000 )))${blob:20}" "ffff${blob:4}"; do
+        status=0
+        out=$(keychain-tpm-probe sign "$bad" "$digest" 2>&1) || status=$?
+        expect "1 not a TPM signing key blob (damaged, or not one this program makes)" "$status $out" "blob ${bad:0:40}..."
+    done
+    # A private area changed inside (its last byte): the TPM's integrity check refuses it.
+    last=${blob: -2}
+    status=0
+    out=$(keychain-tpm-probe sign "${blob:0:${#blob}-2}$(printf %02x $(( 0x$last ^ 1 )))" "$digest" 2>&1) || status=$?
+    expect 1 "$status" "a changed private area"
+    grep -q "does not load here (TPM_RC_" <<< "$out" || { echo "$out"; return 1; }
+    # The digest: SHA-256's 32 bytes exactly.
+    status=0
+    out=$(keychain-tpm-probe sign "$blob" "${digest:2}" 2>&1) || status=$?
+    expect "1 a SHA-256 digest is 32 bytes, not 31" "$status $out" "a short digest"
+    no_leftovers
+}
+
 check "enrol: a recovery key printed once, every item still there" enrol_prints_a_recovery_key
 check "the right password unlocks through the TPM" right_password_unlocks
 check "a wrong password is counted by the TPM" wrong_password_is_counted_by_the_tpm
@@ -794,5 +1000,15 @@ check "a TPM that never answers: create-keychain --tpm and an unlock give up wit
 check "create-keychain --tpm: sealed at once, its recovery key printed, wrong passwords counted" create_with_tpm_seals_at_once
 check "create-keychain --tpm without a TPM: fails as tpm-enroll does, creates nothing" create_with_tpm_and_no_tpm_creates_nothing
 check "tpm-enroll --default on: new keychains sealed; --no-tpm, no TPM, off and system" default_on_seals_new_keychains
+check "a TPM signing key: made in the TPM, its signatures verified by OpenSSL, flushed after use" tpm_key_signs_and_openssl_verifies
+if command -v ssh-keygen >/dev/null; then
+    check "a TPM signing key signs for OpenSSH: ssh-keygen -Y verify accepts it" tpm_key_signs_for_ssh_keygen
+else
+    skip "ssh-keygen is missing (apt-get install openssh-client)"
+fi
+check "TPM signatures asked for at once by one process (the agent's connections): all made" tpm_signatures_asked_at_once_are_all_made
+check "a TPM signing key on another TPM: refused, named; no TPM and a silent one said, not a hang" tpm_key_of_another_tpm_cannot_sign
+check "a TPM that answers wrongly: TPM keys sign and verify, or fail; never a bad signature or point" lying_tpm_never_yields_a_bad_signature_or_key
+check "a damaged or edited TPM key blob, a short digest: clear errors, never a crash" malformed_tpm_key_blobs_are_errors
 
 summary
