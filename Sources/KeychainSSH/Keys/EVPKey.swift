@@ -1,5 +1,5 @@
 internal import COpenSSL
-import Glibc
+internal import Glibc
 internal import KeychainCore
 
 /// Why a key, a signature or a message was refused; the agent logs it and answers failure.

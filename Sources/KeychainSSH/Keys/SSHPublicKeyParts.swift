@@ -5,9 +5,14 @@ internal import KeychainCore
 struct SSHPublicKeyParts {
     let kind: SSHKeyKind
     let key: EVPKey
-    /// The plain key's blob (for a certificate, the key it certifies).
+    /// The plain key's blob (for a certificate, the key it certifies), its numbers without
+    /// leading zeros.
     let plainBlob: Bytes
     let certificate: SSHCertificate?
+    private var certificateBlob: Bytes? = nil
+
+    /// What sshkey_equal compares: a certificate's blob, a plain key's numbers.
+    var canonicalBlob: Bytes { certificateBlob ?? plainBlob }
 
     init(blob: Bytes) throws {
         var reader = ByteReader(blob)
@@ -16,10 +21,15 @@ struct SSHPublicKeyParts {
         if isCertificate {
             let certificate = try SSHCertificate(blob: blob, kind: kind)
             self.init(kind: kind, key: certificate.key, plainBlob: certificate.plainBlob, certificate: certificate)
+            certificateBlob = blob
         } else {
-            let (key, _) = try Self.readFields(of: kind, from: &reader)
+            let (key, fields) = try Self.readFields(of: kind, from: &reader)
             guard reader.isAtEnd else { throw SSHKeyError("trailing bytes after a \(name) key") }
-            self.init(kind: kind, key: key, plainBlob: blob, certificate: nil)
+            var canonical = ByteWriter()
+            canonical.string(name)
+            canonical.raw(fields)
+            self.init(kind: kind, key: key, plainBlob: canonical.bytes, certificate: nil)
+            certificateBlob = nil
         }
     }
 
