@@ -146,10 +146,15 @@ final class AgentProtocolTests: XCTestCase {
         XCTAssertNotNil(asking.sign(TestKeys.ecdsa.publicBlob, [1]))
         XCTAssertNotNil(asking.sign(TestKeys.ecdsa.publicBlob, [1]))
         XCTAssertEqual(recorder.requests.count, 6)
+        // A session-bind names the host by its key when no destination constraint named it.
+        XCTAssertEqual(asking.bind(TestKeys.host1, sessionID: [1], forwarded: false), [6])
+        XCTAssertNotNil(asking.sign(TestKeys.ecdsa.publicBlob, [1]))
+        XCTAssertEqual(recorder.requests.last?.host, "host key " + SSHPublicKey.fingerprint(of: TestKeys.host1.publicBlob))
+        XCTAssertEqual(recorder.requests.count, 7)
         // An unconstrained key never asks.
         XCTAssertEqual(asking.add(TestKeys.rsa.serialized), [6])
         XCTAssertNotNil(asking.sign(TestKeys.rsa.publicBlob, [1]))
-        XCTAssertEqual(recorder.requests.count, 6)
+        XCTAssertEqual(recorder.requests.count, 7)
     }
 
     func testExtensions() {

@@ -76,8 +76,8 @@ enum OpenSSHTools {
     }
 
     /// `path`.pub signed by a throwaway CA: the certificate's blob.
-    static func certify(_ key: GeneratedKey, host: Bool = false, principals: String = "alice") throws -> Bytes {
-        let ca = try generate("ed25519", comment: "ca")
+    static func certify(_ key: GeneratedKey, host: Bool = false, principals: String = "alice", ca: GeneratedKey? = nil) throws -> Bytes {
+        let ca = try ca ?? generate("ed25519", comment: "ca")
         var arguments = ["/usr/bin/ssh-keygen", "-q", "-s", ca.path, "-I", "test-id", "-n", principals, "-V", "-1h:+1h"]
         if host { arguments.append("-h") }
         let result = try run(arguments + [key.path + ".pub"])
