@@ -22,6 +22,7 @@ enum OpenSSHTools {
     static let scratch: String = {
         let path = NSTemporaryDirectory() + "keychain-ssh-tests-\(getpid())"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        atexit { _ = system("rm -rf '\(NSTemporaryDirectory())keychain-ssh-tests-\(getpid())'") }
         return path
     }()
 
