@@ -38,6 +38,7 @@ final class AgentVaultTests: StoreTestCase {
         let item = try XCTUnwrap(items.first { $0[AttributeKey.label] == .string("laptop") })
         XCTAssertEqual(item[AttributeKey.keyClass], .int(KeyClass.private.rawValue))
         XCTAssertEqual(item[AttributeKey.keyType], .int(OpenSSHKeyItem.keyType))
+        XCTAssertEqual(item[AttributeKey.keySizeInBits], .int(256))
         XCTAssertEqual(item[AttributeKey.applicationLabel], .data(Crypto.sha256(TestKeys.ed25519.publicBlob)))
         XCTAssertEqual(item.secret, TestKeys.ed25519.serialized)
 

@@ -16,6 +16,8 @@ final class SSHKeyTests: XCTestCase {
             XCTAssertEqual(key.keyType, name)
             XCTAssertEqual(key.publicBlob, generated.publicBlob, name)
             XCTAssertEqual(key.serialized(), generated.serialized, name)
+            let listed = try OpenSSHTools.run(["/usr/bin/ssh-keygen", "-lf", generated.path + ".pub"]).output
+            XCTAssertEqual(String(key.bits), String(listed.split(separator: " ")[0]), name)
             // ssh-keygen -Y signs RSA with rsa-sha2-512 and accepts nothing weaker.
             let check = try OpenSSHTools.checkWithSSHKeygen(key, flags: type == "rsa" ? 4 : 0)
             XCTAssertEqual(check.status, 0, "\(name): \(check.output)")

@@ -39,7 +39,8 @@ package final class SSHKeyVault: @unchecked Sendable {
             attributes: [
                 AttributeKey.keyType: .int(OpenSSHKeyItem.keyType), AttributeKey.label: .string(comment),
                 AttributeKey.applicationLabel: .data(Crypto.sha256(key.publicBlob)), AttributeKey.applicationTag: .data(Self.tag(of: entry)),
-                AttributeKey.accessible: .string(protection.rawValue)
+                AttributeKey.accessible: .string(protection.rawValue), AttributeKey.keySizeInBits: .int(Int64(key.bits)),
+                AttributeKey.effectiveKeySize: .int(Int64(key.bits))
             ],
             secret: key.serialized())
         try store.addOrUpdate(item, matching: Self.query(for: key.publicBlob))

@@ -41,6 +41,8 @@ final class EVPKey: @unchecked Sendable {
         return EVPKey(key)
     }
 
+    var bits: Int { Int(EVP_PKEY_get_bits(pointer)) }
+
     /// The raw public key of an Ed25519 key (to check a private key against its stated public half).
     var rawPublicKey: Bytes {
         var length = 32

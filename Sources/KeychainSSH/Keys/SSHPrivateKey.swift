@@ -24,6 +24,14 @@ package final class SSHPrivateKey: @unchecked Sendable {
     package let publicBlob: Bytes
     package let keyType: String
 
+    /// The key's size as `ssh-keygen -l` prints it.
+    package var bits: Int {
+        switch signer {
+        case .software(let key, _): return key.bits
+        case .tpm: return 256
+        }
+    }
+
     package var isTPMResident: Bool {
         if case .tpm = signer { return true }
         return false
