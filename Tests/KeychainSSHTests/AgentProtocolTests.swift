@@ -85,6 +85,8 @@ final class AgentProtocolTests: XCTestCase {
             client.send {
                 $0.u8(27); $0.string("query")
             }, [5])
+        // ssh binds new sessions through a locked agent.
+        XCTAssertEqual(client.bind(TestKeys.host1, sessionID: [1], forwarded: true), [6])
         XCTAssertEqual(client.passphrase(23, "wrong"), [5])
         XCTAssertEqual(client.passphrase(23, "wrong again"), [5])
         XCTAssertEqual(recorder.delays, [0.1, 0.2])
@@ -250,6 +252,9 @@ final class AgentProtocolTests: XCTestCase {
         ] {
             XCTAssertEqual(client.add(TestKeys.ed25519.serialized, constraints: restrictDestination([bad])), [5])
         }
+        // At most 1024 destination constraints (AGENT_MAX_DEST_CONSTRAINTS).
+        let good = destinationConstraint(from: hop(), to: hop(host: "h", keys: [(host, false)]))
+        XCTAssertEqual(client.add(TestKeys.ed25519.serialized, constraints: restrictDestination(Array(repeating: good, count: 1025))), [5])
         // A TPM key's internal form is not a wire type.
         var tpm = ByteWriter()
         tpm.string(SSHPrivateKey.tpmKeyType)

@@ -120,6 +120,39 @@ final class SSHKeyTests: XCTestCase {
         for length in 0..<ed25519.serialized.count {
             XCTAssertThrowsError(try SSHPrivateKey(serialized: Array(ed25519.serialized[0..<length])))
         }
+        // Random damage to every kind: refused or read, never a crash.
+        var generator = SystemRandomNumberGenerator()
+        for key in [ed25519.serialized, TestKeys.ecdsa.serialized, TestKeys.rsa.serialized] {
+            for _ in 0..<100 {
+                var damaged = key
+                for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                    damaged[Int.random(in: 0..<damaged.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                }
+                if let read = try? SSHPrivateKey(serialized: damaged) {
+                    XCTAssertTrue(SSHPublicKey.verify(signature: try read.sign([1], flags: 4), of: [1], by: read.publicBlob))
+                }
+            }
+        }
+        // A certificate whose CA is itself a certificate.
+        let user = try OpenSSHTools.generate("ed25519")
+        let userCertificate = try OpenSSHTools.certify(user)
+        var nested = ByteWriter()
+        nested.string("ssh-ed25519-cert-v01@openssh.com")
+        nested.blob(Array(repeating: 0, count: 32))
+        nested.blob(Array(user.publicBlob.suffix(32)))
+        nested.u64(1)
+        nested.u32(1)
+        nested.string("id")
+        nested.blob([])
+        nested.u64(0)
+        nested.u64(UInt64.max)
+        nested.blob([])
+        nested.blob([])
+        nested.blob([])
+        nested.blob(userCertificate)
+        nested.blob([0, 0, 0, 1, 0x41])
+        XCTAssertFalse(SSHPublicKey.isValid(nested.bytes))
+        XCTAssertTrue(SSHPublicKey.isValid(userCertificate))
         // An EC point off the curve.
         let ecdsa = try OpenSSHTools.generate("ecdsa", bits: 256)
         var bad = ecdsa.serialized

@@ -44,8 +44,11 @@ struct SSHCertificate {
         let signedLength = blob.count - reader.remaining
         let signature = try reader.blob()
         guard reader.isAtEnd else { throw SSHKeyError("trailing bytes after a certificate") }
+        // Checked before the CA's key is read, so that nested certificates cost nothing.
+        guard let (_, caIsCertificate) = SSHKeyKind.parse(SSHPublicKey.keyType(of: signatureKey) ?? ""), !caIsCertificate else {
+            throw SSHKeyError("a certificate signed by a certificate or an unsupported key")
+        }
         let authority = try SSHPublicKeyParts(blob: signatureKey)
-        guard authority.certificate == nil else { throw SSHKeyError("a certificate signed by a certificate") }
         guard authority.verify(signature: signature, of: Array(blob[0..<signedLength])) else {
             throw SSHKeyError("certificate signature does not verify")
         }
