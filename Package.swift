@@ -125,7 +125,7 @@ let package = Package(
         .target(name: "KeychainTestSupport", dependencies: ["KeychainCore"], path: "Tests/KeychainTestSupport"),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretServiceItems", "KeychainTPM", "KeychainTPMClient", "KeychainProcess"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
-        .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore"]),
+        .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore", "KeychainTestSupport"]),
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),

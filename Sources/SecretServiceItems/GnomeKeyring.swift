@@ -417,26 +417,7 @@ enum PlainTextKeyring {
         return keyring
     }
 
-    static func decodeHex(_ text: Bytes) -> Bytes? {
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case 48...57: return c - 48
-            case 65...70: return c - 55
-            case 97...102: return c - 87
-            default: return nil
-            }
-        }
-        guard text.count % 2 == 0 else { return nil }
-        var out = Bytes()
-        out.reserveCapacity(text.count / 2)
-        var i = text.startIndex
-        while i < text.endIndex {
-            guard let high = nibble(text[i]), let low = nibble(text[i + 1]) else { return nil }
-            out.append(high << 4 | low)
-            i += 2
-        }
-        return out
-    }
+    static func decodeHex(_ text: Bytes) -> Bytes? { Bytes(hexDigits: text) }
 }
 
 private extension String {

@@ -30,6 +30,17 @@ enum DerivedAttributes {
                 }
                 return (item, secret)
             }
+            if item.attributes[AttributeKey.keyType]?.intValue == OpenSSHKeyItem.keyType {
+                guard !secret.isEmpty else { throw KeychainError.param("an OpenSSH key needs kSecValueData") }
+                item.attributes[AttributeKey.keyClass] = .int(KeyClass.private.rawValue)
+                let capabilities: [String: AttributeValue] = [
+                    AttributeKey.canSign: .bool(true), AttributeKey.canDecrypt: .bool(false), AttributeKey.canEncrypt: .bool(false),
+                    AttributeKey.canDerive: .bool(false), AttributeKey.canVerify: .bool(false), AttributeKey.canWrap: .bool(false),
+                    AttributeKey.canUnwrap: .bool(false), AttributeKey.isPermanent: .bool(true)
+                ]
+                item.attributes.merge(capabilities) { given, _ in given }
+                return (item, secret)
+            }
             let wantedClass = try KeyClass.named(by: item.attributes[AttributeKey.keyClass])
             let wantedType = try KeyAlgorithm.named(by: item.attributes[AttributeKey.keyType])
             let material = try KeyMaterial(data: secret, keyClass: wantedClass, algorithm: wantedType)

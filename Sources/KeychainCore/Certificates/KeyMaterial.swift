@@ -33,6 +33,14 @@ extension KeyAlgorithm {
     }
 }
 
+/// kSecAttrKeyType of an SSH agent's key item, whose data is OpenSSH's private serialization
+/// (Ed25519, certificates and TPM-resident keys too, which no CSSM algorithm names). The engine
+/// keeps those bytes as they are; no Apple API takes them for a key it could use.
+package enum OpenSSHKeyItem {
+    /// "SSH\0" as a number, far from the CSSM algorithm numbers.
+    package static let keyType: Int64 = 0x5353_4800
+}
+
 /// An RSA or EC key, read from any of the forms people have and kept in Apple's external
 /// representation (SecKeyCopyExternalRepresentation): PKCS#1 for RSA, ANSI X9.63 for EC
 /// (04 || X || Y, then || D for a private key).

@@ -50,7 +50,7 @@ package enum PEM {
         return lines.joined(separator: "\n") + "\n"
     }
 
-    static func base64(_ bytes: Bytes) -> String {
+    package static func base64(_ bytes: Bytes) -> String {
         var out = Bytes(repeating: 0, count: (bytes.count + 2) / 3 * 4 + 1)
         let written = EVP_EncodeBlock(&out, bytes, Int32(bytes.count))
         return String(decoding: out[0..<Int(max(0, written))], as: UTF8.self)

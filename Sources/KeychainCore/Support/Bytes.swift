@@ -15,6 +15,27 @@ extension Array where Element == UInt8 {
         self = (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * UInt64($0))) }
     }
 
+    /// Hexadecimal digits (either case) back to bytes; nil for an odd count or another character.
+    package init?(hexDigits text: some Collection<UInt8>) {
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 48...57: return c - 48
+            case 65...70: return c - 55
+            case 97...102: return c - 87
+            default: return nil
+            }
+        }
+        guard text.count % 2 == 0 else { return nil }
+        var out = Bytes()
+        out.reserveCapacity(text.count / 2)
+        var iterator = text.makeIterator()
+        while let first = iterator.next(), let second = iterator.next() {
+            guard let high = nibble(first), let low = nibble(second) else { return nil }
+            out.append(high << 4 | low)
+        }
+        self = out
+    }
+
     package var hex: String {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()

@@ -1,0 +1,230 @@
+internal import KeychainCore
+
+/// The peer of one connection, as the server learns it from the socket.
+package struct AgentPeer: Sendable {
+    package var uid: UInt32
+    package var pid: Int32
+    package var executable: String?
+
+    package init(uid: UInt32, pid: Int32, executable: String?) {
+        self.uid = uid
+        self.pid = pid
+        self.executable = executable
+    }
+}
+
+/// A key the agent can sign with, and what it was added under.
+struct AgentIdentity {
+    var parts: SSHPublicKeyParts
+    var publicBlob: Bytes
+    var comment: String
+    /// nil for a key kept in the vault: read from the keychain at each signature.
+    var key: SSHPrivateKey?
+    /// On the configuration's monotonic clock.
+    var death: Double?
+    var confirm: Bool
+    var destinations: [DestinationConstraint]
+    var destinationPayload: Bytes
+}
+
+/// The agent's state that all connections share: its identities (in memory, and in the vault),
+/// its lock, and the approvals it remembers.
+package final class Agent: @unchecked Sendable {
+    package let configuration: AgentConfiguration
+    private let mutex = Mutex()
+    private var memory: [AgentIdentity] = []
+    private var lockSecret: (salt: Bytes, hash: Bytes)?
+    private var failedUnlocks = 0
+    /// Unlock attempts wait their delay one after another, so parallel guesses gain nothing.
+    private let unlockMutex = Mutex()
+    private var approvals: [String: Double] = [:]
+    /// The vault's entries as last parsed, so that listing does not parse every key again.
+    private var vaultCache: (entries: [SSHKeyVault.Entry], identities: [AgentIdentity]) = ([], [])
+
+    package init(configuration: AgentConfiguration) { self.configuration = configuration }
+
+    func log(_ line: String) { configuration.log(line) }
+
+    func fingerprint(_ blob: Bytes) -> String { SSHPublicKey.fingerprint(of: blob, hash: configuration.fingerprintHash) }
+
+    // MARK: Identities
+
+    /// Every identity: in memory first (expired ones dropped, as ssh-agent's reaper does), then
+    /// the vault's that memory does not also hold.
+    func identities() -> [AgentIdentity] {
+        mutex.withLock {
+            let now = configuration.clock()
+            memory.removeAll { identity in
+                guard let death = identity.death, now >= death else { return false }
+                log("expiring key '\(identity.comment)'")
+                return true
+            }
+            let held = Set(memory.map { $0.parts.canonicalBlob })
+            return memory + vaultIdentities().filter { !held.contains($0.parts.canonicalBlob) }
+        }
+    }
+
+    private func vaultIdentities() -> [AgentIdentity] {
+        guard let vault = configuration.vault else { return [] }
+        let entries = vault.entries()
+        if entries == vaultCache.entries { return vaultCache.identities }
+        let identities = entries.compactMap { entry -> AgentIdentity? in
+            guard let parts = try? SSHPublicKeyParts(blob: entry.publicBlob),
+                let destinations = try? DestinationConstraint.all(in: entry.destinations)
+            else { return nil }
+            return AgentIdentity(
+                parts: parts, publicBlob: entry.publicBlob, comment: entry.comment, key: nil, death: nil, confirm: entry.confirm,
+                destinations: destinations, destinationPayload: entry.destinations)
+        }
+        vaultCache = (entries, identities)
+        return identities
+    }
+
+    func identity(for parts: SSHPublicKeyParts) -> AgentIdentity? {
+        identities().first { $0.parts.canonicalBlob == parts.canonicalBlob }
+    }
+
+    /// Adds or replaces a key: in the vault when it has no lifetime and one is configured,
+    /// otherwise in memory. False (with a log line) when it cannot be kept.
+    func add(_ identity: AgentIdentity, key: SSHPrivateKey, lifetime: UInt32?) -> Bool {
+        let lifetime = lifetime ?? configuration.defaultLifetime
+        let existing = identities()
+        let isNew = !existing.contains { $0.parts.canonicalBlob == identity.parts.canonicalBlob }
+        if isNew, existing.count >= configuration.maximumIdentities {
+            log("refusing key \(fingerprint(identity.publicBlob)): the agent holds \(existing.count) keys already")
+            return false
+        }
+        if let vault = configuration.vault, lifetime == nil, !configuration.sessionOnly {
+            do {
+                try vault.save(key, comment: identity.comment, confirm: identity.confirm, destinations: identity.destinationPayload)
+            } catch {
+                log("cannot keep key \(fingerprint(identity.publicBlob)) in the keychain: \(error)")
+                return false
+            }
+            mutex.withLock { memory.removeAll { $0.parts.canonicalBlob == identity.parts.canonicalBlob } }
+            return true
+        }
+        var held = identity
+        held.key = key
+        held.death = lifetime.map { configuration.clock() + Double($0) }
+        mutex.withLock {
+            if let index = memory.firstIndex(where: { $0.parts.canonicalBlob == identity.parts.canonicalBlob }) {
+                memory[index] = held
+            } else {
+                memory.append(held)
+            }
+        }
+        return true
+    }
+
+    /// Removes a key from memory and from the vault (a key re-added with a lifetime may be in
+    /// both; it must not come back from the vault once removed).
+    func remove(_ identity: AgentIdentity) -> Bool {
+        let removedFromMemory = mutex.withLock {
+            let before = memory.count
+            memory.removeAll { $0.parts.canonicalBlob == identity.parts.canonicalBlob }
+            return memory.count != before
+        }
+        guard let vault = configuration.vault else { return removedFromMemory }
+        do {
+            return try vault.remove(identity.publicBlob) || removedFromMemory
+        } catch {
+            log("cannot remove key \(fingerprint(identity.publicBlob)) from the keychain: \(error)")
+            return removedFromMemory
+        }
+    }
+
+    /// `ssh-add -D`: every key in memory, and every key in the vault the keychain can take
+    /// back (not those made inside the TPM).
+    func removeAll() {
+        mutex.withLock { memory.removeAll() }
+        do {
+            try configuration.vault?.removeAll()
+        } catch {
+            log("cannot remove the keys kept in the keychain: \(error)")
+        }
+    }
+
+    /// The identity's private key: its own, or read from the keychain now (failing, with one log
+    /// line, while the keychain is locked), with the confirm flag the keychain holds.
+    func privateKey(of identity: AgentIdentity) -> (key: SSHPrivateKey, confirm: Bool)? {
+        if let key = identity.key { return (key, identity.confirm) }
+        guard let vault = configuration.vault else { return nil }
+        do {
+            let (key, entry) = try vault.privateKey(for: identity.publicBlob)
+            return (key, entry.confirm || identity.confirm)
+        } catch let error as KeychainError where error.code == .interactionNotAllowed {
+            log("refusing to sign with \(identity.comment) \(fingerprint(identity.publicBlob)): the keychain is locked")
+        } catch {
+            log("refusing to sign with \(identity.comment) \(fingerprint(identity.publicBlob)): \(error)")
+        }
+        return nil
+    }
+
+    // MARK: Confirmation
+
+    /// Asks the person (or finds an approval remembered for this program and key).
+    func confirm(_ identity: AgentIdentity, program: String?, host: String?) -> Bool {
+        let fingerprint = fingerprint(identity.publicBlob)
+        let remembered = (program ?? "") + "\0" + fingerprint
+        let now = configuration.clock()
+        let known = mutex.withLock {
+            approvals = approvals.filter { $0.value > now }
+            return approvals[remembered] != nil
+        }
+        if known { return true }
+        let request = AgentConfirmationRequest(program: program, keyComment: identity.comment, fingerprint: fingerprint, host: host)
+        guard configuration.confirm(request) else {
+            log("the user refused key \(identity.comment) \(fingerprint)")
+            return false
+        }
+        if configuration.rememberConfirmation > 0 {
+            mutex.withLock { approvals[remembered] = configuration.clock() + Double(configuration.rememberConfirmation) }
+        }
+        return true
+    }
+
+    // MARK: Lock
+
+    var isLocked: Bool { mutex.withLock { lockSecret != nil } }
+
+    private static let lockIterations = 1000
+
+    /// `ssh-add -x`: the agent keeps a salted hash of the passphrase, never the passphrase.
+    func lock(passphrase: Bytes) -> Bool {
+        guard !passphrase.isEmpty, let salt = try? Crypto.random(16) else { return false }
+        return mutex.withLock {
+            guard lockSecret == nil else { return false }
+            lockSecret = (salt, Crypto.iteratedSHA256(passphrase, salt: salt, iterations: Self.lockIterations))
+            log("agent locked")
+            return true
+        }
+    }
+
+    /// `ssh-add -X`: compared in constant time; each failure waits 0.1 s longer, up to 10 s.
+    func unlock(passphrase: Bytes) -> Bool {
+        guard !passphrase.isEmpty else { return false }
+        return unlockMutex.withLock {
+            let (matched, failures) = mutex.withLock { () -> (Bool?, Int) in
+                guard let secret = lockSecret else { return (nil, 0) }
+                var hash = Crypto.iteratedSHA256(passphrase, salt: secret.salt, iterations: Self.lockIterations)
+                defer { hash.wipe() }
+                if Crypto.equal(hash, secret.hash) {
+                    lockSecret = nil
+                    failedUnlocks = 0
+                    return (true, 0)
+                }
+                failedUnlocks = min(failedUnlocks + 1, 100)
+                return (false, failedUnlocks)
+            }
+            guard let matched else { return false }
+            if matched {
+                log("agent unlocked")
+                return true
+            }
+            log("unlock failed, delaying \(Double(failures) / 10) seconds")
+            configuration.unlockDelay(Double(failures) / 10)
+            return false
+        }
+    }
+}

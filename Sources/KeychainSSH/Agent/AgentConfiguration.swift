@@ -1,0 +1,51 @@
+internal import KeychainCore
+internal import Glibc
+
+/// What the agent tells the person before a confirm-constrained key signs (`ssh-add -c`).
+package struct AgentConfirmationRequest: Sendable, Equatable {
+    /// The asking program's executable, from the socket's peer.
+    package var program: String?
+    package var keyComment: String
+    package var fingerprint: String
+    /// The destination a session-bind or destination constraint named, when there is one.
+    package var host: String?
+
+    package init(program: String?, keyComment: String, fingerprint: String, host: String?) {
+        self.program = program
+        self.keyComment = keyComment
+        self.fingerprint = fingerprint
+        self.host = host
+    }
+}
+
+/// What the executable fills from its command line.
+package struct AgentConfiguration: Sendable {
+    /// ssh-agent -t: the lifetime of keys added without one; such keys stay in memory.
+    package var defaultLifetime: UInt32?
+    /// Where keys added without a lifetime are kept; nil: memory only.
+    package var vault: SSHKeyVault?
+    /// `--session`: every key in memory only, even with a vault.
+    package var sessionOnly = false
+    /// Asks the person; the default refuses.
+    package var confirm: @Sendable (AgentConfirmationRequest) -> Bool = { _ in false }
+    /// Seconds an approval counts for the same program and key; 0: never remembered.
+    package var rememberConfirmation: UInt32 = 0
+    /// Identities held at once, memory and keychain together.
+    package var maximumIdentities = AgentLimits.maximumIdentities
+    /// ssh-agent -E.
+    package var fingerprintHash: SSHFingerprintHash = .sha256
+    /// One line to the journal or stderr.
+    package var log: @Sendable (String) -> Void = { _ in }
+    /// Seconds on a clock that does not jump (lifetimes, remembered approvals); tests move it.
+    package var clock: @Sendable () -> Double = { SystemClock.monotonic() }
+    /// Seconds since 1970, for certificates' validity.
+    package var wallClock: @Sendable () -> Double = { SystemClock.now() }
+    /// The pause after a wrong unlock passphrase (ssh-agent's: 0.1 s more per failure, up to 10 s).
+    package var unlockDelay: @Sendable (Double) -> Void = { seconds in
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+
+    package init() {}
+}

@@ -1,0 +1,123 @@
+import Foundation
+import KeychainCore
+import KeychainSSH
+import KeychainTestSupport
+import XCTest
+
+final class AgentVaultTests: StoreTestCase {
+    let recorder = Recorder()
+
+    func makeAgent(_ change: (inout AgentConfiguration) -> Void = { _ in }) -> (Agent, AgentClient) {
+        var configuration = AgentConfiguration()
+        let recorder = recorder
+        configuration.vault = SSHKeyVault(store: store)
+        configuration.log = { recorder.lines.append($0) }
+        configuration.confirm = { request in
+            recorder.requests.append(request)
+            return recorder.answer
+        }
+        change(&configuration)
+        let agent = Agent(configuration: configuration)
+        return (agent, AgentClient(connection: AgentConnection(agent: agent, peer: AgentPeer(uid: getuid(), pid: 1, executable: "/usr/bin/ssh"))))
+    }
+
+    func keyItems() throws -> [Item] {
+        do {
+            return try store.find(Query(itemClass: .key), limit: nil, includeSecret: true)
+        } catch let error as KeychainError where error.code == .itemNotFound {
+            return []
+        }
+    }
+
+    func testKeysAreKeychainItemsAndSurviveARestart() throws {
+        let (_, client) = makeAgent()
+        XCTAssertEqual(client.add(TestKeys.ed25519.serialized, comment: "laptop"), [6])
+        XCTAssertEqual(client.add(TestKeys.rsa.serialized, comment: "old", constraints: { $0.u8(2) }), [6])
+        let items = try keyItems()
+        XCTAssertEqual(items.count, 2)
+        let item = try XCTUnwrap(items.first { $0[AttributeKey.label] == .string("laptop") })
+        XCTAssertEqual(item[AttributeKey.keyClass], .int(KeyClass.private.rawValue))
+        XCTAssertEqual(item[AttributeKey.keyType], .int(OpenSSHKeyItem.keyType))
+        XCTAssertEqual(item[AttributeKey.keySizeInBits], .int(256))
+        XCTAssertEqual(item[AttributeKey.applicationLabel], .data(Crypto.sha256(TestKeys.ed25519.publicBlob)))
+        XCTAssertEqual(item.secret, TestKeys.ed25519.serialized)
+
+        // A new agent over the same keychain lists and signs with them, the confirm constraint kept.
+        let (_, again) = makeAgent()
+        XCTAssertEqual(Set(again.list().map(\.comment)), ["laptop", "old"])
+        XCTAssertNotNil(again.sign(TestKeys.ed25519.publicBlob, [1]))
+        XCTAssertEqual(recorder.requests.count, 0)
+        recorder.answer = false
+        XCTAssertNil(again.sign(TestKeys.rsa.publicBlob, [1]))
+        XCTAssertEqual(recorder.requests.map(\.keyComment), ["old"])
+    }
+
+    func testLifetimeAndSessionKeysStayInMemory() throws {
+        let (_, client) = makeAgent()
+        XCTAssertEqual(
+            client.add(
+                TestKeys.ed25519.serialized,
+                constraints: {
+                    $0.u8(1); $0.u32(600)
+                }), [6])
+        let (_, session) = makeAgent { $0.sessionOnly = true }
+        XCTAssertEqual(session.add(TestKeys.ecdsa.serialized), [6])
+        let (_, timed) = makeAgent { $0.defaultLifetime = 60 }
+        XCTAssertEqual(timed.add(TestKeys.rsa.serialized), [6])
+        XCTAssertEqual(try keyItems().count, 0)
+        XCTAssertEqual(client.list().count, 1)
+        XCTAssertEqual(makeAgent().1.list().count, 0)
+    }
+
+    func testLockedKeychainListsButDoesNotSign() throws {
+        let (_, client) = makeAgent()
+        XCTAssertEqual(client.add(TestKeys.ed25519.serialized, comment: "laptop"), [6])
+        store.lock()
+        XCTAssertEqual(client.list().map(\.comment), ["laptop"])
+        XCTAssertEqual(makeAgent().1.list().map(\.blob), [TestKeys.ed25519.publicBlob], "a new agent too")
+        recorder.lines.removeAll()
+        XCTAssertNil(client.sign(TestKeys.ed25519.publicBlob, [1]))
+        XCTAssertEqual(recorder.lines.count, 1)
+        XCTAssertTrue(recorder.lines[0].contains("laptop") && recorder.lines[0].contains("locked"), recorder.lines[0])
+        // Nothing can be added to a locked keychain; the agent says so and answers failure.
+        XCTAssertEqual(client.add(TestKeys.ecdsa.serialized), [5])
+        try store.unlock(password: Array("pw".utf8))
+        XCTAssertNotNil(client.sign(TestKeys.ed25519.publicBlob, [1]))
+    }
+
+    func testRemoveOneAndAllButTPMKeys() throws {
+        let (agent, client) = makeAgent()
+        XCTAssertEqual(client.add(TestKeys.ed25519.serialized), [6])
+        XCTAssertEqual(client.add(TestKeys.ecdsa.serialized), [6])
+        XCTAssertEqual(
+            client.add(
+                TestKeys.rsa.serialized,
+                constraints: {
+                    $0.u8(1); $0.u32(60)
+                }), [6])
+        var tpm = ByteWriter()
+        tpm.string(SSHPrivateKey.tpmKeyType)
+        tpm.blob(Array(TestKeys.host2.publicBlob.suffix(65)))
+        tpm.blob([1, 2, 3])
+        let tpmKey = try SSHPrivateKey(serialized: tpm.bytes)
+        try XCTUnwrap(agent.configuration.vault).save(tpmKey, comment: "tpm", confirm: false, destinations: [])
+        XCTAssertEqual(client.list().count, 4)
+
+        XCTAssertEqual(client.remove(TestKeys.ed25519.publicBlob), [6])
+        XCTAssertEqual(try keyItems().count, 2)
+        XCTAssertEqual(client.send { $0.u8(19) }, [6])
+        XCTAssertEqual(client.list().map(\.comment), ["tpm"])
+        XCTAssertEqual(try keyItems().map { $0[AttributeKey.label] }, [.string("tpm")])
+        XCTAssertEqual(client.remove(tpmKey.publicBlob), [6])
+        XCTAssertEqual(try keyItems().count, 0)
+    }
+
+    func testDestinationConstraintsSurviveARestart() throws {
+        let (_, client) = makeAgent()
+        let constraint = destinationConstraint(from: hop(), to: hop(host: "host1", keys: [(TestKeys.host1.publicBlob, false)]))
+        XCTAssertEqual(client.add(TestKeys.ed25519.serialized, constraints: restrictDestination([constraint])), [6])
+        let (_, again) = makeAgent()
+        XCTAssertEqual(again.bind(TestKeys.host2, sessionID: [1], forwarded: false), [6])
+        XCTAssertEqual(again.list().count, 0, "hidden from a connection to another host")
+    }
+}
