@@ -1,4 +1,4 @@
-package import KeychainCore
+internal import KeychainCore
 
 /// Where one private key's serialization (contract 1) ends and which of its fields make its
 /// public blob: an openssh-key-v1 file puts the comment right after the key with no length
