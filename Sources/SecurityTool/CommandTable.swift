@@ -130,6 +130,13 @@ enum CommandTable {
         // This tool's own commands come last, so that no prefix of Apple's names reaches them first.
         CommandSpec(name: "status", type: Status.self, optstring: "h", synopsis: "[keychain]"),
         CommandSpec(
+            name: "import-ssh-keys", type: ImportSSHKeys.self, optstring: "chk:n", longOptions: ["dry-run": false],
+            synopsis: "[-c] [-n] [-k keychain] [keyfile...]"),
+        CommandSpec(name: "export-ssh-key", type: ExportSSHKey.self, optstring: "hk:o:", synopsis: "[-k keychain] -o file fingerprint|comment"),
+        CommandSpec(
+            name: "create-ssh-key", type: CreateSSHKey.self, optstring: "hC:k:", longOptions: ["tpm": false, "require": true],
+            synopsis: "--tpm [-C comment] [--require user-presence] [-k keychain]"),
+        CommandSpec(
             name: "import-secrets", type: ImportSecrets.self, optstring: "hnp:",
             longOptions: [
                 "git-credentials": false, "docker-config": false, "keyring": true, "keyrings": false,

@@ -1,3 +1,4 @@
+internal import COpenSSL
 package import KeychainCore
 
 /// The hash of a key's fingerprint (ssh-agent -E).
@@ -32,6 +33,23 @@ package enum SSHPublicKey {
         let type = (try? reader.string()) ?? "unknown"
         let line = type + " " + PEM.base64(publicBlob)
         return comment.isEmpty ? line : line + " " + comment
+    }
+
+    /// The blob of an authorized_keys or .pub line ("type base64 [comment]"), nil when the line
+    /// holds none or its type is not the blob's.
+    package static func blob(ofLine line: Bytes) -> Bytes? {
+        let fields = line.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\n") })
+        guard fields.count >= 2, fields[1].count % 4 == 0, fields[1].count < 64 * 1024 else { return nil }
+        let text = Array(fields[1])
+        var decoded = Bytes(repeating: 0, count: text.count / 4 * 3)
+        let count = decoded.withUnsafeMutableBufferPointer { out in
+            text.withUnsafeBufferPointer { EVP_DecodeBlock(out.baseAddress, $0.baseAddress, Int32($0.count)) }
+        }
+        guard count >= 0 else { return nil }
+        // EVP_DecodeBlock counts the bytes that the padding stands for too.
+        decoded.removeLast(text.reversed().prefix { $0 == UInt8(ascii: "=") }.count + decoded.count - Int(count))
+        guard keyType(of: decoded).map({ Array($0.utf8) == Array(fields[0]) }) == true else { return nil }
+        return decoded
     }
 
     /// Whether `signature` (string algorithm, string signature) is `publicBlob`'s over `data`;
