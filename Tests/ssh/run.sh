@@ -164,6 +164,15 @@ ssh_to() {
     timeout 30 ssh $ssh_options -p "$p" "$@" "$user@127.0.0.1" "${remote_command:-true}"
 }
 login() { ssh_to "$@" < /dev/null; }
+# logged_since LINE PATTERN: sshd 1 logged a line matching PATTERN after its line LINE (within 5 s).
+logged_since() {
+    for _ in $(seq 50); do
+        grep -q -- "$2" <<< "$(tail -n +"$(($1 + 1))" "$base/sshd1.log")" && return 0
+        sleep 0.1
+    done
+    echo "sshd logged no line matching: $2"; tail -n +"$(($1 + 1))" "$base/sshd1.log" | grep -v 'debug2\|debug3'
+    return 1
+}
 # Fails when the command succeeds (`! cmd` never fails a case: set -e ignores it).
 refute() { if "$@"; then echo "unexpectedly true: $*"; return 1; fi; }
 add() { timeout 20 ssh-add "$@" 2>&1; }
@@ -208,6 +217,11 @@ stop_agent() {
 finish() {
     stop_agent
     unset SSH_AUTH_SOCK
+    if [ -n "$ours" ]; then
+        for kc in "$XDG_DATA_HOME"/keychains/*.keychain-db; do
+            [ -e "$kc" ] && "$BUILD/security" delete-keychain "$kc" >/dev/null 2>&1
+        done
+    fi
     rm -rf "$case_dir"
 }
 
@@ -247,8 +261,9 @@ case_login() {
     for algorithm in "$@"; do
         mark=$(wc -l < "$base/sshd1.log")
         login 1 -o PubkeyAcceptedAlgorithms="$algorithm"
-        # sshd's debug line names the algorithm of the signature it checked.
-        tail -n +"$((mark + 1))" "$base/sshd1.log" | grep -q "userauth_pubkey: .*pkalg $algorithm "
+        # sshd's debug line names the algorithm of the signature it checked (written by another
+        # of sshd's processes, which may come a moment after the login).
+        logged_since "$mark" "userauth_pubkey: .*pkalg $algorithm "
     done
 }
 
@@ -341,11 +356,12 @@ case_destination_hop() {
 case_certificate() {
     # certkey is in no authorized_keys: only its certificate from the CA sshd trusts lets it in.
     add "$k/certkey"
-    listed | grep -q "(ED25519-CERT)"
+    grep -q "(ED25519-CERT)" <<< "$(listed)"
     expect 2 "$(listed | wc -l)" "the key and its certificate"
     rm -f "$k/certkey" "$k/certkey.pub" "$k/certkey-cert.pub"
+    mark=$(wc -l < "$base/sshd1.log")
     login 1
-    grep -q "Accepted publickey for $user .*ED25519-CERT .*ID sshsuite-cert" "$base/sshd1.log"
+    logged_since "$mark" "Accepted publickey for $user .*ED25519-CERT .*ID sshsuite-cert"
 }
 
 # --- forwarding -------------------------------------------------------------------------------
@@ -395,10 +411,10 @@ case_commit_signing() {
     echo signed > "$work/file"
     git -C "$work" add file
     git -C "$work" -c gpg.format=ssh -c user.signingkey="key::$(cat "$k/ed25519.pub")" commit -q -S -m signed
-    git -C "$work" -c gpg.ssh.allowedSignersFile="$allowed" verify-commit HEAD 2>&1 | grep -q 'Good "git" signature'
+    grep -q 'Good "git" signature' <<< "$(git -C "$work" -c gpg.ssh.allowedSignersFile="$allowed" verify-commit HEAD 2>&1)"
     # With the path of the public key, and a tag.
     git -C "$work" -c gpg.format=ssh -c user.signingkey="$k/ed25519.pub" tag -s -m tag v1
-    git -C "$work" -c gpg.format=ssh -c gpg.ssh.allowedSignersFile="$allowed" verify-tag v1 2>&1 | grep -q 'Good "git" signature'
+    grep -q 'Good "git" signature' <<< "$(git -C "$work" -c gpg.format=ssh -c gpg.ssh.allowedSignersFile="$allowed" verify-tag v1 2>&1)"
     # Another signer is not allowed, and without the key in the agent there is no signature.
     echo "suite@example.invalid namespaces=\"git\" $(cat "$k/stranger.pub")" > "$case_dir/strangers"
     refute git -C "$work" -c gpg.ssh.allowedSignersFile="$case_dir/strangers" verify-commit HEAD 2>/dev/null
@@ -441,6 +457,7 @@ case_other_user() {
 # --- with the keychain behind the agent -------------------------------------------------------
 
 security() { "$BUILD/security" "$@"; }
+login_keychain() { echo "$XDG_DATA_HOME/keychains/login.keychain-db"; }
 
 case_survives_restart() {
     add "$k/ed25519"
@@ -455,33 +472,52 @@ case_locked_keychain() {
     add "$k/ed25519"
     rm -f "$k/ed25519"
     login 1
-    security lock-keychain "$XDG_DATA_HOME/keychains/login.keychain-db"
+    security lock-keychain "$(login_keychain)"
     expect "$(fingerprint "$k/ed25519.pub")" "$(listed | cut -d' ' -f2)" "listed while locked"
     refute login 1
-    printf '%s\n' "$keychain_password" | security unlock-keychain "$XDG_DATA_HOME/keychains/login.keychain-db"
+    security unlock-keychain -p "$keychain_password" "$(login_keychain)"
     login 1
 }
 
 case_key_item() {
     add "$k/ed25519"
-    security dump-keychain "$XDG_DATA_HOME/keychains/login.keychain-db" | grep -q "ed25519@sshsuite"
-    security find-key -l "ed25519@sshsuite" "$XDG_DATA_HOME/keychains/login.keychain-db"
+    grep -q "ed25519@sshsuite" <<< "$(security dump-keychain "$(login_keychain)")"
+    security find-key -l "ed25519@sshsuite" "$(login_keychain)"
     # -t keeps a key in memory only.
     add -t 60 "$k/ecdsa256"
-    refute grep -q "ecdsa256@sshsuite" <<< "$(security dump-keychain "$XDG_DATA_HOME/keychains/login.keychain-db")"
+    refute grep -q "ecdsa256@sshsuite" <<< "$(security dump-keychain "$(login_keychain)")"
 }
 
-# Logout and login through PAM: pam_keychain unlocks the user's login keychain with the password,
-# and the agent, run as that user, signs with the key it kept there.
-case_login_session() {
-    local u=kcsshp$$ service=keychain-ssh-$$ password=Login-pass-1 uhome stage
-    stage=$case_dir/stage
-    mkdir -m 755 "$stage"
+# A user of its own with a password, and a folder it can read holding what it runs
+# ($case_dir/stage): for the PAM and polkit cases, where the agent runs as that user.
+make_login_user() {
+    login_user=kcsshp$$ login_password=Login-pass-1 login_home=$case_dir/user-home stage=$case_dir/stage
     chmod 755 "$case_dir"
-    cp "$AGENT" "$BUILD/security" "$BUILD/libpam_keychain.so" "$stage/"
-    useradd -m -d "$case_dir/user-home" -s /bin/sh "$u"
-    echo "$u:$password" | chpasswd
-    uhome=$case_dir/user-home
+    mkdir -m 755 "$stage"
+    cp "$AGENT" "$BUILD/security" "$stage/"
+    useradd -m -d "$login_home" -s /bin/sh "$login_user"
+    echo "$login_user:$login_password" | chpasswd
+    cp "$k/ed25519" "$k/ed25519.pub" "$login_home/"
+    chown "$login_user:" "$login_home"/ed25519*
+}
+remove_login_user() {
+    setpriv --reuid="$login_user" --regid="$login_user" --init-groups keyctl session - \
+        sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
+    pkill -KILL -u "$login_user" 2>/dev/null
+    userdel -r "$login_user" >/dev/null 2>&1
+}
+as_login_user() {
+    setpriv --reuid="$login_user" --regid="$login_user" --init-groups env -i HOME="$login_home" PATH="$stage:/usr/bin:/bin" \
+        SSH_AUTH_SOCK="$login_home/agent.sock" "$@"
+}
+
+# Logout and login through PAM: pam_keychain unlocks the user's login keychain with the password
+# and locks it at the session's end; the agent, run as that user, lists the key it kept there
+# while locked, and signs with it once the user is back.
+case_login_session() {
+    local service=keychain-ssh-$$ status=0 user_agent
+    make_login_user
+    cp "$BUILD/libpam_keychain.so" "$stage/"
     cat > "/etc/pam.d/$service" <<PAM
 auth     required  pam_unix.so
 auth     optional  $stage/libpam_keychain.so
@@ -489,36 +525,53 @@ account  required  pam_unix.so
 session  required  pam_unix.so
 session  optional  $stage/libpam_keychain.so auto_create lock_on_close
 PAM
-    as_u() {
-        setpriv --reuid="$u" --regid="$u" --init-groups env -i HOME="$uhome" PATH="$stage:/usr/bin:/bin" \
-            SSH_AUTH_SOCK="$uhome/agent.sock" SSH_ASKPASS_REQUIRE=never "$@"
+    start_user_agent() {
+        as_login_user "$stage/keychain-ssh-agent" -D -a "$login_home/agent.sock" > "$case_dir/user-agent.log" 2>&1 &
+        user_agent=$!
+        started "$user_agent"
+        for _ in $(seq 100); do [ -S "$login_home/agent.sock" ] && return 0; sleep 0.05; done
+        return 1
     }
-    local status=0
+    stop_user_agent() { kill "$user_agent"; wait "$user_agent" 2>/dev/null || true; }
+    user_login() { as_login_user timeout 30 ssh $ssh_options -p "$port1" "$user@127.0.0.1" true < /dev/null; }
     (
         set -e
-        printf '%s\n' "$password" | pamtester "$service" "$u" authenticate open_session
-        cp "$k/ed25519" "$k/ed25519.pub" "$uhome/"
-        chown "$u:" "$uhome"/ed25519*
-        as_u "$stage/$(basename "$AGENT")" -a "$uhome/agent.sock" > /dev/null
-        as_u ssh-add "$uhome/ed25519"
-        rm -f "$uhome/ed25519"
-        as_u sh -c 'kill "$(pgrep -u "$(id -u)" -f keychain-ssh-agent)"'
-        pamtester "$service" "$u" close_session
-        printf '%s\n' "$password" | pamtester "$service" "$u" authenticate open_session
-        as_u "$stage/$(basename "$AGENT")" -a "$uhome/agent.sock" > /dev/null
-        expect "$(fingerprint "$k/ed25519.pub")" "$(as_u ssh-add -l | cut -d' ' -f2)"
+        printf '%s\n' "$login_password" | pamtester "$service" "$login_user" authenticate open_session
+        start_user_agent
+        as_login_user timeout 20 ssh-add "$login_home/ed25519"
+        rm -f "$login_home/ed25519"
+        user_login
+        stop_user_agent
+        pamtester "$service" "$login_user" close_session
+        start_user_agent
+        expect "$(fingerprint "$k/ed25519.pub")" "$(as_login_user ssh-add -l | cut -d' ' -f2)" "listed after logout"
+        refute user_login
+        stop_user_agent
+        printf '%s\n' "$login_password" | pamtester "$service" "$login_user" authenticate open_session
+        start_user_agent
+        user_login
+        stop_user_agent
     ) || status=$?
-    pkill -KILL -u "$u" 2>/dev/null
-    userdel -r "$u" >/dev/null 2>&1
+    remove_login_user
     rm -f "/etc/pam.d/$service"
     return $status
 }
 
-# A -c key asks polkit (the keychain's user-presence action) before each signature: a refusal
-# fails the login. The polkit of the presence suite (its own bus and polkitd) answers; see there.
+# A -c key asks polkit (the keychain's user-presence action) before each signature, and a
+# dismissal fails the login: see polkit-confirm.sh, which runs its own bus and polkitd.
 case_confirm_polkit() {
-    echo "polkit confirmation: run by Tests/presence's bus; to be wired when the agent lands"
-    return 1
+    local status=0
+    make_login_user
+    cp "$repo/Tests/presence/agent.py" "$stage/"
+    mkdir "$stage/actions"
+    cp /usr/share/polkit-1/actions/*.policy "$stage/actions/" 2>/dev/null || true
+    cp "$repo/polkit/org.keychain-linux.user-presence.policy" "$stage/actions/"
+    mkdir -m 700 "$stage/home"
+    chown "$login_user:" "$stage" "$stage/home"
+    unshare -m bash "$here/polkit-confirm.sh" "$stage" "$login_user" "$login_password" "$login_home/ed25519" \
+        "timeout 30 ssh $ssh_options -p $port1 $user@127.0.0.1 true" || status=$?
+    remove_login_user
+    return $status
 }
 
 check "the agent's -s/-k command line, as ssh-agent's" case_command_line
