@@ -186,10 +186,10 @@ fresh() {
         XDG_RUNTIME_DIR=$case_dir/run
     mkdir -p "$HOME" "$XDG_DATA_HOME" "$XDG_CONFIG_HOME"
     mkdir -m 700 "$XDG_RUNTIME_DIR"
-    cp -p "$keys"/* "$case_dir/" 2>/dev/null
-    mkdir "$case_dir/keys" && mv "$case_dir"/{ed25519,ecdsa*,rsa,certkey,stranger}* "$case_dir/keys/"
-    rm -f "$case_dir"/{ca,host1,host2}*
+    # The user keys (not the CA's nor the hosts'), which cases delete once the agent has them.
     k=$case_dir/keys
+    mkdir -m 700 "$k"
+    cp -p "$keys"/{ed25519,ecdsa,rsa,certkey,stranger}* "$k/"
     echo no > "$base/confirm"
     : > "$base/confirm.log"
     echo "Lock-pass-1" > "$base/passphrase"
