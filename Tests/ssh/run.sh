@@ -35,12 +35,15 @@ ours=
 base=$(mktemp -d /tmp/kc-ssh-XXXXXX)
 chmod 755 "$base"
 user=kcssh$$ other=kcsshx$$
+# The PAM and polkit cases' user (it has a password) and PAM service, removed after each case.
+login_user=kcsshp$$ pam_service=keychain-ssh-$$
 home=$base/home
 made_privsep=
 cleanup() {
     local pid
     for pid in $(cat "$base/pids" 2>/dev/null); do kill "$pid" 2>/dev/null; done
-    for u in "$user" "$other"; do
+    rm -f "/etc/pam.d/$pam_service"
+    for u in "$user" "$other" "$login_user"; do
         if id "$u" >/dev/null 2>&1; then
             pkill -KILL -u "$u" 2>/dev/null
             userdel -r "$u" >/dev/null 2>&1
@@ -216,6 +219,7 @@ stop_agent() {
 }
 finish() {
     stop_agent
+    [ -z "$ours" ] || { remove_login_user; rm -f "/etc/pam.d/$pam_service"; }
     unset SSH_AUTH_SOCK
     if [ -n "$ours" ]; then
         for kc in "$XDG_DATA_HOME"/keychains/*.keychain-db; do
@@ -448,9 +452,9 @@ case_other_user() {
     # The socket reachable by anyone on the file system: only the agent's own check stands.
     chmod 755 "$case_dir"
     chmod 666 "$SSH_AUTH_SOCK"
-    add "$k/ed25519"
     setpriv --reuid="$other" --regid="$other" --init-groups env -i PATH=/usr/bin:/bin \
         timeout 20 "$py" "$here/fuzz.py" --refused "$SSH_AUTH_SOCK"
+    add "$k/ed25519"
     expect 1 "$(listed | wc -l)" "the agent's own user still served"
 }
 
@@ -491,7 +495,7 @@ case_key_item() {
 # A user of its own with a password, and a folder it can read holding what it runs
 # ($case_dir/stage): for the PAM and polkit cases, where the agent runs as that user.
 make_login_user() {
-    login_user=kcsshp$$ login_password=Login-pass-1 login_home=$case_dir/user-home stage=$case_dir/stage
+    login_password=Login-pass-1 login_home=$case_dir/user-home stage=$case_dir/stage
     chmod 755 "$case_dir"
     mkdir -m 755 "$stage"
     cp "$AGENT" "$BUILD/security" "$stage/"
@@ -501,6 +505,7 @@ make_login_user() {
     chown "$login_user:" "$login_home"/ed25519*
 }
 remove_login_user() {
+    id "$login_user" >/dev/null 2>&1 || return 0
     setpriv --reuid="$login_user" --regid="$login_user" --init-groups keyctl session - \
         sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
     pkill -KILL -u "$login_user" 2>/dev/null
@@ -515,7 +520,7 @@ as_login_user() {
 # and locks it at the session's end; the agent, run as that user, lists the key it kept there
 # while locked, and signs with it once the user is back.
 case_login_session() {
-    local service=keychain-ssh-$$ status=0 user_agent
+    local service=$pam_service user_agent
     make_login_user
     cp "$BUILD/libpam_keychain.so" "$stage/"
     cat > "/etc/pam.d/$service" <<PAM
@@ -534,33 +539,26 @@ PAM
     }
     stop_user_agent() { kill "$user_agent"; wait "$user_agent" 2>/dev/null || true; }
     user_login() { as_login_user timeout 30 ssh $ssh_options -p "$port1" "$user@127.0.0.1" true < /dev/null; }
-    (
-        set -e
-        printf '%s\n' "$login_password" | pamtester "$service" "$login_user" authenticate open_session
-        start_user_agent
-        as_login_user timeout 20 ssh-add "$login_home/ed25519"
-        rm -f "$login_home/ed25519"
-        user_login
-        stop_user_agent
-        pamtester "$service" "$login_user" close_session
-        start_user_agent
-        expect "$(fingerprint "$k/ed25519.pub")" "$(as_login_user ssh-add -l | cut -d' ' -f2)" "listed after logout"
-        refute user_login
-        stop_user_agent
-        printf '%s\n' "$login_password" | pamtester "$service" "$login_user" authenticate open_session
-        start_user_agent
-        user_login
-        stop_user_agent
-    ) || status=$?
-    remove_login_user
-    rm -f "/etc/pam.d/$service"
-    return $status
+    printf '%s\n' "$login_password" | pamtester "$service" "$login_user" authenticate open_session
+    start_user_agent
+    as_login_user timeout 20 ssh-add "$login_home/ed25519"
+    rm -f "$login_home/ed25519"
+    user_login
+    stop_user_agent
+    pamtester "$service" "$login_user" close_session
+    start_user_agent
+    expect "$(fingerprint "$k/ed25519.pub")" "$(as_login_user ssh-add -l | cut -d' ' -f2)" "listed after logout"
+    refute user_login
+    stop_user_agent
+    printf '%s\n' "$login_password" | pamtester "$service" "$login_user" authenticate open_session
+    start_user_agent
+    user_login
+    stop_user_agent
 }
 
 # A -c key asks polkit (the keychain's user-presence action) before each signature, and a
 # dismissal fails the login: see polkit-confirm.sh, which runs its own bus and polkitd.
 case_confirm_polkit() {
-    local status=0
     make_login_user
     cp "$repo/Tests/presence/agent.py" "$stage/"
     mkdir "$stage/actions"
@@ -569,9 +567,7 @@ case_confirm_polkit() {
     mkdir -m 700 "$stage/home"
     chown "$login_user:" "$stage" "$stage/home"
     unshare -m bash "$here/polkit-confirm.sh" "$stage" "$login_user" "$login_password" "$login_home/ed25519" \
-        "timeout 30 ssh $ssh_options -p $port1 $user@127.0.0.1 true" || status=$?
-    remove_login_user
-    return $status
+        "timeout 30 ssh $ssh_options -p $port1 $user@127.0.0.1 true"
 }
 
 check "the agent's -s/-k command line, as ssh-agent's" case_command_line
