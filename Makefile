@@ -25,7 +25,7 @@ CHECK_DEBS := shellcheck python3
 TEST_DEBS := keyutils sqlite3 curl docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux \
         openssl gcc dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
         polkitd pkexec python3-dbus python3-gi man-db lintian bubblewrap gnome-keyring python3-cryptography chromium libpam-gnome-keyring procps make \
-        swtpm tpm2-tools xdg-desktop-portal
+        swtpm tpm2-tools xdg-desktop-portal openssh-server openssh-client
 DEBS := $(sort $(BUILD_DEBS) $(DEB_DEBS) $(CHECK_DEBS) $(TEST_DEBS))
 
 # What `make bench` adds: the peers it measures against, and what builds them.
@@ -48,7 +48,7 @@ QUIET_STATIC := bash Tools/quiet-build.sh
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
 .PHONY: deb test-deb test-vm man deps build-deps deb-deps check-deps vm-deps install-debs bench-deps bench build release check test test-unit \
-        test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-presence test-sync stress demo install uninstall clean
+        test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-presence test-sync test-ssh stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
 deps:
@@ -134,6 +134,10 @@ test-presence:
 # root: three throwaway users sharing a bare repository (see Tests/sync/run.sh); about two minutes.
 test-sync:
 	bash Tests/sync/run.sh .build/debug
+
+# root: two sshd of its own on 127.0.0.1, a throwaway user; AGENT=/usr/bin/ssh-agent runs the generic cases against OpenSSH's agent.
+test-ssh:
+	bash Tests/ssh/run.sh .build/debug
 
 # The long hardening run (about 10 minutes); `make test` runs the same cases with small counts.
 stress: deps

@@ -112,3 +112,23 @@ for _ in range(200):
     print(p); break
 PY
 }
+
+# private_polkit WORK: inside a mount namespace of the caller's own (unshare -m), a private system
+# bus (a tmpfs over /run/dbus) and Debian's polkitd reading the actions in WORK/actions; their
+# pids in WORK/dbus.pid and WORK/polkitd.pid, polkitd's log in WORK/polkitd.log. Returns once
+# polkit has its name on the bus (up to 5 s). The machine's own bus and polkit are not touched.
+private_polkit() {
+    local work=$1
+    mount --make-rprivate /
+    mount -t tmpfs -o mode=755 tmpfs /run/dbus
+    mount --bind "$work/actions" /usr/share/polkit-1/actions
+    dbus-daemon --system --fork --print-pid > "$work/dbus.pid"
+    /usr/lib/polkit-1/polkitd --no-debug > "$work/polkitd.log" 2>&1 &
+    echo $! > "$work/polkitd.pid"
+    for _ in $(seq 50); do
+        grep -q true <<< "$(dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner \
+            string:org.freedesktop.PolicyKit1 2>/dev/null)" && return 0
+        sleep 0.1
+    done
+    return 1
+}

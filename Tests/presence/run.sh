@@ -53,21 +53,11 @@ cp "$repo/polkit/org.keychain-linux.user-presence.policy" "$work/actions/"
 
 unshare -m bash -c '
     set -e
-    work=$1
-    mount --make-rprivate /
-    mount -t tmpfs -o mode=755 tmpfs /run/dbus
-    mount --bind "$work/actions" /usr/share/polkit-1/actions
-    dbus-daemon --system --fork --print-pid > "$work/dbus.pid"
-    /usr/lib/polkit-1/polkitd --no-debug > "$work/polkitd.log" 2>&1 &
-    echo $! > "$work/polkitd.pid"
-    for i in $(seq 50); do
-        dbus-send --system --print-reply --dest=org.freedesktop.DBus / org.freedesktop.DBus.NameHasOwner \
-            string:org.freedesktop.PolicyKit1 2>/dev/null | grep -q true && break
-        sleep 0.1
-    done
-    shift
+    . "$1"
+    private_polkit "$2" || true
+    shift 2
     exec /usr/bin/python3 "$@"
-' presence "$work" "$here/drive.py" "$work/bin" "$keychain" "$user" "$password" "$work" | tee "$work/results"
+' presence "$here/../lib.sh" "$work" "$here/drive.py" "$work/bin" "$keychain" "$user" "$password" "$work" | tee "$work/results"
 status=${PIPESTATUS[0]}
 passed=$(grep -c '^ok - ' "$work/results")
 failed=$(grep -c '^not ok - ' "$work/results")

@@ -1,0 +1,605 @@
+#!/usr/bin/env bash
+# The SSH agent (issue 46) under the real OpenSSH tools: ssh-add, ssh, ssh-keygen and git against
+# two sshd of the suite's own on 127.0.0.1 (their own configuration and host keys in a temporary
+# folder, public keys only, no PAM) logging in a throwaway user. The agent under test is
+# $AGENT, started with ssh-agent's command line: by default the keychain's, and
+# `AGENT=/usr/bin/ssh-agent bash Tests/ssh/run.sh` runs the generic cases against OpenSSH's own
+# agent, which they must also pass. The cases that need the keychain behind the agent (restart,
+# login, a locked keychain, polkit) are skipped for any other agent.
+# Usage: Tests/ssh/run.sh BUILD_DIR
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+BUILD=$(realpath -m "${1:-$repo/.build/debug}")
+AGENT=${AGENT:-$BUILD/keychain-ssh-agent}
+. "$here/../lib.sh"
+py=/usr/bin/python3
+
+if [ "$(id -u)" != 0 ]; then
+    skip "the ssh suite makes users and runs sshd, and needs root"
+    summary
+    exit 0
+fi
+for tool in /usr/sbin/sshd ssh ssh-add ssh-keygen git setpriv timeout "$py"; do
+    command -v "$tool" >/dev/null || { echo "missing $tool: run make deps"; printf '\n0 passed, 1 failed\n'; exit 1; }
+done
+if [ ! -x "$AGENT" ]; then
+    skip "no agent at $AGENT (build keychain-ssh-agent, or set AGENT=/usr/bin/ssh-agent)"
+    summary
+    exit 0
+fi
+AGENT=$(realpath "$AGENT")
+ours=
+[ "$(basename "$AGENT")" = keychain-ssh-agent ] && ours=1
+
+base=$(mktemp -d /tmp/kc-ssh-XXXXXX)
+chmod 755 "$base"
+user=kcssh$$ other=kcsshx$$
+# The PAM and polkit cases' user (it has a password) and PAM service, removed after each case.
+login_user=kcsshp$$ pam_service=keychain-ssh-$$
+home=$base/home
+made_privsep=
+cleanup() {
+    local pid
+    for pid in $(cat "$base/pids" 2>/dev/null); do kill "$pid" 2>/dev/null; done
+    rm -f "/etc/pam.d/$pam_service"
+    for u in "$user" "$other" "$login_user"; do
+        if id "$u" >/dev/null 2>&1; then
+            pkill -KILL -u "$u" 2>/dev/null
+            userdel -r "$u" >/dev/null 2>&1
+        fi
+    done
+    [ -z "$made_privsep" ] || rmdir /run/sshd 2>/dev/null
+    rm -rf "$base"
+}
+trap cleanup EXIT
+# started PID: a process of the suite's own, killed at the end whatever happens.
+started() { echo "$1" >> "$base/pids"; }
+
+# sshd's privilege separation folder: Debian's is made by its service, which does not run here.
+if [ ! -d /run/sshd ]; then mkdir -m 755 /run/sshd && made_privsep=1; fi
+
+# The throwaway user sshd logs in: an unlocked account ('*': no password, but not '!', which sshd
+# refuses), its keys in the default ~/.ssh/authorized_keys, which StrictModes checks up to $home.
+useradd -m -d "$home" -s /bin/sh -p '*' "$user" || exit 1
+useradd -M -d /nonexistent -s /usr/sbin/nologin "$other" || exit 1
+cd /
+
+# The keys, made once: each type the agent must sign with, an ed25519 key only a certificate of
+# the suite's CA lets in, and the two sshd's host keys.
+keys=$base/keys
+mkdir -m 700 "$keys"
+for spec in ed25519:ed25519 ecdsa256:"ecdsa -b 256" ecdsa384:"ecdsa -b 384" ecdsa521:"ecdsa -b 521" rsa:"rsa -b 3072" \
+        certkey:ed25519 ca:ed25519 host1:ed25519 host2:ed25519 stranger:ed25519; do
+    name=${spec%%:*}
+    # shellcheck disable=SC2086 # the type and its size, as words
+    ssh-keygen -q -t ${spec#*:} -N '' -C "$name@sshsuite" -f "$keys/$name" || exit 1
+done
+ssh-keygen -q -s "$keys/ca" -I sshsuite-cert -n "$user" -V -5m:+1h "$keys/certkey.pub" || exit 1
+key_types=(ed25519 ecdsa256 ecdsa384 ecdsa521 rsa)
+
+port=$(free_port)
+port1=$port port2=$((port + 1))
+mkdir -m 700 "$home/.ssh"
+for k in "${key_types[@]}"; do cat "$keys/$k.pub"; done > "$home/.ssh/authorized_keys"
+known_hosts=$base/known_hosts
+{
+    echo "[127.0.0.1]:$port1 $(cut -d' ' -f1,2 "$keys/host1.pub")"
+    echo "[127.0.0.1]:$port2 $(cut -d' ' -f1,2 "$keys/host2.pub")"
+} > "$known_hosts"
+# The names `ssh-add -h` looks up (it resolves a destination to host keys through known_hosts).
+named_hosts=$base/named_hosts
+{
+    echo "host1 $(cut -d' ' -f1,2 "$keys/host1.pub")"
+    echo "host2 $(cut -d' ' -f1,2 "$keys/host2.pub")"
+} > "$named_hosts"
+cp "$known_hosts" "$home/.ssh/known_hosts"
+chown -R "$user:" "$home"
+chmod 600 "$home/.ssh/authorized_keys"
+chmod 755 "$home"
+
+# sshd N PORT: the Nth sshd, in the foreground under a timeout, killed by the trap.
+start_sshd() {
+    local n=$1 p=$2 config=$base/sshd$1.config
+    cat > "$config" <<EOF
+ListenAddress 127.0.0.1:$p
+HostKey $keys/host$n
+PidFile none
+StrictModes yes
+UsePAM no
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+HostbasedAuthentication no
+PermitRootLogin no
+AllowUsers $user
+AuthorizedKeysFile .ssh/authorized_keys
+TrustedUserCAKeys $keys/ca.pub
+AllowAgentForwarding yes
+AllowTcpForwarding no
+X11Forwarding no
+PermitTTY no
+LogLevel DEBUG1
+SetEnv GIT_CONFIG_NOSYSTEM=1
+EOF
+    /usr/sbin/sshd -t -f "$config" || return 1
+    timeout 900 /usr/sbin/sshd -D -e -f "$config" > "$base/sshd$n.log" 2>&1 &
+    started $!
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    echo "sshd $n never listened on $p"; cat "$base/sshd$n.log"
+    return 1
+}
+start_sshd 1 "$port1" || exit 1
+start_sshd 2 "$port2" || exit 1
+
+# The askpass program for ssh-add -x/-X and ssh-agent's -c confirmation: answers with the
+# passphrase in $base/passphrase, and to a confirmation per $base/confirm (yes or not).
+askpass=$base/askpass
+cat > "$askpass" <<EOF
+#!/bin/sh
+if [ "\${SSH_ASKPASS_PROMPT:-}" = confirm ]; then
+    echo "\$*" >> "$base/confirm.log"
+    [ "\$(cat "$base/confirm" 2>/dev/null)" = yes ]
+    exit
+fi
+cat "$base/passphrase"
+EOF
+chmod 755 "$askpass"
+export SSH_ASKPASS=$askpass SSH_ASKPASS_REQUIRE=force GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
+unset DISPLAY SSH_AUTH_SOCK SSH_AGENT_PID
+
+# What every ssh of the suite runs with: no configuration, this suite's known hosts only, no key
+# file (a name that does not exist), so that a login proves the agent signed.
+ssh_options="-F /dev/null -o BatchMode=yes -o IdentitiesOnly=no -o IdentityFile=$base/no-key-file \
+-o UserKnownHostsFile=$known_hosts -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes \
+-o PreferredAuthentications=publickey -o ConnectTimeout=5 -o ControlMaster=no -o UpdateHostKeys=no -o LogLevel=ERROR"
+# The same, as the user runs it inside a session on host 1.
+remote_ssh="ssh ${ssh_options//$known_hosts/$home/.ssh/known_hosts}"
+
+# ssh_to N [OPTIONS...] [COMMAND]: a login on sshd N through the agent.
+ssh_to() {
+    local n=$1 p; shift
+    p=$port1; [ "$n" = 2 ] && p=$port2
+    # shellcheck disable=SC2086 # the options, as words
+    timeout 30 ssh $ssh_options -p "$p" "$@" "$user@127.0.0.1" "${remote_command:-true}"
+}
+login() { ssh_to "$@" < /dev/null; }
+# logged_since LINE PATTERN: sshd 1 logged a line matching PATTERN after its line LINE (within 5 s).
+logged_since() {
+    for _ in $(seq 50); do
+        grep -q -- "$2" <<< "$(tail -n +"$(($1 + 1))" "$base/sshd1.log")" && return 0
+        sleep 0.1
+    done
+    echo "sshd logged no line matching: $2"; tail -n +"$(($1 + 1))" "$base/sshd1.log" | grep -v 'debug2\|debug3'
+    return 1
+}
+# Fails when the command succeeds (`! cmd` never fails a case: set -e ignores it).
+refute() { if "$@"; then echo "unexpectedly true: $*"; return 1; fi; }
+add() { timeout 20 ssh-add "$@" 2>&1; }
+listed() { timeout 20 ssh-add -l; }
+fingerprint() { ssh-keygen -lf "$1" | cut -d' ' -f2; }
+
+keychain_password=Keychain-pass-1
+fresh() {
+    case_dir=$(mktemp -d "$base/case-XXXXXX")
+    export HOME=$case_dir/home XDG_DATA_HOME=$case_dir/home/.local/share XDG_CONFIG_HOME=$case_dir/home/.config \
+        XDG_RUNTIME_DIR=$case_dir/run
+    mkdir -p "$HOME" "$XDG_DATA_HOME" "$XDG_CONFIG_HOME"
+    mkdir -m 700 "$XDG_RUNTIME_DIR"
+    # The user keys (not the CA's nor the hosts'), which cases delete once the agent has them.
+    k=$case_dir/keys
+    mkdir -m 700 "$k"
+    cp -p "$keys"/{ed25519,ecdsa,rsa,certkey,stranger}* "$k/"
+    echo no > "$base/confirm"
+    : > "$base/confirm.log"
+    echo "Lock-pass-1" > "$base/passphrase"
+    if [ -n "$ours" ]; then
+        printf '%s\n' "$keychain_password" | "$BUILD/security" create-keychain "$XDG_DATA_HOME/keychains/login.keychain-db" >/dev/null 2>&1
+    fi
+    start_agent
+}
+# start_agent: the agent in the foreground (-D), as a service manager runs it, on a socket of
+# the case's; its pid in agent_pid.
+start_agent() {
+    export SSH_AUTH_SOCK=$case_dir/agent.sock
+    "$AGENT" -D -a "$SSH_AUTH_SOCK" > "$case_dir/agent.out" 2>&1 &
+    agent_pid=$!
+    started "$agent_pid"
+    for _ in $(seq 100); do [ -S "$SSH_AUTH_SOCK" ] && return 0; sleep 0.05; done
+    echo "the agent made no socket"; cat "$case_dir/agent.out"
+    return 1
+}
+stop_agent() {
+    kill "$agent_pid" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.05; done
+    wait "$agent_pid" 2>/dev/null
+}
+finish() {
+    stop_agent
+    [ -z "$ours" ] || { remove_login_user; rm -f "/etc/pam.d/$pam_service"; }
+    unset SSH_AUTH_SOCK
+    if [ -n "$ours" ]; then
+        for kc in "$XDG_DATA_HOME"/keychains/*.keychain-db; do
+            [ -e "$kc" ] && "$BUILD/security" delete-keychain "$kc" >/dev/null 2>&1
+        done
+    fi
+    rm -rf "$case_dir"
+}
+
+# --- the agent's command line ---------------------------------------------------------------
+
+# `eval "$(AGENT -s)"` as scripts do, and `AGENT -k` ends it.
+case_command_line() {
+    local sock=$case_dir/other.sock out
+    out=$(timeout 10 "$AGENT" -s -a "$sock")
+    grep -E "^SSH_AUTH_SOCK=$sock; export SSH_AUTH_SOCK;$" <<< "$out"
+    grep -E '^SSH_AGENT_PID=[0-9]+; export SSH_AGENT_PID;$' <<< "$out"
+    eval "$out"
+    started "$SSH_AGENT_PID"
+    kill -0 "$SSH_AGENT_PID"
+    expect "$sock" "$SSH_AUTH_SOCK"
+    out=$(listed 2>&1) || true
+    expect "The agent has no identities." "$out"
+    [ "$(stat -c %a "$sock")" = 600 ]
+    out=$(timeout 10 "$AGENT" -k)
+    grep -E "^unset SSH_AUTH_SOCK;" <<< "$out"
+    for _ in $(seq 100); do kill -0 "$SSH_AGENT_PID" 2>/dev/null || break; sleep 0.05; done
+    refute kill -0 "$SSH_AGENT_PID" 2>/dev/null
+    [ ! -e "$sock" ]
+}
+
+# --- logins with each key type ---------------------------------------------------------------
+
+# case_login TYPE [ALGORITHMS...]: no login before the key is in the agent; after `ssh-add` and
+# with the key files gone, a login (with each of the signature algorithms named).
+case_login() {
+    local type=$1 algorithm; shift
+    refute login 1
+    add "$k/$type"
+    expect "$(fingerprint "$k/$type.pub")" "$(listed | cut -d' ' -f2)"
+    rm -f "$k/$type" "$k/$type.pub"
+    login 1
+    for algorithm in "$@"; do
+        mark=$(wc -l < "$base/sshd1.log")
+        login 1 -o PubkeyAcceptedAlgorithms="$algorithm"
+        # sshd's debug line names the algorithm of the signature it checked (written by another
+        # of sshd's processes, which may come a moment after the login).
+        logged_since "$mark" "userauth_pubkey: .*pkalg $algorithm "
+    done
+}
+
+# --- ssh-add: -l, -L, -d, -D, -x/-X, -t, -c ---------------------------------------------------
+
+case_list_and_delete() {
+    local t
+    for t in "${key_types[@]}"; do add "$k/$t"; done
+    expect 5 "$(listed | wc -l)" "five keys listed"
+    expect "$(for t in "${key_types[@]}"; do fingerprint "$k/$t.pub"; done | sort)" "$(listed | cut -d' ' -f2 | sort)"
+    expect "$(cat "$k"/{ed25519,ecdsa256,ecdsa384,ecdsa521,rsa}.pub | sort)" "$(timeout 20 ssh-add -L | sort)" "ssh-add -L"
+    rm -f "$k"/{ed25519,ecdsa256,ecdsa384,ecdsa521,rsa}
+    add -d "$k/ed25519.pub"
+    expect 4 "$(listed | wc -l)" "four keys after -d"
+    refute grep -q "$(fingerprint "$k/ed25519.pub")" <<< "$(listed)"
+    refute login 1 -o PubkeyAcceptedAlgorithms=ssh-ed25519
+    login 1 -o PubkeyAcceptedAlgorithms=ecdsa-sha2-nistp384
+    refute add -d "$k/stranger.pub"
+    add -D
+    expect "The agent has no identities." "$(listed 2>&1)"
+    refute login 1
+}
+
+case_lock() {
+    add "$k/ed25519"
+    rm -f "$k/ed25519"
+    add -x
+    expect "The agent has no identities." "$(listed 2>&1)" "listing while locked"
+    refute login 1
+    echo "Wrong-pass" > "$base/passphrase"
+    refute add -X
+    refute login 1
+    echo "Lock-pass-1" > "$base/passphrase"
+    add -X
+    expect "$(fingerprint "$k/ed25519.pub")" "$(listed | cut -d' ' -f2)"
+    login 1
+}
+
+case_lifetime() {
+    local gone=
+    add -t 2 "$k/ed25519"
+    rm -f "$k/ed25519"
+    expect "$(fingerprint "$k/ed25519.pub")" "$(listed | cut -d' ' -f2)"
+    for _ in $(seq 100); do
+        if ! listed >/dev/null 2>&1; then gone=1; break; fi
+        sleep 0.1
+    done
+    [ -n "$gone" ] || { echo "the key outlived its 2 s"; return 1; }
+    refute login 1
+}
+
+# ssh-agent asks through SSH_ASKPASS in its own environment (the suite's askpass, which answers
+# per $base/confirm); the keychain's agent asks polkit (case_confirm_polkit).
+case_confirm_askpass() {
+    add -c "$k/ed25519"
+    rm -f "$k/ed25519"
+    refute login 1
+    grep -q . "$base/confirm.log"
+    echo yes > "$base/confirm"
+    login 1
+}
+
+# --- -h: destination constraints (session-bind@openssh.com) -----------------------------------
+
+case_destination() {
+    # Both hosts let the user in with an unconstrained key.
+    add "$k/ecdsa256"
+    login 2
+    add -d "$k/ecdsa256.pub"
+    add -H "$named_hosts" -h "$user@host1" "$k/ed25519"
+    rm -f "$k/ed25519"
+    login 1
+    refute login 2
+    grep -q "ed25519" <<< "$(listed)"
+    # Forwarded to host 1 and used there for a hop host 1 > host 1 that no constraint permits.
+    remote_command="$remote_ssh -p $port1 $user@127.0.0.1 true" refute login 1 -A
+}
+
+# A hop that a constraint permits works through the forwarded agent; one to another host does not.
+case_destination_hop() {
+    add -H "$named_hosts" -h "$user@host1" -h "host1>$user@host1" "$k/ed25519"
+    rm -f "$k/ed25519"
+    remote_command="$remote_ssh -p $port1 $user@127.0.0.1 true" login 1 -A
+    remote_command="$remote_ssh -p $port2 $user@127.0.0.1 true" refute login 1 -A
+    refute login 2
+}
+
+# --- a certificate ----------------------------------------------------------------------------
+
+case_certificate() {
+    # certkey is in no authorized_keys: only its certificate from the CA sshd trusts lets it in.
+    add "$k/certkey"
+    grep -q "(ED25519-CERT)" <<< "$(listed)"
+    expect 2 "$(listed | wc -l)" "the key and its certificate"
+    rm -f "$k/certkey" "$k/certkey.pub" "$k/certkey-cert.pub"
+    mark=$(wc -l < "$base/sshd1.log")
+    login 1
+    logged_since "$mark" "Accepted publickey for $user .*ED25519-CERT .*ID sshsuite-cert"
+}
+
+# --- forwarding -------------------------------------------------------------------------------
+
+case_forwarding() {
+    local out
+    add "$k/ecdsa256"
+    rm -f "$k/ecdsa256"
+    out=$(remote_command='ssh-add -l' login 1 -A)
+    grep -q "$(fingerprint "$k/ecdsa256.pub")" <<< "$out"
+    out=$(remote_command="$remote_ssh -p $port1 $user@127.0.0.1 'echo second hop'" login 1 -A)
+    expect "second hop" "$out"
+    remote_command='ssh-add -l' refute login 1
+}
+
+# --- git --------------------------------------------------------------------------------------
+
+case_git_over_ssh() {
+    local url=ssh://$user@127.0.0.1:$port1$home/repo.git work=$case_dir/work
+    setpriv --reuid="$user" --regid="$user" --init-groups env -i HOME="$home" GIT_CONFIG_NOSYSTEM=1 \
+        git init -q --bare "$home/repo.git"
+    add "$k/ed25519"
+    rm -f "$k/ed25519"
+    export GIT_SSH_COMMAND="ssh $ssh_options" GIT_AUTHOR_NAME=Suite GIT_AUTHOR_EMAIL=suite@example.invalid \
+        GIT_COMMITTER_NAME=Suite GIT_COMMITTER_EMAIL=suite@example.invalid
+    timeout 60 git clone -q "$url" "$work" 2>&1
+    echo hello > "$work/file"
+    git -C "$work" add file
+    git -C "$work" commit -q -m first
+    timeout 60 git -C "$work" push -q origin HEAD:refs/heads/main 2>&1
+    timeout 60 git clone -q -b main "$url" "$case_dir/again" 2>&1
+    expect hello "$(cat "$case_dir/again/file")"
+    add -D
+    refute timeout 60 git -C "$work" fetch -q origin
+    rm -rf "$home/repo.git"
+}
+
+# --- signing ----------------------------------------------------------------------------------
+
+case_commit_signing() {
+    local work=$case_dir/work allowed=$case_dir/allowed_signers
+    export GIT_AUTHOR_NAME=Suite GIT_AUTHOR_EMAIL=suite@example.invalid GIT_COMMITTER_NAME=Suite GIT_COMMITTER_EMAIL=suite@example.invalid
+    add "$k/ed25519"
+    rm -f "$k/ed25519"
+    echo "suite@example.invalid namespaces=\"git\" $(cat "$k/ed25519.pub")" > "$allowed"
+    git init -q "$work"
+    echo signed > "$work/file"
+    git -C "$work" add file
+    git -C "$work" -c gpg.format=ssh -c user.signingkey="key::$(cat "$k/ed25519.pub")" commit -q -S -m signed
+    grep -q 'Good "git" signature' <<< "$(git -C "$work" -c gpg.ssh.allowedSignersFile="$allowed" verify-commit HEAD 2>&1)"
+    # With the path of the public key, and a tag.
+    git -C "$work" -c gpg.format=ssh -c user.signingkey="$k/ed25519.pub" tag -s -m tag v1
+    grep -q 'Good "git" signature' <<< "$(git -C "$work" -c gpg.format=ssh -c gpg.ssh.allowedSignersFile="$allowed" verify-tag v1 2>&1)"
+    # Another signer is not allowed, and without the key in the agent there is no signature.
+    echo "suite@example.invalid namespaces=\"git\" $(cat "$k/stranger.pub")" > "$case_dir/strangers"
+    refute git -C "$work" -c gpg.ssh.allowedSignersFile="$case_dir/strangers" verify-commit HEAD 2>/dev/null
+    add -D
+    echo unsigned > "$work/file"
+    refute git -C "$work" -c gpg.format=ssh -c user.signingkey="key::$(cat "$k/ed25519.pub")" commit -q -a -S -m no 2>/dev/null
+}
+
+case_file_signing() {
+    local t data=$case_dir/data
+    head -c 100000 /dev/urandom > "$data"
+    for t in "${key_types[@]}"; do
+        add "$k/$t"
+        rm -f "$k/$t"
+        rm -f "$data.sig"
+        timeout 20 ssh-keygen -q -Y sign -f "$k/$t.pub" -n file "$data"
+        echo "signer $(cat "$k/$t.pub")" > "$case_dir/allowed"
+        timeout 20 ssh-keygen -Y verify -f "$case_dir/allowed" -I signer -n file -s "$data.sig" < "$data"
+        refute timeout 20 ssh-keygen -Y verify -f "$case_dir/allowed" -I signer -n other -s "$data.sig" < "$data" 2>/dev/null
+        refute timeout 20 ssh-keygen -Y verify -f "$case_dir/allowed" -I signer -n file -s "$data.sig" < "$keys/ca.pub" 2>/dev/null
+    done
+}
+
+# --- bad input and other users ----------------------------------------------------------------
+
+case_fuzz() {
+    timeout 120 "$py" "$here/fuzz.py" "$SSH_AUTH_SOCK" "$agent_pid" "${SSH_FUZZ_COUNT:-10000}" 2>&1
+}
+
+case_other_user() {
+    # The socket reachable by anyone on the file system: only the agent's own check stands.
+    chmod 755 "$case_dir"
+    chmod 666 "$SSH_AUTH_SOCK"
+    setpriv --reuid="$other" --regid="$other" --init-groups env -i PATH=/usr/bin:/bin \
+        timeout 20 "$py" "$here/fuzz.py" --refused "$SSH_AUTH_SOCK"
+    add "$k/ed25519"
+    expect 1 "$(listed | wc -l)" "the agent's own user still served"
+}
+
+# --- with the keychain behind the agent -------------------------------------------------------
+
+security() { "$BUILD/security" "$@"; }
+login_keychain() { echo "$XDG_DATA_HOME/keychains/login.keychain-db"; }
+
+case_survives_restart() {
+    add "$k/ed25519"
+    rm -f "$k/ed25519"
+    stop_agent
+    start_agent
+    expect "$(fingerprint "$k/ed25519.pub")" "$(listed | cut -d' ' -f2)"
+    login 1
+}
+
+case_locked_keychain() {
+    add "$k/ed25519"
+    rm -f "$k/ed25519"
+    login 1
+    security lock-keychain "$(login_keychain)"
+    expect "$(fingerprint "$k/ed25519.pub")" "$(listed | cut -d' ' -f2)" "listed while locked"
+    refute login 1
+    security unlock-keychain -p "$keychain_password" "$(login_keychain)"
+    login 1
+}
+
+case_key_item() {
+    add "$k/ed25519"
+    grep -q "ed25519@sshsuite" <<< "$(security dump-keychain "$(login_keychain)")"
+    security find-key -l "ed25519@sshsuite" "$(login_keychain)"
+    # -t keeps a key in memory only.
+    add -t 60 "$k/ecdsa256"
+    refute grep -q "ecdsa256@sshsuite" <<< "$(security dump-keychain "$(login_keychain)")"
+}
+
+# A user of its own with a password, and a folder it can read holding what it runs
+# ($case_dir/stage): for the PAM and polkit cases, where the agent runs as that user.
+make_login_user() {
+    login_password=Login-pass-1 login_home=$case_dir/user-home stage=$case_dir/stage
+    chmod 755 "$case_dir"
+    mkdir -m 755 "$stage"
+    cp "$AGENT" "$BUILD/security" "$stage/"
+    useradd -m -d "$login_home" -s /bin/sh "$login_user"
+    echo "$login_user:$login_password" | chpasswd
+    cp "$k/ed25519" "$k/ed25519.pub" "$login_home/"
+    chown "$login_user:" "$login_home"/ed25519*
+}
+remove_login_user() {
+    id "$login_user" >/dev/null 2>&1 || return 0
+    setpriv --reuid="$login_user" --regid="$login_user" --init-groups keyctl session - \
+        sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
+    pkill -KILL -u "$login_user" 2>/dev/null
+    userdel -r "$login_user" >/dev/null 2>&1
+}
+as_login_user() {
+    setpriv --reuid="$login_user" --regid="$login_user" --init-groups env -i HOME="$login_home" PATH="$stage:/usr/bin:/bin" \
+        SSH_AUTH_SOCK="$login_home/agent.sock" "$@"
+}
+
+# Logout and login through PAM: pam_keychain unlocks the user's login keychain with the password
+# and locks it at the session's end; the agent, run as that user, lists the key it kept there
+# while locked, and signs with it once the user is back.
+case_login_session() {
+    local service=$pam_service user_agent
+    make_login_user
+    cp "$BUILD/libpam_keychain.so" "$stage/"
+    cat > "/etc/pam.d/$service" <<PAM
+auth     required  pam_unix.so
+auth     optional  $stage/libpam_keychain.so
+account  required  pam_unix.so
+session  required  pam_unix.so
+session  optional  $stage/libpam_keychain.so auto_create lock_on_close
+PAM
+    start_user_agent() {
+        as_login_user "$stage/keychain-ssh-agent" -D -a "$login_home/agent.sock" > "$case_dir/user-agent.log" 2>&1 &
+        user_agent=$!
+        started "$user_agent"
+        for _ in $(seq 100); do [ -S "$login_home/agent.sock" ] && return 0; sleep 0.05; done
+        return 1
+    }
+    stop_user_agent() { kill "$user_agent"; wait "$user_agent" 2>/dev/null || true; }
+    user_login() { as_login_user timeout 30 ssh $ssh_options -p "$port1" "$user@127.0.0.1" true < /dev/null; }
+    printf '%s\n' "$login_password" | pamtester "$service" "$login_user" authenticate open_session
+    start_user_agent
+    as_login_user timeout 20 ssh-add "$login_home/ed25519"
+    rm -f "$login_home/ed25519"
+    user_login
+    stop_user_agent
+    pamtester "$service" "$login_user" close_session
+    start_user_agent
+    expect "$(fingerprint "$k/ed25519.pub")" "$(as_login_user ssh-add -l | cut -d' ' -f2)" "listed after logout"
+    refute user_login
+    stop_user_agent
+    printf '%s\n' "$login_password" | pamtester "$service" "$login_user" authenticate open_session
+    start_user_agent
+    user_login
+    stop_user_agent
+}
+
+# A -c key asks polkit (the keychain's user-presence action) before each signature, and a
+# dismissal fails the login: see polkit-confirm.sh, which runs its own bus and polkitd.
+case_confirm_polkit() {
+    make_login_user
+    cp "$repo/Tests/presence/agent.py" "$stage/"
+    mkdir "$stage/actions"
+    cp /usr/share/polkit-1/actions/*.policy "$stage/actions/" 2>/dev/null || true
+    cp "$repo/polkit/org.keychain-linux.user-presence.policy" "$stage/actions/"
+    mkdir -m 700 "$stage/home"
+    chown "$login_user:" "$stage" "$stage/home"
+    unshare -m bash "$here/polkit-confirm.sh" "$stage" "$login_user" "$login_password" "$login_home/ed25519" \
+        "timeout 30 ssh $ssh_options -p $port1 $user@127.0.0.1 true"
+}
+
+check "the agent's -s/-k command line, as ssh-agent's" case_command_line
+check "ssh with an ed25519 key from the agent" case_login ed25519
+check "ssh with an ecdsa P-256 key from the agent" case_login ecdsa256
+check "ssh with an ecdsa P-384 key from the agent" case_login ecdsa384
+check "ssh with an ecdsa P-521 key from the agent" case_login ecdsa521
+check "ssh with an RSA key, rsa-sha2-256 and rsa-sha2-512" case_login rsa rsa-sha2-256 rsa-sha2-512
+check "ssh-add -l, -L, -d, -D" case_list_and_delete
+check "ssh-add -x/-X: a locked agent lists and signs nothing" case_lock
+check "ssh-add -t: the key leaves after its lifetime" case_lifetime
+check "ssh-add -h: a destination constraint and a forbidden hop" case_destination
+check "ssh-add -h: a permitted hop through a forwarded agent" case_destination_hop
+check "a certificate beside its key" case_certificate
+check "ssh -A: the keys listed and used through a forwarded agent" case_forwarding
+check "git clone and push over ssh" case_git_over_ssh
+check "git commit -S and tag -s with an ssh key, verified" case_commit_signing
+check "ssh-keygen -Y sign through the agent, verified" case_file_signing
+check "malformed, oversized and hostile messages: failure or close, alive, bounded" case_fuzz
+check "another user's connection is refused" case_other_user
+if [ -z "$ours" ]; then
+    check "ssh-add -c: confirmation through SSH_ASKPASS (ssh-agent's way)" case_confirm_askpass
+    for what in "keys survive an agent restart" "keys survive a logout and login (pamtester)" \
+            "a locked keychain refuses signatures, still lists" "ssh-add -c asks polkit, a refusal fails" \
+            "the key is a keychain item (find-key, dump-keychain)"; do
+        skip "$what: needs the keychain's agent, not $AGENT"
+    done
+else
+    check "keys survive an agent restart" case_survives_restart
+    check "keys survive a logout and login (pamtester)" case_login_session
+    check "a locked keychain refuses signatures, still lists" case_locked_keychain
+    check "ssh-add -c asks polkit, a refusal fails" case_confirm_polkit
+    check "the key is a keychain item (find-key, dump-keychain)" case_key_item
+fi
+summary
