@@ -13,11 +13,11 @@ int clinux_peer_credentials(int fd, uint32_t *uid, int32_t *pid) {
     return 0;
 }
 
-int clinux_block_termination(void) {
+int clinux_block_termination(int block) {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
-    return pthread_sigmask(SIG_BLOCK, &set, NULL);
+    return pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
 }

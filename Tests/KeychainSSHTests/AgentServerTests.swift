@@ -32,10 +32,12 @@ final class AgentServerTests: XCTestCase {
         let socket = try AgentSocket.listen(at: path, strictFolder: true, replaceStale: false)
         let peers = Peers()
         let logged = self.logged
-        let server = try AgentServer(listening: socket.descriptor, maximumConnections: maximumConnections, log: { logged.append($0) }) { peer in
+        let factory: AgentServer.HandlerFactory = { peer in
             peers.append(peer)
             return handler
         }
+        let server = try AgentServer(
+            listening: socket.descriptor, maximumConnections: maximumConnections, log: { logged.append($0) }, handlerFactory: factory)
         let thread = Thread { server.run() }
         thread.start()
         self.server = server

@@ -54,8 +54,9 @@ const char *clinux_secure_getenv(const char *name);
  * them at connect(2). Returns 0 on success, -1 (errno set). */
 int clinux_peer_credentials(int fd, uint32_t *uid, int32_t *pid);
 
-/* Blocks SIGTERM, SIGINT and SIGHUP in the calling thread, so that they reach the thread that
- * waits for them (a server's accept loop) and not one blocked reading a client. */
-int clinux_block_termination(void);
+/* Blocks (or unblocks) SIGTERM, SIGINT and SIGHUP in the calling thread. Around pthread_create, so
+ * that the new thread starts with them blocked and they reach the thread that waits for them (a
+ * server's accept loop), not one blocked reading a client. */
+int clinux_block_termination(int block);
 
 #endif

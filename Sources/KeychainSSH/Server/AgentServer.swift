@@ -52,7 +52,9 @@ package final class AgentServer: @unchecked Sendable {
     package func run(checkInterval: Int32 = -1, keepRunning: () -> Bool = { true }) {
         var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
         while clinux_termination_requested() == 0 {
-            let ready = poll(&fds, 2, checkInterval < 0 ? -1 : checkInterval * 1000)
+            // Never forever: a signal that lands between the flag's check and poll is seen at the
+            // next wake-up, at most ten seconds later.
+            let ready = poll(&fds, 2, (checkInterval < 0 ? 10 : min(checkInterval, 10)) * 1000)
             if ready < 0 && errno != EINTR { return log("poll: \(String(cString: strerror(errno)))") }
             if fds[1].revents != 0 { return }
             if ready <= 0 || fds[0].revents == 0 {
@@ -136,6 +138,8 @@ private final class Connection {
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         let context = Unmanaged.passRetained(connection).toOpaque()
         var thread = pthread_t()
+        _ = clinux_block_termination(1)
+        defer { _ = clinux_block_termination(0) }
         let started = pthread_create(
             &thread, &attributes,
             { context in
@@ -148,7 +152,6 @@ private final class Connection {
     }
 
     private func serve() {
-        _ = clinux_block_termination()
         defer {
             close(descriptor)
             server.finished()
