@@ -243,8 +243,10 @@ ssh_agent_without_toolchain() {
     command -v ssh-agent >/dev/null && command -v ssh-add >/dev/null || { echo "openssh-client missing"; return 1; }
     local shape='s/[0-9][0-9]*/N/g; s|/ssh-[A-Za-z0-9]*/|/ssh-X/|'
     local ours theirs listed status
-    ours=$(cd / && env -u SSH_AUTH_SOCK -u SSH_AGENT_PID TMPDIR=/tmp hidden "$ssh_agent" -s) || return 1
-    theirs=$(cd / && env -u SSH_AUTH_SOCK -u SSH_AGENT_PID TMPDIR=/tmp ssh-agent -s) || return 1
+    unset SSH_AUTH_SOCK SSH_AGENT_PID
+    export TMPDIR=/tmp
+    ours=$(cd / && hidden "$ssh_agent" -s) || return 1
+    theirs=$(cd / && ssh-agent -s) || return 1
     (eval "$theirs" >/dev/null; ssh-agent -k >/dev/null)
     expect "$(sed "$shape" <<< "$theirs")" "$(sed "$shape" <<< "$ours")" "ssh-agent -s's lines"
     eval "$ours" >/dev/null
@@ -260,7 +262,7 @@ ssh_agent_without_toolchain() {
     for _ in $(seq 50); do [ -e "$socket" ] || break; sleep 0.1; done
     [ ! -e "$socket" ] && [ ! -e "$(dirname "$socket")" ] || { echo "the socket or its folder was left behind"; return 1; }
     local csh
-    csh=$(cd / && env -u SSH_AUTH_SOCK SHELL=/bin/tcsh hidden "$ssh_agent")
+    csh=$(cd / && SHELL=/bin/tcsh hidden "$ssh_agent")
     [[ "$(head -1 <<< "$csh")" == 'setenv SSH_AUTH_SOCK /tmp/ssh-'*';' ]] || { echo "not csh's lines: $csh"; return 1; }
     pid=$(sed -n 's/^echo Agent pid \([0-9]*\);$/\1/p' <<< "$csh")
     expect 'unsetenv SSH_AUTH_SOCK;' "$(SSH_AGENT_PID=$pid hidden "$ssh_agent" -c -k | head -1)" "csh's -k"
