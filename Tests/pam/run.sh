@@ -676,6 +676,44 @@ first_login_with_another_keyring_password() {
     logged 'login.keyring does not open with the login password'
 }
 
+# sshd's sessions never get it: sshd copies the PAM environment over a forwarded agent's socket.
+# Through pam_wrapper, so that a service named sshd lives in the case's own folder.
+sshd_session_keeps_forwarded_agent() {
+    [ -n "$wrapper_lib" ] || { echo "libpam-wrapper is not installed"; return 1; }
+    local dir=$case_dir/pamd service_name
+    mkdir -p "$dir"
+    echo "$user:$password:sshd" > "$case_dir/passdb"
+    echo "$user:$password:login" >> "$case_dir/passdb"
+    chmod 644 "$case_dir/passdb"
+    cat > "$case_dir/env.sh" <<'SH'
+#!/bin/sh
+[ "$PAM_TYPE" = open_session ] && printf '%s\n' "${SSH_AUTH_SOCK:-unset}" > "$(dirname "$0")/env.$PAM_SERVICE"
+SH
+    chmod 755 "$case_dir/env.sh"
+    chmod 777 "$case_dir"
+    for service_name in sshd login; do
+        cat > "$dir/$service_name" <<PAM
+auth     required  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
+auth     required  $wrapper_modules/pam_set_items.so
+auth     optional  $module debug
+account  required  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
+session  optional  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
+session  optional  $module debug auto_create
+session  optional  pam_exec.so quiet $case_dir/env.sh
+PAM
+    done
+    chmod -R a+rX "$dir"
+    as_user mkdir -p "$home/.config/systemd/user/sockets.target.wants"
+    as_user ln -s /usr/lib/systemd/user/keychain-ssh-agent.socket "$home/.config/systemd/user/sockets.target.wants/keychain-ssh-agent.socket"
+    for service_name in sshd login; do
+        printf '%s\n' "$password" | setpriv --reuid="$uid" --regid="$gid" --init-groups env -i HOME="$home" PATH="$bin:/usr/bin:/bin" \
+            LD_PRELOAD="$wrapper_lib" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$dir" PAM_AUTHTOK="$password" \
+            pamtester "$service_name" "$user" authenticate open_session >/dev/null
+    done
+    expect unset "$(cat "$case_dir/env.sshd")" "sshd's session"
+    expect "/run/user/$uid/keychain/ssh-agent.socket" "$(cat "$case_dir/env.login")" "the same user's console login"
+}
+
 # SSH_AUTH_SOCK in the session (what pam_exec, after the module, sees in the PAM environment):
 # set to the keychain's agent only for a user who enabled its socket unit or whose agent's socket
 # exists, and never over one already set.
@@ -748,6 +786,7 @@ check "a reset record by root that is stale or names another keychain is ignored
 check "a login whose password does not open the keychain re-keys nothing" login_with_other_password_does_not_rekey
 check "pam-auth-update: the session line stays out of sudo's and cron's stack" profile_is_interactive_only
 check "the session gets SSH_AUTH_SOCK for a user who enabled the keychain's agent, never over one set" session_ssh_auth_sock
+check "sshd's session never gets it: a forwarded agent (ssh -A) must win" sshd_session_keeps_forwarded_agent
 if [ -e "$(dirname "$(find /usr/lib /lib -name pam_unix.so -path '*security*' 2>/dev/null | head -1)")/pam_gnome_keyring.so" ] &&
         command -v gnome-keyring-daemon >/dev/null; then
     check "first login beside pam_gnome_keyring: login.keyring's items come, once, with no prompt" first_login_imports_login_keyring

@@ -7,7 +7,9 @@ import Glibc
 /// in the PAM environment; set it when the agent's socket exists and is the user's (an agent
 /// started with --user-socket, or one systemd already listens for), or when the user enabled
 /// its socket unit (systemd starts it on the first connection). Anyone else keeps their agent.
-/// sshd sets a forwarded agent's socket after it copies the PAM environment, so `ssh -A` still wins.
+/// Never for sshd: it copies the PAM environment over the socket of a forwarded agent (session.c
+/// sets SSH_AUTH_SOCK, then copies pam_getenvlist), so ours would hide `ssh -A`'s; and a remote
+/// login's user expects the agent they brought, or none, as with ssh-agent.
 enum SSHAgentEnvironment {
     static let unit = "keychain-ssh-agent.socket"
 
@@ -15,7 +17,7 @@ enum SSHAgentEnvironment {
 
     /// `unitEnabled`: what `unitEnabled(home:)` answered in open_session's worker.
     static func set(_ pam: PAMHandle, for account: AsUser.Account, unitEnabled: Bool) {
-        guard pam_getenv(pam.raw, "SSH_AUTH_SOCK") == nil else { return }
+        guard pam_getenv(pam.raw, "SSH_AUTH_SOCK") == nil, pam.service != "sshd" else { return }
         let runtime = pam_getenv(pam.raw, "XDG_RUNTIME_DIR").map { String(cString: $0) } ?? "/run/user/\(account.uid)"
         let path = socket(runtimeDirectory: runtime)
         guard unitEnabled || isUsersSocket(path, uid: account.uid) else { return }
