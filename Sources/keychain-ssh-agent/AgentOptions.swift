@@ -26,13 +26,16 @@ struct AgentOptions {
     struct UsageError: Error {
         /// Printed before the usage text, when there is more to say than the usage.
         var message: String?
+        /// ssh-agent's fatal() (exit 255, no usage) rather than its usage() (exit 1).
+        var fatal = false
     }
 }
 
 /// What the agent itself is configured with (the lead maps it onto the protocol's
 /// AgentConfiguration): no socket or process business here.
 struct AgentSettings: Equatable {
-    enum FingerprintHash: String { case sha256, md5 }
+    /// ssh-agent takes any digest OpenSSH knows (ssh_digest_alg_by_name), in any case.
+    enum FingerprintHash: String, CaseIterable { case md5, sha1, sha256, sha384, sha512 }
 
     /// -t: seconds a key added without its own lifetime is kept; nil keeps it.
     var defaultLifetime: UInt32?
@@ -100,17 +103,19 @@ extension AgentOptions {
                     letters = ""
                 case "E":
                     let name = try value("E", attached: letters)
-                    guard let hash = AgentSettings.FingerprintHash(rawValue: name) else { throw UsageError(message: "Invalid hash algorithm \"\(name)\"") }
+                    guard let hash = AgentSettings.FingerprintHash(rawValue: name.lowercased()) else {
+                        throw UsageError(message: "Invalid hash algorithm \"\(name)\"", fatal: true)
+                    }
                     settings.fingerprintHash = hash
                     letters = ""
                 case "P":
-                    guard settings.allowedProviders == nil else { throw UsageError(message: "-P option already specified") }
+                    guard settings.allowedProviders == nil else { throw UsageError(message: "-P option already specified", fatal: true) }
                     settings.allowedProviders = try value("P", attached: letters)
                     letters = ""
                 case "O":
                     let option = try value("O", attached: letters)
                     guard ["no-restrict-websafe", "allow-remote-pkcs11"].contains(option) || option.hasPrefix("websafe-allow=") else {
-                        throw UsageError(message: "Unknown -O option")
+                        throw UsageError(message: "Unknown -O option", fatal: true)
                     }
                     settings.agentOptions.append(option)
                     letters = ""

@@ -11,6 +11,7 @@ do {
     options = try AgentOptions(arguments: Array(CommandLine.arguments.dropFirst()))
 } catch let error as AgentOptions.UsageError {
     if let message = error.message { fputs("keychain-ssh-agent: \(message)\n", stderr) }
+    if error.fatal { exit(255) }
     fputs(AgentOptions.usage + "\n", stderr)
     exit(1)
 }

@@ -271,6 +271,40 @@ ssh_agent_without_toolchain() {
     expect 7 "$status" "a command run under the agent, its status"
 }
 
+# The options ssh-agent (OpenSSH 9.2) accepts, and those it refuses, side by side: each accepted
+# set serves ssh-add -l in the foreground; each refused one exits 1 and makes no socket.
+ssh_agent_options_as_ssh_agent() {
+    local accepted=("-D -t 1h30m" "-D -t 3600" "-D -E md5" "-D -E SHA512" "-D -O no-restrict-websafe" "-D -P /usr/lib/pkcs11" "-d" "-s -D" "-c -D")
+    # With ssh-agent's status: 1 for its usage(), 255 for its fatal().
+    local refused=("1 -t 1x" "1 -t" "255 -E bogus" "255 -O bogus" "255 -P a -P b" "1 -d -D" "1 -c -s" "1 -x" "1 -D true" "1 -k true")
+    local options program status socket listed pid
+    for program in ssh-agent "$ssh_agent"; do
+        for options in "${accepted[@]}"; do
+            socket=$case_dir/agent.$RANDOM
+            # shellcheck disable=SC2086 # the options are words on purpose
+            (cd / && exec "$program" -a "$socket" $options) > /dev/null 2>&1 &
+            pid=$!
+            # Bound is not yet listening (either agent): a refused connection is tried again.
+            for _ in $(seq 50); do
+                status=0
+                listed=$(SSH_AUTH_SOCK=$socket ssh-add -l 2>&1) || status=$?
+                [ "$status" = 2 ] || break
+                sleep 0.1
+            done
+            kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+            [ "$status" = 1 ] && [ "$listed" = 'The agent has no identities.' ] || { echo "$program $options: [$status] $listed"; return 1; }
+        done
+        for options in "${refused[@]}"; do
+            socket=$case_dir/agent.$RANDOM
+            status=0
+            # shellcheck disable=SC2086
+            (cd / && exec timeout 5 "$program" -a "$socket" ${options#* }) > /dev/null 2>&1 || status=$?
+            [ "$status" = "${options%% *}" ] && [ ! -e "$socket" ] ||
+                { echo "$program ${options#* }: status $status, socket $([ -e "$socket" ] && echo made || echo none)"; return 1; }
+        done
+    done
+}
+
 # The systemd socket unit's way: descriptor 3 handed over (systemd-socket-activate as systemd would).
 ssh_agent_socket_activation() {
     command -v systemd-socket-activate >/dev/null || { echo "systemd-socket-activate missing"; return 1; }
@@ -281,7 +315,7 @@ ssh_agent_socket_activation() {
     for _ in $(seq 50); do [ -S "$socket" ] && break; sleep 0.1; done
     status=0
     listed=$(SSH_AUTH_SOCK=$socket ssh-add -l 2>&1) || status=$?
-    kill "$activator" 2>/dev/null; wait "$activator" 2>/dev/null
+    kill "$activator" 2>/dev/null || true; wait "$activator" 2>/dev/null || true
     expect 1 "$status" "ssh-add -l through an activated agent"
     expect 'The agent has no identities.' "$listed"
 }
@@ -295,6 +329,7 @@ check "with /opt/swift hidden: pam_keychain.so creates and unlocks the login key
 check "the SSH agent's units, environment generator and man page are installed and verify" ssh_agent_files
 check "the environment generator names the agent's socket only for a user who enabled it" ssh_agent_environment
 check "with /opt/swift hidden: keychain-ssh-agent -s/-k/command as ssh-agent, with ssh-add -l" ssh_agent_without_toolchain
+check "keychain-ssh-agent accepts and refuses ssh-agent's options as ssh-agent does" ssh_agent_options_as_ssh_agent
 check "keychain-ssh-agent --systemd serves a socket-activated descriptor" ssh_agent_socket_activation
 
 summary
