@@ -60,4 +60,18 @@ extension Takeover {
     static func unitsActive(_ units: [String]) -> Bool {
         Spawn.run(["systemctl", "--user", "is-active", "--quiet"] + units)?.status == 0
     }
+
+    /// status's lines for SSH: whether the keychain's agent is the user's, and gnome-keyring's and
+    /// gcr's agents as enable left them (`origin` says by enable or the user's own).
+    static func printSSHStatus(origin: (String) -> String) {
+        print("  \(sshAgentSocketUnit): \(sshAgentEnabled() ? "enabled" : unitFile(sshAgentSocketUnit) == nil ? "not installed" : "not enabled")")
+        for unit in gcrSSHAgentUnits where unitFile(unit) != nil {
+            let path = userUnitFolder + "/" + unit
+            print("  \(unit): " + (ProcFile.link(path) == "/dev/null" ? "masked (\(path), \(origin(path)))" : "not masked"))
+        }
+        var st = stat()
+        if lstat(sshAutostartFile, &st) == 0 {
+            print("  gnome-keyring's SSH autostart: overridden (\(sshAutostartFile), \(origin(sshAutostartFile)))")
+        }
+    }
 }

@@ -556,6 +556,7 @@ struct Takeover {
         } else {
             print("  D-Bus activation of \(Self.busName): as the system has it")
         }
+        Self.printSSHStatus(origin: origin)
         print("  systemd user manager: \(Self.userManagerRuns() ? "running" : "not running")")
         return 0
     }

@@ -134,6 +134,7 @@ ssh_agent_enable_and_disable() {
     keychain-secret-service enable > "$case_dir/enable.out"
     cat "$case_dir/enable.out"
     grep -q "^keychain-ssh-agent.socket is not enabled for you: gnome-keyring's SSH agent is left as it is" "$case_dir/enable.out"
+    keychain-secret-service status | grep -qx '  keychain-ssh-agent.socket: not enabled'
     [ ! -e "$XDG_CONFIG_HOME/autostart/gnome-keyring-ssh.desktop" ] && [ ! -L "$XDG_CONFIG_HOME/systemd/user/gcr-ssh-agent.socket" ] ||
         { echo "gnome-keyring's SSH agent was touched for a user without the keychain's"; return 1; }
     keychain-secret-service disable > /dev/null
@@ -146,6 +147,10 @@ ssh_agent_enable_and_disable() {
     grep -qx 'Hidden=true' "$XDG_CONFIG_HOME/autostart/gnome-keyring-ssh.desktop"
     expect /dev/null "$(readlink "$XDG_CONFIG_HOME/systemd/user/gcr-ssh-agent.socket")" "gcr's agent socket masked"
     expect /dev/null "$(readlink "$XDG_CONFIG_HOME/systemd/user/gcr-ssh-agent.service")" "gcr's agent service masked"
+    keychain-secret-service status > "$case_dir/status"
+    grep -qx '  keychain-ssh-agent.socket: enabled' "$case_dir/status"
+    grep -q "^  gcr-ssh-agent.socket: masked (.*, by enable)" "$case_dir/status"
+    grep -q "^  gnome-keyring's SSH autostart: overridden (.*, by enable)" "$case_dir/status"
     keychain-secret-service disable > "$case_dir/disable.out"
     cat "$case_dir/disable.out"
     diff "$case_dir/before" <(snapshot)
