@@ -38,7 +38,7 @@ VM_DEBS := mmdebstrap qemu-system-x86 python3-pexpect e2fsprogs
 
 # What `make install` copies: all of it is made by `make release`.
 INSTALL_INPUTS := $(addprefix .build/release/,security git-credential-keychain docker-credential-keychain keychain-secret-service \
-                  keychain-tpm-helper libpam_keychain.so) $(addsuffix .gz,$(MANPAGES))
+                  keychain-ssh-agent keychain-tpm-helper libpam_keychain.so) $(addsuffix .gz,$(MANPAGES))
 
 # Tools/quiet-build.sh hides glibc's linker notes about every getaddrinfo/dlopen/... reachable in the
 # statically linked tools (from libcrypto, SQLite and the Swift runtime; none of those paths runs in
@@ -186,6 +186,15 @@ install:
 	# user to enable: `systemctl --user enable --now keychain-sync.timer keychain-sync.path`.
 	sed 's|@BINDIR@|$(PREFIX)/bin|' packaging/systemd/keychain-sync.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.service
 	install -m 0644 packaging/systemd/keychain-sync.timer packaging/systemd/keychain-sync.path $(DESTDIR)$(PREFIX)/lib/systemd/user/
+	# The SSH agent: a socket unit starts it on demand, for the user to enable
+	# (`systemctl --user enable --now keychain-ssh-agent.socket`); the environment generator sets
+	# SSH_AUTH_SOCK only for users who did (see the file for why not a fixed environment.d file).
+	install -s -m 0755 .build/release/keychain-ssh-agent $(DESTDIR)$(PREFIX)/bin/keychain-ssh-agent
+	sed 's|@BINDIR@|$(PREFIX)/bin|' packaging/systemd/keychain-ssh-agent.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-ssh-agent.service
+	install -m 0644 packaging/systemd/keychain-ssh-agent.socket $(DESTDIR)$(PREFIX)/lib/systemd/user/
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/user-environment-generators
+	install -m 0755 packaging/systemd/keychain-ssh-agent-environment \
+		$(DESTDIR)$(PREFIX)/lib/systemd/user-environment-generators/20-keychain-ssh-agent
 	# polkit reads actions from /usr/share only, whatever PREFIX is.
 	install -d $(DESTDIR)/usr/share/polkit-1/actions
 	install -m 0644 polkit/org.keychain-linux.user-presence.policy $(DESTDIR)/usr/share/polkit-1/actions/
@@ -241,6 +250,9 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-secret-service.service
 	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.service $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.timer \
 		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-sync.path
+	rm -f $(DESTDIR)$(PREFIX)/bin/keychain-ssh-agent $(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-ssh-agent.service \
+		$(DESTDIR)$(PREFIX)/lib/systemd/user/keychain-ssh-agent.socket \
+		$(DESTDIR)$(PREFIX)/lib/systemd/user-environment-generators/20-keychain-ssh-agent
 
 clean:
 	rm -rf .build

@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "git-credential-keychain", targets: ["git-credential-keychain"]),
         .executable(name: "docker-credential-keychain", targets: ["docker-credential-keychain"]),
         .executable(name: "keychain-secret-service", targets: ["keychain-secret-service"]),
+        .executable(name: "keychain-ssh-agent", targets: ["keychain-ssh-agent"]),
         // The TPM's operations in a process of their own (the engine links no tpm2-tss):
         // installed as $(PREFIX)/libexec/keychain-tpm-helper, or beside the tools.
         .executable(name: "keychain-tpm-helper", targets: ["keychain-tpm-helper"]),
@@ -88,6 +89,12 @@ let package = Package(
         .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMClient", "SecretServiceItems", "CSDBus", "COpenSSL", "CLinux"],
                           exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
+        // The SSH agent: a daemon for the whole session, like keychain-secret-service, so linked the
+        // same way (the Swift runtime inside, not -static-executable): it starts once and lives on,
+        // start-up costs nothing that matters, and it can run polkit's helpers and the TPM's.
+        .executableTarget(name: "keychain-ssh-agent", dependencies: ["KeychainSSH", "KeychainCore", "KeychainPresence", "KeychainTPMClient", "CLinux"],
+                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
+
         // Sealing a keychain to the TPM: tpm2-tss's ESAPI, in a program of its own that the engine
         // runs for each TPM operation. The tools are fully static and Debian has no static
         // tpm2-tss (and dlopen in a static program gives libcrypto a second C library, which
@@ -125,7 +132,7 @@ let package = Package(
         .target(name: "KeychainTestSupport", dependencies: ["KeychainCore"], path: "Tests/KeychainTestSupport"),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretServiceItems", "KeychainTPM", "KeychainTPMClient", "KeychainProcess"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
-        .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore", "KeychainTestSupport"]),
+        .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore", "KeychainTestSupport", "CLinux"]),
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),

@@ -237,6 +237,7 @@ struct Takeover {
         } else {
             say("\(Self.ourUnit) is not installed in any systemd user unit folder: the D-Bus activation file starts the service instead")
         }
+        takeOverSSHAgent(manager: manager, state: &state)
         if manager { _ = Spawn.run(["systemctl", "--user", "daemon-reload"]) }
         do {
             try state.save()
@@ -276,7 +277,7 @@ struct Takeover {
 
     /// Writes `contents` at `path` unless something is there already (the user's own file: left
     /// alone, and said).
-    private func writeFile(_ path: String, _ contents: String, what: String, state: inout State) {
+    func writeFile(_ path: String, _ contents: String, what: String, state: inout State) {
         let bytes = Array(contents.utf8)
         let digest = Files.sha256(bytes)
         if state.records.contains(where: { if case .file(path, _) = $0 { return true } else { return false } }), Files.digest(of: path) == digest {
@@ -304,7 +305,7 @@ struct Takeover {
 
     /// A symbolic link at `path` to `target`, made by systemctl where the user manager runs, else
     /// by hand as systemctl makes it.
-    private func link(_ path: String, to target: String, what: String, manager: Bool, systemctl: [String], state: inout State) {
+    func link(_ path: String, to target: String, what: String, manager: Bool, systemctl: [String], state: inout State) {
         if case .some(target) = ProcFile.link(path) {
             if state.records.contains(.link(path: path, target: target)) {
                 say("\(what): \(path) (already there)")
@@ -337,7 +338,8 @@ struct Takeover {
     /// sockets say which), to be started again without it.
     static func otherComponents() -> [String] {
         let folder = KeychainFile.environment("GNOME_KEYRING_CONTROL") ?? xdg("XDG_RUNTIME_DIR", ".run") + "/keyring"
-        return ["pkcs11", "ssh"].filter { component in
+        // Not the SSH agent once the keychain's is the user's.
+        return (sshAgentEnabled() ? ["pkcs11"] : ["pkcs11", "ssh"]).filter { component in
             var st = stat()
             return lstat(folder + "/" + component, &st) == 0 && (st.st_mode & S_IFMT) == S_IFSOCK
         }
@@ -467,6 +469,11 @@ struct Takeover {
             }
         }
         for case .stopped(let components, let how) in state.records {
+            if how == "units" {
+                // gcr's SSH agent, unmasked above: started again where it ran.
+                if manager { _ = Spawn.run(["systemctl", "--user", "start"] + components.split(separator: ",").map(String.init)) }
+                continue
+            }
             if how == "systemd" && manager {
                 let result = Spawn.run(["systemctl", "--user", "start"] + Self.gnomeKeyringUnits.reversed())
                 say(
@@ -549,6 +556,7 @@ struct Takeover {
         } else {
             print("  D-Bus activation of \(Self.busName): as the system has it")
         }
+        Self.printSSHStatus(origin: origin)
         print("  systemd user manager: \(Self.userManagerRuns() ? "running" : "not running")")
         return 0
     }

@@ -126,6 +126,37 @@ clients_find_everything() {
 
 # --- cases (each runs inside its bus) ------------------------------------------------------
 
+# gnome-keyring's and gcr's SSH agents: left alone for a user who has not enabled the keychain's,
+# kept from starting once they have, and given back exactly by disable.
+ssh_agent_enable_and_disable() {
+    cp /usr/lib/systemd/user/gcr-ssh-agent.socket /usr/lib/systemd/user/gcr-ssh-agent.service "$SYSTEMD_UNIT_PATH/"
+    cp "$repo/packaging/systemd/keychain-ssh-agent.socket" "$SYSTEMD_UNIT_PATH/"
+    keychain-secret-service enable > "$case_dir/enable.out"
+    cat "$case_dir/enable.out"
+    grep -q "^keychain-ssh-agent.socket is not enabled for you: gnome-keyring's SSH agent is left as it is" "$case_dir/enable.out"
+    keychain-secret-service status | grep -qx '  keychain-ssh-agent.socket: not enabled'
+    [ ! -e "$XDG_CONFIG_HOME/autostart/gnome-keyring-ssh.desktop" ] && [ ! -L "$XDG_CONFIG_HOME/systemd/user/gcr-ssh-agent.socket" ] ||
+        { echo "gnome-keyring's SSH agent was touched for a user without the keychain's"; return 1; }
+    keychain-secret-service disable > /dev/null
+
+    mkdir -p "$XDG_CONFIG_HOME/systemd/user/sockets.target.wants"
+    ln -s "$SYSTEMD_UNIT_PATH/keychain-ssh-agent.socket" "$XDG_CONFIG_HOME/systemd/user/sockets.target.wants/"
+    snapshot > "$case_dir/before"
+    keychain-secret-service enable > "$case_dir/enable.out"
+    cat "$case_dir/enable.out"
+    grep -qx 'Hidden=true' "$XDG_CONFIG_HOME/autostart/gnome-keyring-ssh.desktop"
+    expect /dev/null "$(readlink "$XDG_CONFIG_HOME/systemd/user/gcr-ssh-agent.socket")" "gcr's agent socket masked"
+    expect /dev/null "$(readlink "$XDG_CONFIG_HOME/systemd/user/gcr-ssh-agent.service")" "gcr's agent service masked"
+    keychain-secret-service status > "$case_dir/status"
+    grep -qx '  keychain-ssh-agent.socket: enabled' "$case_dir/status"
+    grep -q "^  gcr-ssh-agent.socket: masked (.*, by enable)" "$case_dir/status"
+    grep -q "^  gnome-keyring's SSH autostart: overridden (.*, by enable)" "$case_dir/status"
+    keychain-secret-service disable > "$case_dir/disable.out"
+    cat "$case_dir/disable.out"
+    diff "$case_dir/before" <(snapshot)
+}
+
+
 enable_and_disable_files() {
     # The user's own files: an override of gnome-keyring's socket unit, another autostart entry.
     mkdir -p "$XDG_CONFIG_HOME/systemd/user" "$XDG_CONFIG_HOME/autostart"
@@ -541,6 +572,7 @@ fi
 check "enable writes the autostart override, masks, unit link and activation file (no user manager); status; disable removes exactly those" \
     on_bus enable_and_disable_files
 check "disable leaves a file the user changed since enable" on_bus changed_files_are_left_alone
+check "enable stops gcr's SSH agent only once keychain-ssh-agent is enabled; disable gives it back exactly" on_bus ssh_agent_enable_and_disable
 check "enable hands gnome-keyring's name over within seconds, every secret (and an app's portal secret) first; disable returns it" \
     on_bus hand_over_from_gnome_keyring
 check "a collection that stays locked: enable changes nothing, gnome-keyring keeps serving" on_bus locked_collection_changes_nothing

@@ -101,7 +101,10 @@ bin=$stage/usr/local/bin
 module=$(find "$stage" -name pam_keychain.so | head -1)
 tools="$bin/security $bin/git-credential-keychain $bin/docker-credential-keychain"
 secret_service=$bin/keychain-secret-service
-for f in $tools $secret_service $module; do [ -f "$f" ] && echo "staged $(du -k "$f" | cut -f1) KiB  ${f#"$stage"}"; done
+ssh_agent=$bin/keychain-ssh-agent
+units=$stage/usr/local/lib/systemd/user
+generator=$stage/usr/local/lib/systemd/user-environment-generators/20-keychain-ssh-agent
+for f in $tools $secret_service $ssh_agent $module; do [ -f "$f" ] && echo "staged $(du -k "$f" | cut -f1) KiB  ${f#"$stage"}"; done
 
 # Runs a command in a mount namespace where /opt/swift is an empty tmpfs.
 hidden() { unshare -m bash -c 'mount -t tmpfs none /opt/swift && exec "$@"' hidden "$@"; }
@@ -127,7 +130,7 @@ finish() {
 
 make_install() {
     $installed || { cat "$install_log"; return 1; }
-    for f in $tools $secret_service $module; do [ -f "$f" ] || { echo "missing: $f"; return 1; }; done
+    for f in $tools $secret_service $ssh_agent $module; do [ -f "$f" ] || { echo "missing: $f"; return 1; }; done
     # Where xdg-desktop-portal reads portals, whatever PREFIX is.
     grep -qx 'Interfaces=org.freedesktop.impl.portal.Secret' "$stage/usr/share/xdg-desktop-portal/portals/keychain.portal"
     # xdg-desktop-portal 1.16 (Debian 12) refuses a .portal file without UseIn.
@@ -135,7 +138,7 @@ make_install() {
 }
 
 stripped() {
-    for f in $tools $secret_service $module; do
+    for f in $tools $secret_service $ssh_agent $module; do
         if readelf -SW "$f" | grep -qE '\.symtab|\.debug_'; then echo "not stripped: $f"; return 1; fi
     done
     # The module keeps its dynamic symbols: PAM finds pam_sm_* through them.
@@ -149,6 +152,7 @@ self_contained() {
     if readelf -dW "$module" | grep NEEDED | grep -qi swift; then echo "the module needs a Swift library"; return 1; fi
     # The Secret Service links libsystemd, which has no static library: the Swift runtime is linked in.
     if readelf -dW "$secret_service" | grep NEEDED | grep -qi swift; then echo "the Secret Service needs a Swift library"; return 1; fi
+    if readelf -dW "$ssh_agent" | grep NEEDED | grep -qi swift; then echo "the SSH agent needs a Swift library"; return 1; fi
     # The control: the toolchain itself does not start where these tools must.
     ! hidden /opt/swift/usr/bin/swift --version >/dev/null 2>&1
 }
@@ -210,11 +214,122 @@ PAM
     expect unlocked "$state" "WhenUnlocked after a login through the staged module"
 }
 
+ssh_agent_files() {
+    [ -x "$ssh_agent" ] && [ -x "$generator" ] || { echo "no agent or no environment generator"; return 1; }
+    grep -qx 'ExecStart=/usr/local/bin/keychain-ssh-agent -D --systemd' "$units/keychain-ssh-agent.service"
+    grep -qx 'ListenStream=%t/keychain/ssh-agent.socket' "$units/keychain-ssh-agent.socket"
+    [ -f "$stage/usr/local/share/man/man1/keychain-ssh-agent.1.gz" ] || { echo "no man page"; return 1; }
+    mkdir -p "$case_dir/units" "$case_dir/run"
+    sed "s|/usr/local/bin|$bin|" "$units/keychain-ssh-agent.service" > "$case_dir/units/keychain-ssh-agent.service"
+    cp "$units/keychain-ssh-agent.socket" "$case_dir/units/"
+    XDG_RUNTIME_DIR=$case_dir/run systemd-analyze --man=no --user verify "$case_dir"/units/keychain-ssh-agent.{socket,service}
+}
+
+# SSH_AUTH_SOCK from the generator only for a user who enabled the socket unit, and not for one
+# who masked it.
+ssh_agent_environment() {
+    local wants=$case_dir/config/systemd/user/sockets.target.wants
+    run_generator() { env -i HOME="$case_dir" XDG_CONFIG_HOME="$case_dir/config" XDG_RUNTIME_DIR=/run/user/4242 "$generator"; }
+    expect '' "$(run_generator)" "nothing for a user who did not enable the agent"
+    mkdir -p "$wants"
+    ln -s "$units/keychain-ssh-agent.socket" "$wants/keychain-ssh-agent.socket"
+    expect 'SSH_AUTH_SOCK=/run/user/4242/keychain/ssh-agent.socket' "$(run_generator)" "the enabled user's socket"
+    expect '' "$(env -i HOME="$case_dir" XDG_CONFIG_HOME="$case_dir/config" "$generator")" "nothing without XDG_RUNTIME_DIR"
+}
+
+# What a script that starts ssh-agent sees, with the staged agent in its place: the same lines
+# (numbers and random names aside), ssh-add talking to it, -k stopping it, a command run under it.
+ssh_agent_without_toolchain() {
+    command -v ssh-agent >/dev/null && command -v ssh-add >/dev/null || { echo "openssh-client missing"; return 1; }
+    local shape='s/[0-9][0-9]*/N/g; s|/ssh-[A-Za-z0-9]*/|/ssh-X/|'
+    local ours theirs listed status
+    unset SSH_AUTH_SOCK SSH_AGENT_PID
+    export TMPDIR=/tmp
+    ours=$(cd / && hidden "$ssh_agent" -s) || return 1
+    theirs=$(cd / && ssh-agent -s) || return 1
+    (eval "$theirs" >/dev/null; ssh-agent -k >/dev/null)
+    expect "$(sed "$shape" <<< "$theirs")" "$(sed "$shape" <<< "$ours")" "ssh-agent -s's lines"
+    eval "$ours" >/dev/null
+    expect 600 "$(stat -c %a "$SSH_AUTH_SOCK")" "the socket's mode"
+    expect 700 "$(stat -c %a "$(dirname "$SSH_AUTH_SOCK")")" "its folder's mode"
+    status=0
+    listed=$(ssh-add -l 2>&1) || status=$?
+    expect 1 "$status" "ssh-add -l's status with no identities"
+    expect 'The agent has no identities.' "$listed"
+    local socket=$SSH_AUTH_SOCK pid=$SSH_AGENT_PID killed
+    killed=$(hidden "$ssh_agent" -k)
+    expect "$(printf 'unset SSH_AUTH_SOCK;\nunset SSH_AGENT_PID;\necho Agent pid %s killed;' "$pid")" "$killed" "ssh-agent -k's lines"
+    for _ in $(seq 50); do [ -e "$socket" ] || break; sleep 0.1; done
+    [ ! -e "$socket" ] && [ ! -e "$(dirname "$socket")" ] || { echo "the socket or its folder was left behind"; return 1; }
+    local csh
+    csh=$(cd / && SHELL=/bin/tcsh hidden "$ssh_agent")
+    [[ "$(head -1 <<< "$csh")" == 'setenv SSH_AUTH_SOCK /tmp/ssh-'*';' ]] || { echo "not csh's lines: $csh"; return 1; }
+    pid=$(sed -n 's/^echo Agent pid \([0-9]*\);$/\1/p' <<< "$csh")
+    expect 'unsetenv SSH_AUTH_SOCK;' "$(SSH_AGENT_PID=$pid hidden "$ssh_agent" -c -k | head -1)" "csh's -k"
+    status=0
+    hidden "$ssh_agent" sh -c 'ssh-add -l >/dev/null 2>&1; [ $? = 1 ] && exit 7; exit 3' || status=$?
+    expect 7 "$status" "a command run under the agent, its status"
+}
+
+# The options ssh-agent (OpenSSH 9.2) accepts, and those it refuses, side by side: each accepted
+# set serves ssh-add -l in the foreground; each refused one exits 1 and makes no socket.
+ssh_agent_options_as_ssh_agent() {
+    local accepted=("-D -t 1h30m" "-D -t 3600" "-D -E md5" "-D -E SHA512" "-D -O no-restrict-websafe" "-D -P /usr/lib/pkcs11" "-d" "-s -D" "-c -D")
+    # With ssh-agent's status: 1 for its usage(), 255 for its fatal().
+    local refused=("1 -t 1x" "1 -t" "255 -E bogus" "255 -O bogus" "255 -P a -P b" "1 -d -D" "1 -c -s" "1 -x" "1 -D true" "1 -k true")
+    local options program status socket listed pid
+    for program in ssh-agent "$ssh_agent"; do
+        for options in "${accepted[@]}"; do
+            socket=$case_dir/agent.$RANDOM
+            # shellcheck disable=SC2086 # the options are words on purpose
+            (cd / && exec "$program" -a "$socket" $options) > /dev/null 2>&1 &
+            pid=$!
+            # Bound is not yet listening (either agent): a refused connection is tried again.
+            for _ in $(seq 50); do
+                status=0
+                listed=$(SSH_AUTH_SOCK=$socket ssh-add -l 2>&1) || status=$?
+                [ "$status" = 2 ] || break
+                sleep 0.1
+            done
+            kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+            [ "$status" = 1 ] && [ "$listed" = 'The agent has no identities.' ] || { echo "$program $options: [$status] $listed"; return 1; }
+        done
+        for options in "${refused[@]}"; do
+            socket=$case_dir/agent.$RANDOM
+            status=0
+            # shellcheck disable=SC2086
+            (cd / && exec timeout 5 "$program" -a "$socket" ${options#* }) > /dev/null 2>&1 || status=$?
+            [ "$status" = "${options%% *}" ] && [ ! -e "$socket" ] ||
+                { echo "$program ${options#* }: status $status, socket $([ -e "$socket" ] && echo made || echo none)"; return 1; }
+        done
+    done
+}
+
+# The systemd socket unit's way: descriptor 3 handed over (systemd-socket-activate as systemd would).
+ssh_agent_socket_activation() {
+    command -v systemd-socket-activate >/dev/null || { echo "systemd-socket-activate missing"; return 1; }
+    mkdir -m 700 "$case_dir/run"
+    local socket=$case_dir/run/agent.socket status listed
+    systemd-socket-activate -l "$socket" -- "$ssh_agent" -D --systemd 2>"$case_dir/agent.log" &
+    local activator=$!
+    for _ in $(seq 50); do [ -S "$socket" ] && break; sleep 0.1; done
+    status=0
+    listed=$(SSH_AUTH_SOCK=$socket ssh-add -l 2>&1) || status=$?
+    kill "$activator" 2>/dev/null || true; wait "$activator" 2>/dev/null || true
+    expect 1 "$status" "ssh-add -l through an activated agent"
+    expect 'The agent has no identities.' "$listed"
+}
+
 check "make release, then make install DESTDIR=... stages the tools and the PAM module" make_install
 check "the staged binaries and module are stripped" stripped
 check "the staged tools are static; the module needs no Swift library" self_contained
 check "with /opt/swift hidden: security, git and docker helpers work" tools_without_toolchain
 check "with /opt/swift hidden: keychain-secret-service serves secret-tool" service_without_toolchain
 check "with /opt/swift hidden: pam_keychain.so creates and unlocks the login keychain" module_without_toolchain
+check "the SSH agent's units, environment generator and man page are installed and verify" ssh_agent_files
+check "the environment generator names the agent's socket only for a user who enabled it" ssh_agent_environment
+check "with /opt/swift hidden: keychain-ssh-agent -s/-k/command as ssh-agent, with ssh-add -l" ssh_agent_without_toolchain
+check "keychain-ssh-agent accepts and refuses ssh-agent's options as ssh-agent does" ssh_agent_options_as_ssh_agent
+check "keychain-ssh-agent --systemd serves a socket-activated descriptor" ssh_agent_socket_activation
 
 summary

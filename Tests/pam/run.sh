@@ -676,6 +676,79 @@ first_login_with_another_keyring_password() {
     logged 'login.keyring does not open with the login password'
 }
 
+# sshd's sessions never get it: sshd copies the PAM environment over a forwarded agent's socket.
+# Through pam_wrapper, so that a service named sshd lives in the case's own folder.
+sshd_session_keeps_forwarded_agent() {
+    [ -n "$wrapper_lib" ] || { echo "libpam-wrapper is not installed"; return 1; }
+    local dir=$case_dir/pamd service_name
+    mkdir -p "$dir"
+    echo "$user:$password:sshd" > "$case_dir/passdb"
+    echo "$user:$password:login" >> "$case_dir/passdb"
+    chmod 644 "$case_dir/passdb"
+    cat > "$case_dir/env.sh" <<'SH'
+#!/bin/sh
+[ "$PAM_TYPE" = open_session ] && printf '%s\n' "${SSH_AUTH_SOCK:-unset}" > "$(dirname "$0")/env.$PAM_SERVICE"
+SH
+    chmod 755 "$case_dir/env.sh"
+    chmod 777 "$case_dir"
+    for service_name in sshd login; do
+        cat > "$dir/$service_name" <<PAM
+auth     required  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
+auth     required  $wrapper_modules/pam_set_items.so
+auth     optional  $module debug
+account  required  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
+session  optional  $wrapper_modules/pam_matrix.so passdb=$case_dir/passdb
+session  optional  $module debug auto_create
+session  optional  pam_exec.so quiet $case_dir/env.sh
+PAM
+    done
+    chmod -R a+rX "$dir"
+    as_user mkdir -p "$home/.config/systemd/user/sockets.target.wants"
+    as_user ln -s /usr/lib/systemd/user/keychain-ssh-agent.socket "$home/.config/systemd/user/sockets.target.wants/keychain-ssh-agent.socket"
+    for service_name in sshd login; do
+        printf '%s\n' "$password" | setpriv --reuid="$uid" --regid="$gid" --init-groups env -i HOME="$home" PATH="$bin:/usr/bin:/bin" \
+            LD_PRELOAD="$wrapper_lib" PAM_WRAPPER=1 PAM_WRAPPER_SERVICE_DIR="$dir" PAM_AUTHTOK="$password" \
+            pamtester "$service_name" "$user" authenticate open_session >/dev/null
+    done
+    expect unset "$(cat "$case_dir/env.sshd")" "sshd's session"
+    expect "/run/user/$uid/keychain/ssh-agent.socket" "$(cat "$case_dir/env.login")" "the same user's console login"
+}
+
+# SSH_AUTH_SOCK in the session (what pam_exec, after the module, sees in the PAM environment):
+# set to the keychain's agent only for a user who enabled its socket unit or whose agent's socket
+# exists, and never over one already set.
+session_ssh_auth_sock() {
+    cat > "$case_dir/env.sh" <<'SH'
+#!/bin/sh
+# pamtester's close_session is another process, with a PAM environment of its own.
+[ "$PAM_TYPE" = open_session ] && printf '%s\n' "${SSH_AUTH_SOCK:-unset}" > "$(dirname "$0")/env.out"
+SH
+    chmod 755 "$case_dir/env.sh"
+    local pam_env=$case_dir/pam_env.conf
+    : > "$pam_env"
+    write_service
+    sed -i "/^session  optional  .*libpam_keychain.so/i session  optional  pam_env.so conffile=$pam_env readenv=0 user_readenv=0" "/etc/pam.d/$service"
+    echo "session  optional  pam_exec.so quiet $case_dir/env.sh" >> "/etc/pam.d/$service"
+    seen() { rm -f "$case_dir/env.out"; login; logout; cat "$case_dir/env.out"; }
+    expect unset "$(seen)" "a user who did not enable the agent"
+
+    as_user mkdir -p "$home/.config/systemd/user/sockets.target.wants"
+    as_user ln -s /usr/lib/systemd/user/keychain-ssh-agent.socket "$home/.config/systemd/user/sockets.target.wants/keychain-ssh-agent.socket"
+    expect "/run/user/$uid/keychain/ssh-agent.socket" "$(seen)" "a user who enabled the socket unit"
+
+    echo "SSH_AUTH_SOCK DEFAULT=/elsewhere/agent" > "$pam_env"
+    expect /elsewhere/agent "$(seen)" "one already set is kept"
+
+    rm -r "$home/.config/systemd"
+    install -d -o "$uid" -g "$gid" -m 700 "$case_dir/run" "$case_dir/run/keychain"
+    echo "XDG_RUNTIME_DIR DEFAULT=$case_dir/run" > "$pam_env"
+    expect unset "$(seen)" "no socket, no unit"
+    as_user python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$case_dir/run/keychain/ssh-agent.socket"
+    expect "$case_dir/run/keychain/ssh-agent.socket" "$(seen)" "the user's agent socket in XDG_RUNTIME_DIR"
+    chown root "$case_dir/run/keychain/ssh-agent.socket"
+    expect unset "$(seen)" "a socket of another user is not the user's agent"
+}
+
 check "first login creates the keychain and unlocks both classes" first_login_creates_and_unlocks
 check "sessions are counted; the last close locks WhenUnlocked only" sessions_are_counted
 check "chauthtok re-keys: the new password unlocks, the old does not" change_password_rekeys
@@ -712,6 +785,8 @@ fi
 check "a reset record by root that is stale or names another keychain is ignored" stale_or_foreign_reset_is_ignored
 check "a login whose password does not open the keychain re-keys nothing" login_with_other_password_does_not_rekey
 check "pam-auth-update: the session line stays out of sudo's and cron's stack" profile_is_interactive_only
+check "the session gets SSH_AUTH_SOCK for a user who enabled the keychain's agent, never over one set" session_ssh_auth_sock
+check "sshd's session never gets it: a forwarded agent (ssh -A) must win" sshd_session_keeps_forwarded_agent
 if [ -e "$(dirname "$(find /usr/lib /lib -name pam_unix.so -path '*security*' 2>/dev/null | head -1)")/pam_gnome_keyring.so" ] &&
         command -v gnome-keyring-daemon >/dev/null; then
     check "first login beside pam_gnome_keyring: login.keyring's items come, once, with no prompt" first_login_imports_login_keyring

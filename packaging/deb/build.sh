@@ -45,7 +45,7 @@ for script in postinst prerm postrm; do install -m 0755 "$here/$script" "$root/D
 mkdir -p "$stage/shlibs/debian"
 printf 'Source: %s\n\nPackage: %s\nArchitecture: any\n' "$name" "$name" > "$stage/shlibs/debian/control"
 depends=$(cd "$stage/shlibs" && dpkg-shlibdeps -O \
-    -e"$root/usr/bin/keychain-secret-service" -e"$root/usr/libexec/keychain-tpm-helper" \
+    -e"$root/usr/bin/keychain-secret-service" -e"$root/usr/bin/keychain-ssh-agent" -e"$root/usr/libexec/keychain-tpm-helper" \
     -e"$root/usr/lib/$multiarch/security/pam_keychain.so" 2>/dev/null |
     sed -n 's/^shlibs:Depends=//p')
 [ -n "$depends" ] || { echo "dpkg-shlibdeps found no dependencies" >&2; exit 1; }

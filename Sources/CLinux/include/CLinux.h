@@ -49,4 +49,14 @@ int clinux_termination_requested(void);
  * otherwise privileged process, where the caller chose the environment. */
 const char *clinux_secure_getenv(const char *name);
 
+/* SO_PEERCRED's struct ucred needs _GNU_SOURCE, which Swift's Glibc module is not built with: the
+ * uid and pid of the process at the other end of a connected Unix socket, as the kernel recorded
+ * them at connect(2). Returns 0 on success, -1 (errno set). */
+int clinux_peer_credentials(int fd, uint32_t *uid, int32_t *pid);
+
+/* Blocks (or unblocks) SIGTERM, SIGINT and SIGHUP in the calling thread. Around pthread_create, so
+ * that the new thread starts with them blocked and they reach the thread that waits for them (a
+ * server's accept loop), not one blocked reading a client. */
+int clinux_block_termination(int block);
+
 #endif

@@ -1,18 +1,5 @@
 internal import KeychainCore
 
-/// The peer of one connection, as the server learns it from the socket.
-package struct AgentPeer: Sendable {
-    package var uid: UInt32
-    package var pid: Int32
-    package var executable: String?
-
-    package init(uid: UInt32, pid: Int32, executable: String?) {
-        self.uid = uid
-        self.pid = pid
-        self.executable = executable
-    }
-}
-
 /// A key the agent can sign with, and what it was added under.
 struct AgentIdentity {
     var parts: SSHPublicKeyParts

@@ -114,6 +114,8 @@ struct Hooks {
         let (outcome, reply) = AsUser.runReplying(account) { reply in
             defer { token?.wipe() }
             Sessions.set(Sessions.count + 1)
+            // First, and whatever the password: read as the user, in this worker (no fork more).
+            reply([SSHAgentEnvironment.unitEnabled(home: account.home) ? 1 : 0])
             // Not `guard let`: a second reference would make the wipe above copy, not overwrite.
             guard token != nil else { return .unchanged }
             var detail: [UInt8] = []
@@ -124,7 +126,8 @@ struct Hooks {
             reply([Self.openedWithPassword(outcome) && FirstLoginImport.isPending(account) ? 1 : 0])
             return outcome
         }
-        let unlocked = UnlockReply(reply)
+        let agentEnabled = reply.first == 1
+        let unlocked = UnlockReply(Array(reply.dropFirst()))
         if outcome == .timedOut, let unlocked {
             // Stopped after the unlock: the login has waited enough, and the import is looked
             // for again at the next login.
@@ -141,6 +144,7 @@ struct Hooks {
             }
         }
         if token == nil, pam.options.passwordless { unlockWithoutPassword(account) }
+        SSHAgentEnvironment.set(pam, for: account, unitEnabled: agentEnabled)
         return PAM_SUCCESS
     }
 

@@ -1,4 +1,5 @@
-/// What open_session's worker hands back: the unlock's outcome and detail, framed, written as
+/// What open_session's worker hands back after its first byte (whether the user enabled the
+/// keychain's SSH agent, SSHAgentEnvironment): the unlock's outcome and detail, framed, written as
 /// soon as the unlock is done; then one byte, whether gnome-keyring's login keyring is still to
 /// be imported, absent when the worker was stopped before it could tell.
 struct UnlockReply {

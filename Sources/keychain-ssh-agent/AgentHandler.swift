@@ -1,0 +1,42 @@
+import KeychainCore
+import KeychainPresence
+import KeychainSSH
+import KeychainTPMClient
+
+/// The agent behind the socket: keys kept in the user's default keychain (memory only with
+/// --session, or when there is no keychain to keep them in), the person asked through polkit for
+/// `ssh-add -c` keys, and TPM-resident keys signed through keychain-tpm-helper.
+func makeHandlerFactory(_ settings: AgentSettings, log: @escaping @Sendable (String) -> Void) -> AgentServer.HandlerFactory {
+    PresenceSetup.installPolkit()
+    TPMClientSetup.install()
+    SSHPrivateKey.tpmSign = { digest, blob in try TPMSigningKeys.sign(digest: digest, with: blob) }
+
+    var configuration = AgentConfiguration()
+    configuration.defaultLifetime = settings.defaultLifetime
+    configuration.sessionOnly = settings.session
+    configuration.rememberConfirmation = settings.rememberConfirmation
+    // The protocol speaks of SHA-256 and MD5 fingerprints; ssh-agent's other digests appear only
+    // in its debug lines, so they log as SHA-256.
+    configuration.fingerprintHash = settings.fingerprintHash == .md5 ? .md5 : .sha256
+    configuration.log = log
+    configuration.confirm = { request in
+        let program = request.program ?? "a program"
+        var reason = "\(program) asks to sign with the SSH key \(request.keyComment) (\(request.fingerprint))"
+        if let host = request.host { reason += " for \(host)" }
+        let answer = KeychainStore.defaultPresenceAuthorizer.authorize(reason: reason)
+        if answer != .granted { log("confirmation for \(request.fingerprint) asked by \(program): \(answer)") }
+        return answer == .granted
+    }
+    if !settings.session {
+        do {
+            configuration.vault = SSHKeyVault(store: try KeychainStore.open())
+        } catch {
+            log("keys are kept in memory only: the keychain cannot be opened (\(error))")
+        }
+    }
+    let agent = Agent(configuration: configuration)
+    return { peer in
+        let connection = AgentConnection(agent: agent, peer: peer)
+        return { message in connection.reply(to: message) }
+    }
+}
