@@ -8,13 +8,13 @@
 ///
 /// All of them are in the keybag's checksum; the wrapped keys' additional data carries a digest
 /// of `tpm`, so no record can be swapped in from another keybag.
-struct TPMBinding: Equatable {
-    var sealed: TPMSealedSecret
+package struct TPMBinding: Equatable {
+    package var sealed: TPMSealedSecret
     var wrappedAu: Bytes
     var wrappedCu: Bytes
     var checkAu: Bytes
     var checkCu: Bytes
-    var recovery: RecoveryRecord
+    package var recovery: RecoveryRecord
 
     static let fieldNames = ["tpm", "wrap.Au", "wrap.Cu", "check.Au", "check.Cu", "recovery"]
 
@@ -61,15 +61,20 @@ struct TPMBinding: Equatable {
 /// The class keys of ThisDeviceOnly items in a keychain sealed to a TPM: Au (WhenUnlocked) and Cu
 /// (AfterFirstUnlock). AlwaysThisDeviceOnly items stay under D, which is in the file in the clear
 /// whatever protects the rest: no TPM could keep them on this machine.
-struct DeviceKeys {
-    var a: Bytes
-    var c: Bytes
+package struct DeviceKeys {
+    package var a: Bytes
+    package var c: Bytes
 
-    static func generate() throws -> DeviceKeys {
+    package init(a: Bytes, c: Bytes) {
+        self.a = a
+        self.c = c
+    }
+
+    package static func generate() throws -> DeviceKeys {
         DeviceKeys(a: try Crypto.random(Crypto.keyLength), c: try Crypto.random(Crypto.keyLength))
     }
 
-    mutating func wipe() {
+    package mutating func wipe() {
         a.wipe()
         c.wipe()
     }
@@ -110,13 +115,13 @@ extension LockClass {
 }
 
 extension Keybag {
-    var isBound: Bool { binding != nil }
+    package var isBound: Bool { binding != nil }
 
     /// Binds this keybag to the TPM of `tpm`: a new secret sealed there for the password whose
     /// scrypt output (under this keybag's salt and parameters) is `stretched`, A, C and the
     /// ThisDeviceOnly keys `device` wrapped under the tangled key, and A and C under `recovery`.
     /// `counted`: the keychain has a rollback counter (`TPMSealedSecret.counted`).
-    mutating func bind(
+    package mutating func bind(
         a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryKey,
         tpm: TPMConfiguration, counted: Bool, pcrs: [UInt8] = []
     ) throws {
@@ -140,7 +145,7 @@ extension Keybag {
     /// under the key it gives. The recovery record is kept: it wraps A and C, which are the same.
     /// `counted` (whether the keychain has a rollback counter) and `pcrs` (the PCRs the secret is
     /// also sealed to; empty: none) are kept too unless given.
-    mutating func seal(
+    package mutating func seal(
         a: Bytes, c: Bytes, device: DeviceKeys?, stretched: Bytes, tpm: TPMConfiguration, counted: Bool? = nil, pcrs: [UInt8]? = nil
     ) throws {
         guard var binding, let device else { throw KeychainError.param("the ThisDeviceOnly class keys are needed to seal this keybag") }
@@ -171,7 +176,7 @@ extension Keybag {
 
     /// The ThisDeviceOnly class keys under `kek` (which has just opened A and C); nil without a
     /// binding. A key that does not open or fit its check value is a damaged keybag.
-    func unwrapDevice(kek: Bytes) throws -> DeviceKeys? {
+    package func unwrapDevice(kek: Bytes) throws -> DeviceKeys? {
         guard let binding else { return nil }
         guard var a = try? Crypto.open(binding.wrappedAu, key: kek, aad: aad(.whenUnlockedThisDeviceOnly)) else {
             throw KeychainError.decode("the keybag is damaged (ThisDeviceOnly keys)")
@@ -189,7 +194,7 @@ extension Keybag {
     }
 
     /// A and C from the recovery key.
-    func unwrap(recovery key: RecoveryKey) throws -> (a: Bytes, c: Bytes) {
+    package func unwrap(recovery key: RecoveryKey) throws -> (a: Bytes, c: Bytes) {
         guard let binding else { throw KeychainError.param("this keychain is not sealed to a TPM and has no recovery key") }
         guard Crypto.equal(binding.recovery.checkA, checkA), Crypto.equal(binding.recovery.checkC, checkC) else {
             throw KeychainError.decode("the keychain's recovery record is stale (made for other class keys)")
@@ -199,7 +204,7 @@ extension Keybag {
 
     /// Removes the binding: A and C wrapped under the password alone again (version 2), with a
     /// new salt. The ThisDeviceOnly items must have moved back under A and C before.
-    mutating func unbind(a: Bytes, c: Bytes, password: Bytes, scrypt: ScryptParameters) throws {
+    package mutating func unbind(a: Bytes, c: Bytes, password: Bytes, scrypt: ScryptParameters) throws {
         binding = nil
         version = Self.formatVersion
         try rewrap(a: a, c: c, password: password, scrypt: scrypt)

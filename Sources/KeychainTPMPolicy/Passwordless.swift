@@ -1,5 +1,6 @@
 internal import CSodium
 import Glibc
+import KeychainCore
 
 /// A passwordless unlock: a second copy of a TPM-sealed keychain's class keys that a login
 /// without a password (fingerprint, smart card, autologin) opens, through the PAM module's

@@ -1,4 +1,5 @@
 import Glibc
+import KeychainCore
 
 /// A TPM-sealed keychain's rollback counter: an NV counter index in the TPM and, in the keybag's
 /// `counter` row, the count this file last agreed with, under a MAC keyed from class key C. A whole
