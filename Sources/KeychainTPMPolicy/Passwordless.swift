@@ -420,8 +420,7 @@ extension KeychainStore {
                 keys.append(key)
             }
             try advanceRollbackCounter(bag, c: keys[1], tpm: tpm, accepting: false)
-            keybag = bag
-            dataVersion = version
+            adopt(bag, dataVersion: version)
             try install(a: keys[0], c: keys[1], device: DeviceKeys(a: keys[2], c: keys[3]))
         }
     }

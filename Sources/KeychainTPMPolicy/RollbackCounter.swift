@@ -268,7 +268,7 @@ extension KeychainStore {
     package func releaseRollbackCounter(tpm: TPMConfiguration = .current) {
         withLock {
             guard keybag.isBound else { return }
-            let key = storage == .process ? processKeys[.afterFirstUnlock] : try? trustedKernelKey(.afterFirstUnlock)
+            let key = heldClassKey(.afterFirstUnlock)
             guard var c = key, keybag.matches(c, .afterFirstUnlock) else { return }
             defer { c.wipe() }
             removeRollbackCounter(uuid: keybag.uuid, c: c, tpm: tpm)

@@ -73,7 +73,7 @@ extension KeychainStore {
                 try moveDeviceOnlyRows(a: a, c: c, d: bag.keyD, device: device, separating: true)
                 try bag.save(to: db)
                 try finishRollbackCounter(bag, count: count, c: c, oldC: nil, tpm: tpm)
-                keybag = bag
+                adopt(bag)
             }
             // The keybag before the binding opens with the password alone, off the TPM.
             discardPreviousKeybags()
@@ -107,7 +107,7 @@ extension KeychainStore {
                 device = try bag.unwrapDevice(kek: kek)
                 try bag.seal(a: a, c: c, device: device, stretched: stretched, tpm: tpm, pcrs: pcrs)
                 try bag.save(to: db)
-                keybag = bag
+                adopt(bag)
             }
             discardPreviousKeybags()
             try install(a: a, c: c, device: device)
@@ -137,7 +137,7 @@ extension KeychainStore {
                 removeRollbackCounter(uuid: uuid, c: c, tpm: tpm)
                 // Its ThisDeviceOnly keys are gone, and it was this TPM's to begin with.
                 try PasswordlessRecord.remove(from: db)
-                keybag = bag
+                adopt(bag)
             }
             try install(a: a, c: c)
         }
@@ -181,7 +181,7 @@ extension KeychainStore {
                 try finishRollbackCounter(bag, count: count, c: c, oldC: nil, tpm: tpm)
                 // Made for the old TPM's ThisDeviceOnly keys: it could open nothing here.
                 try PasswordlessRecord.remove(from: db)
-                keybag = bag
+                adopt(bag)
             }
             discardPreviousKeybags()
             try install(a: a, c: c, device: outcome.sealedAgain ? device : nil)

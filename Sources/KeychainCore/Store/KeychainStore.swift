@@ -6,9 +6,9 @@ package final class KeychainStore: @unchecked Sendable {
     package let path: String
     package let storage: KeyStorage
     package let db: SQLiteDatabase
-    package var keybag: Keybag
+    package internal(set) var keybag: Keybag
     /// The class keys of `.process` storage, by class (A, C, and Au, Cu when sealed to a TPM).
-    package var processKeys: [LockClass: Bytes] = [:]
+    var processKeys: [LockClass: Bytes] = [:]
     /// Subkeys of the class keys last seen, by lock class; only used while the same key is seen again.
     var subkeyCache = PerLockClass<Subkeys>()
     /// The kernel keyring's names of this keychain's keys, made once per keybag uuid (two stored
@@ -18,7 +18,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// The settings in force and whether their MAC verified, once class key A was seen.
     private var settingsCheck: (settings: KeychainSettings, integrity: SettingsIntegrity)?
     /// SQLite's data_version when the keybag was last read (`refreshKeybag`).
-    package var dataVersion: Int64 = 0
+    var dataVersion: Int64 = 0
     /// SQLite's data_version as the last call to `refreshKeybag` saw it.
     private(set) var seenDataVersion: Int64 = -1
     /// Which item classes the Always key space holds rows of, as of a data_version and this
@@ -229,6 +229,19 @@ package final class KeychainStore: @unchecked Sendable {
             }
             return bag
         }
+    }
+
+    /// Takes `bag`, just written or checked by a caller holding the lock, as the keychain's
+    /// keybag; `dataVersion`: the commits it was read at, when it was read outside a write.
+    package func adopt(_ bag: Keybag, dataVersion version: Int64? = nil) {
+        keybag = bag
+        if let version { dataVersion = version }
+    }
+
+    /// Class key `lockClass` as this process holds it now (in the process, or trusted in the
+    /// kernel); nil when locked.
+    package func heldClassKey(_ lockClass: LockClass) -> Bytes? {
+        storage == .process ? processKeys[lockClass] : try? trustedKernelKey(lockClass)
     }
 
     /// Puts keys the password (or a rotation) just gave into their place. A key already in the
@@ -495,7 +508,7 @@ package final class KeychainStore: @unchecked Sendable {
         return keybag.matches(key, lockClass)
     }
 
-    package func trustedKernelKey(_ lockClass: LockClass) throws -> Bytes? {
+    func trustedKernelKey(_ lockClass: LockClass) throws -> Bytes? {
         guard var entry = KernelKeyring.readEntry(kernelName(lockClass)) else { return nil }
         if isTrusted(entry.key, lockClass) { return entry.key }
         if db.inReadSnapshot {
