@@ -68,8 +68,9 @@ extension KeychainStore {
                 swap(&c, &keys.c)
                 // The counter first: the binding says whether there is one, under the wrapped keys' tags.
                 let count = prepareRollbackCounter(uuid: bag.uuid, c: c, oldC: nil, tpm: tpm)
+                let record = try RecoveryRecord.make(a: a, c: c, for: bag, key: recovery)
                 try bag.bind(
-                    a: a, c: c, device: device, stretched: keys.kek, recovery: recovery, tpm: tpm, counted: count != nil, pcrs: pcrs)
+                    a: a, c: c, device: device, stretched: keys.kek, recovery: record.bytes, tpm: tpm, counted: count != nil, pcrs: pcrs)
                 try moveDeviceOnlyRows(a: a, c: c, d: bag.keyD, device: device, separating: true)
                 try bag.save(to: db)
                 try finishRollbackCounter(bag, count: count, c: c, oldC: nil, tpm: tpm)
@@ -200,7 +201,9 @@ extension KeychainStore {
             if let binding = bag.binding {
                 status.counted = binding.sealed.counted
                 status.pcrs = binding.sealed.pcrs
-                status.recoveryKeyCurrent = Crypto.equal(binding.recovery.checkA, bag.checkA) && Crypto.equal(binding.recovery.checkC, bag.checkC)
+                if let record = try? RecoveryRecord(bytes: binding.recovery) {
+                    status.recoveryKeyCurrent = Crypto.equal(record.checkA, bag.checkA) && Crypto.equal(record.checkC, bag.checkC)
+                }
                 if let stmt = try? db.statement("SELECT count(*) FROM items WHERE lockclass IN (4, 5)"), (try? stmt.step()) == true {
                     status.deviceOnlyItems = Int(stmt.int(0))
                     stmt.reset()

@@ -26,6 +26,11 @@ struct RollbackAndPasswordlessPolicy: TPMPolicy {
         try store.finishRollbackCounter(keybag, count: count, c: c, oldC: oldC, tpm: tpm)
     }
 
+    func recovery(a: Bytes, c: Bytes, keybag: Keybag) throws -> (record: Bytes, key: RecoveryKey) {
+        let key = try RecoveryKey.generate()
+        return (try RecoveryRecord.make(a: a, c: c, for: keybag, key: key).bytes, key)
+    }
+
     func abandonedKeys(_ store: KeychainStore, uuid: Bytes, c: Bytes, tpm: TPMConfiguration) {
         store.removeTPMCounter(uuid: uuid, c: c, tpm: tpm)
     }

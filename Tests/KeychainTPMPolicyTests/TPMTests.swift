@@ -502,7 +502,7 @@ final class TPMTests: SimulatedTPMTestCase {
         XCTAssertFalse(recovered.has(.whenUnlockedThisDeviceOnly))
         // Every wrapping of the device keys is under the TPM-tangled key: neither A, C nor the
         // recovery key's wrapping key opens them.
-        let wrapping = key.wrappingKey(uuid: bag.uuid, salt: bag.binding!.recovery.salt)
+        let wrapping = key.wrappingKey(uuid: bag.uuid, salt: try RecoveryRecord(bytes: bag.binding!.recovery).salt)
         for candidate in [a, c, wrapping] {
             XCTAssertNil(try? Crypto.open(bag.binding!.wrappedAu, key: candidate, aad: bag.aad(.whenUnlockedThisDeviceOnly)))
             XCTAssertNil(try? Crypto.open(bag.binding!.wrappedCu, key: candidate, aad: bag.aad(.afterFirstUnlockThisDeviceOnly)))

@@ -50,11 +50,9 @@ extension KeychainStore {
                     separatesDeviceOnly: bag.isBound)
                 try resealAllRows(from: old, to: new)
                 bag.keyD = newD
-                if bag.isBound {
-                    let key = try RecoveryKey.generate()
-                    bag.binding!.recovery = try RecoveryRecord.make(
-                        a: newA, c: newC, checkA: Keybag.keyCheck(newA, uuid: bag.uuid, .whenUnlocked),
-                        checkC: Keybag.keyCheck(newC, uuid: bag.uuid, .afterFirstUnlock), uuid: bag.uuid, key: key)
+                if let policy {
+                    let (record, key) = try policy.recovery(a: newA, c: newC, keybag: bag)
+                    bag.binding!.recovery = record
                     recovery = key
                 }
                 // The new keys' counter first: the binding says whether there is one, under their tags.

@@ -181,7 +181,7 @@ package struct Keybag {
 
     /// A truncated HMAC of a fixed label, this keychain's uuid and the class, under the class key:
     /// tells whether a key found in the kernel is this keychain's key without revealing it.
-    static func keyCheck(_ key: Bytes, uuid: Bytes, _ lockClass: LockClass) -> Bytes {
+    package static func keyCheck(_ key: Bytes, uuid: Bytes, _ lockClass: LockClass) -> Bytes {
         var w = ByteWriter()
         w.string("keychain-key-check-v2")
         w.blob(uuid)

@@ -4,7 +4,8 @@
 /// - `wrap.Au`, `wrap.Cu`, `check.Au`, `check.Cu`: the class keys of ThisDeviceOnly items (When-
 ///   Unlocked and AfterFirstUnlock), wrapped under that TPM-tangled key only, with their check
 ///   values. The recovery key does not open them: they are this TPM's alone;
-/// - `recovery`: class keys A and C wrapped under the recovery key (`RecoveryRecord`).
+/// - `recovery`: class keys A and C wrapped under the recovery key: the TPM policy's record
+///   (KeychainTPMPolicy's `RecoveryRecord`), kept here as bytes.
 ///
 /// All of them are in the keybag's checksum; the wrapped keys' additional data carries a digest
 /// of `tpm`, so no record can be swapped in from another keybag.
@@ -14,12 +15,12 @@ package struct TPMBinding: Equatable {
     var wrappedCu: Bytes
     var checkAu: Bytes
     var checkCu: Bytes
-    package var recovery: RecoveryRecord
+    package var recovery: Bytes
 
     static let fieldNames = ["tpm", "wrap.Au", "wrap.Cu", "check.Au", "check.Cu", "recovery"]
 
     var fields: [(name: String, value: Bytes)] {
-        Array(zip(Self.fieldNames, [sealed.bytes, wrappedAu, wrappedCu, checkAu, checkCu, recovery.bytes]))
+        Array(zip(Self.fieldNames, [sealed.bytes, wrappedAu, wrappedCu, checkAu, checkCu, recovery]))
     }
 
     /// The stored bytes the checksum covers, as stored: a version 2 keybag has none.
@@ -27,7 +28,7 @@ package struct TPMBinding: Equatable {
         version >= 3 ? fieldNames.map { stored[$0] ?? [] } : []
     }
 
-    init(sealed: TPMSealedSecret, wrappedAu: Bytes, wrappedCu: Bytes, checkAu: Bytes, checkCu: Bytes, recovery: RecoveryRecord) {
+    init(sealed: TPMSealedSecret, wrappedAu: Bytes, wrappedCu: Bytes, checkAu: Bytes, checkCu: Bytes, recovery: Bytes) {
         self.sealed = sealed
         self.wrappedAu = wrappedAu
         self.wrappedCu = wrappedCu
@@ -39,11 +40,11 @@ package struct TPMBinding: Equatable {
     init(_ stored: [String: Bytes]) throws {
         guard let tpm = stored["tpm"], let au = stored["wrap.Au"], let cu = stored["wrap.Cu"],
             let checkAu = stored["check.Au"], checkAu.count == 16, let checkCu = stored["check.Cu"], checkCu.count == 16,
-            let recovery = stored["recovery"]
+            let recovery = stored["recovery"], !recovery.isEmpty
         else { throw KeychainError(.decode, "the keybag is incomplete (TPM binding)") }
         self.init(
             sealed: try TPMSealedSecret(bytes: tpm), wrappedAu: au, wrappedCu: cu, checkAu: checkAu, checkCu: checkCu,
-            recovery: try RecoveryRecord(bytes: recovery))
+            recovery: recovery)
     }
 
     /// Writes the binding's fields, or removes them all (a keybag brought back to version 2).
@@ -119,21 +120,11 @@ extension Keybag {
 
     /// Binds this keybag to the TPM of `tpm`: a new secret sealed there for the password whose
     /// scrypt output (under this keybag's salt and parameters) is `stretched`, A, C and the
-    /// ThisDeviceOnly keys `device` wrapped under the tangled key, and A and C under `recovery`.
-    /// `counted`: the keychain has a rollback counter (`TPMSealedSecret.counted`).
+    /// ThisDeviceOnly keys `device` wrapped under the tangled key, and `recovery`, the policy's
+    /// record of A and C under the recovery key, kept. `counted`: the keychain has a rollback
+    /// counter (`TPMSealedSecret.counted`).
     package mutating func bind(
-        a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryKey,
-        tpm: TPMConfiguration, counted: Bool, pcrs: [UInt8] = []
-    ) throws {
-        let record = try RecoveryRecord.make(
-            a: a, c: c, checkA: Self.keyCheck(a, uuid: uuid, .whenUnlocked),
-            checkC: Self.keyCheck(c, uuid: uuid, .afterFirstUnlock), uuid: uuid, key: recovery)
-        try bind(a: a, c: c, device: device, stretched: stretched, recovery: record, tpm: tpm, counted: counted, pcrs: pcrs)
-    }
-
-    /// The same, keeping a recovery record (whose A and C are these).
-    mutating func bind(
-        a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryRecord,
+        a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: Bytes,
         tpm: TPMConfiguration, counted: Bool, pcrs: [UInt8] = []
     ) throws {
         let placeholder = TPMSealedSecret(primaryName: [], sealedPublic: [], sealedPrivate: [])
@@ -191,15 +182,6 @@ extension Keybag {
             throw KeychainError.decode("the keybag is damaged (key check values)")
         }
         return DeviceKeys(a: a, c: c)
-    }
-
-    /// A and C from the recovery key.
-    package func unwrap(recovery key: RecoveryKey) throws -> (a: Bytes, c: Bytes) {
-        guard let binding else { throw KeychainError.param("this keychain is not sealed to a TPM and has no recovery key") }
-        guard Crypto.equal(binding.recovery.checkA, checkA), Crypto.equal(binding.recovery.checkC, checkC) else {
-            throw KeychainError.decode("the keychain's recovery record is stale (made for other class keys)")
-        }
-        return try binding.recovery.open(with: key, uuid: uuid)
     }
 
     /// Removes the binding: A and C wrapped under the password alone again (version 2), with a

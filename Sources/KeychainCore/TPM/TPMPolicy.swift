@@ -16,6 +16,9 @@ package protocol TPMPolicy {
     /// them (`count` from `preparingNewKeys`), the old keys' counter removed, and whatever else
     /// the policy wrapped under the old keys (the passwordless copy) dropped.
     func replacedKeys(_ store: KeychainStore, keybag: Keybag, count: UInt64?, c: Bytes, oldC: Bytes, tpm: TPMConfiguration) throws
+    /// A new recovery key for new class keys `a` and `c` of `keybag` (a rotation), and its record
+    /// for the binding (the old one opened the old A and C only).
+    func recovery(a: Bytes, c: Bytes, keybag: Keybag) throws -> (record: Bytes, key: RecoveryKey)
     /// New keys `c` that were never committed: their counter leaves the TPM.
     func abandonedKeys(_ store: KeychainStore, uuid: Bytes, c: Bytes, tpm: TPMConfiguration)
     /// Why the TPM refused the keychain's secret sealed to the PCRs `pcrs` as well as to its
