@@ -494,6 +494,26 @@ final class TPMTests: SimulatedTPMTestCase {
         XCTAssertStatus(try store.find(query("device"), includeSecret: true), .itemNotFound)
     }
 
+    /// The recovery record is the policy's, not the keybag's: one that is no record (written with
+    /// the checksum made again, as anyone with write access can) costs the recovery, not the
+    /// keychain, which its password still opens.
+    func testARecoveryFieldThatIsNoRecordLeavesThePasswordWorking() throws {
+        let (store, key) = try sealed()
+        store.lockAll()
+        try store.db.statement("UPDATE keychain SET value = ? WHERE name = 'recovery'").run([.blob([1, 2, 3])])
+        var fields: [String: Bytes] = [:]
+        let select = try store.db.statement("SELECT name, value FROM keychain")
+        while try select.step() { fields[select.text(0)] = select.blob(1) }
+        select.reset()
+        let summed = ["uuid", "kdf", "wrap.A", "wrap.C", "check.A", "check.C", "key.D"].map { fields[$0] ?? [] }
+        let sum = Keybag.checksum(summed + TPMBinding.checksummed(fields, version: 3))
+        try store.db.statement("UPDATE keychain SET value = ? WHERE name = 'checksum'").run([.blob(sum)])
+        try store.unlock(password: pw)
+        XCTAssertEqual(try secretString(store, query("device")), "bound")
+        XCTAssertFalse(store.tpmStatus(tpm: here).recoveryKeyCurrent)
+        XCTAssertStatus(try store.recoverFromTPM(recoveryKey: key, newPassword: Array("new".utf8), tpm: here), .decode)
+    }
+
     func testTheRecoveryKeyNeverOpensTheThisDeviceOnlyKeys() throws {
         let (store, key) = try sealed()
         let bag = try Keybag.load(from: store.db)
