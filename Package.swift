@@ -50,6 +50,10 @@ let package = Package(
         // How a front end reaches the TPM: keychain-tpm-helper's client, its wire format and its
         // own main loop; installed into the engine's TPMAccess by each front end at start.
         .target(name: "KeychainTPMClient", dependencies: ["KeychainCore", "KeychainProcess", "CLinux"]),
+        // The TPM policy over the engine's keybag: enrolment, the recovery, the passwordless copy,
+        // the rollback counter, the boot event log. Installed into the engine's TPMAccess by each
+        // front end at start (`TPMPolicySetup`), with the helper's client.
+        .target(name: "KeychainTPMPolicy", dependencies: ["KeychainCore", "KeychainTPMClient", "CSodium", "CLinux"]),
         // `security sync`: the record format, the signed group manifest, device keys, the git
         // transport and the exchange, over the engine's items (git runs as a process of its own).
         .target(name: "KeychainSync", dependencies: ["KeychainCore", "KeychainProcess", "CLinux", "CSodium"]),
@@ -61,7 +65,7 @@ let package = Package(
         // importer of `security import-secrets` share it.
         .target(name: "SecretServiceItems", dependencies: ["KeychainCore"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
-        .target(name: "Security", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMClient", "CFoundationBridge"]),
+        .target(name: "Security", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "CFoundationBridge"]),
         // Foundation's own CFDictionary functions, for reading a SecItem dictionary without
         // converting every key and value first (declarations only; libFoundation has them).
         .target(name: "CFoundationBridge"),
@@ -70,7 +74,7 @@ let package = Package(
 
         // The command-line tool, a front end over the engine.
         .executableTarget(name: "SecurityTool", dependencies: [
-            "KeychainCore", "KeychainPresence", "KeychainSync", "KeychainTPMClient", "KeychainSSH", "CredentialHelperSupport", "SecretServiceItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "KeychainCore", "KeychainPresence", "KeychainSync", "KeychainTPMClient", "KeychainTPMPolicy", "KeychainSSH", "CredentialHelperSupport", "SecretServiceItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: helperLinking + [.linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]),
 
         // Credential helpers: small processes started once per fetch or pull, so they link the
@@ -86,7 +90,7 @@ let package = Package(
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
-        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMClient", "SecretServiceItems", "CSDBus", "COpenSSL", "CLinux"],
+        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "CSDBus", "COpenSSL", "CLinux"],
                           exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The SSH agent: a daemon for the whole session, like keychain-secret-service, so linked the
@@ -105,7 +109,7 @@ let package = Package(
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),
-        .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "KeychainTPMClient", "SecretServiceItems", "CPAM"], path: "pam/Sources/PAMKeychain",
+        .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "KeychainTPMPolicy", "SecretServiceItems", "CPAM"], path: "pam/Sources/PAMKeychain",
                 linkerSettings: [.unsafeFlags([
                     "-static-stdlib",
                     "-Xlinker", "--version-script=\(Context.packageDirectory)/pam/pam_keychain.map",
@@ -130,7 +134,8 @@ let package = Package(
 
         // What the engine's test targets share (a scratch folder, a test case with a keychain).
         .target(name: "KeychainTestSupport", dependencies: ["KeychainCore"], path: "Tests/KeychainTestSupport"),
-        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretServiceItems", "KeychainTPM", "KeychainTPMClient", "KeychainProcess"]),
+        .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretServiceItems", "KeychainProcess"]),
+        .testTarget(name: "KeychainTPMPolicyTests", dependencies: ["KeychainTPMPolicy", "KeychainCore", "KeychainTestSupport", "KeychainTPM", "KeychainTPMClient"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore", "KeychainTestSupport", "CLinux"]),
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),

@@ -1,12 +1,12 @@
 internal import KeychainCore
 internal import KeychainPresence
-internal import KeychainTPMClient
+internal import KeychainTPMPolicy
 
 /// What Apple's API sets up in the engine before its first keychain operation, as every front end
 /// does at its start: polkit asks for the person, and keychain-tpm-helper reaches the TPM.
 enum FrontEnd {
     static func prepare() {
         PresenceSetup.installPolkit()
-        TPMClientSetup.install()
+        TPMPolicySetup.install()
     }
 }

@@ -1,4 +1,5 @@
 package import KeychainCore
+internal import KeychainTPMPolicy
 
 import Glibc
 

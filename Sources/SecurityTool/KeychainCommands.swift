@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import KeychainCore
+import KeychainTPMPolicy
 
 /// The keychain a command acts on: a trailing name or path, or the default keychain.
 struct KeychainArgument: ParsableArguments {

@@ -2,7 +2,7 @@ import ArgumentParser
 import Glibc
 import KeychainCore
 import KeychainPresence
-import KeychainTPMClient
+import KeychainTPMPolicy
 
 @main
 struct Security: ParsableCommand {
@@ -35,7 +35,7 @@ struct Security: ParsableCommand {
         ProcessHardening.becomeUndumpable()
         // On a terminal with no desktop agent (SSH), items needing the user's presence ask here.
         PresenceSetup.installPolkitWithTerminalAgent()
-        TPMClientSetup.install()
+        TPMPolicySetup.install()
         // A password piped in would otherwise stay in stdio's stdin buffer, which is freed (at
         // exit) but never cleared; unbuffered, each byte goes straight into a buffer we wipe.
         setvbuf(stdin, nil, _IONBF, 0)

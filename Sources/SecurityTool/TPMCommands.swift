@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import KeychainCore
+import KeychainTPMPolicy
 
 // Sealing a keychain to this machine's TPM 2.0 (Sources/KeychainCore/TPM): the password then
 // opens it only together with a secret that this TPM releases for that password, counting each

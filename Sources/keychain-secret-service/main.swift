@@ -3,7 +3,7 @@ import CSDBus
 import Glibc
 import KeychainCore
 import KeychainPresence
-import KeychainTPMClient
+import KeychainTPMPolicy
 import SecretServiceItems
 
 /// keychain-secret-service [--replace] [--pinentry PROGRAM]
@@ -25,7 +25,7 @@ var pinentry = getenv("KEYCHAIN_PINENTRY").map { String(cString: $0) }.flatMap {
 // alike: an item that asks for the user asks through polkit, and a keychain sealed to the TPM
 // opens through keychain-tpm-helper.
 PresenceSetup.installPolkit()
-TPMClientSetup.install()
+TPMPolicySetup.install()
 var arguments = CommandLine.arguments.dropFirst()
 if let command = arguments.first, Subcommand.names.contains(command) {
     exit(Subcommand.run(command, Array(arguments.dropFirst()), pinentry: pinentry))

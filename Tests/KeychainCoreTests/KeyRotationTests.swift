@@ -52,7 +52,8 @@ final class KeyRotationTests: XCTestCase {
         }
         // The old keys themselves, row by row: none opens a row of the rotated file.
         let oldBag = try Keybag.load(from: SQLiteDatabase(path: oldCopy))
-        let (a, c) = try oldBag.unwrap(password: Array("old".utf8))
+        let opened = try oldBag.open(password: Array("old".utf8))
+        let (a, c) = (opened.a, opened.c)
         let oldKeys = ClassKeys([
             .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
             .always: Subkeys(classKey: oldBag.keyD)

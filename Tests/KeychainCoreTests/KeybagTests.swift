@@ -114,9 +114,9 @@ final class KeybagTests: XCTestCase {
         let store = try scratch.open()
         let before = Crypto.derivations
         store.keybag.scrypt = ScryptParameters(n: 1 << 40)
-        XCTAssertStatus(try store.keybag.unwrap(password: Array("pw".utf8)), .decode)
+        XCTAssertStatus(try store.keybag.open(password: Array("pw".utf8)), .decode)
         store.keybag.scrypt = ScryptParameters(n: 1000)
-        XCTAssertStatus(try store.keybag.unwrap(password: Array("pw".utf8)), .decode)
+        XCTAssertStatus(try store.keybag.open(password: Array("pw".utf8)), .decode)
         XCTAssertEqual(Crypto.derivations, before)
     }
 
@@ -164,7 +164,7 @@ final class KeybagTests: XCTestCase {
                 .run([.blob(Keybag.checksum([bag.uuid, bag.kdfRecord, bag.wrappedA, bag.wrappedC, bag.checkA, bag.checkC, bag.keyD])), .text("checksum")])
             let before = Crypto.derivations
             XCTAssertStatus(try KeychainStore.open(at: scratch.path(), storage: .process), .decode, "\(params)")
-            XCTAssertStatus(try bag.unwrap(password: Array("pw".utf8)), .decode, "\(params)")
+            XCTAssertStatus(try bag.open(password: Array("pw".utf8)), .decode, "\(params)")
             XCTAssertEqual(Crypto.derivations, before, "no derivation ran for \(params)")
         }
     }
@@ -193,7 +193,8 @@ final class KeybagTests: XCTestCase {
     /// the format, not through the code under test.
     func writeVersion1Keybag(_ store: KeychainStore, password: String, settings: KeychainSettings) throws {
         let bag = store.keybag
-        let (a, c) = try bag.unwrap(password: Array(password.utf8))
+        let opened = try bag.open(password: Array(password.utf8))
+        let (a, c) = (opened.a, opened.c)
         let salt = try Crypto.random(16)
         let kek = try Crypto.scrypt(password: Array(password.utf8), salt: salt, parameters: bag.scrypt)
         func aad(_ letter: String) -> Bytes {

@@ -188,25 +188,3 @@ final class TamperTests: XCTestCase {
         XCTAssertStatus(try KeychainStore.open(at: path, storage: .process), .decode)
     }
 }
-
-enum FileManagerless {
-    static func write(_ path: String, _ bytes: Bytes) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-    }
-
-    static func read(_ path: String) -> Bytes {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { return [] }
-        defer { close(fd) }
-        var out = Bytes()
-        var buffer = Bytes(repeating: 0, count: 65536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n <= 0 { break }
-            out.append(contentsOf: buffer[0..<n])
-        }
-        return out
-    }
-}

@@ -72,3 +72,44 @@ package func XCTAssertStatus<T>(
         XCTAssertEqual((error as? KeychainError)?.code, code, "\(message) \(error)", file: file, line: line)
     }
 }
+
+package func secretString(_ store: KeychainStore, _ q: Query) throws -> String {
+    String(decoding: try store.find(q, includeSecret: true).first?.secret ?? [], as: UTF8.self)
+}
+
+/// The keybag's class key A as wrapped now (under the password, or the password and the TPM).
+package func wrappedKeyA(_ store: KeychainStore) throws -> Bytes {
+    let stmt = try store.db.statement("SELECT value FROM keychain WHERE name = 'wrap.A'")
+    defer { stmt.reset() }
+    guard try stmt.step() else { return [] }
+    return stmt.blob(0)
+}
+
+/// Whether the file's raw bytes hold `needle` anywhere, as a thief reading them would find it.
+package func fileHolds(_ path: String, _ needle: Bytes) -> Bool {
+    let bytes = FileManagerless.read(path)
+    guard !needle.isEmpty, bytes.count >= needle.count else { return false }
+    return (0...(bytes.count - needle.count)).contains { bytes[$0..<($0 + needle.count)].elementsEqual(needle) }
+}
+
+package enum FileManagerless {
+    package static func write(_ path: String, _ bytes: Bytes) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+    }
+
+    package static func read(_ path: String) -> Bytes {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var out = Bytes()
+        var buffer = Bytes(repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            out.append(contentsOf: buffer[0..<n])
+        }
+        return out
+    }
+}

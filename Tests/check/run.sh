@@ -82,6 +82,12 @@ upward_import_fails() {
     # The engine knows none of the targets over it (presence, sync, the TPM policy).
     printf 'internal import KeychainPresence\n' > "$tree/Sources/KeychainCore/CheckPlanted.swift"
     fails_naming "Sources/KeychainCore/CheckPlanted.swift:1: import KeychainPresence" imports
+    printf 'import KeychainTPMPolicy\n' > "$tree/Sources/KeychainCore/CheckPlanted.swift"
+    fails_naming "Sources/KeychainCore/CheckPlanted.swift:1: import KeychainTPMPolicy" imports
+    # Nor does the helper's client know the TPM policy over it.
+    printf 'import KeychainTPMPolicy\n' > "$tree/Sources/KeychainTPMClient/CheckPlanted.swift"
+    fails_naming "Sources/KeychainTPMClient/CheckPlanted.swift:1: import KeychainTPMPolicy" imports
+    rm "$tree/Sources/KeychainTPMClient/CheckPlanted.swift"
     # The other spellings of an import count too.
     printf '@_implementationOnly import LocalAuthentication\n' > "$tree/Sources/KeychainCore/CheckPlanted.swift"
     fails_naming "import LocalAuthentication" imports

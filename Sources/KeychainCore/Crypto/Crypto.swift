@@ -20,7 +20,7 @@ package enum Crypto {
     }()
 
     /// libsodium picks its implementations in sodium_init, which must come before any other call.
-    static let sodiumReady: Bool = sodium_init() >= 0
+    package static let sodiumReady: Bool = sodium_init() >= 0
 
     /// AES-GCM in libsodium needs AES-NI and PCLMUL. Tests turn it off to check that the OpenSSL
     /// fallback reads and writes the same bytes.
@@ -133,7 +133,7 @@ package enum Crypto {
     }
 
     /// HMAC-SHA-256 with keys of any length (checked against RFC 4231's vectors in the tests).
-    static func hmacSHA256(key: Bytes, _ message: Bytes) -> Bytes {
+    package static func hmacSHA256(key: Bytes, _ message: Bytes) -> Bytes {
         HMACKey(key).mac(message)
     }
 
@@ -159,7 +159,7 @@ package enum Crypto {
     }
 
     /// A subkey for one purpose: HKDF-Expand (RFC 5869) of one block, with the class key as PRK.
-    static func deriveKey(_ key: Bytes, purpose: String) -> Bytes {
+    package static func deriveKey(_ key: Bytes, purpose: String) -> Bytes {
         hmacSHA256(key: key, Array(purpose.utf8) + [1])
     }
 
@@ -248,7 +248,7 @@ package enum Crypto {
     /// pays for one (no shortcut, no cache of failures).
     nonisolated(unsafe) static var derivations = 0
 
-    static func scrypt(password: Bytes, salt: Bytes, parameters p: ScryptParameters) throws -> Bytes {
+    package static func scrypt(password: Bytes, salt: Bytes, parameters p: ScryptParameters) throws -> Bytes {
         // scrypt keys HMAC with the password, and HMAC pads short keys with zeros: "pw" and
         // "pw\0" would derive the same key. Terminals and PAM cannot carry a NUL anyway.
         guard !password.contains(0) else { throw KeychainError.param("a password cannot contain a NUL byte") }
@@ -287,7 +287,7 @@ package struct ScryptParameters: Equatable, Sendable {
     /// Refuses parameters a tampered file or a hostile backup could use to exhaust memory or
     /// time, before any derivation runs. N must be a power of two (scrypt's definition); r up
     /// to 32 covers every published tuning (8 is the norm), p up to 16 (1 is ours).
-    var isSane: Bool {
+    package var isSane: Bool {
         guard n >= 2, n & (n - 1) == 0, (1...32).contains(r), (1...16).contains(p), n <= Self.maximumMemory else { return false }
         return 128 * n * r <= Self.maximumMemory && n * r * p <= Self.maximumWork
     }

@@ -22,12 +22,13 @@ extension KeychainStore {
             defer { newA.wipe(); newC.wipe(); newDevice.wipe() }
             var recovery: RecoveryKey?
             // The new keys' counter is of no use if they are lost with the transaction: out of the TPM.
-            var uuid: Bytes?, committed = false
-            defer { if !committed, let uuid { removeTPMCounter(uuid: uuid, c: newC, tpm: .current) } }
+            var policy: TPMPolicy?, uuid: Bytes?, committed = false
+            defer { if !committed, let policy, let uuid { policy.abandonedKeys(self, uuid: uuid, c: newC, tpm: .current) } }
             try db.transaction {
                 var bag = try Keybag.load(from: db)
                 var keys = try bag.unwrapUpgrading(password: password)
                 defer { keys.wipe() }
+                if bag.isBound { policy = try TPMAccess.installedPolicy() }
                 // Settings that fail their MAC are not carried over under the new keys.
                 let settings = bag.verifiedSettings(a: keys.a) ?? .safeDefaults
                 var oldKeys: [LockClass: Subkeys] = [
@@ -49,18 +50,16 @@ extension KeychainStore {
                     separatesDeviceOnly: bag.isBound)
                 try resealAllRows(from: old, to: new)
                 bag.keyD = newD
-                if bag.isBound {
-                    let key = try RecoveryKey.generate()
-                    bag.binding!.recovery = try RecoveryRecord.make(
-                        a: newA, c: newC, checkA: Keybag.keyCheck(newA, uuid: bag.uuid, .whenUnlocked),
-                        checkC: Keybag.keyCheck(newC, uuid: bag.uuid, .afterFirstUnlock), uuid: bag.uuid, key: key)
+                if let policy {
+                    let (record, key) = try policy.recovery(a: newA, c: newC, keybag: bag)
+                    bag.binding!.recovery = record
                     recovery = key
                 }
                 // The new keys' counter first: the binding says whether there is one, under their tags.
                 var count: UInt64?
-                if bag.isBound {
+                if let policy {
                     uuid = bag.uuid
-                    count = prepareRollbackCounter(uuid: bag.uuid, c: newC, oldC: keys.c, tpm: .current)
+                    count = policy.preparingNewKeys(self, uuid: bag.uuid, c: newC, oldC: keys.c, tpm: .current)
                 }
                 try bag.rewrap(
                     a: newA, c: newC, device: bag.isBound ? newDevice : nil, password: newPassword ?? password,
@@ -68,10 +67,9 @@ extension KeychainStore {
                 bag.settings = settings
                 bag.authenticateSettings(a: newA)
                 try bag.save(to: db)
-                // It wraps the old keys: after a rotation it would open nothing (enrol it again).
-                try PasswordlessRecord.remove(from: db)
-                // The counter's authorization came from the old C.
-                if bag.isBound { try finishRollbackCounter(bag, count: count, c: newC, oldC: keys.c, tpm: .current) }
+                // The counter's authorization came from the old C, and the passwordless copy wraps
+                // the old keys: after a rotation it would open nothing (enrol it again).
+                try policy?.replacedKeys(self, keybag: bag, count: count, c: newC, oldC: keys.c, tpm: .current)
                 keybag = bag
             }
             committed = true
@@ -105,6 +103,44 @@ extension KeychainStore {
             ])
         }
         try reindexAttributes(items, keys: new)
+    }
+}
+
+extension KeychainStore {
+    /// Re-seals, at the same row ids, the rows whose items change class key between `old` and
+    /// `new`: ThisDeviceOnly items when a binding is added or removed. The index key (from C) does
+    /// not change, so neither do the index columns; the transaction is the caller's. A row that
+    /// does not open stops everything (the caller's transaction rolls back).
+    /// Moves the ThisDeviceOnly items between A and C and keys of their own, `device`: under
+    /// their own when `separating` (a TPM binding added), back under A and C when not (removed).
+    package func moveDeviceOnlyRows(a: Bytes, c: Bytes, d: Bytes, device: DeviceKeys, separating: Bool) throws {
+        let shared = ClassKeys([.whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c), .always: Subkeys(classKey: d)])
+        let separate = ClassKeys(
+            [
+                .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c), .always: Subkeys(classKey: d),
+                .whenUnlockedThisDeviceOnly: Subkeys(classKey: device.a), .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: device.c)
+            ], separatesDeviceOnly: true)
+        try separating ? resealMovedRows(from: shared, to: separate) : resealMovedRows(from: separate, to: shared)
+    }
+
+    func resealMovedRows(from old: ClassKeys, to new: ClassKeys) throws {
+        let rows = try storedRows(in: .protected)
+        let update = try db.statement(
+            """
+            UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ? WHERE rowid = ?
+            """)
+        for row in rows {
+            let item = try openAttributes(row, keys: old)
+            let target = new.lockClass(for: item.protection)
+            guard target != row.lockClass else { continue }
+            var secret = try openSecret(row, keys: old)
+            defer { secret?.wipe() }
+            let sealed = try seal(item, rowID: row.rowID, secret: secret, keys: new)
+            try update.run([
+                .int(target.rawValue), .int(KeySpace(target).rawValue), .blob(sealed.pk), .blob(sealed.account),
+                .blob(sealed.service), .blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)
+            ])
+        }
     }
 }
 

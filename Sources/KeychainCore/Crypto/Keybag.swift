@@ -12,26 +12,26 @@ import Glibc
 /// needs the TPM as well as the password, and it holds the ThisDeviceOnly class keys and the
 /// recovery key's wrapping. Only enrolment writes it; a keychain never enrolled stays version 2,
 /// readable by earlier versions of this program, and removing the binding brings it back to 2.
-struct Keybag {
+package struct Keybag {
     static let formatVersion: UInt32 = 2
     static let boundFormatVersion: UInt32 = 3
 
     var version: UInt32
-    var uuid: Bytes
-    var scrypt: ScryptParameters
-    var salt: Bytes
+    package var uuid: Bytes
+    package var scrypt: ScryptParameters
+    package var salt: Bytes
     var wrappedA: Bytes
     var wrappedC: Bytes
     /// Key check values of A and C (`keyCheck`); empty in a version 1 keybag.
-    var checkA: Bytes
-    var checkC: Bytes
-    var keyD: Bytes
+    package var checkA: Bytes
+    package var checkC: Bytes
+    package var keyD: Bytes
     /// As stored: trusted only once `settingsMAC` verifies under class key A (`verifiedSettings`).
     var settings: KeychainSettings
     /// Empty in a version 1 keybag.
     var settingsMAC: Bytes
     /// Version 3 only: the TPM binding, the ThisDeviceOnly class keys and the recovery record.
-    var binding: TPMBinding? = nil
+    package var binding: TPMBinding? = nil
 
     /// A new keybag with fresh random class keys; returns the unwrapped A and C keys too.
     static func make(password: Bytes, scrypt: ScryptParameters) throws -> (Keybag, a: Bytes, c: Bytes) {
@@ -60,19 +60,11 @@ struct Keybag {
         return try binding.sealed.kek(stretched: stretched, uuid: uuid, tpm: tpm)
     }
 
-    /// Opens A and C with the password. A wrong password and a changed keybag look the same to
-    /// AES-GCM, and both are errSecAuthFailed.
-    func unwrap(password: Bytes) throws -> (a: Bytes, c: Bytes) {
-        var kek = try deriveKEK(password: password)
-        defer { kek.wipe() }
-        return try unwrap(kek: kek)
-    }
-
     /// The class keys `password` opens (ThisDeviceOnly's too when sealed to a TPM), a version 1
     /// keybag first brought to the current format (`upgrade`), so that the settings a password
     /// change or a key rotation carries over are authenticated ones. The caller wipes the keys; a
     /// failure leaves none behind.
-    mutating func unwrapUpgrading(password: Bytes) throws -> OpenedKeys {
+    package mutating func unwrapUpgrading(password: Bytes) throws -> OpenedKeys {
         var keys = try open(password: password)
         do {
             try upgrade(kek: keys.kek, a: keys.a, c: keys.c)
@@ -85,9 +77,11 @@ struct Keybag {
 
     /// What `password` opens: the key-encryption key (the TPM's half included when sealed to
     /// one) and the class keys under it, ThisDeviceOnly's too when bound. The one path from a
-    /// password to the keys: unlock, a password change, a key rotation, the TPM's unsealing and
-    /// the passwordless copy all go through it. A failure leaves nothing behind.
-    func open(password: Bytes, tpm: TPMConfiguration = .current) throws -> OpenedKeys {
+    /// password to the keys: unlock, a password check, a password change, a settings change, a
+    /// key rotation, the TPM's enrolment and unsealing and the passwordless copy all go through
+    /// it. A wrong password and a changed keybag look the same to AES-GCM (errSecAuthFailed). A
+    /// failure leaves nothing behind.
+    package func open(password: Bytes, tpm: TPMConfiguration = .current) throws -> OpenedKeys {
         var kek = try deriveKEK(password: password, tpm: tpm)
         do {
             var (a, c) = try unwrap(kek: kek)
@@ -104,7 +98,7 @@ struct Keybag {
         }
     }
 
-    func unwrap(kek: Bytes) throws -> (a: Bytes, c: Bytes) {
+    package func unwrap(kek: Bytes) throws -> (a: Bytes, c: Bytes) {
         let a = try? Crypto.open(wrappedA, key: kek, aad: aad(.whenUnlocked))
         let c = try? Crypto.open(wrappedC, key: kek, aad: aad(.afterFirstUnlock))
         switch (a, c) {
@@ -131,7 +125,7 @@ struct Keybag {
     /// needs no item re-encryption; a key rotation gives new keys here.
     /// Sealed to a TPM, a new secret is sealed for the new password and `device` (the
     /// ThisDeviceOnly class keys) is wrapped again too; `counted` and `pcrs` as in `seal`.
-    mutating func rewrap(
+    package mutating func rewrap(
         a: Bytes, c: Bytes, device: DeviceKeys? = nil, password: Bytes, scrypt: ScryptParameters,
         tpm: TPMConfiguration = .current, counted: Bool? = nil, pcrs: [UInt8]? = nil
     ) throws {
@@ -187,7 +181,7 @@ struct Keybag {
 
     /// A truncated HMAC of a fixed label, this keychain's uuid and the class, under the class key:
     /// tells whether a key found in the kernel is this keychain's key without revealing it.
-    static func keyCheck(_ key: Bytes, uuid: Bytes, _ lockClass: LockClass) -> Bytes {
+    package static func keyCheck(_ key: Bytes, uuid: Bytes, _ lockClass: LockClass) -> Bytes {
         var w = ByteWriter()
         w.string("keychain-key-check-v2")
         w.blob(uuid)
@@ -197,7 +191,7 @@ struct Keybag {
 
     /// Whether `key` is this keychain's class key. A version 1 keybag has no check values and
     /// vouches for no key: its keys are trusted only as they come from the password.
-    func matches(_ key: Bytes, _ lockClass: LockClass) -> Bool {
+    package func matches(_ key: Bytes, _ lockClass: LockClass) -> Bool {
         let stored = check(lockClass)
         guard version >= 2, !stored.isEmpty else { return false }
         return Crypto.equal(stored, Self.keyCheck(key, uuid: uuid, lockClass))
@@ -205,7 +199,7 @@ struct Keybag {
 
     /// The stored check value of a class key; empty for D, and for the ThisDeviceOnly classes of
     /// a keybag without them.
-    func check(_ lockClass: LockClass) -> Bytes {
+    package func check(_ lockClass: LockClass) -> Bytes {
         switch lockClass {
         case .whenUnlocked: return checkA
         case .afterFirstUnlock: return checkC
@@ -249,7 +243,7 @@ struct Keybag {
 
     // MARK: Storage
 
-    static func load(from db: SQLiteDatabase) throws -> Keybag {
+    package static func load(from db: SQLiteDatabase) throws -> Keybag {
         var fields: [String: Bytes] = [:]
         do {
             let stmt = try db.statement("SELECT name, value FROM keychain")
@@ -322,7 +316,7 @@ struct Keybag {
     /// Writes the whole keybag, in the current format only (a version 1 keybag is upgraded
     /// before anything else is written): version 3 with a binding, else version 2, whose file
     /// then keeps no field of a binding removed.
-    func save(to db: SQLiteDatabase) throws {
+    package func save(to db: SQLiteDatabase) throws {
         precondition(
             version == (binding == nil ? Self.formatVersion : Self.boundFormatVersion),
             "a keybag is upgraded before it is saved")
@@ -371,13 +365,13 @@ extension ScryptParameters {
 
 /// A keybag's keys, opened (`Keybag.open`). Used in place, never copied out (a copy of an array
 /// would keep the bytes that `wipe` overwrites here), and wiped by its holder.
-struct OpenedKeys {
-    var kek: Bytes
-    var a: Bytes
-    var c: Bytes
-    var device: DeviceKeys?
+package struct OpenedKeys {
+    package var kek: Bytes
+    package var a: Bytes
+    package var c: Bytes
+    package var device: DeviceKeys?
 
-    mutating func wipe() {
+    package mutating func wipe() {
         kek.wipe()
         a.wipe()
         c.wipe()

@@ -73,7 +73,7 @@ package enum LockClass: Int64, CaseIterable, Sendable {
     case whenUnlockedThisDeviceOnly = 4
     case afterFirstUnlockThisDeviceOnly = 5
 
-    var letter: String {
+    package var letter: String {
         switch self {
         case .whenUnlocked: return "A"
         case .afterFirstUnlock: return "C"

@@ -78,7 +78,7 @@ package enum KeychainFile {
         return found.sorted()
     }
 
-    static func readSmallFile(_ path: String) -> String? {
+    package static func readSmallFile(_ path: String) -> String? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }

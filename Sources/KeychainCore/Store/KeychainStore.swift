@@ -6,7 +6,7 @@ package final class KeychainStore: @unchecked Sendable {
     package let path: String
     package let storage: KeyStorage
     package let db: SQLiteDatabase
-    var keybag: Keybag
+    package internal(set) var keybag: Keybag
     /// The class keys of `.process` storage, by class (A, C, and Au, Cu when sealed to a TPM).
     var processKeys: [LockClass: Bytes] = [:]
     /// Subkeys of the class keys last seen, by lock class; only used while the same key is seen again.
@@ -165,7 +165,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// Derives the key from the password and puts the class keys where every call will find them.
     /// A keychain made by an earlier version is upgraded in place first, in one transaction.
     /// Sealed to a TPM, the file's count is checked against the TPM's rollback counter first
-    /// (`advanceRollbackCounter`): an older copy is refused unless `acceptingOlderCopy`.
+    /// (the installed `TPMPolicy`): an older copy is refused unless `acceptingOlderCopy`.
     package func unlock(password: Bytes, acceptingOlderCopy: Bool = false, tpm: TPMConfiguration = .current) throws {
         try TPMDeadline.command { try unlockUnderDeadline(password: password, acceptingOlderCopy: acceptingOlderCopy, tpm: tpm) }
     }
@@ -183,9 +183,12 @@ package final class KeychainStore: @unchecked Sendable {
                 if bag.version < Keybag.formatVersion { bag = try upgrade(bag, kek: keys.kek, a: keys.a, c: keys.c) }
                 let now = try Keybag.load(from: db)
                 guard now.wrappedA == bag.wrappedA, now.wrappedC == bag.wrappedC else { continue }
-                let counted = try advanceRollbackCounter(bag, c: keys.c, tpm: tpm, accepting: acceptingOlderCopy)
-                if let device = keys.device, let sealed = bag.binding?.sealed, sealed.counted != counted {
-                    bag = try recordCounted(counted, bag, kek: keys.kek, a: keys.a, c: keys.c, device: device)
+                if let sealed = bag.binding?.sealed {
+                    let counted = try TPMAccess.installedPolicy().unlocking(
+                        self, keybag: bag, c: keys.c, tpm: tpm, acceptingOlderCopy: acceptingOlderCopy)
+                    if let device = keys.device, sealed.counted != counted {
+                        bag = try recordCounted(counted, bag, kek: keys.kek, a: keys.a, c: keys.c, device: device)
+                    }
                 }
                 keybag = bag
                 dataVersion = version
@@ -228,11 +231,24 @@ package final class KeychainStore: @unchecked Sendable {
         }
     }
 
+    /// Takes `bag`, just written or checked by a caller holding the lock, as the keychain's
+    /// keybag; `dataVersion`: the commits it was read at, when it was read outside a write.
+    package func adopt(_ bag: Keybag, dataVersion version: Int64? = nil) {
+        keybag = bag
+        if let version { dataVersion = version }
+    }
+
+    /// Class key `lockClass` as this process holds it now (in the process, or trusted in the
+    /// kernel); nil when locked.
+    package func heldClassKey(_ lockClass: LockClass) -> Bytes? {
+        storage == .process ? processKeys[lockClass] : try? trustedKernelKey(lockClass)
+    }
+
     /// Puts keys the password (or a rotation) just gave into their place. A key already in the
     /// kernel under the same name is invalidated first, so every key stored has a new serial and
     /// a process that found the old one wrong can only ever remove the old one. `device`: the
     /// ThisDeviceOnly keys of a keychain sealed to a TPM (without, any left over are removed).
-    func install(a: Bytes, c: Bytes, device: DeviceKeys? = nil) throws {
+    package func install(a: Bytes, c: Bytes, device: DeviceKeys? = nil) throws {
         subkeyCache.removeAll()
         settingsCheck = nil
         let idle = (keybag.verifiedSettings(a: a) ?? .safeDefaults).idleTimeout
@@ -300,9 +316,8 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// Checks a password without changing any state.
     package func verify(password: Bytes) throws {
-        var (a, c) = try withLock { try Keybag.load(from: db).unwrap(password: password) }
-        a.wipe()
-        c.wipe()
+        var keys = try withLock { try Keybag.load(from: db).open(password: password) }
+        keys.wipe()
     }
 
     /// Re-wraps the class keys under a new password in one transaction: a crash leaves either the
@@ -361,12 +376,9 @@ package final class KeychainStore: @unchecked Sendable {
                 var settingsKey: Bytes
                 if let password {
                     bag = try Keybag.load(from: db)
-                    var kek = try bag.deriveKEK(password: password)
-                    defer { kek.wipe() }
-                    var (a, c) = try bag.unwrap(kek: kek)
-                    defer { a.wipe(); c.wipe() }
-                    try bag.upgrade(kek: kek, a: a, c: c)
-                    settingsKey = Keybag.settingsKey(a: a)
+                    var keys = try bag.unwrapUpgrading(password: password)
+                    defer { keys.wipe() }
+                    settingsKey = Keybag.settingsKey(a: keys.a)
                 } else {
                     guard let key = try currentKeys().settingsKey else {
                         throw KeychainError.locked("the keychain is locked: its settings change with its password or once it is unlocked")
@@ -391,7 +403,7 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// What SQLite's data_version says about commits by other connections: it changes when one
     /// has committed since this connection last asked, and costs no I/O.
-    func currentDataVersion() throws -> Int64 { try Self.dataVersion(of: db) }
+    package func currentDataVersion() throws -> Int64 { try Self.dataVersion(of: db) }
 
     private static func dataVersion(of db: SQLiteDatabase) throws -> Int64 {
         let stmt = try db.statement("PRAGMA data_version")
@@ -585,7 +597,7 @@ package final class KeychainStore: @unchecked Sendable {
 
 extension ScryptParameters {
     /// These parameters, or the tuned ones if these cost less than the floor.
-    func raisedToFloor() -> ScryptParameters {
+    package func raisedToFloor() -> ScryptParameters {
         n * r * p < Self.floor.n * Self.floor.r * Self.floor.p ? .tuned() : self
     }
 }

@@ -117,7 +117,7 @@ package final class SQLiteDatabase {
     }
 
     var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
-    var changes: Int { Int(sqlite3_changes(handle)) }
+    package var changes: Int { Int(sqlite3_changes(handle)) }
     /// Rows this connection has inserted, changed or deleted since it opened (rolled back or not):
     /// moves with every write of this process, which data_version does not see.
     var totalChanges: Int64 { Int64(sqlite3_total_changes64(handle)) }

@@ -93,9 +93,11 @@ package enum TPMAccess {
     /// each front end at its start (KeychainTPMClient's `TPMClientSetup`). The engine starts no
     /// process; without it a TPM-sealed keychain cannot be opened here, and says why.
     nonisolated(unsafe) package static var reach: ((TPMConfiguration) throws -> TPMOperations)?
+    /// What a sealed keychain needs beyond its keybag (`TPMPolicy`), installed with `reach`.
+    nonisolated(unsafe) package static var policy: TPMPolicy?
 
     /// Where this process reaches the TPM of `configuration`. Throws `TPMFailure.unavailable`.
-    static func operations(_ configuration: TPMConfiguration) throws -> TPMOperations {
+    package static func operations(_ configuration: TPMConfiguration) throws -> TPMOperations {
         guard configuration.tcti != nil else { throw TPMFailure.unavailable(configuration.absence) }
         if let simulated { return simulated(configuration) }
         guard let reach else { throw TPMFailure.unavailable("this program was built without a way to reach the TPM (keychain-tpm-helper)") }

@@ -4,22 +4,23 @@
 /// - `wrap.Au`, `wrap.Cu`, `check.Au`, `check.Cu`: the class keys of ThisDeviceOnly items (When-
 ///   Unlocked and AfterFirstUnlock), wrapped under that TPM-tangled key only, with their check
 ///   values. The recovery key does not open them: they are this TPM's alone;
-/// - `recovery`: class keys A and C wrapped under the recovery key (`RecoveryRecord`).
+/// - `recovery`: class keys A and C wrapped under the recovery key: the TPM policy's record
+///   (KeychainTPMPolicy's `RecoveryRecord`), kept here as bytes.
 ///
 /// All of them are in the keybag's checksum; the wrapped keys' additional data carries a digest
 /// of `tpm`, so no record can be swapped in from another keybag.
-struct TPMBinding: Equatable {
-    var sealed: TPMSealedSecret
+package struct TPMBinding: Equatable {
+    package var sealed: TPMSealedSecret
     var wrappedAu: Bytes
     var wrappedCu: Bytes
     var checkAu: Bytes
     var checkCu: Bytes
-    var recovery: RecoveryRecord
+    package var recovery: Bytes
 
     static let fieldNames = ["tpm", "wrap.Au", "wrap.Cu", "check.Au", "check.Cu", "recovery"]
 
     var fields: [(name: String, value: Bytes)] {
-        Array(zip(Self.fieldNames, [sealed.bytes, wrappedAu, wrappedCu, checkAu, checkCu, recovery.bytes]))
+        Array(zip(Self.fieldNames, [sealed.bytes, wrappedAu, wrappedCu, checkAu, checkCu, recovery]))
     }
 
     /// The stored bytes the checksum covers, as stored: a version 2 keybag has none.
@@ -27,7 +28,7 @@ struct TPMBinding: Equatable {
         version >= 3 ? fieldNames.map { stored[$0] ?? [] } : []
     }
 
-    init(sealed: TPMSealedSecret, wrappedAu: Bytes, wrappedCu: Bytes, checkAu: Bytes, checkCu: Bytes, recovery: RecoveryRecord) {
+    init(sealed: TPMSealedSecret, wrappedAu: Bytes, wrappedCu: Bytes, checkAu: Bytes, checkCu: Bytes, recovery: Bytes) {
         self.sealed = sealed
         self.wrappedAu = wrappedAu
         self.wrappedCu = wrappedCu
@@ -39,11 +40,11 @@ struct TPMBinding: Equatable {
     init(_ stored: [String: Bytes]) throws {
         guard let tpm = stored["tpm"], let au = stored["wrap.Au"], let cu = stored["wrap.Cu"],
             let checkAu = stored["check.Au"], checkAu.count == 16, let checkCu = stored["check.Cu"], checkCu.count == 16,
-            let recovery = stored["recovery"]
+            let recovery = stored["recovery"], !recovery.isEmpty
         else { throw KeychainError(.decode, "the keybag is incomplete (TPM binding)") }
         self.init(
             sealed: try TPMSealedSecret(bytes: tpm), wrappedAu: au, wrappedCu: cu, checkAu: checkAu, checkCu: checkCu,
-            recovery: try RecoveryRecord(bytes: recovery))
+            recovery: recovery)
     }
 
     /// Writes the binding's fields, or removes them all (a keybag brought back to version 2).
@@ -61,15 +62,20 @@ struct TPMBinding: Equatable {
 /// The class keys of ThisDeviceOnly items in a keychain sealed to a TPM: Au (WhenUnlocked) and Cu
 /// (AfterFirstUnlock). AlwaysThisDeviceOnly items stay under D, which is in the file in the clear
 /// whatever protects the rest: no TPM could keep them on this machine.
-struct DeviceKeys {
-    var a: Bytes
-    var c: Bytes
+package struct DeviceKeys {
+    package var a: Bytes
+    package var c: Bytes
 
-    static func generate() throws -> DeviceKeys {
+    package init(a: Bytes, c: Bytes) {
+        self.a = a
+        self.c = c
+    }
+
+    package static func generate() throws -> DeviceKeys {
         DeviceKeys(a: try Crypto.random(Crypto.keyLength), c: try Crypto.random(Crypto.keyLength))
     }
 
-    mutating func wipe() {
+    package mutating func wipe() {
         a.wipe()
         c.wipe()
     }
@@ -110,25 +116,15 @@ extension LockClass {
 }
 
 extension Keybag {
-    var isBound: Bool { binding != nil }
+    package var isBound: Bool { binding != nil }
 
     /// Binds this keybag to the TPM of `tpm`: a new secret sealed there for the password whose
     /// scrypt output (under this keybag's salt and parameters) is `stretched`, A, C and the
-    /// ThisDeviceOnly keys `device` wrapped under the tangled key, and A and C under `recovery`.
-    /// `counted`: the keychain has a rollback counter (`TPMSealedSecret.counted`).
-    mutating func bind(
-        a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryKey,
-        tpm: TPMConfiguration, counted: Bool, pcrs: [UInt8] = []
-    ) throws {
-        let record = try RecoveryRecord.make(
-            a: a, c: c, checkA: Self.keyCheck(a, uuid: uuid, .whenUnlocked),
-            checkC: Self.keyCheck(c, uuid: uuid, .afterFirstUnlock), uuid: uuid, key: recovery)
-        try bind(a: a, c: c, device: device, stretched: stretched, recovery: record, tpm: tpm, counted: counted, pcrs: pcrs)
-    }
-
-    /// The same, keeping a recovery record (whose A and C are these).
-    mutating func bind(
-        a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: RecoveryRecord,
+    /// ThisDeviceOnly keys `device` wrapped under the tangled key, and `recovery`, the policy's
+    /// record of A and C under the recovery key, kept. `counted`: the keychain has a rollback
+    /// counter (`TPMSealedSecret.counted`).
+    package mutating func bind(
+        a: Bytes, c: Bytes, device: DeviceKeys, stretched: Bytes, recovery: Bytes,
         tpm: TPMConfiguration, counted: Bool, pcrs: [UInt8] = []
     ) throws {
         let placeholder = TPMSealedSecret(primaryName: [], sealedPublic: [], sealedPrivate: [])
@@ -140,7 +136,7 @@ extension Keybag {
     /// under the key it gives. The recovery record is kept: it wraps A and C, which are the same.
     /// `counted` (whether the keychain has a rollback counter) and `pcrs` (the PCRs the secret is
     /// also sealed to; empty: none) are kept too unless given.
-    mutating func seal(
+    package mutating func seal(
         a: Bytes, c: Bytes, device: DeviceKeys?, stretched: Bytes, tpm: TPMConfiguration, counted: Bool? = nil, pcrs: [UInt8]? = nil
     ) throws {
         guard var binding, let device else { throw KeychainError.param("the ThisDeviceOnly class keys are needed to seal this keybag") }
@@ -171,7 +167,7 @@ extension Keybag {
 
     /// The ThisDeviceOnly class keys under `kek` (which has just opened A and C); nil without a
     /// binding. A key that does not open or fit its check value is a damaged keybag.
-    func unwrapDevice(kek: Bytes) throws -> DeviceKeys? {
+    package func unwrapDevice(kek: Bytes) throws -> DeviceKeys? {
         guard let binding else { return nil }
         guard var a = try? Crypto.open(binding.wrappedAu, key: kek, aad: aad(.whenUnlockedThisDeviceOnly)) else {
             throw KeychainError.decode("the keybag is damaged (ThisDeviceOnly keys)")
@@ -188,18 +184,9 @@ extension Keybag {
         return DeviceKeys(a: a, c: c)
     }
 
-    /// A and C from the recovery key.
-    func unwrap(recovery key: RecoveryKey) throws -> (a: Bytes, c: Bytes) {
-        guard let binding else { throw KeychainError.param("this keychain is not sealed to a TPM and has no recovery key") }
-        guard Crypto.equal(binding.recovery.checkA, checkA), Crypto.equal(binding.recovery.checkC, checkC) else {
-            throw KeychainError.decode("the keychain's recovery record is stale (made for other class keys)")
-        }
-        return try binding.recovery.open(with: key, uuid: uuid)
-    }
-
     /// Removes the binding: A and C wrapped under the password alone again (version 2), with a
     /// new salt. The ThisDeviceOnly items must have moved back under A and C before.
-    mutating func unbind(a: Bytes, c: Bytes, password: Bytes, scrypt: ScryptParameters) throws {
+    package mutating func unbind(a: Bytes, c: Bytes, password: Bytes, scrypt: ScryptParameters) throws {
         binding = nil
         version = Self.formatVersion
         try rewrap(a: a, c: c, password: password, scrypt: scrypt)

@@ -26,7 +26,7 @@ package struct TPMSealedSecret: Equatable {
     static let primaryTemplate: UInt32 = 1
     static let secretLength = 32
     /// How a `TPMFailure.bootState` reads as a keychain error (the passwordless unlock's, too).
-    static let bootStatePrefix = "the TPM refused: "
+    package static let bootStatePrefix = "the TPM refused: "
 
     /// The primary key's name when the secret was sealed: a different one means another TPM (or
     /// this one after its owner hierarchy was cleared), known before any authorization is sent.
@@ -89,7 +89,7 @@ package struct TPMSealedSecret: Equatable {
     }
 
     /// The KEK, once the TPM of `tpm` has accepted the password's authorization value.
-    func kek(stretched: Bytes, uuid: Bytes, tpm: TPMConfiguration) throws -> Bytes {
+    package func kek(stretched: Bytes, uuid: Bytes, tpm: TPMConfiguration) throws -> Bytes {
         var auth = Self.authValue(stretched: stretched, uuid: uuid)
         defer { auth.wipe() }
         var secret: Bytes
@@ -100,28 +100,17 @@ package struct TPMSealedSecret: Equatable {
                     : try TPMAccess.operations(tpm).unseal(self, auth: auth, pcrs: pcrs, length: Self.secretLength)
             }
         } catch let error as KeychainError where error.code == .authFailed && error.detail.hasPrefix(Self.bootStatePrefix) {
-            let cause = BootStateDiagnosis.cause(pcrs, tpm: tpm)
-            let list = PCRSelection.describe(pcrs)
-            let remedy: String
-            switch cause {
-            case .bootChanged:
-                remedy = "Open it with its recovery key (`security tpm-recover`), then `security tpm-enroll --pcrs \(list)` seals it to this boot chain again"
-            case .extendedAfterBoot:
-                remedy = "A reboot resets the PCRs and the password opens it again; its recovery key opens it now (`security tpm-recover`)"
-            case .unknown:
-                remedy =
-                    "Its recovery key opens it now (`security tpm-recover`); if a PCR was extended, a reboot resets it and the password opens it again; if the boot chain changed, `security tpm-enroll --pcrs \(list)` after the recovery seals it to this one"
-            }
-            throw KeychainError(
-                .serviceNotAvailable,
-                "\(BootStateDiagnosis.words(cause, pcrs, sealed: "this keychain")); the TPM counted no wrong password. \(remedy)")
+            let refusal =
+                TPMAccess.policy?.bootStateRefusal(pcrs: pcrs, tpm: tpm)
+                ?? "PCR \(PCRSelection.describe(pcrs)) differs from the value this keychain was sealed to; the TPM counted no wrong password. Its recovery key opens it now (`security tpm-recover`)"
+            throw KeychainError(.serviceNotAvailable, refusal)
         }
         defer { secret.wipe() }
         return Self.kek(stretched: stretched, sealed: secret, uuid: uuid)
     }
 
     /// The TPM's failures as the keychain's errors; `sealing`: there is no binding yet to speak of.
-    static func keychainErrors<T>(sealing: Bool = false, _ body: () throws -> T) throws -> T {
+    package static func keychainErrors<T>(sealing: Bool = false, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let failure as TPMFailure {
@@ -178,7 +167,7 @@ package struct TPMSealedSecret: Equatable {
 }
 
 extension TPMFailure {
-    var keychainError: KeychainError {
+    package var keychainError: KeychainError {
         switch self {
         case .unavailable(let why):
             return KeychainError(

@@ -1,6 +1,6 @@
 import CPAM
 import Glibc
-import KeychainTPMClient
+import KeychainTPMPolicy
 
 // Called by the C shim's pam_sm_* functions. The module acts only for the services `only_if`
 // names, and answers PAM_IGNORE (never an error) everywhere else.
@@ -11,7 +11,7 @@ private func hooks(_ pamh: OpaquePointer?, _ argc: Int32, _ argv: UnsafePointer<
     for arg in pam.options.unknown { pam.log(LOG_WARNING, "unknown option \(arg) ignored") }
     guard pam.options.applies(to: pam.service) else { return nil }
     // A login keychain sealed to the TPM opens through keychain-tpm-helper.
-    TPMClientSetup.install()
+    TPMPolicySetup.install()
     return Hooks(pam: pam)
 }
 

@@ -1,6 +1,7 @@
 import CPAM
 import Glibc
 import KeychainCore
+import KeychainTPMPolicy
 
 /// What each PAM call does. None of them ever fails a login or a password change: problems are
 /// logged in one line and the call answers PAM_IGNORE or PAM_SUCCESS.

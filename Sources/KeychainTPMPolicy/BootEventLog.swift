@@ -1,5 +1,6 @@
 internal import CLinux
 import Glibc
+import KeychainCore
 
 /// The firmware's boot event log (TCG PC Client, crypto-agile format), replayed: the values the
 /// SHA-256 PCRs would hold if nothing but this boot's measurements had been extended into them.
@@ -122,6 +123,23 @@ enum BootStateDiagnosis {
         }
         let extended = zip(pcrs, current).filter { replayed[$0.0] != $0.1 }.map(\.0)
         return extended.isEmpty ? .bootChanged : .extendedAfterBoot(extended)
+    }
+
+    /// A keychain sealed to `pcrs` whose secret the TPM refused: what changed, and what opens it.
+    static func refusal(_ pcrs: [UInt8], tpm: TPMConfiguration) -> String {
+        let cause = cause(pcrs, tpm: tpm)
+        let list = PCRSelection.describe(pcrs)
+        let remedy: String
+        switch cause {
+        case .bootChanged:
+            remedy = "Open it with its recovery key (`security tpm-recover`), then `security tpm-enroll --pcrs \(list)` seals it to this boot chain again"
+        case .extendedAfterBoot:
+            remedy = "A reboot resets the PCRs and the password opens it again; its recovery key opens it now (`security tpm-recover`)"
+        case .unknown:
+            remedy =
+                "Its recovery key opens it now (`security tpm-recover`); if a PCR was extended, a reboot resets it and the password opens it again; if the boot chain changed, `security tpm-enroll --pcrs \(list)` after the recovery seals it to this one"
+        }
+        return "\(words(cause, pcrs, sealed: "this keychain")); the TPM counted no wrong password. \(remedy)"
     }
 
     /// One sentence, without remedy: what changed.

@@ -1,4 +1,5 @@
 import Glibc
+import KeychainCore
 
 /// What `security tpm-status` reports: this machine's TPM, and whether and how the keychain is
 /// sealed to it.
@@ -61,28 +62,19 @@ extension KeychainStore {
                 }
                 // Without a binding the key-encryption key is the password's scrypt output: the
                 // same salt and cost go on, S now only one half of the key.
-                var stretched = try bag.deriveKEK(password: password)
-                defer { stretched.wipe() }
-                (a, c) = try bag.unwrap(kek: stretched)
-                try bag.upgrade(kek: stretched, a: a, c: c)
-                let old = ClassKeys([
-                    .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                    .always: Subkeys(classKey: bag.keyD)
-                ])
+                var keys = try bag.unwrapUpgrading(password: password)
+                defer { keys.wipe() }
+                swap(&a, &keys.a)
+                swap(&c, &keys.c)
                 // The counter first: the binding says whether there is one, under the wrapped keys' tags.
                 let count = prepareRollbackCounter(uuid: bag.uuid, c: c, oldC: nil, tpm: tpm)
+                let record = try RecoveryRecord.make(a: a, c: c, for: bag, key: recovery)
                 try bag.bind(
-                    a: a, c: c, device: device, stretched: stretched, recovery: recovery, tpm: tpm, counted: count != nil, pcrs: pcrs)
-                let new = ClassKeys(
-                    [
-                        .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                        .always: Subkeys(classKey: bag.keyD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: device.a),
-                        .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: device.c)
-                    ], separatesDeviceOnly: true)
-                try resealMovedRows(from: old, to: new)
+                    a: a, c: c, device: device, stretched: keys.kek, recovery: record.bytes, tpm: tpm, counted: count != nil, pcrs: pcrs)
+                try moveDeviceOnlyRows(a: a, c: c, d: bag.keyD, device: device, separating: true)
                 try bag.save(to: db)
                 try finishRollbackCounter(bag, count: count, c: c, oldC: nil, tpm: tpm)
-                keybag = bag
+                adopt(bag)
             }
             // The keybag before the binding opens with the password alone, off the TPM.
             discardPreviousKeybags()
@@ -116,7 +108,7 @@ extension KeychainStore {
                 device = try bag.unwrapDevice(kek: kek)
                 try bag.seal(a: a, c: c, device: device, stretched: stretched, tpm: tpm, pcrs: pcrs)
                 try bag.save(to: db)
-                keybag = bag
+                adopt(bag)
             }
             discardPreviousKeybags()
             try install(a: a, c: c, device: device)
@@ -139,24 +131,14 @@ extension KeychainStore {
                 // Moved out, not copied: the keys outlive the transaction (install, below).
                 swap(&a, &keys.a)
                 swap(&c, &keys.c)
-                let old = ClassKeys(
-                    [
-                        .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                        .always: Subkeys(classKey: bag.keyD), .whenUnlockedThisDeviceOnly: Subkeys(classKey: keys.device!.a),
-                        .afterFirstUnlockThisDeviceOnly: Subkeys(classKey: keys.device!.c)
-                    ], separatesDeviceOnly: true)
-                let new = ClassKeys([
-                    .whenUnlocked: Subkeys(classKey: a), .afterFirstUnlock: Subkeys(classKey: c),
-                    .always: Subkeys(classKey: bag.keyD)
-                ])
-                try resealMovedRows(from: old, to: new)
+                try moveDeviceOnlyRows(a: a, c: c, d: bag.keyD, device: keys.device!, separating: false)
                 let uuid = bag.uuid
                 try bag.unbind(a: a, c: c, password: password, scrypt: bag.scrypt)
                 try bag.save(to: db)
                 removeRollbackCounter(uuid: uuid, c: c, tpm: tpm)
                 // Its ThisDeviceOnly keys are gone, and it was this TPM's to begin with.
                 try PasswordlessRecord.remove(from: db)
-                keybag = bag
+                adopt(bag)
             }
             try install(a: a, c: c)
         }
@@ -200,7 +182,7 @@ extension KeychainStore {
                 try finishRollbackCounter(bag, count: count, c: c, oldC: nil, tpm: tpm)
                 // Made for the old TPM's ThisDeviceOnly keys: it could open nothing here.
                 try PasswordlessRecord.remove(from: db)
-                keybag = bag
+                adopt(bag)
             }
             discardPreviousKeybags()
             try install(a: a, c: c, device: outcome.sealedAgain ? device : nil)
@@ -219,7 +201,9 @@ extension KeychainStore {
             if let binding = bag.binding {
                 status.counted = binding.sealed.counted
                 status.pcrs = binding.sealed.pcrs
-                status.recoveryKeyCurrent = Crypto.equal(binding.recovery.checkA, bag.checkA) && Crypto.equal(binding.recovery.checkC, bag.checkC)
+                if let record = try? RecoveryRecord(bytes: binding.recovery) {
+                    status.recoveryKeyCurrent = Crypto.equal(record.checkA, bag.checkA) && Crypto.equal(record.checkC, bag.checkC)
+                }
                 if let stmt = try? db.statement("SELECT count(*) FROM items WHERE lockclass IN (4, 5)"), (try? stmt.step()) == true {
                     status.deviceOnlyItems = Int(stmt.int(0))
                     stmt.reset()
@@ -238,30 +222,6 @@ extension KeychainStore {
                 status.problem = "\(error)"
             }
             return status
-        }
-    }
-
-    /// Re-seals, at the same row ids, the rows whose items change class key between `old` and
-    /// `new`: ThisDeviceOnly items when a binding is added or removed. The index key (from C) does
-    /// not change, so neither do the index columns; the transaction is the caller's. A row that
-    /// does not open stops everything (the caller's transaction rolls back).
-    func resealMovedRows(from old: ClassKeys, to new: ClassKeys) throws {
-        let rows = try storedRows(in: .protected)
-        let update = try db.statement(
-            """
-            UPDATE items SET lockclass = ?, space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ? WHERE rowid = ?
-            """)
-        for row in rows {
-            let item = try openAttributes(row, keys: old)
-            let target = new.lockClass(for: item.protection)
-            guard target != row.lockClass else { continue }
-            var secret = try openSecret(row, keys: old)
-            defer { secret?.wipe() }
-            let sealed = try seal(item, rowID: row.rowID, secret: secret, keys: new)
-            try update.run([
-                .int(target.rawValue), .int(KeySpace(target).rawValue), .blob(sealed.pk), .blob(sealed.account),
-                .blob(sealed.service), .blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)
-            ])
         }
     }
 }

@@ -2,6 +2,7 @@ import Glibc
 import XCTest
 
 @testable import KeychainCore
+@testable import KeychainTPMPolicy
 
 /// `security tpm-enroll --default`: the user's choice, else the machine's file, else off.
 final class TPMDefaultTests: XCTestCase {

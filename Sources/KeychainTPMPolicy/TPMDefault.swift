@@ -1,4 +1,5 @@
 import Glibc
+import KeychainCore
 
 /// Whether new keychains are sealed to the TPM when they are made (`security create-keychain`
 /// without --tpm or --no-tpm, and pam_keychain's auto_create at a first login): the user's choice

@@ -1,4 +1,6 @@
 @testable import KeychainCore
+@testable import KeychainTPMPolicy
+import KeychainTestSupport
 @testable import KeychainTPMClient
 @testable import KeychainTPM
 import Glibc
@@ -133,7 +135,9 @@ final class SimulatedTPM: TPMOperations {
     }
 }
 
-final class TPMTests: XCTestCase {
+/// A keychain's tests against the in-memory TPM, with the policy the front ends install, as
+/// unlock and the calls without an explicit configuration find them.
+class SimulatedTPMTestCase: XCTestCase {
     var scratch: Scratch!
     var tpm: SimulatedTPM!
     let here = TPMConfiguration(tcti: "simulated")
@@ -143,14 +147,34 @@ final class TPMTests: XCTestCase {
         scratch = Scratch()
         tpm = SimulatedTPM()
         TPMAccess.simulated = { [unowned self] _ in self.tpm }
-        // What unlock and the other calls without an explicit configuration find.
+        TPMAccess.policy = RollbackAndPasswordlessPolicy()
         setenv("KEYCHAIN_TPM_TCTI", "simulated", 1)
     }
 
     override func tearDown() {
         TPMAccess.simulated = nil
+        TPMAccess.policy = nil
         unsetenv("KEYCHAIN_TPM_TCTI")
         scratch.remove()
+    }
+}
+
+final class TPMTests: SimulatedTPMTestCase {
+
+    /// The engine knows a sealed keychain's rollback counter only through the installed policy: a
+    /// program without it refuses to unlock or re-key the keychain rather than skip the counter.
+    func testWithoutThePolicyASealedKeychainStaysLockedAndUnchanged() throws {
+        let (store, _) = try sealed()
+        store.lockAll()
+        let before = try wrappedKeyA(store)
+        TPMAccess.policy = nil
+        XCTAssertStatus(try store.unlock(password: pw), .serviceNotAvailable)
+        XCTAssertFalse(store.status.whenUnlocked)
+        XCTAssertStatus(try store.rotateKeys(password: pw), .serviceNotAvailable)
+        XCTAssertEqual(try wrappedKeyA(store), before)
+        TPMAccess.policy = RollbackAndPasswordlessPolicy()
+        try store.unlock(password: pw)
+        XCTAssertEqual(try secretString(store, query("device")), "bound")
     }
 
     func sealed(items: Bool = true) throws -> (KeychainStore, RecoveryKey) {
@@ -344,7 +368,7 @@ final class TPMTests: XCTestCase {
         _ = try other.sealToTPM(password: pw, tpm: here)
         try set(store, "tpm", try value(other, "tpm"))
         try fixChecksum(store)
-        XCTAssertStatus(try Keybag.load(from: store.db).unwrap(password: pw), .authFailed)
+        XCTAssertStatus(try Keybag.load(from: store.db).open(password: pw), .authFailed)
         // Even one that accepts this password's authorization (as if its author had seen it)
         // releases a secret that is not T: the key opens nothing, and the keychain says so.
         let bag = try Keybag.load(from: store.db)
@@ -352,7 +376,7 @@ final class TPMTests: XCTestCase {
         let forged = try tpm.seal(Crypto.random(32), auth: TPMSealedSecret.authValue(stretched: stretched, uuid: bag.uuid))
         try set(store, "tpm", forged.bytes)
         try fixChecksum(store)
-        XCTAssertStatus(try Keybag.load(from: store.db).unwrap(password: pw), .decode)
+        XCTAssertStatus(try Keybag.load(from: store.db).open(password: pw), .decode)
     }
 
     func value(_ store: KeychainStore, _ name: String) throws -> Bytes {
@@ -470,6 +494,26 @@ final class TPMTests: XCTestCase {
         XCTAssertStatus(try store.find(query("device"), includeSecret: true), .itemNotFound)
     }
 
+    /// The recovery record is the policy's, not the keybag's: one that is no record (written with
+    /// the checksum made again, as anyone with write access can) costs the recovery, not the
+    /// keychain, which its password still opens.
+    func testARecoveryFieldThatIsNoRecordLeavesThePasswordWorking() throws {
+        let (store, key) = try sealed()
+        store.lockAll()
+        try store.db.statement("UPDATE keychain SET value = ? WHERE name = 'recovery'").run([.blob([1, 2, 3])])
+        var fields: [String: Bytes] = [:]
+        let select = try store.db.statement("SELECT name, value FROM keychain")
+        while try select.step() { fields[select.text(0)] = select.blob(1) }
+        select.reset()
+        let summed = ["uuid", "kdf", "wrap.A", "wrap.C", "check.A", "check.C", "key.D"].map { fields[$0] ?? [] }
+        let sum = Keybag.checksum(summed + TPMBinding.checksummed(fields, version: 3))
+        try store.db.statement("UPDATE keychain SET value = ? WHERE name = 'checksum'").run([.blob(sum)])
+        try store.unlock(password: pw)
+        XCTAssertEqual(try secretString(store, query("device")), "bound")
+        XCTAssertFalse(store.tpmStatus(tpm: here).recoveryKeyCurrent)
+        XCTAssertStatus(try store.recoverFromTPM(recoveryKey: key, newPassword: Array("new".utf8), tpm: here), .decode)
+    }
+
     func testTheRecoveryKeyNeverOpensTheThisDeviceOnlyKeys() throws {
         let (store, key) = try sealed()
         let bag = try Keybag.load(from: store.db)
@@ -478,7 +522,7 @@ final class TPMTests: XCTestCase {
         XCTAssertFalse(recovered.has(.whenUnlockedThisDeviceOnly))
         // Every wrapping of the device keys is under the TPM-tangled key: neither A, C nor the
         // recovery key's wrapping key opens them.
-        let wrapping = key.wrappingKey(uuid: bag.uuid, salt: bag.binding!.recovery.salt)
+        let wrapping = key.wrappingKey(uuid: bag.uuid, salt: try RecoveryRecord(bytes: bag.binding!.recovery).salt)
         for candidate in [a, c, wrapping] {
             XCTAssertNil(try? Crypto.open(bag.binding!.wrappedAu, key: candidate, aad: bag.aad(.whenUnlockedThisDeviceOnly)))
             XCTAssertNil(try? Crypto.open(bag.binding!.wrappedCu, key: candidate, aad: bag.aad(.afterFirstUnlockThisDeviceOnly)))
@@ -710,26 +754,13 @@ final class TPMTests: XCTestCase {
 
 /// The passwordless unlock (Passwordless.swift): its key needs the TPM's PCR-sealed half and the
 /// half only the machine's key opens, for this user and this keychain alone.
-final class PasswordlessTests: XCTestCase {
-    var scratch: Scratch!
-    var tpm: SimulatedTPM!
-    let here = TPMConfiguration(tcti: "simulated")
-    let pw = Array("pw".utf8)
+final class PasswordlessTests: SimulatedTPMTestCase {
     var machinePublic = Bytes(repeating: 0, count: 32)
     var machineSecret = Bytes(repeating: 0, count: 32)
 
     override func setUp() {
-        scratch = Scratch()
-        tpm = SimulatedTPM()
-        TPMAccess.simulated = { [unowned self] _ in self.tpm }
-        setenv("KEYCHAIN_TPM_TCTI", "simulated", 1)
+        super.setUp()
         (machinePublic, machineSecret) = try! MachineKey.makePair()
-    }
-
-    override func tearDown() {
-        TPMAccess.simulated = nil
-        unsetenv("KEYCHAIN_TPM_TCTI")
-        scratch.remove()
     }
 
     func enrolled(uid: UInt32 = 1000, pcrs: [UInt8] = [7]) throws -> KeychainStore {
@@ -839,24 +870,7 @@ final class PasswordlessTests: XCTestCase {
 
 /// The rollback counter (RollbackCounter.swift): an older copy of a sealed keychain's file put
 /// back is noticed at the next unlock.
-final class RollbackCounterTests: XCTestCase {
-    var scratch: Scratch!
-    var tpm: SimulatedTPM!
-    let here = TPMConfiguration(tcti: "simulated")
-    let pw = Array("pw".utf8)
-
-    override func setUp() {
-        scratch = Scratch()
-        tpm = SimulatedTPM()
-        TPMAccess.simulated = { [unowned self] _ in self.tpm }
-        setenv("KEYCHAIN_TPM_TCTI", "simulated", 1)
-    }
-
-    override func tearDown() {
-        TPMAccess.simulated = nil
-        unsetenv("KEYCHAIN_TPM_TCTI")
-        scratch.remove()
-    }
+final class RollbackCounterTests: SimulatedTPMTestCase {
 
     func copyFile(_ store: KeychainStore, to name: String) throws -> String {
         let path = scratch.path(name)

@@ -1,4 +1,5 @@
 import Glibc
+import KeychainCore
 
 /// A TPM-sealed keychain's rollback counter: an NV counter index in the TPM and, in the keybag's
 /// `counter` row, the count this file last agreed with, under a MAC keyed from class key C. A whole
@@ -267,7 +268,7 @@ extension KeychainStore {
     package func releaseRollbackCounter(tpm: TPMConfiguration = .current) {
         withLock {
             guard keybag.isBound else { return }
-            let key = storage == .process ? processKeys[.afterFirstUnlock] : try? trustedKernelKey(.afterFirstUnlock)
+            let key = heldClassKey(.afterFirstUnlock)
             guard var c = key, keybag.matches(c, .afterFirstUnlock) else { return }
             defer { c.wipe() }
             removeRollbackCounter(uuid: keybag.uuid, c: c, tpm: tpm)

@@ -1,5 +1,6 @@
 internal import CSodium
 import Glibc
+import KeychainCore
 
 /// A passwordless unlock: a second copy of a TPM-sealed keychain's class keys that a login
 /// without a password (fingerprint, smart card, autologin) opens, through the PAM module's
@@ -419,8 +420,7 @@ extension KeychainStore {
                 keys.append(key)
             }
             try advanceRollbackCounter(bag, c: keys[1], tpm: tpm, accepting: false)
-            keybag = bag
-            dataVersion = version
+            adopt(bag, dataVersion: version)
             try install(a: keys[0], c: keys[1], device: DeviceKeys(a: keys[2], c: keys[3]))
         }
     }
