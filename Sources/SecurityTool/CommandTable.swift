@@ -94,7 +94,9 @@ enum CommandTable {
             name: "set-internet-password-partition-list", type: SetInternetPasswordPartitionList.self,
             optstring: passwordAttributes + "d:p:P:r:S:t:k:", secretOptions: ["k"],
             synopsis: "[-a account] [-s server] [-S partition-list] [-k password] [options...] [keychain]"),
-        .unavailable("find-key"),
+        CommandSpec(
+            name: "find-key", type: FindKey.self, optstring: "a:c:dD:ehj:l:rst:uvw",
+            synopsis: "[-h] [-a appLabel] [-c creator] [-D description] [-j comment] [-l label] [-t type] [-deprsuvw] [keychain...]"),
         CommandSpec(
             name: "set-key-partition-list", type: SetKeyPartitionList.self,
             optstring: ":a:c:dD:ej:k:l:rsS:t:uvw", secretOptions: ["k"], promptWhenLast: ["k"],

@@ -56,6 +56,17 @@ package enum PEM {
         return String(decoding: out[0..<Int(max(0, written))], as: UTF8.self)
     }
 
+    /// Padded base64 to its bytes; nil when the text is not base64.
+    package static func base64(decoding text: Bytes) -> Bytes? {
+        guard text.count % 4 == 0, text.count < 64 << 20 else { return nil }
+        var decoded = Bytes(repeating: 0, count: text.count / 4 * 3)
+        let count = EVP_DecodeBlock(&decoded, text, Int32(text.count))
+        guard count >= 0 else { return nil }
+        // EVP_DecodeBlock counts the bytes the padding stands for too.
+        decoded.removeLast(text.reversed().prefix { $0 == UInt8(ascii: "=") }.count)
+        return decoded
+    }
+
     private static func looksLikePEM(_ text: Bytes) -> Bool {
         let marker = Array("-----BEGIN ".utf8)
         guard text.count >= marker.count else { return false }

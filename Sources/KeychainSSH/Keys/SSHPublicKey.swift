@@ -1,4 +1,3 @@
-internal import COpenSSL
 package import KeychainCore
 
 /// The hash of a key's fingerprint (ssh-agent -E).
@@ -39,15 +38,8 @@ package enum SSHPublicKey {
     /// holds none or its type is not the blob's.
     package static func blob(ofLine line: Bytes) -> Bytes? {
         let fields = line.split(whereSeparator: { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\n") })
-        guard fields.count >= 2, fields[1].count % 4 == 0, fields[1].count < 64 * 1024 else { return nil }
-        let text = Array(fields[1])
-        var decoded = Bytes(repeating: 0, count: text.count / 4 * 3)
-        let count = decoded.withUnsafeMutableBufferPointer { out in
-            text.withUnsafeBufferPointer { EVP_DecodeBlock(out.baseAddress, $0.baseAddress, Int32($0.count)) }
-        }
-        guard count >= 0 else { return nil }
-        // EVP_DecodeBlock counts the bytes that the padding stands for too.
-        decoded.removeLast(text.reversed().prefix { $0 == UInt8(ascii: "=") }.count + decoded.count - Int(count))
+        guard fields.count >= 2, fields[1].count < 64 * 1024 else { return nil }
+        guard let decoded = PEM.base64(decoding: Array(fields[1])) else { return nil }
         guard keyType(of: decoded).map({ Array($0.utf8) == Array(fields[0]) }) == true else { return nil }
         return decoded
     }
