@@ -25,8 +25,9 @@ as_user() {
 }
 printf '%s\n' "$password" | as_user "$work/security" create-keychain "$work/home/.local/share/keychains/login.keychain-db" >/dev/null
 as_user "$work/keychain-ssh-agent" -D -a "$work/agent.sock" > "$work/agent.log" 2>&1 &
-agent_pid=$!
 for _ in $(seq 100); do [ -S "$work/agent.sock" ] && break; sleep 0.05; done
+# The agent itself (polkit's subject), not the subshell that runs as_user in the background.
+agent_pid=$(pgrep -n -u "$user" -f "keychain-ssh-agent -D -a $work/agent.sock")
 as_user timeout 20 ssh-add -c "$key"
 
 # polkit-answer MODE: the tests' authentication agent, registered for the agent's process, in
@@ -39,11 +40,13 @@ login_answered_by() {
     local answerer=$!
     for _ in $(seq 100); do grep -q registered "$work/polkit-agent.out" && break; sleep 0.05; done
     as_user sh -c "$ssh_command" < /dev/null || status=$?
+    # The answerer itself is the child of the subshell that runs as_user in the background.
+    pkill -P "$answerer" 2>/dev/null || true
     kill "$answerer" 2>/dev/null
     wait "$answerer" 2>/dev/null || true
     echo "$(wc -l < "$count") requests, login status $status"
-    [ "$(wc -l < "$count")" -ge 1 ] || { echo "polkit was never asked"; return 1; }
+    [ "$(wc -l < "$count")" -ge 1 ] || { echo "polkit was never asked; the agent's log:"; cat "$work/agent.log"; return 1; }
     return "$status"
 }
 if login_answered_by cancel; then echo "a dismissed confirmation let the login through"; exit 1; fi
-login_answered_by "password:$password"
+login_answered_by "password:$password" || { echo "the agent's log:"; cat "$work/agent.log"; echo "polkit agent:"; cat "$work/polkit-agent.out"; exit 1; }

@@ -215,7 +215,8 @@ start_agent() {
 stop_agent() {
     kill "$agent_pid" 2>/dev/null
     for _ in $(seq 100); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.05; done
-    wait "$agent_pid" 2>/dev/null
+    # A case's subshell restarting the agent has no such child to wait for.
+    wait "$agent_pid" 2>/dev/null || true
 }
 finish() {
     stop_agent
@@ -520,6 +521,7 @@ as_login_user() {
 # and locks it at the session's end; the agent, run as that user, lists the key it kept there
 # while locked, and signs with it once the user is back.
 case_login_session() {
+    local restart=${1:-restart}
     local service=$pam_service user_agent
     make_login_user
     cp "$BUILD/libpam_keychain.so" "$stage/"
@@ -532,28 +534,113 @@ session  optional  $stage/libpam_keychain.so auto_create lock_on_close
 PAM
     start_user_agent() {
         as_login_user "$stage/keychain-ssh-agent" -D -a "$login_home/agent.sock" > "$case_dir/user-agent.log" 2>&1 &
-        user_agent=$!
+        for _ in $(seq 100); do [ -S "$login_home/agent.sock" ] && break; sleep 0.05; done
+        # The agent itself, not the subshell that runs as_login_user in the background.
+        user_agent=$(pgrep -n -u "$login_user" -f "keychain-ssh-agent -D -a") || return 1
         started "$user_agent"
-        for _ in $(seq 100); do [ -S "$login_home/agent.sock" ] && return 0; sleep 0.05; done
-        return 1
     }
     stop_user_agent() { kill "$user_agent"; wait "$user_agent" 2>/dev/null || true; }
-    user_login() { as_login_user timeout 30 ssh $ssh_options -p "$port1" "$user@127.0.0.1" true < /dev/null; }
+    user_login() {
+        as_login_user timeout 30 ssh $ssh_options -p "$port1" "$user@127.0.0.1" true < /dev/null && return 0
+        echo "the agent's log:"; cat "$case_dir/user-agent.log"; return 1
+    }
     printf '%s\n' "$login_password" | pamtester "$service" "$login_user" authenticate open_session
     start_user_agent
     as_login_user timeout 20 ssh-add "$login_home/ed25519"
     rm -f "$login_home/ed25519"
     user_login
-    stop_user_agent
+    [ "$restart" = keep ] || stop_user_agent
     pamtester "$service" "$login_user" close_session
-    start_user_agent
+    [ "$restart" = keep ] || start_user_agent
     expect "$(fingerprint "$k/ed25519.pub")" "$(as_login_user ssh-add -l | cut -d' ' -f2)" "listed after logout"
     refute user_login
-    stop_user_agent
+    [ "$restart" = keep ] || stop_user_agent
     printf '%s\n' "$login_password" | pamtester "$service" "$login_user" authenticate open_session
-    start_user_agent
+    [ "$restart" = keep ] || start_user_agent
     user_login
     stop_user_agent
+}
+
+# security import-ssh-keys brings ~/.ssh/id_* in (an encrypted one asked once, the files left as
+# they were), the agent signs with them at once; export-ssh-key gives one back in OpenSSH's format.
+case_import_export() {
+    mkdir -m 700 "$HOME/.ssh"
+    cp "$k/ed25519" "$HOME/.ssh/id_ed25519"
+    cp "$k/ecdsa256" "$HOME/.ssh/id_ecdsa"
+    cp "$k/ecdsa256.pub" "$HOME/.ssh/id_ecdsa.pub"
+    ssh-keygen -q -p -N "File-pass-1" -f "$HOME/.ssh/id_ecdsa"
+    local before
+    before=$(sha256sum "$HOME"/.ssh/id_*)
+    printf 'File-pass-1\n' | security import-ssh-keys > "$case_dir/import.out"
+    expect "$before" "$(sha256sum "$HOME"/.ssh/id_*)" "the key files, unchanged"
+    grep -q "ed25519@sshsuite" <<< "$(listed)"
+    grep -q "ecdsa256@sshsuite" <<< "$(listed)"
+    rm -f "$k/ed25519" "$k/ecdsa256"
+    login 1
+    # A second run keeps the same keys, nothing more.
+    printf 'File-pass-1\n' | security import-ssh-keys > /dev/null
+    expect 2 "$(listed | wc -l)" "keys after a second import"
+    printf 'Export-pass-1\nExport-pass-1\n' | security export-ssh-key -o "$case_dir/exported" ed25519@sshsuite
+    expect "$(cut -d' ' -f1,2 "$k/ed25519.pub")" "$(ssh-keygen -y -P Export-pass-1 -f "$case_dir/exported" | cut -d' ' -f1,2)" \
+        "the exported key's public half"
+    refute ssh-keygen -y -P wrong -f "$case_dir/exported" 2> /dev/null
+}
+
+# A key made inside the TPM (swtpm here): it signs for ssh and ssh-keygen -Y through the agent,
+# export has no private part to give, and the same keychain on another TPM cannot sign.
+case_tpm_key() {
+    command -v swtpm > /dev/null || { echo "swtpm is not installed"; return 1; }
+    local tpm_a tpm_b line out status=0
+    tpm_a=$(start_swtpm a)
+    tpm_b=$(start_swtpm b)
+    export KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$tpm_a"
+    stop_agent
+    start_agent
+    line=$(security create-ssh-key --tpm -C tpm@sshsuite)
+    grep -q "^ecdsa-sha2-nistp256 .* tpm@sshsuite$" <<< "$line"
+    echo "$line" > "$case_dir/tpm.pub"
+    expect "$(ssh-keygen -lf "$case_dir/tpm.pub" | cut -d' ' -f2)" "$(listed | cut -d' ' -f2)" "the TPM key, listed"
+    # sshd knows it for this case only.
+    cp "$home/.ssh/authorized_keys" "$case_dir/authorized_keys.saved"
+    echo "$line" >> "$home/.ssh/authorized_keys"
+    login 1 || status=$?
+    cp "$case_dir/authorized_keys.saved" "$home/.ssh/authorized_keys"
+    expect 0 "$status" "ssh with the TPM key"
+    head -c 10000 /dev/urandom > "$case_dir/data"
+    timeout 20 ssh-keygen -q -Y sign -f "$case_dir/tpm.pub" -n file "$case_dir/data"
+    echo "signer $line" > "$case_dir/allowed"
+    timeout 20 ssh-keygen -Y verify -f "$case_dir/allowed" -I signer -n file -s "$case_dir/data.sig" < "$case_dir/data"
+    # No command gives its private part: export refuses (a backup holds only the TPM's blob).
+    if out=$(printf '\n\n' | security export-ssh-key -o "$case_dir/tpm-exported" tpm@sshsuite 2>&1); then
+        echo "exported: $out"
+        return 1
+    fi
+    grep -q "inside the TPM" <<< "$out"
+    [ ! -e "$case_dir/tpm-exported" ]
+    # The same keychain with another TPM: listed, but no signature.
+    export KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$tpm_b"
+    stop_agent
+    start_agent
+    grep -q "tpm@sshsuite" <<< "$(listed)"
+    refute timeout 20 ssh-add -T "$case_dir/tpm.pub" 2> /dev/null
+    grep -q "another TPM" "$case_dir/agent.out"
+    unset KEYCHAIN_TPM_TCTI
+}
+
+# start_swtpm NAME: a software TPM of the case's on a free port; prints the port.
+start_swtpm() {
+    local port dir=$case_dir/tpm-$1
+    port=$(free_port)
+    mkdir -p "$dir"
+    timeout 600 swtpm socket --tpm2 --server type=tcp,port="$port",bindaddr=127.0.0.1 \
+        --ctrl type=tcp,port=$((port + 1)),bindaddr=127.0.0.1 --tpmstate dir="$dir" \
+        --flags not-need-init,startup-clear > "$dir.log" 2>&1 &
+    started "$!"
+    for _ in $(seq 100); do
+        TPM2TOOLS_TCTI="swtpm:host=127.0.0.1,port=$port" tpm2_getcap properties-fixed > /dev/null 2>&1 && break
+        sleep 0.1
+    done
+    echo "$port"
 }
 
 # A -c key asks polkit (the keychain's user-presence action) before each signature, and a
@@ -592,14 +679,18 @@ if [ -z "$ours" ]; then
     check "ssh-add -c: confirmation through SSH_ASKPASS (ssh-agent's way)" case_confirm_askpass
     for what in "keys survive an agent restart" "keys survive a logout and login (pamtester)" \
             "a locked keychain refuses signatures, still lists" "ssh-add -c asks polkit, a refusal fails" \
-            "the key is a keychain item (find-key, dump-keychain)"; do
+            "the key is a keychain item (find-key, dump-keychain)" "security import-ssh-keys and export-ssh-key" \
+            "a key made inside the TPM signs, never leaves, and fails on another TPM"; do
         skip "$what: needs the keychain's agent, not $AGENT"
     done
 else
     check "keys survive an agent restart" case_survives_restart
     check "keys survive a logout and login (pamtester)" case_login_session
+    check "an agent left running signs again after the next login" case_login_session keep
     check "a locked keychain refuses signatures, still lists" case_locked_keychain
     check "ssh-add -c asks polkit, a refusal fails" case_confirm_polkit
     check "the key is a keychain item (find-key, dump-keychain)" case_key_item
+    check "security import-ssh-keys and export-ssh-key" case_import_export
+    check "a key made inside the TPM signs, never leaves, and fails on another TPM" case_tpm_key
 fi
 summary
