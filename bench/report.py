@@ -102,6 +102,25 @@ if os.path.exists(tpm_unlock):
 elif os.path.exists(os.path.join(work, "tpm-skipped.txt")):
     note = (note + " " if note else "") + open(os.path.join(work, "tpm-skipped.txt")).read().strip()
 
+ssh_sign = os.path.join(work, "ssh-sign.json")
+if os.path.exists(ssh_sign):
+    t = json.load(open(ssh_sign))
+    ours_sign, openssh_sign = t["sign/ours"]["median_ms"], t["sign/openssh"]["median_ms"]
+    add("SSH signature through keychain-ssh-agent vs OpenSSH's ssh-agent, same Ed25519 key (a whole `ssh-add -T`)",
+        f"{ours_sign:.2f} ms", f"{openssh_sign:.2f} ms", f"{ours_sign / openssh_sign:.2f}x", "<= 1.5x",
+        ours_sign / openssh_sign <= 1.5)
+    if "sign/gnome" in t:
+        gnome_sign = t["sign/gnome"]["median_ms"]
+        add("the same vs gnome-keyring's SSH agent (gnome-keyring-daemon --components=ssh)", f"{ours_sign:.2f} ms",
+            f"{gnome_sign:.2f} ms", f"{gnome_sign / ours_sign:.2f}x faster", "(no bar)", True)
+    ours_dirty, openssh_dirty = rss["ssh-Anonymous/ours"], rss["ssh-Anonymous/openssh"]
+    add("private (anonymous) memory of the agent holding 20 keys, each used once, vs ssh-agent",
+        f"{ours_dirty / 1024:.1f} MiB (PSS {rss['ssh-Pss/ours'] / 1024:.1f})",
+        f"{openssh_dirty / 1024:.1f} MiB (PSS {rss['ssh-Pss/openssh'] / 1024:.1f})",
+        f"{(ours_dirty - openssh_dirty) / 1024:+.1f} MiB", "<= ssh-agent + 2 MiB", ours_dirty <= openssh_dirty + 2048)
+elif os.path.exists(os.path.join(work, "ssh-skipped.txt")):
+    note = (note + " " if note else "") + open(os.path.join(work, "ssh-skipped.txt")).read().strip()
+
 r = ms("service-lookup/gnome") / ms("service-lookup/ours")
 add(f"`secret-tool lookup`, {gnome_items:,} items, keychain-secret-service vs gnome-keyring",
     f"{ms('service-lookup/ours'):.2f} ms", f"{ms('service-lookup/gnome'):.2f} ms", f"{r:.1f}x faster", "(no bar)", True)

@@ -9,7 +9,7 @@
 # Environment: BENCH_ROUNDS (default 40, after 5 warm-ups), BENCH_STORE_ITEMS (10000),
 # BENCH_GNOME_ITEMS (1000: gnome-keyring rewrites its file on every store, so filling it
 # takes ~25 ms per item), BENCH_BIG (100000), BENCH_TPM_ROUNDS (15: each unlock runs scrypt),
-# BENCH_UNLOCK (1; 0 skips the PAM unlock figure, which makes a user and an /etc/pam.d service:
+# BENCH_SSH_ROUNDS (40: bench/ssh.sh), BENCH_UNLOCK (1; 0 skips the PAM unlock figure, which makes a user and an /etc/pam.d service:
 # for a machine others are testing PAM on), BENCH_SYNC_ITEMS (BENCH_STORE_ITEMS: the
 # synchronizable items of the sync figures, bench/sync.sh).
 set -euo pipefail
@@ -334,6 +334,14 @@ if command -v swtpm >/dev/null && command -v tpm2_getcap >/dev/null; then
     bash "$here/tpm.sh" "$bin" "$work"
 else
     echo "TPM figures: skipped (swtpm and tpm2-tools are not installed)" > "$work/tpm-skipped.txt"
+fi
+
+# --- SSH: a signature through the agent, and its memory holding 20 keys -----------------------
+if command -v ssh-agent >/dev/null && command -v ssh-add >/dev/null; then
+    say "ssh: a signature through keychain-ssh-agent vs ssh-agent (and gnome-keyring's); memory with 20 keys"
+    bash "$here/ssh.sh" "$bin" "$work"
+else
+    echo "SSH figures: skipped (openssh-client is not installed)" > "$work/ssh-skipped.txt"
 fi
 
 # --- the table: printed, and written into bench/README.md between its markers ----------------

@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -50,6 +51,10 @@ int clinux_pipe_cloexec(int fds[2]) {
 
 int clinux_set_dumpable(int dumpable) {
     return prctl(PR_SET_DUMPABLE, (unsigned long)dumpable, 0, 0, 0);
+}
+
+int clinux_limit_malloc_arenas(int arenas) {
+    return mallopt(M_ARENA_MAX, arenas);
 }
 
 #include <sqlite3.h>

@@ -28,6 +28,10 @@ _ = clinux_set_dumpable(0)
 var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
 setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
 signal(SIGPIPE, SIG_IGN)
+// A thread per connection would let glibc make up to 8 malloc arenas per core, each keeping the
+// pages it touched (2.9 MiB private for 20 clients at once, 1.8 MiB with one arena); signing is
+// not heap-bound, so one arena costs no time.
+_ = clinux_limit_malloc_arenas(1)
 
 let launcherPid = getpid()
 let socket: AgentSocket

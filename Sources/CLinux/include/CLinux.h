@@ -12,6 +12,10 @@ long clinux_keyctl(int operation, unsigned long arg2, unsigned long arg3,
 /* prctl(2) is variadic too. Marks the process undumpable so keys in memory stay out of core files. */
 int clinux_set_dumpable(int dumpable);
 
+/* mallopt(3)'s M_ARENA_MAX, which Swift's Glibc module does not import: a server with a thread
+ * per connection bounds the malloc arenas (and the pages each keeps) to `arenas`. */
+int clinux_limit_malloc_arenas(int arenas);
+
 /* sqlite3_db_config(3) is variadic too. Defensive mode (no writable_schema, no shadow-table
  * writes), an untrusted schema (triggers and views may call innocuous functions only) and no
  * extension loading: the PAM worker and every tool parse a file the user controls. Returns 0 on
