@@ -150,10 +150,10 @@ package final class Agent: @unchecked Sendable {
 
     // MARK: Confirmation
 
-    /// Asks the person (or finds an approval remembered for this program and key).
-    func confirm(_ identity: AgentIdentity, program: String?, host: String?) -> Bool {
+    /// Asks the person (or finds an approval remembered for this program, key and route).
+    func confirm(_ identity: AgentIdentity, program: String?, host: String?, route: String) -> Bool {
         let fingerprint = fingerprint(identity.publicBlob)
-        let remembered = (program ?? "") + "\0" + fingerprint
+        let remembered = (program ?? "") + "\0" + fingerprint + "\0" + route
         let now = configuration.clock()
         let known = mutex.withLock {
             approvals = approvals.filter { $0.value > now }

@@ -180,7 +180,7 @@ package final class AgentConnection {
         }
         guard let (key, confirm) = agent.privateKey(of: identity) else { return Self.status(false) }
         if host == nil, let last = bindings.last { host = "host key " + agent.fingerprint(last.hostKey.canonicalBlob) }
-        if confirm, !agent.confirm(identity, program: peer.executable, host: host) { return Self.status(false) }
+        if confirm, !agent.confirm(identity, program: peer.executable, host: host, route: route) { return Self.status(false) }
         do {
             var out = ByteWriter()
             out.u8(AgentMessage.signResponse)
@@ -190,6 +190,14 @@ package final class AgentConnection {
             agent.log("cannot sign with \(identity.comment): \(error)")
             return Self.status(false)
         }
+    }
+
+    /// The hops this connection's session-binds recorded: a remembered approval holds for the
+    /// same program over the same route only, since ssh itself is the peer of the connections it
+    /// forwards from a remote host.
+    private var route: String {
+        if bindAttempted && bindings.isEmpty { return "unbound after a failed bind" }
+        return bindings.map { agent.fingerprint($0.hostKey.canonicalBlob) + ($0.forwarded ? " forwarded" : "") }.joined(separator: ",")
     }
 
     // MARK: Destination constraints
