@@ -21,6 +21,8 @@ package final class AgentConnection {
     }
 
     /// Whether a session-bind was attempted: the connection comes through ssh, from elsewhere.
+    /// What such a connection adds stays in memory and what it removes stays in the keychain: a
+    /// host the agent is forwarded to may use the keys, not write or destroy the user's items.
     package var isRemote: Bool { bindAttempted || !bindings.isEmpty }
 
     /// One message (its bytes after the uint32 length) to its answer (without the length); nil
@@ -43,7 +45,7 @@ package final class AgentConnection {
             defer { secret.wipe() }
             return Self.status(type == AgentMessage.lock ? agent.lock(passphrase: secret) : agent.unlock(passphrase: secret))
         case AgentMessage.removeAllRSAIdentities, AgentMessage.removeAllIdentities:
-            agent.removeAll()
+            agent.removeAll(memoryOnly: isRemote)
             return Self.status(true)
         case AgentMessage.signRequest: return sign(&reader)
         case AgentMessage.requestIdentities: return listIdentities()
@@ -131,14 +133,14 @@ package final class AgentConnection {
         let identity = AgentIdentity(
             parts: parts, publicBlob: key.publicBlob, comment: comment, key: nil, death: nil, confirm: confirm, destinations: destinations,
             destinationPayload: payload)
-        return agent.add(identity, key: key, lifetime: lifetime)
+        return agent.add(identity, key: key, lifetime: lifetime, keepable: !isRemote)
     }
 
     private func remove(_ reader: inout ByteReader) -> Bool {
         guard let blob = try? reader.blob(), let parts = try? SSHPublicKeyParts(blob: blob), let identity = agent.identity(for: parts),
             permitted(identity, user: nil).permitted
         else { return false }
-        return agent.remove(identity)
+        return agent.remove(identity, memoryOnly: isRemote)
     }
 
     // MARK: Signing
