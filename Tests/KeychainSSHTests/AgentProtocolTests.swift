@@ -145,6 +145,16 @@ final class AgentProtocolTests: XCTestCase {
         XCTAssertEqual(sign(over: []), 4)
     }
 
+    /// A peer whose executable the kernel would not name is asked each time.
+    func testNoApprovalIsRememberedForAnUnnamedProgram() {
+        let agent = makeAgent { $0.rememberConfirmation = 60 }
+        let unnamed = client(agent, program: nil)
+        XCTAssertEqual(unnamed.add(TestKeys.ed25519.serialized, constraints: { $0.u8(2) }), [6])
+        XCTAssertNotNil(unnamed.sign(TestKeys.ed25519.publicBlob, [1]))
+        XCTAssertNotNil(client(agent, program: nil).sign(TestKeys.ed25519.publicBlob, [1]))
+        XCTAssertEqual(recorder.requests.count, 2)
+    }
+
     func testConfirmRefusedAcceptedAndRemembered() throws {
         let agent = makeAgent { $0.rememberConfirmation = 60 }
         let client = client(agent, program: "/usr/bin/git")

@@ -151,14 +151,16 @@ package final class Agent: @unchecked Sendable {
 
     // MARK: Confirmation
 
-    /// Asks the person (or finds an approval remembered for this program, key and route).
+    /// Asks the person (or finds an approval remembered for this program, key and route). A
+    /// program the kernel would not name (one that made itself undumpable, as any process may)
+    /// is asked every time: all such programs would share one name.
     func confirm(_ identity: AgentIdentity, program: String?, host: String?, route: String) -> Bool {
         let fingerprint = fingerprint(identity.publicBlob)
-        let remembered = (program ?? "") + "\0" + fingerprint + "\0" + route
+        let remembered = program.map { $0 + "\0" + fingerprint + "\0" + route }
         let now = configuration.clock()
         let known = mutex.withLock {
             approvals = approvals.filter { $0.value > now }
-            return approvals[remembered] != nil
+            return remembered.map { approvals[$0] != nil } ?? false
         }
         if known { return true }
         let request = AgentConfirmationRequest(program: program, keyComment: identity.comment, fingerprint: fingerprint, host: host)
@@ -166,7 +168,7 @@ package final class Agent: @unchecked Sendable {
             log("the user refused key \(identity.comment) \(fingerprint)")
             return false
         }
-        if configuration.rememberConfirmation > 0 {
+        if configuration.rememberConfirmation > 0, let remembered {
             mutex.withLock { approvals[remembered] = configuration.clock() + Double(configuration.rememberConfirmation) }
         }
         return true
