@@ -97,7 +97,7 @@ package struct PolkitAuthorizer: PresenceAuthorizer {
         guard tty >= 0 else { return nil }
         defer { close(tty) }
         if let reason, !reason.isEmpty {
-            let line = "\(reason.filter { $0 != "\n" && $0 != "\r" })\n"
+            let line = Self.terminalLine(reason)
             _ = line.withCString { write(tty, $0, strlen($0)) }
         }
         var fds: [Int32] = [0, 0]
@@ -111,6 +111,13 @@ package struct PolkitAuthorizer: PresenceAuthorizer {
         var pollfd = Glibc.pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
         _ = poll(&pollfd, 1, 5000)
         return agent
+    }
+
+    /// The reason as one line for the terminal. It names things others chose (an SSH key's
+    /// comment, a program's path), so no control character passes: an escape sequence could
+    /// rewrite the line the person reads before answering.
+    static func terminalLine(_ reason: String) -> String {
+        String(String.UnicodeScalarView(reason.unicodeScalars.filter { $0.properties.generalCategory != .control })) + "\n"
     }
 
     package func unavailability() -> String? {

@@ -28,6 +28,11 @@ final class PolkitTests: XCTestCase {
         XCTAssertFalse(PolkitAuthorizer.hasEnrolledFinger(fprintdListOutput: ""))
     }
 
+    func testTerminalLineCarriesNoControlCharacters() {
+        let reason = "/tmp/x\u{1b}[2K\u{1b}[1A/usr/bin/ssh asks\r\n\u{9b}2J to sign with \u{7f}work (SHA256:abc) for host \u{e9}"
+        XCTAssertEqual(PolkitAuthorizer.terminalLine(reason), "/tmp/x[2K[1A/usr/bin/ssh asks2J to sign with work (SHA256:abc) for host \u{e9}\n")
+    }
+
     func testSubjectNamesThisProcessWithItsStartTime() throws {
         let parts = try XCTUnwrap(PolkitAuthorizer.subject()).split(separator: ",")
         XCTAssertEqual(parts.count, 3)

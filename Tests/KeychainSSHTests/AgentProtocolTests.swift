@@ -121,6 +121,40 @@ final class AgentProtocolTests: XCTestCase {
         XCTAssertEqual(timed.list().count, 0)
     }
 
+    /// An approval given to ssh for one destination must not sign for a connection that ssh
+    /// forwarded from that host (the same program asks), nor for another host.
+    func testRememberedApprovalIsForTheSameRoute() {
+        let agent = makeAgent { $0.rememberConfirmation = 60 }
+        XCTAssertEqual(client(agent).add(TestKeys.ed25519.serialized, constraints: { $0.u8(2) }), [6])
+        var sessionID: UInt8 = 0
+        // Signs over a new connection bound along `hops`; the number of prompts so far.
+        func sign(over hops: [(SSHPrivateKey, forwarded: Bool)]) -> Int {
+            let connection = client(agent)
+            for (key, forwarded) in hops {
+                sessionID += 1
+                XCTAssertEqual(connection.bind(key, sessionID: [sessionID], forwarded: forwarded), [6])
+            }
+            XCTAssertEqual(connection.sign(TestKeys.ed25519.publicBlob, [1]) != nil, recorder.answer)
+            return recorder.requests.count
+        }
+        XCTAssertEqual(sign(over: [(TestKeys.host1, false)]), 1)
+        XCTAssertEqual(sign(over: [(TestKeys.host1, false)]), 1)
+        recorder.answer = false
+        XCTAssertEqual(sign(over: [(TestKeys.host1, true), (TestKeys.host2, false)]), 2)
+        XCTAssertEqual(sign(over: [(TestKeys.host2, false)]), 3)
+        XCTAssertEqual(sign(over: []), 4)
+    }
+
+    /// A peer whose executable the kernel would not name is asked each time.
+    func testNoApprovalIsRememberedForAnUnnamedProgram() {
+        let agent = makeAgent { $0.rememberConfirmation = 60 }
+        let unnamed = client(agent, program: nil)
+        XCTAssertEqual(unnamed.add(TestKeys.ed25519.serialized, constraints: { $0.u8(2) }), [6])
+        XCTAssertNotNil(unnamed.sign(TestKeys.ed25519.publicBlob, [1]))
+        XCTAssertNotNil(client(agent, program: nil).sign(TestKeys.ed25519.publicBlob, [1]))
+        XCTAssertEqual(recorder.requests.count, 2)
+    }
+
     func testConfirmRefusedAcceptedAndRemembered() throws {
         let agent = makeAgent { $0.rememberConfirmation = 60 }
         let client = client(agent, program: "/usr/bin/git")

@@ -112,6 +112,24 @@ final class AgentVaultTests: StoreTestCase {
         XCTAssertEqual(try keyItems().count, 0)
     }
 
+    /// A host the agent is forwarded to uses the keys; it neither writes nor destroys the
+    /// keychain's items (ssh-agent's -D unloads keys whose files stay; here the item is the key).
+    func testAForwardedConnectionNeverChangesTheKeychain() throws {
+        let (agent, client) = makeAgent()
+        XCTAssertEqual(client.add(TestKeys.ed25519.serialized, comment: "laptop"), [6])
+        let remote = AgentClient(connection: AgentConnection(agent: agent, peer: client.connection.peer))
+        XCTAssertEqual(remote.bind(TestKeys.host1, sessionID: [1], forwarded: true), [6])
+        XCTAssertEqual(remote.add(TestKeys.ecdsa.serialized, comment: "remote"), [6])
+        XCTAssertEqual(try keyItems().map { $0[AttributeKey.label] }, [.string("laptop")])
+        XCTAssertEqual(Set(remote.list().map(\.comment)), ["laptop", "remote"])
+        XCTAssertEqual(remote.remove(TestKeys.ed25519.publicBlob), [5])
+        XCTAssertEqual(remote.send { $0.u8(19) }, [6])
+        XCTAssertEqual(client.list().map(\.comment), ["laptop"])
+        XCTAssertEqual(try keyItems().count, 1)
+        XCTAssertEqual(client.remove(TestKeys.ed25519.publicBlob), [6])
+        XCTAssertEqual(try keyItems().count, 0)
+    }
+
     func testDestinationConstraintsSurviveARestart() throws {
         let (_, client) = makeAgent()
         let constraint = destinationConstraint(from: hop(), to: hop(host: "host1", keys: [(TestKeys.host1.publicBlob, false)]))

@@ -70,6 +70,22 @@ final class DestinationConstraintTests: XCTestCase {
         XCTAssertEqual(recorder.requests.last?.host, "host1")
     }
 
+    /// A user name in a signature request is the asker's; matching it against a pattern with
+    /// several stars must not take time that grows as a power of its length.
+    func testAUserPatternMatchesInLinearTime() {
+        let setup = connection()
+        let pattern = destinationConstraint(from: hop(), to: hop(user: "*a*a*a*b", host: "host1", keys: [(host1.publicBlob, false)]))
+        XCTAssertEqual(setup.add(TestKeys.rsa.serialized, comment: "rsa", constraints: restrictDestination([pattern])), [6])
+        let direct = connection()
+        XCTAssertEqual(direct.bind(host1, sessionID: s1, forwarded: false), [6])
+        let started = Date()
+        let long = String(repeating: "a", count: 4000)
+        XCTAssertNil(direct.sign(TestKeys.rsa.publicBlob, userauthRequest(sessionID: s1, user: long, key: TestKeys.rsa.publicBlob)))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2)
+        XCTAssertNotNil(direct.sign(TestKeys.rsa.publicBlob, userauthRequest(sessionID: s1, user: "xaya-a-b", key: TestKeys.rsa.publicBlob)))
+        XCTAssertNil(direct.sign(TestKeys.rsa.publicBlob, userauthRequest(sessionID: s1, user: "aab", key: TestKeys.rsa.publicBlob)))
+    }
+
     func testDirectConnectionToAnotherHost() {
         let direct = connection()
         XCTAssertEqual(direct.bind(host2, sessionID: s2, forwarded: false), [6])

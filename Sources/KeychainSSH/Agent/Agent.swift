@@ -71,9 +71,9 @@ package final class Agent: @unchecked Sendable {
         identities().first { $0.parts.canonicalBlob == parts.canonicalBlob }
     }
 
-    /// Adds or replaces a key: in the vault when it has no lifetime and one is configured,
-    /// otherwise in memory. False (with a log line) when it cannot be kept.
-    func add(_ identity: AgentIdentity, key: SSHPrivateKey, lifetime: UInt32?) -> Bool {
+    /// Adds or replaces a key: in the vault when it has no lifetime, one is configured and
+    /// `keepable`, otherwise in memory. False (with a log line) when it cannot be kept.
+    func add(_ identity: AgentIdentity, key: SSHPrivateKey, lifetime: UInt32?, keepable: Bool = true) -> Bool {
         let lifetime = lifetime ?? configuration.defaultLifetime
         let existing = identities()
         let isNew = !existing.contains { $0.parts.canonicalBlob == identity.parts.canonicalBlob }
@@ -81,7 +81,7 @@ package final class Agent: @unchecked Sendable {
             log("refusing key \(fingerprint(identity.publicBlob)): the agent holds \(existing.count) keys already")
             return false
         }
-        if let vault = configuration.vault, lifetime == nil, !configuration.sessionOnly {
+        if let vault = configuration.vault, lifetime == nil, !configuration.sessionOnly, keepable {
             do {
                 try vault.save(key, comment: identity.comment, confirm: identity.confirm, destinations: identity.destinationPayload)
             } catch {
@@ -104,15 +104,15 @@ package final class Agent: @unchecked Sendable {
         return true
     }
 
-    /// Removes a key from memory and from the vault (a key re-added with a lifetime may be in
-    /// both; it must not come back from the vault once removed).
-    func remove(_ identity: AgentIdentity) -> Bool {
+    /// Removes a key from memory and, unless `memoryOnly`, from the vault (a key re-added with a
+    /// lifetime may be in both; it must not come back from the vault once removed).
+    func remove(_ identity: AgentIdentity, memoryOnly: Bool = false) -> Bool {
         let removedFromMemory = mutex.withLock {
             let before = memory.count
             memory.removeAll { $0.parts.canonicalBlob == identity.parts.canonicalBlob }
             return memory.count != before
         }
-        guard let vault = configuration.vault else { return removedFromMemory }
+        guard let vault = configuration.vault, !memoryOnly else { return removedFromMemory }
         do {
             return try vault.remove(identity.publicBlob) || removedFromMemory
         } catch {
@@ -121,10 +121,11 @@ package final class Agent: @unchecked Sendable {
         }
     }
 
-    /// `ssh-add -D`: every key in memory, and every key in the vault the keychain can take
-    /// back (not those made inside the TPM).
-    func removeAll() {
+    /// `ssh-add -D`: every key in memory, and unless `memoryOnly` every key in the vault the
+    /// keychain can take back (not those made inside the TPM).
+    func removeAll(memoryOnly: Bool = false) {
         mutex.withLock { memory.removeAll() }
+        guard !memoryOnly else { return }
         do {
             try configuration.vault?.removeAll()
         } catch {
@@ -150,14 +151,16 @@ package final class Agent: @unchecked Sendable {
 
     // MARK: Confirmation
 
-    /// Asks the person (or finds an approval remembered for this program and key).
-    func confirm(_ identity: AgentIdentity, program: String?, host: String?) -> Bool {
+    /// Asks the person (or finds an approval remembered for this program, key and route). A
+    /// program the kernel would not name (one that made itself undumpable, as any process may)
+    /// is asked every time: all such programs would share one name.
+    func confirm(_ identity: AgentIdentity, program: String?, host: String?, route: String) -> Bool {
         let fingerprint = fingerprint(identity.publicBlob)
-        let remembered = (program ?? "") + "\0" + fingerprint
+        let remembered = program.map { $0 + "\0" + fingerprint + "\0" + route }
         let now = configuration.clock()
         let known = mutex.withLock {
             approvals = approvals.filter { $0.value > now }
-            return approvals[remembered] != nil
+            return remembered.map { approvals[$0] != nil } ?? false
         }
         if known { return true }
         let request = AgentConfirmationRequest(program: program, keyComment: identity.comment, fingerprint: fingerprint, host: host)
@@ -165,7 +168,7 @@ package final class Agent: @unchecked Sendable {
             log("the user refused key \(identity.comment) \(fingerprint)")
             return false
         }
-        if configuration.rememberConfirmation > 0 {
+        if configuration.rememberConfirmation > 0, let remembered {
             mutex.withLock { approvals[remembered] = configuration.clock() + Double(configuration.rememberConfirmation) }
         }
         return true

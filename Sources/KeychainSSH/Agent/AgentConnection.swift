@@ -21,6 +21,8 @@ package final class AgentConnection {
     }
 
     /// Whether a session-bind was attempted: the connection comes through ssh, from elsewhere.
+    /// What such a connection adds stays in memory and what it removes stays in the keychain: a
+    /// host the agent is forwarded to may use the keys, not write or destroy the user's items.
     package var isRemote: Bool { bindAttempted || !bindings.isEmpty }
 
     /// One message (its bytes after the uint32 length) to its answer (without the length); nil
@@ -43,7 +45,7 @@ package final class AgentConnection {
             defer { secret.wipe() }
             return Self.status(type == AgentMessage.lock ? agent.lock(passphrase: secret) : agent.unlock(passphrase: secret))
         case AgentMessage.removeAllRSAIdentities, AgentMessage.removeAllIdentities:
-            agent.removeAll()
+            agent.removeAll(memoryOnly: isRemote)
             return Self.status(true)
         case AgentMessage.signRequest: return sign(&reader)
         case AgentMessage.requestIdentities: return listIdentities()
@@ -131,14 +133,14 @@ package final class AgentConnection {
         let identity = AgentIdentity(
             parts: parts, publicBlob: key.publicBlob, comment: comment, key: nil, death: nil, confirm: confirm, destinations: destinations,
             destinationPayload: payload)
-        return agent.add(identity, key: key, lifetime: lifetime)
+        return agent.add(identity, key: key, lifetime: lifetime, keepable: !isRemote)
     }
 
     private func remove(_ reader: inout ByteReader) -> Bool {
         guard let blob = try? reader.blob(), let parts = try? SSHPublicKeyParts(blob: blob), let identity = agent.identity(for: parts),
             permitted(identity, user: nil).permitted
         else { return false }
-        return agent.remove(identity)
+        return agent.remove(identity, memoryOnly: isRemote)
     }
 
     // MARK: Signing
@@ -180,7 +182,7 @@ package final class AgentConnection {
         }
         guard let (key, confirm) = agent.privateKey(of: identity) else { return Self.status(false) }
         if host == nil, let last = bindings.last { host = "host key " + agent.fingerprint(last.hostKey.canonicalBlob) }
-        if confirm, !agent.confirm(identity, program: peer.executable, host: host) { return Self.status(false) }
+        if confirm, !agent.confirm(identity, program: peer.executable, host: host, route: route) { return Self.status(false) }
         do {
             var out = ByteWriter()
             out.u8(AgentMessage.signResponse)
@@ -190,6 +192,14 @@ package final class AgentConnection {
             agent.log("cannot sign with \(identity.comment): \(error)")
             return Self.status(false)
         }
+    }
+
+    /// The hops this connection's session-binds recorded: a remembered approval holds for the
+    /// same program over the same route only, since ssh itself is the peer of the connections it
+    /// forwards from a remote host.
+    private var route: String {
+        if bindAttempted && bindings.isEmpty { return "unbound after a failed bind" }
+        return bindings.map { agent.fingerprint($0.hostKey.canonicalBlob) + ($0.forwarded ? " forwarded" : "") }.joined(separator: ",")
     }
 
     // MARK: Destination constraints

@@ -83,30 +83,34 @@ extension Array where Element == DestinationConstraint {
     }
 }
 
-/// OpenSSH's match_pattern: `*` and `?` wildcards, nothing else.
+/// OpenSSH's match_pattern: `*` and `?` wildcards, nothing else. Matched with one backtrack
+/// point, the last star: a later star can only do better than an earlier one, so no more is
+/// needed, and the time is at most the product of the lengths, whatever the pattern (the
+/// recursive form takes a power of the user name's length, which the asker chooses).
 enum UserPattern {
     static func matches(_ string: String, _ pattern: String) -> Bool {
-        matches(Array(string.utf8)[...], Array(pattern.utf8)[...])
-    }
-
-    private static func matches(_ string: ArraySlice<UInt8>, _ pattern: ArraySlice<UInt8>) -> Bool {
-        var s = string
-        var p = pattern
-        while let first = p.first {
-            if first == UInt8(ascii: "*") {
-                let rest = p.dropFirst()
-                if rest.isEmpty { return true }
-                var tail = s
-                while true {
-                    if matches(tail, rest) { return true }
-                    guard !tail.isEmpty else { return false }
-                    tail = tail.dropFirst()
-                }
+        let s = Array(string.utf8)
+        let p = Array(pattern.utf8)
+        var i = 0
+        var j = 0
+        var star: (pattern: Int, string: Int)?
+        while i < s.count {
+            if j < p.count, p[j] == UInt8(ascii: "*") {
+                star = (j, i)
+                j += 1
+            } else if j < p.count, p[j] == UInt8(ascii: "?") || p[j] == s[i] {
+                i += 1
+                j += 1
+            } else if let last = star {
+                // The last star takes one more byte; the rest of the pattern starts again after it.
+                star = (last.pattern, last.string + 1)
+                i = last.string + 1
+                j = last.pattern + 1
+            } else {
+                return false
             }
-            guard let next = s.first, first == UInt8(ascii: "?") || first == next else { return false }
-            s = s.dropFirst()
-            p = p.dropFirst()
         }
-        return s.isEmpty
+        while j < p.count, p[j] == UInt8(ascii: "*") { j += 1 }
+        return j == p.count
     }
 }
