@@ -453,8 +453,10 @@ case_other_user() {
     # The socket reachable by anyone on the file system: only the agent's own check stands.
     chmod 755 "$case_dir"
     chmod 666 "$SSH_AUTH_SOCK"
+    # A copy the other user can read: the checkout may be one only root can enter (/root/...).
+    install -m 0644 "$here/fuzz.py" "$case_dir/fuzz.py"
     setpriv --reuid="$other" --regid="$other" --init-groups env -i PATH=/usr/bin:/bin \
-        timeout 20 "$py" "$here/fuzz.py" --refused "$SSH_AUTH_SOCK"
+        timeout 20 "$py" "$case_dir/fuzz.py" --refused "$SSH_AUTH_SOCK"
     add "$k/ed25519"
     expect 1 "$(listed | wc -l)" "the agent's own user still served"
 }
