@@ -160,3 +160,42 @@ struct FindOutputOptions: ParsableArguments {
     @Flag(name: .customShort("g"), help: "Show the password too (on standard error, as macOS does).") var showPassword = false
     @Flag(name: .customShort("w"), help: "Print only the password.") var passwordOnly = false
 }
+
+/// What find-key and set-key-partition-list match keys by, with macOS's letters.
+struct KeyAttributes: ParsableArguments {
+    @Option(name: .customShort("a"), parsing: .unconditional, help: "Match the application label.") var applicationLabel: String?
+    @Option(name: .customShort("c"), parsing: .unconditional, help: "Match the creator.") var creator: String?
+    @Option(name: .customShort("D"), parsing: .unconditional, help: "Match the description.") var kind: String?
+    @Option(name: .customShort("j"), parsing: .unconditional, help: "Match the comment.") var comment: String?
+    @Option(name: .customShort("l"), parsing: .unconditional, help: "Match the label.") var label: String?
+    @Option(name: .customShort("t"), parsing: .unconditional, help: "Key type: symmetric, public or private.") var type: String?
+    @Flag(name: .customShort("d"), help: "Match keys that can decrypt.") var decrypt = false
+    @Flag(name: .customShort("e"), help: "Match keys that can encrypt.") var encrypt = false
+    @Flag(name: .customShort("r"), help: "Match keys that can derive.") var derive = false
+    @Flag(name: .customShort("s"), help: "Match keys that can sign.") var sign = false
+    @Flag(name: .customShort("u"), help: "Match keys that can unwrap.") var unwrap = false
+    @Flag(name: .customShort("v"), help: "Match keys that can verify.") var verify = false
+    @Flag(name: .customShort("w"), help: "Match keys that can wrap.") var wrap = false
+
+    func validate() throws {
+        if let type, !["symmetric", "public", "private"].contains(type) { throw ValidationError("-t takes symmetric, public or private") }
+    }
+
+    var query: Query {
+        var attributes: [String: AttributeValue] = [:]
+        attributes[AttributeKey.applicationLabel] = applicationLabel.map { .data(Array($0.utf8)) }
+        attributes[AttributeKey.creator] = creator.map(AttributeValue.string)
+        attributes[AttributeKey.description] = kind.map(AttributeValue.string)
+        attributes[AttributeKey.comment] = comment.map(AttributeValue.string)
+        attributes[AttributeKey.label] = label.map(AttributeValue.string)
+        let classes: [String: KeyClass] = ["public": .public, "private": .private, "symmetric": .symmetric]
+        attributes[AttributeKey.keyClass] = type.flatMap { classes[$0] }.map { .int($0.rawValue) }
+        for (flag, name) in [
+            (decrypt, AttributeKey.canDecrypt), (encrypt, AttributeKey.canEncrypt), (derive, AttributeKey.canDerive), (sign, AttributeKey.canSign),
+            (unwrap, AttributeKey.canUnwrap), (verify, AttributeKey.canVerify), (wrap, AttributeKey.canWrap)
+        ] where flag {
+            attributes[name] = .bool(true)
+        }
+        return Query(itemClass: .key, attributes: attributes)
+    }
+}

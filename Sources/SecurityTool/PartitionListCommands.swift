@@ -87,43 +87,10 @@ struct SetKeyPartitionList: ParsableCommand {
             "Check the keychain password and show the keys that match; Linux has no partition lists to set (every process of the user may use an unlocked key)."
     )
 
-    @Option(name: .customShort("a"), parsing: .unconditional, help: "Match the application label.") var applicationLabel: String?
-    @Option(name: .customShort("c"), parsing: .unconditional, help: "Match the creator.") var creator: String?
-    @Option(name: .customShort("D"), parsing: .unconditional, help: "Match the description.") var kind: String?
-    @Option(name: .customShort("j"), parsing: .unconditional, help: "Match the comment.") var comment: String?
-    @Option(name: .customShort("l"), parsing: .unconditional, help: "Match the label.") var label: String?
-    @Option(name: .customShort("t"), parsing: .unconditional, help: "Key type: symmetric, public or private.") var type: String?
-    @Flag(name: .customShort("d"), help: "Match keys that can decrypt.") var decrypt = false
-    @Flag(name: .customShort("e"), help: "Match keys that can encrypt.") var encrypt = false
-    @Flag(name: .customShort("r"), help: "Match keys that can derive.") var derive = false
-    @Flag(name: .customShort("s"), help: "Match keys that can sign.") var sign = false
-    @Flag(name: .customShort("u"), help: "Match keys that can unwrap.") var unwrap = false
-    @Flag(name: .customShort("v"), help: "Match keys that can verify.") var verify = false
-    @Flag(name: .customShort("w"), help: "Match keys that can wrap.") var wrap = false
+    @OptionGroup var attributes: KeyAttributes
     @OptionGroup var options: PartitionOptions
 
-    func validate() throws {
-        if let type, !["symmetric", "public", "private"].contains(type) { throw ValidationError("-t takes symmetric, public or private") }
-    }
-
     func run() throws {
-        var attributes: [String: AttributeValue] = [:]
-        attributes[AttributeKey.applicationLabel] = applicationLabel.map { .data(Array($0.utf8)) }
-        attributes[AttributeKey.creator] = creator.map(AttributeValue.string)
-        attributes[AttributeKey.description] = kind.map(AttributeValue.string)
-        attributes[AttributeKey.comment] = comment.map(AttributeValue.string)
-        attributes[AttributeKey.label] = label.map(AttributeValue.string)
-        // kSecAttrKeyClass: public 0, private 1, symmetric 2.
-        attributes[AttributeKey.keyClass] = type.map { .int(["public": 0, "private": 1, "symmetric": 2][$0]!) }
-        for (flag, name) in [
-            (decrypt, AttributeKey.canDecrypt), (encrypt, AttributeKey.canEncrypt), (derive, AttributeKey.canDerive), (sign, AttributeKey.canSign),
-            (unwrap, AttributeKey.canUnwrap),
-            (verify, AttributeKey.canVerify), (wrap, AttributeKey.canWrap)
-        ] where flag {
-            attributes[name] = .bool(true)
-        }
-        try PartitionList.apply(
-            Query(itemClass: .key, attributes: attributes), partitions: options.partitions,
-            password: options.password, keychain: options.keychain)
+        try PartitionList.apply(attributes.query, partitions: options.partitions, password: options.password, keychain: options.keychain)
     }
 }
