@@ -64,6 +64,11 @@ let package = Package(
         // Apple's attributes, searches, replace, sandboxed apps' own items. The service and the
         // importer of `security import-secrets` share it.
         .target(name: "SecretServiceItems", dependencies: ["KeychainCore"]),
+        // KWallet's items over the engine: folders, entry names and the three entry types kept
+        // exactly (as Secret Service items the service also shows), Qt's QDataStream forms, and
+        // KWallet's .kwl files. keychain-secret-service's org.kde.KWallet, its importer and
+        // `security import-secrets` share it.
+        .target(name: "KWalletItems", dependencies: ["KeychainCore", "SecretServiceItems", "COpenSSL"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
         .target(name: "Security", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "CFoundationBridge"]),
         // Foundation's own CFDictionary functions, for reading a SecItem dictionary without
@@ -74,7 +79,7 @@ let package = Package(
 
         // The command-line tool, a front end over the engine.
         .executableTarget(name: "SecurityTool", dependencies: [
-            "KeychainCore", "KeychainPresence", "KeychainSync", "KeychainTPMClient", "KeychainTPMPolicy", "KeychainSSH", "CredentialHelperSupport", "SecretServiceItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "KeychainCore", "KeychainPresence", "KeychainSync", "KeychainTPMClient", "KeychainTPMPolicy", "KeychainSSH", "CredentialHelperSupport", "SecretServiceItems", "KWalletItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: helperLinking + [.linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]),
 
         // Credential helpers: small processes started once per fetch or pull, so they link the
@@ -90,7 +95,7 @@ let package = Package(
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
-        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "CSDBus", "COpenSSL", "CLinux"],
+        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "CSDBus", "COpenSSL", "CLinux"],
                           exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The SSH agent: a daemon for the whole session, like keychain-secret-service, so linked the
@@ -109,7 +114,7 @@ let package = Package(
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),
-        .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "KeychainTPMPolicy", "SecretServiceItems", "CPAM"], path: "pam/Sources/PAMKeychain",
+        .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "CPAM"], path: "pam/Sources/PAMKeychain",
                 linkerSettings: [.unsafeFlags([
                     "-static-stdlib",
                     "-Xlinker", "--version-script=\(Context.packageDirectory)/pam/pam_keychain.map",
@@ -136,6 +141,7 @@ let package = Package(
         .target(name: "KeychainTestSupport", dependencies: ["KeychainCore"], path: "Tests/KeychainTestSupport"),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretServiceItems", "KeychainProcess"]),
         .testTarget(name: "KeychainTPMPolicyTests", dependencies: ["KeychainTPMPolicy", "KeychainCore", "KeychainTestSupport", "KeychainTPM", "KeychainTPMClient"]),
+        .testTarget(name: "KWalletItemsTests", dependencies: ["KWalletItems", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore", "KeychainTestSupport", "CLinux"]),
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
