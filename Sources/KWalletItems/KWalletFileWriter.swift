@@ -9,10 +9,11 @@ extension KWalletFile {
         var names = bigEndian(UInt32(contents.folders.count))
         for folder in contents.folders {
             let entries = contents.entries.filter { $0.folder == folder }
-            clear += qString(folder) + bigEndian(UInt32(entries.count))
+            clear += QtDataStream.string(folder) + bigEndian(UInt32(entries.count))
             names += Crypto.md5(Array(folder.utf8)) + bigEndian(UInt32(entries.count))
             for entry in entries {
-                clear += qString(entry.key) + bigEndian(UInt32(bitPattern: entry.type.rawValue)) + bigEndian(UInt32(entry.value.count)) + entry.value
+                clear +=
+                    QtDataStream.string(entry.key) + bigEndian(UInt32(bitPattern: entry.type.rawValue)) + bigEndian(UInt32(entry.value.count)) + entry.value
                 names += Crypto.md5(Array(entry.key.utf8))
             }
         }
@@ -33,8 +34,4 @@ extension KWalletFile {
         [UInt8(value >> 24), UInt8((value >> 16) & 0xFF), UInt8((value >> 8) & 0xFF), UInt8(value & 0xFF)]
     }
 
-    private static func qString(_ s: String) -> Bytes {
-        let units = Array(s.utf16)
-        return bigEndian(UInt32(units.count * 2)) + units.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
-    }
 }

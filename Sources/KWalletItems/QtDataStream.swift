@@ -22,14 +22,15 @@ package enum QtDataStream {
         return s
     }
 
-    /// A QMap<QString, QString>: the count (quint32), then each key and value. Qt 5 writes the
-    /// pairs from the last key to the first (so that reading with insertMulti keeps the most recent
-    /// value first); a QMap orders its keys by UTF-16 code units, as QString's operator< does.
+    /// A QMap<QString, QString>: the count (quint32), then each key and value, from the first key
+    /// to the last as Qt 5 writes them (Qt 6 reverses them; the map kwallet-query wrote through the
+    /// real kwalletd5 in Tests/kde/kwl-fixtures is ascending); a QMap orders its keys by UTF-16
+    /// code units, as QString's operator< does.
     package static func map(_ m: [String: String]) -> Bytes {
         var out: Bytes = []
         appendUInt32(UInt32(m.count), to: &out)
-        let descending = m.keys.sorted { $1.utf16.lexicographicallyPrecedes($0.utf16) }
-        for key in descending {
+        let ascending = m.keys.sorted { $0.utf16.lexicographicallyPrecedes($1.utf16) }
+        for key in ascending {
             append(key, to: &out)
             append(m[key]!, to: &out)
         }

@@ -9,7 +9,7 @@ final class KWalletFileHostileTests: XCTestCase {
     private let password = Array("hostile".utf8)
     private let contents = KWalletContents(
         folders: ["Empty", "Passwords"],
-        entries: [KWalletEntry(folder: "Passwords", key: "k", type: .password, value: KWalletFixtures.qString("v"))])
+        entries: [KWalletEntry(folder: "Passwords", key: "k", type: .password, value: QtDataStream.string("v"))])
 
     /// A format 0.0 wallet (the SHA-1 key costs a millisecond, so thousands of reads stay fast).
     private func wallet(plaintext: Bytes? = nil, index: Bytes? = nil) throws -> Bytes {
@@ -101,12 +101,12 @@ final class KWalletFileHostileTests: XCTestCase {
     /// Counts and lengths inside the encrypted part, which passes its SHA-1: each checked against
     /// what is left before anything is allocated.
     func testHugeCountsAndLengthsInTheContents() throws {
-        let folder = KWalletFixtures.qString("F")
+        let folder = QtDataStream.string("F")
         for (plaintext, expected): (Bytes, KWalletFileError) in [
             (folder + [0xFF, 0xFF, 0xFF, 0xFF], .truncated),  // 4 billion entries
             ([0xFF, 0xFF, 0xFF, 0xF0], .truncated),  // a folder name of 4 GiB
             ([0, 0, 0, 3, 0, 65, 0], .malformed("a name of an odd number of UTF-16 bytes")),
-            (folder + [0, 0, 0, 1] + KWalletFixtures.qString("k") + [0, 0, 0, 1, 0x7F, 0xFF, 0xFF, 0xFF], .truncated),  // a 2 GiB value
+            (folder + [0, 0, 0, 1] + QtDataStream.string("k") + [0, 0, 0, 1, 0x7F, 0xFF, 0xFF, 0xFF], .truncated),  // a 2 GiB value
             (folder + [0, 0, 0, 0] + folder + [0, 0, 0, 0], .malformed("the folder \"F\" appears twice")),
             (folder, .truncated)  // a folder without its count
         ] {
