@@ -41,6 +41,12 @@ package enum KWalletFile {
 
     private enum Cipher { case blowfishECB, blowfishCBC }
 
+    /// Whether the file is a wallet kwalletd encrypted to a GPG key: no password opens it, so none
+    /// is asked for.
+    package static func isGPG(_ file: Bytes) -> Bool {
+        file.count >= magic.count + 4 && file.starts(with: magic) && file[magic.count + 2] == 2 && file[magic.count + 3] == 0
+    }
+
     /// Reads a wallet file with its password and, for the PBKDF2 kind, the bytes of its
     /// `NAME.salt` file.
     package static func read(_ file: Bytes, password: Bytes, salt: Bytes?) throws -> KWalletContents {

@@ -1,3 +1,5 @@
+import KeychainCore
+
 /// Why a `.kwl` file could not be read: one line each, said to a user who ran an import or to
 /// the log of a login, so each names the cause and nothing of the wallet's contents.
 package enum KWalletFileError: Error, Equatable, CustomStringConvertible {
@@ -35,5 +37,11 @@ package enum KWalletFileError: Error, Equatable, CustomStringConvertible {
         case .malformed(let why): return "damaged wallet file: \(why)"
         case .tooLarge: return "the file is larger than \(KWalletFile.maximumFileSize >> 20) MiB; not a wallet kwalletd writes"
         }
+    }
+
+    /// The keychain's error for it, so that a front end exits and names it as for a keyring file:
+    /// errSecAuthFailed for a wrong password, errSecDecode for the rest.
+    package var keychainError: KeychainError {
+        self == .wrongPassword ? KeychainError(.authFailed, description) : KeychainError.decode(description)
     }
 }
