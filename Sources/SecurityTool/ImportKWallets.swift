@@ -93,18 +93,14 @@ extension SecretImportRun {
     ) {
         let total = contents.entries.count
         var done = 0
-        func shown(_ entry: KWalletEntry) -> String { "\(file): \(entry.folder)/\(entry.key)" }
-        // Folders that hold no entry are kept too ("Passwords", "Form Data" in a new wallet).
-        for folder in contents.folders where !contents.entries.contains(where: { $0.folder == folder }) {
+        for folder in contents.emptyFolders {
             let place = "\(file): folder \(folder)"
             do {
                 guard let store else {
                     count(.added, place)
                     continue
                 }
-                let there = try store.kwalletFolders(owner: nil).contains(folder)
-                if !dryRun && !there { _ = try store.createKWalletFolder(folder, owner: nil) }
-                count(there ? .alreadyThere : .added, place)
+                count(dryRun ? (try store.holdsKWalletFolder(folder) ? .alreadyThere : .added) : try store.importKWalletFolder(folder), place)
             } catch {
                 fail(place, error)
             }
@@ -112,22 +108,15 @@ extension SecretImportRun {
         for entry in split.entries {
             done += 1
             progress.show("import-secrets: \(wallet).kwl \(done)/\(total)")
+            let place = "\(file): \(entry.folder)/\(entry.key)"
             do {
                 guard let store else {
-                    count(.added, shown(entry))
+                    count(.added, place)
                     continue
                 }
-                if let existing = try store.kwalletEntry(folder: entry.folder, key: entry.key, owner: nil) {
-                    guard existing.type == entry.type, existing.value == entry.value else {
-                        throw KeychainError(.duplicateItem, "the keychain already holds another value for this entry; the keychain's is kept")
-                    }
-                    count(.alreadyThere, shown(entry))
-                } else {
-                    if !dryRun { try store.writeKWalletEntry(entry, owner: nil) }
-                    count(.added, shown(entry))
-                }
+                count(dryRun ? (try store.holdsKWalletEntry(entry) ? .alreadyThere : .added) : try store.importKWalletEntry(entry), place)
             } catch {
-                fail(shown(entry), error)
+                fail(place, error)
             }
         }
         var known: SecretImportIndex
