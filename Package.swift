@@ -68,7 +68,7 @@ let package = Package(
         // exactly (as Secret Service items the service also shows), Qt's QDataStream forms, and
         // KWallet's .kwl files. keychain-secret-service's org.kde.KWallet, its importer and
         // `security import-secrets` share it.
-        .target(name: "KWalletItems", dependencies: ["KeychainCore", "SecretServiceItems", "COpenSSL"]),
+        .target(name: "KWalletItems", dependencies: ["KeychainCore", "SecretServiceItems", "CredentialHelperSupport", "COpenSSL"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
         .target(name: "Security", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "CFoundationBridge"]),
         // Foundation's own CFDictionary functions, for reading a SecItem dictionary without

@@ -81,3 +81,77 @@ static inline void keychain_hmac_sha256(const keychain_hmac_sha256_key *key, con
 static inline void keychain_hmac_sha256_wipe(keychain_hmac_sha256_key *key) { OPENSSL_cleanse(key, sizeof *key); }
 
 #pragma clang diagnostic pop
+
+/* KWallet's .kwl files (KWalletItems): Blowfish-CBC (or ECB in the oldest files) and SHA-1, as its
+ * backend does them. EVP has Blowfish only in OpenSSL 3's legacy provider, which a static program
+ * cannot load; the low-level functions need no provider but are deprecated, hence the wrappers. */
+#include <openssl/blowfish.h>
+
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+
+/* Blowfish over whole 8-byte blocks in place, CBC with a zero IV (KWallet's CipherBlockChain) or
+ * ECB. Returns 0, or -1 for a key of 1 to 56 bytes or a length not of whole blocks. */
+static inline int keychain_blowfish(const unsigned char *key, int key_length, unsigned char *data, size_t length, int cbc,
+                                    int encrypt) {
+    if (key_length < 1 || key_length > 56 || length % BF_BLOCK != 0) return -1;
+    BF_KEY schedule;
+    BF_set_key(&schedule, key_length, key);
+    int mode = encrypt ? BF_ENCRYPT : BF_DECRYPT;
+    if (cbc) {
+        unsigned char iv[BF_BLOCK];
+        memset(iv, 0, sizeof iv);
+        BF_cbc_encrypt(data, data, (long)length, &schedule, iv, mode);
+    } else {
+        for (size_t i = 0; i < length; i += BF_BLOCK) BF_ecb_encrypt(data + i, data + i, &schedule, mode);
+    }
+    OPENSSL_cleanse(&schedule, sizeof schedule);
+    return 0;
+}
+
+/* KWallet's own SHA-1 (its sha1.cc), which its .kwl files' checksum and the key of old wallets
+ * use: SHA-1's padding and rounds, but built with Q_BYTE_ORDER forced to big-endian, so on the
+ * little-endian machines wallets come from it reads each 32-bit word of a block little-endian
+ * and writes the digest's words little-endian. Here: each padded block's words swapped, then
+ * libcrypto's own SHA-1 block function. */
+static inline void keychain_kwallet_sha1(const unsigned char *data, size_t length, unsigned char out[20]) {
+    SHA_CTX ctx;
+    SHA1_Init(&ctx);
+    unsigned char block[64];
+    size_t done = 0;
+    int padded = 0, lengthWritten = 0;
+    while (!lengthWritten) {
+        size_t take = length - done < 64 ? length - done : 64;
+        memset(block, 0, sizeof block);
+        memcpy(block, data + done, take);
+        done += take;
+        if (take < 64 && !padded) {
+            block[take] = 0x80;
+            padded = 1;
+        }
+        if (padded && take < 56) {
+            uint64_t bits = (uint64_t)length * 8;
+            for (int i = 0; i < 8; i++) block[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
+            lengthWritten = 1;
+        }
+        for (int i = 0; i < 64; i += 4) {
+            unsigned char t0 = block[i], t1 = block[i + 1];
+            block[i] = block[i + 3];
+            block[i + 1] = block[i + 2];
+            block[i + 2] = t1;
+            block[i + 3] = t0;
+        }
+        SHA1_Transform(&ctx, block);
+    }
+    unsigned int h[5] = {ctx.h0, ctx.h1, ctx.h2, ctx.h3, ctx.h4};
+    for (int i = 0; i < 5; i++) {
+        out[4 * i] = (unsigned char)h[i];
+        out[4 * i + 1] = (unsigned char)(h[i] >> 8);
+        out[4 * i + 2] = (unsigned char)(h[i] >> 16);
+        out[4 * i + 3] = (unsigned char)(h[i] >> 24);
+    }
+    OPENSSL_cleanse(&ctx, sizeof ctx);
+    OPENSSL_cleanse(block, sizeof block);
+}
+
+#pragma clang diagnostic pop

@@ -141,12 +141,14 @@ enum CommandTable {
         CommandSpec(
             name: "import-secrets", type: ImportSecrets.self, optstring: "hnp:",
             longOptions: [
-                "git-credentials": false, "docker-config": false, "keyring": true, "keyrings": false,
+                "git-credentials": false, "docker-config": false, "keyring": true, "keyrings": false, "kwallet": true, "kwallets": false,
                 "all": false, "dry-run": false
             ],
             secretOptions: ["p"],
             optionalValues: ["git-credentials": "git-credentials-file", "docker-config": "docker-config-file"],
-            synopsis: "[-n|--dry-run] [-p password] [--git-credentials [file]] [--docker-config [file]] [--keyring file]... [--keyrings] [--all]"),
+            synopsis:
+                "[-n|--dry-run] [-p password] [--git-credentials [file]] [--docker-config [file]] [--keyring file]... [--keyrings] [--kwallet file]... [--kwallets] [--all]"
+        ),
         CommandSpec(name: "tpm-status", type: TPMStatusCommand.self, optstring: "h", synopsis: "[keychain]"),
         CommandSpec(
             name: "tpm-enroll", type: TPMEnroll.self, optstring: "hp:", longOptions: ["passwordless": false, "pcrs": true, "default": true],

@@ -14,17 +14,20 @@ import SecretServiceItems
 struct ImportSecrets: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import-secrets",
-        abstract: "Bring in git's credential-store files, docker's inline logins and gnome-keyring's keyrings.",
+        abstract: "Bring in git's credential-store files, docker's inline logins, gnome-keyring's keyrings and KWallet's wallets.",
         discussion: """
             git's credential-store lines become internet passwords exactly as git-credential-keychain \
             stores them; docker's inline auths become docker-credential-keychain's items, then config.json \
             gets "credsStore": "keychain" and loses its inline secrets (the old file is kept beside it, \
             0600); each gnome-keyring keyring file (encrypted or plain text) goes to a keychain of its \
             name (login.keyring to the login keychain; another is created with the keyring's password), \
-            with its labels, attributes, secrets and dates, as the Secret Service showed them. Items \
-            already there are not added again, so a second run changes nothing. -p gives the keyrings' \
-            password (also tried on a locked keychain); without it, it is asked for (terminal, or one \
-            line of standard input per keyring).
+            with its labels, attributes, secrets and dates, as the Secret Service showed them; each KWallet \
+            wallet file (NAME.kwl, with NAME.salt beside it) likewise (kdewallet to the login keychain), \
+            its folders and entries kept as KDE programs wrote them and the items kwalletd's Secret Service \
+            stored as Secret Service items. Items already there are not added again, so a second run \
+            changes nothing. -p gives the keyrings' and wallets' password (also tried on a locked \
+            keychain); without it, it is asked for (terminal, or one line of standard input per keyring \
+            or wallet).
             """)
 
     @Flag(
@@ -43,19 +46,25 @@ struct ImportSecrets: ParsableCommand {
     var keyringFiles: [String] = []
     @Flag(name: .customLong("keyrings"), help: "Every keyring in $XDG_DATA_HOME/keyrings (~/.local/share/keyrings), its default one respected.")
     var allKeyrings = false
+    @Option(name: .customLong("kwallet"), help: ArgumentHelp("A KWallet wallet file, NAME.kwl (repeatable).", valueName: "file"))
+    var kwalletFiles: [String] = []
+    @Flag(name: .customLong("kwallets"), help: "Every wallet in $XDG_DATA_HOME/kwalletd (~/.local/share/kwalletd), kdewallet first.")
+    var allKWallets = false
     @Flag(name: .customLong("all"), help: "All of the above that exist.") var all = false
     @Flag(name: [.customShort("n"), .customLong("dry-run")], help: "List what would come; change nothing.") var dryRun = false
     @Option(
         name: .customShort("p"), parsing: .unconditional,
-        help: ArgumentHelp("The keyrings' password (visible to other processes; prefer the prompt or standard input).", valueName: "password"))
+        help: ArgumentHelp(
+            "The keyrings' and wallets' password (visible to other processes; prefer the prompt or standard input).", valueName: "password"))
     var password: String?
 
     func run() throws {
         let wantsGit = all || gitCredentials || !gitCredentialFiles.isEmpty
         let wantsDocker = all || dockerConfig || !dockerConfigFiles.isEmpty
         let wantsKeyrings = all || allKeyrings || !keyringFiles.isEmpty
-        guard wantsGit || wantsDocker || wantsKeyrings else {
-            throw ValidationError("name what to import: --git-credentials, --docker-config, --keyring FILE, --keyrings or --all")
+        let wantsKWallets = all || allKWallets || !kwalletFiles.isEmpty
+        guard wantsGit || wantsDocker || wantsKeyrings || wantsKWallets else {
+            throw ValidationError("name what to import: --git-credentials, --docker-config, --keyring FILE, --keyrings, --kwallet FILE, --kwallets or --all")
         }
         let run = SecretImportRun(dryRun: dryRun, password: password.map { Array($0.utf8) })
         defer { run.finish() }
@@ -63,6 +72,11 @@ struct ImportSecrets: ParsableCommand {
             var files = keyringFiles
             if all || allKeyrings { files += SecretImportRun.keyringFolderFiles() }
             run.importKeyrings(files, folderAsked: all || allKeyrings)
+        }
+        if wantsKWallets {
+            var files = kwalletFiles
+            if all || allKWallets { files += SecretImportRun.folderFiles(SecretImportRun.kwalletFolder(), suffix: ".kwl", first: "kdewallet.kwl") }
+            run.importKWallets(files, folderAsked: allKWallets)
         }
         if wantsGit {
             let explicit = !gitCredentialFiles.isEmpty
@@ -84,10 +98,10 @@ struct ImportSecrets: ParsableCommand {
 /// One run of import-secrets: counts, the lines it prints, the keychains it opened.
 final class SecretImportRun {
     let dryRun: Bool
-    private var password: Bytes?
+    private(set) var password: Bytes?
     private(set) var added = 0, alreadyThere = 0, skipped = 0, failed = 0
     private(set) var failureStatus: Int32?
-    private let progress: ProgressLine
+    let progress: ProgressLine
     /// Keychains opened for writing (or, in a dry run, for reading), by path.
     private var stores: [String: KeychainStore] = [:]
     /// Keychains a dry run would create (a keyring's), so later sources can count on them.
@@ -228,20 +242,22 @@ final class SecretImportRun {
 
     /// The folder's *.keyring files, login first (its keychain is the one the others' defaults
     /// and the credential helpers lean on), then by name.
-    static func keyringFolderFiles() -> [String] {
-        let folder = keyringFolder()
+    static func keyringFolderFiles() -> [String] { folderFiles(keyringFolder(), suffix: ".keyring", first: "login.keyring") }
+
+    /// The files of `folder` named *`suffix` (not hidden), `first` first, then by name.
+    static func folderFiles(_ folder: String, suffix: String, first: String) -> [String] {
         var names: [String] = []
         if let dir = opendir(folder) {
             while let entry = readdir(dir) {
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-                if name.hasSuffix(".keyring"), name.count > ".keyring".count, !name.hasPrefix(".") {
+                if name.hasSuffix(suffix), name.count > suffix.count, !name.hasPrefix(".") {
                     names.append(name)
                 }
             }
             closedir(dir)
         }
         names.sort { a, b in
-            (a == "login.keyring") != (b == "login.keyring") ? a == "login.keyring" : a < b
+            (a == first) != (b == first) ? a == first : a < b
         }
         return names.map { folder + "/" + $0 }
     }
@@ -351,23 +367,34 @@ final class SecretImportRun {
         for (index, item) in keyring.items.enumerated() {
             progress.show("import-secrets: \(name).keyring \(index + 1)/\(keyring.items.count)")
             let place = "\(file): " + (item.label.isEmpty ? "item \(item.id)" : "\"\(item.label)\"")
-            do {
-                if let store {
-                    if dryRun {
-                        let there = try store.holdsSecretItem(label: item.label, attributes: item.attributes, secret: item.secret, index: &known)
-                        count(there ? .alreadyThere : .added, place)
-                    } else {
-                        count(
-                            try store.importSecretItem(
-                                label: item.label, attributes: item.attributes, secret: item.secret,
-                                created: item.created, modified: item.modified, syncsNewItems: syncsNewItems, index: &known), place)
-                    }
+            importSecretItem(
+                label: item.label, attributes: item.attributes, secret: item.secret, created: item.created, modified: item.modified,
+                into: store, syncsNewItems: syncsNewItems, index: &known, place: place)
+        }
+    }
+
+    /// One Secret Service item into `store` (nil: a keychain a dry run would create), counted, or
+    /// said when it cannot come.
+    func importSecretItem(
+        label: String, attributes: [String: String], secret: Bytes, contentType: String = KeychainStore.defaultContentType,
+        created: UInt64, modified: UInt64, into store: KeychainStore?, syncsNewItems: Bool?, index known: inout SecretImportIndex, place: String
+    ) {
+        do {
+            if let store {
+                if dryRun {
+                    let there = try store.holdsSecretItem(label: label, attributes: attributes, secret: secret, index: &known)
+                    count(there ? .alreadyThere : .added, place)
                 } else {
-                    count(.added, place)
+                    count(
+                        try store.importSecretItem(
+                            label: label, attributes: attributes, secret: secret, contentType: contentType,
+                            created: created, modified: modified, syncsNewItems: syncsNewItems, index: &known), place)
                 }
-            } catch {
-                fail(place, error)
+            } else {
+                count(.added, place)
             }
+        } catch {
+            fail(place, error)
         }
     }
 

@@ -508,7 +508,7 @@ worker_inherits_no_descriptor_or_environment() {
 # The workers a login starts, counted by pam-app's initgroups: setcred's and open_session's,
 # and a third, the import's, only while a login.keyring is there and no record of its import.
 workers_of_a_login() {
-    printf '%s\n' "$password" | pam_app "$service" "$user" 2> "$case_dir/workers"
+    printf '%s\n' "${1:-$password}" | pam_app "$service" "$user" 2> "$case_dir/workers"
     grep -c '^worker-observed' "$case_dir/workers"
 }
 
@@ -590,7 +590,7 @@ hung_keyrings_folder_costs_only_the_import() {
     login
     expect unlocked "$(state WhenUnlocked)" "the unlock was done before the check hung"
     logged "open_session: unlocked the login keychain of $user"
-    logged "stopped at the time limit after the unlock; gnome-keyring's login keyring is looked for at the next login"
+    logged "stopped at the time limit after the unlock; gnome-keyring's login keyring and KWallet's kdewallet are looked for at the next login"
     refute grep -q 'open_session: gave up after the time limit' "${devlog:-/dev/null}"
 }
 
@@ -675,6 +675,61 @@ first_login_with_another_keyring_password() {
     [ ! -e "$home/.local/share/keychains/.login-keyring-imported" ]
     logged 'login.keyring does not open with the login password'
 }
+
+# KWallet's kdewallet, written by the real kwalletd5 (Tests/kde/kwl-fixtures), with the user's
+# login password set to the wallet's, as pam_kwallet5 keeps them the same.
+kwl_fixtures=$here/../kde/kwl-fixtures
+kwl_password='kwl fixture pässword'
+
+install_kdewallet() {  # $1: the fixture wallet installed as the user's kdewallet
+    local dir=$home/.local/share/kwalletd
+    as_user mkdir -p "$dir"
+    install -o "$uid" -g "$gid" -m 600 "$kwl_fixtures/$1.kwl" "$dir/kdewallet.kwl"
+    install -o "$uid" -g "$gid" -m 600 "$kwl_fixtures/$1.salt" "$dir/kdewallet.salt"
+    [ ! -e "$kwl_fixtures/${1}_attributes.json" ] || install -o "$uid" -g "$gid" -m 600 "$kwl_fixtures/${1}_attributes.json" "$dir/kdewallet_attributes.json"
+}
+
+first_login_imports_kdewallet() {
+    echo "$user:$kwl_password" | chpasswd
+    install_kdewallet kdewallet
+    local wallet_sum
+    wallet_sum=$(digest "$home/.local/share/kwalletd/kdewallet.kwl")
+    login "$kwl_password"
+    expect unlocked "$(state WhenUnlocked)"
+    logged "KWallet's kdewallet imported into the login keychain: 6 added, 0 already there; done once"
+    expect s3cret "$(as_user security find-generic-password -s Passwords -a smtp://alice@example.org -w)" "a KWallet entry, at the first login"
+    expect ghp_fixture "$(as_user security find-generic-password -l 'GitHub token' -s github.com -a alice -w)" "kwalletd's Secret Service item"
+    [ -f "$home/.local/share/keychains/.kdewallet-imported" ]
+    expect "$uid 600" "$(stat -c '%u %a' "$home/.local/share/keychains/.kdewallet-imported")" "the record, the user's"
+    expect "$wallet_sum" "$(digest "$home/.local/share/kwalletd/kdewallet.kwl")" "kdewallet.kwl unchanged"
+    # Once: a later login leaves it alone, even when an entry was removed since.
+    as_user security delete-generic-password -s Passwords -a smtp://alice@example.org > /dev/null
+    [ -n "$devlog" ] && : > "$devlog"
+    logout
+    expect 2 "$(workers_of_a_login "$kwl_password")" "imported once: no import worker"
+    logged "open_session: unlocked the login keychain of $user"
+    refute grep -q 'kdewallet imported' "${devlog:-/dev/null}"
+    expect 44 "$(status_of as_user security find-generic-password -s Passwords -a smtp://alice@example.org)" "not imported again"
+}
+
+kdewallet_not_opened_or_hostile() {
+    # Another password (the fixture "work" wallet as kdewallet): nothing imported, nothing recorded.
+    install_kdewallet work
+    login
+    expect unlocked "$(state WhenUnlocked)" "the login goes on"
+    logged 'kdewallet.kwl does not open with the login password'
+    [ ! -e "$home/.local/share/keychains/.kdewallet-imported" ]
+    [ ! -e "$home/.local/share/keychains/.kdewallet-tried" ]
+    logout
+    # A damaged one: one line, recorded against the file, not tried again while it is the same.
+    as_user sh -c 'head -c 100 "$HOME/.local/share/kwalletd/kdewallet.kwl" > "$HOME/.local/share/kwalletd/k.new" && mv "$HOME/.local/share/kwalletd/k.new" "$HOME/.local/share/kwalletd/kdewallet.kwl"'
+    expect 3 "$(workers_of_a_login "$password")" "a kdewallet not yet imported: the import's worker too"
+    logged "KWallet's kdewallet was not imported: "
+    grep -q '^ended at .*: failed ' "$home/.local/share/keychains/.kdewallet-tried"
+    expect 2 "$(workers_of_a_login "$password")" "the attempt on this file recorded: not tried again"
+    [ ! -e "$home/.local/share/keychains/.kdewallet-imported" ]
+}
+
 
 # sshd's sessions never get it: sshd copies the PAM environment over a forwarded agent's socket.
 # Through pam_wrapper, so that a service named sshd lives in the case's own folder.
@@ -787,6 +842,8 @@ check "a login whose password does not open the keychain re-keys nothing" login_
 check "pam-auth-update: the session line stays out of sudo's and cron's stack" profile_is_interactive_only
 check "the session gets SSH_AUTH_SOCK for a user who enabled the keychain's agent, never over one set" session_ssh_auth_sock
 check "sshd's session never gets it: a forwarded agent (ssh -A) must win" sshd_session_keeps_forwarded_agent
+check "first login: kdewallet.kwl (the real kwalletd5's) comes with the login password, once" first_login_imports_kdewallet
+check "a kdewallet the login password does not open, or a damaged one: the login goes on, tried once" kdewallet_not_opened_or_hostile
 if [ -e "$(dirname "$(find /usr/lib /lib -name pam_unix.so -path '*security*' 2>/dev/null | head -1)")/pam_gnome_keyring.so" ] &&
         command -v gnome-keyring-daemon >/dev/null; then
     check "first login beside pam_gnome_keyring: login.keyring's items come, once, with no prompt" first_login_imports_login_keyring

@@ -1,18 +1,22 @@
 import Glibc
+import KWalletItems
 import KeychainCore
 import SecretServiceItems
 
-/// gnome-keyring's login keyring into the login keychain, once, at a login: when the login
-/// password has just opened the login keychain and the same password opens
-/// ~/.local/share/keyrings/login.keyring (as pam_gnome_keyring unlocks it), its items come over
-/// with no prompt, each as `security import-secrets --keyring` brings it (label, attributes,
-/// secret, dates; what is already there is not added again). A file beside the login keychain
-/// records that it was done, so later logins only look for that file.
+/// gnome-keyring's login keyring and KWallet's kdewallet into the login keychain, once, at a
+/// login: when the login password has just opened the login keychain and the same password opens
+/// ~/.local/share/keyrings/login.keyring (as pam_gnome_keyring unlocks it) or
+/// ~/.local/share/kwalletd/kdewallet.kwl (as pam_kwallet5 opens it, with kdewallet.salt beside
+/// it), its items come over with no prompt, each as `security import-secrets --keyring` or
+/// `--kwallet` brings it (label, attributes, secret, dates; KWallet's folders, entries and types;
+/// what is already there is not added again). A file beside the login keychain records, for each,
+/// that it was done, so later logins only look for that file.
 ///
 /// Run in the worker, as the user (AsUser): the files are read and written with the user's
 /// credentials, never as root following paths the user controls. Bounded: a keyring file larger
 /// than `maximumFileSize` is not read, the KDF cost is capped by the reader, and the worker is
-/// killed after `timeout` seconds. An import that did not end with every item in is recorded
+/// killed after `timeout` seconds (each source in a worker of its own). An import that did not
+/// end with every item in is recorded
 /// too (`attempt`: which file, by its identity, and how it ended; written before the items are
 /// read, so a worker killed at its time limit leaves it): a keyring that cannot come in at a
 /// login (a hostile one, too large to import in the time) would otherwise cost every login the
@@ -21,16 +25,48 @@ import SecretServiceItems
 /// the timeout and never fails because of it.
 enum FirstLoginImport {
     static let timeout = 10.0
-    /// Keyring files hold passwords and keys: far less than this.
+    /// Keyring and wallet files hold passwords and keys: far less than this.
     static let maximumFileSize = 8 << 20
 
-    static func keyring(_ account: AsUser.Account) -> String { account.home + "/.local/share/keyrings/login.keyring" }
-    /// Written once the keyring's items came (or were already there): the import is not tried again.
-    static func record(_ account: AsUser.Account) -> String { account.home + "/.local/share/keychains/.login-keyring-imported" }
-    /// Written when an import began and did not end with every item in: the keyring file's
-    /// identity on its first line, how it ended on the next. Its import is not run again while
-    /// the file is that same file.
-    static func attempt(_ account: AsUser.Account) -> String { account.home + "/.local/share/keychains/.login-keyring-tried" }
+    /// Where a login's secrets may wait: gnome-keyring's login keyring, KWallet's kdewallet.
+    enum Source: UInt8, CaseIterable {
+        case gnomeKeyring = 1
+        case kwallet = 2
+
+        /// The file imported.
+        func file(_ account: AsUser.Account) -> String {
+            switch self {
+            case .gnomeKeyring: return account.home + "/.local/share/keyrings/login.keyring"
+            case .kwallet: return account.home + "/.local/share/kwalletd/kdewallet.kwl"
+            }
+        }
+
+        /// Written once the file's items came (or were already there): the import is not tried again.
+        func record(_ account: AsUser.Account) -> String {
+            account.home + "/.local/share/keychains/" + (self == .gnomeKeyring ? ".login-keyring-imported" : ".kdewallet-imported")
+        }
+
+        /// Written when an import began and did not end with every item in: the file's identity
+        /// on its first line, how it ended on the next. Its import is not run again while the
+        /// file is that same file.
+        func attempt(_ account: AsUser.Account) -> String { account.home + "/.local/share/keychains/" + attemptName }
+
+        var attemptName: String { self == .gnomeKeyring ? ".login-keyring-tried" : ".kdewallet-tried" }
+
+        /// The file as the log shows it.
+        var shownFile: String { self == .gnomeKeyring ? "~/.local/share/keyrings/login.keyring" : "~/.local/share/kwalletd/kdewallet.kwl" }
+
+        /// What the log calls it.
+        var name: String { self == .gnomeKeyring ? "gnome-keyring's login keyring" : "KWallet's kdewallet" }
+
+        /// How a user brings it in by hand.
+        var byHand: String { "`security import-secrets --\(self == .gnomeKeyring ? "keyring" : "kwallet") \(shownFile)`" }
+    }
+
+    /// The sources still to import, as the bits of their raw values (the worker's one-byte reply).
+    static func pending(_ account: AsUser.Account) -> UInt8 {
+        Source.allCases.reduce(0) { isPending($1, account) ? $0 | $1.rawValue : $0 }
+    }
 
     /// What the worker hands back: items added, already there, failed; or why nothing was done.
     enum Result {
@@ -42,45 +78,94 @@ enum FirstLoginImport {
         case imported(added: Int, alreadyThere: Int, failed: Int)
     }
 
-    /// Whether there is a keyring file, no record of its import and no record of an attempt on
-    /// this same file. Runs as the user, in the worker of the unlock, so that a login with nothing
-    /// to import forks no second worker.
-    static func isPending(_ account: AsUser.Account) -> Bool {
+    /// Whether there is the source's file, no record of its import and no record of an attempt
+    /// on this same file. Runs as the user, in the worker of the unlock, so that a login with
+    /// nothing to import forks no second worker.
+    static func isPending(_ source: Source, _ account: AsUser.Account) -> Bool {
         var st = stat()
-        guard lstat(record(account), &st) != 0, errno == ENOENT, lstat(keyring(account), &st) == 0 else { return false }
-        guard stat(keyring(account), &st) == 0, let tried = readAttempt(account) else { return true }
-        return tried != identity(st)
+        guard lstat(source.record(account), &st) != 0, errno == ENOENT, lstat(source.file(account), &st) == 0 else { return false }
+        guard stat(source.file(account), &st) == 0, let tried = readAttempt(source, account) else { return true }
+        return tried != identity(st, source)
     }
 
-    /// What tells one keyring file from a later one: its device and inode, size, and times of
-    /// change (ctime too, which the user cannot set back).
-    static func identity(_ st: stat) -> String {
-        "keyring \(st.st_dev) \(st.st_ino) \(st.st_size) \(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec) \(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)"
+    /// What tells one file from a later one: its device and inode, size, and times of change
+    /// (ctime too, which the user cannot set back).
+    static func identity(_ st: stat, _ source: Source) -> String {
+        "\(source == .gnomeKeyring ? "keyring" : "kwallet") \(st.st_dev) \(st.st_ino) \(st.st_size) \(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec) \(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)"
+    }
+
+    /// What a source's file holds, read with the login password, ready to import.
+    private struct Loaded {
+        var items: [(label: String, attributes: [String: String], secret: Bytes, contentType: String, created: UInt64, modified: UInt64)] = []
+        var emptyFolders: [String] = []
+        var entries: [KWalletEntry] = []
+        /// Items of the file that could not be read (the others still come).
+        var unreadable = 0
+
+        mutating func wipe() {
+            for index in items.indices { items[index].secret.wipe() }
+            for index in entries.indices { entries[index].value.wipe() }
+        }
+    }
+
+    /// Reads the source's file (already in `bytes`) with the password; nil for a wrong password.
+    private static func load(_ source: Source, _ bytes: Bytes, _ account: AsUser.Account, password: [UInt8]) throws -> Loaded? {
+        var loaded = Loaded()
+        switch source {
+        case .gnomeKeyring:
+            let keyring: GnomeKeyring
+            do {
+                keyring = try GnomeKeyring.read(bytes, password: password)
+            } catch let error as KeychainError where error.code == .authFailed {
+                return nil
+            }
+            loaded.items = keyring.items.map { ($0.label, $0.attributes, $0.secret, KeychainStore.defaultContentType, $0.created, $0.modified) }
+            loaded.unreadable = keyring.unreadable.count
+        case .kwallet:
+            let stem = String(source.file(account).dropLast(".kwl".count))
+            var salt = try? read(stem + ".salt", limit: KWalletFile.maximumSaltSize).bytes
+            defer { salt?.wipe() }
+            var contents: KWalletContents
+            do {
+                contents = try KWalletFile.read(bytes, password: password, salt: salt)
+            } catch KWalletFileError.wrongPassword {
+                return nil
+            }
+            defer { for index in contents.entries.indices { contents.entries[index].value.wipe() } }
+            let attributes = try? read(stem + "_attributes.json", limit: maximumFileSize).bytes
+            let split = try contents.splitSecretServiceItems(attributesFile: attributes)
+            loaded.items = split.items.map { ($0.label, $0.attributes, $0.secret, $0.contentType, $0.created, $0.modified) }
+            loaded.emptyFolders = contents.emptyFolders
+            loaded.entries = split.entries
+        }
+        return loaded
     }
 
     /// Runs in the worker, as the user.
-    static func run(_ account: AsUser.Account, password: [UInt8]) -> Result {
-        guard isPending(account) else { return .nothingToDo }
+    static func run(_ source: Source, _ account: AsUser.Account, password: [UInt8]) -> Result {
+        guard isPending(source, account) else { return .nothingToDo }
         var bytes: [UInt8]
         let file: String
         do {
-            (bytes, file) = try read(keyring(account))
+            let status: stat
+            (bytes, status) = try read(source.file(account), limit: maximumFileSize)
+            file = identity(status, source)
         } catch {
             return .unreadable("\(error)")
         }
         defer { bytes.wipe() }
-        var loaded: GnomeKeyring
+        var loaded: Loaded
         do {
-            loaded = try GnomeKeyring.read(bytes, password: password)
-        } catch let error as KeychainError where error.code == .authFailed {
-            // Not recorded: the KDF's cost is capped, and a later login password may open it.
-            return .wrongPassword
+            // Not recorded when nil (a wrong password): the KDF's cost is capped, and a later
+            // login password may open it.
+            guard let opened = try load(source, bytes, account, password: password) else { return .wrongPassword }
+            loaded = opened
         } catch {
-            return ended(account, file, .failed("\(error)"))
+            return ended(source, account, file, .failed("\(error)"))
         }
-        defer { for index in loaded.items.indices { loaded.items[index].secret.wipe() } }
+        defer { loaded.wipe() }
         // Before the items: a worker killed at its time limit leaves this line as the record.
-        writeAttempt(account, file, "begun at \(time(nil)); did not end within \(Int(timeout)) s")
+        writeAttempt(source, account, file, "begun at \(time(nil)); did not end within \(Int(timeout)) s")
         // What fails on this side (the keychain busy with another writer, no randomness) is not
         // the file's doing: not recorded, so that the next login tries again.
         let store: KeychainStore
@@ -89,16 +174,13 @@ enum FirstLoginImport {
             store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
             index = try SecretImportIndex()
         } catch {
-            unlink(attempt(account))
+            unlink(source.attempt(account))
             return .failed("\(error)")
         }
-        var added = 0, alreadyThere = 0, failed = loaded.unreadable.count
-        for item in loaded.items {
+        var added = 0, alreadyThere = 0, failed = loaded.unreadable
+        func count(_ outcome: () throws -> KeychainStore.ImportOutcome) {
             do {
-                switch try store.importSecretItem(
-                    label: item.label, attributes: item.attributes, secret: item.secret,
-                    created: item.created, modified: item.modified, index: &index)
-                {
+                switch try outcome() {
                 case .added: added += 1
                 case .alreadyThere: alreadyThere += 1
                 }
@@ -106,23 +188,32 @@ enum FirstLoginImport {
                 failed += 1
             }
         }
+        for folder in loaded.emptyFolders { count { try store.importKWalletFolder(folder) } }
+        for entry in loaded.entries { count { try store.importKWalletEntry(entry) } }
+        for item in loaded.items {
+            count {
+                try store.importSecretItem(
+                    label: item.label, attributes: item.attributes, secret: item.secret, contentType: item.contentType,
+                    created: item.created, modified: item.modified, index: &index)
+            }
+        }
         let outcome = Result.imported(added: added, alreadyThere: alreadyThere, failed: failed)
-        if failed > loaded.unreadable.count {
+        if failed > loaded.unreadable {
             // Items the keychain refused now: the next login tries again (what came is then
             // already there, a look-up each).
-            unlink(attempt(account))
+            unlink(source.attempt(account))
             return outcome
         }
         // Items of the file that cannot be read: the same file will not do better.
-        guard failed == 0 else { return ended(account, file, outcome) }
-        writeRecord(account, "imported \(added + alreadyThere) items of \(keyring(account)) at \(time(nil))\n")
-        unlink(attempt(account))
+        guard failed == 0 else { return ended(source, account, file, outcome) }
+        writeRecord(source, account, "imported \(added + alreadyThere) items of \(source.file(account)) at \(time(nil))\n")
+        unlink(source.attempt(account))
         return .imported(added: added, alreadyThere: alreadyThere, failed: failed)
     }
 
     /// An import that did not bring every item: recorded with how it ended, for this file.
-    private static func ended(_ account: AsUser.Account, _ file: String, _ result: Result) -> Result {
-        writeAttempt(account, file, "ended at \(time(nil)): " + String(decoding: encode(result), as: UTF8.self))
+    private static func ended(_ source: Source, _ account: AsUser.Account, _ file: String, _ result: Result) -> Result {
+        writeAttempt(source, account, file, "ended at \(time(nil)): " + String(decoding: encode(result), as: UTF8.self))
         return result
     }
 
@@ -148,15 +239,15 @@ enum FirstLoginImport {
         return .imported(added: a, alreadyThere: b, failed: c)
     }
 
-    /// The file's bytes and its identity, both from the one descriptor read.
-    private static func read(_ path: String) throws -> (bytes: [UInt8], identity: String) {
+    /// The file's bytes and its status, both from the one descriptor read; larger than `limit`:
+    /// refused unread.
+    private static func read(_ path: String, limit: Int) throws -> (bytes: [UInt8], status: stat) {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
         guard fd >= 0 else { throw KeychainError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { throw KeychainError(.io, "\(path) is not a regular file") }
-        let file = identity(st)
-        guard st.st_size <= maximumFileSize else { throw KeychainError.decode("\(path) is larger than \(maximumFileSize >> 20) MiB") }
+        guard st.st_size <= limit else { throw KeychainError.decode("\(path) is larger than \(limit) bytes") }
         var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
         var done = 0
         while done < bytes.count {
@@ -169,12 +260,12 @@ enum FirstLoginImport {
             bytes.withUnsafeMutableBytes { _ = memset($0.baseAddress! + done, 0, $0.count - done) }
             bytes.removeLast(bytes.count - done)
         }
-        return (bytes, file)
+        return (bytes, st)
     }
 
     /// The identity line of the last attempt's record, if any.
-    private static func readAttempt(_ account: AsUser.Account) -> String? {
-        let fd = open(attempt(account), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW)
+    private static func readAttempt(_ source: Source, _ account: AsUser.Account) -> String? {
+        let fd = open(source.attempt(account), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -185,8 +276,8 @@ enum FirstLoginImport {
 
     /// Replaces the attempt's record whole (a new file renamed over it), so a worker killed while
     /// writing leaves the previous one or this one.
-    private static func writeAttempt(_ account: AsUser.Account, _ file: String, _ how: String) {
-        let path = attempt(account), temporary = attempt(account) + ".new"
+    private static func writeAttempt(_ source: Source, _ account: AsUser.Account, _ file: String, _ how: String) {
+        let path = source.attempt(account), temporary = source.attempt(account) + ".new"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
@@ -198,11 +289,12 @@ enum FirstLoginImport {
     }
 
     /// What the log says of an import that did not end with every item in.
-    static let notAgain =
-        "once begun, it is not tried again at login while the file is unchanged (~/.local/share/keychains/.login-keyring-tried); `security import-secrets --keyring ~/.local/share/keyrings/login.keyring` brings it in by hand"
+    static func notAgain(_ source: Source) -> String {
+        "once begun, it is not tried again at login while the file is unchanged (~/.local/share/keychains/\(source.attemptName)); \(source.byHand) brings it in by hand"
+    }
 
-    private static func writeRecord(_ account: AsUser.Account, _ text: String) {
-        let fd = open(record(account), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+    private static func writeRecord(_ source: Source, _ account: AsUser.Account, _ text: String) {
+        let fd = open(source.record(account), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
         _ = text.utf8CString.withUnsafeBytes { write(fd, $0.baseAddress, $0.count - 1) }
         close(fd)
@@ -211,18 +303,19 @@ enum FirstLoginImport {
 
 extension Hooks {
     /// After open_session unlocked (or made) the login keychain with the login password.
-    func importLoginKeyring(_ account: AsUser.Account, password: [UInt8]) {
+    func importAtFirstLogin(_ source: FirstLoginImport.Source, _ account: AsUser.Account, password: [UInt8]) {
         var password = password
         defer { password.wipe() }
         let (outcome, reply) = AsUser.runReplying(account, timeout: FirstLoginImport.timeout) { reply in
             defer { password.wipe() }
-            reply(FirstLoginImport.encode(FirstLoginImport.run(account, password: password)))
+            reply(FirstLoginImport.encode(FirstLoginImport.run(source, account, password: password)))
             return .done
         }
+        let notAgain = FirstLoginImport.notAgain(source)
         guard outcome == .done, let result = FirstLoginImport.decode(reply) else {
             pam.log(
                 LOG_WARNING,
-                "open_session: gnome-keyring's login keyring was not imported (\(outcome == .timedOut ? "gave up after \(Int(FirstLoginImport.timeout)) s" : "the worker failed")); \(FirstLoginImport.notAgain)"
+                "open_session: \(source.name) was not imported (\(outcome == .timedOut ? "gave up after \(Int(FirstLoginImport.timeout)) s" : "the worker failed")); \(notAgain)"
             )
             return
         }
@@ -230,18 +323,14 @@ extension Hooks {
         case .nothingToDo:
             break
         case .wrongPassword:
-            pam.debug(
-                "open_session: ~/.local/share/keyrings/login.keyring does not open with the login password; `security import-secrets --keyrings` brings it in with its own"
-            )
+            pam.debug("open_session: \(source.shownFile) does not open with the login password; \(source.byHand) brings it in with its own")
         case .failed(let why):
-            pam.log(LOG_WARNING, "open_session: gnome-keyring's login keyring was not imported: \(why); \(FirstLoginImport.notAgain)")
+            pam.log(LOG_WARNING, "open_session: \(source.name) was not imported: \(why); \(notAgain)")
         case .unreadable(let why):
-            pam.log(LOG_WARNING, "open_session: gnome-keyring's login keyring was not imported: \(why); the next login tries again")
+            pam.log(LOG_WARNING, "open_session: \(source.name) was not imported: \(why); the next login tries again")
         case .imported(let added, let alreadyThere, let failed):
-            let rest = failed == 0 ? "; done once, not again" : "; \(failed) could not come; \(FirstLoginImport.notAgain)"
-            pam.log(
-                LOG_NOTICE, "open_session: gnome-keyring's login keyring imported into the login keychain: \(added) added, \(alreadyThere) already there\(rest)"
-            )
+            let rest = failed == 0 ? "; done once, not again" : "; \(failed) could not come; \(notAgain)"
+            pam.log(LOG_NOTICE, "open_session: \(source.name) imported into the login keychain: \(added) added, \(alreadyThere) already there\(rest)")
         }
     }
 }

@@ -109,7 +109,7 @@ struct Hooks {
         let seal = pam.options.tpmEnrol
         let tpm = tpmConfiguration
         // Two writes: the unlock's outcome and detail as soon as it is done, then whether
-        // gnome-keyring's login keyring is still to be imported, so that every login after the
+        // gnome-keyring's login keyring or KWallet's kdewallet is still to be imported, so that every login after the
         // first forks no second worker, and a check that hangs (a FUSE mount of the user's that
         // never answers) costs this login's import, not the unlock's report.
         let (outcome, reply) = AsUser.runReplying(account) { reply in
@@ -124,7 +124,7 @@ struct Hooks {
             // Now, not when the worker ends: the check below may wait on a mount that never answers.
             token?.wipe()
             reply(UnlockReply.encode(outcome, detail: detail))
-            reply([Self.openedWithPassword(outcome) && FirstLoginImport.isPending(account) ? 1 : 0])
+            reply([Self.openedWithPassword(outcome) ? FirstLoginImport.pending(account) : 0])
             return outcome
         }
         let agentEnabled = reply.first == 1
@@ -135,13 +135,14 @@ struct Hooks {
             report(unlocked.outcome, "open_session", detail: unlocked.detail, done: "unlocked the login keychain of \(account.name)")
             pam.log(
                 LOG_WARNING,
-                "open_session: the worker was stopped at the time limit after the unlock; gnome-keyring's login keyring is looked for at the next login"
+                "open_session: the worker was stopped at the time limit after the unlock; gnome-keyring's login keyring and KWallet's kdewallet are looked for at the next login"
             )
         } else {
             report(outcome, "open_session", detail: unlocked?.detail ?? [], done: "unlocked the login keychain of \(account.name)")
-            // The login password opened the login keychain: gnome-keyring's login keyring comes too, once.
-            if Self.openedWithPassword(outcome), unlocked?.importPending == true, token != nil {
-                importLoginKeyring(account, password: token!)
+            // The login password opened the login keychain: gnome-keyring's login keyring and
+            // KWallet's kdewallet come too, once.
+            if Self.openedWithPassword(outcome), token != nil {
+                for source in unlocked?.importPending ?? [] { importAtFirstLogin(source, account, password: token!) }
             }
         }
         if token == nil, pam.options.passwordless { unlockWithoutPassword(account) }

@@ -1,12 +1,12 @@
 /// What open_session's worker hands back after its first byte (whether the user enabled the
 /// keychain's SSH agent, SSHAgentEnvironment): the unlock's outcome and detail, framed, written as
-/// soon as the unlock is done; then one byte, whether gnome-keyring's login keyring is still to
-/// be imported, absent when the worker was stopped before it could tell.
+/// soon as the unlock is done; then one byte, the sources of the first-login import still to be
+/// imported (FirstLoginImport.pending), absent when the worker was stopped before it could tell.
 struct UnlockReply {
     var outcome: AsUser.Outcome
     var detail: [UInt8]
-    /// False too when the worker was stopped before it could tell.
-    var importPending: Bool
+    /// None too when the worker was stopped before it could tell.
+    var importPending: [FirstLoginImport.Source]
 
     /// The first write. The detail (the engine's words, one line) is cut to 1 KiB, so the reply
     /// stays within `AsUser.replyLimit`.
@@ -22,6 +22,7 @@ struct UnlockReply {
         guard reply.count >= 3 + length else { return nil }
         self.outcome = outcome
         detail = Array(reply[3..<3 + length])
-        importPending = reply.count > 3 + length && reply[3 + length] == 1
+        let pending = reply.count > 3 + length ? reply[3 + length] : 0
+        importPending = FirstLoginImport.Source.allCases.filter { pending & $0.rawValue != 0 }
     }
 }
