@@ -112,8 +112,14 @@ final class SecretService {
         if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
         rc = sd_bus_request_name(bus, Self.busName, flags)
         if rc == -EEXIST {
-            let next = replace ? "it does not give the name up; `keychain-secret-service enable` hands it over" : "run with --replace to take it over"
-            SecretService.log("\(Self.busName) is already provided by \(currentOwner()); \(next)")
+            let (owner, holder) = currentOwner()
+            let next: String
+            if !replace {
+                next = holder == .other ? "run with --replace to take it over" : "it does not let another program take the name: " + (holder.freeing ?? "")
+            } else {
+                next = "it does not let another program take the name" + (holder.freeing.map { ": " + $0 } ?? "")
+            }
+            SecretService.log("\(Self.busName) is already provided by \(owner); \(next)")
             return 1
         }
         guard rc >= 0 else { throw ServiceError.failed("cannot own \(Self.busName): \(String(cString: strerror(-rc)))") }
@@ -121,16 +127,17 @@ final class SecretService {
         return loop()
     }
 
-    /// Who owns the name now: its program's name and pid, for the one line that says so.
-    private func currentOwner() -> String {
+    /// Who owns the name now: its program's name and pid, for the one line that says so, and
+    /// which provider that is.
+    private func currentOwner() -> (shown: String, holder: NameHolder) {
         var creds: OpaquePointer?
         guard sd_bus_get_name_creds(bus, Self.busName, UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT), &creds) >= 0, let creds else {
-            return "another program"
+            return ("another program", .other)
         }
         defer { sd_bus_creds_unref(creds) }
         var pid: pid_t = 0
-        guard sd_bus_creds_get_pid(creds, &pid) >= 0 else { return "another program" }
-        return "\(ProcFile.programName(pid) ?? "another program") (pid \(pid))"
+        guard sd_bus_creds_get_pid(creds, &pid) >= 0, let command = ProcFile.programName(pid) else { return ("another program", .other) }
+        return ("\(command) (pid \(pid))", NameHolder(command: command, executable: ProcFile.link("/proc/\(pid)/exe")))
     }
 
     private func loop() -> Int32 {
