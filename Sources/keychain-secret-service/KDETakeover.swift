@@ -168,6 +168,17 @@ extension Takeover {
         }
     }
 
+    /// KWallet's wallets when no kwalletd runs to read them through: said, not guessed at (a wallet
+    /// file opens only with its password, which only a prompt or the login can give).
+    func reportUnreadWallets(client: BusClient) {
+        guard !Self.kwalletNames.contains(where: { client.peer($0).map { !$0.isKeychainService } ?? false }) else { return }
+        let folder = Self.dataHome + "/kwalletd"
+        guard PlainFiles.list(folder).contains(where: { $0.hasSuffix(".kwl") }) else { return }
+        say(
+            "kwalletd does not run: the wallets in \(folder) are not imported now; `security import-secrets --kwallets` reads them with each wallet's password"
+        )
+    }
+
     /// KWallet's entries into the keychain, through the import of `import --from NAME`; false when
     /// not all of them came (then enable changes nothing).
     func importKWallet(client: BusClient, name: String) -> Bool {

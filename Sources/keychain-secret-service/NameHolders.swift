@@ -1,3 +1,6 @@
+import CSDBus
+import Glibc
+
 /// What frees org.freedesktop.secrets from the provider holding it, said the same way by
 /// `--replace` and by `enable`. gnome-keyring-daemon, KeePassXC and kwalletd all ask for the name
 /// without allowing replacement (Qt's QDBusConnection::registerService, gnome-keyring's
@@ -34,5 +37,31 @@ enum NameHolder {
         case .other:
             return nil
         }
+    }
+}
+
+extension NameHolder {
+    /// The provider owning `name` on `bus`, as the bus daemon's credentials of it say.
+    init(owning name: String, on bus: OpaquePointer) {
+        var creds: OpaquePointer?
+        var pid: pid_t = 0
+        guard sd_bus_get_name_creds(bus, name, UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT), &creds) >= 0, let creds else {
+            self = .other
+            return
+        }
+        defer { sd_bus_creds_unref(creds) }
+        guard sd_bus_creds_get_pid(creds, &pid) >= 0, let command = ProcFile.programName(pid) else {
+            self = .other
+            return
+        }
+        self.init(command: command, executable: ProcFile.link("/proc/\(pid)/exe"))
+    }
+
+    /// The end of the line saying the name is taken: what the user can do.
+    func nextStep(replace: Bool) -> String {
+        guard let freeing else {
+            return replace ? "it does not let another program take the name" : "run with --replace to take it over"
+        }
+        return "it does not let another program take the name: " + freeing
     }
 }

@@ -112,14 +112,8 @@ final class SecretService {
         if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
         rc = sd_bus_request_name(bus, Self.busName, flags)
         if rc == -EEXIST {
-            let (owner, holder) = currentOwner()
-            let next: String
-            if !replace {
-                next = holder == .other ? "run with --replace to take it over" : "it does not let another program take the name: " + (holder.freeing ?? "")
-            } else {
-                next = "it does not let another program take the name" + (holder.freeing.map { ": " + $0 } ?? "")
-            }
-            SecretService.log("\(Self.busName) is already provided by \(owner); \(next)")
+            let next = NameHolder(owning: Self.busName, on: bus).nextStep(replace: replace)
+            SecretService.log("\(Self.busName) is already provided by \(currentOwner()); \(next)")
             return 1
         }
         guard rc >= 0 else { throw ServiceError.failed("cannot own \(Self.busName): \(String(cString: strerror(-rc)))") }
@@ -127,17 +121,16 @@ final class SecretService {
         return loop()
     }
 
-    /// Who owns the name now: its program's name and pid, for the one line that says so, and
-    /// which provider that is.
-    private func currentOwner() -> (shown: String, holder: NameHolder) {
+    /// Who owns the name now: its program's name and pid, for the one line that says so.
+    private func currentOwner() -> String {
         var creds: OpaquePointer?
         guard sd_bus_get_name_creds(bus, Self.busName, UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT), &creds) >= 0, let creds else {
-            return ("another program", .other)
+            return "another program"
         }
         defer { sd_bus_creds_unref(creds) }
         var pid: pid_t = 0
-        guard sd_bus_creds_get_pid(creds, &pid) >= 0, let command = ProcFile.programName(pid) else { return ("another program", .other) }
-        return ("\(command) (pid \(pid))", NameHolder(command: command, executable: ProcFile.link("/proc/\(pid)/exe")))
+        guard sd_bus_creds_get_pid(creds, &pid) >= 0 else { return "another program" }
+        return "\(ProcFile.programName(pid) ?? "another program") (pid \(pid))"
     }
 
     private func loop() -> Int32 {

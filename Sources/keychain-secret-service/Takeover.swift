@@ -205,6 +205,7 @@ struct Takeover {
         // KWallet's wallets through its own API (which also brings what its Secret Service holds).
         if let client, kde != nil, importFirst {
             for name in Self.kwalletNames where !importKWallet(client: client, name: name) { return 1 }
+            reportUnreadWallets(client: client)
         }
         if let client, let provider, !provider.isKeychainService, !(kde != nil && holder == .kwallet) {
             guard provider.uid == getuid() else {

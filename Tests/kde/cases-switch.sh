@@ -37,8 +37,8 @@ switch_snapshot() {
     done)
 }
 
-# Whether the service claims KWallet's names (--kwallet, helper "server"'s part).
-switch_has_kwallet_flag() { keychain-secret-service --help 2>&1 | grep -q -- '--kwallet'; }
+# Whether the service claims KWallet's names (--kwallet: an unknown argument is a usage error).
+switch_has_kwallet_flag() { keychain-secret-service --kwallet --help > /dev/null 2>&1; }
 
 # kwalletd5 in this bus, as a KDE login starts it (without pam_kwallet here: no wallet opened).
 switch_start_kwalletd() {
@@ -98,11 +98,15 @@ switch_kde_user() {
 
 switch_enable_and_disable_files() {
     switch_kde_user
+    # A wallet, and no kwalletd to read it through.
+    mkdir -p "$XDG_DATA_HOME/kwalletd"
+    printf 'KWALLET\n\r\0\r\n' > "$XDG_DATA_HOME/kwalletd/kdewallet.kwl"
     cp "$XDG_CONFIG_HOME/kwalletrc" "$case_dir/kwalletrc.before"
     switch_snapshot > "$case_dir/before"
     keychain-secret-service enable > "$case_dir/enable.out" || true
     cat "$case_dir/enable.out"
     grep -q '^KDE: .*; the keychain answers KWallet' "$case_dir/enable.out"
+    grep -q "^kwalletd does not run: the wallets in $XDG_DATA_HOME/kwalletd are not imported now" "$case_dir/enable.out"
     local services=$XDG_DATA_HOME/dbus-1/services name
     for name in org.kde.kwalletd5 org.kde.kwalletd6; do
         expect "$(printf '[D-BUS Service]\nName=%s\nExec=%s/keychain-secret-service --kwallet' "$name" "$bin")" "$(cat "$services/$name.service")" \
@@ -163,6 +167,20 @@ switch_kwalletrc_made_and_removed() {
     cat "$case_dir/disable.out"
     grep -q "^removed $XDG_CONFIG_HOME/kwalletrc" "$case_dir/disable.out"
     diff "$case_dir/before" <(switch_snapshot)
+}
+
+# A kwalletrc changed since enable (KDE's settings wrote to it) is left as it is, and said; the
+# bytes it had before enable stay beside the record.
+switch_changed_kwalletrc_is_left() {
+    switch_kde_user
+    keychain-secret-service enable > /dev/null || true
+    printf '\n[Extra]\nmine=1\n' >> "$XDG_CONFIG_HOME/kwalletrc"
+    cp "$XDG_CONFIG_HOME/kwalletrc" "$case_dir/kwalletrc.changed"
+    keychain-secret-service disable > "$case_dir/disable.out"
+    cat "$case_dir/disable.out"
+    grep -q "^$XDG_CONFIG_HOME/kwalletrc changed since enable wrote it: left as it is" "$case_dir/disable.out"
+    cmp "$case_dir/kwalletrc.changed" "$XDG_CONFIG_HOME/kwalletrc"
+    grep -q '^apiEnabled = true$' "$XDG_STATE_HOME/keychain/secret-service-enabled.kwalletrc"
 }
 
 # kwalletd5 holds org.kde.kwalletd5 and org.freedesktop.secrets: enable imports, stops it and keeps
@@ -239,6 +257,7 @@ switch_checks() {
     check "KDE enable: KWallet's activation files, pam_kwallet kept out, kwalletrc's apiEnabled=false; status; disable byte for byte" \
         on_bus switch_enable_and_disable_files
     check "enable makes a missing kwalletrc and disable removes it; no KWallet file without KDE" on_bus switch_kwalletrc_made_and_removed
+    check "disable leaves a kwalletrc changed since enable, and says so" on_bus switch_changed_kwalletrc_is_left
     check "enable imports and stops kwalletd5; disable gives it org.kde.kwalletd5 and the Secret Service back" on_bus switch_hand_over_from_kwalletd
     check "--replace against kwalletd5 says it keeps the name and what frees it" on_bus switch_replace_is_truthful_with_kwalletd
     if command -v keepassxc > /dev/null && command -v keepassxc-cli > /dev/null; then
