@@ -132,6 +132,7 @@ extension Takeover {
             writeFile(Self.unitDropIn, Self.unitDropInContents(), what: "\(Self.ourUnit) answering KWallet's names too", state: &state)
         }
         keepKWalletOutOfSecretService(state: &state)
+        reportPAMKWallet()
     }
 
     /// kwalletrc's `[org.freedesktop.secrets] apiEnabled=false`: a new file when there was none,
@@ -166,6 +167,28 @@ extension Takeover {
         } catch {
             say("cannot change \(path): \(KeychainErrorText.of(error)); kwalletd may still serve the Secret Service")
         }
+    }
+
+    /// The PAM services whose stack has pam_kwallet5 (or pam_kwallet): at each login it starts a
+    /// kwalletd itself, which then waits for pam_kwallet_init (hidden by enable) and never reaches
+    /// the bus, yet holds the login password's hash. /etc is the administrator's: said, not changed.
+    static func pamServicesStartingKWallet() -> [String] {
+        let folder = "/etc/pam.d"
+        return PlainFiles.list(folder).filter { service in
+            guard let bytes = ProcFile.read(folder + "/" + service, limit: 1 << 20) else { return false }
+            return String(decoding: bytes, as: UTF8.self).split(separator: "\n").contains { line in
+                let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+                return !(words.first?.hasPrefix("#") ?? true) && words.contains { $0.hasPrefix("pam_kwallet") && $0.hasSuffix(".so") }
+            }
+        }
+    }
+
+    func reportPAMKWallet() {
+        let services = Self.pamServicesStartingKWallet()
+        guard !services.isEmpty else { return }
+        say(
+            "pam_kwallet in /etc/pam.d/\(services.joined(separator: ", /etc/pam.d/")) still starts a kwalletd at each login, which now waits for pam_kwallet_init and never serves, holding your login password's hash: an administrator removes its lines there"
+        )
     }
 
     /// KWallet's wallets when no kwalletd runs to read them through: said, not guessed at (a wallet

@@ -173,7 +173,15 @@ switch_kwalletrc_made_and_removed() {
 # bytes it had before enable stay beside the record.
 switch_changed_kwalletrc_is_left() {
     switch_kde_user
-    keychain-secret-service enable > /dev/null || true
+    # pam_kwallet5 in a display manager's stack (here in a mount namespace of enable's own): said.
+    mkdir -p "$case_dir/pam.d"
+    printf '#%%PAM-1.0\nauth include common-auth\n-auth optional pam_kwallet5.so\n-session optional pam_kwallet5.so auto_start\n' \
+        > "$case_dir/pam.d/sddm"
+    printf 'auth include common-auth\n# session optional pam_kwallet5.so\n' > "$case_dir/pam.d/login"
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    unshare -m sh -c 'mount --bind "$1" /etc/pam.d && exec keychain-secret-service enable' - "$case_dir/pam.d" > "$case_dir/enable.out" || true
+    cat "$case_dir/enable.out"
+    grep -q '^pam_kwallet in /etc/pam.d/sddm still starts a kwalletd at each login, .*: an administrator removes its lines there$' "$case_dir/enable.out"
     printf '\n[Extra]\nmine=1\n' >> "$XDG_CONFIG_HOME/kwalletrc"
     cp "$XDG_CONFIG_HOME/kwalletrc" "$case_dir/kwalletrc.changed"
     keychain-secret-service disable > "$case_dir/disable.out"
@@ -257,7 +265,8 @@ switch_checks() {
     check "KDE enable: KWallet's activation files, pam_kwallet kept out, kwalletrc's apiEnabled=false; status; disable byte for byte" \
         on_bus switch_enable_and_disable_files
     check "enable makes a missing kwalletrc and disable removes it; no KWallet file without KDE" on_bus switch_kwalletrc_made_and_removed
-    check "disable leaves a kwalletrc changed since enable, and says so" on_bus switch_changed_kwalletrc_is_left
+    check "enable names a PAM stack with pam_kwallet; disable leaves a kwalletrc changed since, and says so" \
+        on_bus switch_changed_kwalletrc_is_left
     check "enable imports and stops kwalletd5; disable gives it org.kde.kwalletd5 and the Secret Service back" on_bus switch_hand_over_from_kwalletd
     check "--replace against kwalletd5 says it keeps the name and what frees it" on_bus switch_replace_is_truthful_with_kwalletd
     if command -v keepassxc > /dev/null && command -v keepassxc-cli > /dev/null; then
