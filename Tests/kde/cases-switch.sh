@@ -124,6 +124,11 @@ switch_enable_and_disable_files() {
     # Who answers the names now (the service claims the KWallet names once it has --kwallet).
     if switch_has_kwallet_flag; then
         for name in org.freedesktop.secrets org.kde.kwalletd5 org.kde.kwalletd6; do switch_wait_owner "$name" keychain-secret-service; done
+        # As at the next login: a KDE program's first call starts the keychain, not kwalletd.
+        switch_stop "$(switch_owner_pid org.kde.kwalletd5)"
+        switch_wait_owner org.kde.kwalletd5 ""
+        dbus-send --session --print-reply --dest=org.kde.kwalletd5 /modules/kwalletd5 org.kde.KWallet.isEnabled > /dev/null
+        expect keychain-secret-service "$(switch_owner org.kde.kwalletd5)" "what a KWallet call started"
     else
         grep -q '^org.freedesktop.secrets is not provided by keychain-secret-service yet' "$case_dir/enable.out"
     fi
