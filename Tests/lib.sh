@@ -98,6 +98,48 @@ bus_suite_start() {
     py=/usr/bin/python3
 }
 
+# A desktop user's case for those suites (Tests/desktop, Tests/kde): case_dir from mktemp PREFIX,
+# its own HOME, XDG folders and XDG_RUNTIME_DIR; the "machine's" folders in case_dir/system:
+# units (our unit from the build, $SYSTEMD_UNIT_PATH) and services; case_dir/session.conf for
+# user_case_bus, whose service folders are the user's ~/.local/share/dbus-1/services (where
+# enable writes) and then case_dir/system/services; prompts answered from case_dir/answers by
+# Tests/secret-service/pinentry.sh. Needs bin (bus_suite_start).
+user_case_start() {
+    local tests
+    tests=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    case_dir=$(mktemp -d "$1")
+    export case_dir
+    export HOME=$case_dir/home XDG_DATA_HOME=$case_dir/home/data XDG_CONFIG_HOME=$case_dir/home/config \
+        XDG_STATE_HOME=$case_dir/home/state XDG_RUNTIME_DIR=$case_dir/run
+    mkdir -p "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+    unset KEYCHAIN_PATH DBUS_SESSION_BUS_ADDRESS GNOME_KEYRING_CONTROL XDG_CURRENT_DESKTOP
+    mkdir -p "$case_dir/system/units" "$case_dir/system/services"
+    sed "s|@BINDIR@|$bin|" "$tests/../Sources/keychain-secret-service/dbus/keychain-secret-service.service.in" \
+        > "$case_dir/system/units/keychain-secret-service.service"
+    export SYSTEMD_UNIT_PATH=$case_dir/system/units
+    sed "s|<servicedir>@SERVICES@</servicedir>|<servicedir>$XDG_DATA_HOME/dbus-1/services</servicedir><servicedir>$case_dir/system/services</servicedir>|" \
+        "$tests/secret-service/session.conf" > "$case_dir/session.conf"
+    export KEYCHAIN_PINENTRY=$tests/secret-service/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log
+    : > "$PINENTRY_ANSWERS"
+}
+
+# The case's keychains deleted and its folder removed.
+user_case_finish() {
+    local keychain
+    for keychain in "$XDG_DATA_HOME"/keychains/*.keychain-db; do
+        [ -e "$keychain" ] && security delete-keychain "$keychain" >/dev/null 2>&1
+    done
+    rm -rf "$case_dir"
+}
+
+# user_case_bus SUITE FUNCTION ARGS...: FUNCTION of the suite's script SUITE inside the case's own
+# session bus, bounded in time; the bus daemon's routine lines left out.
+user_case_bus() {
+    local suite=$1; shift
+    timeout 150 dbus-run-session --config-file="$case_dir/session.conf" -- bash "$suite" --inner "$bin" "$@" \
+        2> >(grep -v -e 'Failed to set fd limit' -e 'Reloaded configuration' -e 'Activating service name' -e 'Successfully activated' >&2)
+}
+
 # A port P with P and P+1 free on 127.0.0.1: a swtpm and its control channel (Tests/tpm, Tests/tpm-pam).
 free_port() {
     python3 - <<'PY'

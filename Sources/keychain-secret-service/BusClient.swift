@@ -132,6 +132,12 @@ final class BusClient {
         return Peer(uniqueName: unique, uid: uid_t(uid), pid: pid_t(pid), command: ProcFile.programName(pid_t(pid)) ?? "?", executable: executable)
     }
 
+    /// The names the bus can start (its activation files).
+    func activatableNames() -> Set<String> {
+        guard let reply = try? call(Self.daemon, Self.daemonPath, Self.daemon, "ListActivatableNames") else { return [] }
+        return Set((try? reply.reader.strings()) ?? [])
+    }
+
     /// Asks the bus daemon to read its configuration and service folders again (a new activation
     /// file in ~/.local/share/dbus-1/services).
     func reloadConfig() {

@@ -64,13 +64,17 @@ struct MessageReader {
 
     func exit() throws { try check(sd_bus_message_exit_container(message), "the end of a container") }
 
-    func objectPaths() throws -> [String] {
-        _ = try enter(BusType.array, "o")
+    func objectPaths() throws -> [String] { try stringArray(BusType.objectPath) }
+
+    func strings() throws -> [String] { try stringArray(BusType.string) }
+
+    private func stringArray(_ type: CChar) throws -> [String] {
+        _ = try enter(BusType.array, String(UnicodeScalar(UInt8(type))))
         var out: [String] = []
         while true {
             var pointer: UnsafePointer<CChar>?
-            let rc = sd_bus_message_read_basic(message, BusType.objectPath, &pointer)
-            try check(rc, "an object path")
+            let rc = sd_bus_message_read_basic(message, type, &pointer)
+            try check(rc, "a string")
             guard rc > 0, let pointer else { break }
             out.append(String(cString: pointer))
         }

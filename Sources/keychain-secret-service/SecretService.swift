@@ -112,7 +112,7 @@ final class SecretService {
         if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
         rc = sd_bus_request_name(bus, Self.busName, flags)
         if rc == -EEXIST {
-            let next = replace ? "it does not give the name up; `keychain-secret-service enable` hands it over" : "run with --replace to take it over"
+            let next = NameHolder(owning: Self.busName, on: bus).nextStep(replace: replace)
             SecretService.log("\(Self.busName) is already provided by \(currentOwner()); \(next)")
             return 1
         }

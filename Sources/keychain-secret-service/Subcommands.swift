@@ -22,9 +22,10 @@ enum Subcommand {
         bus, storing in the keychains that `security` manages; --replace takes the name over from
         another provider that allows it.
           enable   become your Secret Service: the running provider's secrets imported, gnome-keyring's
-                   secrets component kept from starting, your gnome-keyring-daemon stopped, this one started
-          disable  undo exactly what enable did, and give the name back to gnome-keyring
-          status   who provides org.freedesktop.secrets, since when, and what is configured
+                   secrets component kept from starting, your gnome-keyring-daemon stopped, this one started;
+                   on KDE also KWallet's entries imported, kwalletd kept out, org.kde.kwalletd5/6 answered
+          disable  undo exactly what enable did, and give the names back to gnome-keyring or kwalletd
+          status   who provides org.freedesktop.secrets and KWallet's names, and what is configured
           import   every collection and item of a running provider (default org.freedesktop.secrets)
           export   every keychain's Secret Service items into a running provider (the way back)
         """

@@ -98,15 +98,15 @@ struct Takeover {
         """
     }
 
-    static func activationContents() -> String {
-        let program = ProcFile.link("/proc/self/exe") ?? "/usr/bin/keychain-secret-service"
-        return """
-            [D-BUS Service]
-            Name=\(busName)
-            Exec=\(program)
-            SystemdService=\(ourUnit)
+    /// `kwallet`: on KDE, the service started for the Secret Service answers KWallet's names too.
+    static func activationContents(kwallet: Bool) -> String {
+        """
+        [D-BUS Service]
+        Name=\(busName)
+        Exec=\(program())\(kwallet ? " --kwallet" : "")
+        SystemdService=\(ourUnit)
 
-            """
+        """
     }
 
     // MARK: The state file
@@ -121,6 +121,8 @@ struct Takeover {
             case stopped(components: String, how: String)
             /// A folder it made (removed again when it is empty).
             case folder(path: String)
+            /// A file of the user's it changed (kwalletrc): its former bytes in `copy`.
+            case saved(path: String, copy: String, digest: String)
         }
 
         var since: Int = 0
@@ -164,6 +166,7 @@ struct Takeover {
                 case ("link", 3): state.records.append(.link(path: unescape(fields[1]), target: unescape(fields[2])))
                 case ("stopped", 3): state.records.append(.stopped(components: String(fields[1]), how: String(fields[2])))
                 case ("folder", 2): state.records.append(.folder(path: unescape(fields[1])))
+                case ("saved", 4): state.records.append(.saved(path: unescape(fields[1]), copy: unescape(fields[2]), digest: String(fields[3])))
                 default: continue
                 }
             }
@@ -179,6 +182,7 @@ struct Takeover {
                 case .link(let path, let target): text += "link \(Self.escape(path)) \(Self.escape(target))\n"
                 case .stopped(let components, let how): text += "stopped \(components) \(how)\n"
                 case .folder(let path): text += "folder \(Self.escape(path))\n"
+                case .saved(let path, let copy, let digest): text += "saved \(Self.escape(path)) \(Self.escape(copy)) \(digest)\n"
                 }
             }
             try Files.replace(Takeover.stateFile, with: Array(text.utf8), mode: 0o600)
@@ -193,9 +197,17 @@ struct Takeover {
         var status: Int32 = 0
         let provider = client.flatMap { $0.peer(Self.busName) }
         if client == nil { say("no session bus: the files are written; the keychain becomes the Secret Service at your next login") }
+        let kde = Self.kdeReason(client: client)
+        if let kde { say("KDE: \(kde); the keychain answers KWallet's names too") }
+        let holder = provider.map { NameHolder(command: $0.command, executable: $0.executable) } ?? .other
 
         // 1. The provider's secrets first: nothing is changed when they could not all come.
-        if let client, let provider, !provider.isKeychainService {
+        // KWallet's wallets through its own API (which also brings what its Secret Service holds).
+        if let client, kde != nil, importFirst {
+            for name in Self.kwalletNames where !importKWallet(client: client, name: name) { return 1 }
+            reportUnreadWallets(client: client)
+        }
+        if let client, let provider, !provider.isKeychainService, !(kde != nil && holder == .kwallet) {
             guard provider.uid == getuid() else {
                 say("\(Self.busName) is provided by \(provider.shown) of uid \(provider.uid), not one of yours: nothing was changed")
                 return 1
@@ -219,7 +231,9 @@ struct Takeover {
         // The state file's folder first: disable removes the folders enable made once they are empty.
         if let made = try? Files.makeFolder(for: Self.stateFile) { state.records += made.map { .folder(path: $0) } }
         writeFile(Self.autostartFile, Self.autostartContents(), what: "the autostart override hiding gnome-keyring's secrets component", state: &state)
-        writeFile(Self.activationFile, Self.activationContents(), what: "the D-Bus activation file starting this service for \(Self.busName)", state: &state)
+        writeFile(
+            Self.activationFile, Self.activationContents(kwallet: kde != nil), what: "the D-Bus activation file starting this service for \(Self.busName)",
+            state: &state)
         let manager = Self.userManagerRuns()
         if !manager {
             say("no systemd user manager runs for you ($XDG_RUNTIME_DIR/systemd/private): its unit files are written for its next start")
@@ -238,6 +252,7 @@ struct Takeover {
             say("\(Self.ourUnit) is not installed in any systemd user unit folder: the D-Bus activation file starts the service instead")
         }
         takeOverSSHAgent(manager: manager, state: &state)
+        if kde != nil { enableKWallet(manager: manager, state: &state) }
         if manager { _ = Spawn.run(["systemctl", "--user", "daemon-reload"]) }
         do {
             try state.save()
@@ -246,21 +261,31 @@ struct Takeover {
             status = 1
         }
 
-        // 3. The name: the user's own gnome-keyring-daemon stopped, this service in its place.
+        // 3. The names: the user's own gnome-keyring-daemon or kwalletd stopped, this service in its place.
         guard let client else { return status }
-        if let provider, !provider.isKeychainService {
-            if provider.isGnomeKeyring {
+        if kde != nil {
+            guard stopKWallet(client: client, imported: importFirst, state: &state) else {
+                try? state.save()
+                return 1
+            }
+            try? state.save()
+        }
+        if let provider, !provider.isKeychainService, client.owner(of: Self.busName) == provider.uniqueName {
+            switch holder {
+            case .gnomeKeyring:
                 guard stopGnomeKeyring(provider, client: client, manager: manager, state: &state) else { return 1 }
                 try? state.save()
-            } else {
-                // KWallet's and KeePassXC's providers let the name be replaced (or say no).
+            case .keePassXC, .kwallet:
+                // Neither lets the name be replaced: --replace would only fail.
+                say("\(Self.busName) is provided by \(provider.shown), which does not let another program take the name: \(holder.freeing ?? "")")
+                if kde != nil { _ = takeKWalletNames(client: client) }
+                return 1
+            case .other:
                 say("\(Self.busName) is provided by \(provider.shown); asking it to hand the name over (--replace)")
-                let replacing = [ProcFile.link("/proc/self/exe") ?? "keychain-secret-service", "--replace", "--pinentry", pinentry]
+                let replacing = [Self.program(), "--replace", "--pinentry", pinentry]
                 if !manager || Spawn.run(Self.underUserManager(replacing, oneshot: false))?.status != 0 { _ = Spawn.detached(replacing) }
                 if !client.wait(seconds: 5, until: { client.peer(Self.busName)?.isKeychainService == true }) {
-                    say(
-                        "\(provider.shown) keeps \(Self.busName): turn its Secret Service off (KeePassXC: Settings, Secret Service Integration; KWallet: its Secret Service API), then run `keychain-secret-service enable` again"
-                    )
+                    say("\(provider.shown) keeps \(Self.busName): turn its Secret Service off, then run `keychain-secret-service enable` again")
                     return 1
                 }
             }
@@ -270,10 +295,11 @@ struct Takeover {
             return 1
         }
         say("\(Self.busName) is now provided by \(owner.shown)")
+        if kde != nil && !takeKWalletNames(client: client) { status = 1 }
         return status
     }
 
-    private func say(_ line: String) { print(line) }
+    func say(_ line: String) { print(line) }
 
     /// Writes `contents` at `path` unless something is there already (the user's own file: left
     /// alone, and said).
@@ -450,25 +476,33 @@ struct Takeover {
                 } else {
                     say("\(path) now points at \(current), not at what enable made: left as it is")
                 }
+            case .saved(let path, let copy, let digest):
+                if !restoreSaved(path: path, copy: copy, digest: digest) { status = 1 }
             case .stopped, .folder:
                 continue
             }
         }
         if manager { _ = Spawn.run(["systemctl", "--user", "daemon-reload"]) }
         let client = try? BusClient()
-        if let client, let owner = client.peer(Self.busName), owner.isKeychainService {
+        // This service, for each name it holds (on KDE it may serve KWallet's names alone).
+        for name in [Self.busName] + Self.kwalletNames {
+            guard let client, let owner = client.peer(name), owner.isKeychainService else { continue }
             if owner.uid == getuid(), Self.realUID(of: owner.pid) == getuid() {
                 if manager, Self.unitFile(Self.ourUnit) != nil { _ = Spawn.run(["systemctl", "--user", "stop", Self.ourUnit]) }
-                if client.owner(of: Self.busName) == owner.uniqueName { kill(owner.pid, SIGTERM) }
-                if client.wait(seconds: 10, until: { client.owner(of: Self.busName) != owner.uniqueName }) {
+                if client.owner(of: name) == owner.uniqueName { kill(owner.pid, SIGTERM) }
+                if client.wait(seconds: 10, until: { client.owner(of: name) != owner.uniqueName }) {
                     say("stopped \(owner.shown)")
                 } else {
-                    say("\(owner.shown) still holds \(Self.busName)")
+                    say("\(owner.shown) still holds \(name)")
                     status = 1
                 }
             }
         }
         for case .stopped(let components, let how) in state.records {
+            if how == "kwallet" {
+                restartKWallet(client: client, name: components)
+                continue
+            }
             if how == "units" {
                 // gcr's SSH agent, unmasked above: started again where it ran.
                 if manager { _ = Spawn.run(["systemctl", "--user", "start"] + components.split(separator: ",").map(String.init)) }
@@ -505,15 +539,18 @@ struct Takeover {
     // MARK: status
 
     func status() -> Int32 {
-        if let client = try? BusClient() {
-            if let owner = client.peer(Self.busName) {
-                let since = Self.startTime(of: owner.pid).map { ", since " + Self.date($0) } ?? ""
-                print("\(Self.busName): \(owner.command) (pid \(owner.pid), uid \(owner.uid))\(since)")
+        let client = try? BusClient()
+        for name in [Self.busName] + Self.kwalletNames {
+            if let client {
+                if let owner = client.peer(name) {
+                    let since = Self.startTime(of: owner.pid).map { ", since " + Self.date($0) } ?? ""
+                    print("\(name): \(owner.command) (pid \(owner.pid), uid \(owner.uid))\(since)")
+                } else {
+                    print("\(name): nobody (the bus starts a provider when a client first asks)")
+                }
             } else {
-                print("\(Self.busName): nobody (the bus starts a provider when a client first asks)")
+                print("\(name): no session bus")
             }
-        } else {
-            print("\(Self.busName): no session bus")
         }
         let state = State.load()
         if let state {
@@ -524,7 +561,7 @@ struct Takeover {
         let written = Set(
             (state?.records ?? []).compactMap { record -> String? in
                 switch record {
-                case .file(let path, _), .link(let path, _): return path
+                case .file(let path, _), .link(let path, _), .saved(let path, _, _): return path
                 case .stopped, .folder: return nil
                 }
             })
@@ -557,6 +594,7 @@ struct Takeover {
             print("  D-Bus activation of \(Self.busName): as the system has it")
         }
         Self.printSSHStatus(origin: origin)
+        Self.printKWalletStatus(client: client, origin: origin)
         print("  systemd user manager: \(Self.userManagerRuns() ? "running" : "not running")")
         return 0
     }

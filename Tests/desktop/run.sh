@@ -22,39 +22,17 @@ items() { "$py" "$here/../import/keyring_items.py" "$@"; }
 repo=$(cd "$here/../.." && pwd)
 
 fresh() {
-    case_dir=$(mktemp -d /tmp/desktop-XXXXXX)
-    export case_dir
-    export HOME=$case_dir/home XDG_DATA_HOME=$case_dir/home/data XDG_CONFIG_HOME=$case_dir/home/config \
-        XDG_STATE_HOME=$case_dir/home/state XDG_RUNTIME_DIR=$case_dir/run
-    mkdir -p "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
-    unset KEYCHAIN_PATH DBUS_SESSION_BUS_ADDRESS GNOME_KEYRING_CONTROL
-    # The machine's folders: gnome-keyring's units and activation file, and our unit from the build.
-    mkdir -p "$case_dir/system/units" "$case_dir/system/services"
+    user_case_start /tmp/desktop-XXXXXX
+    # The machine's gnome-keyring: its units and activation file.
     cp /usr/lib/systemd/user/gnome-keyring-daemon.service /usr/lib/systemd/user/gnome-keyring-daemon.socket "$case_dir/system/units/"
-    sed "s|@BINDIR@|$bin|" "$repo/Sources/keychain-secret-service/dbus/keychain-secret-service.service.in" \
-        > "$case_dir/system/units/keychain-secret-service.service"
     cp /usr/share/dbus-1/services/org.freedesktop.secrets.service "$case_dir/system/services/"
-    export SYSTEMD_UNIT_PATH=$case_dir/system/units
-    sed "s|<servicedir>@SERVICES@</servicedir>|<servicedir>$XDG_DATA_HOME/dbus-1/services</servicedir><servicedir>$case_dir/system/services</servicedir>|" \
-        "$here/../secret-service/session.conf" > "$case_dir/session.conf"
-    export KEYCHAIN_PINENTRY=$here/../secret-service/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log
-    : > "$PINENTRY_ANSWERS"
 }
 
-finish() {
-    local keychain
-    for keychain in "$XDG_DATA_HOME"/keychains/*.keychain-db; do
-        [ -e "$keychain" ] && security delete-keychain "$keychain" >/dev/null 2>&1
-    done
-    rm -rf "$case_dir"
-}
+finish() { user_case_finish; }
 
-# on_bus FUNCTION ARGS...: FUNCTION in the case's own session bus, bounded in time. Whatever
-# gnome-keyring-daemon the case leaves running is stopped, by its pid, when the case ends.
-on_bus() {
-    timeout 150 dbus-run-session --config-file="$case_dir/session.conf" -- bash "$here/run.sh" --inner "$bin" "$@" \
-        2> >(grep -v -e 'Failed to set fd limit' -e 'Reloaded configuration' -e 'Activating service name' -e 'Successfully activated' >&2)
-}
+# on_bus FUNCTION ARGS...: FUNCTION in the case's own session bus. Whatever gnome-keyring-daemon
+# the case leaves running is stopped, by its pid, when the case ends.
+on_bus() { user_case_bus "$here/run.sh" "$@"; }
 
 answers() { printf '%s\n' "$@" > "$PINENTRY_ANSWERS"; }
 
@@ -134,7 +112,7 @@ ssh_agent_enable_and_disable() {
     keychain-secret-service enable > "$case_dir/enable.out"
     cat "$case_dir/enable.out"
     grep -q "^keychain-ssh-agent.socket is not enabled for you: gnome-keyring's SSH agent is left as it is" "$case_dir/enable.out"
-    keychain-secret-service status | grep -qx '  keychain-ssh-agent.socket: not enabled'
+    grep -qx '  keychain-ssh-agent.socket: not enabled' <<< "$(keychain-secret-service status)"
     [ ! -e "$XDG_CONFIG_HOME/autostart/gnome-keyring-ssh.desktop" ] && [ ! -L "$XDG_CONFIG_HOME/systemd/user/gcr-ssh-agent.socket" ] ||
         { echo "gnome-keyring's SSH agent was touched for a user without the keychain's"; return 1; }
     keychain-secret-service disable > /dev/null

@@ -1,0 +1,285 @@
+# shellcheck shell=bash
+# Switching a KDE desktop: keychain-secret-service enable | disable | status with KWallet there,
+# and what --replace and enable say to each provider that keeps org.freedesktop.secrets (kwalletd5
+# and KeePassXC, run headless). Sourced at the end of the KDE suite's runner (Tests/kde/run.sh,
+# or Tests/kde/switch-run.sh alone), which provides: fresh/finish (a case's own HOME and XDG
+# folders, QT_QPA_PLATFORM=offscreen, $SYSTEMD_UNIT_PATH holding our unit), on_bus FUNCTION (the
+# case's own session bus, whose service folders are $XDG_DATA_HOME/dbus-1/services, then
+# $case_dir/system/services holding kwalletd5's activation file), $bin, check, expect, skip; inner
+# calls are dispatched after this file is sourced. Helpers here are named switch_*.
+# shellcheck disable=SC2154 # case_dir and bin are the runner's
+
+# The program (its /proc/PID/exe's base name) that owns NAME, or nothing.
+switch_owner() {
+    local pid
+    pid=$(dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.GetConnectionUnixProcessID "string:$1" 2>/dev/null | awk '/uint32/ { print $2 }')
+    [ -n "$pid" ] && basename "$(readlink "/proc/$pid/exe")"
+}
+
+switch_owner_pid() {
+    dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.GetConnectionUnixProcessID "string:$1" 2>/dev/null | awk '/uint32/ { print $2 }'
+}
+
+# switch_wait_owner NAME PROGRAM: until PROGRAM owns NAME (10 s); PROGRAM "" waits for nobody.
+switch_wait_owner() {
+    local _
+    for _ in $(seq 100); do [ "$(switch_owner "$1")" = "$2" ] && return; sleep 0.1; done
+    echo "$1 is not provided by ${2:-nobody} (owner: $(switch_owner "$1"))"; return 1
+}
+
+# Every file and folder under the user's configuration, data and state: type, mode, link target
+# and, for a file, its bytes' digest (disable restores byte for byte).
+switch_snapshot() {
+    (cd "$HOME" && { find config data state -printf '%p %y %m %l\n' 2>/dev/null || true; } | sort | while read -r path type rest; do
+        if [ "$type" = f ]; then echo "$path $type $rest $(sha256sum < "$path" | cut -c1-16)"; else echo "$path $type $rest"; fi
+    done)
+}
+
+# Whether the service claims KWallet's names (--kwallet: an unknown argument is a usage error).
+switch_has_kwallet_flag() { keychain-secret-service --kwallet --help > /dev/null 2>&1; }
+
+# kwalletd5 in this bus, as a KDE login starts it (without pam_kwallet here: no wallet opened).
+switch_start_kwalletd() {
+    trap switch_reap EXIT
+    kwalletd5 >> "$case_dir/kwalletd.log" 2>&1 &
+    kwalletd=$!
+    switch_wait_owner org.kde.kwalletd5 kwalletd5
+}
+
+# KeePassXC with a database opened by --pw-stdin and its Secret Service on, in this bus.
+switch_start_keepassxc() {
+    trap switch_reap EXIT
+    # KeePassXC's one-instance lock is in the temporary folder: this case's own.
+    export TMPDIR=$case_dir/tmp
+    mkdir -p "$TMPDIR"
+    mkdir -p "$XDG_CONFIG_HOME/keepassxc"
+    printf '[General]\nConfigVersion=2\n\n[FdoSecrets]\nEnabled=true\nShowNotification=false\n' > "$XDG_CONFIG_HOME/keepassxc/keepassxc.ini"
+    printf 'kp-pw\nkp-pw\n' | keepassxc-cli db-create -q -p -t 100 "$case_dir/db.kdbx" > /dev/null
+    echo kp-pw | keepassxc --pw-stdin "$case_dir/db.kdbx" >> "$case_dir/keepassxc.log" 2>&1 &
+    keepassxc=$!
+    switch_wait_owner org.freedesktop.secrets keepassxc || { cat "$case_dir/keepassxc.log"; return 1; }
+}
+
+# switch_stop PID: TERM, then KILL after 3 s (KeePassXC headless does not end on TERM).
+switch_stop() {
+    local _
+    [ -n "$1" ] || return 0
+    kill "$1" 2>/dev/null || return 0
+    for _ in $(seq 30); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+}
+
+# At the end of a case, passed or not: what it started, and a kwalletd the bus started for it
+# (neither ends with the bus).
+switch_reap() {
+    local name
+    for name in org.kde.kwalletd5 org.freedesktop.secrets; do
+        case "$(switch_owner "$name")" in kwalletd5 | keepassxc) switch_stop "$(switch_owner_pid "$name")" ;; esac
+    done
+    switch_stop "${kwalletd:-}"
+    switch_stop "${keepassxc:-}"
+}
+
+# A kwalletrc as KDE's settings leave it (spaces around `=`, the Secret Service on, no newline at
+# the end), and pam_kwallet's systemd unit where systemd looks.
+switch_kde_user() {
+    mkdir -p "$XDG_CONFIG_HOME"
+    printf '[Wallet]\nFirst Use=false\nDefault Wallet = kdewallet\n\n[org.freedesktop.secrets]\napiEnabled = true\n\n[Auto Allow]\nkdewallet=Konqueror' \
+        > "$XDG_CONFIG_HOME/kwalletrc"
+    chmod 600 "$XDG_CONFIG_HOME/kwalletrc"
+    printf '[Unit]\nDescription=Unlock kwallet from pam credentials\n\n[Service]\nExecStart=/usr/share/libpam-kwallet-common/pam_kwallet_init\n' \
+        > "$SYSTEMD_UNIT_PATH/plasma-kwallet-pam.service"
+}
+
+# --- cases (each runs inside its bus) ------------------------------------------------------
+
+switch_enable_and_disable_files() {
+    switch_kde_user
+    # A wallet, and no kwalletd to read it through.
+    mkdir -p "$XDG_DATA_HOME/kwalletd"
+    printf 'KWALLET\n\r\0\r\n' > "$XDG_DATA_HOME/kwalletd/kdewallet.kwl"
+    cp "$XDG_CONFIG_HOME/kwalletrc" "$case_dir/kwalletrc.before"
+    switch_snapshot > "$case_dir/before"
+    keychain-secret-service enable > "$case_dir/enable.out" || true
+    cat "$case_dir/enable.out"
+    grep -q '^KDE: .*; the keychain answers KWallet' "$case_dir/enable.out"
+    grep -q "^kwalletd does not run: the wallets in $XDG_DATA_HOME/kwalletd are not imported now" "$case_dir/enable.out"
+    local services=$XDG_DATA_HOME/dbus-1/services name
+    for name in org.kde.kwalletd5 org.kde.kwalletd6; do
+        expect "$(printf '[D-BUS Service]\nName=%s\nExec=%s/keychain-secret-service --kwallet' "$name" "$bin")" "$(cat "$services/$name.service")" \
+            "the activation file for $name"
+    done
+    grep -qx "Exec=$bin/keychain-secret-service --kwallet" "$services/org.freedesktop.secrets.service"
+    grep -qx 'Hidden=true' "$XDG_CONFIG_HOME/autostart/pam_kwallet_init.desktop"
+    expect /dev/null "$(readlink "$XDG_CONFIG_HOME/systemd/user/plasma-kwallet-pam.service")" "pam_kwallet's unit masked"
+    expect "ExecStart=$bin/keychain-secret-service --kwallet" \
+        "$(tail -1 "$XDG_CONFIG_HOME/systemd/user/keychain-secret-service.service.d/kwallet.conf")" "our unit's drop-in"
+    # kwalletrc: the one line changed, every other byte kept; the wallet itself not disabled.
+    expect "$(sed 's/^apiEnabled = true$/apiEnabled=false/' "$case_dir/kwalletrc.before")" "$(cat "$XDG_CONFIG_HOME/kwalletrc")" "kwalletrc"
+    ! grep -q '^Enabled *= *false' "$XDG_CONFIG_HOME/kwalletrc"
+    expect 600 "$(stat -c %a "$XDG_CONFIG_HOME/kwalletrc")" "kwalletrc's mode"
+    # Who answers the names now (the service claims the KWallet names once it has --kwallet).
+    if switch_has_kwallet_flag; then
+        for name in org.freedesktop.secrets org.kde.kwalletd5 org.kde.kwalletd6; do switch_wait_owner "$name" keychain-secret-service; done
+        # As at the next login: a KDE program's first call starts the keychain, not kwalletd.
+        switch_stop "$(switch_owner_pid org.kde.kwalletd5)"
+        switch_wait_owner org.kde.kwalletd5 ""
+        dbus-send --session --print-reply --dest=org.kde.kwalletd5 /modules/kwalletd5 org.kde.KWallet.isEnabled > /dev/null
+        expect keychain-secret-service "$(switch_owner org.kde.kwalletd5)" "what a KWallet call started"
+    else
+        grep -q '^org.freedesktop.secrets is not provided by keychain-secret-service yet' "$case_dir/enable.out"
+    fi
+    keychain-secret-service status > "$case_dir/status"
+    cat "$case_dir/status"
+    grep -q '^org.kde.kwalletd5: ' "$case_dir/status"
+    grep -q '^org.kde.kwalletd6: ' "$case_dir/status"
+    grep -q '^  KDE: yes (' "$case_dir/status"
+    grep -qx "  D-Bus activation of org.kde.kwalletd5: $services/org.kde.kwalletd5.service (by enable)" "$case_dir/status"
+    grep -qx "  pam_kwallet's autostart: overridden ($XDG_CONFIG_HOME/autostart/pam_kwallet_init.desktop, by enable)" "$case_dir/status"
+    grep -qx "  kwalletd's Secret Service: off ($XDG_CONFIG_HOME/kwalletrc, by enable)" "$case_dir/status"
+    # A second enable changes nothing; disable restores every file byte for byte.
+    switch_snapshot > "$case_dir/enabled"
+    keychain-secret-service enable > "$case_dir/enable2.out" || true
+    diff "$case_dir/enabled" <(switch_snapshot)
+    keychain-secret-service disable > "$case_dir/disable.out"
+    cat "$case_dir/disable.out"
+    grep -q "^restored $XDG_CONFIG_HOME/kwalletrc as it was before enable" "$case_dir/disable.out"
+    cmp "$case_dir/kwalletrc.before" "$XDG_CONFIG_HOME/kwalletrc"
+    diff "$case_dir/before" <(switch_snapshot)
+    for name in org.freedesktop.secrets org.kde.kwalletd5 org.kde.kwalletd6; do switch_wait_owner "$name" ""; done
+    grep -q '^  kwalletd.s Secret Service: on' <<< "$(keychain-secret-service status)"
+}
+
+# A kwalletrc that did not exist is removed again; a desktop with no sign of KDE gets no KWallet file.
+switch_kwalletrc_made_and_removed() {
+    rm -f "$case_dir/system/services/org.kde.kwalletd5.service"
+    switch_snapshot > "$case_dir/before"
+    keychain-secret-service enable > "$case_dir/enable.out" || true
+    ! grep -q '^KDE' "$case_dir/enable.out"
+    [ ! -e "$XDG_CONFIG_HOME/kwalletrc" ] && [ ! -e "$XDG_DATA_HOME/dbus-1/services/org.kde.kwalletd5.service" ] ||
+        { echo "KWallet's files written on a desktop without KDE"; return 1; }
+    grep -q '^  KDE: no' <<< "$(keychain-secret-service status)"
+    keychain-secret-service disable > /dev/null
+    diff "$case_dir/before" <(switch_snapshot)
+    XDG_CURRENT_DESKTOP=KDE keychain-secret-service enable > "$case_dir/enable.out" || true
+    cat "$case_dir/enable.out"
+    grep -q '^KDE: XDG_CURRENT_DESKTOP is KDE' "$case_dir/enable.out"
+    expect "$(printf '[org.freedesktop.secrets]\napiEnabled=false')" "$(cat "$XDG_CONFIG_HOME/kwalletrc")" "the kwalletrc enable made"
+    keychain-secret-service disable > "$case_dir/disable.out"
+    cat "$case_dir/disable.out"
+    grep -q "^removed $XDG_CONFIG_HOME/kwalletrc" "$case_dir/disable.out"
+    diff "$case_dir/before" <(switch_snapshot)
+}
+
+# A kwalletrc changed since enable (KDE's settings wrote to it) is left as it is, and said; the
+# bytes it had before enable stay beside the record.
+switch_changed_kwalletrc_is_left() {
+    switch_kde_user
+    # pam_kwallet5 in a display manager's stack (here in a mount namespace of enable's own): said.
+    mkdir -p "$case_dir/pam.d"
+    printf '#%%PAM-1.0\nauth include common-auth\n-auth optional pam_kwallet5.so\n-session optional pam_kwallet5.so auto_start\n' \
+        > "$case_dir/pam.d/sddm"
+    printf 'auth include common-auth\n# session optional pam_kwallet5.so\n' > "$case_dir/pam.d/login"
+    # shellcheck disable=SC2016 # $1 is the inner shell's
+    unshare -m sh -c 'mount --bind "$1" /etc/pam.d && exec keychain-secret-service enable' - "$case_dir/pam.d" > "$case_dir/enable.out" || true
+    cat "$case_dir/enable.out"
+    grep -q '^pam_kwallet in /etc/pam.d/sddm still starts a kwalletd at each login, .*: an administrator removes its lines there$' "$case_dir/enable.out"
+    printf '\n[Extra]\nmine=1\n' >> "$XDG_CONFIG_HOME/kwalletrc"
+    cp "$XDG_CONFIG_HOME/kwalletrc" "$case_dir/kwalletrc.changed"
+    keychain-secret-service disable > "$case_dir/disable.out"
+    cat "$case_dir/disable.out"
+    grep -q "^$XDG_CONFIG_HOME/kwalletrc changed since enable wrote it: left as it is" "$case_dir/disable.out"
+    cmp "$case_dir/kwalletrc.changed" "$XDG_CONFIG_HOME/kwalletrc"
+    grep -q '^apiEnabled = true$' "$XDG_STATE_HOME/keychain/secret-service-enabled.kwalletrc"
+}
+
+# kwalletd5 holds org.kde.kwalletd5 and org.freedesktop.secrets: enable imports, stops it and keeps
+# it out; disable gives both names back to it.
+switch_hand_over_from_kwalletd() {
+    switch_kde_user
+    switch_start_kwalletd
+    expect kwalletd5 "$(switch_owner org.freedesktop.secrets)" "kwalletd5's Secret Service"
+    switch_snapshot > "$case_dir/before"
+    keychain-secret-service enable > "$case_dir/enable.out" || true
+    cat "$case_dir/enable.out"
+    grep -q "^importing the wallets of kwalletd5 (pid $kwalletd) first" "$case_dir/enable.out"
+    grep -q "^stopped kwalletd5 (pid $kwalletd), after its wallets were imported" "$case_dir/enable.out"
+    switch_stop "$kwalletd"
+    if switch_has_kwallet_flag; then
+        for name in org.freedesktop.secrets org.kde.kwalletd5 org.kde.kwalletd6; do switch_wait_owner "$name" keychain-secret-service; done
+    else
+        switch_wait_owner org.kde.kwalletd5 ""
+    fi
+    keychain-secret-service disable > "$case_dir/disable.out"
+    cat "$case_dir/disable.out"
+    grep -q '^org.kde.kwalletd5 is provided by kwalletd5 (pid [0-9]*) again' "$case_dir/disable.out"
+    # kwalletrc as it was, so kwalletd serves the Secret Service again.
+    switch_wait_owner org.freedesktop.secrets kwalletd5
+    diff "$case_dir/before" <(switch_snapshot)
+    switch_stop "$(switch_owner_pid org.kde.kwalletd5)"
+}
+
+# --replace and enable say what is true of kwalletd5: it keeps the name, and what frees it.
+switch_replace_is_truthful_with_kwalletd() {
+    switch_start_kwalletd
+    local status=0
+    keychain-secret-service --replace 2> "$case_dir/replace.err" || status=$?
+    cat "$case_dir/replace.err"
+    expect 1 "$status" "--replace's exit status"
+    grep -q "^keychain-secret-service: org.freedesktop.secrets is already provided by kwalletd5 (pid $kwalletd); it does not let another program take the name: KWallet's Secret Service goes off with \`\[org.freedesktop.secrets\] apiEnabled=false\` in kwalletrc" \
+        "$case_dir/replace.err"
+    keychain-secret-service 2> "$case_dir/plain.err" || true
+    ! grep -q -- '--replace' "$case_dir/plain.err"
+    expect kwalletd5 "$(switch_owner org.freedesktop.secrets)" "the name's owner after --replace"
+    switch_stop "$kwalletd"
+}
+
+# KeePassXC keeps the name: --replace and enable say so, with the setting to switch off, and
+# enable does not try --replace.
+switch_replace_is_truthful_with_keepassxc() {
+    switch_start_keepassxc
+    local status=0 advice="turn off KeePassXC's Secret Service yourself (Tools > Settings > Secret Service Integration)"
+    keychain-secret-service --replace 2> "$case_dir/replace.err" || status=$?
+    cat "$case_dir/replace.err"
+    expect 1 "$status" "--replace's exit status"
+    grep -qF "org.freedesktop.secrets is already provided by keepassxc (pid $keepassxc); it does not let another program take the name: $advice" \
+        "$case_dir/replace.err"
+    status=0
+    keychain-secret-service enable --no-import > "$case_dir/enable.out" || status=$?
+    cat "$case_dir/enable.out"
+    expect 1 "$status" "enable's exit status while KeePassXC keeps the name"
+    grep -qF "org.freedesktop.secrets is provided by keepassxc (pid $keepassxc), which does not let another program take the name: $advice" \
+        "$case_dir/enable.out"
+    ! grep -q 'hand the name over' "$case_dir/enable.out"
+    expect keepassxc "$(switch_owner org.freedesktop.secrets)" "the name's owner after enable"
+    # The KWallet names are the keychain's all the same (served alone).
+    if switch_has_kwallet_flag; then switch_wait_owner org.kde.kwalletd5 keychain-secret-service; fi
+    keychain-secret-service disable > /dev/null
+    switch_stop "$keepassxc"
+}
+
+switch_checks() {
+    if ! command -v kwalletd5 > /dev/null; then
+        skip "kwalletd5 (libkf5wallet-bin) is not installed: the switching cases run against it"
+        return
+    fi
+    [ -n "${SWITCH_ONLY:-}" ] && { check "$SWITCH_ONLY" on_bus "$SWITCH_ONLY"; return; }
+    check "KDE enable: KWallet's activation files, pam_kwallet kept out, kwalletrc's apiEnabled=false; status; disable byte for byte" \
+        on_bus switch_enable_and_disable_files
+    check "enable makes a missing kwalletrc and disable removes it; no KWallet file without KDE" on_bus switch_kwalletrc_made_and_removed
+    check "enable names a PAM stack with pam_kwallet; disable leaves a kwalletrc changed since, and says so" \
+        on_bus switch_changed_kwalletrc_is_left
+    check "enable imports and stops kwalletd5; disable gives it org.kde.kwalletd5 and the Secret Service back" on_bus switch_hand_over_from_kwalletd
+    check "--replace against kwalletd5 says it keeps the name and what frees it" on_bus switch_replace_is_truthful_with_kwalletd
+    if command -v keepassxc > /dev/null && command -v keepassxc-cli > /dev/null; then
+        check "--replace and enable against KeePassXC: it keeps the name, its setting named, no --replace tried" \
+            on_bus switch_replace_is_truthful_with_keepassxc
+    else
+        skip "keepassxc is not installed: the KeePassXC case runs it"
+    fi
+}
+
+[ -n "${inner:-}" ] || switch_checks
