@@ -19,6 +19,9 @@ struct KWalletDaemon {
     /// dialog of its own.
     let promptTimeout: Double
 
+    /// org.kde.kwalletd5 or org.kde.kwalletd6, as the object path says.
+    var service: String { "org.kde." + String(path.split(separator: "/").last ?? "kwalletd5") }
+
     /// `org.kde.kwalletd5` or `org.kde.kwalletd6` (the object path follows the name), or nil
     /// for another name.
     static func objectPath(for service: String) -> String? {

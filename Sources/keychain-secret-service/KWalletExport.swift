@@ -26,6 +26,15 @@ extension BusExport {
         }
         defer { for index in entries.indices { entries[index].value.wipe() } }
         if folders.isEmpty { return }
+        // Opening a wallet that does not exist makes it, through kwalletd's dialog: not in a dry run.
+        if dryRun, (try? daemon.wallets().contains(wallet)) != true {
+            print("would create".padded(14) + "\(daemon.service)'s wallet \u{201C}\(wallet)\u{201D}")
+            for folder in folders where !entries.contains(where: { $0.folder == folder }) {
+                tally.count(added: true, "\(shown): folder \u{201C}\(folder)\u{201D}")
+            }
+            for entry in entries { tally.count(added: true, "\(shown): \(entry.folder)/\(entry.key)") }
+            return
+        }
         let handle: Int32
         do {
             handle = try daemon.open(wallet)

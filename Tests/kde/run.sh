@@ -275,6 +275,13 @@ export_back_to_kwallet() {
     # A new wallet, as on another machine: the keychain's items go back into it.
     stop "$kwalletd"
     rm -rf "$XDG_DATA_HOME/kwalletd"
+    start_kwalletd
+    # Before the wallet exists: a dry run makes none (kwalletd would ask for its password).
+    keychain-secret-service export --to org.kde.kwalletd5 --dry-run > "$case_dir/dry.out"
+    expect "export: dry run: 13 would be added, 0 already there; nothing was changed" "$(last_line "$case_dir/dry.out")"
+    grep -q '^would create  org.kde.kwalletd5.s wallet “kdewallet”$' "$case_dir/dry.out"
+    [ -z "$(kde wallets)" ]
+    stop "$kwalletd"
     new_kwallet kdewallet
     keychain-secret-service export --to org.kde.kwalletd5 --dry-run > "$case_dir/dry.out"
     cat "$case_dir/dry.out"
