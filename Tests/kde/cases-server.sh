@@ -85,6 +85,8 @@ opening_a_locked_wallet_prompts() {
     [ "$(kde_client open_async kdewallet)" -gt 0 ]
 }
 
+wallet_closes_when_the_keychain_locks() { kde_client closed_on_lock; }
+
 a_missing_wallet_is_made_through_the_prompt() {
     answers CANCEL
     expect -1 "$(kde_client open_wallet Work)"
@@ -143,6 +145,7 @@ kde_server_cases() {
     if kde_ours; then
         check "the Secret Service and KWallet see one entry" on_bus secret_service_and_kwallet_share_entries
         check "a locked wallet opens through the keychain's prompt; cancel is -1" on_bus opening_a_locked_wallet_prompts
+        check "security lock-keychain closes the wallet: walletClosedId" on_bus wallet_closes_when_the_keychain_locks
         check "a missing wallet is made through the prompt; the login keychain is never deleted" on_bus a_missing_wallet_is_made_through_the_prompt
         check "--kwallet beside another Secret Service: the KWallet names alone, one line" on_bus kwallet_names_alone_beside_another_provider
         if command -v bwrap >/dev/null; then

@@ -215,6 +215,28 @@ def open_async(name):
     print(result.get(tid, "no signal"))
 
 
+def closed_on_lock():
+    """A keychain locked behind the service's back closes its wallet, announced as kwalletd does."""
+    from dbus.mainloop.glib import DBusGMainLoop
+    from gi.repository import GLib
+    bus = dbus.SessionBus(mainloop=DBusGMainLoop())
+    w = wallet(bus)
+    h = int(w.open("kdewallet", 0, "locker"))
+    closed = []
+    loop = GLib.MainLoop()
+
+    def on_closed(handle):
+        closed.append(int(handle))
+        loop.quit()
+
+    bus.add_signal_receiver(on_closed, "walletClosedId", "org.kde.KWallet", None, PATH)
+    subprocess.run(["security", "lock-keychain"], check=True)
+    GLib.timeout_add_seconds(10, loop.quit)
+    loop.run()
+    expect([h], closed, "walletClosedId")
+    expect(False, bool(w.isOpen(dbus.Int32(h), signature="i")))
+
+
 def wallets():
     print(" ".join(str(n) for n in wallet().wallets()))
 
