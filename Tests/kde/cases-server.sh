@@ -18,7 +18,6 @@ kwallet_query_passwords_and_maps() {
     printf 'second' | kwallet-query -w mail -f Passwords kdewallet
     expect second "$(kwallet-query -r mail -f Passwords kdewallet)" "kwallet-query writes"
     kwallet-query -l -f Passwords kdewallet | grep -qx mail
-    kwallet-query -l kdewallet | grep -qx Passwords
     kde_client seed_map "Form Data" login user=ann pass=x
     kwallet-query -v -r login -f "Form Data" kdewallet | grep -q '"user": *"ann"'
     # kwallet-query serializes the map with Qt's own QDataStream: the bytes must be Qt's.
@@ -75,7 +74,7 @@ opening_a_locked_wallet_prompts() {
     answers wrong pw
     handle=$(kde_client open_wallet kdewallet)
     [ "$handle" -gt 0 ]
-    expect 2 "$(grep -cx GETPIN "$PINENTRY_LOG")" "asked twice"
+    expect 3 "$(grep -cx GETPIN "$PINENTRY_LOG")" "asked once, cancelled; then twice"
     expect locked-secret "$(kwallet-query -r mail -f Passwords kdewallet)"
     security lock-keychain
     answers pw
@@ -90,10 +89,11 @@ wallet_closes_when_the_keychain_locks() { kde_client closed_on_lock; }
 a_missing_wallet_is_made_through_the_prompt() {
     answers CANCEL
     expect -1 "$(kde_client open_wallet Work)"
-    ! security list-keychains | grep -q Work
+    [ ! -e "$XDG_DATA_HOME/keychains/Work.keychain-db" ]
     answers newpw newpw
     [ "$(kde_client open_wallet Work)" -gt 0 ]
-    security list-keychains | grep -q '/Work.keychain-db'
+    security lock-keychain "$XDG_DATA_HOME/keychains/Work.keychain-db"
+    security unlock-keychain -p newpw "$XDG_DATA_HOME/keychains/Work.keychain-db"
     expect "Work kdewallet" "$(kde_client wallets)"
     expect -1 "$(kde_client open_wallet ../elsewhere)" "a name that is no keychain's"
     expect -1 "$(kde_client delete kdewallet)" "the login keychain is never deleted"
@@ -125,7 +125,7 @@ kwallet_names_alone_beside_another_provider() {
     ! keychain-secret-service 2> "$HOME/plain.log"
     keychain-secret-service --kwallet 2> "$HOME/kwallet.log" &
     service=$!
-    for _ in $(seq 50); do grep -q alone "$HOME/kwallet.log" && break; sleep 0.1; done
+    kde_client wait_owned org.kde.kwalletd6 "$service"
     expect 1 "$(wc -l < "$HOME/kwallet.log")" "one line: $(cat "$HOME/kwallet.log")"
     grep -q 'serving org.kde.kwalletd5 and org.kde.kwalletd6 alone' "$HOME/kwallet.log"
     kde_client seed kdewallet Passwords alone yes
@@ -133,6 +133,22 @@ kwallet_names_alone_beside_another_provider() {
     # A second one has no name left to take.
     ! timeout 10 keychain-secret-service --kwallet 2> /dev/null
     kill "$service" "$other"
+}
+
+# --replace takes org.freedesktop.secrets from a service that also serves KWallet: that one stays
+# for the KWallet names (it ends only with no name left).
+losing_the_secret_service_name_keeps_kwallet() {
+    keychain-secret-service --kwallet 2> "$HOME/first.log" &
+    first=$!
+    kde_client wait_owned org.kde.kwalletd5 "$first"
+    kde_client seed kdewallet Passwords mail kept
+    keychain-secret-service --replace 2> "$HOME/second.log" &
+    second=$!
+    for _ in $(seq 50); do grep -q 'taken over' "$HOME/first.log" && break; sleep 0.1; done
+    grep -q 'org.freedesktop.secrets was taken over; still serving org.kde.kwalletd5, org.kde.kwalletd6' "$HOME/first.log"
+    kill -0 "$first"
+    expect kept "$(kwallet-query -r mail -f Passwords kdewallet)" "the first still serves KWallet"
+    kill "$second" "$first"
 }
 
 kde_server_cases() {
@@ -147,6 +163,7 @@ kde_server_cases() {
         check "a locked wallet opens through the keychain's prompt; cancel is -1" on_bus opening_a_locked_wallet_prompts
         check "security lock-keychain closes the wallet: walletClosedId" on_bus wallet_closes_when_the_keychain_locks
         check "a missing wallet is made through the prompt; the login keychain is never deleted" on_bus a_missing_wallet_is_made_through_the_prompt
+        check "--replace takes the Secret Service; the KWallet names stay served" on_bus losing_the_secret_service_name_keeps_kwallet
         check "--kwallet beside another Secret Service: the KWallet names alone, one line" on_bus kwallet_names_alone_beside_another_provider
         if command -v bwrap >/dev/null; then
             check "a sandboxed app sees and writes its own entries only" on_bus sandboxed_app_sees_its_own_entries

@@ -71,7 +71,8 @@ confined() {
 
 if [ -n "$inner" ]; then
     [ "$KWALLET_TARGET" = keychain ] || kde_client pam_open pw || exit 1
-    "$@"
+    # Every command of the case counts, not only its last.
+    ( set -e; "$@" )
     status=$?
     if [ "$KWALLET_TARGET" = kwalletd5 ]; then
         # kwalletd5 outlives its bus (it saves the wallet as it goes): this bus's one, by its pid.

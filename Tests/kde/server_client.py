@@ -34,9 +34,10 @@ def qstring(text):
 
 
 def qmap(pairs):
-    """A QMap<QString,QString>: the count, then the pairs from the last key (UTF-16 order) to the first."""
+    """A QMap<QString,QString> as KWallet's library writes one: the count, then the pairs from the
+    first key (UTF-16 order) to the last."""
     out = struct.pack(">I", len(pairs))
-    for key in sorted(pairs, key=lambda k: k.encode("utf-16-be"), reverse=True):
+    for key in sorted(pairs, key=lambda k: k.encode("utf-16-be")):
         out += qstring(key) + qstring(pairs[key])
     return out
 
@@ -191,6 +192,15 @@ def introspect():
     expect(["i", "s"], signatures("signal", "walletClosed"), "both walletClosed")
     expect(["ii"], signatures("signal", "walletAsyncOpened"))
     expect(44, len(interface.findall("method")), "kwalletd's methods")
+    # A signature kwalletd has no method for is refused; the service goes on.
+    msg = dbus.lowlevel.MethodCallMessage(BUS, PATH, "org.kde.KWallet", "open")
+    msg.append("kdewallet", "x", signature="ss")
+    try:
+        dbus.SessionBus().send_message_with_reply_and_block(msg)
+        sys.exit("open(ss) was answered")
+    except dbus.DBusException as e:
+        expect("org.freedesktop.DBus.Error.UnknownMethod", e.get_dbus_name())
+    expect(True, bool(wallet().isEnabled()))
 
 
 def open_wallet(name, appid="opener"):
@@ -238,6 +248,19 @@ def closed_on_lock():
     loop.run()
     expect([h], closed, "walletClosedId")
     expect(False, bool(w.isOpen(dbus.Int32(h), signature="i")))
+
+
+def wait_owned(name, pid):
+    """Until the process `pid` owns `name` (so no activation starts another in its place)."""
+    bus = dbus.SessionBus()
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if bus.name_has_owner(name) and int(bus.call_blocking(
+                "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                "GetConnectionUnixProcessID", "s", (name,))) == int(pid):
+            return
+        time.sleep(0.05)
+    sys.exit("%s never owned by %s" % (name, pid))
 
 
 def wallets():
