@@ -56,6 +56,8 @@ handles_are_the_connections() { kde_client handles; }
 
 introspection_gives_the_signatures() { kde_client introspect; }
 
+wallet_wide_methods_and_signals() { kde_client wallet_methods; }
+
 # A password stored through the Secret Service as KWallet's entries are (service = folder,
 # username = key) is an entry; one KWallet wrote changes through secret-tool.
 secret_service_and_kwallet_share_entries() {
@@ -157,6 +159,7 @@ kde_server_cases() {
     check "binary entries, maps, passwords, folders, rename, remove, patterns: kwalletd's answers" on_bus binary_entries_maps_folders_rename
     check "a handle holds for its connection and appid only; holds go with the connection" on_bus handles_are_the_connections
     check "Introspect gives kwalletd's signatures (open's wId is x, both writeEntry)" on_bus introspection_gives_the_signatures
+    check "disconnectApplication, closeAllWallets, sync, reconfigure, openPath; their signals" on_bus wallet_wide_methods_and_signals
     check "localWallet and networkWallet follow kwalletrc" on_bus local_and_network_wallet_from_kwalletrc
     if kde_ours; then
         check "the Secret Service and KWallet see one entry" on_bus secret_service_and_kwallet_share_entries
