@@ -297,6 +297,21 @@ def wallet_methods():
     expect(True, ("walletClosed", [h]) in heard and ("walletClosed", ["kdewallet"]) in heard, "both walletClosed in %r" % heard)
 
 
+def timing(count):
+    """Seconds per readPassword and per writePassword, over `count` calls each."""
+    w = wallet()
+    h = w.open("kdewallet", 0, "timing")
+    start = time.perf_counter()
+    for i in range(int(count)):
+        w.writePassword(h, "Timing", "k%d" % (i % 50), "secret %d" % i, "timing")
+    wrote = time.perf_counter() - start
+    start = time.perf_counter()
+    for i in range(int(count)):
+        w.readPassword(h, "Timing", "k%d" % (i % 50), "timing")
+    read = time.perf_counter() - start
+    print("write %.2f ms, read %.2f ms" % (wrote * 1000 / int(count), read * 1000 / int(count)))
+
+
 def wallets():
     print(" ".join(str(n) for n in wallet().wallets()))
 
@@ -322,6 +337,9 @@ def confined_view(app):
     expect(0, w.writePassword(h, "Passwords", "mail", "app's own", app))
     expect("app's own", str(w.readPassword(h, "Passwords", "mail", app)))
     expect(-1, w.renameEntry(h, "Passwords", "other", "x", app))
+    expect(-1, int(w.open("AppWallet", 0, app)), "a sandboxed app makes no keychain")
+    expect(-1, int(w.deleteWallet("kdewallet")), "nor deletes one")
+    expect(False, bool(w.disconnectApplication("kdewallet", "seed")), "nor disconnects another")
 
 
 def read_password(folder, key, appid="reader"):
