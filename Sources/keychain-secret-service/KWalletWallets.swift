@@ -98,11 +98,14 @@ extension KWalletService {
         }
     }
 
+    /// The keychain's prompt, within the Secret Service's limits per client and per sandboxed app
+    /// (beyond them, dismissed at once: a program calling open in a loop raises no flood of
+    /// dialogs).
     private func prompt(_ action: Prompt.Action, _ call: Call, completion: @escaping (_ dismissed: Bool) -> Void) {
-        let id = service.nextID("p")
-        let prompt = Prompt(id: id, sequence: UInt64(id.dropFirst()) ?? 0, owner: call.sender, caller: call.caller, action: action)
+        guard let path = try? service.makePrompt(action, for: call),
+            let prompt = service.prompts[String(path.dropFirst(ObjectPaths.prompts.count))]
+        else { return completion(true) }
         prompt.completion = completion
-        service.prompts[id] = prompt
         prompt.request()
         service.startWaitingPrompts()
     }

@@ -86,6 +86,16 @@ opening_a_locked_wallet_prompts() {
     [ "$(kde_client open_async kdewallet)" -gt 0 ]
 }
 
+# A program opening a locked wallet in a loop raises the Secret Service's 8 prompts per client,
+# one dialog at a time, not one per call.
+prompts_per_client_are_capped() {
+    security lock-keychain
+    : > "$PINENTRY_RUNS"
+    answers CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL
+    expect "-1 -1 -1 -1 -1 -1 -1 -1 -1 -1" "$(kde_client open_many 10)" "every open refused"
+    expect 8 "$(grep -cx start "$PINENTRY_RUNS")" "pinentry runs"
+}
+
 wallet_closes_when_the_keychain_locks() { kde_client closed_on_lock; }
 
 a_missing_wallet_is_made_through_the_prompt() {
@@ -164,6 +174,7 @@ kde_server_cases() {
     if kde_ours; then
         check "the Secret Service and KWallet see one entry" on_bus secret_service_and_kwallet_share_entries
         check "a locked wallet opens through the keychain's prompt; cancel is -1" on_bus opening_a_locked_wallet_prompts
+        check "a locked wallet opened in a loop: at most 8 prompts per client" on_bus prompts_per_client_are_capped
         check "security lock-keychain closes the wallet: walletClosedId" on_bus wallet_closes_when_the_keychain_locks
         check "a missing wallet is made through the prompt; the login keychain is never deleted" on_bus a_missing_wallet_is_made_through_the_prompt
         check "--replace takes the Secret Service; the KWallet names stay served" on_bus losing_the_secret_service_name_keeps_kwallet

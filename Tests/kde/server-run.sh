@@ -34,7 +34,8 @@ fresh() {
         printf '[D-BUS Service]\nName=%s\nExec=%s\n' "$name" "$exec" > "$case_dir/services/$name.service"
     done
     sed "s|@SERVICES@|$case_dir/services|" "$here/../secret-service/session.conf" > "$case_dir/session.conf"
-    export KEYCHAIN_PINENTRY=$here/../secret-service/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log
+    export KEYCHAIN_PINENTRY=$here/../secret-service/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log \
+        PINENTRY_RUNS=$case_dir/runs
     : > "$case_dir/answers"
 }
 

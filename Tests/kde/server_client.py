@@ -210,22 +210,7 @@ def open_wallet(name, appid="opener"):
 
 def open_async(name):
     """openAsync answers a transaction id at once; walletAsyncOpened brings the handle."""
-    from dbus.mainloop.glib import DBusGMainLoop
-    from gi.repository import GLib
-    bus = dbus.SessionBus(mainloop=DBusGMainLoop())
-    w = wallet(bus)
-    result = {}
-    loop = GLib.MainLoop()
-
-    def opened(tid, handle):
-        result[int(tid)] = int(handle)
-        loop.quit()
-
-    bus.add_signal_receiver(opened, "walletAsyncOpened", "org.kde.KWallet", None, PATH)
-    tid = int(w.openAsync(name, 0, "async", True))
-    GLib.timeout_add_seconds(20, loop.quit)
-    loop.run()
-    print(result.get(tid, "no signal"))
+    open_many(1, name)
 
 
 def closed_on_lock():
@@ -310,6 +295,29 @@ def timing(count):
         w.readPassword(h, "Timing", "k%d" % (i % 50), "timing")
     read = time.perf_counter() - start
     print("write %.2f ms, read %.2f ms" % (wrote * 1000 / int(count), read * 1000 / int(count)))
+
+
+def open_many(count, name="kdewallet"):
+    """`count` openAsync calls at once from one connection; prints the handles the signals bring,
+    in the order of their transactions."""
+    from dbus.mainloop.glib import DBusGMainLoop
+    from gi.repository import GLib
+    bus = dbus.SessionBus(mainloop=DBusGMainLoop())
+    w = wallet(bus)
+    results = {}
+    loop = GLib.MainLoop()
+
+    def opened(tid, handle):
+        results[int(tid)] = int(handle)
+        if len(results) == int(count):
+            loop.quit()
+
+    bus.add_signal_receiver(opened, "walletAsyncOpened", "org.kde.KWallet", None, PATH)
+    for _ in range(int(count)):
+        w.openAsync(name, 0, "many", True)
+    GLib.timeout_add_seconds(30, loop.quit)
+    loop.run()
+    print(" ".join(str(h) for _, h in sorted(results.items())))
 
 
 def wallets():
