@@ -5,6 +5,7 @@
                                              file, PBKDF2-HMAC-SHA512, pamOpen; prints the handle
   kde.py fill WALLET [SERVICE]               folders, passwords, maps, binary entries, an empty folder
   kde.py dump WALLET [SERVICE]               every folder and entry: type and value's bytes (hex)
+  kde.py dump-native WALLET [SERVICE]        the same without the items of kwalletd's Secret Service
   kde.py write WALLET FOLDER KEY TYPE HEX    one entry through writeEntry
   kde.py sync WALLET...                      each wallet's file written now
   kde.py wallets [SERVICE]                   the wallet names, one a line
@@ -109,12 +110,29 @@ def fill(wallet, service):
     api.sync(handle, APP, signature="is")
 
 
-def dump(wallet, service):
+def stored_items(wallet):
+    """What kwalletd's Secret Service keeps of the wallet's items ("Folder/key": parameters)."""
+    data = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    try:
+        with open(os.path.join(data, "kwalletd", wallet + "_attributes.json")) as f:
+            return {k: v for k, v in json.load(f).items() if isinstance(v, dict)}
+    except FileNotFoundError:
+        return {}
+
+
+def dump(wallet, service, native_only=False):
+    """native_only: without the entries kwalletd's Secret Service made (and the folders only they
+    filled), which an import brings as Secret Service items, not as KWallet entries."""
+    skipped = stored_items(wallet) if native_only else {}
     api = kwallet(service)
     handle = handle_of(api, wallet)
     for folder in sorted(api.folderList(handle, APP, signature="is")):
+        keys = sorted(api.entryList(handle, folder, APP, signature="iss"))
+        native = [key for key in keys if folder + "/" + key not in skipped]
+        if keys and not native:
+            continue
         print("folder %s" % folder)
-        for key in sorted(api.entryList(handle, folder, APP, signature="iss")):
+        for key in native:
             kind = int(api.entryType(handle, folder, key, APP, signature="isss"))
             value = bytes(api.readEntry(handle, folder, key, APP, signature="isss", byte_arrays=True))
             print("  %s %d %s" % (key, kind, value.hex()))
@@ -155,12 +173,7 @@ def expected(wallet, collection, service):
     """The contract's mapping, written again here: a native entry is one item labelled
     Folder/key with kwallet.* attributes (a password as its text unless it is not exactly one
     QString); an item kwalletd's Secret Service stored keeps its label and attributes."""
-    data = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
-    try:
-        with open(os.path.join(data, "kwalletd", wallet + "_attributes.json")) as f:
-            stored = json.load(f)
-    except FileNotFoundError:
-        stored = {}
+    stored = stored_items(wallet)
     api = kwallet(service)
     handle = handle_of(api, wallet)
     lines = []
@@ -170,7 +183,7 @@ def expected(wallet, collection, service):
             value = bytes(api.readEntry(handle, folder, key, APP, signature="isss", byte_arrays=True))
             text = read_qstring(value) if kind == 1 else None
             params = stored.get(folder + "/" + key)
-            if isinstance(params, dict):
+            if params is not None:
                 secret = text.encode() if text is not None else value
                 lines.append(item_line(collection, fdo_label(folder, key), params.get("attributes", {}), secret))
                 continue
@@ -225,6 +238,8 @@ def main():
         fill(args[0], args[1] if len(args) > 1 else "org.kde.kwalletd5")
     elif command == "dump":
         dump(args[0], args[1] if len(args) > 1 else "org.kde.kwalletd5")
+    elif command == "dump-native":
+        dump(args[0], args[1] if len(args) > 1 else "org.kde.kwalletd5", native_only=True)
     elif command == "write":
         api = kwallet(os.environ.get("KWALLET_SERVICE", "org.kde.kwalletd5"))
         write(api, handle_of(api, args[0]), args[1], args[2], int(args[3]), bytes.fromhex(args[4]))

@@ -19,7 +19,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 bus_suite_start "$@"
 [ -z "$inner" ] || shift 2
 kde() { "$py" "$here/kde.py" "$@"; }
-repo=$(cd "$here/../.." && pwd)
+# What the other helpers' cases call (cases-server.sh): its client, and the service it drives.
+kde_client() { "$py" "$here/server_client.py" "$@"; }
+export KWALLET_TARGET=keychain
 
 fresh() {
     case_dir=$(mktemp -d /tmp/kde-XXXXXX)
@@ -31,11 +33,35 @@ fresh() {
     unset KEYCHAIN_PATH DBUS_SESSION_BUS_ADDRESS GNOME_KEYRING_CONTROL DISPLAY WAYLAND_DISPLAY
     sed "s|<servicedir>@SERVICES@</servicedir>|<servicedir>$XDG_DATA_HOME/dbus-1/services</servicedir><servicedir>$case_dir/services</servicedir>|" \
         "$here/../secret-service/session.conf" > "$case_dir/session.conf"
-    export KEYCHAIN_PINENTRY=$here/../secret-service/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log
+    # PINENTRY_RUNS: a case that makes this file sees how many pinentry ran at once.
+    export KEYCHAIN_PINENTRY=$here/../secret-service/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log \
+        PINENTRY_RUNS=$case_dir/runs
     : > "$PINENTRY_ANSWERS"
     # kwalletd as Plasma sets it up: enabled, past its first-use wizard, its Secret Service on.
     printf '[Wallet]\nEnabled=true\nFirst Use=false\nLaunch Manager=false\n\n[org.freedesktop.secrets]\napiEnabled=true\n' \
         > "$XDG_CONFIG_HOME/kwalletrc"
+    ${case_setup:-:}
+}
+
+# The set-up cases-server.sh's cases ask of their runner: a login keychain (password "pw"), and
+# the keychain's service (with --kwallet) activatable for the Secret Service's and KWallet's
+# names, as kwallet-query and python-keyring start it on a desktop.
+kde_server_setup() {
+    local name
+    printf 'pw\n' | security create-keychain > /dev/null
+    for name in org.freedesktop.secrets org.kde.kwalletd5 org.kde.kwalletd6; do
+        printf '[D-BUS Service]\nName=%s\nExec=%s\n' "$name" "$bin/keychain-secret-service --kwallet" > "$case_dir/services/$name.service"
+    done
+}
+
+# confined APP COMMAND...: COMMAND in a sandbox as Flatpak makes one (a /.flatpak-info naming APP).
+confined() {
+    local app=$1; shift
+    printf '[Application]\nname=%s\nruntime=runtime/org.example.Platform/x86_64/1\n' "$app" > "$HOME/flatpak-info-$app"
+    bwrap --tmpfs / --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
+        --symlink usr/sbin /sbin --ro-bind /etc /etc --proc /proc --dev /dev --bind /tmp /tmp --ro-bind "$here" "$here" \
+        --ro-bind "$HOME/flatpak-info-$app" /.flatpak-info --setenv DBUS_SESSION_BUS_ADDRESS "$DBUS_SESSION_BUS_ADDRESS" \
+        --unsetenv XDG_RUNTIME_DIR --chdir / -- "$@"
 }
 
 finish() {
@@ -48,8 +74,10 @@ finish() {
 
 # on_bus FUNCTION ARGS...: FUNCTION in the case's own session bus, bounded in time.
 on_bus() {
-    timeout 150 dbus-run-session --config-file="$case_dir/session.conf" -- bash "$here/run.sh" --inner "$bin" "$@" \
-        2> >(grep -v -e 'Failed to set fd limit' -e 'Reloaded configuration' -e 'Activating service name' -e 'Successfully activated' >&2)
+    # A pipe, not a process substitution: the case's log is read once all of it is written.
+    timeout 150 dbus-run-session --config-file="$case_dir/session.conf" -- bash "$here/run.sh" --inner "$bin" "$@" 2>&1 \
+        | { grep -v -e 'Failed to set fd limit' -e 'Reloaded configuration' -e 'Activating service name' -e 'Successfully activated' \
+            -e 'platform plugin' || true; }
 }
 
 answers() { printf '%s\n' "$@" > "$PINENTRY_ANSWERS"; }
@@ -147,9 +175,10 @@ fill_kwallet() {
     kde ss-store 'No attributes' 'plain-secret'
 }
 
-# The keychain's service for org.freedesktop.secrets; its pid in $service.
+# The keychain's service for org.freedesktop.secrets (ARGS: --kwallet for KWallet's names too);
+# its pid in $service.
 start_service() {
-    keychain-secret-service 2>> "$case_dir/service.log" &
+    keychain-secret-service "$@" 2>> "$case_dir/service.log" &
     service=$!
     started+=("$service")
     wait_for_owner org.freedesktop.secrets "$service"
@@ -202,6 +231,7 @@ import_every_entry() {
     # A new login: kwalletd's Secret Service now serves its own items and none of the native ones.
     restart_kwalletd kdewallet Work
     { kde expected kdewallet login; kde expected Work Work; } | LC_ALL=C sort > "$case_dir/expected"
+    { kde dump-native kdewallet; kde dump-native Work; } > "$case_dir/native.before"
     keychain-secret-service import --dry-run > "$case_dir/dry.out"
     cat "$case_dir/dry.out"
     expect "import: dry run: 14 would be added, 0 already there; nothing was changed" "$(last_line "$case_dir/dry.out")"
@@ -219,9 +249,12 @@ import_every_entry() {
     expect query-secret "$(security find-generic-password -s Passwords -a 'through kwallet-query' -w)" "kwallet-query's entry, by service and account"
     # The switch by hand: what the keychain's Secret Service shows is what the mapping says.
     stop "$kwalletd"
-    start_service
+    start_service --kwallet
     kde actual login Work | LC_ALL=C sort > "$case_dir/actual"
     diff "$case_dir/expected" "$case_dir/actual"
+    # And KWallet's API, served by the keychain, answers every native entry byte for byte.
+    { kde dump kdewallet; kde dump Work; } > "$case_dir/native.after"
+    diff "$case_dir/native.before" "$case_dir/native.after"
 }
 
 # Nothing is reported moved that was not: a wallet kwalletd cannot open without its dialog (nobody
@@ -370,8 +403,24 @@ if ! "$py" -c 'import dbus, secretstorage' 2>/dev/null; then
     exit
 fi
 
+# The set-up of the cases file that defines FUNCTION (kde_NAME_setup of cases-NAME.sh), if any.
+setup_of() {
+    local cases name
+    for cases in "$here"/cases-*.sh; do
+        grep -q "^$1() " "$cases" 2>/dev/null || continue
+        name=${cases##*/cases-}
+        name=${name%.sh}
+        declare -F "kde_${name}_setup" > /dev/null && echo "kde_${name}_setup"
+    done
+}
+
 # KDE_ONLY=FUNCTION runs that one case, for working on it.
 if [ -n "${KDE_ONLY:-}" ]; then
+    for cases in "$here"/cases-*.sh; do
+        # shellcheck source=/dev/null
+        [ -e "$cases" ] && . "$cases"
+    done
+    case_setup=$(setup_of "$KDE_ONLY")
     check "$KDE_ONLY" on_bus "$KDE_ONLY"
     summary
     exit
@@ -392,8 +441,20 @@ if command -v keepassxc >/dev/null && command -v keepassxc-cli >/dev/null; then
 else
     skip "keepassxc is not installed: the KeePassXC case runs against it"
 fi
+# The other helpers' cases: cases-NAME.sh defines its case functions and kde_NAME_cases, which
+# registers them (check, skip); each of its cases is set up by kde_NAME_setup where there is one.
 for cases in "$here"/cases-*.sh; do
+    [ -e "$cases" ] || continue
     # shellcheck source=/dev/null
-    [ -e "$cases" ] && . "$cases"
+    . "$cases"
+    name=${cases##*/cases-}
+    name=${name%.sh}
+    case_setup=
+    if declare -F "kde_${name}_setup" > /dev/null; then case_setup=kde_${name}_setup; fi
+    if declare -F "kde_${name}_cases" > /dev/null; then
+        "kde_${name}_cases"
+    else
+        echo "FAIL $cases registers no cases (kde_${name}_cases)"; fail=$((fail + 1))
+    fi
 done
 summary
