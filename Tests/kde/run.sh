@@ -125,7 +125,7 @@ start_kwalletd() {
     kwalletd=$!
     started+=("$kwalletd")
     wait_for_owner org.kde.kwalletd5 "$kwalletd"
-    wait_for_owner org.freedesktop.secrets "$kwalletd"
+    grep -qx 'apiEnabled=false' "$XDG_CONFIG_HOME/kwalletrc" || wait_for_owner org.freedesktop.secrets "$kwalletd"
 }
 
 # kwallet_login WALLET...: each wallet opened (made, the first time) as pam_kwallet5 opens
@@ -335,6 +335,33 @@ export_back_to_kwallet() {
     expect "export: 0 added, 13 already there" "$(last_line "$case_dir/export.out")"
 }
 
+# kwalletd with its Secret Service API off: import reads the wallet natively all the same; export
+# writes KWallet's entries natively and says the items that need its Secret Service, and fails.
+secret_service_api_off() {
+    sed -i 's/^apiEnabled=true$/apiEnabled=false/' "$XDG_CONFIG_HOME/kwalletrc"
+    new_kwallet kdewallet
+    kde fill kdewallet
+    answers login-pw login-pw
+    keychain-secret-service import --from org.kde.kwalletd5 > "$case_dir/import.out"
+    cat "$case_dir/import.out"
+    expect "import: 8 added, 0 already there" "$(last_line "$case_dir/import.out")"
+    kde dump kdewallet > "$case_dir/wallet.before"
+    stop "$kwalletd"
+    start_service
+    kde ss-store 'Keychain without attributes' 'kc-plain'
+    stop "$service"
+    rm -rf "$XDG_DATA_HOME/kwalletd"
+    new_kwallet kdewallet
+    status=0
+    keychain-secret-service export --to org.kde.kwalletd5 > "$case_dir/export.out" 2> "$case_dir/export.err" || status=$?
+    cat "$case_dir/export.out" "$case_dir/export.err"
+    expect 1 "$status" "the exit status of an export that left an item behind"
+    expect "export: 8 added, 0 already there, 1 could not come" "$(last_line "$case_dir/export.out")"
+    grep -q "kwalletd5's Secret Service is off (kwalletrc: \[org.freedesktop.secrets\] apiEnabled): these items cannot go$" "$case_dir/export.err"
+    kde dump kdewallet > "$case_dir/wallet.after"
+    diff "$case_dir/wallet.before" "$case_dir/wallet.after"
+}
+
 # The issue's duplicates: items without attributes, which KWallet's search never returns, are
 # recognised by label and secret on a second export into KWallet.
 export_twice_to_kwallet() {
@@ -433,6 +460,7 @@ check "import from kwalletd5: an entry changed in KWallet does not overwrite the
     on_bus changed_entry_is_kept_and_said
 check "export --to org.kde.kwalletd5: entries natively, byte for byte, the rest through its Secret Service; a second run adds nothing" \
     on_bus export_back_to_kwallet
+check "kwalletd's Secret Service off: import natively all the same; export says what needs it, and fails" on_bus secret_service_api_off
 check "export --to org.kde.kwalletd5 twice: items without attributes (KWallet's search never finds them) are not added again" \
     on_bus export_twice_to_kwallet
 if command -v keepassxc >/dev/null && command -v keepassxc-cli >/dev/null; then
