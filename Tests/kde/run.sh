@@ -171,6 +171,8 @@ fill_kwallet() {
     expect query-secret "$(kwallet-query -r 'through kwallet-query' -f Passwords kdewallet 2>> "$case_dir/kwallet-query.log")" \
         "kwallet-query's password, read back"
     printf 'ss-secret' | secret-tool store --label='Stored by secret-tool' service ss.example account ann
+    # A second item of the same label: kwalletd keeps it under the key "Stored by secret-tool__0_".
+    printf 'ss-other' | secret-tool store --label='Stored by secret-tool' service ss.example account bob
     printf 'mail-secret' | secret-tool store --label='Mail/ann' service imap.example account ann
     kde ss-store 'No attributes' 'plain-secret'
 }
@@ -234,16 +236,16 @@ import_every_entry() {
     { kde dump-native kdewallet; kde dump-native Work; } > "$case_dir/native.before"
     keychain-secret-service import --dry-run > "$case_dir/dry.out"
     cat "$case_dir/dry.out"
-    expect "import: dry run: 14 would be added, 0 already there; nothing was changed" "$(last_line "$case_dir/dry.out")"
+    expect "import: dry run: 15 would be added, 0 already there; nothing was changed" "$(last_line "$case_dir/dry.out")"
     grep -q '^would add     kwalletd5.s wallet “kdewallet”: folder “Empty Folder”$' "$case_dir/dry.out"
     [ ! -e "$XDG_DATA_HOME/keychains" ]
     answers login-pw login-pw Work-pw Work-pw
     keychain-secret-service import > "$case_dir/import.out"
     cat "$case_dir/import.out"
-    expect "import: 14 added, 0 already there" "$(last_line "$case_dir/import.out")"
+    expect "import: 15 added, 0 already there" "$(last_line "$case_dir/import.out")"
     before=$(security dump-keychain 2>/dev/null | sha256sum; security dump-keychain Work 2>/dev/null | sha256sum)
     keychain-secret-service import > "$case_dir/import.out"
-    expect "import: 0 added, 14 already there" "$(last_line "$case_dir/import.out")"
+    expect "import: 0 added, 15 already there" "$(last_line "$case_dir/import.out")"
     expect "$before" "$(security dump-keychain 2>/dev/null | sha256sum; security dump-keychain Work 2>/dev/null | sha256sum)" \
         "the keychains are unchanged"
     expect query-secret "$(security find-generic-password -s Passwords -a 'through kwallet-query' -w)" "kwallet-query's entry, by service and account"
@@ -311,28 +313,28 @@ export_back_to_kwallet() {
     start_kwalletd
     # Before the wallet exists: a dry run makes none (kwalletd would ask for its password).
     keychain-secret-service export --to org.kde.kwalletd5 --dry-run > "$case_dir/dry.out"
-    expect "export: dry run: 13 would be added, 0 already there; nothing was changed" "$(last_line "$case_dir/dry.out")"
+    expect "export: dry run: 14 would be added, 0 already there; nothing was changed" "$(last_line "$case_dir/dry.out")"
     grep -q '^would create  org.kde.kwalletd5.s wallet “kdewallet”$' "$case_dir/dry.out"
     [ -z "$(kde wallets)" ]
     stop "$kwalletd"
     new_kwallet kdewallet
     keychain-secret-service export --to org.kde.kwalletd5 --dry-run > "$case_dir/dry.out"
     cat "$case_dir/dry.out"
-    expect "export: dry run: 13 would be added, 0 already there; nothing was changed" "$(last_line "$case_dir/dry.out")"
+    expect "export: dry run: 14 would be added, 0 already there; nothing was changed" "$(last_line "$case_dir/dry.out")"
     keychain-secret-service export --to org.kde.kwalletd5 > "$case_dir/export.out"
     cat "$case_dir/export.out"
-    expect "export: 13 added, 0 already there" "$(last_line "$case_dir/export.out")"
+    expect "export: 14 added, 0 already there" "$(last_line "$case_dir/export.out")"
     kde dump kdewallet > "$case_dir/wallet.after"
     diff "$case_dir/wallet.before" "$case_dir/wallet.after"
     keychain-secret-service export --to org.kde.kwalletd5 > "$case_dir/export.out"
     cat "$case_dir/export.out"
-    expect "export: 0 added, 13 already there" "$(last_line "$case_dir/export.out")"
+    expect "export: 0 added, 14 already there" "$(last_line "$case_dir/export.out")"
     kde dump kdewallet > "$case_dir/wallet.again"
     diff "$case_dir/wallet.before" "$case_dir/wallet.again"
     # And after KWallet's next start, which serves only the Secret Service items then.
     restart_kwalletd kdewallet
     keychain-secret-service export --to org.freedesktop.secrets > "$case_dir/export.out"
-    expect "export: 0 added, 13 already there" "$(last_line "$case_dir/export.out")"
+    expect "export: 0 added, 14 already there" "$(last_line "$case_dir/export.out")"
 }
 
 # kwalletd with its Secret Service API off: import reads the wallet natively all the same; export
