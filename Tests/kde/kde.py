@@ -258,9 +258,16 @@ def main():
     elif command == "actual":
         actual(args)
     elif command == "ss-store":
-        connection = secretstorage.dbus_init()
-        collection = secretstorage.get_default_collection(connection)
-        collection.create_item(args[0], {}, args[1].encode())
+        # Tried again where kwalletd loses the session just opened (see ss_store in run.sh).
+        for attempt in range(3):
+            connection = secretstorage.dbus_init()
+            try:
+                secretstorage.get_default_collection(connection).create_item(args[0], {}, args[1].encode())
+                break
+            except Exception as error:  # jeepney's DBusErrorResponse, as SecretStorage raises it
+                flaky = "Can't find session" in str(error) or "public key size is invalid" in str(error)
+                if not flaky or attempt == 2:
+                    raise
     elif command == "ss-collections":
         for collection in secretstorage.get_all_collections(secretstorage.dbus_init()):
             print(collection.collection_path, "locked" if collection.is_locked() else "unlocked")
