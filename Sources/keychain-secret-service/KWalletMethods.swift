@@ -97,13 +97,32 @@ extension KWalletService {
     func changeFolder(_ call: Call, create: Bool) throws {
         let r = call.reader
         let (handle, folder, appid) = (try r.int32(), try r.string(), try r.string())
-        var wallet: String?
+        var changed: OpenWallet?
         let done = answer(call, handle, appid, otherwise: false) { store, owner, open in
-            wallet = open.name
+            changed = open
             return create ? try store.createKWalletFolder(folder, owner: owner) : try store.removeKWalletFolder(folder, owner: owner)
         }
         try service.reply(call) { try $0.bool(done) }
-        if let wallet { emit("folderListUpdated") { try $0.string(wallet) } }
+        if let changed {
+            emit("folderListUpdated") { try $0.string(changed.name) }
+            if !create { itemsChanged(changed) }
+        }
+    }
+
+    /// A folder's entries changed: kwalletd's signal, and the Secret Service's (`itemsChanged`).
+    private func folderUpdated(_ open: OpenWallet, _ folder: String) {
+        emit("folderUpdated") { w in
+            try w.string(open.name)
+            try w.string(folder)
+        }
+        itemsChanged(open)
+    }
+
+    /// The wallet's keychain holds other items now: its collection's Items, by name only (as for
+    /// any change, each Secret Service client reads its own view), so that libsecret's caches
+    /// read them again.
+    private func itemsChanged(_ open: OpenWallet) {
+        service.emitPropertiesChanged(open.collection.path, Interface.collection, ["Items"])
     }
 
     func entryList(_ call: Call) throws {
@@ -162,18 +181,14 @@ extension KWalletService {
         let value = fixed == .password ? QtDataStream.string(try r.string()) : try r.bytes()
         let type = try fixed ?? KWalletEntryType(rawValue: r.int32()) ?? .unknown
         let appid = try r.string()
-        var wallet: String?
+        var changed: OpenWallet?
         let rc: Int32 = answer(call, handle, appid, otherwise: -1) { store, owner, open in
             try store.writeKWalletEntry(KWalletEntry(folder: folder, key: key, type: type, value: value), owner: owner)
-            wallet = open.name
+            changed = open
             return 0
         }
         try service.reply(call) { try $0.int32(rc) }
-        if let wallet {
-            emit("folderUpdated") { w in
-                try w.string(wallet); try w.string(folder)
-            }
-        }
+        if let changed { folderUpdated(changed, folder) }
     }
 
     func hasEntry(_ call: Call) throws {
@@ -199,18 +214,14 @@ extension KWalletService {
     func removeEntry(_ call: Call) throws {
         let r = call.reader
         let (handle, folder, key, appid) = (try r.int32(), try r.string(), try r.string(), try r.string())
-        var wallet: String?
+        var changed: OpenWallet?
         let rc: Int32 = answer(call, handle, appid, otherwise: -1) { store, owner, open in
             guard try store.kwalletFolders(owner: owner).contains(folder) else { return 0 }
-            wallet = open.name
+            changed = open
             return try store.removeKWalletEntry(folder: folder, key: key, owner: owner) ? 0 : -3
         }
         try service.reply(call) { try $0.int32(rc) }
-        if let wallet {
-            emit("folderUpdated") { w in
-                try w.string(wallet); try w.string(folder)
-            }
-        }
+        if let changed { folderUpdated(changed, folder) }
     }
 
     /// 0, or -1 when there is no entry `oldName` or one named `newName` exists (kwalletd's backend
@@ -218,17 +229,13 @@ extension KWalletService {
     func renameEntry(_ call: Call) throws {
         let r = call.reader
         let (handle, folder, from, to, appid) = (try r.int32(), try r.string(), try r.string(), try r.string(), try r.string())
-        var wallet: String?
+        var changed: OpenWallet?
         let rc: Int32 = answer(call, handle, appid, otherwise: -1) { store, owner, open in
-            wallet = open.name
+            changed = open
             return try store.renameKWalletEntry(folder: folder, from: from, to: to, owner: owner) ? 0 : -1
         }
         try service.reply(call) { try $0.int32(rc) }
-        if let wallet {
-            emit("folderUpdated") { w in
-                try w.string(wallet); try w.string(folder)
-            }
-        }
+        if let changed { folderUpdated(changed, folder) }
     }
 }
 

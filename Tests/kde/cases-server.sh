@@ -68,6 +68,8 @@ secret_service_and_kwallet_share_entries() {
     expect 1 "$(secret-tool search --all kwallet.key shared 2>&1 | grep -c '^label')" "one item"
 }
 
+kwallet_write_invalidates_items() { kde_client items_invalidated; }
+
 opening_a_locked_wallet_prompts() {
     kde_client seed kdewallet Passwords mail locked-secret
     security lock-keychain
@@ -173,6 +175,7 @@ kde_server_cases() {
     check "localWallet and networkWallet follow kwalletrc" on_bus local_and_network_wallet_from_kwalletrc
     if kde_ours; then
         check "the Secret Service and KWallet see one entry" on_bus secret_service_and_kwallet_share_entries
+        check "a KWallet write invalidates the collection's Items for Secret Service clients" on_bus kwallet_write_invalidates_items
         check "a locked wallet opens through the keychain's prompt; cancel is -1" on_bus opening_a_locked_wallet_prompts
         check "a locked wallet opened in a loop: at most 8 prompts per client" on_bus prompts_per_client_are_capped
         check "security lock-keychain closes the wallet: walletClosedId" on_bus wallet_closes_when_the_keychain_locks

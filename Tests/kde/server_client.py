@@ -320,6 +320,27 @@ def open_many(count, name="kdewallet"):
     print(" ".join(str(h) for _, h in sorted(results.items())))
 
 
+def items_invalidated():
+    """A KWallet write tells the Secret Service's clients that the collection's Items changed."""
+    from dbus.mainloop.glib import DBusGMainLoop
+    from gi.repository import GLib
+    bus = dbus.SessionBus(mainloop=DBusGMainLoop())
+    w = wallet(bus)
+    h = w.open("kdewallet", 0, "items")
+    heard = []
+    loop = GLib.MainLoop()
+
+    def changed(interface, values, invalidated, path=None):
+        heard.append((str(path), str(interface), [str(i) for i in invalidated]))
+        loop.quit()
+
+    bus.add_signal_receiver(changed, "PropertiesChanged", "org.freedesktop.DBus.Properties", None, None, path_keyword="path")
+    expect(0, w.writePassword(h, "Passwords", "new", "v", "items"))
+    GLib.timeout_add_seconds(5, loop.quit)
+    loop.run()
+    expect([("/org/freedesktop/secrets/collection/login", "org.freedesktop.Secret.Collection", ["Items"])], heard)
+
+
 def wallets():
     print(" ".join(str(n) for n in wallet().wallets()))
 
