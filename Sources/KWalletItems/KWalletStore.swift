@@ -87,13 +87,11 @@ extension KeychainStore {
         return !(entries.isEmpty && markers.isEmpty)
     }
 
-    /// Gives an entry another key in its folder; an entry that had that key goes, as in KWallet.
-    /// false: there was no entry `from`.
+    /// Gives an entry another key in its folder. false: there is no entry `from`, or there is one
+    /// named `to` (which KWallet's backend never overwrites; `from` == `to` included).
     package func renameKWalletEntry(folder: String, from: String, to: String, owner: String?) throws -> Bool {
         let found = try entryItems(folder: folder, key: from, owner: owner)
-        guard let item = found.first else { return false }
-        if from == to { return true }
-        for other in try entryItems(folder: folder, key: to, owner: owner) { try deleteSecretItem(other.row, owner: owner) }
+        guard let item = found.first, try entryItems(folder: folder, key: to, owner: owner).isEmpty else { return false }
         var attributes = item.attributes
         attributes[KWalletAttributes.key] = to
         attributes["username"] = to

@@ -22,15 +22,14 @@ package enum QtDataStream {
         return s
     }
 
-    /// A QMap<QString, QString>: the count (quint32), then each key and value, from the first key
-    /// to the last as Qt 5 writes them (Qt 6 reverses them; the map kwallet-query wrote through the
-    /// real kwalletd5 in Tests/kde/kwl-fixtures is ascending); a QMap orders its keys by UTF-16
-    /// code units, as QString's operator< does.
+    /// A QMap<QString, QString> as KWallet's library writes it: the count (quint32), then each key
+    /// and value from the first key to the last, keys ordered by UTF-16 code units as QString's
+    /// operator< orders them. (Qt 5.15 writes the pairs from the last key instead unless built
+    /// without its deprecated APIs, as KDE Frameworks are: kwallet-query's maps are in this order.)
     package static func map(_ m: [String: String]) -> Bytes {
         var out: Bytes = []
         appendUInt32(UInt32(m.count), to: &out)
-        let ascending = m.keys.sorted { $0.utf16.lexicographicallyPrecedes($1.utf16) }
-        for key in ascending {
+        for key in m.keys.sorted(by: { $0.utf16.lexicographicallyPrecedes($1.utf16) }) {
             append(key, to: &out)
             append(m[key]!, to: &out)
         }

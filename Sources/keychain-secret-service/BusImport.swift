@@ -395,6 +395,16 @@ struct BusImport {
             )
             return 0
         }
+        if KWalletDaemon.isKWallet(peer) {
+            // KWallet's Secret Service shows its own entries partly or not at all: its own API
+            // shows them all, on the same connection.
+            let service = KWalletDaemon.objectPath(for: from) != nil ? from : KWalletDaemon.service(of: peer)
+            guard let kwallet = client.peer(service), kwallet.pid == peer.pid else {
+                tally.note("\(from) is provided by \(peer.shown), which does not answer \(service): its wallets cannot be read whole; nothing was read")
+                return 1
+            }
+            return KWalletImport(importer: self, service: service).run(client: client, peer: kwallet)
+        }
         var provider = RemoteProvider(client: client, name: peer.uniqueName, promptTimeout: promptTimeout)
         do {
             try provider.openSession()
@@ -616,7 +626,7 @@ struct BusImport {
 
     /// The keychain at `path`, unlocked, made when missing; nil in a dry run when it is missing
     /// or locked (everything would be added).
-    private func keychain(_ path: String, label: String, from place: String, tally: TransferTally) throws -> KeychainStore? {
+    func keychain(_ path: String, label: String, from place: String, tally: TransferTally) throws -> KeychainStore? {
         let name =
             KeychainFile.sameFile(path, KeychainFile.loginPath()) || path == KeychainFile.loginPath()
             ? "login" : String(path.split(separator: "/").last ?? "").replacingSuffix(".keychain-db")
@@ -689,27 +699,41 @@ struct BusExport {
                 "\(to) is provided by keychain-secret-service (pid \(peer.pid)), which serves these keychains: run `keychain-secret-service disable` first")
             return 1
         }
+        // KWallet's entries go back through its own API, folder, key, type and bytes; its Secret
+        // Service (on the same connection) takes the other items.
+        var kwallet: KWalletDaemon?
+        if KWalletDaemon.isKWallet(peer) {
+            let service = KWalletDaemon.objectPath(for: to) != nil ? to : KWalletDaemon.service(of: peer)
+            guard let path = KWalletDaemon.objectPath(for: service), let named = client.peer(service), named.pid == peer.pid else {
+                tally.note("\(to) is provided by \(peer.shown), which does not answer \(KWalletDaemon.service(of: peer)); nothing was written")
+                return 1
+            }
+            kwallet = KWalletDaemon(client: client, name: named.uniqueName, path: path, promptTimeout: promptTimeout)
+        }
         var provider = RemoteProvider(client: client, name: peer.uniqueName, promptTimeout: promptTimeout)
-        let remote: [RemoteProvider.CollectionInfo]
+        var remote: [RemoteProvider.CollectionInfo]?
         do {
             try provider.openSession()
             remote = try provider.collections().map { try provider.collection($0) }
         } catch {
-            tally.note("\(to) (\(peer.shown)) does not answer as a Secret Service: \(error)")
-            return 1
+            if kwallet == nil {
+                tally.note("\(to) (\(peer.shown)) does not answer as a Secret Service: \(error)")
+                return 1
+            }
+            tally.note("\(peer.shown) does not answer as a Secret Service (\(error)): only KWallet's entries can go")
         }
         defer { provider.closeSession() }
-        let defaultPath = provider.alias("default")
+        let defaultPath = remote == nil ? nil : provider.alias("default")
         for file in KeychainFile.list() {
-            exportKeychain(file, remote: remote, defaultPath: defaultPath, provider: provider, peer: peer, tally: tally)
+            exportKeychain(file, remote: remote, defaultPath: defaultPath, provider: provider, kwallet: kwallet, peer: peer, tally: tally)
         }
         tally.summary()
         return tally.failed == 0 ? 0 : 1
     }
 
     private func exportKeychain(
-        _ file: String, remote: [RemoteProvider.CollectionInfo], defaultPath: String?, provider: RemoteProvider,
-        peer: BusClient.Peer, tally: TransferTally
+        _ file: String, remote: [RemoteProvider.CollectionInfo]?, defaultPath: String?, provider: RemoteProvider,
+        kwallet: KWalletDaemon?, peer: BusClient.Peer, tally: TransferTally
     ) {
         let isLogin = KeychainFile.sameFile(file, KeychainFile.loginPath())
         let name = isLogin ? "login" : String(file.split(separator: "/").last ?? "").replacingSuffix(".keychain-db")
@@ -728,8 +752,17 @@ struct BusExport {
             return
         }
         defer { for index in items.indices { items[index].secret?.wipe() } }
-        if items.isEmpty { return }
         let place = "keychain \(name) -> \(peer.command)"
+        if let kwallet {
+            exportKWalletEntries(store, wallet: isLogin ? "kdewallet" : name, daemon: kwallet, place: place, tally: tally)
+            items.removeAll { KWalletDaemon.isEntryItem($0.attributes) }
+        }
+        if items.isEmpty { return }
+        guard let remote else {
+            tally.fail(
+                place, "\(peer.command)'s Secret Service is off (kwalletrc: [org.freedesktop.secrets] apiEnabled): these items cannot go", count: items.count)
+            return
+        }
         var target =
             isLogin
             ? remote.first { $0.element == "login" } ?? remote.first { $0.path == defaultPath }
@@ -755,11 +788,12 @@ struct BusExport {
                 }
                 collection = try provider.collection(collection.path)
             }
+            var labels: [String: [String]]?
             for item in items {
                 let itemPlace = "\(place): \u{201C}\(item.label)\u{201D}"
                 guard let secret = item.secret else { continue }
                 do {
-                    if try holds(provider, collection.path, item, secret) {
+                    if try holds(provider, collection.path, item, secret, labels: &labels) {
                         tally.count(added: false, itemPlace)
                     } else {
                         if !dryRun {
@@ -778,31 +812,38 @@ struct BusExport {
         }
     }
 
-    /// Whether the provider's collection already has an item with this label, these attributes
-    /// and this secret.
-    private func holds(_ provider: RemoteProvider, _ collection: String, _ item: SecretItem, _ secret: Bytes) throws -> Bool {
-        let candidates = try provider.search(collection, item.attributes)
+    /// Whether the provider's collection already has the item: the same label and secret, and
+    /// every attribute of ours, beside those the provider adds of its own (gnome-keyring an
+    /// `xdg:schema` once it has read its file again, KeePassXC Title, UserName, Path, Uuid...).
+    /// An item without attributes, which a search cannot single out (KWallet's never returns
+    /// one), is known by its label and secret among the collection's items.
+    private func holds(
+        _ provider: RemoteProvider, _ collection: String, _ item: SecretItem, _ secret: Bytes, labels: inout [String: [String]]?
+    ) throws -> Bool {
+        var candidates: [String] = []
+        if !item.attributes.isEmpty {
+            candidates = try provider.search(collection, item.attributes)
+        } else {
+            if labels == nil {
+                var byLabel: [String: [String]] = [:]
+                for path in try provider.collection(collection).items {
+                    if let info = try? provider.item(path) { byLabel[info.label, default: []].append(path) }
+                }
+                labels = byLabel
+            }
+            candidates = labels?[item.label] ?? []
+        }
         guard !candidates.isEmpty else { return false }
         var secrets = try provider.secrets(candidates)
         defer { for key in secrets.keys { secrets[key]?.value.wipe() } }
         for path in candidates {
-            guard let info = try? provider.item(path), info.label == item.label, Self.same(info.attributes, item.attributes),
+            guard let info = try? provider.item(path), info.label == item.label,
+                item.attributes.allSatisfy({ info.attributes[$0.key] == $0.value }),
                 let theirs = secrets[path]?.value
             else { continue }
             if theirs == secret { return true }
         }
         return false
-    }
-
-    /// The provider's attributes and ours are the same, but for an `xdg:schema` the provider may
-    /// add to an item stored without one (gnome-keyring does, from the item's type, once it has
-    /// read its keyring file again).
-    static func same(_ theirs: [String: String], _ ours: [String: String]) -> Bool {
-        if theirs == ours { return true }
-        guard ours["xdg:schema"] == nil, theirs["xdg:schema"] != nil else { return false }
-        var rest = theirs
-        rest["xdg:schema"] = nil
-        return rest == ours
     }
 
     /// The keychain's Secret Service items with their secrets: every generic and internet
@@ -819,6 +860,8 @@ struct BusExport {
         for row in rows.sorted() {
             do {
                 let item = try store.secretItem(row, includeSecret: true)
+                // Not an app's: the service's own bookkeeping (KWallet's empty folders).
+                if let owner = item.owner, !Caller.isAppID(owner) { continue }
                 if let owner = item.owner, item.attributes != [SecretPortal.appIDAttribute: owner] {
                     appItems += 1
                     continue

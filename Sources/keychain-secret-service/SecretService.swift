@@ -48,6 +48,10 @@ final class SecretService {
     var firstPendingStore = 0.0
     /// Whether the signals of committed stores are being sent (`currentCaller`).
     var announcingStores = false
+    /// KWallet's API (`--kwallet`), on this connection and loop.
+    var kwallet: KWalletService?
+    /// The names this service holds: it ends when it has none left.
+    private var ownedNames: Set<String> = []
 
     init(bus: OpaquePointer, pinentryProgram: String) {
         self.bus = bus
@@ -65,7 +69,7 @@ final class SecretService {
 
     // MARK: Start-up
 
-    /// Registers the objects, takes the name and serves until the name is lost or the bus goes.
+    /// Registers the objects, takes the names and serves until every name is lost or the bus goes.
     func run(replace: Bool) throws -> Int32 {
         var handlers = csdbus_handlers(
             method: { message, userdata, error in SecretService.from(userdata).handle(message!, error!) },
@@ -113,18 +117,36 @@ final class SecretService {
         rc = sd_bus_request_name(bus, Self.busName, flags)
         if rc == -EEXIST {
             let next = NameHolder(owning: Self.busName, on: bus).nextStep(replace: replace)
-            SecretService.log("\(Self.busName) is already provided by \(currentOwner()); \(next)")
-            return 1
+            // With KWallet's API, KDE's programs are still served: the other provider keeps the
+            // Secret Service.
+            let instead = kwallet == nil ? "" : "; serving org.kde.kwalletd5 and org.kde.kwalletd6 alone"
+            SecretService.log("\(Self.busName) is already provided by \(currentOwner(Self.busName)); \(next)\(instead)")
+            if kwallet == nil { return 1 }
+        } else {
+            guard rc >= 0 else { throw ServiceError.failed("cannot own \(Self.busName): \(String(cString: strerror(-rc)))") }
+            ownedNames.insert(Self.busName)
         }
-        guard rc >= 0 else { throw ServiceError.failed("cannot own \(Self.busName): \(String(cString: strerror(-rc)))") }
+        if kwallet != nil {
+            // Not given up to another kwalletd: a KDE program's handles are this service's.
+            for (name, _) in KWalletService.names {
+                rc = sd_bus_request_name(bus, name, 0)
+                if rc == -EEXIST {
+                    SecretService.log("\(name) is already provided by \(currentOwner(name))")
+                    continue
+                }
+                guard rc >= 0 else { throw ServiceError.failed("cannot own \(name): \(String(cString: strerror(-rc)))") }
+                ownedNames.insert(name)
+            }
+            if ownedNames.isEmpty { return 1 }
+        }
         for collection in collections.all { collection.announcedLocked = collection.isLocked }
         return loop()
     }
 
     /// Who owns the name now: its program's name and pid, for the one line that says so.
-    private func currentOwner() -> String {
+    private func currentOwner(_ name: String) -> String {
         var creds: OpaquePointer?
-        guard sd_bus_get_name_creds(bus, Self.busName, UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT), &creds) >= 0, let creds else {
+        guard sd_bus_get_name_creds(bus, name, UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT), &creds) >= 0, let creds else {
             return "another program"
         }
         defer { sd_bus_creds_unref(creds) }
@@ -182,6 +204,7 @@ final class SecretService {
     /// `security lock-keychain` and the PAM module change the lock state behind the service's
     /// back; each turn of the loop compares and announces.
     func noticeLockChanges() {
+        kwallet?.noticeLocks()
         for collection in collections.all {
             let locked = collection.isLocked
             if collection.announcedLocked != locked {
@@ -212,6 +235,7 @@ final class SecretService {
             prompts[id] = nil
         }
         callers[name] = nil
+        kwallet?.connectionLeft(name)
         startWaitingPrompts()
     }
 
@@ -235,8 +259,12 @@ final class SecretService {
     }
 
     private func nameLost(_ message: OpaquePointer) {
-        guard let name = try? MessageReader(message: message).string(), name == Self.busName else { return }
-        SecretService.log("\(Self.busName) was taken over; exiting")
+        guard let name = try? MessageReader(message: message).string(), ownedNames.remove(name) != nil else { return }
+        guard ownedNames.isEmpty else {
+            SecretService.log("\(name) was taken over; still serving \(ownedNames.sorted().joined(separator: ", "))")
+            return
+        }
+        SecretService.log("\(name) was taken over; exiting")
         running = false
     }
 

@@ -11,7 +11,7 @@ enum Subcommand {
     static let names: Set<String> = ["enable", "disable", "status", "import", "export"]
 
     static let usage = """
-        usage: keychain-secret-service [--replace] [--pinentry PROGRAM]
+        usage: keychain-secret-service [--replace] [--kwallet] [--pinentry PROGRAM]
                keychain-secret-service enable [--no-import] [--pinentry PROGRAM]
                keychain-secret-service disable
                keychain-secret-service status
@@ -20,7 +20,8 @@ enum Subcommand {
 
         Without a command: provides the Secret Service API (org.freedesktop.secrets) on the session
         bus, storing in the keychains that `security` manages; --replace takes the name over from
-        another provider that allows it.
+        another provider that allows it; --kwallet also answers KWallet's API (org.kde.kwalletd5,
+        org.kde.kwalletd6) for KDE's programs, alone when another provider keeps the Secret Service.
           enable   become your Secret Service: the running provider's secrets imported, gnome-keyring's
                    secrets component kept from starting, your gnome-keyring-daemon stopped, this one started;
                    on KDE also KWallet's entries imported, kwalletd kept out, org.kde.kwalletd5/6 answered

@@ -6,20 +6,22 @@ import KeychainPresence
 import KeychainTPMPolicy
 import SecretServiceItems
 
-/// keychain-secret-service [--replace] [--pinentry PROGRAM]
+/// keychain-secret-service [--replace] [--kwallet] [--pinentry PROGRAM]
 /// keychain-secret-service enable | disable | status | import | export ... (Subcommands.swift)
 ///
 /// The desktop's org.freedesktop.secrets over the keychain. Started by D-Bus activation or the
 /// systemd user unit; the pinentry program is --pinentry, else $KEYCHAIN_PINENTRY, else `pinentry`
 /// (Debian's alternative pointing at the desktop's or the terminal's dialog).
 let usage = """
-    usage: keychain-secret-service [--replace] [--pinentry PROGRAM]
+    usage: keychain-secret-service [--replace] [--kwallet] [--pinentry PROGRAM]
 
     Provides the Secret Service API (org.freedesktop.secrets) on the session bus, storing in the
     keychains that `security` manages. --replace takes the name over from another provider.
+    --kwallet also answers KWallet's API (org.kde.kwalletd5, org.kde.kwalletd6) for KDE's programs.
     """
 
 var replace = false
+var kwallet = false
 var pinentry = getenv("KEYCHAIN_PINENTRY").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "pinentry"
 // Before anything opens a keychain, the service's and the subcommands' (import, export, enable)
 // alike: an item that asks for the user asks through polkit, and a keychain sealed to the TPM
@@ -34,6 +36,8 @@ while let argument = arguments.popFirst() {
     switch argument {
     case "--replace", "-r":
         replace = true
+    case "--kwallet":
+        kwallet = true
     case "--pinentry":
         guard let program = arguments.popFirst(), !program.isEmpty else {
             fputs("keychain-secret-service: --pinentry needs a program\n", stderr)
@@ -67,6 +71,11 @@ let service = SecretService(bus: bus, pinentryProgram: pinentry)
 let portal = SecretPortal(service: service)
 do {
     try portal.register()
+    if kwallet {
+        // KWallet's API for KDE's programs, on the same connection and keychains (KWallet*.swift).
+        service.kwallet = KWalletService(service: service)
+        try service.kwallet?.register()
+    }
     let status = try service.run(replace: replace)
     sd_bus_flush_close_unref(bus)
     SessionCollection.remove()

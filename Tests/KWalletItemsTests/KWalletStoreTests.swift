@@ -59,18 +59,20 @@ final class KWalletStoreTests: StoreTestCase {
         XCTAssertEqual(try store.searchSecretItems([:]).unlocked.count, 0)
     }
 
-    func testRenameMovesTheEntryAndReplacesOneWithTheNewKey() throws {
+    func testRenameMovesTheEntryButNeverOverAnother() throws {
         let entry = KWalletEntry(folder: "F", key: "old", type: .map, value: QtDataStream.map(["k": "v"]))
         try store.writeKWalletEntry(entry, owner: nil)
-        try store.writeKWalletEntry(password("F", "taken", "gone"), owner: nil)
-        XCTAssertTrue(try store.renameKWalletEntry(folder: "F", from: "old", to: "taken", owner: nil))
+        try store.writeKWalletEntry(password("F", "taken", "kept"), owner: nil)
+        XCTAssertFalse(try store.renameKWalletEntry(folder: "F", from: "old", to: "taken", owner: nil), "KWallet never overwrites")
+        XCTAssertFalse(try store.renameKWalletEntry(folder: "F", from: "old", to: "old", owner: nil))
+        XCTAssertTrue(try store.renameKWalletEntry(folder: "F", from: "old", to: "new", owner: nil))
         XCTAssertFalse(try store.renameKWalletEntry(folder: "F", from: "old", to: "x", owner: nil))
         var renamed = entry
-        renamed.key = "taken"
-        XCTAssertEqual(try store.kwalletEntries(folder: "F", owner: nil), [renamed])
-        let item = try XCTUnwrap(store.searchSecretItems(["kwallet.key": "taken"]).unlocked.first)
-        XCTAssertEqual(item.label, "F/taken")
-        XCTAssertEqual(item.attributes["username"], "taken")
+        renamed.key = "new"
+        XCTAssertEqual(try store.kwalletEntries(folder: "F", owner: nil), [renamed, password("F", "taken", "kept")])
+        let item = try XCTUnwrap(store.searchSecretItems(["kwallet.key": "new"]).unlocked.first)
+        XCTAssertEqual(item.label, "F/new")
+        XCTAssertEqual(item.attributes["username"], "new")
     }
 
     func testAnAppSeesOnlyItsOwnEntriesAndFolders() throws {

@@ -32,13 +32,14 @@ final class QtDataStreamTests: XCTestCase {
         }
     }
 
-    /// Qt 5 writes a QMap's pairs from its first key to its last, keys ordered by UTF-16 units.
+    /// KWallet's library (and so kwallet-query) writes a QMap's pairs from its first key, keys in
+    /// UTF-16 order: the bytes kwallet-query stored through kwalletd5 (Tests/kde).
     func testAMapIsItsCountThenPairsFromTheFirstKey() {
-        let bytes = QtDataStream.map(["a": "1", "b": "2"])
+        let bytes = QtDataStream.map(["b": "2", "a": "1"])
         XCTAssertEqual(
             bytes,
             [0, 0, 0, 2] + QtDataStream.string("a") + QtDataStream.string("1") + QtDataStream.string("b") + QtDataStream.string("2"))
-        // U+FF5E sorts before U+1F600 by code point, after it by UTF-16 units (0xD83D): Qt's order.
+        // U+FF5E sorts after U+1F600 by code point, before it by UTF-16 units (0xD83D): Qt's order.
         let order = QtDataStream.map(["\u{FF5E}": "", "😀": ""])
         XCTAssertEqual(Array(order[4..<12]), QtDataStream.string("😀"))
         XCTAssertEqual(QtDataStream.map([:]), [0, 0, 0, 0])

@@ -1,0 +1,193 @@
+# shellcheck shell=bash
+# Cases of KWallet's D-Bus API as keychain-secret-service --kwallet answers it (helper "server"
+# of issue 47). Sourced by a runner (Tests/kde/server-run.sh here; Tests/kde/run.sh once merged)
+# that provides Tests/lib.sh's check/expect/skip, `on_bus FUNCTION` (FUNCTION inside the case's
+# own session bus, where the KWallet names are activatable), `answers` (the scripted pinentry's
+# next answers), `confined APP COMMAND` (a Flatpak-like sandbox), `kde_client` (server_client.py)
+# and KWALLET_TARGET (keychain, or kwalletd5 to hold the cases to KWallet's own behaviour).
+
+kde_ours() { [ "$KWALLET_TARGET" = keychain ]; }
+# The runner's python (Tests/lib.sh bus_suite_start sets it).
+: "${py:?}"
+
+# kwallet-query reads, changes and lists passwords and maps (it changes existing entries only, as
+# KWallet's own does), and what it reads is what the keychain holds.
+kwallet_query_passwords_and_maps() {
+    kde_client seed kdewallet Passwords mail first
+    expect first "$(kwallet-query -r mail -f Passwords kdewallet)" "kwallet-query reads"
+    printf 'second' | kwallet-query -w mail -f Passwords kdewallet
+    expect second "$(kwallet-query -r mail -f Passwords kdewallet)" "kwallet-query writes"
+    kwallet-query -l -f Passwords kdewallet | grep -qx mail
+    kde_client seed_map "Form Data" login user=ann pass=x
+    kwallet-query -v -r login -f "Form Data" kdewallet | grep -q '"user": *"ann"'
+    # kwallet-query serializes the map with Qt's own QDataStream: the bytes must be Qt's.
+    printf '{"user":"bob","pass":"y","zeta":"z"}' | kwallet-query -w login -f "Form Data" kdewallet
+    kde_client read_map_bytes "Form Data" login user=bob pass=y zeta=z
+    if kde_ours; then
+        expect second "$(security find-generic-password -s Passwords -a mail -w)" "security sees the password"
+        expect second "$(secret-tool lookup service Passwords username mail)" "the Secret Service sees it"
+        secret-tool search --all kwallet.folder Passwords 2>&1 | grep -qx 'label = Passwords/mail'
+    fi
+}
+
+python_keyring_kwallet_backend() {
+    "$py" - <<'PY'
+import keyring.backends.kwallet as k
+ring = k.DBusKeyring()
+ring.set_password("svc.example", "ann", "kr-secret")
+assert ring.get_password("svc.example", "ann") == "kr-secret"
+ring.set_password("svc.example", "ann", "rotated")
+assert ring.get_password("svc.example", "ann") == "rotated"
+assert ring.get_credential("svc.example", None).password == "rotated"
+ring.delete_password("svc.example", "ann")
+assert ring.get_password("svc.example", "ann") is None
+ring.set_password("svc.example", "bob", "kept")
+PY
+    expect kept "$(kwallet-query -r bob -f svc.example kdewallet)"
+    if kde_ours; then
+        expect kept "$(security find-generic-password -s svc.example -a bob -w)"
+        expect kept "$(secret-tool lookup service svc.example username bob)"
+    fi
+}
+
+binary_entries_maps_folders_rename() { kde_client entries; }
+
+handles_are_the_connections() { kde_client handles; }
+
+introspection_gives_the_signatures() { kde_client introspect; }
+
+wallet_wide_methods_and_signals() { kde_client wallet_methods; }
+
+# A password stored through the Secret Service as KWallet's entries are (service = folder,
+# username = key) is an entry; one KWallet wrote changes through secret-tool.
+secret_service_and_kwallet_share_entries() {
+    kde_client seed kdewallet Passwords shared one
+    printf 'two' | secret-tool store --label=Passwords/shared kwallet.folder Passwords kwallet.key shared kwallet.type password \
+        service Passwords username shared
+    expect two "$(kde_client read_password Passwords shared)" "KWallet reads the Secret Service's change"
+    expect 1 "$(secret-tool search --all kwallet.key shared 2>&1 | grep -c '^label')" "one item"
+}
+
+kwallet_write_invalidates_items() { kde_client items_invalidated; }
+
+opening_a_locked_wallet_prompts() {
+    kde_client seed kdewallet Passwords mail locked-secret
+    security lock-keychain
+    answers CANCEL
+    expect -1 "$(kde_client open_wallet kdewallet)" "a cancelled prompt"
+    answers wrong pw
+    handle=$(kde_client open_wallet kdewallet)
+    [ "$handle" -gt 0 ]
+    expect 3 "$(grep -cx GETPIN "$PINENTRY_LOG")" "asked once, cancelled; then twice"
+    expect locked-secret "$(kwallet-query -r mail -f Passwords kdewallet)"
+    security lock-keychain
+    answers pw
+    expect locked-secret "$(kwallet-query -r mail -f Passwords kdewallet)" "kwallet-query through the prompt"
+    security lock-keychain
+    answers pw
+    [ "$(kde_client open_async kdewallet)" -gt 0 ]
+}
+
+# A program opening a locked wallet in a loop raises the Secret Service's 8 prompts per client,
+# one dialog at a time, not one per call.
+prompts_per_client_are_capped() {
+    security lock-keychain
+    : > "$PINENTRY_RUNS"
+    answers CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL CANCEL
+    expect "-1 -1 -1 -1 -1 -1 -1 -1 -1 -1" "$(kde_client open_many 10)" "every open refused"
+    expect 8 "$(grep -cx start "$PINENTRY_RUNS")" "pinentry runs"
+}
+
+wallet_closes_when_the_keychain_locks() { kde_client closed_on_lock; }
+
+a_missing_wallet_is_made_through_the_prompt() {
+    answers CANCEL
+    expect -1 "$(kde_client open_wallet Work)"
+    [ ! -e "$XDG_DATA_HOME/keychains/Work.keychain-db" ]
+    answers newpw newpw
+    [ "$(kde_client open_wallet Work)" -gt 0 ]
+    security lock-keychain "$XDG_DATA_HOME/keychains/Work.keychain-db"
+    security unlock-keychain -p newpw "$XDG_DATA_HOME/keychains/Work.keychain-db"
+    expect "Work kdewallet" "$(kde_client wallets)"
+    expect -1 "$(kde_client open_wallet ../elsewhere)" "a name that is no keychain's"
+    expect -1 "$(kde_client delete kdewallet)" "the login keychain is never deleted"
+    answers newpw
+    expect 0 "$(kde_client delete Work)"
+    expect kdewallet "$(kde_client wallets)"
+}
+
+sandboxed_app_sees_its_own_entries() {
+    kde_client seed kdewallet Passwords mail unconfined
+    confined org.example.App "$py" "$(dirname "${BASH_SOURCE[0]}")/server_client.py" confined_view org.example.App
+    expect unconfined "$(kde_client read_password Passwords mail)" "the unconfined entry stays"
+    expect unconfined "$(security find-generic-password -s Passwords -a mail -w)"
+}
+
+local_and_network_wallet_from_kwalletrc() {
+    expect "kdewallet kdewallet" "$(kde_client defaults)"
+    mkdir -p "$XDG_CONFIG_HOME"
+    printf '[Wallet]\nDefault Wallet=main\nLocal Wallet=mine\nUse One Wallet=false\n' > "$XDG_CONFIG_HOME/kwalletrc"
+    expect "mine main" "$(kde_client defaults)"
+}
+
+# With another provider holding org.freedesktop.secrets, --kwallet serves the KWallet names alone.
+kwallet_names_alone_beside_another_provider() {
+    "$py" -c 'import dbus,time,sys; b=dbus.SessionBus(); b.request_name("org.freedesktop.secrets"); print("held", flush=True); time.sleep(60)' \
+        > "$HOME/other" &
+    other=$!
+    for _ in $(seq 50); do grep -q held "$HOME/other" && break; sleep 0.1; done
+    ! keychain-secret-service 2> "$HOME/plain.log"
+    keychain-secret-service --kwallet 2> "$HOME/kwallet.log" &
+    service=$!
+    kde_client wait_owned org.kde.kwalletd6 "$service"
+    expect 1 "$(wc -l < "$HOME/kwallet.log")" "one line: $(cat "$HOME/kwallet.log")"
+    grep -q 'serving org.kde.kwalletd5 and org.kde.kwalletd6 alone' "$HOME/kwallet.log"
+    kde_client seed kdewallet Passwords alone yes
+    expect yes "$(kwallet-query -r alone -f Passwords kdewallet)"
+    # A second one has no name left to take.
+    ! timeout 10 keychain-secret-service --kwallet 2> /dev/null
+    kill "$service" "$other"
+}
+
+# --replace takes org.freedesktop.secrets from a service that also serves KWallet: that one stays
+# for the KWallet names (it ends only with no name left).
+losing_the_secret_service_name_keeps_kwallet() {
+    keychain-secret-service --kwallet 2> "$HOME/first.log" &
+    first=$!
+    kde_client wait_owned org.kde.kwalletd5 "$first"
+    kde_client seed kdewallet Passwords mail kept
+    keychain-secret-service --replace 2> "$HOME/second.log" &
+    second=$!
+    for _ in $(seq 50); do grep -q 'taken over' "$HOME/first.log" && break; sleep 0.1; done
+    grep -q 'org.freedesktop.secrets was taken over; still serving org.kde.kwalletd5, org.kde.kwalletd6' "$HOME/first.log"
+    kill -0 "$first"
+    expect kept "$(kwallet-query -r mail -f Passwords kdewallet)" "the first still serves KWallet"
+    kill "$second" "$first"
+}
+
+kde_server_cases() {
+    check "kwallet-query reads, writes and lists passwords and maps (Qt's own map bytes)" on_bus kwallet_query_passwords_and_maps
+    check "python-keyring's KWallet backend sets, gets and deletes" on_bus python_keyring_kwallet_backend
+    check "binary entries, maps, passwords, folders, rename, remove, patterns: kwalletd's answers" on_bus binary_entries_maps_folders_rename
+    check "a handle holds for its connection and appid only; holds go with the connection" on_bus handles_are_the_connections
+    check "Introspect gives kwalletd's signatures (open's wId is x, both writeEntry)" on_bus introspection_gives_the_signatures
+    check "disconnectApplication, closeAllWallets, sync, reconfigure, openPath; their signals" on_bus wallet_wide_methods_and_signals
+    check "localWallet and networkWallet follow kwalletrc" on_bus local_and_network_wallet_from_kwalletrc
+    if kde_ours; then
+        check "the Secret Service and KWallet see one entry" on_bus secret_service_and_kwallet_share_entries
+        check "a KWallet write invalidates the collection's Items for Secret Service clients" on_bus kwallet_write_invalidates_items
+        check "a locked wallet opens through the keychain's prompt; cancel is -1" on_bus opening_a_locked_wallet_prompts
+        check "a locked wallet opened in a loop: at most 8 prompts per client" on_bus prompts_per_client_are_capped
+        check "security lock-keychain closes the wallet: walletClosedId" on_bus wallet_closes_when_the_keychain_locks
+        check "a missing wallet is made through the prompt; the login keychain is never deleted" on_bus a_missing_wallet_is_made_through_the_prompt
+        check "--replace takes the Secret Service; the KWallet names stay served" on_bus losing_the_secret_service_name_keeps_kwallet
+        check "--kwallet beside another Secret Service: the KWallet names alone, one line" on_bus kwallet_names_alone_beside_another_provider
+        if command -v bwrap >/dev/null; then
+            check "a sandboxed app sees and writes its own entries only" on_bus sandboxed_app_sees_its_own_entries
+        else
+            skip "bwrap (bubblewrap) is not installed: the sandboxed app's case"
+        fi
+    else
+        skip "kwalletd5: the keychain's own cases (Secret Service view, prompt, wallet made, name, sandbox)"
+    fi
+}
