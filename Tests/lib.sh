@@ -113,14 +113,22 @@ user_case_start() {
         XDG_STATE_HOME=$case_dir/home/state XDG_RUNTIME_DIR=$case_dir/run
     mkdir -p "$HOME" "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
     unset KEYCHAIN_PATH DBUS_SESSION_BUS_ADDRESS GNOME_KEYRING_CONTROL XDG_CURRENT_DESKTOP
+    user_case_system
+    export KEYCHAIN_PINENTRY=$tests/secret-service/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log
+    : > "$PINENTRY_ANSWERS"
+}
+
+# The machine's folders of a case in $case_dir/system: our systemd user unit from the build, a
+# D-Bus service folder after the user's, and the session bus's configuration naming both.
+user_case_system() {
+    local tests
+    tests=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
     mkdir -p "$case_dir/system/units" "$case_dir/system/services"
     sed "s|@BINDIR@|$bin|" "$tests/../Sources/keychain-secret-service/dbus/keychain-secret-service.service.in" \
         > "$case_dir/system/units/keychain-secret-service.service"
     export SYSTEMD_UNIT_PATH=$case_dir/system/units
     sed "s|<servicedir>@SERVICES@</servicedir>|<servicedir>$XDG_DATA_HOME/dbus-1/services</servicedir><servicedir>$case_dir/system/services</servicedir>|" \
         "$tests/secret-service/session.conf" > "$case_dir/session.conf"
-    export KEYCHAIN_PINENTRY=$tests/secret-service/pinentry.sh PINENTRY_ANSWERS=$case_dir/answers PINENTRY_LOG=$case_dir/pinentry.log
-    : > "$PINENTRY_ANSWERS"
 }
 
 # The case's keychains deleted and its folder removed.

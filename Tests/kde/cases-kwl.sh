@@ -1,8 +1,8 @@
 # shellcheck shell=bash disable=SC2154 # case_dir and XDG_DATA_HOME come from the runner's fresh
 # `security import-secrets --kwallet FILE | --kwallets | --all`: KWallet's .kwl files read
 # directly, with the wallets the real kwalletd5 wrote (Tests/kde/kwl-fixtures, made by
-# make-kwl-fixtures.sh; their passwords below). Sourced by the KDE suite's runner (kwl-run.sh
-# alone), which gives: check, expect, a `fresh` setting $case_dir, $HOME and $XDG_DATA_HOME,
+# make-kwl-fixtures.sh; their passwords below). Sourced by the KDE suite's runner (Tests/kde/run.sh),
+# which gives: check, expect, a `fresh` setting $case_dir, $HOME and $XDG_DATA_HOME,
 # `security` on $PATH.
 
 kwl_fixtures=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/kwl-fixtures
@@ -105,9 +105,8 @@ kwl_gpg_and_hostile_files() {
     [ "$status" -ne 0 ] && [ "$status" -ne 124 ]
 }
 
-kwl_checks() {
+kde_kwl_cases() {
     check "kdewallet.kwl from kwalletd5: dry run, every entry kind and the Secret Service item; a second run adds nothing" kwl_kdewallet
     check "--kwallets: a wrong password is one line and not a success, the other wallet still comes; --all includes them" kwl_folder_and_wrong_password
     check "a GPG wallet, truncated, junk and oversized files: one line each, no password asked for GPG, at once" kwl_gpg_and_hostile_files
 }
-[ -n "${inner:-}" ] || kwl_checks

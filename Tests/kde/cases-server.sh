@@ -1,7 +1,6 @@
 # shellcheck shell=bash
-# Cases of KWallet's D-Bus API as keychain-secret-service --kwallet answers it (helper "server"
-# of issue 47). Sourced by a runner (Tests/kde/server-run.sh here; Tests/kde/run.sh once merged)
-# that provides Tests/lib.sh's check/expect/skip, `on_bus FUNCTION` (FUNCTION inside the case's
+# Cases of KWallet's D-Bus API as keychain-secret-service --kwallet answers it. Sourced by the
+# KDE suite's runner (Tests/kde/run.sh), which provides Tests/lib.sh's check/expect/skip, `on_bus FUNCTION` (FUNCTION inside the case's
 # own session bus, where the KWallet names are activatable), `answers` (the scripted pinentry's
 # next answers), `confined APP COMMAND` (a Flatpak-like sandbox), `kde_client` (server_client.py)
 # and KWALLET_TARGET (keychain, or kwalletd5 to hold the cases to KWallet's own behaviour).

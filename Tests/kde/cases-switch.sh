@@ -1,12 +1,11 @@
 # shellcheck shell=bash
 # Switching a KDE desktop: keychain-secret-service enable | disable | status with KWallet there,
 # and what --replace and enable say to each provider that keeps org.freedesktop.secrets (kwalletd5
-# and KeePassXC, run headless). Sourced at the end of the KDE suite's runner (Tests/kde/run.sh,
-# or Tests/kde/switch-run.sh alone), which provides: fresh/finish (a case's own HOME and XDG
-# folders, QT_QPA_PLATFORM=offscreen, $SYSTEMD_UNIT_PATH holding our unit), on_bus FUNCTION (the
-# case's own session bus, whose service folders are $XDG_DATA_HOME/dbus-1/services, then
-# $case_dir/system/services holding kwalletd5's activation file), $bin, check, expect, skip; inner
-# calls are dispatched after this file is sourced. Helpers here are named switch_*.
+# and KeePassXC, run headless). Sourced by the KDE suite's runner (Tests/kde/run.sh), which
+# provides fresh/finish (a case's own HOME and XDG folders, QT_QPA_PLATFORM=offscreen), on_bus
+# FUNCTION (the case's own session bus), $bin, check, expect, skip; kde_switch_setup below gives
+# each case $SYSTEMD_UNIT_PATH with our unit and $case_dir/system/services holding kwalletd5's
+# activation file. Helpers here are named switch_*.
 # shellcheck disable=SC2154 # case_dir and bin are the runner's
 
 # The program (its /proc/PID/exe's base name) that owns NAME, or nothing.
@@ -261,12 +260,22 @@ switch_replace_is_truthful_with_keepassxc() {
     switch_stop "$keepassxc"
 }
 
-switch_checks() {
+# Each case as Tests/desktop's are set up (user_case_system: our unit, a "system" D-Bus folder
+# after the user's), with kwalletd5's activation file there as on a Debian KDE desktop, and no
+# kwalletrc (the cases make the one they need).
+kde_switch_setup() {
+    user_case_system
+    [ ! -f /usr/share/dbus-1/services/org.kde.kwalletd5.service ] ||
+        cp /usr/share/dbus-1/services/org.kde.kwalletd5.service "$case_dir/system/services/"
+    rm -f "$XDG_CONFIG_HOME/kwalletrc"
+    unset XDG_CURRENT_DESKTOP
+}
+
+kde_switch_cases() {
     if ! command -v kwalletd5 > /dev/null; then
         skip "kwalletd5 (libkf5wallet-bin) is not installed: the switching cases run against it"
         return
     fi
-    [ -n "${SWITCH_ONLY:-}" ] && { check "$SWITCH_ONLY" on_bus "$SWITCH_ONLY"; return; }
     check "KDE enable: KWallet's activation files, pam_kwallet kept out, kwalletrc's apiEnabled=false; status; disable byte for byte" \
         on_bus switch_enable_and_disable_files
     check "enable makes a missing kwalletrc and disable removes it; no KWallet file without KDE" on_bus switch_kwalletrc_made_and_removed
@@ -281,5 +290,3 @@ switch_checks() {
         skip "keepassxc is not installed: the KeePassXC case runs it"
     fi
 }
-
-[ -n "${inner:-}" ] || switch_checks

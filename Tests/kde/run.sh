@@ -8,7 +8,7 @@
 # starts. kwalletd5 runs headless (QT_QPA_PLATFORM=offscreen) with its wallet opened as
 # pam_kwallet5 opens it at login: org.kde.KWallet.pamOpen with PBKDF2-HMAC-SHA512 of the password
 # and the wallet's salt file; nothing shows a dialog. Whatever a case starts is stopped, by its
-# pid, when the case ends. The other helpers' cases (Tests/kde/cases-*.sh) are sourced at the end
+# pid, when the case ends. The cases of Tests/kde/cases-*.sh are sourced at the end
 # and use the same functions. KDE_ONLY=FUNCTION runs that one case; KDE_TRACE=1 traces it.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -19,9 +19,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 bus_suite_start "$@"
 [ -z "$inner" ] || shift 2
 kde() { "$py" "$here/kde.py" "$@"; }
-# What the other helpers' cases call (cases-server.sh): its client, and the service it drives.
+# What cases-server.sh's cases call: its client, and the service it drives.
 kde_client() { "$py" "$here/server_client.py" "$@"; }
-export KWALLET_TARGET=keychain
+# KWALLET_TARGET=kwalletd5 runs cases-server.sh's cases against KWallet's own kwalletd5 instead
+# (headless, its wallet opened with pamOpen as pam_kwallet5 opens it at login), to hold them to
+# KWallet's behaviour: `KWALLET_TARGET=kwalletd5 bash Tests/kde/run.sh .build/debug`.
+export KWALLET_TARGET=${KWALLET_TARGET:-keychain}
 
 fresh() {
     case_dir=$(mktemp -d /tmp/kde-XXXXXX)
@@ -47,10 +50,11 @@ fresh() {
 # the keychain's service (with --kwallet) activatable for the Secret Service's and KWallet's
 # names, as kwallet-query and python-keyring start it on a desktop.
 kde_server_setup() {
-    local name
+    local name exec="$bin/keychain-secret-service --kwallet"
     printf 'pw\n' | security create-keychain > /dev/null
     for name in org.freedesktop.secrets org.kde.kwalletd5 org.kde.kwalletd6; do
-        printf '[D-BUS Service]\nName=%s\nExec=%s\n' "$name" "$bin/keychain-secret-service --kwallet" > "$case_dir/services/$name.service"
+        [ "$KWALLET_TARGET" = keychain ] || { [ "$name" = org.kde.kwalletd5 ] && exec=/usr/bin/kwalletd5 || continue; }
+        printf '[D-BUS Service]\nName=%s\nExec=%s\n' "$name" "$exec" > "$case_dir/services/$name.service"
     done
 }
 
@@ -423,7 +427,7 @@ keepassxc_there_and_back() {
 }
 
 if [ -n "$inner" ]; then
-    # The cases of the other helpers, so that their functions can run inside a bus too: what they
+    # The cases of cases-*.sh, so that their functions can run inside a bus too: what they
     # register with check or skip is registered by the outer run only.
     check() { :; }
     skip() { :; }
@@ -434,6 +438,11 @@ if [ -n "$inner" ]; then
     set -e
     trap stop_started EXIT
     [ -z "${KDE_TRACE:-}" ] || set -x
+    if [ "$KWALLET_TARGET" = kwalletd5 ]; then
+        # kwalletd5 outlives its bus (it saves the wallet as it goes): stopped by its pid.
+        kde_client pam_open pw
+        started+=("$(owner_pid org.kde.kwalletd5)")
+    fi
     "$@"
     exit
 fi
@@ -471,6 +480,15 @@ if [ -n "${KDE_ONLY:-}" ]; then
     summary
     exit
 fi
+if [ "$KWALLET_TARGET" = kwalletd5 ]; then
+    # shellcheck source=Tests/kde/cases-server.sh
+    . "$here/cases-server.sh"
+    case_setup=kde_server_setup
+    echo "cases-server.sh's cases against kwalletd5 itself"
+    kde_server_cases
+    summary
+    exit
+fi
 check "import from kwalletd5: every entry of each type, empty folders, its Secret Service items once; a second run adds nothing" \
     on_bus import_every_entry
 check "import from kwalletd5: a wallet that cannot be opened is said, and the run fails; the open one comes whole" \
@@ -488,7 +506,7 @@ if command -v keepassxc >/dev/null && command -v keepassxc-cli >/dev/null; then
 else
     skip "keepassxc is not installed: the KeePassXC case runs against it"
 fi
-# The other helpers' cases: cases-NAME.sh defines its case functions and kde_NAME_cases, which
+# The cases files: cases-NAME.sh defines its case functions and kde_NAME_cases, which
 # registers them (check, skip); each of its cases is set up by kde_NAME_setup where there is one.
 for cases in "$here"/cases-*.sh; do
     [ -e "$cases" ] || continue
