@@ -200,7 +200,7 @@ struct KWalletDaemon {
         try withExtendedLifetime(reply) { try reply.reader.bytes() }
     }
 
-    private func append<T>(_ writer: MessageWriter, _ type: Character, _ value: T) throws {
+    private func append<T: BitwiseCopyable>(_ writer: MessageWriter, _ type: Character, _ value: T) throws {
         var value = value
         try writer.verify(sd_bus_message_append_basic(writer.message, CChar(UInt8(ascii: Unicode.Scalar(String(type))!)), &value))
     }
