@@ -369,6 +369,8 @@ def confined_view(app):
     expect(-1, int(w.open("AppWallet", 0, app)), "a sandboxed app makes no keychain")
     expect(-1, int(w.deleteWallet("kdewallet")), "nor deletes one")
     expect(False, bool(w.disconnectApplication("kdewallet", "seed")), "nor disconnects another")
+    expect(1, int(w.close(h, True, app, signature="ibs")), "its forced close leaves the wallet open")
+    expect(True, bool(w.isOpen(h, signature="i")), "for the others that hold it")
 
 
 def read_password(folder, key, appid="reader"):
