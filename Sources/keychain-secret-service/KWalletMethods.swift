@@ -110,8 +110,8 @@ extension KWalletService {
     }
 
     /// A folder's entries changed: kwalletd's signal, and the Secret Service's (`itemsChanged`).
-    private func folderUpdated(_ open: OpenWallet, _ folder: String) {
-        emit("folderUpdated") { w in
+    private func folderUpdated(_ open: OpenWallet, _ folder: String, _ call: Call) {
+        emit("folderUpdated", seenBy: call.owner, in: open) { w in
             try w.string(open.name)
             try w.string(folder)
         }
@@ -188,7 +188,7 @@ extension KWalletService {
             return 0
         }
         try service.reply(call) { try $0.int32(rc) }
-        if let changed { folderUpdated(changed, folder) }
+        if let changed { folderUpdated(changed, folder, call) }
     }
 
     func hasEntry(_ call: Call) throws {
@@ -221,7 +221,7 @@ extension KWalletService {
             return try store.removeKWalletEntry(folder: folder, key: key, owner: owner) ? 0 : -3
         }
         try service.reply(call) { try $0.int32(rc) }
-        if let changed { folderUpdated(changed, folder) }
+        if let changed { folderUpdated(changed, folder, call) }
     }
 
     /// 0, or -1 when there is no entry `oldName` or one named `newName` exists (kwalletd's backend
@@ -235,7 +235,7 @@ extension KWalletService {
             return try store.renameKWalletEntry(folder: folder, from: from, to: to, owner: owner) ? 0 : -1
         }
         try service.reply(call) { try $0.int32(rc) }
-        if let changed { folderUpdated(changed, folder) }
+        if let changed { folderUpdated(changed, folder, call) }
     }
 }
 

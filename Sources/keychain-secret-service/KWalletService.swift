@@ -85,6 +85,17 @@ final class KWalletService {
     func emit(_ member: String, _ body: (MessageWriter) throws -> Void) {
         for (_, path) in Self.names { service.emit(path, Self.interface, member, body) }
     }
+
+    /// A signal naming what a sandboxed app keeps (its folders): sent only to that app's
+    /// connections holding the wallet, never broadcast where other apps listen. An unconfined
+    /// program's change goes to everyone, as kwalletd's.
+    func emit(_ member: String, seenBy owner: String?, in open: OpenWallet, _ body: (MessageWriter) throws -> Void) {
+        guard let owner else { return emit(member, body) }
+        let holders = Set(sessions.filter { $0.handle == open.handle && service.caller($0.connection).owner == owner }.map(\.connection))
+        for connection in holders.sorted() {
+            for (_, path) in Self.names { service.emit(path, Self.interface, member, to: connection, body) }
+        }
+    }
 }
 
 /// The errors sd-bus itself would answer for a call no vtable knows.

@@ -170,7 +170,8 @@ extension KWalletService {
     }
 
     /// close(handle, force, appid): the caller's hold on the handle goes; 0 when the wallet closed,
-    /// 1 when it stays open (or the caller held no such handle), -1 for no open wallet.
+    /// 1 when it stays open (or the caller held no such handle), -1 for no open wallet. A sandboxed
+    /// app's force closes nothing for the others, as with close(wallet, force).
     func closeHandle(_ call: Call) throws {
         let r = call.reader
         let (handle, force, appid) = (try r.int32(), try r.bool(), try r.string())
@@ -180,7 +181,7 @@ extension KWalletService {
             let session = KWalletSession(connection: call.sender, appid: appid, handle: handle)
             if sessions.contains(session) {
                 sessions.removeAll { $0 == session }
-                if force {
+                if force, !call.caller.isConfined {
                     close(open)
                     rc = 0
                 }

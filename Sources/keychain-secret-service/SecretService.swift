@@ -361,10 +361,12 @@ final class SecretService {
         _ = sd_bus_reply_method_error(call.message, &busError)
     }
 
-    func emit(_ path: String, _ interface: String, _ member: String, _ body: (MessageWriter) throws -> Void) {
+    /// A signal to every listener, or to the one connection `destination` only.
+    func emit(_ path: String, _ interface: String, _ member: String, to destination: String? = nil, _ body: (MessageWriter) throws -> Void) {
         var signal: OpaquePointer?
         guard sd_bus_message_new_signal(bus, &signal, path, interface, member) >= 0, let signal else { return }
         defer { sd_bus_message_unref(signal) }
+        if let destination, sd_bus_message_set_destination(signal, destination) < 0 { return }
         guard (try? body(MessageWriter(message: signal))) != nil else { return }
         _ = sd_bus_send(bus, signal, nil)
     }

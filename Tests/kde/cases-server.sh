@@ -122,6 +122,26 @@ sandboxed_app_sees_its_own_entries() {
     expect unconfined "$(security find-generic-password -s Passwords -a mail -w)"
 }
 
+sandboxed_apps_folder_names_stay_unheard() {
+    local client listener app waited=0
+    client="$(dirname "${BASH_SOURCE[0]}")/server_client.py"
+    kde_client heard_folders "$HOME/heard" 4 &
+    listener=$!
+    confined org.example.App "$py" "$client" heard_folders "$HOME/heard-app" 4 org.example.App &
+    app=$!
+    while [ ! -e "$HOME/heard.ready" ] || [ ! -e "$HOME/heard-app.ready" ]; do
+        [ $waited -lt 100 ] || break
+        sleep 0.1
+        waited=$((waited + 1))
+    done
+    confined org.example.App "$py" "$client" seed kdewallet "App Secret Folder" k v
+    kde_client seed kdewallet "Unconfined Folder" k v
+    wait "$listener" "$app"
+    grep -q "App Secret Folder" "$HOME/heard-app" || { echo "the app did not hear its own folder: $(cat "$HOME/heard-app")"; return 1; }
+    grep -q "Unconfined Folder" "$HOME/heard" || { echo "the listener heard nothing: $(cat "$HOME/heard")"; return 1; }
+    if grep "App Secret Folder" "$HOME/heard"; then echo "a sandboxed app's folder name was broadcast"; return 1; fi
+}
+
 local_and_network_wallet_from_kwalletrc() {
     expect "kdewallet kdewallet" "$(kde_client defaults)"
     mkdir -p "$XDG_CONFIG_HOME"
@@ -183,6 +203,7 @@ kde_server_cases() {
         check "--kwallet beside another Secret Service: the KWallet names alone, one line" on_bus kwallet_names_alone_beside_another_provider
         if command -v bwrap >/dev/null; then
             check "a sandboxed app sees and writes its own entries only" on_bus sandboxed_app_sees_its_own_entries
+            check "a sandboxed app's folder names are told to that app only" on_bus sandboxed_apps_folder_names_stay_unheard
         else
             skip "bwrap (bubblewrap) is not installed: the sandboxed app's case"
         fi

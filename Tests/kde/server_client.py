@@ -248,6 +248,26 @@ def wait_owned(name, pid):
     sys.exit("%s never owned by %s" % (name, pid))
 
 
+def heard_folders(out, seconds="4", appid=""):
+    """The folder names folderUpdated and folderListUpdated tell this client (holding the wallet
+    under APPID if given), one a line in OUT; OUT.ready once it listens."""
+    from dbus.mainloop.glib import DBusGMainLoop
+    from gi.repository import GLib
+    bus = dbus.SessionBus(mainloop=DBusGMainLoop())
+    heard = []
+    bus.add_signal_receiver(lambda *args, **kw: heard.append(" ".join(str(a) for a in args)),
+                            None, "org.kde.KWallet", None, PATH, member_keyword="member")
+    if appid:
+        expect(True, int(wallet(bus).open("kdewallet", 0, appid)) > 0, "a handle")
+    wallet(bus).isEnabled()  # a round trip: the match is in place
+    open(out + ".ready", "w").close()
+    loop = GLib.MainLoop()
+    GLib.timeout_add(int(float(seconds) * 1000), loop.quit)
+    loop.run()
+    with open(out, "w") as f:
+        f.write("".join(line + "\n" for line in heard))
+
+
 def wallet_methods():
     """disconnectApplication, closeAllWallets, sync, reconfigure, openPath and their signals."""
     from dbus.mainloop.glib import DBusGMainLoop
@@ -369,6 +389,8 @@ def confined_view(app):
     expect(-1, int(w.open("AppWallet", 0, app)), "a sandboxed app makes no keychain")
     expect(-1, int(w.deleteWallet("kdewallet")), "nor deletes one")
     expect(False, bool(w.disconnectApplication("kdewallet", "seed")), "nor disconnects another")
+    expect(1, int(w.close(h, True, app, signature="ibs")), "its forced close leaves the wallet open")
+    expect(True, bool(w.isOpen(h, signature="i")), "for the others that hold it")
 
 
 def read_password(folder, key, appid="reader"):
