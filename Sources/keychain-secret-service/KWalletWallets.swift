@@ -128,7 +128,12 @@ extension KWalletService {
             emit("walletOpened") { try $0.string(name) }
         }
         let session = KWalletSession(connection: connection, appid: appid, handle: handle)
-        if !sessions.contains(session) { sessions.append(session) }
+        if !sessions.contains(session) {
+            // Each appid a connection names is a hold kept until it leaves the bus: bounded, so
+            // one client cannot grow the list every call is looked up in.
+            guard sessions.count(where: { $0.connection == connection }) < Self.holdsPerConnection else { return -1 }
+            sessions.append(session)
+        }
         return handle
     }
 
@@ -142,6 +147,8 @@ extension KWalletService {
 
     /// KWallet::Wallet::PasswordFolder() and FormDataFolder().
     static let defaultFolders = ["Passwords", "Form Data"]
+    /// The appids one connection may hold wallets under at once (KDE programs use one or two).
+    static let holdsPerConnection = 256
 
     /// A positive handle no open wallet has, not guessable from the last (kwalletd's are random).
     private func newHandle() -> Int32 {
@@ -220,7 +227,11 @@ extension KWalletService {
         let name = try call.reader.string()
         var appids: [String] = []
         if let open = openWallet(named: name) {
-            for session in sessions where session.handle == open.handle && !appids.contains(session.appid) { appids.append(session.appid) }
+            // A sandboxed app learns only its own holds, not which other programs use the wallet.
+            for session in sessions where session.handle == open.handle && !appids.contains(session.appid) {
+                if call.caller.isConfined, service.caller(session.connection).owner != call.owner { continue }
+                appids.append(session.appid)
+            }
         }
         try service.reply(call) { try $0.strings(appids) }
     }

@@ -122,6 +122,19 @@ sandboxed_app_sees_its_own_entries() {
     expect unconfined "$(security find-generic-password -s Passwords -a mail -w)"
 }
 
+# users() tells a sandboxed app its own holds only, not which other programs use the wallet.
+sandboxed_app_sees_its_own_users() {
+    local holder waited=0
+    kde_client heard_folders "$HOME/held" 3 org.kde.kmail &
+    holder=$!
+    while [ ! -e "$HOME/held.ready" ] && [ $waited -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
+    expect "org.kde.kmail other" "$(kde_client users_seen other)" "an unconfined caller sees every hold"
+    expect org.example.App "$(confined org.example.App "$py" "$(dirname "${BASH_SOURCE[0]}")/server_client.py" users_seen org.example.App)"
+    wait "$holder"
+}
+
+holds_per_connection_are_bounded() { kde_client holds_are_bounded; }
+
 sandboxed_apps_folder_names_stay_unheard() {
     local client listener app waited=0
     client="$(dirname "${BASH_SOURCE[0]}")/server_client.py"
@@ -201,9 +214,11 @@ kde_server_cases() {
         check "a missing wallet is made through the prompt; the login keychain is never deleted" on_bus a_missing_wallet_is_made_through_the_prompt
         check "--replace takes the Secret Service; the KWallet names stay served" on_bus losing_the_secret_service_name_keeps_kwallet
         check "--kwallet beside another Secret Service: the KWallet names alone, one line" on_bus kwallet_names_alone_beside_another_provider
+        check "one connection holds the wallet under at most 256 appids" on_bus holds_per_connection_are_bounded
         if command -v bwrap >/dev/null; then
             check "a sandboxed app sees and writes its own entries only" on_bus sandboxed_app_sees_its_own_entries
             check "a sandboxed app's folder names are told to that app only" on_bus sandboxed_apps_folder_names_stay_unheard
+            check "users() tells a sandboxed app its own holds only" on_bus sandboxed_app_sees_its_own_users
         else
             skip "bwrap (bubblewrap) is not installed: the sandboxed app's case"
         fi

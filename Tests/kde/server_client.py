@@ -393,6 +393,22 @@ def confined_view(app):
     expect(True, bool(w.isOpen(h, signature="i")), "for the others that hold it")
 
 
+def users_seen(appid):
+    """The appids users() names for the login wallet, as a caller holding it under APPID sees them."""
+    w = wallet()
+    expect(True, int(w.open("kdewallet", 0, appid)) > 0, "a handle")
+    print(" ".join(sorted(str(a) for a in w.users("kdewallet"))))
+
+
+def holds_are_bounded():
+    """One connection holds the wallet under at most 256 appids; the next open is -1."""
+    w = wallet()
+    for n in range(256):
+        expect(True, int(w.open("kdewallet", 0, "app-%d" % n)) > 0, "hold %d" % n)
+    expect(-1, int(w.open("kdewallet", 0, "app-256")), "the 257th appid")
+    expect(True, int(w.open("kdewallet", 0, "app-7")) > 0, "an appid already held")
+
+
 def read_password(folder, key, appid="reader"):
     w = wallet()
     h = w.open("kdewallet", 0, appid)
