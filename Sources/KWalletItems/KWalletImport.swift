@@ -13,13 +13,17 @@ extension KWalletContents {
 /// A wallet's entries into a keychain, as `security import-secrets --kwallet` and the first-login
 /// import bring them: idempotent, and never over what the keychain holds.
 extension KeychainStore {
+    /// Why an entry did not come: said by every importer of wallets.
+    package static let kwalletEntryKept = "the keychain already holds another value under this folder and key; it is kept"
+
     /// Whether the keychain holds this entry already (the same type and bytes); errSecDuplicateItem
     /// when it holds another value under the same folder and key: an import never replaces what is
     /// in the keychain, and says so.
     package func holdsKWalletEntry(_ entry: KWalletEntry) throws -> Bool {
-        guard let existing = try kwalletEntry(folder: entry.folder, key: entry.key, owner: nil) else { return false }
+        guard var existing = try kwalletEntry(folder: entry.folder, key: entry.key, owner: nil) else { return false }
+        defer { existing.value.wipe() }
         guard existing.type == entry.type, existing.value == entry.value else {
-            throw KeychainError(.duplicateItem, "the keychain already holds another value for this entry; the keychain's is kept")
+            throw KeychainError(.duplicateItem, Self.kwalletEntryKept)
         }
         return true
     }

@@ -79,9 +79,12 @@ struct KWalletImport {
         for folder in contents.emptyFolders {
             let shown = "\(place): folder \u{201C}\(folder)\u{201D}"
             do {
-                let isNew = try store.map { try !$0.kwalletFolders(owner: nil).contains(folder) } ?? true
-                if isNew && !dryRun { _ = try store?.createKWalletFolder(folder, owner: nil) }
-                tally.count(added: isNew, shown)
+                guard let store else {
+                    tally.count(added: true, shown)
+                    continue
+                }
+                let outcome = dryRun ? (try store.holdsKWalletFolder(folder) ? .alreadyThere : .added) : try store.importKWalletFolder(folder)
+                tally.count(added: outcome == .added, shown)
             } catch {
                 tally.fail(shown, KeychainErrorText.of(error))
             }
@@ -101,16 +104,13 @@ struct KWalletImport {
                 continue
             }
             do {
-                if try store.holdsSecretItem(label: label, attributes: item.attributes, secret: secret, index: &index) {
-                    tally.count(added: false, shown)
-                    continue
-                }
-                if !dryRun {
-                    _ = try store.importSecretItem(
+                let outcome =
+                    dryRun
+                    ? (try store.holdsSecretItem(label: label, attributes: item.attributes, secret: secret, index: &index) ? .alreadyThere : .added)
+                    : try store.importSecretItem(
                         label: label, attributes: item.attributes, secret: secret, contentType: item.contentType, created: item.created,
                         modified: item.modified, index: &index)
-                }
-                tally.count(added: true, shown)
+                tally.count(added: outcome == .added, shown)
             } catch {
                 tally.fail(shown, KeychainErrorText.of(error))
             }
@@ -148,17 +148,10 @@ struct KWalletImport {
             return
         }
         do {
-            if var held = try store.kwalletEntry(folder: entry.folder, key: entry.key, owner: nil) {
-                defer { held.value.wipe() }
-                if held == entry {
-                    tally.count(added: false, place)
-                } else {
-                    tally.fail(place, "the keychain already holds another value under this folder and key; it is kept")
-                }
-                return
-            }
-            if !dryRun { try store.writeKWalletEntry(entry, owner: nil) }
-            tally.count(added: true, place)
+            let outcome = dryRun ? (try store.holdsKWalletEntry(entry) ? .alreadyThere : .added) : try store.importKWalletEntry(entry)
+            tally.count(added: outcome == .added, place)
+        } catch let error as KeychainError where error.code == .duplicateItem {
+            tally.fail(place, KeychainStore.kwalletEntryKept)
         } catch {
             tally.fail(place, KeychainErrorText.of(error))
         }
