@@ -95,7 +95,7 @@ let package = Package(
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
-        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "CredentialHelperSupport", "CSDBus", "COpenSSL", "CLinux"],
+        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "CSDBus", "COpenSSL", "CLinux"],
                           exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The SSH agent: a daemon for the whole session, like keychain-secret-service, so linked the

@@ -17,50 +17,55 @@ package struct KWalletSecretItem: Sendable, Equatable {
     package var modified: UInt64
 }
 
-extension KWalletContents {
-    /// The attributes file kwalletd writes is a few hundred bytes per item.
-    package static let maximumAttributesFileSize = 16 << 20
+/// kwalletd's `WALLET_attributes.json`: what its Secret Service keeps of each item beside the
+/// wallet's entry, by the entry's "Folder/key" (kwalletfreedesktopattributes.cpp). The `.kwl`
+/// importers and the D-Bus importer read it alike.
+package struct KWalletSecretAttributes: Sendable {
+    package struct Fields: Sendable {
+        package var attributes: [String: String] = [:]
+        package var contentType = "application/octet-stream"
+        /// Seconds since 1970; 0 when the file does not say.
+        package var created: UInt64 = 0
+        package var modified: UInt64 = 0
+    }
 
-    /// The wallet's entries split into kwalletd's Secret Service items (the entries its
-    /// attributes file names) and KWallet's own entries. Without the file (nil), every entry is
-    /// KWallet's own. A file that is not kwalletd's JSON object is an error: its items would
-    /// otherwise come over as entries without their attributes.
-    package func splitSecretServiceItems(attributesFile: Bytes?) throws -> (items: [KWalletSecretItem], entries: [KWalletEntry]) {
-        guard let attributesFile else { return ([], entries) }
-        guard attributesFile.count <= Self.maximumAttributesFileSize else {
-            throw KWalletFileError.malformed("the Secret Service attributes file is larger than \(Self.maximumAttributesFileSize >> 20) MiB")
+    /// The attributes file kwalletd writes is a few hundred bytes per item.
+    package static let maximumFileSize = 16 << 20
+
+    private var byLocation: [String: Fields] = [:]
+
+    /// A file that is not kwalletd's JSON object is an error: its items would otherwise come over
+    /// as entries without their attributes.
+    package init(file: Bytes) throws {
+        guard file.count <= Self.maximumFileSize else {
+            throw KWalletFileError.malformed("the Secret Service attributes file is larger than \(Self.maximumFileSize >> 20) MiB")
         }
-        guard case .object(let pairs)? = try? JSON.parse(attributesFile) else {
+        guard case .object(let pairs)? = try? JSON.parse(file) else {
             throw KWalletFileError.malformed("the Secret Service attributes file is not kwalletd's JSON object")
         }
-        var parameters: [String: [(String, JSONValue)]] = [:]
-        for case (let location, .object(let fields)) in pairs { parameters[location] = fields }
-        var items: [KWalletSecretItem] = []
-        var native: [KWalletEntry] = []
-        for entry in entries {
-            guard let fields = parameters[entry.folder + "/" + entry.key] else {
-                native.append(entry)
-                continue
+        for case (let location, .object(let parameters)) in pairs {
+            var fields = Fields()
+            for (name, parameter) in parameters {
+                switch (name, parameter) {
+                case ("attributes", .object(let values)):
+                    fields.attributes = [:]
+                    for case (let name, .string(let value)) in values { fields.attributes[name] = value }
+                case ("$fdo_mime_type", .string(let text)): fields.contentType = text
+                case ("$fdo_created", .string(let text)): fields.created = UInt64(text) ?? 0
+                case ("$fdo_modified", .string(let text)): fields.modified = UInt64(text) ?? 0
+                default: break
+                }
             }
-            func string(_ name: String) -> String? {
-                fields.last { $0.0 == name }.flatMap { if case .string(let s) = $0.1 { return s } else { return nil } }
-            }
-            var attributes: [String: String] = [:]
-            if case .object(let values)? = fields.last(where: { $0.0 == "attributes" })?.1 {
-                for case (let name, .string(let value)) in values { attributes[name] = value }
-            }
-            items.append(
-                KWalletSecretItem(
-                    entry: entry, label: Self.label(folder: entry.folder, key: entry.key), attributes: attributes,
-                    secret: Self.secret(of: entry), contentType: string("$fdo_mime_type") ?? "application/octet-stream",
-                    created: string("$fdo_created").flatMap(UInt64.init) ?? 0, modified: string("$fdo_modified").flatMap(UInt64.init) ?? 0))
+            byLocation[location] = fields
         }
-        return (items, native)
     }
+
+    /// The item kept as this entry, if it is one.
+    package func fields(folder: String, key: String) -> Fields? { byLocation[folder + "/" + key] }
 
     /// kwalletd's FdoUniqueLabel: the key without the "__N_" it adds to tell same-labelled items
     /// apart, and the folder in front unless it is "Secret Service".
-    static func label(folder: String, key: String) -> String {
+    package static func label(folder: String, key: String) -> String {
         // Its pattern, "(^.*)__(\\d+)_$", on UTF-16 as a QString is matched; the number a Qt int.
         var label = key
         let units = Array(key.utf16)
@@ -77,8 +82,34 @@ extension KWalletContents {
     }
 
     /// What kwalletd's GetSecret answers: a password entry's text in UTF-8, another's bytes.
-    static func secret(of entry: KWalletEntry) -> Bytes {
+    package static func secret(of entry: KWalletEntry) -> Bytes {
         guard entry.type == .password, let text = QtDataStream.readString(entry.value) else { return entry.value }
         return Array(text.utf8)
+    }
+}
+
+extension KWalletContents {
+    package static let maximumAttributesFileSize = KWalletSecretAttributes.maximumFileSize
+
+    /// The wallet's entries split into kwalletd's Secret Service items (the entries its
+    /// attributes file names) and KWallet's own entries. Without the file (nil), every entry is
+    /// KWallet's own.
+    package func splitSecretServiceItems(attributesFile: Bytes?) throws -> (items: [KWalletSecretItem], entries: [KWalletEntry]) {
+        guard let attributesFile else { return ([], entries) }
+        let kept = try KWalletSecretAttributes(file: attributesFile)
+        var items: [KWalletSecretItem] = []
+        var native: [KWalletEntry] = []
+        for entry in entries {
+            guard let fields = kept.fields(folder: entry.folder, key: entry.key) else {
+                native.append(entry)
+                continue
+            }
+            items.append(
+                KWalletSecretItem(
+                    entry: entry, label: KWalletSecretAttributes.label(folder: entry.folder, key: entry.key), attributes: fields.attributes,
+                    secret: KWalletSecretAttributes.secret(of: entry), contentType: fields.contentType, created: fields.created,
+                    modified: fields.modified))
+        }
+        return (items, native)
     }
 }

@@ -95,8 +95,8 @@ struct KWalletImport {
             return
         }
         for (entry, item) in contents.secretItems {
-            let label = KWalletSecretItems.label(folder: entry.folder, key: entry.key)
-            var secret = KWalletSecretItems.secret(of: entry)
+            let label = KWalletSecretAttributes.label(folder: entry.folder, key: entry.key)
+            var secret = KWalletSecretAttributes.secret(of: entry)
             defer { secret.wipe() }
             let shown = "\(place): \u{201C}\(label)\u{201D}"
             guard let store else {
