@@ -135,24 +135,30 @@ sandboxed_app_sees_its_own_users() {
 
 holds_per_connection_are_bounded() { kde_client holds_are_bounded; }
 
+# folderUpdated and folderListUpdated go to the programs holding the wallet that see the folder:
+# a sandboxed app hears its own folders only, an unconfined program no sandboxed app's.
 sandboxed_apps_folder_names_stay_unheard() {
     local client listener app waited=0
     client="$(dirname "${BASH_SOURCE[0]}")/server_client.py"
-    kde_client heard_folders "$HOME/heard" 4 &
+    kde_client heard_folders "$HOME/heard" 60 org.kde.kmail &
     listener=$!
-    confined org.example.App "$py" "$client" heard_folders "$HOME/heard-app" 4 org.example.App &
+    confined org.example.App "$py" "$client" heard_folders "$HOME/heard-app" 60 org.example.App &
     app=$!
     while [ ! -e "$HOME/heard.ready" ] || [ ! -e "$HOME/heard-app.ready" ]; do
-        [ $waited -lt 100 ] || break
+        [ $waited -lt 300 ] || break
         sleep 0.1
         waited=$((waited + 1))
     done
     confined org.example.App "$py" "$client" seed kdewallet "App Secret Folder" k v
     kde_client seed kdewallet "Unconfined Folder" k v
+    kde_client make_folder "Unconfined Empty Folder"
+    touch "$HOME/heard.stop" "$HOME/heard-app.stop"
     wait "$listener" "$app"
-    grep -q "App Secret Folder" "$HOME/heard-app" || { echo "the app did not hear its own folder: $(cat "$HOME/heard-app")"; return 1; }
-    grep -q "Unconfined Folder" "$HOME/heard" || { echo "the listener heard nothing: $(cat "$HOME/heard")"; return 1; }
-    if grep "App Secret Folder" "$HOME/heard"; then echo "a sandboxed app's folder name was broadcast"; return 1; fi
+    grep -qx "folderUpdated kdewallet App Secret Folder" "$HOME/heard-app" || { echo "the app did not hear its own folder: $(cat "$HOME/heard-app")"; return 1; }
+    grep -qx "folderUpdated kdewallet Unconfined Folder" "$HOME/heard" || { echo "the holder did not hear the folder: $(cat "$HOME/heard")"; return 1; }
+    grep -qx "folderListUpdated kdewallet" "$HOME/heard" || { echo "the holder did not hear the folder list: $(cat "$HOME/heard")"; return 1; }
+    if grep "App Secret Folder" "$HOME/heard"; then echo "a sandboxed app's folder name reached another program"; return 1; fi
+    if grep -e "Unconfined" -e folderListUpdated "$HOME/heard-app"; then echo "a sandboxed app heard another program's folders"; return 1; fi
 }
 
 local_and_network_wallet_from_kwalletrc() {
@@ -217,7 +223,7 @@ kde_server_cases() {
         check "one connection holds the wallet under at most 256 appids" on_bus holds_per_connection_are_bounded
         if command -v bwrap >/dev/null; then
             check "a sandboxed app sees and writes its own entries only" on_bus sandboxed_app_sees_its_own_entries
-            check "a sandboxed app's folder names are told to that app only" on_bus sandboxed_apps_folder_names_stay_unheard
+            check "folderUpdated and folderListUpdated reach the holders that see the folder only" on_bus sandboxed_apps_folder_names_stay_unheard
             check "users() tells a sandboxed app its own holds only" on_bus sandboxed_app_sees_its_own_users
         else
             skip "bwrap (bubblewrap) is not installed: the sandboxed app's case"
