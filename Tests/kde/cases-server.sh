@@ -97,6 +97,37 @@ prompts_per_client_are_capped() {
     expect 8 "$(grep -cx start "$PINENTRY_RUNS")" "pinentry runs"
 }
 
+# kwalletd answers folderDoesNotExist and keyDoesNotExist from a closed wallet exactly, and KDE's
+# programs (kpasswdserver, the form wallet) ask them so as not to raise the wallet's prompt for
+# nothing: a locked keychain answers from its index, each program its own view, and no prompt.
+does_not_exist_while_locked() {
+    kde_client seed kdewallet Passwords mail kept
+    kde_client make_folder "Empty Folder"
+    local client asks mine app
+    client="$(dirname "${BASH_SOURCE[0]}")/server_client.py"
+    confined org.example.App "$py" "$client" seed kdewallet "App Folder" key app-secret
+    # The app's view has the folders a new wallet has (Passwords, Form Data), as kwalletd's.
+    asks='folder Passwords
+folder "Empty Folder"
+folder Nothing
+folder "App Folder"
+key Passwords mail
+key Passwords other
+key Nothing mail
+key "App Folder" key'
+    mine=$(kde_client does_not_exist "$asks")
+    app=$(confined org.example.App "$py" "$client" does_not_exist "$asks")
+    expect "false false true true false true true true" "$mine" "an unconfined program's answers"
+    expect "false true true false true true true false" "$app" "the app's answers"
+    security lock-keychain
+    : > "$PINENTRY_RUNS"
+    answers CANCEL CANCEL CANCEL CANCEL
+    expect "$mine" "$(kde_client does_not_exist "$asks")" "an unconfined program's answers, locked"
+    expect "$app" "$(confined org.example.App "$py" "$client" does_not_exist "$asks")" "the app's answers, locked"
+    expect 0 "$(grep -cx start "$PINENTRY_RUNS")" "prompts"
+    expect true "$(kde_client does_not_exist 'folder Passwords' 'kdewallet-none')" "a wallet that does not exist"
+}
+
 wallet_closes_when_the_keychain_locks() { kde_client closed_on_lock; }
 
 a_missing_wallet_is_made_through_the_prompt() {
@@ -217,6 +248,7 @@ kde_server_cases() {
         check "a locked wallet opens through the keychain's prompt; cancel is -1" on_bus opening_a_locked_wallet_prompts
         check "a locked wallet opened in a loop: at most 8 prompts per client" on_bus prompts_per_client_are_capped
         check "security lock-keychain closes the wallet: walletClosedId" on_bus wallet_closes_when_the_keychain_locks
+        check "folderDoesNotExist and keyDoesNotExist on a locked keychain: exact, from the index, no prompt" on_bus does_not_exist_while_locked
         check "a missing wallet is made through the prompt; the login keychain is never deleted" on_bus a_missing_wallet_is_made_through_the_prompt
         check "--replace takes the Secret Service; the KWallet names stay served" on_bus losing_the_secret_service_name_keeps_kwallet
         check "--kwallet beside another Secret Service: the KWallet names alone, one line" on_bus kwallet_names_alone_beside_another_provider

@@ -279,6 +279,21 @@ def heard_folders(out, seconds="4", appid=""):
         f.write("".join(line + "\n" for line in heard))
 
 
+def does_not_exist(asks, wallet_name="kdewallet"):
+    """folderDoesNotExist and keyDoesNotExist of WALLET_NAME, for each line of ASKS ("folder F"
+    or "key F K", shell words): their answers, one line, "true" or "false"."""
+    import shlex
+    w = wallet()
+    answers = []
+    for line in asks.splitlines():
+        words = shlex.split(line)
+        if words[0] == "folder":
+            answers.append(bool(w.folderDoesNotExist(wallet_name, words[1])))
+        else:
+            answers.append(bool(w.keyDoesNotExist(wallet_name, words[1], words[2])))
+    print(" ".join("true" if a else "false" for a in answers))
+
+
 def make_folder(folder, appid="seed"):
     """createFolder in the login wallet, as KWallet::Wallet::createFolder calls it."""
     w = wallet()
