@@ -65,6 +65,17 @@ extension KeychainStore {
         return found.unlocked.isEmpty && found.locked.isEmpty
     }
 
+    /// The folder and key of every entry of the unconfined view created no later than `date`
+    /// (seconds since 1970), without reading a secret.
+    package func kwalletEntryNames(createdBy date: UInt64) throws -> [(folder: String, key: String)] {
+        try unlockedItems([:], owner: nil).compactMap { item in
+            guard item.created <= date, let folder = item.attributes[KWalletAttributes.folder], let key = item.attributes[KWalletAttributes.key] else {
+                return nil
+            }
+            return (folder, key)
+        }
+    }
+
     /// Stores an entry (its folder made if new); unchanged when it already holds the same type and
     /// bytes, so that a second import changes nothing.
     @discardableResult

@@ -233,6 +233,7 @@ extension Takeover {
                 say("\(holder.shown) is not yours: it is left running, and \(name) with it")
                 return false
             }
+            guard closeWallets(of: holder, name: name, client: client, state: &state) else { return false }
             guard kill(holder.pid, SIGTERM) == 0 else {
                 say("cannot stop \(holder.shown): \(String(cString: strerror(errno)))")
                 return false
