@@ -16,16 +16,16 @@ kwallet_query_passwords_and_maps() {
     expect first "$(kwallet-query -r mail -f Passwords kdewallet)" "kwallet-query reads"
     printf 'second' | kwallet-query -w mail -f Passwords kdewallet
     expect second "$(kwallet-query -r mail -f Passwords kdewallet)" "kwallet-query writes"
-    kwallet-query -l -f Passwords kdewallet | grep -qx mail
+    kwallet-query -l -f Passwords kdewallet | grep -x mail > /dev/null
     kde_client seed_map "Form Data" login user=ann pass=x
-    kwallet-query -v -r login -f "Form Data" kdewallet | grep -q '"user": *"ann"'
+    kwallet-query -v -r login -f "Form Data" kdewallet | grep '"user": *"ann"' > /dev/null
     # kwallet-query serializes the map with Qt's own QDataStream: the bytes must be Qt's.
     printf '{"user":"bob","pass":"y","zeta":"z"}' | kwallet-query -w login -f "Form Data" kdewallet
     kde_client read_map_bytes "Form Data" login user=bob pass=y zeta=z
     if kde_ours; then
         expect second "$(security find-generic-password -s Passwords -a mail -w)" "security sees the password"
         expect second "$(secret-tool lookup service Passwords username mail)" "the Secret Service sees it"
-        secret-tool search --all kwallet.folder Passwords 2>&1 | grep -qx 'label = Passwords/mail'
+        secret-tool search --all kwallet.folder Passwords 2>&1 | grep -x 'label = Passwords/mail' > /dev/null
     fi
 }
 
