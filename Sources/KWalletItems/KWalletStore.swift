@@ -38,6 +38,44 @@ extension KeychainStore {
         try entryItems(folder: folder, key: key, owner: owner).lazy.compactMap { try self.kwalletEntry(of: $0, owner: owner) }.first
     }
 
+    /// Whether `owner` surely has no folder `folder`; nil when not even the attribute index can
+    /// say. While WhenUnlocked is locked the answer comes from the index alone (its key is
+    /// AfterFirstUnlock's, as kwalletd's closed wallet keeps an unencrypted index of hashed names):
+    /// no item is read, so nothing asks for the password. Exact, as kwalletd's: an entry or a
+    /// marker of the folder, locked or not, means it exists. nil when the keychain has not been
+    /// unlocked since boot: then the index's key is gone, and the folder may exist.
+    package func kwalletFolderIsAbsent(_ folder: String, owner: String?) throws -> Bool? {
+        let state = status
+        if state.whenUnlocked { return try !kwalletFolders(owner: owner).contains(folder) }
+        guard state.afterFirstUnlock else { return nil }
+        for searcher in [KWalletAttributes.folderOwner(owner), owner] {
+            let found = try searchSecretItemRows([KWalletAttributes.folder: folder], owner: searcher)
+            guard found.unlocked.isEmpty && found.locked.isEmpty else { return false }
+        }
+        return true
+    }
+
+    /// Whether `owner` surely has no entry `key` in `folder`; nil when not even the attribute
+    /// index can say (as `kwalletFolderIsAbsent`).
+    package func kwalletEntryIsAbsent(folder: String, key: String, owner: String?) throws -> Bool? {
+        let state = status
+        if state.whenUnlocked { return try kwalletEntry(folder: folder, key: key, owner: owner) == nil }
+        guard state.afterFirstUnlock else { return nil }
+        let found = try searchSecretItemRows([KWalletAttributes.folder: folder, KWalletAttributes.key: key], owner: owner)
+        return found.unlocked.isEmpty && found.locked.isEmpty
+    }
+
+    /// The folder and key of every entry of the unconfined view created no later than `date`
+    /// (seconds since 1970), without reading a secret.
+    package func kwalletEntryNames(createdBy date: UInt64) throws -> [(folder: String, key: String)] {
+        try unlockedItems([:], owner: nil).compactMap { item in
+            guard item.created <= date, let folder = item.attributes[KWalletAttributes.folder], let key = item.attributes[KWalletAttributes.key] else {
+                return nil
+            }
+            return (folder, key)
+        }
+    }
+
     /// Stores an entry (its folder made if new); unchanged when it already holds the same type and
     /// bytes, so that a second import changes nothing.
     @discardableResult

@@ -233,6 +233,7 @@ extension Takeover {
                 say("\(holder.shown) is not yours: it is left running, and \(name) with it")
                 return false
             }
+            guard closeWallets(of: holder, name: name, client: client, state: &state) else { return false }
             guard kill(holder.pid, SIGTERM) == 0 else {
                 say("cannot stop \(holder.shown): \(String(cString: strerror(errno)))")
                 return false
@@ -252,8 +253,12 @@ extension Takeover {
         var all = true
         for name in Self.kwalletNames {
             if client.peer(name)?.isKeychainService != true {
-                client.reloadConfig()
-                _ = try? client.activate(name)
+                // A service of ours holding another KWallet name claims this one itself, at once:
+                // a second one started for it would find the names taken, and say so.
+                if !Self.kwalletNames.contains(where: { client.peer($0)?.isKeychainService == true }) {
+                    client.reloadConfig()
+                    _ = try? client.activate(name)
+                }
                 _ = client.wait(seconds: 10, until: { client.peer(name)?.isKeychainService == true })
             }
             if let owner = client.peer(name), owner.isKeychainService {

@@ -165,6 +165,23 @@ struct KWalletDaemon {
         }
     }
 
+    /// Closes every wallet, each written to its file first: kwalletd writes a change about 5 s
+    /// after it, and a SIGTERM before then loses it.
+    func closeAllWallets() throws {
+        _ = try call("closeAllWallets")
+    }
+
+    /// Whether the wallet surely has no such entry: kwalletd answers from the wallet file's
+    /// index, the wallet open or not, without asking for its password.
+    func keyDoesNotExist(wallet: String, folder: String, key: String) throws -> Bool {
+        try bool(
+            try call("keyDoesNotExist") { w in
+                try w.string(wallet)
+                try w.string(folder)
+                try w.string(key)
+            })
+    }
+
     // MARK: The wire
 
     // Each takes the reply itself, not its reader: the reply frees the message when it goes.

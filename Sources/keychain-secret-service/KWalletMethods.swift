@@ -104,7 +104,7 @@ extension KWalletService {
         }
         try service.reply(call) { try $0.bool(done) }
         if let changed {
-            emit("folderListUpdated") { try $0.string(changed.name) }
+            emit("folderListUpdated", seenBy: call.owner, in: changed) { try $0.string(changed.name) }
             if !create { itemsChanged(changed) }
         }
     }

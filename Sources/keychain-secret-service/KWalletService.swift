@@ -86,12 +86,19 @@ final class KWalletService {
         for (_, path) in Self.names { service.emit(path, Self.interface, member, body) }
     }
 
-    /// A signal naming what a sandboxed app keeps (its folders): sent only to that app's
-    /// connections holding the wallet, never broadcast where other apps listen. An unconfined
-    /// program's change goes to everyone, as kwalletd's.
+    /// A signal naming a folder, or telling that a wallet's folder list changed: never broadcast,
+    /// but sent to each connection holding the wallet whose view that folder is in, the writer's
+    /// kind (a sandboxed app's own connections, or the unconfined programs'). So no sandboxed app
+    /// hears another program's folder names, nor an unconfined one an app's. kwalletd's clients
+    /// (KWallet::Wallet) listen only while they hold the wallet, and match the object's path and
+    /// interface, which a signal sent to them meets as a broadcast one does.
     func emit(_ member: String, seenBy owner: String?, in open: OpenWallet, _ body: (MessageWriter) throws -> Void) {
-        guard let owner else { return emit(member, body) }
-        let holders = Set(sessions.filter { $0.handle == open.handle && service.caller($0.connection).owner == owner }.map(\.connection))
+        let holders = Set(
+            sessions.filter { session in
+                guard session.handle == open.handle else { return false }
+                let caller = service.caller(session.connection)
+                return caller != .unidentified && caller.owner == owner
+            }.map(\.connection))
         for connection in holders.sorted() {
             for (_, path) in Self.names { service.emit(path, Self.interface, member, to: connection, body) }
         }

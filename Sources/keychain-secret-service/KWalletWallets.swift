@@ -293,25 +293,28 @@ extension KWalletService {
         if sd_bus_message_get_expect_reply(call.message) > 0 { try service.reply(call) }
     }
 
-    /// folderDoesNotExist and keyDoesNotExist answer without a handle, as kwalletd does from a
-    /// wallet's unencrypted index; a locked keychain cannot say, so "it may exist" (false).
+    /// folderDoesNotExist and keyDoesNotExist answer without a handle and without unlocking, as
+    /// kwalletd does from a closed wallet's index: KDE's programs (kpasswdserver, the form wallet)
+    /// ask them so as not to raise the wallet's prompt for nothing. A locked keychain answers from
+    /// its attribute index; before the first unlock since boot it cannot say, so "it may exist".
     func folderDoesNotExist(_ call: Call) throws {
         let r = call.reader
         let (name, folder) = (try r.string(), try r.string())
-        let absent = doesNotExist(name, call) { try !$0.kwalletFolders(owner: $1).contains(folder) }
+        let absent = doesNotExist(name, call) { try $0.kwalletFolderIsAbsent(folder, owner: $1) }
         try service.reply(call) { try $0.bool(absent) }
     }
 
     func keyDoesNotExist(_ call: Call) throws {
         let r = call.reader
         let (name, folder, key) = (try r.string(), try r.string(), try r.string())
-        let absent = doesNotExist(name, call) { try $0.kwalletEntry(folder: folder, key: key, owner: $1) == nil }
+        let absent = doesNotExist(name, call) { try $0.kwalletEntryIsAbsent(folder: folder, key: key, owner: $1) }
         try service.reply(call) { try $0.bool(absent) }
     }
 
-    private func doesNotExist(_ name: String, _ call: Call, _ absent: (KeychainStore, String?) throws -> Bool) -> Bool {
+    private func doesNotExist(_ name: String, _ call: Call, _ absent: (KeychainStore, String?) throws -> Bool?) -> Bool {
         guard let collection = target(name, byPath: false)?.collection else { return true }
-        guard !collection.isLocked, let store = try? collection.store() else { return false }
+        guard let store = try? collection.store() else { return false }
+        // An error, or nil (no unlock since boot): "it may exist".
         return (try? absent(store, call.owner)) ?? false
     }
 

@@ -112,22 +112,10 @@ final class SecretService {
             }, me)
         guard rc >= 0 else { throw ServiceError.failed("cannot filter calls: \(String(cString: strerror(-rc)))") }
 
-        var flags = UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT)
-        if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
-        rc = sd_bus_request_name(bus, Self.busName, flags)
-        if rc == -EEXIST {
-            let next = NameHolder(owning: Self.busName, on: bus).nextStep(replace: replace)
-            // With KWallet's API, KDE's programs are still served: the other provider keeps the
-            // Secret Service.
-            let instead = kwallet == nil ? "" : "; serving org.kde.kwalletd5 and org.kde.kwalletd6 alone"
-            SecretService.log("\(Self.busName) is already provided by \(currentOwner(Self.busName)); \(next)\(instead)")
-            if kwallet == nil { return 1 }
-        } else {
-            guard rc >= 0 else { throw ServiceError.failed("cannot own \(Self.busName): \(String(cString: strerror(-rc)))") }
-            ownedNames.insert(Self.busName)
-        }
         if kwallet != nil {
-            // Not given up to another kwalletd: a KDE program's handles are this service's.
+            // Not given up to another kwalletd: a KDE program's handles are this service's. Taken
+            // before the Secret Service's name, which is what a starter (systemd, enable) waits
+            // for: by then these are taken too, and nobody starts a second service for them.
             for (name, _) in KWalletService.names {
                 rc = sd_bus_request_name(bus, name, 0)
                 if rc == -EEXIST {
@@ -137,7 +125,20 @@ final class SecretService {
                 guard rc >= 0 else { throw ServiceError.failed("cannot own \(name): \(String(cString: strerror(-rc)))") }
                 ownedNames.insert(name)
             }
+        }
+        var flags = UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT)
+        if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
+        rc = sd_bus_request_name(bus, Self.busName, flags)
+        if rc == -EEXIST {
+            let next = NameHolder(owning: Self.busName, on: bus).nextStep(replace: replace)
+            // With KWallet's API, KDE's programs are still served: the other provider keeps the
+            // Secret Service.
+            let instead = kwallet == nil ? "" : "; serving org.kde.kwalletd5 and org.kde.kwalletd6 alone"
+            SecretService.log("\(Self.busName) is already provided by \(currentOwner(Self.busName)); \(next)\(instead)")
             if ownedNames.isEmpty { return 1 }
+        } else {
+            guard rc >= 0 else { throw ServiceError.failed("cannot own \(Self.busName): \(String(cString: strerror(-rc)))") }
+            ownedNames.insert(Self.busName)
         }
         for collection in collections.all { collection.announcedLocked = collection.isLocked }
         return loop()

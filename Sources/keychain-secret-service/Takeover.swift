@@ -113,7 +113,7 @@ struct Takeover {
 
     /// What enable did, one record a line: `file PATH SHA256` (a file it wrote), `link PATH TARGET`
     /// (a symbolic link it made), `stopped COMPONENTS HOW` (the user's gnome-keyring-daemon it
-    /// stopped), `since SECONDS`. Paths are %-escaped.
+    /// stopped), `since SECONDS`, `kwallet-stopped SECONDS`. Paths are %-escaped.
     struct State {
         enum Record: Equatable {
             case file(path: String, digest: String)
@@ -126,6 +126,9 @@ struct Takeover {
         }
 
         var since: Int = 0
+        /// When enable stopped kwalletd, its wallets written: disable checks that kwalletd holds
+        /// every KWallet entry the keychain held then.
+        var kwalletStopped: Int?
         var records: [Record] = []
 
         static func escape(_ text: String) -> String {
@@ -162,6 +165,7 @@ struct Takeover {
                 let fields = line.split(separator: " ")
                 switch (fields.first, fields.count) {
                 case ("since", 2): state.since = Int(fields[1]) ?? 0
+                case ("kwallet-stopped", 2): state.kwalletStopped = Int(fields[1])
                 case ("file", 3): state.records.append(.file(path: unescape(fields[1]), digest: String(fields[2])))
                 case ("link", 3): state.records.append(.link(path: unescape(fields[1]), target: unescape(fields[2])))
                 case ("stopped", 3): state.records.append(.stopped(components: String(fields[1]), how: String(fields[2])))
@@ -176,6 +180,7 @@ struct Takeover {
         func save() throws {
             var text = "# keychain-secret-service enable: what it changed; `keychain-secret-service disable` undoes exactly this.\n"
             text += "since \(since)\n"
+            if let kwalletStopped { text += "kwallet-stopped \(kwalletStopped)\n" }
             for record in records {
                 switch record {
                 case .file(let path, let digest): text += "file \(Self.escape(path)) \(digest)\n"
@@ -501,6 +506,7 @@ struct Takeover {
         for case .stopped(let components, let how) in state.records {
             if how == "kwallet" {
                 restartKWallet(client: client, name: components)
+                if let client, !kwalletHoldsItsEntries(client: client, name: components, heldAt: state.kwalletStopped) { status = 1 }
                 continue
             }
             if how == "units" {

@@ -126,6 +126,30 @@ final class KWalletStoreTests: StoreTestCase {
         XCTAssertEqual(try store.kwalletEntry(folder: "Mail", key: "ann", owner: nil)?.value, QtDataStream.string("two"))
     }
 
+    /// kwalletd answers folderDoesNotExist and keyDoesNotExist from a closed wallet exactly; so
+    /// does a WhenUnlocked-locked keychain, from its attribute index, for each owner's own view.
+    func testALockedKeychainStillSaysWhatDoesNotExist() throws {
+        try store.writeKWalletEntry(password("Mail", "ann", "one"), owner: nil)
+        try store.createKWalletFolder("Empty", owner: nil)
+        try store.writeKWalletEntry(password("App Folder", "key", "two"), owner: "org.example.App")
+        store.lock()
+        XCTAssertEqual(try store.kwalletFolderIsAbsent("Mail", owner: nil), false)
+        XCTAssertEqual(try store.kwalletFolderIsAbsent("Empty", owner: nil), false, "an empty folder exists")
+        XCTAssertEqual(try store.kwalletFolderIsAbsent("Nothing", owner: nil), true)
+        XCTAssertEqual(try store.kwalletFolderIsAbsent("App Folder", owner: nil), true, "another view's folder")
+        XCTAssertEqual(try store.kwalletFolderIsAbsent("App Folder", owner: "org.example.App"), false)
+        XCTAssertEqual(try store.kwalletFolderIsAbsent("Mail", owner: "org.example.App"), true)
+        XCTAssertEqual(try store.kwalletEntryIsAbsent(folder: "Mail", key: "ann", owner: nil), false)
+        XCTAssertEqual(try store.kwalletEntryIsAbsent(folder: "Mail", key: "bob", owner: nil), true)
+        XCTAssertEqual(try store.kwalletEntryIsAbsent(folder: "Other", key: "ann", owner: nil), true)
+        XCTAssertEqual(try store.kwalletEntryIsAbsent(folder: "App Folder", key: "key", owner: nil), true)
+        XCTAssertEqual(try store.kwalletEntryIsAbsent(folder: "App Folder", key: "key", owner: "org.example.App"), false)
+        XCTAssertStatus(try store.kwalletEntry(folder: "Mail", key: "ann", owner: nil), .interactionNotAllowed, "still locked")
+        store.lockAll()
+        XCTAssertNil(try store.kwalletFolderIsAbsent("Nothing", owner: nil), "no index key before the first unlock")
+        XCTAssertNil(try store.kwalletEntryIsAbsent(folder: "Mail", key: "bob", owner: nil))
+    }
+
     func testALockedKeychainIsAnErrorNotAnEmptyWallet() throws {
         try store.writeKWalletEntry(password("Mail", "ann", "one"), owner: nil)
         store.lock()

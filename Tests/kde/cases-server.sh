@@ -16,16 +16,16 @@ kwallet_query_passwords_and_maps() {
     expect first "$(kwallet-query -r mail -f Passwords kdewallet)" "kwallet-query reads"
     printf 'second' | kwallet-query -w mail -f Passwords kdewallet
     expect second "$(kwallet-query -r mail -f Passwords kdewallet)" "kwallet-query writes"
-    kwallet-query -l -f Passwords kdewallet | grep -qx mail
+    kwallet-query -l -f Passwords kdewallet | grep -x mail > /dev/null
     kde_client seed_map "Form Data" login user=ann pass=x
-    kwallet-query -v -r login -f "Form Data" kdewallet | grep -q '"user": *"ann"'
+    kwallet-query -v -r login -f "Form Data" kdewallet | grep '"user": *"ann"' > /dev/null
     # kwallet-query serializes the map with Qt's own QDataStream: the bytes must be Qt's.
     printf '{"user":"bob","pass":"y","zeta":"z"}' | kwallet-query -w login -f "Form Data" kdewallet
     kde_client read_map_bytes "Form Data" login user=bob pass=y zeta=z
     if kde_ours; then
         expect second "$(security find-generic-password -s Passwords -a mail -w)" "security sees the password"
         expect second "$(secret-tool lookup service Passwords username mail)" "the Secret Service sees it"
-        secret-tool search --all kwallet.folder Passwords 2>&1 | grep -qx 'label = Passwords/mail'
+        secret-tool search --all kwallet.folder Passwords 2>&1 | grep -x 'label = Passwords/mail' > /dev/null
     fi
 }
 
@@ -97,6 +97,37 @@ prompts_per_client_are_capped() {
     expect 8 "$(grep -cx start "$PINENTRY_RUNS")" "pinentry runs"
 }
 
+# kwalletd answers folderDoesNotExist and keyDoesNotExist from a closed wallet exactly, and KDE's
+# programs (kpasswdserver, the form wallet) ask them so as not to raise the wallet's prompt for
+# nothing: a locked keychain answers from its index, each program its own view, and no prompt.
+does_not_exist_while_locked() {
+    kde_client seed kdewallet Passwords mail kept
+    kde_client make_folder "Empty Folder"
+    local client asks mine app
+    client="$(dirname "${BASH_SOURCE[0]}")/server_client.py"
+    confined org.example.App "$py" "$client" seed kdewallet "App Folder" key app-secret
+    # The app's view has the folders a new wallet has (Passwords, Form Data), as kwalletd's.
+    asks='folder Passwords
+folder "Empty Folder"
+folder Nothing
+folder "App Folder"
+key Passwords mail
+key Passwords other
+key Nothing mail
+key "App Folder" key'
+    mine=$(kde_client does_not_exist "$asks")
+    app=$(confined org.example.App "$py" "$client" does_not_exist "$asks")
+    expect "false false true true false true true true" "$mine" "an unconfined program's answers"
+    expect "false true true false true true true false" "$app" "the app's answers"
+    security lock-keychain
+    : > "$PINENTRY_RUNS"
+    answers CANCEL CANCEL CANCEL CANCEL
+    expect "$mine" "$(kde_client does_not_exist "$asks")" "an unconfined program's answers, locked"
+    expect "$app" "$(confined org.example.App "$py" "$client" does_not_exist "$asks")" "the app's answers, locked"
+    expect 0 "$(grep -cx start "$PINENTRY_RUNS")" "prompts"
+    expect true "$(kde_client does_not_exist 'folder Passwords' 'kdewallet-none')" "a wallet that does not exist"
+}
+
 wallet_closes_when_the_keychain_locks() { kde_client closed_on_lock; }
 
 a_missing_wallet_is_made_through_the_prompt() {
@@ -135,24 +166,30 @@ sandboxed_app_sees_its_own_users() {
 
 holds_per_connection_are_bounded() { kde_client holds_are_bounded; }
 
+# folderUpdated and folderListUpdated go to the programs holding the wallet that see the folder:
+# a sandboxed app hears its own folders only, an unconfined program no sandboxed app's.
 sandboxed_apps_folder_names_stay_unheard() {
     local client listener app waited=0
     client="$(dirname "${BASH_SOURCE[0]}")/server_client.py"
-    kde_client heard_folders "$HOME/heard" 4 &
+    kde_client heard_folders "$HOME/heard" 60 org.kde.kmail &
     listener=$!
-    confined org.example.App "$py" "$client" heard_folders "$HOME/heard-app" 4 org.example.App &
+    confined org.example.App "$py" "$client" heard_folders "$HOME/heard-app" 60 org.example.App &
     app=$!
     while [ ! -e "$HOME/heard.ready" ] || [ ! -e "$HOME/heard-app.ready" ]; do
-        [ $waited -lt 100 ] || break
+        [ $waited -lt 300 ] || break
         sleep 0.1
         waited=$((waited + 1))
     done
     confined org.example.App "$py" "$client" seed kdewallet "App Secret Folder" k v
     kde_client seed kdewallet "Unconfined Folder" k v
+    kde_client make_folder "Unconfined Empty Folder"
+    touch "$HOME/heard.stop" "$HOME/heard-app.stop"
     wait "$listener" "$app"
-    grep -q "App Secret Folder" "$HOME/heard-app" || { echo "the app did not hear its own folder: $(cat "$HOME/heard-app")"; return 1; }
-    grep -q "Unconfined Folder" "$HOME/heard" || { echo "the listener heard nothing: $(cat "$HOME/heard")"; return 1; }
-    if grep "App Secret Folder" "$HOME/heard"; then echo "a sandboxed app's folder name was broadcast"; return 1; fi
+    grep -qx "folderUpdated kdewallet App Secret Folder" "$HOME/heard-app" || { echo "the app did not hear its own folder: $(cat "$HOME/heard-app")"; return 1; }
+    grep -qx "folderUpdated kdewallet Unconfined Folder" "$HOME/heard" || { echo "the holder did not hear the folder: $(cat "$HOME/heard")"; return 1; }
+    grep -qx "folderListUpdated kdewallet" "$HOME/heard" || { echo "the holder did not hear the folder list: $(cat "$HOME/heard")"; return 1; }
+    if grep "App Secret Folder" "$HOME/heard"; then echo "a sandboxed app's folder name reached another program"; return 1; fi
+    if grep -e "Unconfined" -e folderListUpdated "$HOME/heard-app"; then echo "a sandboxed app heard another program's folders"; return 1; fi
 }
 
 local_and_network_wallet_from_kwalletrc() {
@@ -211,13 +248,14 @@ kde_server_cases() {
         check "a locked wallet opens through the keychain's prompt; cancel is -1" on_bus opening_a_locked_wallet_prompts
         check "a locked wallet opened in a loop: at most 8 prompts per client" on_bus prompts_per_client_are_capped
         check "security lock-keychain closes the wallet: walletClosedId" on_bus wallet_closes_when_the_keychain_locks
+        check "folderDoesNotExist and keyDoesNotExist on a locked keychain: exact, from the index, no prompt" on_bus does_not_exist_while_locked
         check "a missing wallet is made through the prompt; the login keychain is never deleted" on_bus a_missing_wallet_is_made_through_the_prompt
         check "--replace takes the Secret Service; the KWallet names stay served" on_bus losing_the_secret_service_name_keeps_kwallet
         check "--kwallet beside another Secret Service: the KWallet names alone, one line" on_bus kwallet_names_alone_beside_another_provider
         check "one connection holds the wallet under at most 256 appids" on_bus holds_per_connection_are_bounded
         if command -v bwrap >/dev/null; then
             check "a sandboxed app sees and writes its own entries only" on_bus sandboxed_app_sees_its_own_entries
-            check "a sandboxed app's folder names are told to that app only" on_bus sandboxed_apps_folder_names_stay_unheard
+            check "folderUpdated and folderListUpdated reach the holders that see the folder only" on_bus sandboxed_apps_folder_names_stay_unheard
             check "users() tells a sandboxed app its own holds only" on_bus sandboxed_app_sees_its_own_users
         else
             skip "bwrap (bubblewrap) is not installed: the sandboxed app's case"

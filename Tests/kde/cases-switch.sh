@@ -221,6 +221,59 @@ switch_hand_over_from_kwalletd() {
     switch_stop "$(switch_owner_pid org.kde.kwalletd5)"
 }
 
+# kwalletd writes a change to its file about 5 s after it: enable right after kwallet-query's
+# write has kwalletd write it before stopping it, so that after disable kwalletd has every entry
+# the keychain took; one it lacks (its file older than the keychain's entries) disable says, and
+# fails. And enable starts the service once.
+switch_last_write_survives() {
+    switch_kde_user
+    printf 'login-pw\n' | security create-keychain > /dev/null
+    switch_start_kwalletd
+    kde pamopen kdewallet login-pw
+    kde write kdewallet Passwords early 1 "$(kde qstring placeholder)"
+    kde sync kdewallet
+    cp "$XDG_DATA_HOME/kwalletd/kdewallet.kwl" "$case_dir/kdewallet.kwl.early"
+    # The last writes, given no time: kwallet-query changes an entry, and another is added.
+    printf 'query-secret' | kwallet-query -w early -f Passwords kdewallet
+    kde write kdewallet Passwords fresh 1 "$(kde qstring fresh-secret)"
+    dbus-monitor --session "type='method_call',interface='org.freedesktop.DBus',member='RequestName'" \
+        "type='method_call',interface='org.freedesktop.DBus',member='StartServiceByName'" > "$case_dir/requests" 2>&1 &
+    monitor=$!
+    for _ in $(seq 100); do [ -s "$case_dir/requests" ] && break; sleep 0.1; done
+    keychain-secret-service enable > "$case_dir/enable.out" || true
+    cat "$case_dir/enable.out"
+    grep -q "^stopped kwalletd5 (pid $kwalletd), after its wallets were imported" "$case_dir/enable.out"
+    switch_stop "$kwalletd"
+    expect fresh-secret "$(security find-generic-password -s Passwords -a fresh -w)" "the last entry, in the keychain"
+    for name in org.freedesktop.secrets org.kde.kwalletd5 org.kde.kwalletd6; do switch_wait_owner "$name" keychain-secret-service; done
+    kill "$monitor"
+    wait "$monitor" 2>/dev/null || true
+    # The service takes KWallet's names before the Secret Service's, which enable waits for: then
+    # enable starts nothing for them, and no second service finds the names taken.
+    expect "org.kde.kwalletd5 org.kde.kwalletd6 org.freedesktop.secrets" \
+        "$(grep -A1 'member=RequestName' "$case_dir/requests" | sed -n 's/^ *string "\(.*\)"$/\1/p' | paste -sd ' ')" "the names requested"
+    expect 0 "$(grep -A1 'member=StartServiceByName' "$case_dir/requests" | grep -c 'string "org.kde.kwalletd')" "KWallet's names started"
+    keychain-secret-service disable > "$case_dir/disable.out"
+    cat "$case_dir/disable.out"
+    ! grep -q ' lacks ' "$case_dir/disable.out"
+    switch_wait_owner org.kde.kwalletd5 kwalletd5
+    kde pamopen kdewallet login-pw
+    expect query-secret "$(kwallet-query -r early -f Passwords kdewallet)" "kwallet-query's last write, in kwalletd again"
+    expect fresh-secret "$(kwallet-query -r fresh -f Passwords kdewallet)" "the last entry, in kwalletd again"
+    # A wallet file that lost an entry the keychain took: disable says which, and fails.
+    kwalletd=$(switch_owner_pid org.kde.kwalletd5)
+    keychain-secret-service enable > "$case_dir/enable.out" || true
+    switch_stop "$kwalletd"
+    cp "$case_dir/kdewallet.kwl.early" "$XDG_DATA_HOME/kwalletd/kdewallet.kwl"
+    local status=0
+    keychain-secret-service disable > "$case_dir/disable.out" || status=$?
+    cat "$case_dir/disable.out"
+    expect 1 "$status" "disable's exit status"
+    grep -q "^the wallet .kdewallet. of kwalletd5 (pid [0-9]*) lacks 1 entry that .*login.keychain-db held when enable stopped kwalletd (Passwords/fresh): \`keychain-secret-service export --to org.kde.kwalletd5\` copies them into KWallet$" \
+        "$case_dir/disable.out"
+    switch_stop "$(switch_owner_pid org.kde.kwalletd5)"
+}
+
 # --replace and enable say what is true of kwalletd5: it keeps the name, and what frees it.
 switch_replace_is_truthful_with_kwalletd() {
     switch_start_kwalletd
@@ -282,6 +335,8 @@ kde_switch_cases() {
     check "enable names a PAM stack with pam_kwallet; disable leaves a kwalletrc changed since, and says so" \
         on_bus switch_changed_kwalletrc_is_left
     check "enable imports and stops kwalletd5; disable gives it org.kde.kwalletd5 and the Secret Service back" on_bus switch_hand_over_from_kwalletd
+    check "enable right after a write: kwalletd writes it first, disable finds every entry back (or says which); one start" \
+        on_bus switch_last_write_survives
     check "--replace against kwalletd5 says it keeps the name and what frees it" on_bus switch_replace_is_truthful_with_kwalletd
     if command -v keepassxc > /dev/null && command -v keepassxc-cli > /dev/null; then
         check "--replace and enable against KeePassXC: it keeps the name, its setting named, no --replace tried" \

@@ -249,23 +249,56 @@ def wait_owned(name, pid):
 
 
 def heard_folders(out, seconds="4", appid=""):
-    """The folder names folderUpdated and folderListUpdated tell this client (holding the wallet
-    under APPID if given), one a line in OUT; OUT.ready once it listens."""
+    """What org.kde.KWallet's signals tell this client (holding the wallet under APPID if given),
+    "member arguments..." a line in OUT; OUT.ready once it listens. It listens SECONDS at most,
+    or until OUT.stop appears: then one round trip to the service, after which every signal the
+    service sent before it has come (one sender, one order)."""
+    import os
     from dbus.mainloop.glib import DBusGMainLoop
     from gi.repository import GLib
     bus = dbus.SessionBus(mainloop=DBusGMainLoop())
     heard = []
-    bus.add_signal_receiver(lambda *args, **kw: heard.append(" ".join(str(a) for a in args)),
+    bus.add_signal_receiver(lambda *args, **kw: heard.append(" ".join([kw["member"]] + [str(a) for a in args])),
                             None, "org.kde.KWallet", None, PATH, member_keyword="member")
     if appid:
         expect(True, int(wallet(bus).open("kdewallet", 0, appid)) > 0, "a handle")
     wallet(bus).isEnabled()  # a round trip: the match is in place
     open(out + ".ready", "w").close()
     loop = GLib.MainLoop()
+
+    def stopped():
+        if not os.path.exists(out + ".stop"):
+            return True
+        wallet(bus).isEnabled()
+        GLib.idle_add(loop.quit)
+        return False
     GLib.timeout_add(int(float(seconds) * 1000), loop.quit)
+    GLib.timeout_add(100, stopped)
     loop.run()
     with open(out, "w") as f:
         f.write("".join(line + "\n" for line in heard))
+
+
+def does_not_exist(asks, wallet_name="kdewallet"):
+    """folderDoesNotExist and keyDoesNotExist of WALLET_NAME, for each line of ASKS ("folder F"
+    or "key F K", shell words): their answers, one line, "true" or "false"."""
+    import shlex
+    w = wallet()
+    answers = []
+    for line in asks.splitlines():
+        words = shlex.split(line)
+        if words[0] == "folder":
+            answers.append(bool(w.folderDoesNotExist(wallet_name, words[1])))
+        else:
+            answers.append(bool(w.keyDoesNotExist(wallet_name, words[1], words[2])))
+    print(" ".join("true" if a else "false" for a in answers))
+
+
+def make_folder(folder, appid="seed"):
+    """createFolder in the login wallet, as KWallet::Wallet::createFolder calls it."""
+    w = wallet()
+    h = w.open("kdewallet", 0, appid)
+    expect(True, bool(w.createFolder(h, folder, appid)), "createFolder")
 
 
 def wallet_methods():
