@@ -16,6 +16,9 @@ expect() {
     [ "$1" = "$2" ] || { printf 'expected%s: %s\n     got: %s\n' "${3:+ ($3)}" "$1" "$2"; return 1; }
 }
 
+# said LINE FILE: FILE has LINE, whole.
+said() { grep -qxF -- "$1" "$2" || { echo "not said: $1"; return 1; }; }
+
 # What the user manager gives every user service (and the graphical session): its SSH_AUTH_SOCK.
 manager_agent() { systemctl --user show-environment | sed -n 's/^SSH_AUTH_SOCK=//p'; }
 # What a user service started now gets.
@@ -34,7 +37,9 @@ bus_owner() {
     local pid
     pid=$(dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
         org.freedesktop.DBus.GetConnectionUnixProcessID "string:$1" 2>/dev/null | awk '/uint32/ { print $2 }')
-    [ -n "$pid" ] && basename "$(readlink "/proc/$pid/exe")"
+    # Its command line's first word: /proc/PID/exe is unreadable for the keychain's service,
+    # which makes itself undumpable.
+    [ -n "$pid" ] && basename "$(tr '\0' '\n' < "/proc/$pid/cmdline" | head -n 1)"
     return 0
 }
 
@@ -46,9 +51,10 @@ wait_owner() {
     return 1
 }
 
-# The user's configuration as enable and disable may change it: path, type, link target, digest.
+# The user's configuration as enable and disable may change it: path, type, link target, digest
+# (not the keychains, which their use changes).
 snapshot() {
-    (cd "$HOME" && find .config .local -printf '%p %y %l\n' 2>/dev/null | sort | while read -r path type rest; do
+    (cd "$HOME" && find .config .local -path .local/share/keychains -prune -o -printf '%p %y %l\n' 2>/dev/null | sort | while read -r path type rest; do
         if [ "$type" = f ]; then echo "$path $type $(sha256sum < "$path" | cut -c1-16)"; else echo "$path $type $rest"; fi
     done)
 }
@@ -90,8 +96,10 @@ gcr_and_openssh_agents_handed_over_and_back() {
     systemctl --user enable --now keychain-ssh-agent.socket
     before=$(snapshot)
     keychain-secret-service enable --no-import | tee "$HOME/enable.out"
-    grep -qx 'stopped gcr-ssh-agent.socket and gcr-ssh-agent.service' "$HOME/enable.out"
-    grep -qx 'stopped ssh-agent.socket and ssh-agent.service' "$HOME/enable.out"
+    expect "$keychain" "$(manager_agent)" "the user manager's SSH_AUTH_SOCK after enable"
+    expect "$keychain" "$(service_agent)" "a user service's SSH_AUTH_SOCK after enable"
+    said 'stopped gcr-ssh-agent.socket and gcr-ssh-agent.service' "$HOME/enable.out"
+    said 'stopped ssh-agent.socket and ssh-agent.service' "$HOME/enable.out"
     local unit
     for unit in gcr-ssh-agent.socket gcr-ssh-agent.service ssh-agent.socket ssh-agent.service; do
         expect masked "$(unit_state "$unit")" "$unit after enable"
@@ -100,10 +108,8 @@ gcr_and_openssh_agents_handed_over_and_back() {
     done
     keychain-secret-service status > "$HOME/status"
     cat "$HOME/status"
-    grep -qx "  ssh-agent.socket: masked ($XDG_CONFIG_HOME/systemd/user/ssh-agent.socket, by enable)" "$HOME/status"
-    grep -qx "  gcr-ssh-agent.socket: masked ($XDG_CONFIG_HOME/systemd/user/gcr-ssh-agent.socket, by enable)" "$HOME/status"
-    expect "$keychain" "$(manager_agent)" "the user manager's SSH_AUTH_SOCK after enable"
-    expect "$keychain" "$(service_agent)" "a user service's SSH_AUTH_SOCK after enable"
+    said "  ssh-agent.socket: masked ($XDG_CONFIG_HOME/systemd/user/ssh-agent.socket, by enable)" "$HOME/status"
+    said "  gcr-ssh-agent.socket: masked ($XDG_CONFIG_HOME/systemd/user/gcr-ssh-agent.socket, by enable)" "$HOME/status"
     # The keychain's agent answers there (started by its socket).
     agent_empty $keychain
 
@@ -187,7 +193,8 @@ kwalletd6_import_enable_disable() {
     $kde fill kdewallet org.kde.kwalletd6
     printf 'ss-secret' | secret-tool store --label='Stored by secret-tool' service ss.example account ann
     KWALLET_SERVICE=org.kde.kwalletd6 $kde sync kdewallet
-    $kde dump kdewallet org.kde.kwalletd6 > "$HOME/native.before"
+    # Its own entries (those its Secret Service made come over as Secret Service items).
+    $kde dump-native kdewallet org.kde.kwalletd6 > "$HOME/native.before"
     [ -s "$HOME/native.before" ]
 
     keychain-secret-service import --from org.kde.kwalletd6 | tee "$HOME/import.out"
@@ -201,21 +208,26 @@ kwalletd6_import_enable_disable() {
     keychain-secret-service enable | tee "$HOME/enable.out"
     grep -q '^KDE: XDG_CURRENT_DESKTOP is KDE' "$HOME/enable.out"
     grep -q '^stopped kwalletd6' "$HOME/enable.out"
+    # Its wallets imported once, though it answers both KWallet names.
+    expect 1 "$(grep -c '^importing the wallets of kwalletd6 ' "$HOME/enable.out")" "imports from kwalletd6"
     local name
     for name in org.kde.kwalletd6 org.kde.kwalletd5 org.freedesktop.secrets; do
         wait_owner "$name" keychain-secret-service
     done
     # KDE's programs now meet the keychain: the wallet's every entry through KWallet's API.
-    $kde dump kdewallet org.kde.kwalletd6 > "$HOME/native.after"
+    $kde dump-native kdewallet org.kde.kwalletd6 > "$HOME/native.after"
     diff "$HOME/native.before" "$HOME/native.after"
     expect ss-secret "$(secret-tool lookup service ss.example account ann)" "secret-tool through the keychain"
     grep -qx 'apiEnabled=false' "$XDG_CONFIG_HOME/kwalletrc"
 
     keychain-secret-service disable | tee "$HOME/disable.out"
-    grep -q '^org.kde.kwalletd5 is provided by kwalletd6 .* again\|^org.kde.kwalletd6 is provided by kwalletd6 .* again' "$HOME/disable.out"
+    grep -q '^org.kde.kwalletd6 is provided by kwalletd6 (pid [0-9]*) again$' "$HOME/disable.out"
+    grep -q 'export --to org.kde.kwalletd6` copies it into KWallet$' "$HOME/disable.out"
     wait_owner org.kde.kwalletd6 kwalletd6
     diff <(echo "$before") <(snapshot)
-    $kde dump kdewallet org.kde.kwalletd6 > "$HOME/native.back"
+    # kwalletd6 started again has its wallet closed: opened as the next login opens it.
+    $kde pamopen kdewallet login-pw org.kde.kwalletd6 > /dev/null
+    $kde dump-native kdewallet org.kde.kwalletd6 > "$HOME/native.back"
     diff "$HOME/native.before" "$HOME/native.back"
 }
 

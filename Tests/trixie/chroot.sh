@@ -11,7 +11,10 @@
 # or through bind mounts (Tests/trixie/run.sh): every caller shares it.
 
 # The packages, sorted into one list so that the key does not depend on their order.
-trixie_packages=(kwallet6 gnome-keyring gcr4 gcr openssh-client openssh-server dbus-daemon dbus-bin
+# libqca-qt6-plugins: kwalletd6's Secret Service needs its OpenSSL plugin for the session's
+# Diffie-Hellman ("createDLGroup failed") yet kwallet6 does not even recommend it; a Plasma
+# desktop has it through its other packages.
+trixie_packages=(kwallet6 libqca-qt6-plugins gnome-keyring gcr4 gcr openssh-client openssh-server dbus-daemon dbus-bin
     python3-dbus python3-gi python3-secretstorage libsecret-tools systemd procps passwd libsqlite3-0 libssl3t64 libsodium23 libsystemd0)
 
 # The mirror this machine's apt uses (deb822 sources or a one-line list), so that the build goes

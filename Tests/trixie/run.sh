@@ -5,7 +5,7 @@
 # (Tests/trixie/chroot.sh, built once by mmdebstrap and cached), made writable for the case by an
 # overlay in a mount namespace of its own, with the package's files installed as the .deb installs
 # them (the units, the environment generator, the D-Bus activation file; the programs from BIN,
-# bound read-only, and /opt/swift for a debug build's runtime) and a throwaway user whose session
+# bound read-only: the tools link the Swift runtime statically) and a throwaway user whose session
 # is systemd 257's own user manager (in a cgroup of its own) with its dbus.socket session bus:
 # what the user's services and the login shell get on a Debian 13 desktop. The cases are in
 # Tests/trixie/cases.sh. Skips, saying why, where the root cannot be built (no mmdebstrap, no
@@ -34,12 +34,13 @@ session() {
     mount --rbind /sys "$root/sys"
     mount -t tmpfs -o mode=755 tmpfs "$root/run"
     mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
-    # The user manager wants a cgroup v2 folder it may write: one of the case's own, delegated.
+    # The user manager wants a cgroup v2 folder it may write: one of the case's own, delegated;
+    # the case's commands in a sibling, so that whatever either leaves is found at the end.
     cgroup=$(trixie_cgroup_root)/keychain-trixie-$$
-    mkdir "$cgroup" || return 1
+    mkdir "$cgroup" "$cgroup/manager" "$cgroup/case" || return 1
     mount --bind "$(trixie_cgroup_root)" "$root/sys/fs/cgroup"
     local mount
-    for mount in "$bin:/keychain/bin" "$repo:/keychain/src" "/opt/swift:/opt/swift"; do
+    for mount in "$bin:/keychain/bin" "$repo:/keychain/src"; do
         [ -d "${mount%%:*}" ] || continue
         mkdir -p "$root${mount#*:}"
         mount --bind "${mount%%:*}" "$root${mount#*:}" && mount -o remount,bind,ro "$root${mount#*:}"
@@ -47,11 +48,11 @@ session() {
     install_package "$root"
     chroot "$root" useradd -m -u "$uid" -s /bin/bash "$user"
     mkdir -p "$root$run" "$root/run/systemd/system" && chown "$uid:$uid" "$root$run" && chmod 700 "$root$run"
-    chown -R "$uid:$uid" "$cgroup"
+    chown -R "$uid:$uid" "$cgroup/manager"
     # As logind would start it: the user's own manager, which runs the environment generators
     # and starts sockets.target (the session bus, the agents' sockets).
     (
-        echo "$BASHPID" > "$cgroup/cgroup.procs"
+        echo "$BASHPID" > "$cgroup/manager/cgroup.procs"
         exec chroot --userspec="$uid:$uid" "$root" env -i HOME="/home/$user" USER="$user" LOGNAME="$user" SHELL=/bin/bash \
             PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR="$run" LANG=C.UTF-8 /usr/lib/systemd/systemd --user
     ) > "$case_dir/manager.log" 2>&1 &
@@ -63,14 +64,17 @@ session() {
     done
     if [ -S "$root$run/systemd/private" ]; then
         # The case, as the user, in a login shell's environment (no SSH_AUTH_SOCK of the machine's).
-        timeout 240 chroot --userspec="$uid:$uid" "$root" env -i HOME="/home/$user" USER="$user" LOGNAME="$user" SHELL=/bin/bash \
-            PATH=/keychain/bin:/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR="$run" DBUS_SESSION_BUS_ADDRESS="unix:path=$run/bus" \
-            LANG=C.UTF-8 TRIXIE_TRACE="${TRIXIE_TRACE:-}" bash /keychain/src/Tests/trixie/cases.sh "$name" || status=$?
+        (
+            echo "$BASHPID" > "$cgroup/case/cgroup.procs"
+            exec timeout 240 chroot --userspec="$uid:$uid" "$root" env -i HOME="/home/$user" USER="$user" LOGNAME="$user" SHELL=/bin/bash \
+                PATH=/keychain/bin:/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR="$run" DBUS_SESSION_BUS_ADDRESS="unix:path=$run/bus" \
+                LANG=C.UTF-8 TRIXIE_TRACE="${TRIXIE_TRACE:-}" bash /keychain/src/Tests/trixie/cases.sh "$name"
+        ) || status=$?
     else
         echo "the user manager did not start:"; cat "$case_dir/manager.log"; status=1
     fi
     # The session ended as at logout: the manager stops its units; then whatever is left in the
-    # case's cgroup (only what this case started) is killed.
+    # case's cgroups (only what this case started: a daemon forked away from the case too) is killed.
     kill "$manager" 2>/dev/null
     for _ in $(seq 100); do kill -0 "$manager" 2>/dev/null || break; sleep 0.1; done
     [ -e "$cgroup/cgroup.kill" ] && echo 1 > "$cgroup/cgroup.kill"
