@@ -18,9 +18,10 @@ trixie_packages=(kwallet6 libqca-qt6-plugins gnome-keyring gcr4 gcr openssh-clie
     python3-dbus python3-gi python3-secretstorage libsecret-tools systemd procps passwd libsqlite3-0 libssl3t64 libsodium23 libsystemd0)
 
 # The mirror this machine's apt uses (deb822 sources or a one-line list), so that the build goes
-# where apt already goes.
+# where apt already goes; TRIXIE_MIRROR names another.
 trixie_mirror() {
-    local mirror
+    local mirror=${TRIXIE_MIRROR:-}
+    [ -z "$mirror" ] || { echo "$mirror"; return; }
     mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | grep -v security | head -1)
     [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
     echo "${mirror:-http://deb.debian.org/debian}"
@@ -29,10 +30,12 @@ trixie_mirror() {
 trixie_root() {
     local release=trixie mirror key cache packages
     packages=$(printf '%s\n' "${trixie_packages[@]}" "$@" | sort -u)
-    command -v mmdebstrap >/dev/null || { echo "no mmdebstrap (apt-get install mmdebstrap)" >&2; return 3; }
     mirror=$(trixie_mirror)
     key=$(printf '%s\n' "$release" "$mirror" "$packages" | sha256sum | cut -c1-16)
     cache=/tmp/keychain-trixie-cache/$key
+    # Made whole or not at all (renamed into place once built): no lock needed to use it.
+    [ ! -d "$cache/rootfs" ] || { echo "$cache/rootfs"; return 0; }
+    command -v mmdebstrap >/dev/null || { echo "no mmdebstrap (apt-get install mmdebstrap)" >&2; return 3; }
     mkdir -p "$cache"
     # One builder at a time per key: a second caller waits for the first and then reuses its root.
     exec {lock}>"$cache/lock"
