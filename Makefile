@@ -25,7 +25,7 @@ CHECK_DEBS := shellcheck python3
 TEST_DEBS := keyutils sqlite3 curl docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux \
         openssl gcc dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
         polkitd pkexec python3-dbus python3-gi man-db lintian bubblewrap gnome-keyring python3-cryptography chromium libpam-gnome-keyring procps make \
-        swtpm tpm2-tools xdg-desktop-portal openssh-server openssh-client libkf5wallet-bin keepassxc python3-keyring
+        swtpm tpm2-tools xdg-desktop-portal openssh-server openssh-client libkf5wallet-bin keepassxc python3-keyring mmdebstrap
 DEBS := $(sort $(BUILD_DEBS) $(DEB_DEBS) $(CHECK_DEBS) $(TEST_DEBS))
 
 # What `make bench` adds: the peers it measures against, and what builds them.
@@ -48,7 +48,7 @@ QUIET_STATIC := bash Tools/quiet-build.sh
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
 .PHONY: deb test-deb test-vm man deps build-deps deb-deps check-deps vm-deps install-debs bench-deps bench build release check test test-unit \
-        test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-kde test-presence test-sync test-ssh stress demo install uninstall clean
+        test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-kde test-trixie test-presence test-sync test-ssh stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
 deps:
@@ -130,6 +130,11 @@ test-desktop:
 # KWallet (kwalletd5 headless) and KeePassXC: import and export, each case in its own bus.
 test-kde:
 	bash Tests/kde/run.sh .build/debug
+
+# root: Debian 13's own programs (kwalletd6, gcr-ssh-agent, OpenSSH 10's agent socket, sshd) in a
+# trixie root that mmdebstrap builds once (a few minutes) and caches under /tmp; skipped without it.
+test-trixie:
+	bash Tests/trixie/run.sh .build/debug
 
 # root: a private system bus and polkitd, a throwaway user (see Tests/presence/run.sh).
 test-presence:

@@ -206,6 +206,8 @@ extension Takeover {
     /// not all of them came (then enable changes nothing).
     func importKWallet(client: BusClient, name: String) -> Bool {
         guard let holder = client.peer(name), !holder.isKeychainService else { return true }
+        // kwalletd6 holds org.kde.kwalletd5 too (Debian 13 starts it for both names): its wallets once.
+        if Self.kwalletNames.prefix(while: { $0 != name }).contains(where: { client.owner(of: $0) == holder.uniqueName }) { return true }
         guard holder.uid == getuid() else {
             say("\(name) is provided by \(holder.shown) of uid \(holder.uid), not one of yours: nothing was changed")
             return false
@@ -238,7 +240,9 @@ extension Takeover {
                 say("cannot stop \(holder.shown): \(String(cString: strerror(errno)))")
                 return false
             }
-            state.records.append(.stopped(components: name, how: "kwallet"))
+            // Recorded by the name the daemon is known by (kwalletd6 holds kwalletd5's name too), so
+            // that disable starts the same daemon again and names it.
+            state.records.append(.stopped(components: KWalletDaemon.service(of: holder), how: "kwallet"))
             guard client.wait(seconds: 10, until: { client.owner(of: name) != holder.uniqueName }) else {
                 say("\(holder.shown) was asked to stop but still holds \(name)")
                 return false

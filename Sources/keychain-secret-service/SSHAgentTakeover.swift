@@ -2,13 +2,34 @@ import Glibc
 import KeychainCore
 
 /// enable's part for SSH: once the keychain's agent (keychain-ssh-agent.socket) is enabled for
-/// the user, gnome-keyring's and gcr's SSH agents are kept from starting for this user, so that
-/// they do not set SSH_AUTH_SOCK over it; disable gives them back (the same state file records
-/// what was written). A user who has not enabled the agent keeps theirs untouched.
+/// the user, gnome-keyring's, gcr's and OpenSSH's SSH agents are kept from starting for this
+/// user, so that they do not set SSH_AUTH_SOCK over it; disable gives them back (the same state
+/// file records what was written). A user who has not enabled the agent keeps theirs untouched.
 extension Takeover {
     static let sshAgentSocketUnit = "keychain-ssh-agent.socket"
-    /// gcr 3.41+'s agent (GNOME 43+), started by its socket from sockets.target.
-    static let gcrSSHAgentUnits = ["gcr-ssh-agent.socket", "gcr-ssh-agent.service"]
+
+    /// An agent that systemd's user manager starts from sockets.target, whose socket unit sets
+    /// SSH_AUTH_SOCK for every user service and the graphical session (`ExecStartPost=systemctl
+    /// --user set-environment`), over what the environment generator says.
+    struct SessionAgent {
+        /// Its units, the socket first: the agent is there when its socket unit is.
+        let units: [String]
+        /// Its socket under $XDG_RUNTIME_DIR, as it sets SSH_AUTH_SOCK.
+        let socket: String
+    }
+
+    static let sessionAgents = [
+        // gcr 3.41+'s (GNOME 43+; gcr4's on Debian 13).
+        SessionAgent(units: ["gcr-ssh-agent.socket", "gcr-ssh-agent.service"], socket: "gcr/ssh"),
+        // OpenSSH's own (Debian 13's openssh-client). Debian 12's ssh-agent.service, an X
+        // session's agent without a socket unit, is not this one and is left alone.
+        SessionAgent(units: ["ssh-agent.socket", "ssh-agent.service"], socket: "openssh_agent")
+    ]
+
+    /// The units of the session agents installed here: those enable masks and status shows.
+    static var sessionAgentUnits: [[String]] {
+        sessionAgents.filter { unitFile($0.units[0]) != nil }.map { agent in agent.units.filter { unitFile($0) != nil } }
+    }
     /// gnome-keyring's own SSH component before gcr took it over (an XDG autostart entry).
     static var sshAutostartFile: String { configHome + "/autostart/gnome-keyring-ssh.desktop" }
 
@@ -38,7 +59,7 @@ extension Takeover {
     /// it again) and hides gnome-keyring's SSH autostart entry.
     func takeOverSSHAgent(manager: Bool, state: inout State) {
         guard Self.sshAgentEnabled() else {
-            if Self.gcrSSHAgentUnits.contains(where: { Self.unitFile($0) != nil }) || KeychainFile.exists("/etc/xdg/autostart/gnome-keyring-ssh.desktop") {
+            if !Self.sessionAgentUnits.isEmpty || KeychainFile.exists("/etc/xdg/autostart/gnome-keyring-ssh.desktop") {
                 print(
                     "\(Self.sshAgentSocketUnit) is not enabled for you: gnome-keyring's SSH agent is left as it is (`systemctl --user enable --now \(Self.sshAgentSocketUnit)`, then enable again)"
                 )
@@ -46,26 +67,40 @@ extension Takeover {
             return
         }
         writeFile(Self.sshAutostartFile, Self.sshAutostartContents(), what: "the autostart override hiding gnome-keyring's SSH agent", state: &state)
-        let present = Self.gcrSSHAgentUnits.filter { Self.unitFile($0) != nil }
-        guard !present.isEmpty else { return }
-        if manager, Self.unitsActive(present), let result = Spawn.run(["systemctl", "--user", "stop"] + present), result.status == 0 {
-            state.records.append(.stopped(components: present.joined(separator: ","), how: "units"))
-            print("stopped \(present.joined(separator: " and "))")
+        for agent in Self.sessionAgents {
+            let present = agent.units.filter { Self.unitFile($0) != nil }
+            guard present.first == agent.units[0] else { continue }
+            if manager, Self.unitsActive(present), let result = Spawn.run(["systemctl", "--user", "stop"] + present), result.status == 0 {
+                state.records.append(.stopped(components: present.joined(separator: ","), how: "units"))
+                print("stopped \(present.joined(separator: " and "))")
+                Self.forgetAgentSocket(agent)
+            }
+            for unit in present {
+                link(Self.userUnitFolder + "/" + unit, to: "/dev/null", what: "\(unit) masked", manager: manager, systemctl: ["mask", unit], state: &state)
+            }
         }
-        for unit in present {
-            link(Self.userUnitFolder + "/" + unit, to: "/dev/null", what: "\(unit) masked", manager: manager, systemctl: ["mask", unit], state: &state)
-        }
+    }
+
+    /// The user manager's SSH_AUTH_SOCK unset where it still names a stopped agent's socket (gcr's
+    /// unit sets it and never unsets it), so that the environment generator's, the keychain's,
+    /// is what user services get from the next daemon-reload on.
+    static func forgetAgentSocket(_ agent: SessionAgent) {
+        guard let runtime = KeychainFile.environment("XDG_RUNTIME_DIR"),
+            let shown = Spawn.run(["systemctl", "--user", "show-environment"]), shown.status == 0,
+            shown.output.split(separator: "\n").contains(where: { $0 == "SSH_AUTH_SOCK=\(runtime)/\(agent.socket)" })
+        else { return }
+        _ = Spawn.run(["systemctl", "--user", "unset-environment", "SSH_AUTH_SOCK"])
     }
 
     static func unitsActive(_ units: [String]) -> Bool {
         Spawn.run(["systemctl", "--user", "is-active", "--quiet"] + units)?.status == 0
     }
 
-    /// status's lines for SSH: whether the keychain's agent is the user's, and gnome-keyring's and
-    /// gcr's agents as enable left them (`origin` says by enable or the user's own).
+    /// status's lines for SSH: whether the keychain's agent is the user's, and gnome-keyring's,
+    /// gcr's and OpenSSH's agents as enable left them (`origin` says by enable or the user's own).
     static func printSSHStatus(origin: (String) -> String) {
         print("  \(sshAgentSocketUnit): \(sshAgentEnabled() ? "enabled" : unitFile(sshAgentSocketUnit) == nil ? "not installed" : "not enabled")")
-        for unit in gcrSSHAgentUnits where unitFile(unit) != nil {
+        for unit in sessionAgentUnits.joined() {
             let path = userUnitFolder + "/" + unit
             print("  \(unit): " + (ProcFile.link(path) == "/dev/null" ? "masked (\(path), \(origin(path)))" : "not masked"))
         }

@@ -350,13 +350,20 @@ struct Takeover {
             say("\(path) is yours (not written by enable): left as it is, so not \(what)")
             return
         }
+        // The folders made here, even where systemctl makes the link (it would make a target's
+        // .wants folder unrecorded): disable removes each once it is empty again.
+        do {
+            state.records += try Files.makeFolder(for: path).map { .folder(path: $0) }
+        } catch {
+            say("cannot make \(path): \(KeychainErrorText.of(error))")
+            return
+        }
         if manager, let result = Spawn.run(["systemctl", "--user"] + systemctl), result.status == 0, ProcFile.link(path) != nil {
             state.records.append(.link(path: path, target: ProcFile.link(path) ?? target))
             say("\(what) (systemctl --user \(systemctl.joined(separator: " "))): \(path)")
             return
         }
         do {
-            state.records += try Files.makeFolder(for: path).map { .folder(path: $0) }
             guard symlink(target, path) == 0 else { throw KeychainError(.io, String(cString: strerror(errno))) }
             state.records.append(.link(path: path, target: target))
             say("\(what): \(path) -> \(target)")
