@@ -5,14 +5,18 @@ import Glibc
 
 /// One conversation with a pinentry program (GnuPG's passphrase dialog: pinentry-gnome3 or -qt on
 /// a desktop, -curses or -tty on a terminal) over the Assuan protocol on its stdin and stdout:
-/// the one both askers use, PinentryPrompt (an application password, waiting for the answer)
-/// and the Secret Service's prompts (whose loop polls `fd` among its other clients, so a dialog
-/// left open never holds anyone up). Whoever waits calls `readable()` when `fd` has something.
+/// the one every asker uses, PinentryPrompt (an application password, waiting for the answer),
+/// PinentryAccessPrompter (a yes or no to an access question) and the Secret Service's prompts
+/// (whose loop polls `fd` among its other clients, so a dialog left open never holds anyone up).
+/// Whoever waits calls `readable()` when `fd` has something.
 package final class PinentryConversation {
     package enum Event {
         /// The person gave a passphrase, possibly empty (the caller wipes it).
         case passphrase(Bytes)
-        /// The person dismissed the dialog (pinentry answered GETPIN with an error).
+        /// The person said yes to CONFIRM.
+        case confirmed
+        /// The person dismissed the dialog (pinentry answered GETPIN with an error, or CONFIRM
+        /// with cancelled or not confirmed).
         case cancelled
         /// The program failed, closed, or spoke no Assuan.
         case failed
@@ -65,8 +69,17 @@ package final class PinentryConversation {
         if !awaiting { sendNext() }
     }
 
-    /// Reads what is there; the conversation's outcome once GETPIN has been answered (or the
-    /// program has failed), else nil.
+    /// Asks a yes or no (CONFIRM): `description` is the question, `ok` and `cancel` the buttons.
+    package func confirm(title: String, description: String, ok: String, cancel: String) {
+        queue += [
+            "SETTITLE " + Assuan.escape(title), "SETDESC " + Assuan.escape(description), "SETOK " + Assuan.escape(ok),
+            "SETCANCEL " + Assuan.escape(cancel), "CONFIRM"
+        ]
+        if !awaiting { sendNext() }
+    }
+
+    /// Reads what is there; the conversation's outcome once GETPIN or CONFIRM has been answered
+    /// (or the program has failed), else nil.
     package func readable() -> Event? {
         guard !finished else { return .failed }
         var chunk = Bytes(repeating: 0, count: 4096)
@@ -120,10 +133,25 @@ package final class PinentryConversation {
             defer { data.wipe(); data = [] }
             return isOK ? .passphrase(data) : .cancelled
         }
-        // The greeting answers no command: an error there is no pinentry.
-        if isError, command == nil { return fail() }
+        if command == "CONFIRM" {
+            if isOK { return .confirmed }
+            // Only the person's no is a no; any other error (no display, no terminal) is a
+            // pinentry that could not ask, so that the next way of asking may.
+            return Self.isRefusal(line) ? .cancelled : fail()
+        }
+        // The greeting answers no command: an error there is no pinentry. A description refused
+        // (too long a line) would leave the dialog without the words that say what it asks.
+        if isError, command == nil || command?.hasPrefix("SETDESC ") == true { return fail() }
         sendNext()
         return nil
+    }
+
+    /// "ERR N ...": GnuPG's error N, whose low 16 bits are the code: GPG_ERR_CANCELED (99) for
+    /// the cancel button or a closed window, GPG_ERR_NOT_CONFIRMED (114) for a "no".
+    static func isRefusal(_ line: Bytes) -> Bool {
+        let fields = line.split(separator: UInt8(ascii: " "))
+        guard fields.count > 1, let error = UInt32(String(decoding: fields[1], as: UTF8.self)) else { return false }
+        return [99, 114].contains(error & 0xFFFF)
     }
 
     private func sendNext() {

@@ -35,7 +35,7 @@ package struct PinentryPrompt: Sendable {
             return pin
         case .cancelled:
             throw KeychainError.presence(.userCanceled, "the application password was not given")
-        case .failed, nil:
+        case .failed, .confirmed, nil:
             throw KeychainError.presence(.interactionNotAllowed, "no application password: \(program) gave no answer")
         }
     }

@@ -312,7 +312,7 @@ struct PasswordAsker {
             throw KeychainError(.userCanceled, "no password was given")
         case .cancelled:
             throw KeychainError(.userCanceled, "the password dialog was dismissed")
-        case .failed, nil:
+        case .failed, .confirmed, nil:
             throw KeychainError(.interactionNotAllowed, "\(program) gave no password")
         }
     }

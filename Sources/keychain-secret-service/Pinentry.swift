@@ -38,7 +38,7 @@ final class Pinentry {
     func readable() -> Event? {
         switch conversation.readable() {
         case .passphrase(let passphrase): return .passphrase(passphrase)
-        case .cancelled, .failed: return .cancelled
+        case .cancelled, .confirmed, .failed: return .cancelled
         case nil: return nil
         }
     }

@@ -4,8 +4,8 @@ import KeychainSSH
 import KeychainTPMClient
 
 /// The agent behind the socket: keys kept in the user's default keychain (memory only with
-/// --session, or when there is no keychain to keep them in), the person asked through polkit for
-/// `ssh-add -c` keys, and TPM-resident keys signed through keychain-tpm-helper.
+/// --session, or when there is no keychain to keep them in), the person asked through pinentry
+/// for `ssh-add -c` keys, and TPM-resident keys signed through keychain-tpm-helper.
 func makeHandlerFactory(_ settings: AgentSettings, log: @escaping @Sendable (String) -> Void) -> AgentServer.HandlerFactory {
     PresenceSetup.installPolkit()
     TPMClientSetup.install()
@@ -19,13 +19,13 @@ func makeHandlerFactory(_ settings: AgentSettings, log: @escaping @Sendable (Str
     // in its debug lines, so they log as SHA-256.
     configuration.fingerprintHash = settings.fingerprintHash == .md5 ? .md5 : .sha256
     configuration.log = log
-    configuration.confirm = { request in
-        let program = request.program ?? "a program"
-        var reason = "\(program) asks to sign with the SSH key \(request.keyComment) (\(request.fingerprint))"
-        if let host = request.host { reason += " for \(host)" }
-        let answer = KeychainStore.defaultPresenceAuthorizer.authorize(reason: reason)
-        if answer != .granted { log("confirmation for \(request.fingerprint) asked by \(program): \(answer)") }
-        return answer == .granted
+    // pinentry carries the question's text; polkit cannot: polkitd takes the details its
+    // message would name them with only from root or the action's owner.
+    let prompter = AccessPrompters([PinentryAccessPrompter()])
+    configuration.confirm = { question in
+        let answer = prompter.ask(question)
+        if answer != .allowed { log("confirmation refused (\(answer)): " + question.text.split(separator: "\n").joined(separator: " ")) }
+        return answer == .allowed
     }
     if !settings.session {
         do {

@@ -141,8 +141,15 @@ final class AgentProtocolTests: XCTestCase {
         XCTAssertEqual(sign(over: [(TestKeys.host1, false)]), 1)
         recorder.answer = false
         XCTAssertEqual(sign(over: [(TestKeys.host1, true), (TestKeys.host2, false)]), 2)
+        let host1 = "the host with key " + SSHPublicKey.fingerprint(of: TestKeys.host1.publicBlob)
+        let host2 = "the host with key " + SSHPublicKey.fingerprint(of: TestKeys.host2.publicBlob)
+        XCTAssertEqual(recorder.requests.last?.destination, AccessQuestion.Destination(host: host2, forwardedThrough: [host1]))
         XCTAssertEqual(sign(over: [(TestKeys.host2, false)]), 3)
         XCTAssertEqual(sign(over: []), 4)
+        XCTAssertNil(recorder.requests.last?.destination)
+        // A program on host1, where the agent is forwarded, signs there.
+        XCTAssertEqual(sign(over: [(TestKeys.host1, true)]), 5)
+        XCTAssertEqual(recorder.requests.last?.destination, AccessQuestion.Destination(host: nil, forwardedThrough: [host1]))
     }
 
     /// A peer whose executable the kernel would not name is asked each time.
@@ -161,8 +168,8 @@ final class AgentProtocolTests: XCTestCase {
         XCTAssertEqual(client.add(TestKeys.ed25519.serialized, comment: "work", constraints: { $0.u8(2) }), [6])
         recorder.answer = false
         XCTAssertNil(client.sign(TestKeys.ed25519.publicBlob, [1]))
-        let expected = AgentConfirmationRequest(
-            program: "/usr/bin/git", keyComment: "work", fingerprint: SSHPublicKey.fingerprint(of: TestKeys.ed25519.publicBlob), host: nil)
+        let expected = AccessQuestion(
+            asker: .init(executable: "/usr/bin/git"), target: .sshKey(comment: "work", fingerprint: SSHPublicKey.fingerprint(of: TestKeys.ed25519.publicBlob)))
         XCTAssertEqual(recorder.requests, [expected])
         recorder.answer = true
         XCTAssertNotNil(client.sign(TestKeys.ed25519.publicBlob, [1]))
@@ -185,7 +192,7 @@ final class AgentProtocolTests: XCTestCase {
         // A session-bind names the host by its key when no destination constraint named it.
         XCTAssertEqual(asking.bind(TestKeys.host1, sessionID: [1], forwarded: false), [6])
         XCTAssertNotNil(asking.sign(TestKeys.ecdsa.publicBlob, [1]))
-        XCTAssertEqual(recorder.requests.last?.host, "host key " + SSHPublicKey.fingerprint(of: TestKeys.host1.publicBlob))
+        XCTAssertEqual(recorder.requests.last?.host, "the host with key " + SSHPublicKey.fingerprint(of: TestKeys.host1.publicBlob))
         XCTAssertEqual(recorder.requests.count, 7)
         // An unconstrained key never asks.
         XCTAssertEqual(asking.add(TestKeys.rsa.serialized), [6])

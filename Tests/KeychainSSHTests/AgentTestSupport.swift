@@ -10,10 +10,18 @@ final class TestClock: @unchecked Sendable {
 
 /// What the agent asked the person and logged.
 final class Recorder: @unchecked Sendable {
-    var requests: [AgentConfirmationRequest] = []
+    var requests: [AccessQuestion] = []
     var lines: [String] = []
     var delays: [Double] = []
     var answer = true
+}
+
+extension AccessQuestion {
+    var keyComment: String? {
+        guard case .sshKey(let comment, _) = target else { return nil }
+        return comment
+    }
+    var host: String? { destination?.host }
 }
 
 /// Builds the client's messages, as ssh-add and ssh (authfd.c) write them.

@@ -67,7 +67,7 @@ final class DestinationConstraintTests: XCTestCase {
         XCTAssertNil(direct.sign(key.publicBlob, Array("SSHSIG anything".utf8)))
         // The person is told the host the constraint named.
         XCTAssertNotNil(direct.sign(onward.publicBlob, userauthRequest(sessionID: s1, user: "alice", key: onward.publicBlob)))
-        XCTAssertEqual(recorder.requests.last?.host, "host1")
+        XCTAssertEqual(recorder.requests.last?.destination, AccessQuestion.Destination(host: "host1"))
     }
 
     /// A user name in a signature request is the asker's; matching it against a pattern with
@@ -107,7 +107,9 @@ final class DestinationConstraintTests: XCTestCase {
         // Past the first hop the request must name the host key it was made for.
         XCTAssertNil(forwarded.sign(onward.publicBlob, userauthRequest(sessionID: s2, user: "alice", key: onward.publicBlob)))
         XCTAssertNotNil(forwarded.sign(onward.publicBlob, userauthRequest(sessionID: s2, user: "alice", key: onward.publicBlob, hostKey: host2.publicBlob)))
-        XCTAssertEqual(recorder.requests.last?.host, "host2")
+        // The peer is the user's own ssh; the question says the request comes through host1.
+        XCTAssertEqual(recorder.requests.last?.destination, AccessQuestion.Destination(host: "host2", forwardedThrough: ["host1"]))
+        XCTAssertEqual(recorder.requests.last?.asker, AccessQuestion.Asker(executable: "/usr/bin/ssh"))
     }
 
     func testAFailedBindHidesConstrainedKeys() {

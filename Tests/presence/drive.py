@@ -176,4 +176,13 @@ check(len(lines) == 2 and lines[0] in ("can false -6", "can false -7") and lines
 status, lines, requests = probe_run("delete", grant)
 check(lines == ["status 0"] and requests == 1, "SecItemDelete of the guarded item asks first", (lines, requests))
 
+# Why keychain-ssh-agent asks pinentry, not polkit, before an `ssh-add -c` key signs: an action's
+# message names things only through details ($(name) in the message, as pkexec's), and polkitd
+# takes details from root or the action's owner only, never from the user's own process. Should
+# a polkit ever take them, this fails, and the agent may name program, key and host there too.
+status, out, err = run(["bash", "-c", 'exec /usr/bin/pkcheck --action-id org.keychain-linux.user-presence --process "$$" '
+                        "--detail program /usr/bin/ssh"])
+check(status != 0 and "Only trusted callers" in err and "pass details" in err,
+      "polkit refuses details from the user's own process (so ssh-add -c asks pinentry)", f"{status} {out} {err}")
+
 sys.exit(1 if failures else 0)

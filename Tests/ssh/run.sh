@@ -149,6 +149,29 @@ cat "$base/passphrase"
 EOF
 chmod 755 "$askpass"
 export SSH_ASKPASS=$askpass SSH_ASKPASS_REQUIRE=force GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
+
+# The pinentry the keychain's agent asks before a -c key signs: a stand-in that speaks pinentry's
+# protocol, records each question's description (as pinentry receives it: one Assuan line) in
+# $base/pinentry.log, and answers each CONFIRM with the next line of $base/pinentry.answers
+# (yes: Allow; anything else, or none: Deny).
+pinentry=$base/pinentry
+cat > "$pinentry" <<EOF
+#!/bin/sh
+echo "OK Pleased to meet you"
+while IFS= read -r line; do
+    case "\$line" in
+        "SETDESC "*) printf '%s\\n' "\${line#SETDESC }" >> "$base/pinentry.log"; echo OK ;;
+        CONFIRM)
+            answer=\$(head -n 1 "$base/pinentry.answers" 2>/dev/null)
+            sed -i 1d "$base/pinentry.answers" 2>/dev/null
+            if [ "\$answer" = yes ]; then echo OK; else echo "ERR 83886179 Operation cancelled <Pinentry>"; fi ;;
+        BYE) echo OK; exit 0 ;;
+        *) echo OK ;;
+    esac
+done
+EOF
+chmod 755 "$pinentry"
+export KEYCHAIN_PINENTRY=$pinentry
 unset DISPLAY SSH_AUTH_SOCK SSH_AGENT_PID
 
 # What every ssh of the suite runs with: no configuration, this suite's known hosts only, no key
@@ -195,6 +218,8 @@ fresh() {
     cp -p "$keys"/{ed25519,ecdsa,rsa,certkey,stranger}* "$k/"
     echo no > "$base/confirm"
     : > "$base/confirm.log"
+    : > "$base/pinentry.log"
+    : > "$base/pinentry.answers"
     echo "Lock-pass-1" > "$base/passphrase"
     if [ -n "$ours" ]; then
         printf '%s\n' "$keychain_password" | "$BUILD/security" create-keychain "$XDG_DATA_HOME/keychains/login.keychain-db" >/dev/null 2>&1
@@ -321,7 +346,7 @@ case_lifetime() {
 }
 
 # ssh-agent asks through SSH_ASKPASS in its own environment (the suite's askpass, which answers
-# per $base/confirm); the keychain's agent asks polkit (case_confirm_polkit).
+# per $base/confirm); the keychain's agent asks pinentry (case_confirm_names).
 case_confirm_askpass() {
     add -c "$k/ed25519"
     rm -f "$k/ed25519"
@@ -645,18 +670,72 @@ start_swtpm() {
     echo "$port"
 }
 
-# A -c key asks polkit (the keychain's user-presence action) before each signature, and a
-# dismissal fails the login: see polkit-confirm.sh, which runs its own bus and polkitd.
-case_confirm_polkit() {
-    make_login_user
-    cp "$repo/Tests/presence/agent.py" "$stage/"
-    mkdir "$stage/actions"
-    cp /usr/share/polkit-1/actions/*.policy "$stage/actions/" 2>/dev/null || true
-    cp "$repo/polkit/org.keychain-linux.user-presence.policy" "$stage/actions/"
-    mkdir -m 700 "$stage/home"
-    chown "$login_user:" "$stage" "$stage/home"
-    unshare -m bash "$here/polkit-confirm.sh" "$stage" "$login_user" "$login_password" "$login_home/ed25519" \
-        "timeout 30 ssh $ssh_options -p $port1 $user@127.0.0.1 true"
+# A -c key asks pinentry before each signature, and the question names the program (and its
+# parents), the key (comment and fingerprint) and where the signature goes. Three requests that
+# polkit's fixed message showed alike: the user's own ssh, another program, and a host the agent
+# is forwarded to; each text differs, and a Deny fails the signature.
+case_confirm_names() {
+    local log=$base/pinentry.log answers=$base/pinentry.answers fp fp2 host1_fp own unknown first forwarded tool=$case_dir/bin/signer
+    fp=$(fingerprint "$k/ed25519.pub") fp2=$(fingerprint "$k/ecdsa256.pub") host1_fp=$(fingerprint "$keys/host1.pub")
+    add -c "$k/ed25519"
+    rm -f "$k/ed25519"
+
+    # The user's own ssh: denied, the login fails; allowed, it works.
+    refute login 1
+    expect 1 "$(wc -l < "$log")" "questions after one denied login"
+    own=$(tail -n 1 "$log")
+    grep -qF "/usr/bin/ssh wants to use your SSH key \"ed25519@sshsuite\" ($fp) to log in to the host with key $host1_fp." <<< "$own"
+    grep -qF "%0AStarted by: /usr/bin/timeout, " <<< "$own"
+    echo yes > "$answers"
+    login 1
+
+    # Another program (a copy of ssh-keygen elsewhere) signing a file: no host, its own path.
+    mkdir "$case_dir/bin"
+    cp /usr/bin/ssh-keygen "$tool"
+    echo data > "$case_dir/data"
+    refute timeout 20 "$tool" -q -Y sign -f "$k/ed25519.pub" -n file "$case_dir/data"
+    unknown=$(tail -n 1 "$log")
+    grep -qF "$tool wants to use your SSH key \"ed25519@sshsuite\" ($fp).%0AStarted by: /usr/bin/timeout, " <<< "$unknown"
+    [ ! -e "$case_dir/data.sig" ]
+    echo yes > "$answers"
+    timeout 20 "$tool" -q -Y sign -f "$k/ed25519.pub" -n file "$case_dir/data"
+    add -d "$k/ed25519.pub"
+
+    # Through a forwarded agent: host1 may go on to host2 with this key; ssh on host1 asks through
+    # the user's own ssh here, and the question says so. Allowed for host1 then denied for
+    # host2, the login on host2 fails; both allowed, it works.
+    add -c -H "$named_hosts" -h "$user@host1" -h "host1>$user@host2" "$k/ecdsa256"
+    rm -f "$k/ecdsa256"
+    : > "$log"
+    printf 'yes\nno\n' > "$answers"
+    remote_command="$remote_ssh -p $port2 $user@127.0.0.1 true" refute login 1 -A
+    expect 2 "$(wc -l < "$log")" "questions for a login on host1 and its hop to host2"
+    first=$(sed -n 1p "$log") forwarded=$(sed -n 2p "$log")
+    grep -qF "/usr/bin/ssh wants to use your SSH key \"ecdsa256@sshsuite\" ($fp2) to log in to host1.%0A" <<< "$first"
+    grep -qF "/usr/bin/ssh wants to use your SSH key \"ecdsa256@sshsuite\" ($fp2) to log in to host2 from host1 (your agent is forwarded there).%0A" <<< "$forwarded"
+    printf 'yes\nyes\n' > "$answers"
+    remote_command="$remote_ssh -p $port2 $user@127.0.0.1 true" login 1 -A
+
+    # Three requests, three texts.
+    expect 3 "$(printf '%s\n' "$own" "$unknown" "$forwarded" | sort -u | wc -l)" "different questions"
+}
+
+# A key's comment is chosen by whoever made the key: its escape sequences (here one that clears
+# the line and writes a friendlier one) reach the person escaped, never as control characters.
+# With no pinentry to ask, a -c key signs nothing, at once.
+case_confirm_escapes() {
+    local comment
+    comment=$(printf 'evil\033[2K\r/usr/bin/ssh')
+    ssh-keygen -q -t ed25519 -N '' -C "$comment" -f "$k/hostile"
+    add -c "$k/hostile"
+    echo "data" > "$case_dir/data"
+    refute timeout 20 ssh-keygen -q -Y sign -f "$k/hostile.pub" -n file "$case_dir/data"
+    grep -qF 'your SSH key "evil\x1b[2K\r/usr/bin/ssh" (' "$base/pinentry.log"
+    refute grep -q "$(printf '[\001-\037]')" "$base/pinentry.log"
+    stop_agent
+    KEYCHAIN_PINENTRY=$case_dir/no-pinentry start_agent
+    refute timeout 20 ssh-keygen -q -Y sign -f "$k/hostile.pub" -n file "$case_dir/data"
+    grep -q "confirmation refused (unavailable" "$case_dir/agent.out"
 }
 
 check "the agent's -s/-k command line, as ssh-agent's" case_command_line
@@ -680,7 +759,8 @@ check "another user's connection is refused" case_other_user
 if [ -z "$ours" ]; then
     check "ssh-add -c: confirmation through SSH_ASKPASS (ssh-agent's way)" case_confirm_askpass
     for what in "keys survive an agent restart" "keys survive a logout and login (pamtester)" \
-            "a locked keychain refuses signatures, still lists" "ssh-add -c asks polkit, a refusal fails" \
+            "a locked keychain refuses signatures, still lists" "ssh-add -c asks pinentry, naming program, key and host; Deny fails" \
+            "ssh-add -c: a key comment's control characters are shown escaped" \
             "the key is a keychain item (find-key, dump-keychain)" "security import-ssh-keys and export-ssh-key" \
             "a key made inside the TPM signs, never leaves, and fails on another TPM"; do
         skip "$what: needs the keychain's agent, not $AGENT"
@@ -690,7 +770,8 @@ else
     check "keys survive a logout and login (pamtester)" case_login_session
     check "an agent left running signs again after the next login" case_login_session keep
     check "a locked keychain refuses signatures, still lists" case_locked_keychain
-    check "ssh-add -c asks polkit, a refusal fails" case_confirm_polkit
+    check "ssh-add -c asks pinentry, naming program, key and host; Deny fails" case_confirm_names
+    check "ssh-add -c: a key comment's control characters are shown escaped" case_confirm_escapes
     check "the key is a keychain item (find-key, dump-keychain)" case_key_item
     check "security import-ssh-keys and export-ssh-key" case_import_export
     check "a key made inside the TPM signs, never leaves, and fails on another TPM" case_tpm_key

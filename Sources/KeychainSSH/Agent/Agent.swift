@@ -154,8 +154,9 @@ package final class Agent: @unchecked Sendable {
     /// Asks the person (or finds an approval remembered for this program, key and route). A
     /// program the kernel would not name (one that made itself undumpable, as any process may)
     /// is asked every time: all such programs would share one name.
-    func confirm(_ identity: AgentIdentity, program: String?, host: String?, route: String) -> Bool {
+    func confirm(_ identity: AgentIdentity, asker: AccessQuestion.Asker, destination: AccessQuestion.Destination?, route: String) -> Bool {
         let fingerprint = fingerprint(identity.publicBlob)
+        let program = asker.executable
         let remembered = program.map { $0 + "\0" + fingerprint + "\0" + route }
         let now = configuration.clock()
         let known = mutex.withLock {
@@ -163,8 +164,8 @@ package final class Agent: @unchecked Sendable {
             return remembered.map { approvals[$0] != nil } ?? false
         }
         if known { return true }
-        let request = AgentConfirmationRequest(program: program, keyComment: identity.comment, fingerprint: fingerprint, host: host)
-        guard configuration.confirm(request) else {
+        let question = AccessQuestion(asker: asker, target: .sshKey(comment: identity.comment, fingerprint: fingerprint), destination: destination)
+        guard configuration.confirm(question) else {
             log("the user refused key \(identity.comment) \(fingerprint)")
             return false
         }

@@ -1,22 +1,5 @@
-internal import KeychainCore
+package import KeychainCore
 internal import Glibc
-
-/// What the agent tells the person before a confirm-constrained key signs (`ssh-add -c`).
-package struct AgentConfirmationRequest: Sendable, Equatable {
-    /// The asking program's executable, from the socket's peer.
-    package var program: String?
-    package var keyComment: String
-    package var fingerprint: String
-    /// The destination a session-bind or destination constraint named, when there is one.
-    package var host: String?
-
-    package init(program: String?, keyComment: String, fingerprint: String, host: String?) {
-        self.program = program
-        self.keyComment = keyComment
-        self.fingerprint = fingerprint
-        self.host = host
-    }
-}
 
 /// What the executable fills from its command line.
 package struct AgentConfiguration: Sendable {
@@ -26,8 +9,9 @@ package struct AgentConfiguration: Sendable {
     package var vault: SSHKeyVault?
     /// `--session`: every key in memory only, even with a vault.
     package var sessionOnly = false
-    /// Asks the person; the default refuses.
-    package var confirm: @Sendable (AgentConfirmationRequest) -> Bool = { _ in false }
+    /// Asks the person before a confirm-constrained key (`ssh-add -c`) signs: the question names
+    /// the program, the key and the destination; the default refuses.
+    package var confirm: @Sendable (AccessQuestion) -> Bool = { _ in false }
     /// Seconds an approval counts for the same program and key; 0: never remembered.
     package var rememberConfirmation: UInt32 = 0
     /// Identities held at once, memory and keychain together.

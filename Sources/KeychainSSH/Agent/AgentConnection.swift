@@ -152,7 +152,7 @@ package final class AgentConnection {
             agent.log("\(SSHPublicKey.keyType(of: blob)?.prefix(64) ?? "unknown") key not found")
             return Self.status(false)
         }
-        var host: String?
+        var hostnames: [String?] = []
         if !identity.destinations.isEmpty {
             guard !bindings.isEmpty else {
                 agent.log("refusing use of destination-constrained key to sign on unbound connection")
@@ -178,11 +178,13 @@ package final class AgentConnection {
                 agent.log("refusing use of destination-constrained key: mismatch between hostkey in request and most recently bound session")
                 return Self.status(false)
             }
-            host = verdict.lastHostname
+            hostnames = verdict.hostnames
         }
         guard let (key, confirm) = agent.privateKey(of: identity) else { return Self.status(false) }
-        if host == nil, let last = bindings.last { host = "host key " + agent.fingerprint(last.hostKey.canonicalBlob) }
-        if confirm, !agent.confirm(identity, program: peer.executable, host: host, route: route) { return Self.status(false) }
+        if confirm {
+            let asker = AccessQuestion.Asker(executable: peer.executable, parents: peer.parents)
+            guard agent.confirm(identity, asker: asker, destination: destination(hostnames: hostnames), route: route) else { return Self.status(false) }
+        }
         do {
             var out = ByteWriter()
             out.u8(AgentMessage.signResponse)
@@ -192,6 +194,20 @@ package final class AgentConnection {
             agent.log("cannot sign with \(identity.comment): \(error)")
             return Self.status(false)
         }
+    }
+
+    /// Where a signature on this connection goes, as its session-binds say: each hop by the name
+    /// a destination constraint gave it, else by its host key; forwarded hops apart from the
+    /// host logged in to. nil without a bind (a local signature: a commit, a file).
+    private func destination(hostnames: [String?]) -> AccessQuestion.Destination? {
+        if bindAttempted && bindings.isEmpty { return .unverifiedHost }
+        guard let last = bindings.last else { return nil }
+        let names = bindings.indices.map { index in
+            (index < hostnames.count ? hostnames[index] : nil) ?? "the host with key " + agent.fingerprint(bindings[index].hostKey.canonicalBlob)
+        }
+        // Only the last binding may be an authentication's (bind refuses any after one).
+        if last.forwarded { return AccessQuestion.Destination(host: nil, forwardedThrough: names) }
+        return AccessQuestion.Destination(host: names.last, forwardedThrough: Array(names.dropLast()))
     }
 
     /// The hops this connection's session-binds recorded: a remembered approval holds for the
@@ -205,17 +221,18 @@ package final class AgentConnection {
     // MARK: Destination constraints
 
     /// identity_permitted: whether the identity may be used (listed, signed with) over this
-    /// connection's recorded hops; with the last hop's host name when one matched.
-    private func permitted(_ identity: AgentIdentity, user: String?) -> (permitted: Bool, lastHostname: String?) {
-        guard !identity.destinations.isEmpty else { return (true, nil) }
+    /// connection's recorded hops; with each hop's host name, as the constraint that matched it
+    /// gave one.
+    private func permitted(_ identity: AgentIdentity, user: String?) -> (permitted: Bool, hostnames: [String?]) {
+        guard !identity.destinations.isEmpty else { return (true, []) }
         if bindAttempted && bindings.isEmpty {
             agent.log("previous session bind failed on socket")
-            return (false, nil)
+            return (false, [])
         }
-        guard !bindings.isEmpty else { return (true, nil) }
+        guard !bindings.isEmpty else { return (true, []) }
         let now = UInt64(max(0, agent.configuration.wallClock()))
         var from: SSHPublicKeyParts?
-        var lastHostname: String?
+        var hostnames: [String?] = []
         for (index, binding) in bindings.enumerated() {
             var testUser: String?
             if index == bindings.count - 1 {
@@ -223,27 +240,27 @@ package final class AgentConnection {
                 testUser = user
                 if binding.forwarded && user != nil {
                     agent.log("tried to sign on forwarding hop")
-                    return (false, nil)
+                    return (false, [])
                 }
             } else if !binding.forwarded {
                 agent.log("tried to forward though signing bind")
-                return (false, nil)
+                return (false, [])
             }
             let verdict = identity.destinations.permit(from: from, to: binding.hostKey, user: testUser, now: now)
             guard verdict.permitted else {
                 agent.log("\(identity.parts.kind.name) identity \"\(identity.comment)\" not permitted for this destination")
-                return (false, nil)
+                return (false, [])
             }
-            if index == bindings.count - 1 { lastHostname = verdict.hostname }
+            hostnames.append(verdict.hostname)
             from = binding.hostKey
         }
         // A key usable to reach the last forwarding host but not beyond it is hidden there.
         if let last = bindings.last, last.forwarded, user == nil,
             !identity.destinations.permit(from: last.hostKey, to: nil, user: nil, now: now).permitted
         {
-            return (false, nil)
+            return (false, [])
         }
-        return (true, lastHostname)
+        return (true, hostnames)
     }
 
     // MARK: Extensions
