@@ -51,7 +51,7 @@ on_bus() {
 # service's messages kept in case_dir/bus.log.
 on_bus_alone() {
     local daemon=$1; shift
-    timeout 120 unshare --pid --fork --mount-proc dbus-run-session --dbus-daemon="$daemon" --config-file="$case_dir/session.conf" \
+    timeout 120 unshare --pid --fork --kill-child --mount-proc dbus-run-session --dbus-daemon="$daemon" --config-file="$case_dir/session.conf" \
         -- bash "$here/run.sh" --inner "$bin" "$@" 2> >(grep -v 'Failed to set fd limit' | tee -a "$case_dir/bus.log" >&2)
 }
 
