@@ -60,6 +60,9 @@ let package = Package(
         // SSH keys in the keychain: the agent protocol (draft-miller-ssh-agent), OpenSSH's key and
         // certificate formats, signing, and the agent's socket; keys are the engine's key items.
         .target(name: "KeychainSSH", dependencies: ["KeychainCore", "COpenSSL", "CLinux"]),
+        // Who a peer process is (a bus client, a socket's peer): pinned by a pidfd, its start,
+        // executable and sandbox read through it; what a decision about a caller rests on.
+        .target(name: "KeychainPeers", dependencies: ["CLinux"]),
         // The Secret Service's items over the engine: libsecret's attribute vocabulary mapped to
         // Apple's attributes, searches, replace, sandboxed apps' own items. The service and the
         // importer of `security import-secrets` share it.
@@ -95,7 +98,7 @@ let package = Package(
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
-        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "CSDBus", "COpenSSL", "CLinux"],
+        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "KeychainPeers", "CSDBus", "COpenSSL", "CLinux"],
                           exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The SSH agent: a daemon for the whole session, like keychain-secret-service, so linked the
@@ -145,6 +148,7 @@ let package = Package(
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore", "KeychainTestSupport", "CLinux"]),
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
+        .testTarget(name: "KeychainPeersTests", dependencies: ["KeychainPeers", "CLinux"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
     ],

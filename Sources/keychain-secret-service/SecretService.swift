@@ -2,6 +2,7 @@ import CLinux
 import CSDBus
 import Glibc
 import KeychainCore
+import KeychainPeers
 import SecretServiceItems
 
 /// The interfaces of the spec.
@@ -33,12 +34,15 @@ final class SecretService {
     let collections = CollectionRegistry()
     var sessions: [String: Session] = [:]
     var prompts: [String: Prompt] = [:]
-    /// Who each connection is, told once per unique name (never reused while the bus runs).
-    private var callers: [String: Caller] = [:]
+    /// Who each connection is, told once per unique name (never reused while the bus runs), and
+    /// the process that connected, pinned while the connection lasts.
+    private var callers: [String: (caller: Caller, identity: ProcessIdentity?)] = [:]
     /// When each connection appeared on the bus, as far as this service saw (clock ticks since
     /// boot); one older than the service appeared before it started.
     private var appeared: [String: UInt64] = [:]
-    private let started = Caller.ticksSinceBoot()
+    private let started = ProcessIdentity.ticksSinceBoot()
+    /// Whether the bus's way of naming clients was logged yet (once a run).
+    private var toldHowClientsAreKnown = false
     let pinentryProgram: String
     private var counter: UInt64 = 0
     private var running = true
@@ -221,7 +225,7 @@ final class SecretService {
             name.hasPrefix(":")
         else { return }
         if oldOwner.isEmpty && !newOwner.isEmpty {
-            appeared[name] = Caller.ticksSinceBoot()
+            appeared[name] = ProcessIdentity.ticksSinceBoot()
             return
         }
         guard newOwner.isEmpty else { return }
@@ -242,10 +246,30 @@ final class SecretService {
 
     /// The caller behind a connection, told on its first call.
     func caller(_ sender: String) -> Caller {
-        if let known = callers[sender] { return known }
-        let caller = sender.hasPrefix(":") ? Caller.of(connection: sender, on: bus, appeared: appeared[sender] ?? started) : .unidentified
-        callers[sender] = caller
+        if let known = callers[sender] { return known.caller }
+        var identity: ProcessIdentity?
+        var label: String?
+        if sender.hasPrefix(":"), let credentials = BusPeer.credentials(of: sender, on: bus) {
+            identity = BusPeer.identity(of: credentials, appeared: appeared[sender] ?? started)
+            label = credentials.securityLabel
+            if !toldHowClientsAreKnown {
+                toldHowClientsAreKnown = true
+                SecretService.log(
+                    credentials.busGivesProcessFD
+                        ? "the bus names each client's process by a pidfd (ProcessFD)"
+                        : "the bus gives no ProcessFD (dbus before 1.15.8): each client's process is found by its pid")
+            }
+        }
+        let caller = Caller(identity: identity, securityLabel: label)
+        callers[sender] = (caller, identity)
         return caller
+    }
+
+    /// The process that made a connection, pinned, when it could be told (for the caller's name
+    /// in a dialog and the access decisions over it).
+    func identity(_ sender: String) -> ProcessIdentity? {
+        _ = caller(sender)
+        return callers[sender]?.identity
     }
 
     /// The caller of the message being handled, for the property and introspection callbacks,

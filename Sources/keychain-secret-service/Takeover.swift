@@ -1,6 +1,7 @@
 import COpenSSL
 import Glibc
 import KeychainCore
+import KeychainPeers
 import SecretServiceItems
 
 /// `keychain-secret-service enable | disable | status`: becoming the calling user's Secret Service
@@ -614,7 +615,7 @@ struct Takeover {
 
     /// When a process started, in seconds since 1970 (/proc/PID/stat and the boot time).
     static func startTime(of pid: pid_t) -> Int? {
-        guard let ticks = Caller.startTime(of: pid), let stat = ProcFile.read("/proc/stat") else { return nil }
+        guard let ticks = ProcessIdentity.startTime(of: pid), let stat = ProcFile.read("/proc/stat") else { return nil }
         guard let line = String(decoding: stat, as: UTF8.self).split(separator: "\n").first(where: { $0.hasPrefix("btime ") }),
             let boot = Int(line.dropFirst("btime ".count))
         else { return nil }

@@ -54,6 +54,14 @@ while let argument = arguments.popFirst() {
 }
 
 ProcessHardening.becomeUndumpable()
+// Each client's connecting process is held by a pidfd while it is connected (BusPeer): the soft
+// limit of descriptors (1024 under systemd) raised to the hard one, as systemd advises a program
+// that uses poll(2), not select(2).
+var descriptors = rlimit()
+if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &descriptors) == 0, descriptors.rlim_cur < descriptors.rlim_max {
+    descriptors.rlim_cur = descriptors.rlim_max
+    _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &descriptors)
+}
 // A client writing to a prompt's closed pinentry must not kill the service.
 signal(SIGPIPE, SIG_IGN)
 // Stopped as systemd stops it (SIGTERM), or from a terminal: the loop ends and the session

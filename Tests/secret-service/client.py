@@ -685,9 +685,10 @@ def app_prompts(app):
     print('ok')
 
 
-def pid_reuse(ready, go):
+def pid_reuse(ready, go, ping=''):
     """Connects from a child that passes the socket back and exits, then calls once the child's pid
-    belongs to another process: the caller must not take that process's identity."""
+    belongs to another process: the caller must not take that process's identity. With `ping`, the
+    service is pinged first, so it has seen the connection appear before the pid is reused."""
     import socket
     import time
     from jeepney.bus import get_bus
@@ -701,6 +702,8 @@ def pid_reuse(ready, go):
     _, fds, _, _ = socket.recv_fds(child_end, 10, 1)
     os.waitpid(child, 0)
     connection = DBusConnection(socket.socket(fileno=fds[0]))
+    if ping:
+        expect('ok', call(connection, '/', 'org.freedesktop.DBus.Peer', 'Ping')[0], 'Ping')
     with open(ready, 'w') as f:
         f.write(str(child))
     deadline = time.time() + 20

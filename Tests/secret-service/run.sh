@@ -46,6 +46,29 @@ on_bus() {
         2> >(grep -v 'Failed to set fd limit' >&2)
 }
 
+# on_bus_alone DAEMON FUNCTION ARGS...: FUNCTION in a private session bus run by the dbus-daemon
+# DAEMON, all in a pid namespace of their own (so the case chooses pids); the bus's and the
+# service's messages kept in case_dir/bus.log.
+on_bus_alone() {
+    local daemon=$1; shift
+    timeout 120 unshare --pid --fork --kill-child --mount-proc dbus-run-session --dbus-daemon="$daemon" --config-file="$case_dir/session.conf" \
+        -- bash "$here/run.sh" --inner "$bin" "$@" 2> >(grep -v 'Failed to set fd limit' | tee -a "$case_dir/bus.log" >&2)
+}
+
+# pid_reuse_refused DAEMON FUNCTION: a pid-reuse case on a bus run by DAEMON; the service says how
+# that bus names its clients: by the pidfd of GetConnectionCredentials' ProcessFD (dbus 1.15.8 and
+# later), else by pid.
+pid_reuse_refused() {
+    local daemon=$1 function=$2 how
+    on_bus_alone "$daemon" "$function"
+    if "$daemon" --version | grep -Eq 'Daemon 1\.(15\.([89]|[1-9][0-9])|1[6-9]|[2-9][0-9])\.'; then
+        how="the bus names each client's process by a pidfd (ProcessFD)"
+    else
+        how="the bus gives no ProcessFD (dbus before 1.15.8): each client's process is found by its pid"
+    fi
+    grep -qF "keychain-secret-service: $how" "$case_dir/bus.log"
+}
+
 answers() { printf '%s\n' "$@" > "$PINENTRY_ANSWERS"; }
 
 # --- cases (each runs inside its bus) ------------------------------------------------------
@@ -481,19 +504,48 @@ a_sandboxed_app_holds_one_prompt() {
 }
 
 # root: a pid is handed to the next process by writing the one before it to ns_last_pid.
-pid_reuse_lends_no_identity() {
+# The two pid-reuse cases run in a pid namespace of their own (on_bus_alone), where nothing but the
+# case takes pids: the pid of the app's connecting process, gone, goes to an unconfined `sleep` the
+# case starts, through ns_last_pid. The app's connection must not be taken for that process.
+#
+# pid_reuse_after_the_service_saw_it: the service has seen the connection appear (the app pinged
+# it) before the pid is reused: refused on any bus, the new process having started later.
+pid_reuse_after_the_service_saw_it() {
     printf 'v' | secret-tool store --label=L app pid-reuse
+    confined org.example.App "$py" "$here/client.py" pid_reuse "$HOME/ready" "$HOME/go" ping > "$HOME/reuse.log" 2>&1 &
+    reuse_the_apps_pid "$!"
+}
+
+# pid_reuse_while_the_service_is_stopped: the service is stopped while the connection appears, its
+# process exits and the pid is reused, so the service learns of the connection only after the new
+# process started. Only a bus that names the connecting process by a pidfd (ProcessFD) can tell:
+# refused there.
+pid_reuse_while_the_service_is_stopped() {
+    printf 'v' | secret-tool store --label=L app pid-reuse
+    local service
+    service=$(dbus-send --session --print-reply=literal --dest=org.freedesktop.DBus / \
+        org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.secrets | awk '{ print $2 }')
+    kill -STOP "$service"
     confined org.example.App "$py" "$here/client.py" pid_reuse "$HOME/ready" "$HOME/go" > "$HOME/reuse.log" 2>&1 &
-    app=$!
-    for _ in $(seq 100); do [ -s "$HOME/ready" ] && break; sleep 0.1; done
+    reuse_the_apps_pid "$!" "$service"
+}
+
+# reuse_the_apps_pid APP [STOPPED]: once the app APP (client.py pid_reuse) has its connection and
+# its connecting child is gone, gives the child's pid to `sleep`, continues the stopped service
+# STOPPED, and lets the app call.
+reuse_the_apps_pid() {
+    local app=$1 stopped=${2:-} child sleeper
+    for _ in $(seq 600); do [ -s "$HOME/ready" ] && break; sleep 0.1; done
     child=$(cat "$HOME/ready")
+    # No process may start between these two lines (a command substitution would).
     echo $((child - 1)) > /proc/sys/kernel/ns_last_pid
-    sleep 30 &
+    sleep 60 &
     sleeper=$!
+    [ -z "$stopped" ] || kill -CONT "$stopped"
     touch "$HOME/go"
     wait "$app" || { cat "$HOME/reuse.log"; kill "$sleeper"; return 1; }
     kill "$sleeper"
-    [ "$sleeper" = "$child" ] || echo "note: the pid went to $sleeper, not $child; the case still checked the connection"
+    expect "$child" "$sleeper" "the sleeper's pid"
 }
 
 default_keychain_by_any_spelling() {
@@ -677,9 +729,21 @@ if command -v bwrap >/dev/null; then
     check "a sandboxed app holds one prompt over all its connections; the dialog names it" on_bus a_sandboxed_app_holds_one_prompt
     check "a store committed by a sandboxed app's call is still announced" on_bus stores_are_announced_whoever_commits_them
     if [ "$(id -u)" = 0 ]; then
-        check "a connection whose pid went to another process is refused" on_bus pid_reuse_lends_no_identity
+        check "a connection whose pid went to another process after the service saw it is refused" \
+            pid_reuse_refused /usr/bin/dbus-daemon pid_reuse_after_the_service_saw_it
+        if dbus116=$(bash "$here/dbus-1.16.sh"); then
+            check "dbus 1.16: the same, the client named by the bus's ProcessFD" \
+                pid_reuse_refused "$dbus116" pid_reuse_after_the_service_saw_it
+            check "dbus 1.16: a connection whose pid went to another process while the service was stopped is refused" \
+                pid_reuse_refused "$dbus116" pid_reuse_while_the_service_is_stopped
+        else
+            skip "dbus 1.16's ProcessFD: Debian 13's dbus-daemon could not be had (mmdebstrap, root, network)"
+        fi
+        # Without ProcessFD nothing tells the process that connected from one given its pid before
+        # the service saw the connection (docs/security-model.md).
+        skip "a pid reused while the service was stopped, on a bus without ProcessFD (dbus 1.14 cannot tell)"
     else
-        echo "skipped: the pid-reuse case writes /proc/sys/kernel/ns_last_pid, which needs root"
+        skip "the pid-reuse cases write /proc/sys/kernel/ns_last_pid, which needs root"
     fi
 else
     echo "skipped: bwrap (bubblewrap) is not installed"
