@@ -114,11 +114,9 @@ package struct PolkitAuthorizer: PresenceAuthorizer {
     }
 
     /// The reason as one line for the terminal. It names things others chose (an SSH key's
-    /// comment, a program's path), so no control character passes: an escape sequence could
-    /// rewrite the line the person reads before answering.
-    static func terminalLine(_ reason: String) -> String {
-        String(String.UnicodeScalarView(reason.unicodeScalars.filter { $0.properties.generalCategory != .control })) + "\n"
-    }
+    /// comment, a program's path), so no control character passes as one: an escape sequence
+    /// could rewrite the line the person reads before answering.
+    static func terminalLine(_ reason: String) -> String { TerminalText.escaped(reason) + "\n" }
 
     package func unavailability() -> String? {
         access(Self.pkcheck, X_OK) == 0 ? nil : "polkit (\(Self.pkcheck)) is not installed"

@@ -16,7 +16,8 @@ extension SecretImportRun {
     }
 
     /// The wallet a file holds: its name without ".kwl", with kwalletd's ";XX" escapes undone
-    /// (Backend::encodeWalletName).
+    /// (Backend::encodeWalletName). It may then hold a "/" (";2F"), a NUL or anything else: it
+    /// names a keychain only through `KeychainFile.resolveBareName`.
     static func walletName(forFile path: String) -> String {
         let base = Array((path.split(separator: "/").last.map(String.init) ?? "").utf8)
         let name = base.count > 4 && base.suffix(4).elementsEqual(".kwl".utf8) ? Array(base.dropLast(4)) : base
@@ -34,9 +35,15 @@ extension SecretImportRun {
         return String(decoding: decoded, as: UTF8.self)
     }
 
-    /// A file beside the wallet (its salt, its Secret Service attributes), or nil when there is none.
+    /// A file beside the wallet (its salt, its Secret Service attributes), or nil when there is
+    /// none; its errors name it, as the wallet's line is the one that says them.
     private func sibling(_ path: String, limit: Int) throws -> Bytes? {
-        KeychainFile.exists(path) ? try ImportFiles.read(path, limit: limit) : nil
+        guard KeychainFile.exists(path) else { return nil }
+        do {
+            return try ImportFiles.read(path, limit: limit)
+        } catch let error as KeychainError {
+            throw KeychainError(error.code, "\(path): \(error.detail)")
+        }
     }
 
     func importKWallets(_ files: [String], folderAsked: Bool) {
@@ -48,18 +55,21 @@ extension SecretImportRun {
     func importKWallet(_ file: String) {
         let name = Self.walletName(forFile: file)
         let stem = file.hasSuffix(".kwl") ? String(file.dropLast(4)) : file
+        let target: String
         var contents: KWalletContents
         var walletPassword: Bytes?
         defer { walletPassword?.wipe() }
         let split: (items: [KWalletSecretItem], entries: [KWalletEntry])
         do {
             guard !name.isEmpty else { throw KeychainError.param("a wallet file needs a name (NAME.kwl)") }
+            // Before anything is read or asked: a name that is not a plain one goes nowhere.
+            target = name == "kdewallet" ? KeychainFile.loginPath() : try KeychainFile.resolveBareName(name)
             var bytes = try ImportFiles.read(file, limit: KWalletFile.maximumFileSize)
             defer { bytes.wipe() }
             if KWalletFile.isGPG(bytes) { throw KWalletFileError.gpg }
             let salt = try sibling(stem + ".salt", limit: KWalletFile.maximumSaltSize)
             progress.clear()
-            walletPassword = try password ?? Terminal.readSecret(prompt: "password for the wallet \(name) (\(file)): ")
+            walletPassword = try password ?? Terminal.readSecret(prompt: TerminalText.escaped("password for the wallet \(name) (\(file)): "))
             contents = try KWalletFile.read(bytes, password: walletPassword ?? [], salt: salt)
             split = try contents.splitSecretServiceItems(
                 attributesFile: try sibling(stem + "_attributes.json", limit: KWalletContents.maximumAttributesFileSize))
@@ -71,7 +81,6 @@ extension SecretImportRun {
             return
         }
         defer { for index in contents.entries.indices { contents.entries[index].value.wipe() } }
-        let target = name == "kdewallet" ? KeychainFile.loginPath() : KeychainFile.resolve(name)
         let store: KeychainStore?
         do {
             store = try keychain(target, passwords: [walletPassword, password].compactMap { $0 }) {

@@ -131,7 +131,7 @@ final class SecretImportRun {
         let keychainError = error as? KeychainError
         let detail = keychainError?.description ?? "\(error)"
         let name = keychainError.map { " (\(KeychainError.name(for: $0.status)))" } ?? ""
-        Terminal.error("security: import-secrets: \(place): \(detail)\(name)")
+        Terminal.error("security: import-secrets: " + TerminalText.escaped("\(place): \(detail)\(name)"))
         if failureStatus == nil {
             failureStatus = keychainError.map { Int32(UInt8(truncatingIfNeeded: $0.status)) } ?? 1
         }
@@ -150,12 +150,12 @@ final class SecretImportRun {
 
     func note(_ line: String) {
         progress.clear()
-        Terminal.error("security: import-secrets: \(line)")
+        Terminal.error("security: import-secrets: " + TerminalText.escaped(line))
     }
 
     /// A dry run's listing, one line per item on stdout.
     func list(_ what: String, _ place: String) {
-        if dryRun { Terminal.out("\(what.padding(13))\(place)") }
+        if dryRun { Terminal.out(what.padding(13) + TerminalText.escaped(place)) }
     }
 
     func count(_ outcome: KeychainStore.ImportOutcome, _ place: String) {
@@ -214,7 +214,7 @@ final class SecretImportRun {
             }
             if !unlocked {
                 progress.clear()
-                var typed = try Terminal.readSecret(prompt: "password to unlock \(path): ")
+                var typed = try Terminal.readSecret(prompt: "password to unlock \(TerminalText.escaped(path)): ")
                 defer { typed.wipe() }
                 try store.unlock(password: typed)
             }
@@ -298,22 +298,29 @@ final class SecretImportRun {
             }
             if format == .encrypted {
                 progress.clear()
-                keyringPassword = try password ?? Terminal.readSecret(prompt: "password for the keyring \(name) (\(file)): ")
+                keyringPassword = try password ?? Terminal.readSecret(prompt: TerminalText.escaped("password for the keyring \(name) (\(file)): "))
             }
             keyring = try GnomeKeyring.read(bytes, password: keyringPassword)
         } catch {
             fail(file, error)
             return false
         }
-        let target = name == "login" ? KeychainFile.loginPath() : KeychainFile.resolve(name)
+        let target: String
         let store: KeychainStore?
+        do {
+            target = name == "login" ? KeychainFile.loginPath() : try KeychainFile.resolveBareName(name)
+        } catch {
+            fail(file, error)
+            return false
+        }
         do {
             let tried = [keyringPassword, password].compactMap { $0 }
             store = try keychain(target, passwords: tried) {
                 if let keyringPassword { return keyringPassword }
                 if let password { return password }
                 self.progress.clear()
-                return try Terminal.readSecret(prompt: "password for the new keychain \(name): ", confirm: "retype password for the new keychain \(name): ")
+                let shown = TerminalText.escaped(name)
+                return try Terminal.readSecret(prompt: "password for the new keychain \(shown): ", confirm: "retype password for the new keychain \(shown): ")
             }
         } catch {
             fail("\(file) -> \(target)", error)
@@ -654,7 +661,7 @@ final class ProgressLine {
 
     func show(_ text: String) {
         guard enabled else { return }
-        fputs("\r\u{1B}[K" + text, stderr)
+        fputs("\r\u{1B}[K" + TerminalText.escaped(text), stderr)
         fflush(stderr)
         shown = true
     }
@@ -669,28 +676,9 @@ final class ProgressLine {
 
 /// Reading the sources, and the one file import-secrets rewrites (docker's config.json).
 enum ImportFiles {
-    static func read(_ path: String, limit: Int) throws -> Bytes {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot read it: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { throw KeychainError(.io, "not a regular file") }
-        var out = Bytes()
-        var buffer = Bytes(repeating: 0, count: 1 << 16)
-        defer { buffer.wipe() }
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            if n < 0 { throw KeychainError(.io, "cannot read it: \(String(cString: strerror(errno)))") }
-            if n == 0 { break }
-            out += buffer[0..<n]
-            if out.count > limit {
-                out.wipe()
-                throw KeychainError.decode("it is larger than \(limit >> 20) MiB; refused unread")
-            }
-        }
-        return out
-    }
+    /// A source's bytes: a regular file only, opened without waiting (a FIFO named as a source
+    /// would hold the run forever), no larger than `limit`.
+    static func read(_ path: String, limit: Int) throws -> Bytes { try ForeignFile.read(path, limit: limit).bytes }
 
     /// `FILE.before-keychain`, or with .1, .2 ... when that exists already.
     static func backupPath(for path: String) -> String {

@@ -244,7 +244,9 @@ extension MessageReader {
     }
 }
 
-/// What `import` and `export` count, and the lines they print.
+/// What `import` and `export` count, and the lines they print. Those lines show names another
+/// provider or program chose (wallets, folders, keys, labels, a program's name): escaped for
+/// the terminal (TerminalText), here where every one of them passes.
 final class TransferTally {
     let verb: String
     let dryRun: Bool
@@ -263,11 +265,11 @@ final class TransferTally {
 
     func fail(_ place: String, _ why: String, count: Int = 1) {
         failed += count
-        fputs("keychain-secret-service: \(verb): \(place): \(why)\n", stderr)
+        fputs("keychain-secret-service: \(verb): " + TerminalText.escaped("\(place): \(why)") + "\n", stderr)
     }
 
     func note(_ line: String) {
-        fputs("keychain-secret-service: \(verb): \(line)\n", stderr)
+        fputs("keychain-secret-service: \(verb): " + TerminalText.escaped(line) + "\n", stderr)
     }
 
     func skip(_ place: String, _ why: String) {
@@ -277,7 +279,12 @@ final class TransferTally {
 
     func count(added isNew: Bool, _ place: String) {
         if isNew { added += 1 } else { alreadyThere += 1 }
-        if dryRun { print("\((isNew ? "would add" : "already there").padded(14))\(place)") }
+        if dryRun { list(isNew ? "would add" : "already there", place) }
+    }
+
+    /// A dry run's line on standard output.
+    func list(_ what: String, _ text: String) {
+        print(what.padded(14) + TerminalText.escaped(text))
     }
 
     func summary() {
@@ -303,7 +310,10 @@ struct PasswordAsker {
     func ask(title: String, description: String, error: String? = nil, twice: Bool = false) throws -> Bytes {
         let conversation = try PinentryConversation(program: program, errors: STDERR_FILENO)
         defer { conversation.stop() }
-        conversation.ask(title: title, description: description, prompt: "Password:", error: error, repeatPrompt: twice ? "Repeat:" : nil)
+        // pinentry-curses and pinentry-tty draw the description on a terminal; it names wallets
+        // and collections another provider chose.
+        conversation.ask(
+            title: title, description: TerminalText.escaped(description), prompt: "Password:", error: error, repeatPrompt: twice ? "Repeat:" : nil)
         switch conversation.wait(until: SystemClock.monotonic() + timeout) {
         case .passphrase(let password) where !password.isEmpty:
             return password
@@ -632,7 +642,7 @@ struct BusImport {
             ? "login" : String(path.split(separator: "/").last ?? "").replacingSuffix(".keychain-db")
         guard KeychainFile.exists(path) else {
             if dryRun {
-                print("would create".padded(14) + "keychain \(path)")
+                tally.list("would create", "keychain \(path)")
                 return nil
             }
             let description =
@@ -664,7 +674,7 @@ struct BusImport {
         if chosen {
             tally.note("\(peer.command)'s default collection is \(path); the default keychain stays \(KeychainFile.defaultPath()), as you chose it")
         } else if dryRun {
-            print("would make".padded(14) + "\(path) the default keychain (\(peer.command)'s default collection)")
+            tally.list("would make", "\(path) the default keychain (\(peer.command)'s default collection)")
         } else if (try? KeychainFile.setDefaultPath(path)) != nil {
             tally.note("\(path) is now the default keychain, as its collection was \(peer.command)'s default")
         }
@@ -770,7 +780,7 @@ struct BusExport {
         do {
             if target == nil {
                 if dryRun {
-                    print("would create".padded(14) + "\(peer.command)'s collection \u{201C}\(label)\u{201D}")
+                    tally.list("would create", "\(peer.command)'s collection \u{201C}\(label)\u{201D}")
                     for item in items { tally.count(added: true, "\(place): \u{201C}\(item.label)\u{201D}") }
                     return
                 }

@@ -28,7 +28,7 @@ extension BusExport {
         if folders.isEmpty { return }
         // Opening a wallet that does not exist makes it, through kwalletd's dialog: not in a dry run.
         if dryRun, (try? daemon.wallets().contains(wallet)) != true {
-            print("would create".padded(14) + "\(daemon.service)'s wallet \u{201C}\(wallet)\u{201D}")
+            tally.list("would create", "\(daemon.service)'s wallet \u{201C}\(wallet)\u{201D}")
             for folder in folders where !entries.contains(where: { $0.folder == folder }) {
                 tally.count(added: true, "\(shown): folder \u{201C}\(folder)\u{201D}")
             }

@@ -67,8 +67,16 @@ struct KWalletImport {
             for index in contents.entries.indices { contents.entries[index].value.wipe() }
             for index in contents.secretItems.indices { contents.secretItems[index].entry.value.wipe() }
         }
-        let target = wallet == "kdewallet" ? KeychainFile.loginPath() : KeychainFile.resolve(BusImport.keychainName(element: wallet))
         let store: KeychainStore?
+        let target: String
+        do {
+            // kwalletd lists a wallet file named ";2Ftmp;2Fx.kwl" as the wallet "/tmp/x": a name
+            // that is not a plain one makes no keychain anywhere.
+            target = wallet == "kdewallet" ? KeychainFile.loginPath() : try KeychainFile.resolveBareName(BusImport.keychainName(element: wallet))
+        } catch {
+            tally.fail(place, "nothing of it came: \(KeychainErrorText.of(error))", count: contents.entries.count + contents.secretItems.count)
+            return
+        }
         do {
             store = try importer.keychain(target, label: wallet, from: place, tally: tally)
         } catch {

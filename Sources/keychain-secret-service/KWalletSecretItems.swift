@@ -38,9 +38,12 @@ struct KWalletSecretItems {
     /// plain entries, their attributes lost without a word.
     init(wallet: String) throws {
         let path = Self.path(wallet: wallet)
-        guard let bytes = ProcFile.read(path, limit: KWalletSecretAttributes.maximumFileSize + 1) else {
-            if KeychainFile.exists(path) { throw ServiceError.failed("cannot read \(path)") }
-            return
+        guard KeychainFile.exists(path) else { return }
+        let bytes: Bytes
+        do {
+            bytes = try ForeignFile.read(path, limit: KWalletSecretAttributes.maximumFileSize).bytes
+        } catch {
+            throw ServiceError.failed("\(path): \(KeychainErrorText.of(error))")
         }
         do {
             kept = try KWalletSecretAttributes(file: bytes)

@@ -30,7 +30,9 @@ final class PolkitTests: XCTestCase {
 
     func testTerminalLineCarriesNoControlCharacters() {
         let reason = "/tmp/x\u{1b}[2K\u{1b}[1A/usr/bin/ssh asks\r\n\u{9b}2J to sign with \u{7f}work (SHA256:abc) for host \u{e9}"
-        XCTAssertEqual(PolkitAuthorizer.terminalLine(reason), "/tmp/x[2K[1A/usr/bin/ssh asks2J to sign with work (SHA256:abc) for host \u{e9}\n")
+        XCTAssertEqual(
+            PolkitAuthorizer.terminalLine(reason),
+            "/tmp/x\\x1B[2K\\x1B[1A/usr/bin/ssh asks\\x0D\\x0A\\x9B2J to sign with \\x7Fwork (SHA256:abc) for host \u{e9}\n")
     }
 
     func testSubjectNamesThisProcessWithItsStartTime() throws {

@@ -441,6 +441,108 @@ look_alikes_in_linear_time() {
     expect "import-secrets: dry run: 0 would be added, 10000 already there; nothing was changed" "$(tail -1 "$case_dir/out")"
 }
 
+# --- hostile wallets and keyrings ----------------------------------------------------------
+
+kwl_fixtures=$here/../kde/kwl-fixtures
+kwl_password='kwl fixture pässword'
+crafted_kwl() { "$py" "$here/crafted_kwl.py" "$@"; }
+# in_time COMMAND...: the command under a time limit, so a run that waits forever fails the case
+# (124) instead of holding the suite.
+in_time() { timeout 60 "$@"; }
+
+# Whoever named a file can make it a FIFO: open(2) would wait for a writer forever. Each is
+# refused at once as what it is, one line, 220 (errSecIO), and nothing is made. A run still
+# waiting at the time limit gives no line, and the case fails.
+fifo_sources() {
+    mkfifo "$case_dir/fifo.kwl" "$case_dir/fifo.keyring"
+    result=$(printf 'pw\n' | in_time bash -c "$(declare -f status_and_stderr); status_and_stderr security import-secrets --kwallet '$case_dir/fifo.kwl'") || true
+    expect "220|security: import-secrets: $case_dir/fifo.kwl: not a regular file (a FIFO); refused unread (errSecIO)" "$result" "a FIFO as the wallet"
+    result=$(printf 'pw\n' | in_time bash -c "$(declare -f status_and_stderr); status_and_stderr security import-secrets --keyring '$case_dir/fifo.keyring'") || true
+    expect "220|security: import-secrets: $case_dir/fifo.keyring: not a regular file (a FIFO); refused unread (errSecIO)" "$result" "a FIFO as the keyring"
+    # A real wallet (kwalletd5's) with a FIFO as its salt, then as its attributes file.
+    cp "$kwl_fixtures/kdewallet.kwl" "$case_dir/salted.kwl"
+    mkfifo "$case_dir/salted.salt"
+    result=$(printf '%s\n' "$kwl_password" | in_time bash -c "$(declare -f status_and_stderr); status_and_stderr security import-secrets --kwallet '$case_dir/salted.kwl'") || true
+    expect "220|security: import-secrets: $case_dir/salted.kwl: $case_dir/salted.salt: not a regular file (a FIFO); refused unread (errSecIO)" "$result" "a FIFO as the salt"
+    cp "$kwl_fixtures/kdewallet.kwl" "$case_dir/attributed.kwl"
+    cp "$kwl_fixtures/kdewallet.salt" "$case_dir/attributed.salt"
+    mkfifo "$case_dir/attributed_attributes.json"
+    result=$(printf '%s\n' "$kwl_password" | in_time bash -c "$(declare -f status_and_stderr); status_and_stderr security import-secrets --kwallet '$case_dir/attributed.kwl'") || true
+    expect "220|security: import-secrets: $case_dir/attributed.kwl: $case_dir/attributed_attributes.json: not a regular file (a FIFO); refused unread (errSecIO)" \
+        "$result" "a FIFO as the attributes file"
+    # In the wallets' folder, beside a good wallet: that one still comes.
+    mkdir -p "$XDG_DATA_HOME/kwalletd"
+    mkfifo "$XDG_DATA_HOME/kwalletd/a.kwl"
+    cp "$kwl_fixtures/work.kwl" "$kwl_fixtures/work.salt" "$XDG_DATA_HOME/kwalletd/"
+    result=$(printf 'work password\n' | in_time bash -c "$(declare -f status_and_stderr); status_and_stderr security import-secrets --kwallets") || true
+    expect "220|security: import-secrets: $XDG_DATA_HOME/kwalletd/a.kwl: not a regular file (a FIFO); refused unread (errSecIO)" \
+        "$(echo "$result" | grep -v '^security: import-secrets: created the keychain')" "a FIFO among the wallets"
+    [ -e "$XDG_DATA_HOME/keychains/work.keychain-db" ]
+    for name in fifo salted attributed a; do [ ! -e "$XDG_DATA_HOME/keychains/$name.keychain-db" ]; done
+}
+
+# Folder and key names, labels and file names are the file's author's: an escape sequence in one
+# reaches the terminal as text (\xHH), in the dry run's lines and in the error lines alike.
+escaped_names() {
+    local folder=$'\e]0;owned\aMail\e[2J' key=$'\e[1A\e[Kkey\xc2\x9b' escaped out err
+    escaped='\x1B]0;owned\x07Mail\x1B[2J/\x1B[1A\x1B[Kkey\x9B'
+    mkdir "$case_dir/a" "$case_dir/b"
+    crafted_kwl "$case_dir/a/crafted.kwl" pw "$folder" "$key" one
+    crafted_kwl "$case_dir/b/crafted.kwl" pw "$folder" "$key" two
+    printf 'pw\n' | in_time security import-secrets -n --kwallet "$case_dir/a/crafted.kwl" > "$case_dir/out"
+    absent $'\e' "$case_dir/out"
+    absent $'\xc2\x9b' "$case_dir/out"
+    grep -qxF "would add    $case_dir/a/crafted.kwl: $escaped" "$case_dir/out"
+    printf 'pw\n' | in_time security import-secrets --kwallet "$case_dir/a/crafted.kwl" > "$case_dir/out"
+    # The same folder and key with another value: the keychain's is kept, one error line.
+    result=$(printf 'pw\n' | in_time bash -c "$(declare -f status_and_stderr); status_and_stderr security import-secrets --kwallet '$case_dir/b/crafted.kwl'")
+    err=${result#*|}
+    expect 45 "${result%%|*}"
+    absent $'\e' <<< "$err"
+    echo "$err" | grep -qF "security: import-secrets: $case_dir/b/crafted.kwl: $escaped: "
+    # A file name with an escape sequence, in the wrong password's line and the prompt's.
+    crafted_kwl "$case_dir/"$'\e[2J\e[Hwallet.kwl' pw "$folder" "$key" one
+    result=$(printf 'wrong\n' | in_time bash -c "$(declare -f status_and_stderr); status_and_stderr security import-secrets --kwallet '$case_dir/'$'\e[2J\e[Hwallet.kwl'")
+    expect "51|security: import-secrets: $case_dir/\\x1B[2J\\x1B[Hwallet.kwl: wrong password for this wallet (or its encrypted part is damaged) (errSecAuthFailed)" "$result"
+    # A keyring file's name likewise.
+    printf 'not a keyring\n' > "$case_dir/"$'\e]2;title\a.keyring'
+    result=$(in_time bash -c "$(declare -f status_and_stderr); status_and_stderr security import-secrets --keyring '$case_dir/'$'\e]2;title\a.keyring'")
+    expect 93 "${result%%|*}"
+    absent $'\e' <<< "${result#*|}"
+    echo "$result" | grep -qF "$case_dir/\\x1B]2;title\\x07.keyring: "
+}
+
+# kwalletd writes "/" in a wallet's name as ";2F" in its file's name: a file's author would choose
+# where a keychain is made (with a password the author knows), and put it on the search list. A
+# name that is not a plain one is refused: nothing is made, outside the keychains folder or in it.
+wallet_names_stay_in_the_folder() {
+    local outside=$case_dir/outside dir before file
+    mkdir -p "$outside" "$case_dir/x/y/z" "$XDG_DATA_HOME/keychains"
+    printf 'pw\n' | security create-keychain
+    before=$(security list-keychains)
+    # "../../evil", resolved from the working folder; and an absolute path (as ";2Ftmp;2Fx" is).
+    dir=$case_dir/x/y/z
+    crafted_kwl "$dir/..;2F..;2Fevil.kwl" pw Mail key one
+    crafted_kwl "$dir/$(printf '%s' "$outside/abs" | sed 's|/|;2F|g').kwl" pw Mail key one
+    crafted_kwl "$dir/..;2Fup.keychain.kwl" pw Mail key one
+    crafted_kwl "$dir/nul;00.kwl" pw Mail key one
+    for file in "$dir"/*.kwl; do
+        if (cd "$dir" && printf 'pw\n' | in_time security import-secrets -n --kwallet "$file") > "$case_dir/out" 2> "$case_dir/err"; then
+            echo "the dry run of $file went on:"; cat "$case_dir/out"; return 1
+        fi
+        absent 'would create' "$case_dir/out"
+        result=$(cd "$dir" && printf 'pw\n' | in_time bash -c "$(declare -f status_and_stderr); status_and_stderr security import-secrets --kwallet '$file'")
+        expect 206 "${result%%|*}" "$file"
+        echo "$result" | grep -qF "is not a plain name for a keychain"
+    done
+    for file in "$case_dir/x/evil" "$outside/abs" "$case_dir/x/y/up.keychain" "$XDG_DATA_HOME/keychains/nul"; do
+        [ ! -e "$file" ] || { echo "made $file"; return 1; }
+    done
+    expect "$before" "$(security list-keychains)" "the search list"
+    expect "" "$(find "$case_dir" -name '*keychain-db*' ! -path "$XDG_DATA_HOME/keychains/login.keychain-db")" "no keychain made"
+    expect "login.keychain-db" "$(ls "$XDG_DATA_HOME/keychains")"
+}
+
 # --- the suite ------------------------------------------------------------------------------
 
 if [ -n "$inner" ]; then
@@ -473,4 +575,7 @@ check "git credential-store files: helper finds each, skipped lines said, second
 check "docker config.json: dry run, backup 0600, credsStore, helper finds each, second run adds nothing" docker_config
 check "progress only when stderr is a terminal" progress_only_on_a_terminal
 check "--all: keyrings first, then git and docker into the default keychain" everything_at_once
+check "a FIFO as a wallet, its .salt or _attributes.json, or a keyring: one line, 220, at once" fifo_sources
+check "escape sequences in a wallet's names and a file's name: shown escaped, dry run and errors" escaped_names
+check "a wallet's name with \";2F\" (\"/\") or \";00\": refused, 206; no keychain made, the search list unchanged" wallet_names_stay_in_the_folder
 summary

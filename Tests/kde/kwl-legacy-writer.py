@@ -2,7 +2,7 @@
 (kwalletbackend.cc: password2hash; backendpersisthandler.cpp: BlowfishPersistHandler::write):
 format 0.0 with the SHA-1 key, Blowfish-CBC (cipher 3) or the oldest Blowfish-ECB (cipher 0).
 Independent of the Swift reader: Python's hashlib and python3-cryptography's Blowfish.
-Usage: kwl-legacy-writer.py OUTPUT_DIR
+Usage: kwl-legacy-writer.py OUTPUT_DIR (Tests/import/crafted_kwl.py uses its write()).
 """
 import hashlib, os, struct, sys, warnings
 
@@ -91,13 +91,14 @@ def write(path, password: bytes, folders, ecb=False):
         out.write(b"KWALLET\n\r\0\r\n" + version + index + body)
 
 
-out = sys.argv[1]
-contents = {
-    "Passwords": {"imap://bob@example.org": (1, qstring("legacy-secret"))},
-    "Form Data": {},
-    "Binary": {"bytes": (3 - 1, bytes([0, 1, 2, 254, 255]))},
-}
-# Passwords of 1, 3 and 4 SHA-1 blocks: the 20-, 56 (20/20/16)- and 56 (14x4)-byte keys.
-write(os.path.join(out, "legacy-sha1.kwl"), b"legacy", contents)
-write(os.path.join(out, "legacy-sha1-40.kwl"), b"a forty character legacy wallet password", contents)
-write(os.path.join(out, "legacy-ecb-60.kwl"), b"sixty characters of password for the oldest ECB-mode wallets", contents, ecb=True)
+if __name__ == "__main__":
+    out = sys.argv[1]
+    contents = {
+        "Passwords": {"imap://bob@example.org": (1, qstring("legacy-secret"))},
+        "Form Data": {},
+        "Binary": {"bytes": (3 - 1, bytes([0, 1, 2, 254, 255]))},
+    }
+    # Passwords of 1, 3 and 4 SHA-1 blocks: the 20-, 56 (20/20/16)- and 56 (14x4)-byte keys.
+    write(os.path.join(out, "legacy-sha1.kwl"), b"legacy", contents)
+    write(os.path.join(out, "legacy-sha1-40.kwl"), b"a forty character legacy wallet password", contents)
+    write(os.path.join(out, "legacy-ecb-60.kwl"), b"sixty characters of password for the oldest ECB-mode wallets", contents, ecb=True)

@@ -61,6 +61,18 @@ package enum KeychainFile {
         return directory() + "/" + name + ".keychain-db"
     }
 
+    /// The keychain of a name that a file's author chose (a keyring's or a wallet's file name,
+    /// a wallet another provider lists): in the keychains folder, always. Such a name is never a
+    /// path, so a file cannot choose where a keychain is made (one whose password its author
+    /// knows, in a folder others can write, on the search list): a name holding "/" or NUL (which
+    /// the C calls would cut), or that is empty, "." or "..", is refused.
+    package static func resolveBareName(_ name: String) throws -> String {
+        guard !name.isEmpty, name != ".", name != "..", !name.utf8.contains(UInt8(ascii: "/")), !name.utf8.contains(0) else {
+            throw KeychainError.param("\"\(name)\" is not a plain name for a keychain (a \"/\" or NUL in it, or \".\" or \"..\"); refused")
+        }
+        return resolve(name)
+    }
+
     /// The keychains in the keychains folder, and the default one wherever it is.
     package static func list() -> [String] { list(including: defaultPath()) }
 

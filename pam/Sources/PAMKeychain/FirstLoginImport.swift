@@ -239,28 +239,14 @@ enum FirstLoginImport {
         return .imported(added: a, alreadyThere: b, failed: c)
     }
 
-    /// The file's bytes and its status, both from the one descriptor read; larger than `limit`:
-    /// refused unread.
+    /// The file's bytes and its status (ForeignFile: no FIFO or device holds the worker), the
+    /// error naming the file.
     private static func read(_ path: String, limit: Int) throws -> (bytes: [UInt8], status: stat) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { throw KeychainError(.io, "\(path) is not a regular file") }
-        guard st.st_size <= limit else { throw KeychainError.decode("\(path) is larger than \(limit) bytes") }
-        var bytes = [UInt8](repeating: 0, count: Int(st.st_size))
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            done += n
+        do {
+            return try ForeignFile.read(path, limit: limit)
+        } catch let error as KeychainError {
+            throw KeychainError(error.code, "\(path): \(error.detail)")
         }
-        if done < bytes.count {
-            bytes.withUnsafeMutableBytes { _ = memset($0.baseAddress! + done, 0, $0.count - done) }
-            bytes.removeLast(bytes.count - done)
-        }
-        return (bytes, st)
     }
 
     /// The identity line of the last attempt's record, if any.
