@@ -39,7 +39,7 @@ final class AccessQuestionTests: XCTestCase {
         let question = AccessQuestion(asker: .init(executable: "/tmp/a\nb"), target: .sshKey(comment: hostile, fingerprint: "SHA256:f"))
         XCTAssertEqual(
             question.text,
-            "/tmp/a\\nb wants to use your SSH key \"work\\x1b[2K\\r/usr/bin/ssh\\n\\u{202e}evil\\x9b\\\"x\\\\ \\x7f\\tend\" (SHA256:f).")
+            "/tmp/a\\x0Ab wants to use your SSH key \"work\\x1B[2K\\x0D/usr/bin/ssh\\x0A\\u{202E}evil\\x9B\\\"x\\\\ \\x7F\\x09end\" (SHA256:f).")
         XCTAssertFalse(question.text.unicodeScalars.contains { $0.properties.generalCategory == .control })
     }
 
@@ -65,7 +65,7 @@ final class AccessQuestionTests: XCTestCase {
         XCTAssertTrue(far.text.contains(" to log in to end from h1, then ..., then h15, then h16 (your"), far.text)
         // An escape is never cut in half.
         let escapes = AccessQuestion.shown(String(repeating: "\u{1B}", count: 100), limit: 20)
-        XCTAssertEqual(escapes, "\\x1b\\x1b...\\x1b\\x1b")
+        XCTAssertEqual(escapes, "\\x1B\\x1B...\\x1B\\x1B")
     }
 
     /// A host named by its key's fingerprint is shown whole.

@@ -89,7 +89,7 @@ extension PinentryTests {
         XCTAssertEqual(
             readScratchFile(log),
             "SETTITLE Use of an SSH key\n"
-                + "SETDESC /usr/bin/ssh wants to use your SSH key \"me\\x1b[2K%25\" (SHA256:f) to log in to host2 from host1 "
+                + "SETDESC /usr/bin/ssh wants to use your SSH key \"me\\x1B[2K%25\" (SHA256:f) to log in to host2 from host1 "
                 + "(your agent is forwarded there).%0AStarted by: /usr/bin/bash.\n"
                 + "SETOK Allow\nSETCANCEL Deny\nCONFIRM\n")
     }

@@ -730,7 +730,7 @@ case_confirm_escapes() {
     add -c "$k/hostile"
     echo "data" > "$case_dir/data"
     refute timeout 20 ssh-keygen -q -Y sign -f "$k/hostile.pub" -n file "$case_dir/data"
-    grep -qF 'your SSH key "evil\x1b[2K\r/usr/bin/ssh" (' "$base/pinentry.log"
+    grep -qF 'your SSH key "evil\x1B[2K\x0D/usr/bin/ssh" (' "$base/pinentry.log"
     refute grep -q "$(printf '[\001-\037]')" "$base/pinentry.log"
     stop_agent
     KEYCHAIN_PINENTRY=$case_dir/no-pinentry start_agent

@@ -97,25 +97,11 @@ package struct AccessQuestion: Sendable, Equatable {
     /// A name in double quotes, escaped and bounded.
     static func quoted(_ name: String, limit: Int = 64) -> String { "\"" + shown(name, limit: limit) + "\"" }
 
-    /// `text` escaped: C0 and C1 controls, DEL, the bidirectional overrides and isolates, and the
-    /// line and paragraph separators as `\xHH` or `\u{HHHH}`, the backslash and the double quote
-    /// with a backslash; then cut in the middle to `limit` bytes of UTF-8, so that both where a
-    /// path starts (/tmp/...) and what it ends in stay in sight.
+    /// `text` escaped as `TerminalText` escapes it, the double quote too; then cut in the middle
+    /// to `limit` bytes of UTF-8, so that both where a path starts (/tmp/...) and what it ends in
+    /// stay in sight.
     static func shown(_ text: String, limit: Int) -> String {
-        var escaped: [String] = []
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0x5C: escaped.append("\\\\")
-            case 0x22: escaped.append("\\\"")
-            case 0x0A: escaped.append("\\n")
-            case 0x0D: escaped.append("\\r")
-            case 0x09: escaped.append("\\t")
-            case 0x00...0x1F, 0x7F...0x9F: escaped.append("\\x" + hex(scalar.value, digits: 2))
-            case 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069, 0xFEFF:
-                escaped.append("\\u{" + hex(scalar.value, digits: 4) + "}")
-            default: escaped.append(String(scalar))
-            }
-        }
+        let escaped = TerminalText.pieces(of: text, quotes: true)
         guard escaped.reduce(0, { $0 + $1.utf8.count }) > limit else { return escaped.joined() }
         // Whole escapes and characters only: half of one would read as something else.
         let half = (limit - 3) / 2
@@ -130,11 +116,6 @@ package struct AccessQuestion: Sendable, Equatable {
             tail -= 1
         }
         return escaped[..<head].joined() + "..." + escaped[tail...].joined()
-    }
-
-    private static func hex(_ value: UInt32, digits: Int) -> String {
-        let text = String(value, radix: 16)
-        return String(repeating: "0", count: max(0, digits - text.count)) + text
     }
 }
 

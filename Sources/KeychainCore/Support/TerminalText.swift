@@ -6,26 +6,25 @@
 /// are the bidirectional overrides and the line and paragraph separators, which reorder or
 /// break what is shown; a backslash is doubled, so that the escapes are not ambiguous.
 package enum TerminalText {
-    package static func escaped(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            if scalar == "\\" {
-                out += "\\\\"
-            } else if needsEscape(scalar) {
-                let hex = String(scalar.value, radix: 16, uppercase: true)
-                out += scalar.value <= 0xFF ? "\\x" + (hex.count < 2 ? "0" + hex : hex) : "\\u{" + hex + "}"
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
+    package static func escaped(_ text: String) -> String { pieces(of: text).joined() }
+
+    /// `text` as the pieces it is shown in, one a scalar: the scalar itself, or its escape. A
+    /// caller that cuts a long text cuts between pieces, never inside an escape. With `quotes`,
+    /// a double quote is escaped too, for text shown between quotes.
+    package static func pieces(of text: String, quotes: Bool = false) -> [String] {
+        text.unicodeScalars.map { scalar in
+            if scalar == "\\" || (quotes && scalar == "\"") { return "\\" + String(scalar) }
+            guard needsEscape(scalar) else { return String(scalar) }
+            let hex = String(scalar.value, radix: 16, uppercase: true)
+            return scalar.value <= 0xFF ? "\\x" + (hex.count < 2 ? "0" + hex : hex) : "\\u{" + hex + "}"
         }
-        return out
     }
 
     private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.properties.generalCategory {
         case .control, .lineSeparator, .paragraphSeparator: return true
-        default: return scalar.properties.isBidiControl
+        // U+FEFF, the zero-width no-break space, hides where one name ends and the next begins.
+        default: return scalar.properties.isBidiControl || scalar.value == 0xFEFF
         }
     }
 }
