@@ -98,7 +98,7 @@ struct TPMEnroll: ParsableCommand {
                 try? store.setRecoveryKeyUnshown(false)
                 showRecoveryKey(&recovery)
                 escrowNewRecoveryKey(recovery, of: store)
-                if let warning = store.tpmStatus().tpm.flatMap(tpmHierarchyWarning) { Terminal.error("security: warning: this TPM's " + warning) }
+                if let warning = store.tpmStatus().tpm.flatMap(tpmHierarchyWarning) { Terminal.error("security: warning: TPM " + warning) }
                 Terminal.error(
                     "security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?"))\(ownPCRs.isEmpty ? "" : " and to PCR \(PCRSelection.describe(ownPCRs)) as they are now (a boot chain that changes them is refused until the recovery key opens it)"); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)"
                 )
@@ -358,6 +358,8 @@ func tpmLines(_ status: TPMStatus) -> [String] {
         switch status.sealedHere {
         case true?: lines.append("sealed:          yes, to this TPM (the password and this TPM open it)")
         case false?: lines.append("sealed:          yes, to another TPM: open it with its recovery key (`security tpm-recover`)")
+        case nil where status.tpm?.lockout?.ownerAuthorizationSet == true:
+            lines.append("sealed:          yes, but this TPM refuses to make its storage key (its owner authorization is set)")
         case nil: lines.append("sealed:          yes, to a TPM that cannot be reached now")
         }
         lines.append(
@@ -387,6 +389,8 @@ func tpmSummary(_ status: TPMStatus) -> String {
     switch (status.sealed, status.sealedHere) {
     case (true, true?): return "sealed to this machine's TPM (`security tpm-status` for more)"
     case (true, false?): return "sealed to another TPM: open it with its recovery key (`security tpm-recover`)"
+    case (true, nil) where status.tpm?.lockout?.ownerAuthorizationSet == true:
+        return "sealed to this TPM, which refuses to make its storage key now: its owner authorization is set (`security tpm-status`)"
     case (true, nil): return "sealed to a TPM that cannot be reached now: \(status.problem ?? "?")"
     case (false, _) where status.tpm == nil: return "none usable here (\(status.problem ?? "no TPM")): the password alone protects this keychain"
     case (false, _): return "present, not used: the password alone protects this keychain (`security tpm-enroll` seals it to the TPM)"

@@ -530,6 +530,7 @@ first_login_keychain_survives() {
     printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
     as_user security tpm-status | grep -q '^sealed: *yes, to this TPM'
     printf 'kept\n' | as_user security add-generic-password -a u -s mail -w
+    as_user security tpm-status | grep -q '^hierarchy: *lockout authorization empty: .*tpm2_changeauth -c l'
     as_user security lock-keychain
     case $attack in
         clear) tpm tpm2_clear >/dev/null ;;
@@ -539,7 +540,11 @@ first_login_keychain_survives() {
     printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
     expect locked "$(state WhenUnlocked)" "after the attack ($attack)"
     out=$(printf 'pw\n' | as_user security unlock-keychain 2>&1) && return 1
-    [ "$attack" = owner ] && { grep -q "owner authorization" <<< "$out" || { echo "$out"; return 1; }; }
+    if [ "$attack" = owner ]; then
+        grep -q "its owner authorization is set" <<< "$out" || { echo "$out"; return 1; }
+        as_user security tpm-status | grep -q '^hierarchy: *owner authorization set'
+        as_user security tpm-status | grep -q '^sealed: *yes, but this TPM refuses to make its storage key'
+    fi
     # The administrator opens the escrow with the secret key; the user recovers with its key.
     key=$("$bin/security" tpm-escrow --key "$work/escrow.key" "$kc.recovery-escrow" 2>/dev/null | sed -n 's/^recovery key: //p') || true
     [ -n "$key" ] || { echo "the escrow gave no recovery key"; return 1; }
@@ -555,6 +560,7 @@ first_login_keychain_survives() {
         # The TPM is the machine's again: the keychain is sealed to it, and escrowed anew.
         printf 'new\n' | as_user security tpm-enroll 2>"$case_dir/err" | grep -q '^recovery key: '
         grep -q 'also escrowed' "$case_dir/err"
+        grep -q 'warning: TPM lockout authorization empty' "$case_dir/err"
         as_user security tpm-status | grep -q "^escrow: *the recovery key, sealed"
     else
         # Sealed again to the cleared TPM, the escrow still holds its recovery key.
