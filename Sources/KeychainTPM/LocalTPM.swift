@@ -126,8 +126,8 @@ package struct LocalTPM: TPMOperations {
             let description = TPMDescription(
                 tcti: connection.configuration, manufacturer: (try? connection.manufacturer()) ?? "?",
                 lockout: try? connection.lockoutState())
-            guard let primaryName else { return (description, nil) }
-            let (primary, name) = try connection.createPrimary()
+            // An owner authorization someone set refuses the storage key: the description says so.
+            guard let primaryName, let (primary, name) = try? connection.createPrimary() else { return (description, nil) }
             connection.flush(primary)
             return (description, equal(name, primaryName))
         }

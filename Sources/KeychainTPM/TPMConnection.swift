@@ -96,7 +96,7 @@ final class TPMConnection {
         else { throw TPMFailure.failed("the TPM did not report its dictionary-attack state") }
         return TPMLockoutState(
             inLockout: permanent & TPMConstant.permanentInLockout != 0, failures: failures,
-            maximum: maximum, interval: interval)
+            maximum: maximum, interval: interval, permanent: permanent)
     }
 
     func manufacturer() throws -> String {
@@ -129,7 +129,10 @@ final class TPMConnection {
             nil, nil, nil, nil)
         guard rc == 0 else {
             if TPMConstant.code(rc) == TPMConstant.rcBadAuth || TPMConstant.code(rc) == TPMConstant.rcAuthFail {
-                throw TPMFailure.failed("the TPM's owner hierarchy has a password; a keychain cannot be sealed under it")
+                // Hierarchy authorizations are not dictionary-attack protected: nothing was counted.
+                throw TPMFailure.failed(
+                    "its owner authorization is set (`tpm2_changeauth -c o`), and the keychain's storage key is made under the owner hierarchy without one: whoever set it can remove it (`tpm2_changeauth -c o -p THAT`); until then a sealed keychain opens with its recovery key (`security tpm-recover --no-tpm`; one never shown is in its escrow, `security tpm-escrow`)"
+                )
             }
             throw Self.failure(rc, "TPM2_CreatePrimary")
         }

@@ -61,11 +61,13 @@ enum TPMHelperWire {
         w.u32(state.failures)
         w.u32(state.maximum)
         w.u32(state.interval)
+        w.u32(state.permanent)
     }
 
     static func readLockout(_ r: inout ByteReader) throws -> TPMLockoutState? {
         guard try r.u8() == 1 else { return nil }
-        return TPMLockoutState(inLockout: try r.u8() == 1, failures: try r.u32(), maximum: try r.u32(), interval: try r.u32())
+        return TPMLockoutState(
+            inLockout: try r.u8() == 1, failures: try r.u32(), maximum: try r.u32(), interval: try r.u32(), permanent: try r.u32())
     }
 
     static func failure(_ failure: TPMFailure) -> Bytes {

@@ -157,8 +157,11 @@ enum CommandTable {
             name: "tpm-unenroll", type: TPMUnenroll.self, optstring: "hp:", longOptions: ["passwordless": false],
             secretOptions: ["p"], synopsis: "[-h] [-p password] [--passwordless] [keychain]"),
         CommandSpec(
-            name: "tpm-recover", type: TPMRecover.self, optstring: "hR:p:", longOptions: ["pcrs": true], secretOptions: ["R", "p"],
-            synopsis: "[-h] [-R recoveryKey] [-p newPassword] [--pcrs list] [keychain]"),
+            name: "tpm-recover", type: TPMRecover.self, optstring: "hR:p:", longOptions: ["pcrs": true, "no-tpm": false], secretOptions: ["R", "p"],
+            synopsis: "[-h] [-R recoveryKey] [-p newPassword] [--pcrs list | --no-tpm] [keychain]"),
+        CommandSpec(
+            name: "tpm-escrow", type: TPMEscrowCommand.self, optstring: "h", longOptions: ["new-key": true, "key": true],
+            synopsis: "[-h] --new-key secretFile | --key secretFile escrowFile"),
         CommandSpec(
             name: "sync", type: SyncCommand.self, optstring: "hk:",
             synopsis: "[-k keychain] init REMOTE | join REMOTE | approve [CODE] | confirm CODE | now | status | remove-device ID | leave | default [on|off]")

@@ -93,6 +93,7 @@ struct CreateKeychain: ParsableCommand {
                         discardPreviousKeybags(of: store)
                         defer { recovery.wipe() }
                         showRecoveryKey(&recovery)
+                        escrowNewRecoveryKey(recovery, of: store)
                         Terminal.error(
                             "security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?")); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)"
                         )
@@ -350,6 +351,7 @@ struct SetKeychainPassword: ParsableCommand {
                 defer { recovery.wipe() }
                 try? store.setRecoveryKeyUnshown(false)
                 showRecoveryKey(&recovery)
+                escrowNewRecoveryKey(recovery, of: store)
                 Terminal.error("security: the keys were rotated: the old recovery key opens nothing any more; the new one above is shown only this once")
             }
         }

@@ -21,7 +21,7 @@ struct Security: ParsableCommand {
         subcommands: [
             CreateKeychain.self, DeleteKeychain.self, ListKeychains.self, DefaultKeychain.self, LoginKeychain.self,
             UnlockKeychain.self, LockKeychain.self, ShowKeychainInfo.self, SetKeychainSettings.self,
-            SetKeychainPassword.self, Status.self, TPMStatusCommand.self, TPMEnroll.self, TPMUnenroll.self, TPMRecover.self,
+            SetKeychainPassword.self, Status.self, TPMStatusCommand.self, TPMEnroll.self, TPMUnenroll.self, TPMRecover.self, TPMEscrowCommand.self,
             AddGenericPassword.self, AddInternetPassword.self,
             FindGenericPassword.self, FindInternetPassword.self,
             DeleteGenericPassword.self, DeleteInternetPassword.self,

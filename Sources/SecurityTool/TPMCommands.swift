@@ -97,6 +97,8 @@ struct TPMEnroll: ParsableCommand {
                 defer { recovery.wipe() }
                 try? store.setRecoveryKeyUnshown(false)
                 showRecoveryKey(&recovery)
+                escrowNewRecoveryKey(recovery, of: store)
+                if let warning = store.tpmStatus().tpm.flatMap(tpmHierarchyWarning) { Terminal.error("security: warning: TPM " + warning) }
                 Terminal.error(
                     "security: \(store.path) is sealed to this machine's TPM (\(TPMConfiguration.current.tcti ?? "?"))\(ownPCRs.isEmpty ? "" : " and to PCR \(PCRSelection.describe(ownPCRs)) as they are now (a boot chain that changes them is refused until the recovery key opens it)"); the recovery key above is shown only this once: keep it away from this machine (it opens the keychain without the TPM, all but its ThisDeviceOnly items)"
                 )
@@ -141,6 +143,21 @@ func discardPreviousKeybags(of store: KeychainStore) {
     Terminal.error(
         "security: warning: another program still reads an older state of \(store.path), so its write-ahead log (\(store.path)-wal) still holds the keys as they were wrapped before this change; the log is emptied when the last program using the keychain closes it"
     )
+}
+
+/// After a new recovery key was shown: escrowed too, where the machine has an escrow key (or
+/// the keychain's escrow named one). The key was shown, so a failure here is a warning.
+func escrowNewRecoveryKey(_ key: RecoveryKey, of store: KeychainStore) {
+    do {
+        guard let recipient = try store.escrowRecoveryKeyIfConfigured(key) else { return }
+        Terminal.error(
+            "security: the recovery key is also escrowed to the administrator's key \(RecoveryEscrow.fingerprint(recipient)) in \(RecoveryEscrow.file(for: store.path))"
+        )
+    } catch let error as KeychainError {
+        Terminal.error("security: warning: the recovery key could not be escrowed: \(error.detail)")
+    } catch {
+        Terminal.error("security: warning: the recovery key could not be escrowed: \(error)")
+    }
 }
 
 /// The recovery key on standard output, its own line, for the person (or a script) to keep.
@@ -190,6 +207,7 @@ struct TPMUnenroll: ParsableCommand {
             defer { secret.wipe() }
             try store.unsealFromTPM(password: secret)
             try? store.setRecoveryKeyUnshown(false)
+            store.removeRecoveryEscrow()
             Terminal.error("security: \(store.path) is no longer sealed to a TPM; its password alone opens it")
         }
     }
@@ -205,7 +223,11 @@ struct TPMRecover: ParsableCommand {
             input), then the new password (the next line). Its ThisDeviceOnly items were bound to the old \
             TPM alone: they are deleted, and counted. The keychain is then sealed to the TPM here, if \
             there is one (else its password alone protects it), to no PCRs unless --pcrs names some; the \
-            recovery key stays valid.
+            recovery key stays valid. With --no-tpm it is not sealed again: for a TPM that refuses (its \
+            owner authorization set by someone else); `security tpm-enroll` seals it later.
+
+            A recovery key never shown (a keychain sealed at a first login) is in the escrow beside the \
+            keychain, sealed to the administrator's key: `security tpm-escrow --key` opens it.
             """)
 
     @Option(name: .customShort("R"), parsing: .unconditional, help: "The recovery key (visible to other processes; prefer the prompt or standard input).")
@@ -215,10 +237,14 @@ struct TPMRecover: ParsableCommand {
     ) var password: String?
     @Option(help: "Seal it again to these PCRs (SHA-256 bank) as they are now, such as 7 or 0,2,7 (default none).")
     var pcrs: String?
+    @Flag(name: .customLong("no-tpm"), help: "Do not seal it again: its new password alone protects it.")
+    var noTPM = false
     @OptionGroup var target: KeychainArgument
 
     func run() throws {
         let selection = try parsedPCRs(pcrs)
+        guard !(noTPM && selection != nil) else { throw ValidationError("--pcrs seals it again; --no-tpm does not") }
+        let tpm = noTPM ? TPMConfiguration(tcti: nil, absence: "--no-tpm") : .current
         try perform(target.path) {
             let store = try target.open()
             var typed = try recoveryKey.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "recovery key of \(store.path): ")
@@ -229,7 +255,7 @@ struct TPMRecover: ParsableCommand {
                 try password.map { Array($0.utf8) }
                 ?? Terminal.readSecret(prompt: "new password of \(store.path): ", confirm: "retype new password: ")
             defer { secret.wipe() }
-            let outcome = try store.recoverFromTPM(recoveryKey: key, newPassword: secret, pcrs: selection ?? [])
+            let outcome = try store.recoverFromTPM(recoveryKey: key, newPassword: secret, pcrs: selection ?? [], tpm: tpm)
             discardPreviousKeybags(of: store)
             let lost = outcome.deviceOnlyItemsLost
             Terminal.error(
@@ -238,7 +264,8 @@ struct TPMRecover: ParsableCommand {
             Terminal.error(
                 outcome.sealedAgain
                     ? "security: it is sealed to this machine's TPM now, with the new password\(selection.map { " and to PCR \(PCRSelection.describe($0)) as they are now" } ?? ", to no PCRs (`security tpm-enroll --pcrs 7` binds it to the boot chain again)"); the recovery key stays valid"
-                    : "security: there is no TPM here: its new password alone protects it (`security tpm-enroll` seals it to a TPM later)")
+                    : "security: \(noTPM ? "not sealed again" : "there is no TPM here"): its new password alone protects it (`security tpm-enroll` seals it to a TPM later)"
+            )
         }
     }
 }
@@ -257,11 +284,16 @@ struct TPMStatusCommand: ParsableCommand {
             Terminal.out("keychain:        \"\(store.path)\"")
             for line in tpmLines(status) { Terminal.out(line) }
             Terminal.out("passwordless:    " + passwordlessSummary(store.passwordless))
+            let escrow = status.sealed ? store.recoveryEscrowState : .none
             if status.sealed, store.recoveryKeyUnshown {
                 Terminal.out(
-                    "recovery key:    never shown: sealed at a first login (pam_keychain), where none can be shown; `security tpm-unenroll` then `security tpm-enroll` gives one"
+                    "recovery key:    never shown: sealed at a first login (pam_keychain), where none can be shown; "
+                        + (escrow.isCurrent
+                            ? "it is in the escrow below"
+                            : "and not escrowed: a cleared TPM would lose this keychain; `security tpm-unenroll` then `security tpm-enroll` gives one")
                 )
             }
+            if let line = escrowLine(escrow, path: store.path) { Terminal.out(line) }
             Terminal.out(tpmDefaultSummary())
             if status.sealed {
                 Terminal.out(
@@ -277,6 +309,35 @@ struct TPMStatusCommand: ParsableCommand {
     }
 }
 
+/// What an empty lockout authorization, or an owner authorization someone set, means for a
+/// sealed keychain; nil when neither.
+func tpmHierarchyWarning(_ tpm: TPMDescription) -> String? {
+    guard let state = tpm.lockout else { return nil }
+    if state.ownerAuthorizationSet {
+        return
+            "owner authorization set: no keychain can be sealed to this TPM, nor a sealed one opened with its password, until whoever set it removes it (`tpm2_changeauth -c o -p THAT`)"
+    }
+    if !state.lockoutAuthorizationSet, !state.clearDisabled {
+        return
+            "lockout authorization empty: anyone who can reach the TPM can clear it (`tpm2_clear`), and a sealed keychain then opens only with its recovery key; an administrator sets one with `tpm2_changeauth -c l`"
+    }
+    return nil
+}
+
+/// What `tpm-status` says of the keychain's recovery escrow.
+func escrowLine(_ state: RecoveryEscrowState, path: String) -> String? {
+    let file = RecoveryEscrow.file(for: path)
+    switch state {
+    case .none: return nil
+    case .current(let recipient):
+        return "escrow:          the recovery key, sealed to the administrator's key \(RecoveryEscrow.fingerprint(recipient)), in \(file)"
+    case .stale(let recipient):
+        return
+            "escrow:          stale: \(file) (for \(RecoveryEscrow.fingerprint(recipient))) holds a recovery key of other keys; `security tpm-unenroll` then `security tpm-enroll` escrows the current one"
+    case .damaged(let why): return "escrow:          \(file) is damaged: \(why)"
+    }
+}
+
 /// What `tpm-status` says, and (its first line) `status`.
 func tpmLines(_ status: TPMStatus) -> [String] {
     var lines: [String] = []
@@ -289,6 +350,7 @@ func tpmLines(_ status: TPMStatus) -> [String] {
                 : "; \(lockout.failures) of \(lockout.maximum) wrong passwords counted before lockout, one forgotten every \(lockout.interval) s"
         }
         lines.append(line)
+        if let warning = tpmHierarchyWarning(tpm) { lines.append("hierarchy:       " + warning) }
     } else {
         lines.append("TPM:             none usable here: \(status.problem ?? "no TPM")")
     }
@@ -296,6 +358,8 @@ func tpmLines(_ status: TPMStatus) -> [String] {
         switch status.sealedHere {
         case true?: lines.append("sealed:          yes, to this TPM (the password and this TPM open it)")
         case false?: lines.append("sealed:          yes, to another TPM: open it with its recovery key (`security tpm-recover`)")
+        case nil where status.tpm?.lockout?.ownerAuthorizationSet == true:
+            lines.append("sealed:          yes, but this TPM refuses to make its storage key (its owner authorization is set)")
         case nil: lines.append("sealed:          yes, to a TPM that cannot be reached now")
         }
         lines.append(
@@ -325,6 +389,8 @@ func tpmSummary(_ status: TPMStatus) -> String {
     switch (status.sealed, status.sealedHere) {
     case (true, true?): return "sealed to this machine's TPM (`security tpm-status` for more)"
     case (true, false?): return "sealed to another TPM: open it with its recovery key (`security tpm-recover`)"
+    case (true, nil) where status.tpm?.lockout?.ownerAuthorizationSet == true:
+        return "sealed to this TPM, which refuses to make its storage key now: its owner authorization is set (`security tpm-status`)"
     case (true, nil): return "sealed to a TPM that cannot be reached now: \(status.problem ?? "?")"
     case (false, _) where status.tpm == nil: return "none usable here (\(status.problem ?? "no TPM")): the password alone protects this keychain"
     case (false, _): return "present, not used: the password alone protects this keychain (`security tpm-enroll` seals it to the TPM)"

@@ -72,6 +72,11 @@ for _ in $(seq 1 100); do
 done
 tpm() { TPM2TOOLS_TCTI=$tcti "$@"; }
 
+# The administrator's escrow key: the secret half root's alone, the public half in a folder of
+# root's (pam_keychain's tpm_escrow= names it; on a real machine /etc/keychain/recovery-escrow.pub).
+"$bin/security" tpm-escrow --new-key "$work/escrow.key" > "$work/escrow.pub" 2>/dev/null
+escrow="tpm_escrow=$work/escrow.pub"
+
 # A service: pam_permit for auth (the fingerprint module's place) and the module in session.
 write_service() {
     local name=$1 options=$2 tcti_option=${3:-$tcti}
@@ -101,6 +106,8 @@ finish() {
     as_user keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
     userdel -r "$user" >/dev/null 2>&1
     rm -rf "$home" "/etc/pam.d/$service" "/etc/pam.d/$plain" "$case_dir"
+    # The owner authorization an attack case set, should it have stopped before taking it back.
+    tpm tpm2_changeauth -c o -p attacker >/dev/null 2>&1 || true
 }
 
 as_user() {
@@ -435,13 +442,14 @@ PAM
 }
 
 first_login_with_tpm_enroll_seals() {
-    first_login_service tpm_enroll
+    first_login_service "tpm_enroll $escrow"
     out=$(printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session 2>&1)
     grep -q 'successfully opened a session' <<< "$out"
     expect unlocked "$(state WhenUnlocked)"
     as_user security tpm-status | grep -q '^sealed: *yes, to this TPM'
-    as_user security tpm-status | grep -q '^recovery key: *never shown: sealed at a first login'
-    logged 'open_session: the new login keychain is sealed to the TPM; its recovery key could not be shown'
+    as_user security tpm-status | grep -q '^recovery key: *never shown: sealed at a first login.*in the escrow below'
+    as_user security tpm-status | grep -q "^escrow: *the recovery key, sealed to the administrator's key"
+    logged 'open_session: the new login keychain is sealed to the TPM; its recovery key, which a login cannot show, is escrowed'
     # Sealed for real: a wrong password is the TPM's to count, the login password opens it.
     as_user security lock-keychain
     before=$(tpm tpm2_getcap properties-variable | sed -n 's/^TPM2_PT_LOCKOUT_COUNTER: *//p')
@@ -475,10 +483,10 @@ first_login_without_a_tpm_is_unsealed() {
 first_login_follows_the_default() {
     # The user's choice, kept in their home: honoured without the option; no_tpm_enroll wins over it.
     as_user security tpm-enroll --default on >/dev/null
-    first_login_service ""
+    first_login_service "$escrow"
     printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
     as_user security tpm-status | grep -q '^sealed: *yes, to this TPM'
-    first_login_service no_tpm_enroll
+    first_login_service "no_tpm_enroll $escrow"
     printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
     expect unlocked "$(state WhenUnlocked)"
     as_user security tpm-status | grep -q '^sealed: *no'
@@ -487,6 +495,78 @@ first_login_follows_the_default() {
     first_login_service ""
     printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
     as_user security tpm-status | grep -q '^sealed: *no'
+}
+
+# A first login seals nothing it could not give back: with no escrow key, or one that someone
+# else could have replaced, the keychain is made with the password alone and the log says why.
+first_login_without_an_escrow_key_is_unsealed() {
+    kc=$home/.local/share/keychains/login.keychain-db
+    first_login_service tpm_enroll
+    printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
+    expect unlocked "$(state WhenUnlocked)"
+    as_user security tpm-status | grep -q '^sealed: *no'
+    [ ! -e "$kc.recovery-escrow" ]
+    logged 'could not be sealed to the TPM (no recovery escrow key is configured'
+    # A key file the user could have written: refused, not used.
+    mkdir "$case_dir/keys"
+    cp "$work/escrow.pub" "$case_dir/keys/escrow.pub"
+    chown "$user" "$case_dir/keys/escrow.pub"
+    first_login_service "tpm_enroll tpm_escrow=$case_dir/keys/escrow.pub"
+    [ -z "$devlog" ] || : > "$devlog"
+    printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
+    as_user security tpm-status | grep -q '^sealed: *no'
+    logged "the recovery escrow key cannot be used: .* must be root's"
+}
+
+# Another user of the TPM takes a sealed login keychain away: with the lockout authorization
+# empty (Linux's default), `tpm2_clear` changes the owner's seed and the sealed secret is gone;
+# with the owner authorization empty, `tpm2_changeauth -c o` stops the storage key from being
+# made. A keychain sealed at a first login never showed its recovery key: the administrator
+# opens its escrow, and the recovery key gives the keychain back, its items whole.
+first_login_keychain_survives() {
+    local attack=$1
+    kc=$home/.local/share/keychains/login.keychain-db
+    first_login_service "tpm_enroll $escrow"
+    printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
+    as_user security tpm-status | grep -q '^sealed: *yes, to this TPM'
+    printf 'kept\n' | as_user security add-generic-password -a u -s mail -w
+    as_user security tpm-status | grep -q '^hierarchy: *lockout authorization empty: .*tpm2_changeauth -c l'
+    as_user security lock-keychain
+    case $attack in
+        clear) tpm tpm2_clear >/dev/null ;;
+        owner) tpm tpm2_changeauth -c o attacker >/dev/null ;;
+    esac
+    # The login password opens it no more, at a login or by hand.
+    printf 'pw\n' | pamtester "$plain" "$user" authenticate open_session >/dev/null
+    expect locked "$(state WhenUnlocked)" "after the attack ($attack)"
+    out=$(printf 'pw\n' | as_user security unlock-keychain 2>&1) && return 1
+    if [ "$attack" = owner ]; then
+        grep -q "its owner authorization is set" <<< "$out" || { echo "$out"; return 1; }
+        as_user security tpm-status | grep -q '^hierarchy: *owner authorization set'
+        as_user security tpm-status | grep -q '^sealed: *yes, but this TPM refuses to make its storage key'
+    fi
+    # The administrator opens the escrow with the secret key; the user recovers with its key.
+    key=$("$bin/security" tpm-escrow --key "$work/escrow.key" "$kc.recovery-escrow" 2>/dev/null | sed -n 's/^recovery key: //p') || true
+    [ -n "$key" ] || { echo "the escrow gave no recovery key"; return 1; }
+    local seal_again=()
+    [ "$attack" = owner ] && seal_again=(--no-tpm)
+    printf '%s\nnew\n' "$key" | as_user security tpm-recover "${seal_again[@]}" >/dev/null 2>&1 || { echo "tpm-recover failed"; return 1; }
+    expect kept "$(as_user security find-generic-password -s mail -w)"
+    as_user security lock-keychain
+    printf 'new\n' | as_user security unlock-keychain
+    expect kept "$(as_user security find-generic-password -s mail -w)"
+    if [ "$attack" = owner ]; then
+        tpm tpm2_changeauth -c o -p attacker >/dev/null
+        # The TPM is the machine's again: the keychain is sealed to it, and escrowed anew.
+        printf 'new\n' | as_user security tpm-enroll 2>"$case_dir/err" | grep -q '^recovery key: '
+        grep -q 'also escrowed' "$case_dir/err"
+        grep -q 'warning: TPM lockout authorization empty' "$case_dir/err"
+        as_user security tpm-status | grep -q "^escrow: *the recovery key, sealed"
+    else
+        # Sealed again to the cleared TPM, the escrow still holds its recovery key.
+        as_user security tpm-status | grep -q '^sealed: *yes, to this TPM'
+        as_user security tpm-status | grep -q "^escrow: *the recovery key, sealed"
+    fi
 }
 
 check "a login without a password unlocks an enrolled keychain" passwordless_login_unlocks
@@ -504,5 +584,8 @@ check "the worker's reply pipe is not the TPM helper's: held open, it blocks no 
 check "a first login with auto_create tpm_enroll: the new login keychain sealed, its recovery key marked unshown" first_login_with_tpm_enroll_seals
 check "a first login with tpm_enroll and no TPM: the login goes on, the keychain unsealed, a log line" first_login_without_a_tpm_is_unsealed
 check "a first login follows the user's default; no_tpm_enroll overrides it" first_login_follows_the_default
+check "a first login seals nothing without an escrow key only root can change" first_login_without_an_escrow_key_is_unsealed
+check "a first-login keychain after tpm2_changeauth -c o: the escrow's recovery key opens it, items intact" first_login_keychain_survives owner
+check "a first-login keychain after tpm2_clear: the escrow's recovery key opens it, items intact" first_login_keychain_survives clear
 
 summary

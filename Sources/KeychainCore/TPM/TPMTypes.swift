@@ -71,13 +71,25 @@ package struct TPMLockoutState: Sendable, Equatable {
     package var maximum: UInt32
     /// Seconds after which one counted failure is forgotten (TPM_PT_LOCKOUT_INTERVAL).
     package var interval: UInt32
+    /// TPMA_PERMANENT as the TPM reported it: which hierarchies have an authorization value.
+    package var permanent: UInt32
 
-    package init(inLockout: Bool, failures: UInt32, maximum: UInt32, interval: UInt32) {
+    package init(inLockout: Bool, failures: UInt32, maximum: UInt32, interval: UInt32, permanent: UInt32 = 0) {
         self.inLockout = inLockout
         self.failures = failures
         self.maximum = maximum
         self.interval = interval
+        self.permanent = permanent
     }
+
+    /// Someone set the owner hierarchy's authorization: the keychain's storage key, made under it
+    /// without one, cannot be made until it is removed.
+    package var ownerAuthorizationSet: Bool { permanent & 0x1 != 0 }
+    /// The lockout authorization is set: without it (Linux's default) anyone who can reach the TPM
+    /// can clear it (TPM2_Clear), and with it every keychain's sealed secret.
+    package var lockoutAuthorizationSet: Bool { permanent & 0x4 != 0 }
+    /// TPM2_Clear through the lockout authorization is turned off (TPM2_ClearControl).
+    package var clearDisabled: Bool { permanent & 0x100 != 0 }
 }
 
 /// What `security tpm-status` shows of the TPM itself.

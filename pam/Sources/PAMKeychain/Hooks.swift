@@ -59,7 +59,7 @@ struct Hooks {
         case .createdSealed:
             pam.log(
                 LOG_NOTICE,
-                "\(what): the new login keychain is sealed to the TPM; its recovery key could not be shown at a login and was not kept (`security tpm-unenroll` then `security tpm-enroll` gives one)"
+                "\(what): the new login keychain is sealed to the TPM; its recovery key, which a login cannot show, is escrowed to the administrator's key beside it (login.keychain-db.recovery-escrow; `security tpm-escrow` opens it)"
             )
         case .createdUnsealed: break
         case .bootStateChanged:
@@ -108,6 +108,7 @@ struct Hooks {
         let create = pam.options.autoCreate
         let seal = pam.options.tpmEnrol
         let tpm = tpmConfiguration
+        let escrow = token == nil ? .none : escrowKey
         // Two writes: the unlock's outcome and detail as soon as it is done, then whether
         // gnome-keyring's login keyring or KWallet's kdewallet is still to be imported, so that every login after the
         // first forks no second worker, and a check that hangs (a FUSE mount of the user's that
@@ -120,7 +121,9 @@ struct Hooks {
             // Not `guard let`: a second reference would make the wipe above copy, not overwrite.
             guard token != nil else { return .unchanged }
             var detail: [UInt8] = []
-            let outcome = Self.unlock(account, password: token!, create: create, seal: seal, tpm: tpm) { detail += $0 }
+            let outcome = Self.unlock(account, password: token!, create: create, seal: seal, escrow: escrow, tpm: tpm) {
+                detail += $0
+            }
             // Now, not when the worker ends: the check below may wait on a mount that never answers.
             token?.wipe()
             reply(UnlockReply.encode(outcome, detail: detail))
@@ -167,6 +170,20 @@ struct Hooks {
         // extended after boot cannot be told from a changed boot chain in the journal.
         tpm.bootLog = BootEventLog.read(pam.options.tpmEventLog ?? BootEventLog.kernelPath)
         return tpm
+    }
+
+    /// The administrator's key that a login keychain sealed at its first login escrows its recovery
+    /// key to (`tpm_escrow=`, else RecoveryEscrow.machineFile): read here, as root, so that the
+    /// checks of its owner hold whatever the worker could read.
+    private var escrowKey: EscrowKey {
+        let file = pam.options.tpmEscrow ?? RecoveryEscrow.machineFile
+        do {
+            return try RecoveryEscrow.recipient(file: file).map { .key($0, file: file) } ?? .none
+        } catch let error as KeychainError {
+            return .unusable(error.detail)
+        } catch {
+            return .unusable("\(error)")
+        }
     }
 
     /// Services through which one user becomes another: a stack of theirs given `passwordless`
@@ -367,20 +384,44 @@ struct Hooks {
     /// Runs as the user, in the child. A password that does not open the keychain changes
     /// nothing: it may be a separate keychain password the user chose. A keychain made here is
     /// sealed to the TPM when `seal` (the module's tpm_enroll or no_tpm_enroll), else the user's
-    /// or the machine's default, says so; its recovery key cannot be shown at a login and is
-    /// wiped, the keychain marked for `security tpm-status`. Sealing that fails leaves the
-    /// keychain made with the password alone: the login never waits on the TPM's account.
+    /// or the machine's default, says so, and `escrow` is a key to escrow its recovery key to (it
+    /// cannot be shown at a login): then wiped, the keychain marked for `security tpm-status`.
+    /// Sealing that fails, or no escrow key, leaves the keychain made with the password alone:
+    /// the login never waits on the TPM's account.
     static func unlock(
-        _ account: AsUser.Account, password: [UInt8], create: Bool, seal: Bool?, tpm: TPMConfiguration, reply: ([UInt8]) -> Void
+        _ account: AsUser.Account, password: [UInt8], create: Bool, seal: Bool?, escrow: EscrowKey = .none, tpm: TPMConfiguration,
+        reply: ([UInt8]) -> Void
     ) -> AsUser.Outcome {
         do {
             guard KeychainFile.exists(account.loginKeychain) else {
                 guard create else { return .noKeychain }
                 let store = try KeychainStore.create(at: account.loginKeychain, password: password, storage: .kernel)
                 guard seal ?? TPMEnrolDefault.effective else { return .created }
+                // A recovery key cannot be shown at a login: without an escrow, a keychain sealed
+                // here would be lost to anyone who clears the TPM or sets its owner authorization.
+                let recipient: [UInt8]
+                switch escrow {
+                case .key(let key, _): recipient = key
+                case .none:
+                    reply(
+                        Array(
+                            "no recovery escrow key is configured (\(RecoveryEscrow.machineFile) or tpm_escrow=), and its recovery key cannot be shown at a login"
+                                .utf8))
+                    return .createdUnsealed
+                case .unusable(let why):
+                    reply(Array("the recovery escrow key cannot be used: \(why)".utf8.prefix(512)))
+                    return .createdUnsealed
+                }
                 do {
                     var recovery = try store.sealToTPM(password: password, tpm: tpm)
-                    recovery.wipe()
+                    defer { recovery.wipe() }
+                    do {
+                        try store.escrowRecoveryKey(recovery, to: recipient)
+                    } catch {
+                        // Not sealed without its way back: the password alone again, as if the TPM had failed.
+                        try store.unsealFromTPM(password: password, tpm: tpm)
+                        throw error
+                    }
                     try? store.setRecoveryKeyUnshown(true)
                     return .createdSealed
                 } catch let error as KeychainError {
@@ -396,6 +437,8 @@ struct Hooks {
                 try store.unlock(password: password, tpm: tpm)
                 // The login password opens it: a reset left for this keychain has nothing left to do.
                 store.discardLoginPasswordReset()
+                // Sealed at a first login before the machine had an escrow key: its way back now.
+                if case .key(let recipient, _) = escrow { _ = try? store.escrowUnshownRecoveryKey(to: recipient) }
                 return .done
             } catch let error as KeychainError where error.code == .authFailed {
                 return store.hasPendingLoginPasswordReset ? .resetPending : .wrongPassword
@@ -408,4 +451,13 @@ struct Hooks {
             return .failed
         }
     }
+}
+
+/// The escrow key a first login's sealed keychain needs, as root read it.
+enum EscrowKey {
+    case key([UInt8], file: String)
+    /// None configured.
+    case none
+    /// Configured, but not a key only root can change: nothing is escrowed to it.
+    case unusable(String)
 }

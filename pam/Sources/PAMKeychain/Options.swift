@@ -4,7 +4,9 @@
 /// (where the TPM and keychain-tpm-helper are, when not /dev/tpmrm0 and the usual libexec),
 /// `tpm_event_log=` (the boot event log, when not the kernel's),
 /// `tpm_enroll` and `no_tpm_enroll` (a login keychain made by auto_create is, or is not, sealed to
-/// the TPM; without either, the user's `security tpm-enroll --default`, else /etc/keychain/tpm-enroll).
+/// the TPM; without either, the user's `security tpm-enroll --default`, else /etc/keychain/tpm-enroll),
+/// `tpm_escrow=` (the administrator's key that such a keychain's recovery key is escrowed to, when
+/// not /etc/keychain/recovery-escrow.pub; without one, auto_create seals nothing).
 struct Options {
     var debug = false
     var autoCreate = false
@@ -16,6 +18,8 @@ struct Options {
     var tpmEventLog: String?
     /// Whether auto_create seals the new keychain; nil: the default setting decides.
     var tpmEnrol: Bool?
+    /// The escrow key's file, when not RecoveryEscrow.machineFile.
+    var tpmEscrow: String?
     var onlyServices: [String]?
     var unknown: [String] = []
 
@@ -35,6 +39,8 @@ struct Options {
                     tpmTCTI = String(arg.dropFirst("tpm_tcti=".count))
                 } else if arg.hasPrefix("tpm_helper=") {
                     tpmHelper = String(arg.dropFirst("tpm_helper=".count))
+                } else if arg.hasPrefix("tpm_escrow=") {
+                    tpmEscrow = String(arg.dropFirst("tpm_escrow=".count))
                 } else if arg.hasPrefix("tpm_event_log=") {
                     tpmEventLog = String(arg.dropFirst("tpm_event_log=".count))
                 } else if arg.hasPrefix("only_if=") {
