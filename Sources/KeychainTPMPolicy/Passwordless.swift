@@ -193,8 +193,8 @@ package enum MachineKey {
         }
         let (pub, secret) = try makePair()
         // The secret half first: a public key is never there without its secret.
-        try write(secret, to: folder + "/" + secretName, mode: 0o600)
-        try write(pub, to: folder + "/" + publicName, mode: 0o644)
+        try PlainFiles.replace(folder + "/" + secretName, with: secret, mode: 0o600)
+        try PlainFiles.replace(folder + "/" + publicName, with: pub, mode: 0o644)
         return (pub, secret)
     }
 
@@ -263,21 +263,6 @@ package enum MachineKey {
             throw KeychainError(.io, "cannot read \(path)")
         }
         return key
-    }
-
-    private static func write(_ key: Bytes, to path: String, mode: mode_t) throws {
-        let temporary = path + ".new"
-        unlink(temporary)
-        let fd = Glibc.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot write \(temporary): \(String(cString: strerror(errno)))") }
-        let written = Glibc.write(fd, key, key.count)
-        fchmod(fd, mode)
-        let synced = fsync(fd)
-        close(fd)
-        guard written == key.count, synced == 0, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw KeychainError(.io, "cannot write \(path)")
-        }
     }
 }
 

@@ -163,22 +163,6 @@ package enum RecoveryEscrow {
         guard count >= 0, count <= fileLimit else { throw KeychainError(.io, "cannot read \(path)") }
         return Array(bytes[0..<count])
     }
-
-    /// Writes `bytes` to `path` in place of what was there: a new file renamed over it.
-    static func write(_ bytes: Bytes, to path: String, mode: mode_t) throws {
-        let temporary = path + ".new"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot write \(temporary): \(String(cString: strerror(errno)))") }
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        fchmod(fd, mode)
-        let synced = fsync(fd)
-        close(fd)
-        guard written == bytes.count, synced == 0, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw KeychainError(.io, "cannot write \(path)")
-        }
-    }
 }
 
 /// What `security tpm-status` says of a keychain's escrow.
@@ -201,7 +185,7 @@ extension KeychainStore {
     package func escrowRecoveryKey(_ key: RecoveryKey, to recipient: Bytes) throws {
         let (uuid, checkA) = withLock { (keybag.uuid, keybag.checkA) }
         let text = try RecoveryEscrow.envelope(key: key, uuid: uuid, checkA: checkA, recipient: recipient)
-        try RecoveryEscrow.write(text, to: RecoveryEscrow.file(for: path), mode: 0o600)
+        try PlainFiles.replace(RecoveryEscrow.file(for: path), with: text, mode: 0o600)
     }
 
     /// Escrows `key`, a new recovery key of this keychain, to the machine's escrow key

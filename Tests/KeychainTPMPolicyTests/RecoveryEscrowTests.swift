@@ -102,7 +102,7 @@ final class RecoveryEscrowTests: SimulatedTPMTestCase {
         let folder = scratch.directory + "/etc"
         mkdir(folder, 0o755)
         let file = folder + "/recovery-escrow.pub"
-        try RecoveryEscrow.write(Array((PEM.base64(recipient) + "\n").utf8), to: file, mode: 0o644)
+        try PlainFiles.replace(file, with: Array((PEM.base64(recipient) + "\n").utf8), mode: 0o644)
         if geteuid() == 0 {
             XCTAssertEqual(try RecoveryEscrow.recipient(file: file), recipient)
             chown(file, 65534, 65534)

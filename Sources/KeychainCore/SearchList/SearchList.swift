@@ -95,18 +95,7 @@ package enum SearchList {
     private static func write(_ list: [String]) throws {
         let target = file()
         try KeychainFile.prepareDirectory(for: target)
-        let temporary = target + ".tmp"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot write \(target): \(String(cString: strerror(errno)))") }
-        let bytes = Array(list.map { $0 + "\n" }.joined().utf8)
-        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes.count, synced, rename(temporary, target) == 0 else {
-            unlink(temporary)
-            throw KeychainError(.io, "cannot write \(target)")
-        }
+        try PlainFiles.replace(target, with: Array(list.map { $0 + "\n" }.joined().utf8), temporarySuffix: ".tmp")
     }
 
     /// Paths are kept absolute: the list is read from any working directory.

@@ -39,17 +39,7 @@ package enum KeychainFile {
             free(resolved)
         }
         try prepareDirectory(for: file)
-        let temporary = file + ".tmp"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot write \(file): \(String(cString: strerror(errno)))") }
-        let bytes = Array((path + "\n").utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        guard written == bytes.count, rename(temporary, file) == 0 else {
-            unlink(temporary)
-            throw KeychainError(.io, "cannot write \(file)")
-        }
+        try PlainFiles.replace(file, with: Array((path + "\n").utf8), temporarySuffix: ".tmp")
     }
 
     /// A keychain named as macOS names them: a path as it is, a bare name in the keychains folder

@@ -29,6 +29,24 @@ package enum PlainFiles {
         guard writeAll(fd, bytes) else { throw KeychainError(.io, "cannot write \(path)") }
     }
 
+    /// Puts `bytes` at `path` in place of what was there, whole or not at all: written to a new
+    /// file beside it, synced, then renamed over it, so a crash or a full disk never leaves half
+    /// a file where a whole one was. The new file is made with `mode` and never through a link.
+    package static func replace(_ path: String, with bytes: Bytes, mode: mode_t = 0o600, temporarySuffix: String = ".new") throws {
+        let temporary = path + temporarySuffix
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        let written = writeAll(fd, bytes)
+        fchmod(fd, mode)
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written, synced, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw KeychainError(.io, "cannot write \(path)")
+        }
+    }
+
     /// Writes all of `bytes` to `fd` (through interruptions and short writes); false on an error.
     package static func writeAll(_ fd: Int32, _ bytes: Bytes) -> Bool {
         var done = 0
