@@ -67,9 +67,9 @@ extension KeychainStore {
 
     /// The folder and key of every entry of the unconfined view created no later than `date`
     /// (seconds since 1970), without reading a secret.
-    package func kwalletEntryNames(createdBy date: UInt64) throws -> [(folder: String, key: String)] {
+    package func kwalletEntryNames(createdBy date: Double) throws -> [(folder: String, key: String)] {
         try unlockedItems([:], owner: nil).compactMap { item in
-            guard item.created <= date, let folder = item.attributes[KWalletAttributes.folder], let key = item.attributes[KWalletAttributes.key] else {
+            guard item.creationDate <= date, let folder = item.attributes[KWalletAttributes.folder], let key = item.attributes[KWalletAttributes.key] else {
                 return nil
             }
             return (folder, key)

@@ -10,6 +10,9 @@ package struct SecretItem: Sendable {
     package var contentType: String
     package var created: UInt64
     package var modified: UInt64
+    /// When the item was made, to the fraction of a second `created` rounds away: what tells an
+    /// item made in the same second as a recorded moment from one made before it.
+    package var creationDate: Double
     package var secret: Bytes?
     /// The sandboxed app that created the item through the service (nil: an unconfined program or
     /// another front end).
@@ -452,15 +455,16 @@ extension KeychainStore {
                 throw KeychainError.presence(.interactionNotAllowed, "the item needs the user's presence, which the Secret Service cannot ask for")
             }
         }
-        func seconds(_ key: String) -> UInt64 {
+        func date(_ key: String) -> Double {
             guard case .date(let d)? = item[key], d > 0 else { return 0 }
-            return UInt64(d.isFinite ? min(d, Self.latestDate).rounded() : Self.latestDate)
+            return d.isFinite ? min(d, Self.latestDate) : Self.latestDate
         }
+        func seconds(_ key: String) -> UInt64 { UInt64(date(key).rounded()) }
         return SecretItem(
             row: row.rowID, itemClass: row.itemClass, label: item["labl"]?.stringValue ?? "",
             attributes: view ? SecretAttributes.view(of: item) : [:],
             contentType: item[AttributeKey.contentType]?.stringValue ?? Self.defaultContentType,
-            created: seconds("cdat"), modified: seconds("mdat"),
+            created: seconds("cdat"), modified: seconds("mdat"), creationDate: date("cdat"),
             secret: secret,
             owner: item[AttributeKey.owner]?.stringValue)
     }

@@ -1,4 +1,3 @@
-import Glibc
 import KWalletItems
 import KeychainCore
 
@@ -19,7 +18,7 @@ extension Takeover {
             say("\(holder.shown) did not write and close its wallets (\(error)): it is left running, and \(name) with it, so that no change of its is lost")
             return false
         }
-        state.kwalletStopped = Int(time(nil))
+        state.kwalletStopped = SystemClock.now()
         return true
     }
 
@@ -27,7 +26,7 @@ extension Takeover {
     /// enable stopped it (`heldAt`); each wallet that lacks some is said, with the way to bring
     /// them back. kwalletd's keyDoesNotExist answers from the wallet file's index: no wallet is
     /// opened, nothing asks for a password.
-    func kwalletHoldsItsEntries(client: BusClient, name: String, heldAt stopped: Int?) -> Bool {
+    func kwalletHoldsItsEntries(client: BusClient, name: String, heldAt stopped: Double?) -> Bool {
         guard let stopped, let peer = client.peer(name), !peer.isKeychainService, let path = KWalletDaemon.objectPath(for: name) else { return true }
         let daemon = KWalletDaemon(client: client, name: peer.uniqueName, path: path, promptTimeout: promptTimeout)
         let wallets = Set(((try? daemon.wallets()) ?? []) + [KWalletService.loginWallet])
@@ -38,7 +37,7 @@ extension Takeover {
             guard KeychainFile.exists(file) else { continue }
             let held: [(folder: String, key: String)]
             do {
-                held = try KeychainStore.open(at: file, storage: .kernel).kwalletEntryNames(createdBy: UInt64(max(stopped, 0)))
+                held = try KeychainStore.open(at: file, storage: .kernel).kwalletEntryNames(createdBy: stopped)
             } catch {
                 say("whether the wallet \u{201C}\(wallet)\u{201D} of \(peer.shown) holds every entry of \(file) is not checked: \(KeychainErrorText.of(error))")
                 continue

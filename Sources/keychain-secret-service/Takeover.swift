@@ -129,7 +129,9 @@ struct Takeover {
         var since: Int = 0
         /// When enable stopped kwalletd, its wallets written: disable checks that kwalletd holds
         /// every KWallet entry the keychain held then.
-        var kwalletStopped: Int?
+        /// Seconds since 1970 with their fraction: an entry written through the keychain in the
+        /// same second, after it, is no entry kwalletd had.
+        var kwalletStopped: Double?
         var records: [Record] = []
 
         static func escape(_ text: String) -> String {
@@ -166,7 +168,7 @@ struct Takeover {
                 let fields = line.split(separator: " ")
                 switch (fields.first, fields.count) {
                 case ("since", 2): state.since = Int(fields[1]) ?? 0
-                case ("kwallet-stopped", 2): state.kwalletStopped = Int(fields[1])
+                case ("kwallet-stopped", 2): state.kwalletStopped = Double(fields[1])
                 case ("file", 3): state.records.append(.file(path: unescape(fields[1]), digest: String(fields[2])))
                 case ("link", 3): state.records.append(.link(path: unescape(fields[1]), target: unescape(fields[2])))
                 case ("stopped", 3): state.records.append(.stopped(components: String(fields[1]), how: String(fields[2])))

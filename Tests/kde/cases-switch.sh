@@ -274,6 +274,60 @@ switch_last_write_survives() {
     switch_stop "$(switch_owner_pid org.kde.kwalletd5)"
 }
 
+# What KDE's own clients store through the keychain after enable stays there, as disable says:
+# it is no entry "held when enable stopped kwalletd", even one written in the very second enable
+# recorded (disable's check compares the entries' creation dates with that moment). kwalletcli
+# (KWallet's library, which wants a $DISPLAY), python-keyring and kwallet-query, before the
+# switch, after it and after switching back.
+switch_clients_write_after_enable() {
+    switch_kde_user
+    printf 'login-pw\n' | security create-keychain > /dev/null
+    switch_start_kwalletd
+    kde pamopen kdewallet login-pw
+    local cli=: status=0 second
+    if command -v kwalletcli > /dev/null; then cli=switch_kwalletcli; fi
+    $cli -f Passwords -e before -p cli-before
+    "$py" -c 'import keyring.backends.kwallet as k; k.DBusKeyring().set_password("kr.example", "before", "kr-before")'
+    kde sync kdewallet
+    keychain-secret-service enable > "$case_dir/enable.out" || true
+    grep -q "^stopped kwalletd5 (pid $kwalletd), after its wallets were imported" "$case_dir/enable.out"
+    switch_stop "$kwalletd"
+    switch_wait_owner org.kde.kwalletd5 keychain-secret-service
+    [ "$cli" = : ] || expect cli-before "$($cli -f Passwords -e before)" "kwalletcli's entry, through the keychain"
+    expect kr-before "$(kwallet-query -r before -f kr.example kdewallet)" "python-keyring's entry, through the keychain"
+    # An entry written at the start of a second, and enable's moment moved into that second: as if
+    # enable had stopped kwalletd just before this write.
+    second=$("$py" - <<'PY'
+import time
+import keyring.backends.kwallet as k
+ring = k.DBusKeyring()
+ring.get_password("kr.example", "warm-up")
+while time.time() % 1 > 0.2:
+    time.sleep(0.01)
+second = int(time.time())
+ring.set_password("kr.example", "after", "kr-after")
+print(second)
+PY
+    )
+    $cli -f Passwords -e after -p cli-after
+    sed -i "s/^kwallet-stopped .*/kwallet-stopped $second/" "$XDG_STATE_HOME/keychain/secret-service-enabled"
+    keychain-secret-service disable > "$case_dir/disable.out" || status=$?
+    cat "$case_dir/disable.out"
+    expect 0 "$status" "disable's exit status"
+    ! grep -q ' lacks ' "$case_dir/disable.out"
+    grep -q '^what was stored in the keychain since enable stays there' "$case_dir/disable.out"
+    switch_wait_owner org.kde.kwalletd5 kwalletd5
+    kde pamopen kdewallet login-pw
+    [ "$cli" = : ] || expect cli-before "$($cli -f Passwords -e before)" "kwalletcli's entry, in kwalletd again"
+    expect kr-before "$("$py" -c 'import keyring.backends.kwallet as k; print(k.DBusKeyring().get_password("kr.example", "before"))')" \
+        "python-keyring's entry, in kwalletd again"
+    expect kr-after "$(security find-generic-password -s kr.example -a after -w)" "what came after enable, in the keychain"
+    switch_stop "$(switch_owner_pid org.kde.kwalletd5)"
+}
+
+# kwalletcli refuses to start without $DISPLAY (it was written for X11); Qt draws nothing here.
+switch_kwalletcli() { DISPLAY=:0 kwalletcli "$@" 2> /dev/null; }
+
 # --replace and enable say what is true of kwalletd5: it keeps the name, and what frees it.
 switch_replace_is_truthful_with_kwalletd() {
     switch_start_kwalletd
@@ -337,6 +391,8 @@ kde_switch_cases() {
     check "enable imports and stops kwalletd5; disable gives it org.kde.kwalletd5 and the Secret Service back" on_bus switch_hand_over_from_kwalletd
     check "enable right after a write: kwalletd writes it first, disable finds every entry back (or says which); one start" \
         on_bus switch_last_write_survives
+    check "kwalletcli, python-keyring, kwallet-query across enable and disable: what came after enable is no entry kwalletd lacks" \
+        on_bus switch_clients_write_after_enable
     check "--replace against kwalletd5 says it keeps the name and what frees it" on_bus switch_replace_is_truthful_with_kwalletd
     if command -v keepassxc > /dev/null && command -v keepassxc-cli > /dev/null; then
         check "--replace and enable against KeePassXC: it keeps the name, its setting named, no --replace tried" \
