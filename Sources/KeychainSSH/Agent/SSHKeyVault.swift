@@ -28,7 +28,7 @@ package final class SSHKeyVault: @unchecked Sendable {
     package init(store: KeychainStore, protection: Protection = .whenUnlocked, publicListPath: String? = nil) {
         self.store = store
         self.protection = protection
-        self.publicListPath = publicListPath ?? store.path + ".ssh-keys"
+        self.publicListPath = publicListPath ?? store.path + KeychainFile.sshPublicListSuffix
     }
 
     /// Adds or replaces the key's item.
