@@ -556,6 +556,18 @@ case_delete_ssh_key() {
     expect "The agent has no identities." "$(SSH_AUTH_SOCK=$second_sock listed 2>&1)"
 }
 
+# DSA: OpenSSH 9.2's agent takes it, ours does not (OpenSSH itself dropped it in 10.0); ssh-add's
+# message is the one the man page gives.
+case_dsa_refused() {
+    local out
+    ssh-keygen -q -t dsa -N '' -C dsa@sshsuite -f "$k/dsa"
+    if out=$(add "$k/dsa"); then echo "a DSA key was added: $out"; return 1; fi
+    expect "Could not add identity \"$k/dsa\": agent refused operation" "$out"
+    grep -q "refusing to add a key: unsupported key type ssh-dss" "$case_dir/agent.out"
+    grep -q "DSA" "$repo/man/keychain-ssh-agent.1.scd"
+    grep -qF "Could not add identity \"KEY\": agent refused operation" "$repo/man/keychain-ssh-agent.1.scd"
+}
+
 case_key_item() {
     add "$k/ed25519"
     grep -q "ed25519@sshsuite" <<< "$(security dump-keychain "$(login_keychain)")"
@@ -764,7 +776,8 @@ if [ -z "$ours" ]; then
             "the key is a keychain item (find-key, dump-keychain)" "security import-ssh-keys and export-ssh-key" \
             "a key made inside the TPM signs, never leaves, -d/-D unload it, and fails on another TPM" \
             "ssh-add -d/-D unload: the keychain keeps the keys, a restart lists them" \
-            "security delete-ssh-key deletes a key for good, from every agent"; do
+            "security delete-ssh-key deletes a key for good, from every agent" \
+            "a DSA key is refused with the message the man page gives"; do
         skip "$what: needs the keychain's agent, not $AGENT"
     done
 else
@@ -778,5 +791,6 @@ else
     check "a key made inside the TPM signs, never leaves, -d/-D unload it, and fails on another TPM" case_tpm_key
     check "ssh-add -d/-D unload: the keychain keeps the keys, a restart lists them" case_unload_keeps_the_keys
     check "security delete-ssh-key deletes a key for good, from every agent" case_delete_ssh_key
+    check "a DSA key is refused with the message the man page gives" case_dsa_refused
 fi
 summary
