@@ -113,6 +113,13 @@ if os.path.exists(ssh_sign):
         gnome_sign = t["sign/gnome"]["median_ms"]
         add("the same vs gnome-keyring's SSH agent (gnome-keyring-daemon --components=ssh)", f"{ours_sign:.2f} ms",
             f"{gnome_sign:.2f} ms", f"{gnome_sign / ours_sign:.2f}x faster", "(no bar)", True)
+    ssh_unload = os.path.join(work, "ssh-unload.json")
+    if os.path.exists(ssh_unload):
+        u = json.load(open(ssh_unload))
+        ours_unload, openssh_unload = u["unload/ours"]["median_ms"], u["unload/openssh"]["median_ms"]
+        add("five rounds of `ssh-add KEY` then `ssh-add -D` through keychain-ssh-agent vs ssh-agent (whole commands)",
+            f"{ours_unload:.1f} ms", f"{openssh_unload:.1f} ms", f"{ours_unload / openssh_unload:.2f}x", "<= 1.5x",
+            ours_unload / openssh_unload <= 1.5)
     ours_dirty, openssh_dirty = rss["ssh-Anonymous/ours"], rss["ssh-Anonymous/openssh"]
     add("private (anonymous) memory of the agent holding 20 keys, each used once, vs ssh-agent",
         f"{ours_dirty / 1024:.1f} MiB (PSS {rss['ssh-Pss/ours'] / 1024:.1f})",

@@ -2,8 +2,9 @@
 # make bench's SSH agent figures (called by bench/run.sh; runs alone too): one signature through
 # keychain-ssh-agent against OpenSSH's ssh-agent holding the same Ed25519 key (a whole
 # `ssh-add -T KEY.pub`: connect, list, sign, verify), against gnome-keyring's SSH agent where
-# installed; and each agent's private memory holding the same 20 keys. Every agent runs here on a
-# socket of its own and is stopped at the end. Writes WORK/ssh-sign.json (timing.py's medians)
+# installed; five rounds of adding a key and `ssh-add -D` against ssh-agent; and each agent's
+# private memory holding the same 20 keys. Every agent runs here on a socket of its own and is
+# stopped at the end. Writes WORK/ssh-sign.json and WORK/ssh-unload.json (timing.py's medians)
 # and appends the memory figures to WORK/results.jsonl.
 #
 #   bench/ssh.sh BIN WORK      BIN: keychain-ssh-agent and security; BENCH_SSH_ROUNDS (default 40);
@@ -71,6 +72,20 @@ cases = {f"sign/{a.split(':')[0]}": {"argv": ["ssh-add", "-T", f"{state}/sign.pu
 json.dump({"rounds": rounds, "warmup": 5, "cases": cases}, open(spec, "w"))
 PY
 python3 "$here/timing.py" "$state/spec.json" > "$work/ssh-sign.json"
+
+# Five rounds of `ssh-add KEY` then `ssh-add -D`, as someone clearing the agent before trying
+# another key: -D unloads the keys from this agent only, so a round writes the keychain at most
+# once (the add) and not again for -D. Run after the signatures: -D unloads their key too.
+ssh-keygen -q -t ed25519 -N '' -C bench-unload -f "$state/unload"
+python3 - "$state/spec-unload.json" "$state" "$rounds" <<'PY'
+import json, sys
+spec, state, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+script = 'for i in 1 2 3 4 5; do ssh-add -q "$0" && ssh-add -D; done'
+cases = {f"unload/{a}": {"argv": ["sh", "-c", script, f"{state}/unload"], "env": {"SSH_AUTH_SOCK": f"{state}/{a}.sock"}}
+         for a in ("ours", "openssh")}
+json.dump({"rounds": rounds, "warmup": 3, "cases": cases}, open(spec, "w"))
+PY
+python3 "$here/timing.py" "$state/spec-unload.json" > "$work/ssh-unload.json"
 
 # Memory: the same 20 keys in each (10 Ed25519, 5 ECDSA P-256, 5 RSA 3072), then one signature
 # with each so that every key has been used once. Anonymous memory is what the agent costs the

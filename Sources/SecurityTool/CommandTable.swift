@@ -135,6 +135,7 @@ enum CommandTable {
             name: "import-ssh-keys", type: ImportSSHKeys.self, optstring: "chk:n", longOptions: ["dry-run": false],
             synopsis: "[-c] [-n] [-k keychain] [keyfile...]"),
         CommandSpec(name: "export-ssh-key", type: ExportSSHKey.self, optstring: "hk:o:", synopsis: "[-k keychain] -o file fingerprint|comment"),
+        CommandSpec(name: "delete-ssh-key", type: DeleteSSHKey.self, optstring: "hk:", synopsis: "[-k keychain] fingerprint|comment"),
         CommandSpec(
             name: "create-ssh-key", type: CreateSSHKey.self, optstring: "hC:k:", longOptions: ["tpm": false, "require": true],
             synopsis: "--tpm [-C comment] [--require user-presence] [-k keychain]"),

@@ -119,9 +119,7 @@ struct ExportSSHKey: ParsableCommand {
         try perform("export-ssh-key") {
             let store = try KeychainStore.open(at: keychain.map(KeychainFile.resolve), storage: .kernel)
             let vault = SSHKeyVault(store: store)
-            let matches = vault.entries().filter { SSHPublicKey.fingerprint(of: $0.publicBlob) == key || $0.comment == key }
-            guard let entry = matches.first else { throw KeychainError(.itemNotFound, "no kept SSH key has the fingerprint or comment \(key)") }
-            guard matches.count == 1 else { throw KeychainError(.param, "\(matches.count) keys have the comment \(key): name one by its fingerprint") }
+            let entry = try vault.entry(named: key)
             guard !entry.isTPMResident else {
                 throw KeychainError(.param, "\(key) was made inside the TPM: its private part cannot leave it (its public key: `ssh-add -L`)")
             }
@@ -138,6 +136,39 @@ struct ExportSSHKey: ParsableCommand {
             try? PlainFiles.write(output + ".pub", Array((SSHPublicKey.authorizedKeysLine(of: entry.publicBlob, comment: entry.comment) + "\n").utf8))
             Terminal.error("export-ssh-key: \(SSHPublicKey.fingerprint(of: entry.publicBlob)) written to \(output)")
         }
+    }
+}
+
+/// `security delete-ssh-key`: a kept key deleted for good, from the keychain and so from every
+/// agent on it. `ssh-add -d` and `-D` only unload keys from one agent, as OpenSSH's do.
+struct DeleteSSHKey: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete-ssh-key",
+        abstract: "Delete a kept SSH key from the keychain for good (ssh-add -d only unloads it from one agent).")
+
+    @Argument(help: "The key: its fingerprint (SHA256:...) or its comment.") var key: String
+    @Option(name: .customShort("k"), help: "Keychain the key is kept in (default: the default keychain).") var keychain: String?
+
+    func run() throws {
+        try perform("delete-ssh-key") {
+            let store = try KeychainStore.open(at: keychain.map(KeychainFile.resolve), storage: .kernel)
+            let vault = SSHKeyVault(store: store)
+            let entry = try vault.entry(named: key)
+            try vault.remove(entry.publicBlob)
+            let kind = entry.isTPMResident ? " (made inside the TPM: it cannot be made again)" : ""
+            Terminal.error("delete-ssh-key: \(SSHPublicKey.fingerprint(of: entry.publicBlob)) \(entry.comment) deleted\(kind)")
+        }
+    }
+}
+
+extension SSHKeyVault {
+    /// The one kept key with this fingerprint or comment; a comment that several keys share is
+    /// refused, so that a command never takes the wrong one.
+    func entry(named key: String) throws -> Entry {
+        let matches = entries().filter { SSHPublicKey.fingerprint(of: $0.publicBlob) == key || $0.comment == key }
+        guard let entry = matches.first else { throw KeychainError(.itemNotFound, "no kept SSH key has the fingerprint or comment \(key)") }
+        guard matches.count == 1 else { throw KeychainError(.param, "\(matches.count) keys have the comment \(key): name one by its fingerprint") }
+        return entry
     }
 }
 

@@ -28,7 +28,7 @@ struct Security: ParsableCommand {
             SetGenericPasswordPartitionList.self, SetInternetPasswordPartitionList.self, SetKeyPartitionList.self,
             DumpKeychain.self, Export.self, Import.self,
             FindCertificate.self, FindIdentity.self, DeleteCertificate.self,
-            ImportSecrets.self, ImportSSHKeys.self, ExportSSHKey.self, CreateSSHKey.self, FindKey.self, SyncCommand.self
+            ImportSecrets.self, ImportSSHKeys.self, ExportSSHKey.self, DeleteSSHKey.self, CreateSSHKey.self, FindKey.self, SyncCommand.self
         ])
 
     static func main() {

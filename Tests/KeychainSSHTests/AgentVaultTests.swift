@@ -85,35 +85,97 @@ final class AgentVaultTests: StoreTestCase {
         XCTAssertNotNil(client.sign(TestKeys.ed25519.publicBlob, [1]))
     }
 
-    func testRemoveOneAndAllButTPMKeys() throws {
-        let (agent, client) = makeAgent()
-        XCTAssertEqual(client.add(TestKeys.ed25519.serialized), [6])
-        XCTAssertEqual(client.add(TestKeys.ecdsa.serialized), [6])
-        XCTAssertEqual(
-            client.add(
-                TestKeys.rsa.serialized,
-                constraints: {
-                    $0.u8(1); $0.u32(60)
-                }), [6])
+    /// A key made inside the TPM, as `security create-ssh-key --tpm` keeps it (it never signs here).
+    func keepTPMKey(in agent: Agent) throws -> SSHPrivateKey {
         var tpm = ByteWriter()
         tpm.string(SSHPrivateKey.tpmKeyType)
         tpm.blob(Array(TestKeys.host2.publicBlob.suffix(65)))
         tpm.blob([1, 2, 3])
         let tpmKey = try SSHPrivateKey(serialized: tpm.bytes)
         try XCTUnwrap(agent.configuration.vault).save(tpmKey, comment: "tpm", confirm: false, destinations: [])
+        return tpmKey
+    }
+
+    /// ssh-add -d and -D unload keys from this agent only (OpenSSH's meaning): the keychain keeps
+    /// them, TPM keys included, another agent on it lists and signs with them, and this one gets
+    /// them back when they are added again or when it restarts.
+    func testRemoveUnloadsFromThisAgentOnly() throws {
+        let (agent, client) = makeAgent()
+        let (_, other) = makeAgent()
+        XCTAssertEqual(client.add(TestKeys.ed25519.serialized, comment: "ed"), [6])
+        XCTAssertEqual(client.add(TestKeys.ecdsa.serialized, comment: "ec"), [6])
+        XCTAssertEqual(
+            client.add(
+                TestKeys.rsa.serialized, comment: "rsa",
+                constraints: {
+                    $0.u8(1); $0.u32(60)
+                }), [6])
+        let tpmKey = try keepTPMKey(in: agent)
         XCTAssertEqual(client.list().count, 4)
 
         XCTAssertEqual(client.remove(TestKeys.ed25519.publicBlob), [6])
-        XCTAssertEqual(try keyItems().count, 2)
+        XCTAssertEqual(Set(client.list().map(\.comment)), ["ec", "rsa", "tpm"])
+        XCTAssertNil(client.sign(TestKeys.ed25519.publicBlob, [1]), "an unloaded key does not sign")
+        XCTAssertEqual(client.remove(TestKeys.ed25519.publicBlob), [5], "already unloaded")
+        XCTAssertEqual(try keyItems().count, 3, "the keychain keeps it")
+        XCTAssertEqual(Set(other.list().map(\.comment)), ["ed", "ec", "tpm"])
+        XCTAssertNotNil(other.sign(TestKeys.ed25519.publicBlob, [1]), "another agent still signs")
+
         XCTAssertEqual(client.send { $0.u8(19) }, [6])
-        XCTAssertEqual(client.list().map(\.comment), ["tpm"])
-        XCTAssertEqual(try keyItems().map { $0[AttributeKey.label] }, [.string("tpm")])
-        XCTAssertEqual(client.remove(tpmKey.publicBlob), [6])
-        XCTAssertEqual(try keyItems().count, 0)
+        XCTAssertEqual(client.list().count, 0, "-D unloads every key, the TPM's too")
+        XCTAssertNil(client.sign(TestKeys.ecdsa.publicBlob, [1]))
+        XCTAssertEqual(client.remove(tpmKey.publicBlob), [5])
+        XCTAssertEqual(try keyItems().count, 3)
+        XCTAssertEqual(Set(other.list().map(\.comment)), ["ed", "ec", "tpm"])
+        XCTAssertNotNil(other.sign(TestKeys.ecdsa.publicBlob, [1]))
+
+        // Added again: back in this agent, without a duplicate.
+        XCTAssertEqual(client.add(TestKeys.ed25519.serialized, comment: "ed"), [6])
+        XCTAssertEqual(client.list().map(\.comment), ["ed"])
+        XCTAssertNotNil(client.sign(TestKeys.ed25519.publicBlob, [1]))
+        XCTAssertEqual(try keyItems().count, 3)
+        // Restarted: every kept key, the TPM's too.
+        let (_, restarted) = makeAgent()
+        XCTAssertEqual(Set(restarted.list().map(\.comment)), ["ed", "ec", "tpm"])
+        XCTAssertEqual(restarted.remove(tpmKey.publicBlob), [6])
+        XCTAssertEqual(try keyItems().count, 3, "a TPM key, which nothing can make again, stays")
     }
 
-    /// A host the agent is forwarded to uses the keys; it neither writes nor destroys the
-    /// keychain's items (ssh-agent's -D unloads keys whose files stay; here the item is the key).
+    /// A key with a lifetime over a kept one: -d unloads both, and the kept one does not come
+    /// back when the other's lifetime ends.
+    func testRemovingAKeyHeldTwiceUnloadsBoth() throws {
+        let clock = TestClock()
+        let (_, client) = makeAgent { $0.clock = { clock.now } }
+        XCTAssertEqual(client.add(TestKeys.ed25519.serialized, comment: "kept"), [6])
+        XCTAssertEqual(
+            client.add(
+                TestKeys.ed25519.serialized, comment: "timed",
+                constraints: {
+                    $0.u8(1); $0.u32(60)
+                }), [6])
+        XCTAssertEqual(client.list().map(\.comment), ["timed"])
+        XCTAssertEqual(client.remove(TestKeys.ed25519.publicBlob), [6])
+        XCTAssertEqual(client.list().count, 0)
+        clock.now += 120
+        XCTAssertEqual(client.list().count, 0)
+        XCTAssertEqual(try keyItems().count, 1)
+    }
+
+    /// A key deleted from the keychain and kept there again (security delete-ssh-key, then
+    /// import-ssh-keys) is a new addition: an agent that had unloaded it lists it.
+    func testAKeyKeptAgainAfterItsDeletionIsListed() throws {
+        let (agent, client) = makeAgent()
+        XCTAssertEqual(client.add(TestKeys.ed25519.serialized, comment: "ed"), [6])
+        XCTAssertEqual(client.remove(TestKeys.ed25519.publicBlob), [6])
+        let vault = try XCTUnwrap(agent.configuration.vault)
+        XCTAssertTrue(try vault.remove(TestKeys.ed25519.publicBlob))
+        XCTAssertEqual(client.list().count, 0)
+        try vault.save(SSHPrivateKey(serialized: TestKeys.ed25519.serialized), comment: "ed", confirm: false, destinations: [])
+        XCTAssertEqual(client.list().map(\.comment), ["ed"])
+    }
+
+    /// A host the agent is forwarded to uses the keys; it never writes the keychain's items, and
+    /// what it removes is unloaded from this agent only, as any removal is.
     func testAForwardedConnectionNeverChangesTheKeychain() throws {
         let (agent, client) = makeAgent()
         XCTAssertEqual(client.add(TestKeys.ed25519.serialized, comment: "laptop"), [6])
@@ -122,12 +184,11 @@ final class AgentVaultTests: StoreTestCase {
         XCTAssertEqual(remote.add(TestKeys.ecdsa.serialized, comment: "remote"), [6])
         XCTAssertEqual(try keyItems().map { $0[AttributeKey.label] }, [.string("laptop")])
         XCTAssertEqual(Set(remote.list().map(\.comment)), ["laptop", "remote"])
-        XCTAssertEqual(remote.remove(TestKeys.ed25519.publicBlob), [5])
+        XCTAssertEqual(remote.remove(TestKeys.ed25519.publicBlob), [6])
         XCTAssertEqual(remote.send { $0.u8(19) }, [6])
-        XCTAssertEqual(client.list().map(\.comment), ["laptop"])
+        XCTAssertEqual(client.list().count, 0)
         XCTAssertEqual(try keyItems().count, 1)
-        XCTAssertEqual(client.remove(TestKeys.ed25519.publicBlob), [6])
-        XCTAssertEqual(try keyItems().count, 0)
+        XCTAssertEqual(makeAgent().1.list().map(\.comment), ["laptop"])
     }
 
     func testDestinationConstraintsSurviveARestart() throws {

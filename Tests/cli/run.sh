@@ -311,6 +311,20 @@ help_and_completion() {
     done
 }
 
+# Issue 52.12: the SSH agent's public list beside the keychain goes with it, or a keychain made
+# again at that path would list keys it does not hold.
+ssh_key_list_removed_with_the_keychain() {
+    command -v ssh-keygen >/dev/null || { echo "ssh-keygen is missing (openssh-client)"; return 1; }
+    make_keychain
+    local kc=$XDG_DATA_HOME/keychains/login.keychain-db
+    ssh-keygen -q -t ed25519 -N '' -C cli@suite -f "$case_dir/id_ed25519"
+    "$security" import-ssh-keys "$case_dir/id_ed25519" >/dev/null 2>&1
+    grep -q 'cli@suite' "$kc.ssh-keys"
+    "$security" delete-keychain login
+    [ ! -e "$kc" ]
+    [ ! -e "$kc.ssh-keys" ] || { echo "left behind: $kc.ssh-keys"; return 1; }
+}
+
 keys_are_cleaned_up() {
     make_keychain
     "$security" add-generic-password -a a -s s -w x
@@ -531,6 +545,7 @@ check "export/import drops ThisDeviceOnly" export_import_round_trip
 check "bad input gets clear errors" bad_input
 check "help and completion for every subcommand" help_and_completion
 check "kernel keys removed with the keychain" keys_are_cleaned_up
+check "the SSH keys' public list removed with the keychain (issue 52)" ssh_key_list_removed_with_the_keychain
 check "set-keychain-password --rotate-keys: an old copy and password open nothing" rotate_keys_locks_out_an_old_copy
 check "a plain password change: an old copy opens new items (documented)" plain_password_change_leaves_old_copy_working
 check "a key planted in the kernel is refused and removed" planted_kernel_key_is_refused

@@ -317,6 +317,43 @@ case_list_and_delete() {
     refute login 1
 }
 
+# start_second_agent: another agent as the first is started (for ours, on the same keychain), on
+# the socket $second_sock.
+start_second_agent() {
+    second_sock=$case_dir/second.sock
+    "$AGENT" -D -a "$second_sock" > "$case_dir/second.out" 2>&1 &
+    second_pid=$!
+    started "$second_pid"
+    for _ in $(seq 100); do [ -S "$second_sock" ] && return 0; sleep 0.05; done
+    echo "the second agent made no socket"; cat "$case_dir/second.out"
+    return 1
+}
+
+# OpenSSH's agent.sh: two agents hold the same keys, `ssh-add -D` on one leaves the other's, and a
+# key removed with -d or -D is added again without complaint.
+case_two_agents_unload() {
+    start_second_agent
+    add "$k/ed25519"
+    add "$k/ecdsa256"
+    SSH_AUTH_SOCK=$second_sock add "$k/ed25519"
+    SSH_AUTH_SOCK=$second_sock add "$k/ecdsa256"
+    add -D
+    expect "The agent has no identities." "$(listed 2>&1)"
+    refute login 1
+    expect 2 "$(SSH_AUTH_SOCK=$second_sock listed | wc -l)" "keys left in the second agent"
+    SSH_AUTH_SOCK=$second_sock login 1
+    SSH_AUTH_SOCK=$second_sock add -d "$k/ecdsa256.pub"
+    expect 1 "$(SSH_AUTH_SOCK=$second_sock listed | wc -l)" "the second agent with one key left"
+    add "$k/ed25519"
+    add "$k/ecdsa256"
+    expect 2 "$(listed | wc -l)" "both keys back in the first agent, once each"
+    login 1 -o PubkeyAcceptedAlgorithms=ecdsa-sha2-nistp256
+    add -d "$k/ed25519.pub"
+    add "$k/ed25519"
+    expect 2 "$(listed | wc -l)" "a key removed with -d, added again"
+    SSH_AUTH_SOCK=$second_sock login 1 -o PubkeyAcceptedAlgorithms=ssh-ed25519
+}
+
 case_lock() {
     add "$k/ed25519"
     rm -f "$k/ed25519"
@@ -511,6 +548,51 @@ case_locked_keychain() {
     login 1
 }
 
+# ssh-add -d and -D unload keys from this agent only: the keychain keeps them (security
+# find-key), and the agent lists them again once restarted.
+case_unload_keeps_the_keys() {
+    add "$k/ed25519"
+    add "$k/ecdsa256"
+    add -d "$k/ed25519.pub"
+    refute grep -q ed25519@sshsuite <<< "$(listed)"
+    security find-key -l ed25519@sshsuite "$(login_keychain)" > /dev/null
+    add -D
+    expect "The agent has no identities." "$(listed 2>&1)"
+    security find-key -l ecdsa256@sshsuite "$(login_keychain)" > /dev/null
+    rm -f "$k/ed25519" "$k/ecdsa256"
+    stop_agent
+    start_agent
+    expect 2 "$(listed | wc -l)" "both keys listed after a restart"
+    login 1
+}
+
+# Deleting a key for good is security's job: gone from the keychain, so from every agent on it.
+case_delete_ssh_key() {
+    add "$k/ed25519"
+    add "$k/ecdsa256"
+    start_second_agent
+    security delete-ssh-key ed25519@sshsuite 2> "$case_dir/delete.err"
+    grep -q "$(fingerprint "$k/ed25519.pub") ed25519@sshsuite deleted" "$case_dir/delete.err"
+    refute grep -q ed25519@sshsuite <<< "$(listed)"
+    refute grep -q ed25519@sshsuite <<< "$(SSH_AUTH_SOCK=$second_sock listed)"
+    refute grep -q ed25519@sshsuite <<< "$(security dump-keychain "$(login_keychain)")"
+    refute security delete-ssh-key ed25519@sshsuite 2> /dev/null
+    security delete-ssh-key "$(fingerprint "$k/ecdsa256.pub")" 2> /dev/null
+    expect "The agent has no identities." "$(SSH_AUTH_SOCK=$second_sock listed 2>&1)"
+}
+
+# DSA: OpenSSH 9.2's agent takes it, ours does not (OpenSSH itself dropped it in 10.0); ssh-add's
+# message is the one the man page gives.
+case_dsa_refused() {
+    local out
+    ssh-keygen -q -t dsa -N '' -C dsa@sshsuite -f "$k/dsa"
+    if out=$(add "$k/dsa"); then echo "a DSA key was added: $out"; return 1; fi
+    expect "Could not add identity \"$k/dsa\": agent refused operation" "$out"
+    grep -q "refusing to add a key: unsupported key type ssh-dss" "$case_dir/agent.out"
+    grep -q "DSA" "$repo/man/keychain-ssh-agent.1.scd"
+    grep -qF "Could not add identity \"KEY\": agent refused operation" "$repo/man/keychain-ssh-agent.1.scd"
+}
+
 case_key_item() {
     add "$k/ed25519"
     grep -q "ed25519@sshsuite" <<< "$(security dump-keychain "$(login_keychain)")"
@@ -644,6 +726,15 @@ case_tpm_key() {
     fi
     grep -q "inside the TPM" <<< "$out"
     [ ! -e "$case_dir/tpm-exported" ]
+    # -d and -D unload it from this agent; nothing could make it again, so the keychain keeps it
+    # (the restart below lists it).
+    add -d "$case_dir/tpm.pub"
+    refute grep -q "tpm@sshsuite" <<< "$(listed)"
+    stop_agent
+    start_agent
+    grep -q "tpm@sshsuite" <<< "$(listed)"
+    add -D
+    expect "The agent has no identities." "$(listed 2>&1)"
     # The same keychain with another TPM: listed, but no signature.
     export KEYCHAIN_TPM_TCTI="swtpm:host=127.0.0.1,port=$tpm_b"
     stop_agent
@@ -745,6 +836,7 @@ check "ssh with an ecdsa P-384 key from the agent" case_login ecdsa384
 check "ssh with an ecdsa P-521 key from the agent" case_login ecdsa521
 check "ssh with an RSA key, rsa-sha2-256 and rsa-sha2-512" case_login rsa rsa-sha2-256 rsa-sha2-512
 check "ssh-add -l, -L, -d, -D" case_list_and_delete
+check "ssh-add -d/-D on one agent leave another's keys; removed keys are added again" case_two_agents_unload
 check "ssh-add -x/-X: a locked agent lists and signs nothing" case_lock
 check "ssh-add -t: the key leaves after its lifetime" case_lifetime
 check "ssh-add -h: a destination constraint and a forbidden hop" case_destination
@@ -762,7 +854,10 @@ if [ -z "$ours" ]; then
             "a locked keychain refuses signatures, still lists" "ssh-add -c asks pinentry, naming program, key and host; Deny fails" \
             "ssh-add -c: a key comment's control characters are shown escaped" \
             "the key is a keychain item (find-key, dump-keychain)" "security import-ssh-keys and export-ssh-key" \
-            "a key made inside the TPM signs, never leaves, and fails on another TPM"; do
+            "a key made inside the TPM signs, never leaves, -d/-D unload it, and fails on another TPM" \
+            "ssh-add -d/-D unload: the keychain keeps the keys, a restart lists them" \
+            "security delete-ssh-key deletes a key for good, from every agent" \
+            "a DSA key is refused with the message the man page gives"; do
         skip "$what: needs the keychain's agent, not $AGENT"
     done
 else
@@ -774,6 +869,9 @@ else
     check "ssh-add -c: a key comment's control characters are shown escaped" case_confirm_escapes
     check "the key is a keychain item (find-key, dump-keychain)" case_key_item
     check "security import-ssh-keys and export-ssh-key" case_import_export
-    check "a key made inside the TPM signs, never leaves, and fails on another TPM" case_tpm_key
+    check "a key made inside the TPM signs, never leaves, -d/-D unload it, and fails on another TPM" case_tpm_key
+    check "ssh-add -d/-D unload: the keychain keeps the keys, a restart lists them" case_unload_keeps_the_keys
+    check "security delete-ssh-key deletes a key for good, from every agent" case_delete_ssh_key
+    check "a DSA key is refused with the message the man page gives" case_dsa_refused
 fi
 summary

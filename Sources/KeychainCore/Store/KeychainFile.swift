@@ -261,6 +261,9 @@ package enum KeychainFile {
         close(fd)
     }
 
+    /// Beside a keychain: the public keys of the SSH keys kept in it, for listing while locked.
+    package static let sshPublicListSuffix = ".ssh-keys"
+
     package static func remove(_ path: String) throws {
         try checkOwnership(path, isDirectory: false)
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
@@ -268,6 +271,10 @@ package enum KeychainFile {
         // this path would find the clone in its way.
         PlainFiles.removeTree(path + ".sync")
         unlink(path + ".sync.lock")
+        // The SSH agent's public list of the keys kept here (SSHKeyVault): it would list keys that
+        // no longer exist, and a keychain made again at this path would list them while locked.
+        unlink(path + sshPublicListSuffix)
+        unlink(path + sshPublicListSuffix + ".new")
     }
 }
 

@@ -15,7 +15,7 @@ struct AgentIdentity {
 }
 
 /// The agent's state that all connections share: its identities (in memory, and in the vault),
-/// its lock, and the approvals it remembers.
+/// the vault's keys unloaded from it, its lock, and the approvals it remembers.
 package final class Agent: @unchecked Sendable {
     package let configuration: AgentConfiguration
     private let mutex = Mutex()
@@ -27,6 +27,11 @@ package final class Agent: @unchecked Sendable {
     private var approvals: [String: Double] = [:]
     /// The vault's entries as last parsed, so that listing does not parse every key again.
     private var vaultCache: (entries: [SSHKeyVault.Entry], identities: [AgentIdentity]) = ([], [])
+    /// The vault's keys that `ssh-add -d`/`-D` unloaded from this agent (canonical blobs): they
+    /// neither list nor sign here until this agent adds them again or restarts. The keychain keeps
+    /// them, and so does every other agent on it: OpenSSH's -d and -D mean "from this agent",
+    /// and people run -D before trying another key, not to destroy the ones they have.
+    private var unloaded: Set<Bytes> = []
 
     package init(configuration: AgentConfiguration) { self.configuration = configuration }
 
@@ -37,7 +42,7 @@ package final class Agent: @unchecked Sendable {
     // MARK: Identities
 
     /// Every identity: in memory first (expired ones dropped, as ssh-agent's reaper does), then
-    /// the vault's that memory does not also hold.
+    /// the vault's that memory does not also hold and that this agent has not unloaded.
     func identities() -> [AgentIdentity] {
         mutex.withLock {
             let now = configuration.clock()
@@ -47,10 +52,11 @@ package final class Agent: @unchecked Sendable {
                 return true
             }
             let held = Set(memory.map { $0.parts.canonicalBlob })
-            return memory + vaultIdentities().filter { !held.contains($0.parts.canonicalBlob) }
+            return memory + vaultIdentities().filter { !held.contains($0.parts.canonicalBlob) && !unloaded.contains($0.parts.canonicalBlob) }
         }
     }
 
+    /// The mutex held.
     private func vaultIdentities() -> [AgentIdentity] {
         guard let vault = configuration.vault else { return [] }
         let entries = vault.entries()
@@ -64,6 +70,8 @@ package final class Agent: @unchecked Sendable {
                 destinations: destinations, destinationPayload: entry.destinations)
         }
         vaultCache = (entries, identities)
+        // A key deleted from the keychain and kept there again later is a new addition.
+        unloaded.formIntersection(identities.map(\.parts.canonicalBlob))
         return identities
     }
 
@@ -88,7 +96,10 @@ package final class Agent: @unchecked Sendable {
                 log("cannot keep key \(fingerprint(identity.publicBlob)) in the keychain: \(error)")
                 return false
             }
-            mutex.withLock { memory.removeAll { $0.parts.canonicalBlob == identity.parts.canonicalBlob } }
+            mutex.withLock {
+                memory.removeAll { $0.parts.canonicalBlob == identity.parts.canonicalBlob }
+                unloaded.remove(identity.parts.canonicalBlob)
+            }
             return true
         }
         var held = identity
@@ -104,32 +115,26 @@ package final class Agent: @unchecked Sendable {
         return true
     }
 
-    /// Removes a key from memory and, unless `memoryOnly`, from the vault (a key re-added with a
-    /// lifetime may be in both; it must not come back from the vault once removed).
-    func remove(_ identity: AgentIdentity, memoryOnly: Bool = false) -> Bool {
-        let removedFromMemory = mutex.withLock {
+    /// `ssh-add -d`: the key leaves this agent's memory, and a key the vault keeps is unloaded
+    /// from this agent (a key re-added with a lifetime may be in both; it must not come back from
+    /// the vault). False when this agent held neither.
+    func remove(_ identity: AgentIdentity) -> Bool {
+        let blob = identity.parts.canonicalBlob
+        return mutex.withLock {
             let before = memory.count
-            memory.removeAll { $0.parts.canonicalBlob == identity.parts.canonicalBlob }
-            return memory.count != before
-        }
-        guard let vault = configuration.vault, !memoryOnly else { return removedFromMemory }
-        do {
-            return try vault.remove(identity.publicBlob) || removedFromMemory
-        } catch {
-            log("cannot remove key \(fingerprint(identity.publicBlob)) from the keychain: \(error)")
-            return removedFromMemory
+            memory.removeAll { $0.parts.canonicalBlob == blob }
+            let kept = vaultIdentities().contains { $0.parts.canonicalBlob == blob }
+            let unloadedNow = kept && unloaded.insert(blob).inserted
+            return memory.count != before || unloadedNow
         }
     }
 
-    /// `ssh-add -D`: every key in memory, and unless `memoryOnly` every key in the vault the
-    /// keychain can take back (not those made inside the TPM).
-    func removeAll(memoryOnly: Bool = false) {
-        mutex.withLock { memory.removeAll() }
-        guard !memoryOnly else { return }
-        do {
-            try configuration.vault?.removeAll()
-        } catch {
-            log("cannot remove the keys kept in the keychain: \(error)")
+    /// `ssh-add -D`: every key leaves this agent's memory, and every key the vault keeps is
+    /// unloaded from this agent, those made inside the TPM too.
+    func removeAll() {
+        mutex.withLock {
+            memory.removeAll()
+            unloaded = Set(vaultIdentities().map(\.parts.canonicalBlob))
         }
     }
 

@@ -21,8 +21,9 @@ package final class AgentConnection {
     }
 
     /// Whether a session-bind was attempted: the connection comes through ssh, from elsewhere.
-    /// What such a connection adds stays in memory and what it removes stays in the keychain: a
-    /// host the agent is forwarded to may use the keys, not write or destroy the user's items.
+    /// What such a connection adds stays in memory: a host the agent is forwarded to may use the
+    /// keys, not write the user's items. What it removes is unloaded from this agent, as any
+    /// connection's removal is, and as ssh-agent lets a forwarded connection do.
     package var isRemote: Bool { bindAttempted || !bindings.isEmpty }
 
     /// One message (its bytes after the uint32 length) to its answer (without the length); nil
@@ -45,7 +46,7 @@ package final class AgentConnection {
             defer { secret.wipe() }
             return Self.status(type == AgentMessage.lock ? agent.lock(passphrase: secret) : agent.unlock(passphrase: secret))
         case AgentMessage.removeAllRSAIdentities, AgentMessage.removeAllIdentities:
-            agent.removeAll(memoryOnly: isRemote)
+            agent.removeAll()
             return Self.status(true)
         case AgentMessage.signRequest: return sign(&reader)
         case AgentMessage.requestIdentities: return listIdentities()
@@ -140,7 +141,7 @@ package final class AgentConnection {
         guard let blob = try? reader.blob(), let parts = try? SSHPublicKeyParts(blob: blob), let identity = agent.identity(for: parts),
             permitted(identity, user: nil).permitted
         else { return false }
-        return agent.remove(identity, memoryOnly: isRemote)
+        return agent.remove(identity)
     }
 
     // MARK: Signing

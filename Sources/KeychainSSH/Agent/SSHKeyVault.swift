@@ -28,7 +28,7 @@ package final class SSHKeyVault: @unchecked Sendable {
     package init(store: KeychainStore, protection: Protection = .whenUnlocked, publicListPath: String? = nil) {
         self.store = store
         self.protection = protection
-        self.publicListPath = publicListPath ?? store.path + ".ssh-keys"
+        self.publicListPath = publicListPath ?? store.path + KeychainFile.sshPublicListSuffix
     }
 
     /// Adds or replaces the key's item.
@@ -74,18 +74,13 @@ package final class SSHKeyVault: @unchecked Sendable {
         return (key, entry)
     }
 
-    /// Removes the key's item; false when the keychain holds none.
+    /// Deletes the key's item for good (`security delete-ssh-key`; the agent only unloads keys);
+    /// false when the keychain holds none.
     @discardableResult
     package func remove(_ publicBlob: Bytes) throws -> Bool {
         let removed = try deleting(Self.query(for: publicBlob))
         _ = entries()
         return removed
-    }
-
-    /// Removes every key the keychain can take back (`ssh-add -D`): not those made inside the TPM.
-    package func removeAll() throws {
-        for entry in entries() where !entry.isTPMResident { try deleting(Self.query(for: entry.publicBlob)) }
-        _ = entries()
     }
 
     @discardableResult
