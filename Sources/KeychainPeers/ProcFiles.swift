@@ -1,8 +1,8 @@
 internal import Glibc
 
 /// Small files of /proc (or of a process's root), read whole and bounded.
-enum ProcFiles {
-    static func read(_ path: String, limit: Int) -> [UInt8]? {
+package enum ProcFiles {
+    package static func read(_ path: String, limit: Int) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -10,7 +10,7 @@ enum ProcFiles {
     }
 
     /// Nil on a read error or past `limit`: longer than any real one, so not trusted to say anything.
-    static func read(_ fd: Int32, limit: Int) -> [UInt8]? {
+    package static func read(_ fd: Int32, limit: Int) -> [UInt8]? {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while bytes.count < limit {

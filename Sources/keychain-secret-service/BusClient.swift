@@ -1,6 +1,7 @@
 import CSDBus
 import Glibc
 import KeychainCore
+import KeychainPeers
 import SecretServiceItems
 
 /// An error a peer answered with (or the bus, for a peer that is gone).
@@ -232,21 +233,7 @@ extension MessageWriter {
 /// Small reads of /proc and of the user's files.
 enum ProcFile {
     /// A file's bytes (at most `limit`); nil when it cannot be read.
-    static func read(_ path: String, limit: Int = 1 << 20) -> Bytes? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = Bytes()
-        var buffer = Bytes(repeating: 0, count: 4096)
-        while bytes.count <= limit {
-            let n = Glibc.read(fd, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { return nil }
-            if n == 0 { return bytes }
-            bytes += buffer[..<n]
-        }
-        return nil
-    }
+    static func read(_ path: String, limit: Int = 1 << 20) -> Bytes? { ProcFiles.read(path, limit: limit + 1) }
 
     /// What a person knows a process by: its executable's file name, else its argv[0]'s (a
     /// process of another user hides /proc/PID/exe), else its comm, which the kernel cuts to 15
