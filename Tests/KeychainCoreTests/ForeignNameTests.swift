@@ -22,6 +22,14 @@ final class ForeignNameTests: XCTestCase {
             })
     }
 
+    /// Characters that show nothing: a name that holds one reads as a name without it ("work" and
+    /// "work" with a word joiner), and tag characters carry a whole hidden text.
+    func testInvisibleCharactersAreShownAsText() {
+        XCTAssertEqual(
+            TerminalText.escaped("w\u{200B}o\u{2060}r\u{AD}k\u{FEFF}\u{180E}\u{E0041}\u{200D}"),
+            "w\\u{200B}o\\u{2060}r\\xADk\\u{FEFF}\\u{180E}\\u{E0041}\\u{200D}")
+    }
+
     func testANameFromAFileStaysInTheKeychainsFolder() throws {
         let folder = KeychainFile.directory()
         for name in ["work", "Work Wallet", "..keychain", "...", "a..b", "x.keychain", "x.keychain-db", "\u{1B}[2J"] {

@@ -3,8 +3,9 @@
 /// A control character there is an instruction to the terminal, not text: an escape sequence
 /// could clear or rewrite the line a person reads, retitle the window, or hide what follows.
 /// Each one is written as visible text instead (a byte's as \xHH, another's as \u{HHHH}), as
-/// are the bidirectional overrides and the line and paragraph separators, which reorder or
-/// break what is shown; a backslash is doubled, so that the escapes are not ambiguous.
+/// are the format characters (bidirectional overrides, zero-width ones) and the line and
+/// paragraph separators, which reorder, hide or break what is shown; a backslash is doubled, so
+/// that the escapes are not ambiguous.
 package enum TerminalText {
     package static func escaped(_ text: String) -> String { pieces(of: text).joined() }
 
@@ -22,9 +23,11 @@ package enum TerminalText {
 
     private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.properties.generalCategory {
-        case .control, .lineSeparator, .paragraphSeparator: return true
-        // U+FEFF, the zero-width no-break space, hides where one name ends and the next begins.
-        default: return scalar.properties.isBidiControl || scalar.value == 0xFEFF
+        // Format characters show nothing (the zero-width spaces and joiners, the soft hyphen,
+        // U+FEFF, tag characters) or reorder what follows (the bidirectional ones): a name
+        // holding one reads as another, or hides where one name ends and the next begins.
+        case .control, .format, .lineSeparator, .paragraphSeparator: return true
+        default: return scalar.properties.isBidiControl
         }
     }
 }
