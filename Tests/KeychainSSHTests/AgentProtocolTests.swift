@@ -192,6 +192,22 @@ final class AgentProtocolTests: XCTestCase {
         XCTAssertEqual(recorder.requests.count, 4)
     }
 
+    /// One question at a time, as gpg-agent shows one pinentry: a program that watches for the
+    /// person's expected dialog cannot put its own up beside it, to be allowed in the same
+    /// click. Two signatures asked at once: the second question waits for the first answer.
+    func testOneQuestionAtATime() throws {
+        let overlap = Overlap()
+        let agent = makeAgent { $0.confirm = { _ in overlap.ask() } }
+        XCTAssertEqual(client(agent).add(TestKeys.ed25519.serialized, constraints: { $0.u8(2) }), [6])
+        let group = DispatchGroup()
+        for connection in [client(agent), client(agent)] {
+            DispatchQueue.global().async(group: group) { XCTAssertNotNil(connection.sign(TestKeys.ed25519.publicBlob, [1])) }
+        }
+        group.wait()
+        XCTAssertEqual(overlap.asked, 2)
+        XCTAssertEqual(overlap.most, 1)
+    }
+
     /// A peer whose executable the kernel would not name is asked each time.
     func testNoApprovalIsRememberedForAnUnnamedProgram() {
         let agent = makeAgent { $0.rememberConfirmation = 60 }
@@ -357,5 +373,26 @@ final class AgentProtocolTests: XCTestCase {
             XCTAssertNotNil(client.connection.reply(to: [type] + body))
         }
         XCTAssertEqual(client.list().count, 2)
+    }
+}
+
+/// Counts the questions asked at once: each stays open a while, for another to come in beside it.
+final class Overlap: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var inside = 0
+    private(set) var most = 0
+    private(set) var asked = 0
+
+    func ask() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        inside += 1
+        asked += 1
+        most = max(most, inside)
+        condition.broadcast()
+        // Not a timed assertion: one question at a time passes however slow the machine.
+        _ = condition.wait(until: Date(timeIntervalSinceNow: 2))
+        inside -= 1
+        return true
     }
 }
