@@ -22,6 +22,26 @@ final class ForeignNameTests: XCTestCase {
             })
     }
 
+    /// Characters that show nothing: a name that holds one reads as a name without it ("work" and
+    /// "work" with a word joiner), and tag characters carry a whole hidden text.
+    func testInvisibleCharactersAreShownAsText() {
+        XCTAssertEqual(
+            TerminalText.escaped("w\u{200B}o\u{2060}r\u{AD}k\u{FEFF}\u{180E}\u{E0041}\u{200D}"),
+            "w\\u{200B}o\\u{2060}r\\xADk\\u{FEFF}\\u{180E}\\u{E0041}\\u{200D}")
+    }
+
+    /// Combining marks draw on the character before them: a name's may not reach outside it (the
+    /// quote or the word shown before the name), nor pile up into a stack tall enough to draw
+    /// over the lines above and below. Text that uses them (é decomposed, Vietnamese, Hebrew
+    /// points) keeps them.
+    func testCombiningMarksStayOnTheNamesOwnCharacters() {
+        XCTAssertEqual(TerminalText.escaped("e\u{301}t\u{1EC7}"), "e\u{301}t\u{1EC7}")
+        XCTAssertEqual(TerminalText.escaped("\u{338}work"), "\\u{338}work")
+        XCTAssertEqual(
+            TerminalText.escaped("a" + String(repeating: "\u{36B}", count: 6) + "b\u{301}"),
+            "a" + String(repeating: "\u{36B}", count: 4) + "\\u{36B}\\u{36B}b\u{301}")
+    }
+
     func testANameFromAFileStaysInTheKeychainsFolder() throws {
         let folder = KeychainFile.directory()
         for name in ["work", "Work Wallet", "..keychain", "...", "a..b", "x.keychain", "x.keychain-db", "\u{1B}[2J"] {

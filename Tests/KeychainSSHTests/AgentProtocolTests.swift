@@ -134,7 +134,10 @@ final class AgentProtocolTests: XCTestCase {
                 sessionID += 1
                 XCTAssertEqual(connection.bind(key, sessionID: [sessionID], forwarded: forwarded), [6])
             }
-            XCTAssertEqual(connection.sign(TestKeys.ed25519.publicBlob, [1]) != nil, recorder.answer)
+            // ssh's login in the session bound last, or a signature with no host to log in to.
+            let key = TestKeys.ed25519.publicBlob
+            let data = hops.last?.forwarded == false ? userauthRequest(sessionID: [sessionID], user: "u", key: key) : [1]
+            XCTAssertEqual(connection.sign(key, data) != nil, recorder.answer)
             return recorder.requests.count
         }
         XCTAssertEqual(sign(over: [(TestKeys.host1, false)]), 1)
@@ -150,6 +153,59 @@ final class AgentProtocolTests: XCTestCase {
         // A program on host1, where the agent is forwarded, signs there.
         XCTAssertEqual(sign(over: [(TestKeys.host1, true)]), 5)
         XCTAssertEqual(recorder.requests.last?.destination, AccessQuestion.Destination(host: nil, forwardedThrough: [host1]))
+    }
+
+    /// A session-bind proves only that the client saw a session with that host: a program can
+    /// bind its own connection to a host the person trusts, then ask for a signature over
+    /// something else (a commit, a login elsewhere). The question names the host logged in to
+    /// only for a user authentication in the session bound last, and an approval remembered for
+    /// that login does not cover the rest.
+    func testTheHostIsNamedOnlyForALoginInTheBoundSession() {
+        let agent = makeAgent { $0.rememberConfirmation = 60 }
+        let key = TestKeys.ed25519.publicBlob
+        XCTAssertEqual(client(agent).add(TestKeys.ed25519.serialized, constraints: { $0.u8(2) }), [6])
+        let host1 = "the host with key " + SSHPublicKey.fingerprint(of: TestKeys.host1.publicBlob)
+        let host2 = "the host with key " + SSHPublicKey.fingerprint(of: TestKeys.host2.publicBlob)
+        let bound = client(agent)
+        XCTAssertEqual(bound.bind(TestKeys.host1, sessionID: [7], forwarded: false), [6])
+        XCTAssertNotNil(bound.sign(key, userauthRequest(sessionID: [7], user: "u", key: key)))
+        XCTAssertEqual(recorder.requests.last?.destination, AccessQuestion.Destination(host: host1))
+        XCTAssertEqual(recorder.requests.count, 1)
+        let others: [Bytes] = [
+            Array("a commit".utf8), userauthRequest(sessionID: [8], user: "u", key: key),
+            userauthRequest(sessionID: [7], user: "u", key: key, hostKey: TestKeys.host2.publicBlob)
+        ]
+        // Asked again, not remembered from the login; then remembered as what it is.
+        for data in others {
+            XCTAssertNotNil(bound.sign(key, data))
+            XCTAssertEqual(recorder.requests.count, 2)
+            XCTAssertNil(recorder.requests.last?.destination)
+        }
+        // Through a forwarded hop: only that the request comes through host1 is known.
+        let forwarded = client(agent)
+        XCTAssertEqual(forwarded.bind(TestKeys.host1, sessionID: [9], forwarded: true), [6])
+        XCTAssertEqual(forwarded.bind(TestKeys.host2, sessionID: [10], forwarded: false), [6])
+        XCTAssertNotNil(forwarded.sign(key, Array("a commit".utf8)))
+        XCTAssertEqual(recorder.requests.last?.destination, AccessQuestion.Destination(host: nil, forwardedThrough: [host1]))
+        XCTAssertNotNil(forwarded.sign(key, userauthRequest(sessionID: [10], user: "u", key: key, hostKey: TestKeys.host2.publicBlob)))
+        XCTAssertEqual(recorder.requests.last?.destination, AccessQuestion.Destination(host: host2, forwardedThrough: [host1]))
+        XCTAssertEqual(recorder.requests.count, 4)
+    }
+
+    /// One question at a time, as gpg-agent shows one pinentry: a program that watches for the
+    /// person's expected dialog cannot put its own up beside it, to be allowed in the same
+    /// click. Two signatures asked at once: the second question waits for the first answer.
+    func testOneQuestionAtATime() throws {
+        let overlap = Overlap()
+        let agent = makeAgent { $0.confirm = { _ in overlap.ask() } }
+        XCTAssertEqual(client(agent).add(TestKeys.ed25519.serialized, constraints: { $0.u8(2) }), [6])
+        let group = DispatchGroup()
+        for connection in [client(agent), client(agent)] {
+            DispatchQueue.global().async(group: group) { XCTAssertNotNil(connection.sign(TestKeys.ed25519.publicBlob, [1])) }
+        }
+        group.wait()
+        XCTAssertEqual(overlap.asked, 2)
+        XCTAssertEqual(overlap.most, 1)
     }
 
     /// A peer whose executable the kernel would not name is asked each time.
@@ -191,7 +247,7 @@ final class AgentProtocolTests: XCTestCase {
         XCTAssertEqual(recorder.requests.count, 6)
         // A session-bind names the host by its key when no destination constraint named it.
         XCTAssertEqual(asking.bind(TestKeys.host1, sessionID: [1], forwarded: false), [6])
-        XCTAssertNotNil(asking.sign(TestKeys.ecdsa.publicBlob, [1]))
+        XCTAssertNotNil(asking.sign(TestKeys.ecdsa.publicBlob, userauthRequest(sessionID: [1], user: "u", key: TestKeys.ecdsa.publicBlob)))
         XCTAssertEqual(recorder.requests.last?.host, "the host with key " + SSHPublicKey.fingerprint(of: TestKeys.host1.publicBlob))
         XCTAssertEqual(recorder.requests.count, 7)
         // An unconstrained key never asks.
@@ -317,5 +373,26 @@ final class AgentProtocolTests: XCTestCase {
             XCTAssertNotNil(client.connection.reply(to: [type] + body))
         }
         XCTAssertEqual(client.list().count, 2)
+    }
+}
+
+/// Counts the questions asked at once: each stays open a while, for another to come in beside it.
+final class Overlap: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var inside = 0
+    private(set) var most = 0
+    private(set) var asked = 0
+
+    func ask() -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        inside += 1
+        asked += 1
+        most = max(most, inside)
+        condition.broadcast()
+        // Not a timed assertion: one question at a time passes however slow the machine.
+        _ = condition.wait(until: Date(timeIntervalSinceNow: 2))
+        inside -= 1
+        return true
     }
 }

@@ -25,6 +25,10 @@ package final class Agent: @unchecked Sendable {
     /// Unlock attempts wait their delay one after another, so parallel guesses gain nothing.
     private let unlockMutex = Mutex()
     private var approvals: [String: Double] = [:]
+    /// Questions are asked one at a time (gpg-agent shows one pinentry at a time too): a program
+    /// that watches for the dialog the person expects cannot put its own up beside it, for the
+    /// same click to allow both.
+    private let askMutex = Mutex()
     /// The vault's entries as last parsed, so that listing does not parse every key again.
     private var vaultCache: (entries: [SSHKeyVault.Entry], identities: [AgentIdentity]) = ([], [])
     /// The vault's keys that `ssh-add -d`/`-D` unloaded from this agent (canonical blobs): they
@@ -163,21 +167,27 @@ package final class Agent: @unchecked Sendable {
         let fingerprint = fingerprint(identity.publicBlob)
         let program = asker.executable
         let remembered = program.map { $0 + "\0" + fingerprint + "\0" + route }
-        let now = configuration.clock()
-        let known = mutex.withLock {
-            approvals = approvals.filter { $0.value > now }
-            return remembered.map { approvals[$0] != nil } ?? false
+        func known() -> Bool {
+            let now = configuration.clock()
+            return mutex.withLock {
+                approvals = approvals.filter { $0.value > now }
+                return remembered.map { approvals[$0] != nil } ?? false
+            }
         }
-        if known { return true }
-        let question = AccessQuestion(asker: asker, target: .sshKey(comment: identity.comment, fingerprint: fingerprint), destination: destination)
-        guard configuration.confirm(question) else {
-            log("the user refused key \(identity.comment) \(fingerprint)")
-            return false
+        if known() { return true }
+        return askMutex.withLock {
+            // An approval remembered while this question waited its turn holds for it too.
+            if known() { return true }
+            let question = AccessQuestion(asker: asker, target: .sshKey(comment: identity.comment, fingerprint: fingerprint), destination: destination)
+            guard configuration.confirm(question) else {
+                log("the user refused key \(identity.comment) \(fingerprint)")
+                return false
+            }
+            if configuration.rememberConfirmation > 0, let remembered {
+                mutex.withLock { approvals[remembered] = configuration.clock() + Double(configuration.rememberConfirmation) }
+            }
+            return true
         }
-        if configuration.rememberConfirmation > 0, let remembered {
-            mutex.withLock { approvals[remembered] = configuration.clock() + Double(configuration.rememberConfirmation) }
-        }
-        return true
     }
 
     // MARK: Lock

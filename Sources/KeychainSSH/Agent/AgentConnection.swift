@@ -184,7 +184,9 @@ package final class AgentConnection {
         guard let (key, confirm) = agent.privateKey(of: identity) else { return Self.status(false) }
         if confirm {
             let asker = AccessQuestion.Asker(executable: peer.executable, parents: peer.parents)
-            guard agent.confirm(identity, asker: asker, destination: destination(hostnames: hostnames), route: route) else { return Self.status(false) }
+            let login = isLoginInLastSession(data, key: parts)
+            let destination = destination(hostnames: hostnames, login: login)
+            guard agent.confirm(identity, asker: asker, destination: destination, route: route(login: login)) else { return Self.status(false) }
         }
         do {
             var out = ByteWriter()
@@ -197,10 +199,21 @@ package final class AgentConnection {
         }
     }
 
+    /// Whether `data` is the user authentication of the session bound last, for `key`: ssh's own
+    /// login there. A session-bind proves only that the client saw a session with that host (any
+    /// program can open one to a host the person trusts and bind it), not that what it then asks
+    /// to sign goes there.
+    private func isLoginInLastSession(_ data: Bytes, key: SSHPublicKeyParts) -> Bool {
+        guard let last = bindings.last, !last.forwarded, let request = UserauthRequest(data, expectedKey: key) else { return false }
+        if let hostKey = request.hostKey, hostKey.canonicalBlob != last.hostKey.canonicalBlob { return false }
+        return Crypto.equal(request.sessionID, last.sessionID)
+    }
+
     /// Where a signature on this connection goes, as its session-binds say: each hop by the name
     /// a destination constraint gave it, else by its host key; forwarded hops apart from the
-    /// host logged in to. nil without a bind (a local signature: a commit, a file).
-    private func destination(hostnames: [String?]) -> AccessQuestion.Destination? {
+    /// host logged in to, which is named only for a `login` in its session. nil without a bind (a
+    /// local signature: a commit, a file), or with only a host the signature is not a login to.
+    private func destination(hostnames: [String?], login: Bool) -> AccessQuestion.Destination? {
         if bindAttempted && bindings.isEmpty { return .unverifiedHost }
         guard let last = bindings.last else { return nil }
         let names = bindings.indices.map { index in
@@ -208,15 +221,19 @@ package final class AgentConnection {
         }
         // Only the last binding may be an authentication's (bind refuses any after one).
         if last.forwarded { return AccessQuestion.Destination(host: nil, forwardedThrough: names) }
-        return AccessQuestion.Destination(host: names.last, forwardedThrough: Array(names.dropLast()))
+        if login { return AccessQuestion.Destination(host: names.last, forwardedThrough: Array(names.dropLast())) }
+        return names.count > 1 ? AccessQuestion.Destination(host: nil, forwardedThrough: Array(names.dropLast())) : nil
     }
 
-    /// The hops this connection's session-binds recorded: a remembered approval holds for the
-    /// same program over the same route only, since ssh itself is the peer of the connections it
-    /// forwards from a remote host.
-    private var route: String {
+    /// The hops this connection's session-binds recorded, and whether the signature is the login
+    /// they announce: a remembered approval holds for the same program over the same route only,
+    /// since ssh itself is the peer of the connections it forwards from a remote host, and an
+    /// approved login covers no other data signed over a connection bound alike.
+    private func route(login: Bool) -> String {
         if bindAttempted && bindings.isEmpty { return "unbound after a failed bind" }
-        return bindings.map { agent.fingerprint($0.hostKey.canonicalBlob) + ($0.forwarded ? " forwarded" : "") }.joined(separator: ",")
+        let hops = bindings.map { agent.fingerprint($0.hostKey.canonicalBlob) + ($0.forwarded ? " forwarded" : "") }.joined(separator: ",")
+        guard let last = bindings.last, !last.forwarded, !login else { return hops }
+        return hops + " not a login"
     }
 
     // MARK: Destination constraints
