@@ -161,12 +161,14 @@ bench: bench-deps release
 demo: deps build
 	bash Tests/demo.sh .build/debug/security
 
-# Man pages, one scdoc source each (man/*.scd), gzipped as Debian installs them.
+# Man pages, one scdoc source each (man/*.scd), gzipped as Debian installs them. scdoc writes
+# tables without the first line that asks man for tbl (`'\" t`); groff 1.23 (Debian 13) then warns
+# that they are not rendered, and trixie's lintian with it.
 man: $(MANPAGES)
 
-.build/man/%: man/%.scd
+.build/man/%: man/%.scd Makefile
 	@mkdir -p .build/man
-	scdoc < $< | gzip -9n > $@.gz && touch $@
+	{ printf "'\\\\\" t\n"; scdoc < $<; } | gzip -9n > $@.gz && touch $@
 
 # Stripped (install -s): the tools are static, the Swift runtime inside, and need nothing from the
 # toolchain; the module keeps the dynamic symbols PAM looks up. Builds nothing and installs no
