@@ -16,8 +16,14 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 # taken as given with /opt/swift): the system libraries the C shims link, pkg-config to find them,
 # git for SwiftPM to fetch swift-argument-parser, binutils for `install -s`, scdoc for the man pages.
 BUILD_DEBS := libsqlite3-dev libssl-dev libsodium-dev libpam0g-dev libsystemd-dev libtss2-dev pkg-config git binutils scdoc
-# What packaging/deb/build.sh adds: dpkg-architecture and dpkg-shlibdeps.
+# What packaging/deb/build.sh adds: dpkg-architecture and dpkg-shlibdeps; and for another release's
+# package (`make deb RELEASE=trixie` on Debian 12), mmdebstrap for that release's build root.
 DEB_DEBS := dpkg-dev
+DEB_CHROOT_DEBS := mmdebstrap
+# The Debian release `make deb` makes the package for (bookworm or trixie; this machine's unless
+# given), and the ones `make test-vm` boots (both unless given).
+RELEASE ?=
+HOST_RELEASE := $(shell . /etc/os-release 2>/dev/null && echo $$VERSION_CODENAME)
 # What `make check` adds: shellcheck, and python3 for Tools/check-imports.py.
 CHECK_DEBS := shellcheck python3
 # What the tests add (`make deps`): the real clients and servers they drive. docker.io too, unless
@@ -58,7 +64,7 @@ build-deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BUILD_DEBS)"
 
 deb-deps:
-	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BUILD_DEBS) $(DEB_DEBS)"
+	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BUILD_DEBS) $(DEB_DEBS) $(if $(filter-out $(HOST_RELEASE),$(RELEASE)),$(DEB_CHROOT_DEBS))"
 
 check-deps:
 	@$(MAKE) --no-print-directory install-debs PACKAGES="$(BUILD_DEBS) $(CHECK_DEBS)"
@@ -160,12 +166,14 @@ bench: bench-deps release
 demo: deps build
 	bash Tests/demo.sh .build/debug/security
 
-# Man pages, one scdoc source each (man/*.scd), gzipped as Debian installs them.
+# Man pages, one scdoc source each (man/*.scd), gzipped as Debian installs them. scdoc writes
+# tables without the first line that asks man for tbl (`'\" t`); groff 1.23 (Debian 13) then warns
+# that they are not rendered, and trixie's lintian with it.
 man: $(MANPAGES)
 
-.build/man/%: man/%.scd
+.build/man/%: man/%.scd Makefile
 	@mkdir -p .build/man
-	scdoc < $< | gzip -9n > $@.gz && touch $@
+	{ printf "'\\\\\" t\n"; scdoc < $<; } | gzip -9n > $@.gz && touch $@
 
 # Stripped (install -s): the tools are static, the Swift runtime inside, and need nothing from the
 # toolchain; the module keeps the dynamic symbols PAM looks up. Builds nothing and installs no
@@ -231,19 +239,22 @@ install:
 	.build/release/security --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_security
 	.build/release/security --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/security.fish
 
-# The Debian package (see packaging/deb/build.sh): keychain-for-linux_<version>_<arch>.deb in this folder.
+# The Debian package (see packaging/deb/build.sh): keychain-for-linux_<version>~deb12u1_<arch>.deb
+# (~deb13u1 for trixie) in this folder. Another release's (RELEASE=trixie on Debian 12) takes root:
+# its Depends come from that release's own build root, made by mmdebstrap and cached under /tmp.
 deb: deb-deps
 	@$(MAKE) --no-print-directory release
-	@bash packaging/deb/build.sh .
+	@bash packaging/deb/build.sh . $(RELEASE)
 
 # root: installs the package with apt-get, uses it with /opt/swift hidden, purges it.
 test-deb:
 	bash Tests/deb/run.sh
 
-# root: the package booted in a Debian 12 guest under qemu (Tests/vm/run.sh); not part of `make
-# test`. The first run builds the guest's image (cached under /tmp/keychain-vm-cache).
+# root: each release's package booted in a guest of that release under qemu (Tests/vm/run.sh), Debian
+# 12 then 13, or RELEASE=bookworm|trixie alone; each run ends with its own summary line. Not part
+# of `make test`. The first run builds each guest's image (cached under /tmp/keychain-vm-cache).
 test-vm: vm-deps
-	bash Tests/vm/run.sh
+	@status=0; for release in $(or $(RELEASE),bookworm trixie); do bash Tests/vm/run.sh $$release || status=1; done; exit $$status
 
 uninstall:
 	if [ -z "$(DESTDIR)" ] && command -v pam-auth-update >/dev/null; then pam-auth-update --package --remove keychain; fi
