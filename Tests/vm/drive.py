@@ -186,6 +186,17 @@ def logout_ends_session():
     raise Failure(f"60 s after logout: sessions [{left}], user@{uid}.service {active}; the user's processes: {processes}")
 
 
+def installs_on_the_booted_guest():
+    """`apt install ./FILE`, as a user installs a downloaded package: the guest has no network, so
+    this also proves that every Depends is a package of the release (its image has them)."""
+    root.ok("test ! -e /usr/bin/security")
+    root.ok("cd /root && DEBIAN_FRONTEND=noninteractive apt install -y --no-install-recommends ./keychain-for-linux.deb", timeout=600)
+    expect_equal("install ok installed", root.ok("dpkg-query -W -f='${Status}' keychain-for-linux").splitlines()[-1], "dpkg's status")
+    for file in ("common-auth", "common-session", "common-password"):
+        root.ok(f"grep -q '^[^#].*pam_keychain\\.so' /etc/pam.d/{file}")
+    root.ok("apt-get check")
+
+
 def first_login():
     global uid
     uid = root.ok(f"id -u {user}").splitlines()[-1]
@@ -299,6 +310,7 @@ def disable_gives_back():
 # In order, each on what the ones before left; a fatal one's failure leaves the rest not reached.
 cases = [
     ("the guest boots to getty and the driver's shell", boot, True),
+    ("apt install ./FILE on the booted guest: installed from the file alone, the PAM profile in the login stack, apt consistent", installs_on_the_booted_guest, True),
     ("the first login (getty, /etc/pam.d/login) creates and unlocks the login keychain", first_login, True),
     ("the git helper in the session", git_helper, False),
     ("a logout ends the session, locks WhenUnlocked and keeps AfterFirstUnlock", logout_locks, True),

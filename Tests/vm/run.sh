@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # `make test-vm`: the Debian package booted for real, on Debian 12 (bookworm) or 13 (trixie). The
 # release's own package (packaging/deb/build.sh RELEASE) is checked by that release's lintian and
-# installed with apt-get (in a chroot, as an image build installs it) into a guest of the same
-# release made by mmdebstrap (Tests/vm/image.sh, cached under /tmp/keychain-vm-cache), which qemu
-# boots under TCG with its own kernel; the guest is driven on its serial lines (Tests/vm/drive.py):
-# a user logs in through getty and /etc/pam.d/login, logs out, reboots, changes the password, hands
-# the desktop's Secret Service over and back with a real systemd --user, and a logout must end the
-# login session. Everything is bounded in time and qemu is killed at the end. Not part of `make
+# installed with apt-get in a chroot (as an image build installs it), then with `apt install
+# ./FILE` on the first boot of a guest of the same release made by mmdebstrap (Tests/vm/image.sh,
+# cached under /tmp/keychain-vm-cache), which qemu boots under TCG with its own kernel; the guest
+# is driven on its serial lines (Tests/vm/drive.py): a user logs in through getty and
+# /etc/pam.d/login, logs out, reboots, changes the password, hands the desktop's Secret Service
+# over and back with a real systemd --user, and a logout must end the login session. Everything is bounded in time and qemu is killed at the end. Not part of `make
 # test`: the first run of a release builds its image (a few minutes), and each boot is emulated.
 # Usage: Tests/vm/run.sh [RELEASE]   (as root; bookworm by default; needs mmdebstrap,
 #        qemu-system-x86, python3-pexpect: make test-vm) The summary line names the release.
@@ -83,9 +83,10 @@ builds_the_image() {
 # In a chroot with /proc mounted, as mmdebstrap and debootstrap run maintainer scripts: the
 # package's sysctl must not reach this machine's running kernel (a value it would not set is put
 # there first, and must still be there), and its PAM profile must be in the image's login stack.
+# On a copy of the image: the guest gets the package as a user does, on its first boot (drive.py).
 installs_into_a_chroot() {
     local base root package sentinel after
-    base=$(tail -1 "$work/image") root=$work/root package=$(cat "$work/package")
+    base=$(tail -1 "$work/image") root=$work/chroot package=$(cat "$work/package")
     rm -rf "$root" && cp -a "$base" "$root"
     cp "$package" "$root/tmp/keychain-for-linux.deb"
     sentinel=$((31536000 - 1))
@@ -102,13 +103,17 @@ installs_into_a_chroot() {
     for file in common-auth common-session common-password; do
         grep -q '^[^#].*pam_keychain\.so' "$root/etc/pam.d/$file" || { echo "the image's $file does not name pam_keychain.so"; return 1; }
     done
-    rm "$root/tmp/keychain-for-linux.deb"
+    rm -rf "$root"
 }
 
-# The guest: a user with a password, the root file system on the first virtio disk, and a root
-# shell on the second serial line for the driver (a service, not a login: it opens no session).
+# The guest: the release's image as mmdebstrap made it, the package file in root's home for the
+# first boot to install, a user with a password, the root file system on the first virtio disk,
+# and a root shell on the second serial line for the driver (a service, not a login: it opens no
+# session).
 prepares_the_guest() {
     local root=$work/root
+    rm -rf "$root" && cp -a "$(tail -1 "$work/image")" "$root"
+    cp "$(cat "$work/package")" "$root/root/keychain-for-linux.deb"
     echo kcvm > "$root/etc/hostname"
     printf '127.0.0.1 localhost\n127.0.1.1 kcvm\n' > "$root/etc/hosts"
     echo '/dev/vda / ext4 rw,errors=remount-ro 0 1' > "$root/etc/fstab"
@@ -142,7 +147,7 @@ check "make deb: the $release package" builds_the_package
 check "lintian of $release: no error, no warning" lintian_is_clean
 check "the $label image (mmdebstrap, cached in /tmp/keychain-vm-cache)" builds_the_image
 check "apt-get install ./FILE in a chroot (no download: its Depends are the release's installed libraries): this machine's kernel untouched, the PAM profile in common-auth/-session/-password" installs_into_a_chroot
-check "the guest's disk: a user, the driver's shell, the kernel" prepares_the_guest
+check "the guest's disk: the package file, a user, the driver's shell, the kernel" prepares_the_guest
 
 # The boots: drive.py writes one line per case, `ok|FAIL<TAB>name<TAB>detail`, in order.
 if [ -f "$work/disk.img" ]; then
