@@ -53,9 +53,16 @@ wait_owner() {
 
 # The user's configuration as enable and disable may change it: path, type, link target, digest
 # (not the keychains, which their use changes).
+# kwalletd's wallet files are kwalletd's own data, which enable asks it to write out before it
+# stops (closeAllWallets: each save draws a new IV), so they are named here and compared by what
+# they hold (dump-native), not byte for byte.
 snapshot() {
     (cd "$HOME" && find .config .local -path .local/share/keychains -prune -o -printf '%p %y %l\n' 2>/dev/null | sort | while read -r path type rest; do
-        if [ "$type" = f ]; then echo "$path $type $(sha256sum < "$path" | cut -c1-16)"; else echo "$path $type $rest"; fi
+        case $type:$path in
+        f:.local/share/kwalletd/*.kwl) echo "$path $type" ;;
+        f:*) echo "$path $type $(sha256sum < "$path" | cut -c1-16)" ;;
+        *) echo "$path $type $rest" ;;
+        esac
     done)
 }
 
