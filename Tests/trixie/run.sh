@@ -39,8 +39,14 @@ session() {
     cgroup=$(trixie_cgroup_root)/keychain-trixie-$$
     mkdir "$cgroup" "$cgroup/manager" "$cgroup/case" || return 1
     mount --bind "$(trixie_cgroup_root)" "$root/sys/fs/cgroup"
-    local mount
-    for mount in "$bin:/keychain/bin" "$repo:/keychain/src"; do
+    # The case's user reads the scripts it runs: copies of them, since the checkout may be in a
+    # folder only root can read (a clone under /root, as CI makes it).
+    local mount file
+    for file in Tests/trixie/cases.sh Tests/kde/kde.py Tests/secret-service/pinentry.sh; do
+        install -D -m 0755 "$repo/$file" "$case_dir/src/$file"
+    done
+    chmod -R go+rX "$case_dir/src" && chmod go+x "$case_dir"
+    for mount in "$bin:/keychain/bin" "$case_dir/src:/keychain/src"; do
         [ -d "${mount%%:*}" ] || continue
         mkdir -p "$root${mount#*:}"
         mount --bind "${mount%%:*}" "$root${mount#*:}" && mount -o remount,bind,ro "$root${mount#*:}"
