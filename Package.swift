@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "KeychainSync", dependencies: ["KeychainCore", "KeychainProcess", "CLinux", "CSodium"]),
         // SSH keys in the keychain: the agent protocol (draft-miller-ssh-agent), OpenSSH's key and
         // certificate formats, signing, and the agent's socket; keys are the engine's key items.
-        .target(name: "KeychainSSH", dependencies: ["KeychainCore", "COpenSSL", "CLinux"]),
+        .target(name: "KeychainSSH", dependencies: ["KeychainCore", "KeychainPeers", "COpenSSL", "CLinux"]),
         // Who a peer process is (a bus client, a socket's peer): pinned by a pidfd, its start,
         // executable and sandbox read through it; what a decision about a caller rests on.
         .target(name: "KeychainPeers", dependencies: ["CLinux"]),
@@ -146,7 +146,7 @@ let package = Package(
         .testTarget(name: "KeychainTPMPolicyTests", dependencies: ["KeychainTPMPolicy", "KeychainCore", "KeychainTestSupport", "KeychainTPM", "KeychainTPMClient"]),
         .testTarget(name: "KWalletItemsTests", dependencies: ["KWalletItems", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
-        .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore", "KeychainTestSupport", "CLinux"]),
+        .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore", "KeychainPeers", "KeychainTestSupport", "CLinux"]),
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "KeychainPeersTests", dependencies: ["KeychainPeers", "CLinux"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),

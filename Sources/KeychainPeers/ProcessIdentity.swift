@@ -57,12 +57,7 @@ package struct ProcessIdentity {
 
     /// Field 22 of /proc/PID/stat: when the process started, in clock ticks since boot.
     package static func startTime(of pid: Int32) -> UInt64? {
-        guard let stat = ProcFiles.read("/proc/\(pid)/stat", limit: 4096),
-            let end = stat.lastIndex(of: UInt8(ascii: ")"))
-        else { return nil }
-        // After the command name (which may hold spaces and parentheses): state is field 3.
-        let fields = stat[(end + 1)...].split(separator: UInt8(ascii: " "))
-        guard fields.count > 19 else { return nil }
+        guard let fields = ProcessLineage.statFields(of: pid), fields.count > 19 else { return nil }
         return UInt64(String(decoding: fields[19], as: UTF8.self))
     }
 
@@ -75,11 +70,8 @@ package struct ProcessIdentity {
     }
 
     private static func executable(of pid: Int32) -> Executable? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
         var info = stat()
-        guard count > 0, stat("/proc/\(pid)/exe", &info) == 0 else { return nil }
-        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let path = ProcessLineage.executable(of: pid), stat("/proc/\(pid)/exe", &info) == 0 else { return nil }
         return Executable(path: path, device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 

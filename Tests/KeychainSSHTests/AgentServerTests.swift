@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import KeychainCore
+import KeychainPeers
 import KeychainSSH
 import XCTest
 

@@ -1,5 +1,5 @@
 internal import CLinux
-internal import KeychainCore
+internal import KeychainPeers
 
 extension AgentPeer {
     /// The peer of a connected Unix socket, from SO_PEERCRED: the kernel's record of who called

@@ -1,4 +1,4 @@
-import Glibc
+internal import Glibc
 
 /// A process and its parents as /proc names them: who asks, for the person to read. Read when the
 /// process connects, while the kernel's record of it is fresh; what a pid names later may be
@@ -13,18 +13,17 @@ package enum ProcessLineage {
         return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// The parent's pid (field 4 of /proc/PID/stat, after the command name, which may hold
-    /// spaces and parentheses).
+    /// The parent's pid (field 4 of /proc/PID/stat).
     package static func parent(of pid: Int32) -> Int32? {
-        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
-        let n = read(fd, &buffer, buffer.count)
-        guard n > 0, let paren = buffer[..<n].lastIndex(of: UInt8(ascii: ")")) else { return nil }
-        let fields = buffer[(paren + 1)..<n].split(separator: UInt8(ascii: " "))
-        guard fields.count > 1 else { return nil }
+        guard let fields = statFields(of: pid), fields.count > 1 else { return nil }
         return Int32(String(decoding: fields[1], as: UTF8.self))
+    }
+
+    /// The fields of /proc/PID/stat from the third (the state) on: those after the command name,
+    /// which may hold spaces and parentheses, so it ends at the last ')'.
+    static func statFields(of pid: Int32) -> [ArraySlice<UInt8>]? {
+        guard let stat = ProcFiles.read("/proc/\(pid)/stat", limit: 4096), let end = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        return stat[(end + 1)...].split(separator: UInt8(ascii: " "))
     }
 
     /// The executables of `pid`'s parents, nearest first: up to `limit`, ending before init
