@@ -21,6 +21,8 @@ let package = Package(
         // The TPM's operations in a process of their own (the engine links no tpm2-tss):
         // installed as $(PREFIX)/libexec/keychain-tpm-helper, or beside the tools.
         .executable(name: "keychain-tpm-helper", targets: ["keychain-tpm-helper"]),
+        // The keeper of the class keys, out of the user's reach: a system service of its own user.
+        .executable(name: "keychain-broker", targets: ["keychain-broker"]),
         // pam_keychain.so: self-contained (Swift runtime linked in), exporting only pam_sm_*.
         .library(name: "pam_keychain", type: .dynamic, targets: ["PAMKeychain"]),
     ],
@@ -63,6 +65,10 @@ let package = Package(
         // Who a peer process is (a bus client, a socket's peer): pinned by a pidfd, its start,
         // executable and sandbox read through it; what a decision about a caller rests on.
         .target(name: "KeychainPeers", dependencies: ["CLinux"]),
+        // The broker: the wire between the front ends and keychain-broker, the client that the
+        // engine's KeyCustodian seam is installed with, and the service's custody of class keys,
+        // access lists and the access log. Over the engine and KeychainPeers (who is asking).
+        .target(name: "KeychainBroker", dependencies: ["KeychainCore", "KeychainPeers", "CLinux"]),
         // The Secret Service's items over the engine: libsecret's attribute vocabulary mapped to
         // Apple's attributes, searches, replace, sandboxed apps' own items. The service and the
         // importer of `security import-secrets` share it.
@@ -115,6 +121,11 @@ let package = Package(
         .executableTarget(name: "keychain-tpm-helper", dependencies: ["KeychainCore", "KeychainTPM", "KeychainTPMClient"],
                           linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
+        // The broker's daemon: socket-activated by systemd (or started by keychain-broker-start),
+        // running as its own system user; linked like the other daemons.
+        .executableTarget(name: "keychain-broker", dependencies: ["KeychainBroker", "KeychainCore", "KeychainPeers", "CLinux"],
+                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
+
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),
         .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "CPAM"], path: "pam/Sources/PAMKeychain",
@@ -147,6 +158,7 @@ let package = Package(
         .testTarget(name: "KWalletItemsTests", dependencies: ["KWalletItems", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore", "KeychainPeers", "KeychainTestSupport", "CLinux"]),
+        .testTarget(name: "KeychainBrokerTests", dependencies: ["KeychainBroker", "KeychainCore", "KeychainPeers", "KeychainTestSupport"]),
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "KeychainPeersTests", dependencies: ["KeychainPeers", "CLinux"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),

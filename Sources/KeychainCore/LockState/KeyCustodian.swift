@@ -1,0 +1,123 @@
+/// Whoever holds a keychain's class keys when this process must not: `keychain-broker`, a system
+/// service the user's processes cannot read, trace or replace (KeychainBroker's client is the
+/// implementation; each front end installs it at start, as with the TPM and presence seams).
+///
+/// What crosses this seam is what a caller may hold: the subkeys that read and search attributes
+/// (metadata, index), never a class key or its wrapping subkey. An item's key comes back only for
+/// a caller its access list (`AccessList`, in the metadata the custodian opens itself) trusts, or
+/// that the person let in. Every call may throw KeychainError; errSecInteractionNotAllowed when
+/// the person would have to answer and cannot, errSecAuthFailed when they refused.
+package protocol KeyCustodian: AnyObject, Sendable {
+    /// Whether this custodian keeps the keys of `keybag`'s keychain. A keychain it does not keep
+    /// (one sealed to a TPM, in this version) stays in the kernel keyring as before.
+    func keeps(_ keybag: CustodyKeybag) -> Bool
+
+    /// The subkeys of the classes that are open now, and what the custodian found of the
+    /// keybag's settings (their MAC is under class key A). Each call restarts the idle clock.
+    func state(of keybag: CustodyKeybag) throws -> CustodyState
+
+    /// Derives the keys from `password` in the custodian and keeps them: WhenUnlocked until a
+    /// lock, the idle timeout or the end of the user's last session; AfterFirstUnlock until reboot.
+    func unlock(_ keybag: CustodyKeybag, password: Bytes) throws
+
+    /// Checks a password without changing any state.
+    func verify(_ keybag: CustodyKeybag, password: Bytes) throws
+
+    /// Forgets WhenUnlocked (and its ThisDeviceOnly key).
+    func lock(_ keybag: CustodyKeybag) throws
+
+    /// The keybag's fields wrapped under `new`: a password change, made in the custodian.
+    func changePassword(_ keybag: CustodyKeybag, from old: Bytes, to new: Bytes, scrypt: ScryptParameters) throws -> [String: Bytes]
+
+    /// The MAC of `settings` under class key A (held, or from `password`).
+    func settingsMAC(_ keybag: CustodyKeybag, settings: Bytes, password: Bytes?) throws -> Bytes
+
+    /// Wraps a new item's key for the row `request` names (its metadata already sealed under the
+    /// metadata subkey): nothing is read, so nobody is asked.
+    func wrap(_ itemKey: Bytes, for request: ItemKeyRequest) throws -> Bytes
+
+    /// The row's item key, for a caller its access list trusts or the person let in.
+    func unwrap(_ request: ItemKeyRequest, interaction: CustodyInteraction) throws -> UnwrappedItemKey
+
+    /// Whether the row's item key opens under its metadata (format 2's binding), without giving
+    /// the key out: attribute-only reads check a row this way, and nobody is asked.
+    func checkBinding(_ request: ItemKeyRequest) throws
+}
+
+/// A keychain as a custodian is shown it: its keybag's stored fields (the custodian parses and
+/// checks them itself, and trusts none it did not check) and its file, for messages and the log.
+package struct CustodyKeybag: Sendable {
+    package var uuid: Bytes
+    package var fields: [String: Bytes]
+    package var path: String
+
+    package init(uuid: Bytes, fields: [String: Bytes], path: String) {
+        self.uuid = uuid
+        self.fields = fields
+        self.path = path
+    }
+}
+
+/// The subkeys a caller may hold for one open class: enough to read and search attributes.
+package struct ClientSubkeys: Sendable {
+    package var metadata: Bytes
+    package var index: Bytes
+
+    package init(metadata: Bytes, index: Bytes) {
+        self.metadata = metadata
+        self.index = index
+    }
+}
+
+package struct CustodyState: Sendable {
+    /// The open classes' subkeys (A, C; Au, Cu in a later version).
+    package var open: [LockClass: ClientSubkeys]
+    /// nil while WhenUnlocked is locked; else whether the keybag's settings MAC verified under A.
+    package var settingsVerified: Bool?
+
+    package init(open: [LockClass: ClientSubkeys], settingsVerified: Bool?) {
+        self.open = open
+        self.settingsVerified = settingsVerified
+    }
+}
+
+/// One row's item key, as the custodian is asked to wrap, unwrap or check it. The custodian
+/// makes the additional data itself from these fields and its own keybag uuid.
+package struct ItemKeyRequest: Sendable {
+    package var keychain: Bytes
+    package var rowID: Int64
+    package var itemClass: ItemClass
+    package var lockClass: LockClass
+    /// The row's metadata ciphertext (row format 2), which holds the access list.
+    package var metadata: Bytes
+    /// The wrapped item key (empty for `wrap`).
+    package var wrappedKey: Bytes
+
+    package init(keychain: Bytes, rowID: Int64, itemClass: ItemClass, lockClass: LockClass, metadata: Bytes, wrappedKey: Bytes) {
+        self.keychain = keychain
+        self.rowID = rowID
+        self.itemClass = itemClass
+        self.lockClass = lockClass
+        self.metadata = metadata
+        self.wrappedKey = wrappedKey
+    }
+}
+
+/// Whether the person may be asked for this read (kSecUseAuthenticationUI, an LAContext with
+/// interactionNotAllowed, a helper run with no terminal).
+package enum CustodyInteraction: Sendable, Equatable {
+    case allowed
+    case notAllowed
+}
+
+package struct UnwrappedItemKey: Sendable {
+    package var key: Bytes
+    /// Set when the person answered "Always allow": the entry to add to the item's list (the
+    /// caller as the custodian knows it), which the engine writes with its next seal of the row.
+    package var alwaysAllow: AccessList.Entry?
+
+    package init(key: Bytes, alwaysAllow: AccessList.Entry? = nil) {
+        self.key = key
+        self.alwaysAllow = alwaysAllow
+    }
+}
