@@ -1,0 +1,211 @@
+import CLinux
+import Glibc
+import XCTest
+
+@testable import KeychainPeers
+
+/// The broker's reading of who asks, against real processes: a user's (uid 65534, through
+/// setpriv) unless a case needs root's.
+final class CallerTrustTests: XCTestCase {
+    func testRootsProgramMatchesSilently() throws {
+        let child = try ChildProcess(["/usr/bin/sleep", "1000"], nobody: true)
+        try child.waitForExec(of: "/usr/bin/sleep")
+        let caller = child.evaluate()
+        XCTAssertEqual(caller.entry, "exe:/usr/bin/sleep")
+        XCTAssertEqual(caller.executable, "/usr/bin/sleep")
+        XCTAssertEqual(caller.warnings, [])
+        XCTAssertTrue(caller.canMatchSilently)
+        XCTAssertEqual(caller.pid, child.pid)
+        XCTAssertEqual(caller.startTime, ProcessIdentity.startTime(of: child.pid))
+        // Its parent is this test process.
+        XCTAssertEqual(caller.chain.first, "\(ProcessLineage.executable(of: getpid()) ?? "?") (pid \(getpid()))")
+        XCTAssertEqual(caller.chain.count, caller.parentEntries.count)
+        XCTAssertLessThanOrEqual(caller.chain.count, CallerTrust.chainLimit)
+        XCTAssertTrue(caller.summary.hasPrefix("sleep ← "), caller.summary)
+
+        // Found by its pid alone, it may be a later holder of the pid: never silent.
+        let looked = child.evaluate(pinned: false)
+        XCTAssertEqual(looked.entry, "exe:/usr/bin/sleep")
+        XCTAssertEqual(looked.warnings, [.unidentified])
+        XCTAssertFalse(looked.canMatchSilently)
+    }
+
+    /// Root's own program, copied where the user (or anyone) can replace it, names nothing.
+    func testProgramInAWritableDirectoryIsUnidentified() throws {
+        let scratch = try ScratchDirectory()
+        let open = scratch.directory("open", mode: 0o777)
+        let users = scratch.directory("users", owner: 65534)
+        let rooted = scratch.directory("rooted")
+        try scratch.copy("/usr/bin/sleep", to: open + "/sleep")
+        try scratch.copy("/usr/bin/sleep", to: users + "/sleep")
+        try scratch.copy("/usr/bin/sleep", to: rooted + "/sleep")
+        try scratch.copy("/usr/bin/sleep", to: rooted + "/users-sleep", owner: 65534)
+        try scratch.copy("/usr/bin/sleep", to: rooted + "/open-sleep", mode: 0o777)
+
+        for directory in [open, users] {
+            let child = try ChildProcess([directory + "/sleep", "1000"], nobody: true)
+            try child.waitForExec(of: directory + "/sleep")
+            let caller = child.evaluate()
+            XCTAssertNil(caller.entry, directory)
+            XCTAssertEqual(caller.warnings, [.userWritable], directory)
+            XCTAssertFalse(caller.canMatchSilently)
+            XCTAssertEqual(caller.summary.prefix(6), "sleep ")
+        }
+        let owned = try ChildProcess([rooted + "/users-sleep", "1000"], nobody: true)
+        try owned.waitForExec(of: rooted + "/users-sleep")
+        XCTAssertEqual(owned.evaluate().warnings, [.notRootOwned, .userWritable])
+        XCTAssertNil(owned.evaluate().entry)
+
+        let writable = try ChildProcess([rooted + "/open-sleep", "1000"], nobody: true)
+        try writable.waitForExec(of: rooted + "/open-sleep")
+        XCTAssertEqual(writable.evaluate().warnings, [.userWritable])
+
+        // The same copy where only root writes is root's program.
+        let fine = try ChildProcess([rooted + "/sleep", "1000"], nobody: true)
+        try fine.waitForExec(of: rooted + "/sleep")
+        XCTAssertEqual(fine.evaluate().entry, "exe:" + rooted + "/sleep")
+        XCTAssertTrue(fine.evaluate().canMatchSilently)
+    }
+
+    func testDeletedProgram() throws {
+        let scratch = try ScratchDirectory()
+        let rooted = scratch.directory("rooted")
+        try scratch.copy("/usr/bin/sleep", to: rooted + "/sleep")
+        let child = try ChildProcess([rooted + "/sleep", "1000"], nobody: true)
+        try child.waitForExec(of: rooted + "/sleep")
+        XCTAssertTrue(child.evaluate().canMatchSilently)
+        unlink(rooted + "/sleep")
+        let caller = child.evaluate()
+        XCTAssertNil(caller.entry)
+        XCTAssertEqual(caller.executable, rooted + "/sleep (deleted)")
+        XCTAssertEqual(caller.warnings, [.deleted])
+    }
+
+    /// PTRACE_TRACEME makes this test process the tracer of root's own sleep.
+    func testTracedProgram() throws {
+        let scratch = try ScratchDirectory()
+        let traceme = scratch.path + "/traceme"
+        let source = """
+            #include <sys/ptrace.h>
+            #include <unistd.h>
+            int main(int argc, char **argv) { (void)argc; ptrace(PTRACE_TRACEME, 0, 0, 0); execv(argv[1], argv + 1); return 127; }
+            """
+        try XCTSkipUnless(scratch.compile(source, to: traceme), "no gcc")
+        let child = try ChildProcess([traceme, "/usr/bin/sleep", "1000"])
+        try child.waitForExec(of: "/usr/bin/sleep")
+        let caller = child.evaluate(uid: 0)
+        XCTAssertEqual(caller.entry, "exe:/usr/bin/sleep")
+        XCTAssertEqual(caller.warnings, [.traced])
+        XCTAssertFalse(caller.canMatchSilently)
+    }
+
+    /// LD_PRELOAD of a user's library is seen in maps (the broker cannot read environ).
+    func testPreloadedLibrary() throws {
+        let scratch = try ScratchDirectory()
+        let users = scratch.directory("users", owner: 65534)
+        let rooted = scratch.directory("rooted")
+        let source = "int keychain_peers_test_preloaded(void) { return 1; }\n"
+        try XCTSkipUnless(scratch.compile(source, to: users + "/pre.so", flags: ["-shared", "-fPIC"]), "no gcc")
+        chown(users + "/pre.so", 65534, 65534)
+        try scratch.copy(users + "/pre.so", to: rooted + "/pre.so")
+
+        let child = try ChildProcess(["/usr/bin/sleep", "1000"], environment: ["LD_PRELOAD=" + users + "/pre.so"], nobody: true)
+        try child.waitForExec(of: "/usr/bin/sleep")
+        let caller = child.evaluate()
+        XCTAssertEqual(caller.entry, "exe:/usr/bin/sleep")
+        XCTAssertEqual(caller.warnings, [.preloaded])
+        XCTAssertFalse(caller.canMatchSilently)
+
+        // Root's library where only root writes is part of root's program.
+        let rootsOwn = try ChildProcess(["/usr/bin/sleep", "1000"], environment: ["LD_PRELOAD=" + rooted + "/pre.so"], nobody: true)
+        try rootsOwn.waitForExec(of: "/usr/bin/sleep")
+        XCTAssertEqual(rootsOwn.evaluate().warnings, [])
+    }
+
+    func testInterpreter() throws {
+        let python = "/usr/bin/python3"
+        try XCTSkipUnless(access(python, X_OK) == 0, "no python3")
+        let child = try ChildProcess([python, "-c", "import time; time.sleep(1000)"], nobody: true)
+        var real = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        XCTAssertNotNil(realpath(python, &real))
+        let path = String(cString: real)
+        try child.waitForExec(of: path)
+        let caller = child.evaluate()
+        XCTAssertEqual(caller.entry, "exe:" + path)
+        XCTAssertEqual(caller.warnings, [.interpreter])
+        XCTAssertFalse(caller.canMatchSilently)
+        let name = String(path.split(separator: "/").last ?? "")
+        XCTAssertTrue(caller.summary.hasPrefix("\(name) (\(path): interpreter) ← "), caller.summary)
+    }
+
+    func testInterpreterNames() {
+        let list = CallerTrust.defaultInterpreters
+        for name in ["python3", "python3.11", "bash", "dash", "sh", "perl", "perl5.36.0", "node", "lua5.4", "ld-linux-x86-64.so.2", "busybox", "gdb"] {
+            XCTAssertTrue(CallerTrust.isInterpreter(name, in: list), name)
+        }
+        for name in ["git", "ssh", "sleep", "python", "pythonista", "shred", "bashful"] where name != "python" {
+            XCTAssertFalse(CallerTrust.isInterpreter(name, in: list), name)
+        }
+        XCTAssertTrue(CallerTrust.isInterpreter("python", in: list))
+        XCTAssertFalse(CallerTrust.isInterpreter("python3", in: ["python"]))
+    }
+
+    /// In its own mount namespace, root's sleep bind-mounted over /usr/bin/true reads back as
+    /// /usr/bin/true: root's file, but not the one that path names here.
+    func testBindMountedProgramIsNotWhatItsPathNames() throws {
+        let probe = ScratchDirectory.run(["/usr/bin/unshare", "-rm", "/bin/true"])
+        try XCTSkipUnless(probe == 0, "unshare -rm does not work here")
+        let child = try ChildProcess([
+            "/usr/bin/unshare", "-rm", "/bin/sh", "-c", "mount --bind /usr/bin/sleep /usr/bin/true && exec /usr/bin/true 1000"
+        ])
+        try child.waitForExec(of: "/usr/bin/true")
+        var info = stat()
+        XCTAssertEqual(stat("/proc/\(child.pid)/exe", &info), 0)
+        var sleep = stat()
+        XCTAssertEqual(stat("/usr/bin/sleep", &sleep), 0)
+        XCTAssertEqual(info.st_ino, sleep.st_ino, "the child runs sleep under true's name")
+        let caller = child.evaluate(uid: 0)
+        XCTAssertNil(caller.entry)
+        XCTAssertEqual(caller.executable, "/usr/bin/true")
+        XCTAssertEqual(caller.warnings, [.unidentified])
+    }
+
+    func testStillSameUntilExec() throws {
+        let child = try ChildProcess(["/bin/sh", "-c", "read line; exec /usr/bin/sleep 1000"], nobody: true, withInput: true)
+        var real = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        XCTAssertNotNil(realpath("/bin/sh", &real))
+        try child.waitForExec(of: String(cString: real))
+        let handle = CallerHandle(pid: child.pid, pidfd: child.pidfd)
+        let caller = CallerTrust.evaluate(handle, uid: 65534)
+        XCTAssertEqual(caller.warnings, [.interpreter])
+        XCTAssertTrue(CallerTrust.stillSame(caller, handle: handle))
+        XCTAssertTrue(CallerTrust.stillSame(caller, handle: handle))
+
+        XCTAssertEqual(write(child.input, "go\n", 3), 3)
+        try child.waitForExec(of: "/usr/bin/sleep")
+        XCTAssertFalse(CallerTrust.stillSame(caller, handle: handle))
+        // A fresh evaluation is of the new program, and holds until it exits.
+        let again = CallerHandle(pid: child.pid, pidfd: child.pidfd)
+        let sleeping = CallerTrust.evaluate(again, uid: 65534)
+        XCTAssertEqual(sleeping.entry, "exe:/usr/bin/sleep")
+        XCTAssertTrue(CallerTrust.stillSame(sleeping, handle: again))
+        XCTAssertFalse(CallerTrust.stillSame(sleeping, handle: handle))
+        child.reap()
+        XCTAssertFalse(CallerTrust.stillSame(sleeping, handle: again))
+    }
+
+    /// A process gone before it is read is unidentified, never a crash.
+    func testExitedProcessIsUnidentified() throws {
+        let child = try ChildProcess(["/bin/true"])
+        child.waitForExit()
+        let caller = child.evaluate(uid: 0)
+        XCTAssertEqual(caller.warnings, [.unidentified])
+        XCTAssertNil(caller.entry)
+        XCTAssertFalse(caller.canMatchSilently)
+        XCTAssertEqual(CallerTrust.evaluate(pid: -1, pidfd: nil, uid: 0).warnings, [.unidentified])
+        XCTAssertEqual(CallerTrust.evaluate(pid: getpid(), pidfd: -1, uid: 0).warnings, [.unidentified])
+        // A pidfd of another process than the pid named.
+        let other = try ChildProcess(["/usr/bin/sleep", "1000"])
+        XCTAssertEqual(CallerTrust.evaluate(pid: getpid(), pidfd: other.pidfd, uid: 0).warnings, [.unidentified])
+    }
+}
