@@ -88,4 +88,12 @@ final class CallerPredicateTests: XCTestCase {
         XCTAssertTrue(caller.canMatchSilently)
         XCTAssertEqual(Caller(pid: 9, uid: 0, warnings: [.unidentified]).summary, "pid 9 (?: unidentified)")
     }
+
+    func testEntriesOfRealPaths() {
+        XCTAssertEqual(CallerTrust.entry(forRealPath: "/usr/bin/git"), .entry("exe:/usr/bin/git"))
+        XCTAssertEqual(CallerTrust.entry(forRealPath: "/snap/firefox/4173/usr/lib/firefox/firefox"), .entry("snap:firefox"))
+        XCTAssertEqual(
+            CallerTrust.entry(forRealPath: "/var/lib/flatpak/app/org.example.App/x86_64/stable/abc/files/bin/app"), .entry("flatpak:org.example.App"))
+        XCTAssertEqual(CallerTrust.entry(forRealPath: "/var/lib/flatpak/runtime/org.gnome.Platform/x86_64/45/abc/files/bin/python3"), .unknown)
+    }
 }

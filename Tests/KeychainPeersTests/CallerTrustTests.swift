@@ -209,3 +209,81 @@ final class CallerTrustTests: XCTestCase {
         XCTAssertEqual(CallerTrust.evaluate(pid: getpid(), pidfd: other.pidfd, uid: 0).warnings, [.unidentified])
     }
 }
+
+/// Flatpak's programs, in a deployment made for the test under /var/lib/flatpak (removed after).
+final class CallerTrustFlatpakTests: XCTestCase {
+    static let id = "org.example.KeychainPeersTest"
+    static let files = "/var/lib/flatpak/app/\(id)/x86_64/stable/0123abcd/files"
+    static let runtimeFiles = "/var/lib/flatpak/runtime/org.example.KeychainPeersPlatform/x86_64/1/4567ef/files"
+    private var made: [String] = []
+
+    override func setUpWithError() throws {
+        for (files, top) in [(Self.files, "/var/lib/flatpak/app/\(Self.id)"), (Self.runtimeFiles, "/var/lib/flatpak/runtime/org.example.KeychainPeersPlatform")]
+        {
+            try XCTSkipIf(access(top, F_OK) == 0, "\(top) exists: not this test's")
+            made.append(top)
+            XCTAssertEqual(ScratchDirectory.run(["/bin/mkdir", "-p", "-m", "0755", files + "/bin"]), 0)
+            XCTAssertEqual(ScratchDirectory.run(["/bin/cp", "/usr/bin/sleep", files + "/bin/sleep"]), 0)
+        }
+    }
+
+    override func tearDown() {
+        for top in made { _ = ScratchDirectory.run(["/bin/rm", "-rf", top]) }
+        for empty in ["/var/lib/flatpak/app", "/var/lib/flatpak/runtime", "/var/lib/flatpak"] { rmdir(empty) }
+    }
+
+    /// Outside a sandbox its path is the deployment's own.
+    func testAppProgramNamesItsApp() throws {
+        let child = try ChildProcess([Self.files + "/bin/sleep", "1000"], nobody: true)
+        try child.waitForExec(of: Self.files + "/bin/sleep")
+        let caller = child.evaluate()
+        XCTAssertEqual(caller.entry, "flatpak:" + Self.id)
+        XCTAssertEqual(caller.warnings, [])
+    }
+
+    /// A runtime's programs are every app's, and anyone may run one with a forged /.flatpak-info.
+    func testRuntimeProgramNamesNoApp() throws {
+        let child = try ChildProcess([Self.runtimeFiles + "/bin/sleep", "1000"], nobody: true)
+        try child.waitForExec(of: Self.runtimeFiles + "/bin/sleep")
+        let caller = child.evaluate()
+        XCTAssertNil(caller.entry)
+        XCTAssertEqual(caller.warnings, [.unidentified])
+    }
+
+    /// In a sandbox as Flatpak makes one (the deployment at /app, a /.flatpak-info at its root,
+    /// pivot_root'ed; the old root stays under /old, as umount would need a /proc), the program's path is /app/bin/sleep: found through the info's app-path,
+    /// and believed only when that is the very inode. A sandbox whose /app is other files claims
+    /// the app in vain.
+    func testSandboxedAppIsFoundThroughItsDeployment() throws {
+        let probe = ScratchDirectory.run(["/usr/bin/unshare", "-rm", "/bin/true"])
+        try XCTSkipUnless(probe == 0, "unshare -rm does not work here")
+        let scratch = try ScratchDirectory()
+        let other = scratch.directory("other")
+        scratch.directory("other/bin")
+        try scratch.copy("/usr/bin/sleep", to: other + "/bin/sleep")
+
+        for (app, expected) in [(Self.files, "flatpak:" + Self.id), (other, nil)] {
+            let root = scratch.directory("root-\(expected == nil ? "lie" : "app")")
+            let info = "[Application]\\nname=\(Self.id)\\n\\n[Instance]\\napp-path=\(Self.files)\\n"
+            let script = """
+                set -e
+                mount -t tmpfs tmpfs "$1"
+                mkdir "$1/usr" "$1/app" "$1/proc" "$1/old"
+                ln -s usr/lib "$1/lib"; ln -s usr/lib64 "$1/lib64"; ln -s usr/bin "$1/bin"
+                mount --rbind /usr "$1/usr"
+                mount --bind "$2" "$1/app"
+                printf '\(info)' > "$1/.flatpak-info"
+                cd "$1"
+                pivot_root . old
+                cd /
+                exec /app/bin/sleep 1000
+                """
+            let child = try ChildProcess(["/usr/bin/unshare", "-rm", "/bin/sh", "-c", script, "sh", root, app])
+            try child.waitForExec(of: "/app/bin/sleep")
+            let caller = child.evaluate(uid: 0)
+            XCTAssertEqual(caller.entry, expected, app)
+            XCTAssertEqual(caller.warnings, expected == nil ? [.unidentified] : [], app)
+            XCTAssertEqual(caller.executable, "/app/bin/sleep")
+        }
+    }
+}

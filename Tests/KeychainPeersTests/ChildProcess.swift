@@ -26,7 +26,7 @@ final class ChildProcess {
             posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
         }
         let cArgs: [UnsafeMutablePointer<CChar>?] = all.map { strdup($0) } + [nil]
-        let cEnv: [UnsafeMutablePointer<CChar>?] = (["PATH=/usr/bin:/bin"] + environment).map { strdup($0) } + [nil]
+        let cEnv: [UnsafeMutablePointer<CChar>?] = (["PATH=/usr/sbin:/usr/bin:/sbin:/bin"] + environment).map { strdup($0) } + [nil]
         defer { (cArgs + cEnv).forEach { free($0) } }
         var child: pid_t = 0
         let status = posix_spawn(&child, all[0], &actions, nil, cArgs, cEnv)
@@ -65,6 +65,11 @@ final class ChildProcess {
     func waitForExec(of path: String) throws {
         for _ in 0..<6000 {
             if ProcessLineage.executable(of: pid) == path { return }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                reaped = true
+                throw POSIXError(ECHILD)
+            }
             usleep(10_000)
         }
         throw POSIXError(ETIMEDOUT)
