@@ -62,7 +62,7 @@ package enum CallerTrust {
         let deleted = file.links == 0 || path.hasSuffix(" (deleted)")
         if deleted { program.warnings.append(.deleted) }
         if file.owner != 0 { program.warnings.append(.notRootOwned) }
-        if !FileTrust.isRootsOwn(file) || FileTrust.isWritable(file, by: writer) { add(.userWritable, to: &program.warnings) }
+        if file.mode & 0o022 != 0 || FileTrust.isWritable(file, by: writer) { program.warnings.append(.userWritable) }
         if program.warnings.isEmpty {
             switch identify(path, file: file, pid: pid, writer: writer) {
             case .entry(let entry): program.entry = entry

@@ -56,6 +56,13 @@ final class CallerTrustTests: XCTestCase {
         XCTAssertEqual(owned.evaluate().warnings, [.notRootOwned, .userWritable])
         XCTAssertNil(owned.evaluate().entry)
 
+        // Another user's program is not root's, though not this user's to change.
+        try scratch.copy("/usr/bin/sleep", to: rooted + "/others-sleep", owner: 65533)
+        let others = try ChildProcess([rooted + "/others-sleep", "1000"], nobody: true)
+        try others.waitForExec(of: rooted + "/others-sleep")
+        XCTAssertEqual(others.evaluate().warnings, [.notRootOwned])
+        XCTAssertNil(others.evaluate().entry)
+
         let writable = try ChildProcess([rooted + "/open-sleep", "1000"], nobody: true)
         try writable.waitForExec(of: rooted + "/open-sleep")
         XCTAssertEqual(writable.evaluate().warnings, [.userWritable])
