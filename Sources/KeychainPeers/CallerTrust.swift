@@ -25,11 +25,12 @@ package enum CallerTrust {
             return unidentified
         }
         let writer = FileWriter(uid: uid, groups: status.groups)
-        let program = inspect(pid, tracer: status.tracer, writer: writer, interpreters: interpreters)
+        var rootsFiles = Set<[UInt64]>()
+        let program = inspect(pid, tracer: status.tracer, writer: writer, interpreters: interpreters, rootsFiles: &rootsFiles)
         var caller = Caller(pid: pid, uid: uid, startTime: started, entry: program.entry, executable: program.executable)
         caller.warnings = program.warnings
         if !handle.pinnedAtConnect { add(.unidentified, to: &caller.warnings) }
-        (caller.chain, caller.parentEntries) = parents(of: pid, writer: writer, interpreters: interpreters)
+        (caller.chain, caller.parentEntries) = parents(of: pid, writer: writer, interpreters: interpreters, rootsFiles: &rootsFiles)
         // All of it was read of the process pinned first, in the program it ran then.
         guard process.isAlive, handle.isSameImage, ProcessIdentity.startTime(of: pid) == started else { return unidentified }
         return caller
@@ -51,7 +52,9 @@ package enum CallerTrust {
 
     /// What `pid` runs and whether it is root's program running as itself. `writer` is the
     /// caller's user (for a parent too: what matters is what the caller's user could have changed).
-    static func inspect(_ pid: Int32, tracer: Int32, writer: FileWriter, interpreters: [String]) -> Program {
+    /// `rootsFiles` holds the mapped files (device, inode) found root's so far in this evaluation:
+    /// the caller and its parents share most libraries.
+    static func inspect(_ pid: Int32, tracer: Int32, writer: FileWriter, interpreters: [String], rootsFiles: inout Set<[UInt64]>) -> Program {
         guard let path = ProcessLineage.executable(of: pid) else { return Program(warnings: [.unidentified]) }
         var program = Program(executable: Caller.displayable(path))
         let descriptor = clinux_open_path(AT_FDCWD, "/proc/\(pid)/exe", O_CLOEXEC)
@@ -72,7 +75,7 @@ package enum CallerTrust {
         }
 
         if tracer != 0 { program.warnings.append(.traced) }
-        if !mapsOnlyRootsFiles(pid, besides: file, writer: writer) { program.warnings.append(.preloaded) }
+        if !mapsOnlyRootsFiles(pid, besides: file, writer: writer, rootsFiles: &rootsFiles) { program.warnings.append(.preloaded) }
         let name = String(path.dropLast(deleted && path.hasSuffix(" (deleted)") ? " (deleted)".count : 0).split(separator: "/").last ?? "")
         if isInterpreter(name, in: interpreters) { program.warnings.append(.interpreter) }
         return program
@@ -124,12 +127,13 @@ package enum CallerTrust {
     /// the process's root instead, and only its own facts count there (that namespace's
     /// directories are the sandbox's, made by the user); root's inode is root's content wherever
     /// it is mounted.
-    static func mapsOnlyRootsFiles(_ pid: Int32, besides program: FileFacts, writer: FileWriter) -> Bool {
+    static func mapsOnlyRootsFiles(_ pid: Int32, besides program: FileFacts, writer: FileWriter, rootsFiles: inout Set<[UInt64]>) -> Bool {
         guard let mappings = ExecutableMappings.read("/proc/\(pid)/maps") else { return false }
         var root: Int32 = -2
         defer { if root >= 0 { close(root) } }
         for mapping in mappings where mapping.device != program.device || mapping.inode != program.inode {
             guard !mapping.path.hasSuffix(" (deleted)") else { return false }
+            if rootsFiles.contains([mapping.device, mapping.inode]) { continue }
             let mapped = FileFacts(device: mapping.device, inode: mapping.inode, owner: 0, group: 0, mode: 0, links: 0)
             var resolution = FileTrust.resolve(mapping.path, for: writer)
             if case .file(let found) = resolution, !found.isSameFile(as: mapped) { resolution = .missing }
@@ -141,13 +145,14 @@ package enum CallerTrust {
             guard case .file(let found) = resolution, found.isSameFile(as: mapped), found.isRegularFile, found.links > 0,
                 FileTrust.isRootsOwn(found), !FileTrust.isWritable(found, by: writer)
             else { return false }
+            if rootsFiles.count < ExecutableMappings.fileLimit { rootsFiles.insert([mapping.device, mapping.inode]) }
         }
         return true
     }
 
     /// The parents of `pid`, nearest first: up to its session's leader (included), ending before
     /// pid 1, at most `chainLimit`.
-    static func parents(of pid: Int32, writer: FileWriter, interpreters: [String]) -> ([String], [String?]) {
+    static func parents(of pid: Int32, writer: FileWriter, interpreters: [String], rootsFiles: inout Set<[UInt64]>) -> ([String], [String?]) {
         var chain: [String] = []
         var entries: [String?] = []
         let session = ProcessLineage.session(of: pid)
@@ -160,7 +165,9 @@ package enum CallerTrust {
                 entries.append(nil)
                 break
             }
-            let program = ProcessStatus.read(of: parent).map { inspect(parent, tracer: $0.tracer, writer: writer, interpreters: interpreters) }
+            let program = ProcessStatus.read(of: parent).map {
+                inspect(parent, tracer: $0.tracer, writer: writer, interpreters: interpreters, rootsFiles: &rootsFiles)
+            }
             let alive = pinned.isAlive
             chain.append("\(program?.executable ?? "?") (pid \(parent))")
             entries.append(alive && program?.warnings.isEmpty == true ? program?.entry : nil)

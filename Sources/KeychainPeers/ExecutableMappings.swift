@@ -62,6 +62,11 @@ package enum ExecutableMappings {
     /// One line of maps, `start-end perms offset major:minor inode [path]`; nil when malformed.
     package static func parse(_ line: ArraySlice<UInt8>) -> Line? {
         let space = UInt8(ascii: " ")
+        // Most lines are data or anonymous memory: told apart by the third letter of the
+        // permissions, before anything is converted.
+        if let gap = line.firstIndex(of: space), line.endIndex - gap > 5, line[gap + 3] != UInt8(ascii: "x"), line[gap + 5] == space {
+            return .other
+        }
         var fields: [ArraySlice<UInt8>] = []
         var rest = line[...]
         while fields.count < 5 {

@@ -19,7 +19,8 @@ package struct ProcessStatus: Equatable, Sendable {
         var tracer: Int32?
         var gids: [UInt32]?
         var groups: [UInt32]?
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n")
+        where line.hasPrefix("TracerPid:") || line.hasPrefix("Gid:") || line.hasPrefix("Groups:") {
             let parts = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
             guard let key = parts.first else { continue }
             switch key {
