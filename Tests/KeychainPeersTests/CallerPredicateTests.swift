@@ -96,4 +96,16 @@ final class CallerPredicateTests: XCTestCase {
             CallerTrust.entry(forRealPath: "/var/lib/flatpak/app/org.example.App/x86_64/stable/abc/files/bin/app"), .entry("flatpak:org.example.App"))
         XCTAssertEqual(CallerTrust.entry(forRealPath: "/var/lib/flatpak/runtime/org.gnome.Platform/x86_64/45/abc/files/bin/python3"), .unknown)
     }
+
+    func testInterpreterNames() {
+        let list = CallerTrust.defaultInterpreters
+        for name in ["python3", "python3.11", "bash", "dash", "sh", "perl", "perl5.36.0", "node", "lua5.4", "ld-linux-x86-64.so.2", "busybox", "gdb"] {
+            XCTAssertTrue(CallerTrust.isInterpreter(name, in: list), name)
+        }
+        for name in ["git", "ssh", "sleep", "python", "pythonista", "shred", "bashful"] where name != "python" {
+            XCTAssertFalse(CallerTrust.isInterpreter(name, in: list), name)
+        }
+        XCTAssertTrue(CallerTrust.isInterpreter("python", in: list))
+        XCTAssertFalse(CallerTrust.isInterpreter("python3", in: ["python"]))
+    }
 }
