@@ -97,3 +97,7 @@ const char *clinux_secure_getenv(const char *name) { return secure_getenv(name);
 int clinux_spawn_closefrom(void *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, from);
 }
+
+int clinux_open_path(int directory, const char *path, int flags) {
+    return openat(directory, path, O_PATH | flags);
+}

@@ -80,16 +80,11 @@ package struct ProcessIdentity {
     /// `snap.NAME.*` cgroup (snapd's scopes). Any answer but "none" that cannot be read for certain
     /// is undetermined.
     private static func sandbox(of pid: Int32) -> Sandbox {
-        let root = open("/proc/\(pid)/root", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard root >= 0 else { return .undetermined }
-        defer { close(root) }
-        let info = openat(root, ".flatpak-info", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)
-        if info >= 0 {
-            let contents = ProcFiles.read(info, limit: 65536)
-            close(info)
-            return contents.flatMap(SandboxIDs.flatpakAppID).map(Sandbox.app) ?? .undetermined
+        switch flatpakInfo(of: pid) {
+        case .unreadable: return .undetermined
+        case .contents(let contents): return SandboxIDs.flatpakAppID(contents).map(Sandbox.app) ?? .undetermined
+        case .absent: break
         }
-        guard errno == ENOENT else { return .undetermined }
         if let label = ProcFiles.read("/proc/\(pid)/attr/current", limit: 4096),
             let id = SandboxIDs.appArmorAppID(String(decoding: label, as: UTF8.self))
         {
@@ -97,5 +92,24 @@ package struct ProcessIdentity {
         }
         guard let cgroups = ProcFiles.read("/proc/\(pid)/cgroup", limit: 65536) else { return .undetermined }
         return SandboxIDs.cgroupAppID(String(decoding: cgroups, as: UTF8.self)).map(Sandbox.app) ?? .none
+    }
+
+    /// What the process's root holds at `/.flatpak-info`.
+    package enum FlatpakInfo: Equatable {
+        case absent
+        case unreadable
+        case contents([UInt8])
+    }
+
+    /// `/.flatpak-info` in the process's root (its mount namespace's view). Anyone who can make a
+    /// user namespace can put one there: a claim to check, never an identity by itself.
+    package static func flatpakInfo(of pid: Int32) -> FlatpakInfo {
+        let root = open("/proc/\(pid)/root", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard root >= 0 else { return .unreadable }
+        defer { close(root) }
+        let info = openat(root, ".flatpak-info", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)
+        guard info >= 0 else { return errno == ENOENT ? .absent : .unreadable }
+        defer { close(info) }
+        return ProcFiles.read(info, limit: 65536).map(FlatpakInfo.contents) ?? .unreadable
     }
 }

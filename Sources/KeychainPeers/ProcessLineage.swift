@@ -19,6 +19,12 @@ package enum ProcessLineage {
         return Int32(String(decoding: fields[1], as: UTF8.self))
     }
 
+    /// The session's id (field 6 of /proc/PID/stat): its leader's pid.
+    package static func session(of pid: Int32) -> Int32? {
+        guard let fields = statFields(of: pid), fields.count > 3 else { return nil }
+        return Int32(String(decoding: fields[3], as: UTF8.self))
+    }
+
     /// The fields of /proc/PID/stat from the third (the state) on: those after the command name,
     /// which may hold spaces and parentheses, so it ends at the last ')'.
     static func statFields(of pid: Int32) -> [ArraySlice<UInt8>]? {

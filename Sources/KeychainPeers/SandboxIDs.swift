@@ -11,14 +11,19 @@ package enum SandboxIDs {
 
     /// The `name` of the `[Application]` group of a Flatpak keyfile.
     package static func flatpakAppID(_ bytes: [UInt8]) -> String? {
+        guard let id = flatpakValue(bytes, group: "Application", key: "name") else { return nil }
+        return isAppID(id) ? id : nil
+    }
+
+    /// The first `key=` of `group` in a Flatpak keyfile (`/.flatpak-info`), trimmed; nil when absent.
+    package static func flatpakValue(_ bytes: [UInt8], group wanted: String, key: String) -> String? {
         var group = ""
         for raw in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
             let line = trimmed(raw)
             if line.hasPrefix("[") && line.hasSuffix("]") {
                 group = String(line.dropFirst().dropLast())
-            } else if group == "Application", line.hasPrefix("name=") {
-                let id = trimmed(line.dropFirst("name=".count))
-                return isAppID(id) ? id : nil
+            } else if group == wanted, line.hasPrefix(key + "=") {
+                return trimmed(line.dropFirst(key.count + 1))
             }
         }
         return nil

@@ -63,4 +63,9 @@ int clinux_peer_credentials(int fd, uint32_t *uid, int32_t *pid);
  * server's accept loop), not one blocked reading a client. */
 int clinux_block_termination(int block);
 
+/* openat(2) with O_PATH, which needs _GNU_SOURCE: a descriptor that names a file without opening
+ * it (no read permission needed, no side effect of opening a FIFO or a device), for fstat and
+ * further openat. `flags` adds O_NOFOLLOW, O_DIRECTORY, O_CLOEXEC. */
+int clinux_open_path(int directory, const char *path, int flags);
+
 #endif

@@ -1,0 +1,102 @@
+/// What the broker knows of a caller, read once when it connects (`CallerTrust.evaluate`).
+package struct Caller: Sendable, Equatable {
+    /// Why the caller may not be matched to a trusted entry without asking. The first four say
+    /// the executable is not root's file at the path it claims, so `entry` is nil with them; the
+    /// others say root's program may be doing someone else's bidding, so `entry` stays (for the
+    /// question, and for "always allow") but never matches silently.
+    package enum Warning: String, Sendable, CaseIterable {
+        /// A tracer is attached (TracerPid): it can read and change the process.
+        case traced
+        /// An executable mapping is not root's file (LD_PRELOAD, LD_AUDIT, LD_LIBRARY_PATH, dlopen
+        /// of a user's library), or was deleted, or could not be checked.
+        case preloaded
+        /// The program runs what it is told (a shell, Python, the dynamic loader): its path says
+        /// nothing of the script.
+        case interpreter
+        /// The executable was unlinked after it was started.
+        case deleted
+        /// The executable, or a directory above it, could be changed by the caller's user, by
+        /// anyone, or by a group (the file).
+        case userWritable
+        /// Not known for certain: the process was not pinned by the connection's pidfd (the pid
+        /// alone may have been reused), could not be read, exited or exec'd while being read, or
+        /// its executable's path names another file here (a bind mount in its own namespace, a
+        /// Flatpak runtime's program).
+        case unidentified
+        /// The executable is not owned by root.
+        case notRootOwned
+    }
+
+    package var pid: Int32
+    package var uid: UInt32
+    package var startTime: UInt64
+    /// "exe:/usr/bin/git", "flatpak:org.example.App", "snap:name"; nil when unidentified.
+    package var entry: String?
+    /// The executable's path as the kernel names it (may be a lie if warnings say so), for display:
+    /// control characters escaped.
+    package var executable: String?
+    /// Parents, nearest first, as display strings ("/usr/bin/bash (pid 123)"), up to the session
+    /// leader or pid 1, at most 12.
+    package var chain: [String]
+    /// Parents' entries, nearest first ("exe:/usr/bin/git" or nil when that parent is unidentified/warned).
+    package var parentEntries: [String?]
+    package var warnings: [Warning]
+
+    package init(
+        pid: Int32, uid: UInt32, startTime: UInt64 = 0, entry: String? = nil, executable: String? = nil, chain: [String] = [],
+        parentEntries: [String?] = [], warnings: [Warning] = []
+    ) {
+        self.pid = pid
+        self.uid = uid
+        self.startTime = startTime
+        self.entry = entry
+        self.executable = executable
+        self.chain = chain
+        self.parentEntries = parentEntries
+        self.warnings = warnings
+    }
+
+    /// Matched to a trusted entry without asking only when identified and no warning.
+    package var canMatchSilently: Bool { entry != nil && warnings.isEmpty }
+
+    /// One line for a question or a log: "python3 (/usr/bin/python3: interpreter) ← bash ← sshd".
+    package var summary: String {
+        var text = executable.map(Self.lastComponent) ?? "pid \(pid)"
+        if !warnings.isEmpty {
+            text += " (\(executable ?? "?"): \(warnings.map(\.rawValue).joined(separator: ", ")))"
+        }
+        for parent in chain {
+            text += " ← " + Self.lastComponent(Self.droppingPid(parent))
+        }
+        return text
+    }
+
+    /// A path or name as it may be shown to a person or written to a log: control characters and
+    /// the bidirectional overrides escaped, so that a file name cannot forge a line or reorder one.
+    package static func displayable(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            let value = scalar.value
+            if value < 0x20 || value == 0x7f || (0x80..<0xa0).contains(value) || (0x202a...0x202e).contains(value)
+                || (0x2066...0x2069).contains(value) || value == 0x200e || value == 0x200f
+            {
+                out += "\\u{\(String(value, radix: 16))}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// "/usr/bin/bash (pid 123)" without its " (pid 123)".
+    private static func droppingPid(_ link: String) -> String {
+        guard link.hasSuffix(")") else { return link }
+        let digits = link.dropLast().reversed().prefix(while: { $0.isASCII && $0.isNumber }).count
+        let head = link.dropLast(1 + digits)
+        return head.hasSuffix(" (pid ") ? String(head.dropLast(" (pid ".count)) : link
+    }
+
+    private static func lastComponent(_ path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+}

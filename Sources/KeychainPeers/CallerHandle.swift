@@ -1,0 +1,45 @@
+internal import Glibc
+
+/// The descriptors that tie a `Caller` to the process it was read from, kept for as long as the
+/// connection lives: a pidfd (the pid stays its own) and the process's maps opened when it was
+/// read (which read nothing once it exec'd another program or exited).
+///
+/// Made before the process is read (`CallerTrust.evaluate`), so that an exec at any moment after
+/// is seen: the reads are then of the image the handle holds, or the handle says it is gone.
+package final class CallerHandle {
+    package let pid: Int32
+    /// Nil when the process could not be pinned: gone already, or a pidfd that names another pid.
+    let process: PinnedProcess?
+    /// The pidfd was the kernel's record of the process that connected (SO_PEERPIDFD), not the
+    /// process that has the pid now.
+    let pinnedAtConnect: Bool
+    /// Field 22 of /proc/PID/stat, read once pinned.
+    let startTime: UInt64?
+    private let maps: Int32
+
+    /// `pidfd` is borrowed (duplicated here; the caller keeps and closes its own). Without one the
+    /// process that has `pid` now is pinned, and the caller it yields is warned `unidentified`.
+    package init(pid: Int32, pidfd: Int32?) {
+        self.pid = pid
+        if let pidfd {
+            let pinned = PinnedProcess(adopting: pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 3) : -1)
+            process = pinned?.pid == pid ? pinned : nil
+        } else {
+            process = PinnedProcess(pid: pid)
+        }
+        pinnedAtConnect = pidfd != nil
+        maps = process == nil ? -1 : open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        startTime = maps < 0 ? nil : ProcessIdentity.startTime(of: pid)
+    }
+
+    deinit { if maps >= 0 { close(maps) } }
+
+    /// The process still runs the program it ran when the handle was made. The maps descriptor
+    /// holds the memory map of that moment; exec replaces it and exit drops it, and a read then
+    /// gives 0 bytes (a few microseconds, so cheap enough for every request).
+    var isSameImage: Bool {
+        guard maps >= 0 else { return false }
+        var byte: UInt8 = 0
+        return pread(maps, &byte, 1, 0) == 1
+    }
+}
