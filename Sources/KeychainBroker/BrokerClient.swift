@@ -63,18 +63,23 @@ package final class BrokerConnection: @unchecked Sendable {
 /// The engine's `KeyCustodian` over the broker. Asking the person, when the broker says so, goes
 /// through `answerer` (KeychainPresence's chain: the tests' program, the terminal).
 package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
-    package let connection: BrokerConnection
+    private let exchange: @Sendable (BrokerRequest) throws -> BrokerReply
     package let answerer: (any AccessAnswerer)?
     /// How many times a wrong password is asked again before the read is refused.
     static let attempts = 3
 
-    package init(connection: BrokerConnection = BrokerConnection(), answerer: (any AccessAnswerer)?) {
-        self.connection = connection
+    package convenience init(connection: BrokerConnection = BrokerConnection(), answerer: (any AccessAnswerer)?) {
+        self.init(exchange: { try connection.exchange($0) }, answerer: answerer)
+    }
+
+    /// Over any exchange of messages (tests: the service in this process).
+    package init(exchange: @escaping @Sendable (BrokerRequest) throws -> BrokerReply, answerer: (any AccessAnswerer)?) {
+        self.exchange = exchange
         self.answerer = answerer
     }
 
     private func call(_ request: BrokerRequest) throws -> BrokerReply {
-        let reply = try connection.exchange(request)
+        let reply = try exchange(request)
         if case .failure(let error) = reply { throw error }
         return reply
     }

@@ -63,4 +63,10 @@ int clinux_peer_credentials(int fd, uint32_t *uid, int32_t *pid);
  * server's accept loop), not one blocked reading a client. */
 int clinux_block_termination(int block);
 
+/* The broker's hardening at start (prctl(2) is variadic): no_new_privs, then a seccomp filter that
+ * makes ptrace, process_vm_readv/writev and kcmp fail with EPERM (its CAP_SYS_PTRACE is for
+ * reading callers' /proc files, never for tracing or reading their memory). 0 on success. */
+int clinux_set_no_new_privs(void);
+int clinux_deny_tracing(void);
+
 #endif
