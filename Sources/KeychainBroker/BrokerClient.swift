@@ -137,13 +137,13 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
                 return UnwrappedItemKey(key: key, alwaysAllow: entry.isEmpty ? nil : AccessList.Entry(entry))
             case .question(let text):
                 if answer != .none { wrongPasswords += 1 }
+                // The refusals below are the client's; the broker is told, so that its log has them.
                 guard wrongPasswords < Self.attempts else {
+                    _ = try? call(.unwrap(request, interaction: interaction, answer: .deny, password: []))
                     throw KeychainError.presence(.authFailed, "wrong keychain password, \(Self.attempts) times")
                 }
-                guard interaction == .allowed, let answerer else {
-                    throw KeychainError.presence(.interactionNotAllowed, "the item's list does not name this program, and nobody can be asked here")
-                }
-                guard let grant = try answerer.answer(text) else {
+                guard interaction == .allowed, let answerer, let grant = try answerer.answer(text) else {
+                    _ = try? call(.unwrap(request, interaction: .notAllowed, answer: .none, password: []))
                     throw KeychainError.presence(.interactionNotAllowed, "the item's list does not name this program, and nobody can be asked here")
                 }
                 password.wipe()

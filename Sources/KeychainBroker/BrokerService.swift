@@ -94,7 +94,8 @@ package final class BrokerService {
         guard Crypto.equal(bag.uuid, keybag.uuid) else { throw KeychainError.decode("the keybag's uuid does not match its fields") }
         if bag.version < 2 {
             throw KeychainError(
-                .invalidKeychain, "this keychain's format is too old for the broker: unlock once with `KEYCHAIN_BROKER=off security unlock-keychain` to upgrade")
+                .invalidKeychain, "this keychain's format is too old for the broker: unlock once with `KEYCHAIN_BROKER=off security unlock-keychain` to upgrade"
+            )
         }
         if bag.binding != nil { throw KeychainError(.notAvailable, "a keychain sealed to a TPM is not kept by the broker in this version") }
         return bag
@@ -120,7 +121,8 @@ package final class BrokerService {
             record(uid: uid, keychain: keybag.path, caller: "", chain: "", decision: "refused: not the keychain first unlocked at this path")
             throw KeychainError(
                 .authFailed,
-                "\(keybag.path) is not the keychain the broker first unlocked there: forget the old one with its password (`security forget-keychain`) if you replaced it yourself")
+                "\(keybag.path) is not the keychain the broker first unlocked there: forget the old one with its password (`security forget-keychain`) if you replaced it yourself"
+            )
         }
         var keys = try open(bag, password: password, uid: uid)
         defer { keys.wipe() }

@@ -62,7 +62,9 @@ package struct ProcCallerFacts: CallerFacts {
         self.warnings = warnings
     }
 
-    static let interpreterNames = ["python", "perl", "ruby", "node", "bash", "sh", "dash", "zsh", "fish", "lua", "php", "tclsh", "java", "osascript", "deno", "bun"]
+    static let interpreterNames = [
+        "python", "perl", "ruby", "node", "bash", "sh", "dash", "zsh", "fish", "lua", "php", "tclsh", "java", "osascript", "deno", "bun"
+    ]
 
     package static func isInterpreter(_ path: String) -> Bool {
         let name = path.split(separator: "/").last.map(String.init) ?? path
@@ -71,7 +73,8 @@ package struct ProcCallerFacts: CallerFacts {
 
     package static let evaluate: CallerEvaluator = { pid, _, uid in
         guard let exe = ProcessLineage.executable(of: pid) else {
-            return ProcCallerFacts(entry: nil, canMatchSilently: false, summary: "pid \(pid) (uid \(uid), executable unknown)", warnings: ["its executable cannot be read"])
+            return ProcCallerFacts(
+                entry: nil, canMatchSilently: false, summary: "pid \(pid) (uid \(uid), executable unknown)", warnings: ["its executable cannot be read"])
         }
         var warnings: [String] = []
         var identified = true

@@ -36,7 +36,8 @@ final class AccessDecisionTests: XCTestCase {
         let helper = AccessList.Entry.executable("/usr/bin/git-credential-keychain")
         XCTAssertEqual(decision.decide(list: entry, caller: caller(helper, parents: [.executable("/usr/bin/git")])), .trusted)
         XCTAssertEqual(
-            decision.decide(list: entry, caller: caller(helper, parents: [.interpreter("/usr/bin/dash"), .executable("/bin/bash"), .executable("/usr/bin/git")])),
+            decision.decide(
+                list: entry, caller: caller(helper, parents: [.interpreter("/usr/bin/dash"), .executable("/bin/bash"), .executable("/usr/bin/git")])),
             .trusted)
         XCTAssertEqual(decision.decide(list: entry, caller: caller(helper, parents: [.executable("/usr/bin/python3.11"), .executable("/usr/bin/git")])), .ask)
         XCTAssertEqual(decision.decide(list: entry, caller: caller(helper, parents: [])), .ask)

@@ -79,9 +79,10 @@ final class BrokerClientTests: XCTestCase {
         let (custodian, request, _, scratch) = try custodian([wrong, wrong, .once(password: Array("pw".utf8))])
         defer { scratch.remove() }
         XCTAssertNil(try custodian.unwrap(request, interaction: .allowed).alwaysAllow)
-        let (refused, request2, _, scratch2) = try self.custodian([wrong, wrong, wrong, .once(password: Array("pw".utf8))])
+        let (refused, request2, service2, scratch2) = try self.custodian([wrong, wrong, wrong, .once(password: Array("pw".utf8))])
         defer { scratch2.remove() }
         XCTAssertThrowsError(try refused.unwrap(request2, interaction: .allowed)) { XCTAssertEqual(($0 as? KeychainError)?.code, .authFailed) }
+        XCTAssertEqual(service2.state.log.entries(of: 1000, since: 0).map(\.decision), ["denied"])
     }
 
     func testNobodyToAskIsInteractionNotAllowed() throws {
@@ -89,7 +90,7 @@ final class BrokerClientTests: XCTestCase {
         defer { scratch.remove() }
         XCTAssertThrowsError(try custodian.unwrap(request, interaction: .allowed)) { XCTAssertEqual(($0 as? KeychainError)?.code, .interactionNotAllowed) }
         XCTAssertThrowsError(try custodian.unwrap(request, interaction: .notAllowed)) { XCTAssertEqual(($0 as? KeychainError)?.code, .interactionNotAllowed) }
-        XCTAssertEqual(service.state.log.entries(of: 1000, since: 0).map(\.decision), ["not allowed"])
+        XCTAssertEqual(service.state.log.entries(of: 1000, since: 0).map(\.decision), ["not allowed", "not allowed"])
     }
 
     func testKeepsAllButKeychainsSealedToATPM() {

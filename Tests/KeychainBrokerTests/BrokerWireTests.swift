@@ -16,7 +16,7 @@ final class BrokerWireTests: XCTestCase {
             .wrap(item, itemKey: Array(repeating: 1, count: 32)),
             .unwrap(item, interaction: .allowed, answer: .always, password: [8]),
             .unwrap(item, interaction: .notAllowed, answer: .none, password: []), .checkBinding(item), .whoAmI,
-            .accessLog(since: 1_700_000_000), .forget(path: "/k", password: [3]), .lockAll,
+            .accessLog(since: 1_700_000_000), .forget(path: "/k", password: [3]), .lockAll
         ]
     }
 
@@ -43,7 +43,7 @@ final class BrokerWireTests: XCTestCase {
             (.state(CustodyState(open: [:], settingsVerified: nil)), .state), (.fields(["a": [1]]), .changePassword), (.bytes([1, 2]), .wrap),
             (.key([3], alwaysEntry: "exe:/usr/bin/git"), .unwrap), (.question("may it?"), .unwrap),
             (.caller(CallerDescription(summary: "me", entry: "exe:/x", warnings: ["w"])), .whoAmI), (.log([entry, entry]), .accessLog),
-            (.failure(KeychainError(.interactionNotAllowed, "no")), .unwrap),
+            (.failure(KeychainError(.interactionNotAllowed, "no")), .unwrap)
         ]
         for (reply, op) in cases {
             let bytes = reply.encoded()

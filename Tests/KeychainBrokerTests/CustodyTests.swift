@@ -77,7 +77,8 @@ final class CustodyTests: XCTestCase {
         XCTAssertEqual(Set(open.open.keys), [.whenUnlocked, .afterFirstUnlock])
         XCTAssertEqual(open.settingsVerified, true)
         // The client's metadata subkey opens the engine's metadata: the same derivation and AAD.
-        let row = Row(rowID: request.rowID, itemClass: request.itemClass, lockClass: request.lockClass, space: .protected, metadata: request.metadata, secret: [])
+        let row = Row(
+            rowID: request.rowID, itemClass: request.itemClass, lockClass: request.lockClass, space: .protected, metadata: request.metadata, secret: [])
         XCTAssertNotNil(try KeychainStore.openMetadata(row, keychain: request.keychain, key: open.open[.whenUnlocked]!.metadata).version)
         // The broker opens the engine's item key, and that key the engine's secret: byte-identical
         // additional data on both sides. A legacy item (no list) read by the keychain's own tool.
@@ -201,7 +202,8 @@ final class CustodyTests: XCTestCase {
             return request
         }
         let listed = try row("exe:/usr/bin/stranger", rowID: 10)
-        XCTAssertEqual(try key(try broker.handle(.unwrap(listed, interaction: .notAllowed, answer: .none, password: []), from: me)).0, Array(repeating: 5, count: 32))
+        XCTAssertEqual(
+            try key(try broker.handle(.unwrap(listed, interaction: .notAllowed, answer: .none, password: []), from: me)).0, Array(repeating: 5, count: 32))
         XCTAssertNoThrow(try broker.handle(.checkBinding(listed), from: me))
         let other = try row("exe:/usr/bin/git", rowID: 11)
         assertCode(.interactionNotAllowed) { try broker.handle(.unwrap(other, interaction: .notAllowed, answer: .none, password: []), from: self.me) }
@@ -234,7 +236,8 @@ final class CustodyTests: XCTestCase {
         let broker = service(security)
         let bag = keybag(store)
         _ = try broker.handle(.unlock(bag, password: Array("pw".utf8)), from: me)
-        guard case .fields(let fields) = try broker.handle(.changePassword(bag, old: Array("pw".utf8), new: Array("new".utf8), scrypt: .fastForTesting), from: me)
+        guard
+            case .fields(let fields) = try broker.handle(.changePassword(bag, old: Array("pw".utf8), new: Array("new".utf8), scrypt: .fastForTesting), from: me)
         else { return XCTFail() }
         let changed = CustodyKeybag(uuid: bag.uuid, fields: fields, path: bag.path)
         XCTAssertNoThrow(try broker.handle(.verify(changed, password: Array("new".utf8)), from: me))

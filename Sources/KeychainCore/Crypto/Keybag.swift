@@ -244,11 +244,6 @@ package struct Keybag {
     // MARK: Storage
 
     package static func load(from db: SQLiteDatabase) throws -> Keybag {
-        try Keybag(fields: storedFields(of: db))
-    }
-
-    /// The keybag's rows as stored: what a custodian is shown (`CustodyKeybag`) and parses itself.
-    package static func storedFields(of db: SQLiteDatabase) throws -> [String: Bytes] {
         var fields: [String: Bytes] = [:]
         do {
             let stmt = try db.statement("SELECT name, value FROM keychain")
@@ -256,9 +251,55 @@ package struct Keybag {
         } catch let error as KeychainError where error.code == .io {
             throw KeychainError(.decode, "not a keychain file (\(error.detail))")
         }
-        return fields
+        return try parse(fields)
     }
 
+    /// A keybag from its stored fields, checked as `load` checks a file's: the broker parses the
+    /// fields a client sends it (`Keybag(fields:)`), and trusts nothing it did not check.
+    static func parse(_ fields: [String: Bytes]) throws -> Keybag {
+        guard let rawVersion = fields["version"], rawVersion.count == 8,
+            let version = [1, 2, 3].first(where: { rawVersion == Bytes(bigEndian: UInt64($0)) })
+        else { throw KeychainError(.decode, "not a keychain file, or one of an unknown version") }
+        guard let uuid = fields["uuid"], uuid.count == 16,
+            let kdf = fields["kdf"], let a = fields["wrap.A"], let c = fields["wrap.C"],
+            let d = fields["key.D"], d.count == Crypto.keyLength
+        else { throw KeychainError(.decode, "the keybag is incomplete") }
+        let rawSettings = fields["settings"] ?? []
+        let checkA = fields["check.A"] ?? [], checkC = fields["check.C"] ?? [], mac = fields["settings.mac"] ?? []
+        if version >= 2 {
+            guard checkA.count == 16, checkC.count == 16 else { throw KeychainError(.decode, "the keybag is incomplete") }
+        }
+        let summed =
+            version >= 2
+            ? [uuid, kdf, a, c, checkA, checkC, d] + TPMBinding.checksummed(fields, version: version)
+            : [uuid, kdf, a, c, d, rawSettings]
+        guard let sum = fields["checksum"], constantTimeEqual(sum, checksum(summed)) else {
+            throw KeychainError(.decode, "the keybag is damaged")
+        }
+        var r = ByteReader(kdf)
+        let params = ScryptParameters(n: try r.u64(), r: try r.u64(), p: try r.u64())
+        let salt = try r.blob()
+        guard r.isAtEnd else { throw KeychainError(.decode, "the keybag is damaged") }
+        // Checked here as well as before each derivation, so a keychain asking for an absurd KDF
+        // is reported as damaged when it is opened, not when someone types a password.
+        guard params.isSane, salt.count >= 16 else {
+            throw KeychainError(.decode, "the keybag is damaged (KDF parameters out of bounds)")
+        }
+        // Settings are authenticated by their own MAC, not by the checksum: changed ones cost the
+        // owner their settings (the safe defaults apply, and are reported), not the keychain.
+        var settings = KeychainSettings.safeDefaults, settingsMAC = mac
+        if let stored = try? KeychainSettings(bytes: rawSettings) {
+            settings = stored
+        } else if version >= 2 {
+            settingsMAC = []
+        } else {
+            throw KeychainError.decode("the keybag settings are damaged")
+        }
+        return Keybag(
+            version: UInt32(version), uuid: uuid, scrypt: params, salt: salt, wrappedA: a, wrappedC: c,
+            checkA: checkA, checkC: checkC, keyD: d, settings: settings, settingsMAC: settingsMAC,
+            binding: version >= 3 ? try TPMBinding(fields) : nil)
+    }
 
     /// An unkeyed checksum over the stored key material cannot stop a forger, and does not try to
     /// (the wrapped keys' tags and the check values inside them do that); it tells a damaged
@@ -301,58 +342,13 @@ package struct Keybag {
             ("version", Bytes(bigEndian: UInt64(version))), ("uuid", uuid), ("kdf", kdf),
             ("wrap.A", wrappedA), ("wrap.C", wrappedC), ("check.A", checkA), ("check.C", checkC),
             ("key.D", keyD), ("settings", settings.bytes), ("settings.mac", settingsMAC),
-            ("checksum", sum),
+            ("checksum", sum)
         ]
     }
 }
 
 extension Keybag {
-    /// A keybag from its stored fields, checked as `load` checks a file's: the broker parses the
-    /// fields a client sends it here, and trusts nothing it did not check.
-    package init(fields: [String: Bytes]) throws {
-        guard let rawVersion = fields["version"], rawVersion.count == 8,
-            let version = [1, 2, 3].first(where: { rawVersion == Bytes(bigEndian: UInt64($0)) })
-        else { throw KeychainError(.decode, "not a keychain file, or one of an unknown version") }
-        guard let uuid = fields["uuid"], uuid.count == 16,
-            let kdf = fields["kdf"], let a = fields["wrap.A"], let c = fields["wrap.C"],
-            let d = fields["key.D"], d.count == Crypto.keyLength
-        else { throw KeychainError(.decode, "the keybag is incomplete") }
-        let rawSettings = fields["settings"] ?? []
-        let checkA = fields["check.A"] ?? [], checkC = fields["check.C"] ?? [], mac = fields["settings.mac"] ?? []
-        if version >= 2 {
-            guard checkA.count == 16, checkC.count == 16 else { throw KeychainError(.decode, "the keybag is incomplete") }
-        }
-        let summed =
-            version >= 2
-            ? [uuid, kdf, a, c, checkA, checkC, d] + TPMBinding.checksummed(fields, version: version)
-            : [uuid, kdf, a, c, d, rawSettings]
-        guard let sum = fields["checksum"], constantTimeEqual(sum, Keybag.checksum(summed)) else {
-            throw KeychainError(.decode, "the keybag is damaged")
-        }
-        var r = ByteReader(kdf)
-        let params = ScryptParameters(n: try r.u64(), r: try r.u64(), p: try r.u64())
-        let salt = try r.blob()
-        guard r.isAtEnd else { throw KeychainError(.decode, "the keybag is damaged") }
-        // Checked here as well as before each derivation, so a keychain asking for an absurd KDF
-        // is reported as damaged when it is opened, not when someone types a password.
-        guard params.isSane, salt.count >= 16 else {
-            throw KeychainError(.decode, "the keybag is damaged (KDF parameters out of bounds)")
-        }
-        // Settings are authenticated by their own MAC, not by the checksum: changed ones cost the
-        // owner their settings (the safe defaults apply, and are reported), not the keychain.
-        var settings = KeychainSettings.safeDefaults, settingsMAC = mac
-        if let stored = try? KeychainSettings(bytes: rawSettings) {
-            settings = stored
-        } else if version >= 2 {
-            settingsMAC = []
-        } else {
-            throw KeychainError.decode("the keybag settings are damaged")
-        }
-        self.init(
-            version: UInt32(version), uuid: uuid, scrypt: params, salt: salt, wrappedA: a, wrappedC: c,
-            checkA: checkA, checkC: checkC, keyD: d, settings: settings, settingsMAC: settingsMAC,
-            binding: version >= 3 ? try TPMBinding(fields) : nil)
-    }
+    package init(fields: [String: Bytes]) throws { self = try Keybag.parse(fields) }
 }
 
 extension ScryptParameters {
