@@ -97,6 +97,7 @@ package final class BrokerListener {
         guard fd >= 0 else { return }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        BrokerSocket.allowLargeMessages(fd)
         guard peers.count < Self.maximumConnections, let credentials = BrokerSocket.peer(of: fd) else {
             close(fd)
             return
@@ -106,7 +107,7 @@ package final class BrokerListener {
 
     private func serve(_ fd: Int32, hungUp: Bool) {
         guard !hungUp, let peer = peers[fd] else { return drop(fd) }
-        let message: Bytes
+        var message: Bytes
         do {
             guard let received = try BrokerSocket.receive(fd) else { return drop(fd) }
             message = received
@@ -120,7 +121,11 @@ package final class BrokerListener {
             return drop(fd)
         }
         var reply = service.handle(message, from: peer)
-        defer { reply.wipe() }
+        // Both may hold a password or a key.
+        defer {
+            message.wipe()
+            reply.wipe()
+        }
         do { try BrokerSocket.send(fd, reply) } catch { drop(fd) }
     }
 

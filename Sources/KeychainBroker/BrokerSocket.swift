@@ -15,6 +15,14 @@ package enum BrokerSocket {
         return address
     }
 
+    /// A Unix socket's message may be at most its send buffer: raised toward the wire's bound
+    /// (the kernel caps it at twice net.core.wmem_max, 416 KiB by default, which then bounds a
+    /// message in practice; rows and keybags are a few KiB).
+    package static func allowLargeMessages(_ fd: Int32) {
+        var size = Int32(BrokerWire.maximumMessage)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     /// A connected descriptor, or errno's error.
     static func connect(to path: String) throws -> Int32 {
         var address = try address(path)
@@ -28,6 +36,7 @@ package enum BrokerSocket {
             close(fd)
             throw KeychainError(.notAvailable, "the keychain broker at \(path) does not answer (\(reason))")
         }
+        allowLargeMessages(fd)
         return fd
     }
 
@@ -51,21 +60,28 @@ package enum BrokerSocket {
     }
 
     /// One message, at most `BrokerWire.maximumMessage` bytes; nil at the end of the connection,
-    /// an error for a longer one (its rest is dropped by the kernel: SEQPACKET keeps boundaries).
-    static func receive(_ fd: Int32) throws -> Bytes? {
-        var buffer = Bytes(repeating: 0, count: BrokerWire.maximumMessage + 1)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_TRUNC)) }
-        if n < 0 { throw SocketError(errno: errno) }
-        if n == 0 { return nil }
-        guard n <= BrokerWire.maximumMessage else {
-            buffer.wipe()
+    /// an error for a longer one (dropped whole: SEQPACKET keeps boundaries). Its size is peeked
+    /// first, so a small message costs a small buffer.
+    package static func receive(_ fd: Int32) throws -> Bytes? {
+        let size = recv(fd, nil, 0, Int32(MSG_PEEK) | Int32(MSG_TRUNC))
+        if size < 0 { throw SocketError(errno: errno) }
+        // An empty message is no request either: both end the connection.
+        if size == 0 { return nil }
+        guard size <= BrokerWire.maximumMessage else {
+            _ = recv(fd, nil, 0, 0)
             throw KeychainError.decode("message longer than \(BrokerWire.maximumMessage) bytes")
         }
-        buffer.removeSubrange(n..<buffer.count)
+        var buffer = Bytes(repeating: 0, count: size)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n < 0 { throw SocketError(errno: errno) }
+        guard n == size else {
+            buffer.wipe()
+            throw KeychainError.decode("message changed while read")
+        }
         return buffer
     }
 
-    static func send(_ fd: Int32, _ bytes: Bytes) throws {
+    package static func send(_ fd: Int32, _ bytes: Bytes) throws {
         let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         if n != bytes.count { throw SocketError(errno: n < 0 ? errno : EMSGSIZE) }
     }

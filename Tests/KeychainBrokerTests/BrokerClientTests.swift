@@ -99,3 +99,20 @@ final class BrokerClientTests: XCTestCase {
         XCTAssertFalse(custodian.keeps(CustodyKeybag(uuid: [], fields: ["version": [0, 0, 0, 0, 0, 0, 0, 3]], path: "/k")))
     }
 }
+
+final class BrokerSocketTests: XCTestCase {
+    /// Messages keep their boundaries and sizes; an empty one ends the conversation.
+    func testMessagesOfAnySizeUpToTheBufferArriveWhole() throws {
+        var pair: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &pair), 0)
+        defer { pair.forEach { close($0) } }
+        BrokerSocket.allowLargeMessages(pair[0])
+        let large = Bytes(repeating: 0xab, count: 200_000)
+        try BrokerSocket.send(pair[0], large)
+        try BrokerSocket.send(pair[0], [1, 2, 3])
+        XCTAssertEqual(try BrokerSocket.receive(pair[1]), large)
+        XCTAssertEqual(try BrokerSocket.receive(pair[1]), [1, 2, 3])
+        try BrokerSocket.send(pair[0], [])
+        XCTAssertNil(try BrokerSocket.receive(pair[1]))
+    }
+}
