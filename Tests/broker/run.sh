@@ -231,6 +231,27 @@ restart_keeps_it_unlocked() {
     probe log | grep -q "always allowed"
 }
 
+# systemd's way: the socket made by the service manager (here systemd-socket-activate, as root),
+# handed over as descriptor 3 with LISTEN_FDS and LISTEN_PID; the broker binds nothing itself.
+socket_activation() {
+    command -v systemd-socket-activate >/dev/null || { echo "no systemd-socket-activate"; return 0; }
+    mkdir -p "$work/state2"
+    chown "$broker:$group" "$work/state2"
+    ( umask 0; exec systemd-socket-activate --seqpacket -l "$work/run/activated" \
+        setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
+        --bounding-set=-all,+sys_ptrace --no-new-privs "$work/bin/keychain-broker" --socket "$work/run/unused" --state "$work/state2" ) 2>"$work/activate.log" &
+    local activator=$! tries=200 out
+    while [ ! -S "$work/run/activated" ] && [ $tries -gt 0 ]; do sleep 0.05; tries=$((tries - 1)); done
+    # It makes the socket 0644 whatever the umask; systemd's unit says SocketMode=0666.
+    chmod 666 "$work/run/activated"
+    out=$(as_user env KEYCHAIN_BROKER_SOCKET="$work/run/activated" "$work/bin/keychain-broker-probe" whoami) || true
+    kill -TERM "$activator" 2>/dev/null
+    wait "$activator" 2>/dev/null
+    echo "$out"
+    grep -q "^caller: $work/bin/keychain-broker-probe" <<< "$out"
+    [ ! -e "$work/run/unused" ]
+}
+
 locks_through_the_broker() {
     expect locked "$(probe lock "$keychain")"
     expect "open: C; settings: locked" "$(probe state "$keychain")"
@@ -248,5 +269,6 @@ stop_broker
 start_broker || { echo "the broker did not start again"; cat "$work/broker.log"; }
 check "a broker restart keeps the keychain unlocked" restart_keeps_it_unlocked
 check "lock through the broker" locks_through_the_broker
+check "socket activation: the broker serves descriptor 3" socket_activation
 
 summary
