@@ -61,19 +61,23 @@ package final class BrokerListener {
     /// Runs until SIGTERM, SIGINT or SIGHUP.
     package func run() {
         _ = clinux_catch_termination()
-        var lastSweep = SystemClock.monotonic(), lastRenew = lastSweep
+        var lastSweep = SystemClock.monotonic(), lastRenew = lastSweep, lastLogSave = lastSweep
         store?.renew()
         while clinux_termination_requested() == 0 {
             var fds = [pollfd(fd: listening, events: Int16(POLLIN), revents: 0)]
             let order = Array(peers.keys)
             fds += order.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let ready = poll(&fds, nfds_t(fds.count), 30_000)
+            let ready = poll(&fds, nfds_t(fds.count), service.hasUnsavedLog ? 5_000 : 30_000)
             if ready < 0, errno != EINTR { break }
             let now = SystemClock.monotonic()
             if now - lastSweep >= 30 {
                 service.sweep()
                 service.persistIfChanged()
                 lastSweep = now
+            }
+            if service.hasUnsavedLog, now - lastLogSave >= 5 {
+                service.persistIfChanged(includingLog: true)
+                lastLogSave = now
             }
             // The persistent keyring expires after days without a get_persistent: renew hourly.
             if now - lastRenew >= 3600 {
@@ -88,6 +92,7 @@ package final class BrokerListener {
             }
             if fds[0].revents & Int16(POLLIN) != 0 { accept() }
         }
+        service.persistIfChanged(includingLog: true)
     }
 
     private func accept() {

@@ -12,7 +12,11 @@ package final class BrokerService {
     private var limiter = PasswordRateLimit()
     /// Wall-clock seconds (tests move it).
     package var clock: () -> UInt64
+    /// Keys or pins changed: saved before the reply goes out, so a restart right after keeps them.
     private var dirty = false
+    /// Only the log grew: saved within a few seconds (`persistIfChanged(includingLog:)`), not on
+    /// every read, each of which adds an entry.
+    package private(set) var hasUnsavedLog = false
 
     package init(
         decision: AccessDecision = AccessDecision(), evaluate: @escaping CallerEvaluator = ProcCallerFacts.evaluate,
@@ -348,14 +352,15 @@ package final class BrokerService {
             AccessLogEntry(
                 time: clock(), uid: uid, keychain: keychain, itemClass: item.itemClass, label: item.label, service: item.service,
                 account: item.account, caller: caller, chain: chain, decision: decision))
-        dirty = true
+        hasUnsavedLog = true
     }
 
     private var reportedSaveFailure = false
 
-    func persistIfChanged() {
-        guard dirty, let store else { return }
+    package func persistIfChanged(includingLog: Bool = false) {
+        guard dirty || (includingLog && hasUnsavedLog), let store else { return }
         dirty = false
+        hasUnsavedLog = false
         do {
             try store.save(state)
         } catch {
