@@ -54,8 +54,10 @@ package struct ProgramAccessAnswerer: AccessAnswerer {
     }
 
     package func answer(_ question: String) throws -> AccessGrant? {
+        // The question goes in through a socket, not a pipe: a program that exits without
+        // reading it must not kill this process with SIGPIPE (send's MSG_NOSIGNAL).
         var input: [Int32] = [0, 0], output: [Int32] = [0, 0]
-        guard clinux_pipe_cloexec(&input) == 0 else { return nil }
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &input) == 0 else { return nil }
         guard clinux_pipe_cloexec(&output) == 0 else {
             close(input[0])
             close(input[1])
@@ -71,7 +73,7 @@ package struct ProgramAccessAnswerer: AccessAnswerer {
         close(input[0])
         close(output[1])
         let text = Array((question + "\n").utf8)
-        _ = text.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) }
+        _ = text.withUnsafeBytes { send(input[1], $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         close(input[1])
         var collected: Bytes = []
         defer { collected.wipe() }
