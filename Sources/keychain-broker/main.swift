@@ -1,4 +1,3 @@
-import CLinux
 import Glibc
 import KeychainBroker
 import KeychainCore
@@ -37,11 +36,7 @@ if uid >= BrokerSocket.uidMin { fail("refusing to run as uid \(uid), an ordinary
 
 // Keys in memory stay out of core files and out of reach of the broker's own uid; its
 // CAP_SYS_PTRACE reads callers' /proc files and is never used to trace or read memory.
-var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
-_ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
-if clinux_set_dumpable(0) != 0 { fail("PR_SET_DUMPABLE: \(String(cString: strerror(errno)))") }
-if clinux_set_no_new_privs() != 0 { fail("PR_SET_NO_NEW_PRIVS: \(String(cString: strerror(errno)))") }
-if clinux_deny_tracing() != 0 { fail("seccomp: \(String(cString: strerror(errno)))") }
+if let failure = BrokerHardening.apply() { fail(failure) }
 
 let listening: Int32
 if let activated = BrokerListener.activatedSocket() {
