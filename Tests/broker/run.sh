@@ -231,6 +231,35 @@ restart_keeps_it_unlocked() {
     probe log | grep -q "always allowed"
 }
 
+# What a hostile client of the user's may send: garbage gets an error reply, a 129th connection is
+# closed at once, and the broker goes on answering.
+survives_hostile_clients() {
+    local out
+    out=$(as_user /usr/bin/python3 -c '
+import socket, struct, sys
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1]); s.settimeout(10); return s
+s = conn()
+for message in [b"\xff", b"\x01", b"\x0b\x00", b"\x02" + b"\xff" * 64, b"\x81\x00\x00\x03\xe8"]:
+    s.send(message)
+    status = struct.unpack(">I", s.recv(1 << 20)[:4])[0]
+    if status == 0: print("accepted", message); sys.exit(1)
+held = [conn() for _ in range(140)]
+closed = 0
+for c in held[128:]:
+    try:
+        c.send(b"\x0a")
+        closed += c.recv(1 << 20) == b""
+    except OSError:
+        closed += 1
+print("closed", closed)
+' "$socket")
+    echo "$out"
+    # 141 connections in all: the broker keeps 128, so the last 12 are closed at once.
+    grep -qE '^closed (1[2-9]|[2-9][0-9])$' <<< "$out"
+    probe whoami | grep -q "^caller: "
+}
+
 # systemd's way: the socket made by the service manager (here systemd-socket-activate, as root),
 # handed over as descriptor 3 with LISTEN_FDS and LISTEN_PID; the broker binds nothing itself.
 socket_activation() {
@@ -270,5 +299,6 @@ start_broker || { echo "the broker did not start again"; cat "$work/broker.log";
 check "a broker restart keeps the keychain unlocked" restart_keeps_it_unlocked
 check "lock through the broker" locks_through_the_broker
 check "socket activation: the broker serves descriptor 3" socket_activation
+check "malformed requests and too many connections leave the broker serving" survives_hostile_clients
 
 summary
