@@ -148,6 +148,9 @@ let package = Package(
         // Tests/presence: SecItem and LAContext calls answered by a real polkit.
         .executableTarget(name: "keychain-presence-probe", dependencies: ["Security", "LocalAuthentication"], path: "Tests/presence/probe"),
 
+        // Tests/broker: a client of keychain-broker as the engine will be (unlock, read, whoAmI, log).
+        .executableTarget(name: "keychain-broker-probe", dependencies: ["KeychainBroker", "KeychainCore", "KeychainPresence"], path: "Tests/broker/probe"),
+
         // Tests/tpm: the SSH agent's TPM keys through keychain-tpm-helper, as a caller makes and uses them.
         .executableTarget(name: "keychain-tpm-probe", dependencies: ["KeychainCore", "KeychainTPMClient"], path: "Tests/tpm/probe"),
 

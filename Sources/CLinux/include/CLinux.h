@@ -68,4 +68,10 @@ int clinux_block_termination(int block);
  * further openat. `flags` adds O_NOFOLLOW, O_DIRECTORY, O_CLOEXEC. */
 int clinux_open_path(int directory, const char *path, int flags);
 
+/* The broker's hardening at start (prctl(2) is variadic): no_new_privs, then a seccomp filter that
+ * makes ptrace, process_vm_readv/writev and kcmp fail with EPERM (its CAP_SYS_PTRACE is for
+ * reading callers' /proc files, never for tracing or reading their memory). 0 on success. */
+int clinux_set_no_new_privs(void);
+int clinux_deny_tracing(void);
+
 #endif

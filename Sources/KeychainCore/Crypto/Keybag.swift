@@ -16,7 +16,7 @@ package struct Keybag {
     static let formatVersion: UInt32 = 2
     static let boundFormatVersion: UInt32 = 3
 
-    var version: UInt32
+    package internal(set) var version: UInt32
     package var uuid: Bytes
     package var scrypt: ScryptParameters
     package var salt: Bytes
@@ -27,7 +27,7 @@ package struct Keybag {
     package var checkC: Bytes
     package var keyD: Bytes
     /// As stored: trusted only once `settingsMAC` verifies under class key A (`verifiedSettings`).
-    var settings: KeychainSettings
+    package internal(set) var settings: KeychainSettings
     /// Empty in a version 1 keybag.
     var settingsMAC: Bytes
     /// Version 3 only: the TPM binding, the ThisDeviceOnly class keys and the recovery record.
@@ -213,9 +213,9 @@ package struct Keybag {
 
     /// The key of the settings MAC, derived from class key A: only someone who could read
     /// WhenUnlocked items can change when they lock.
-    static func settingsKey(a: Bytes) -> Bytes { Crypto.deriveKey(a, purpose: "settings") }
+    package static func settingsKey(a: Bytes) -> Bytes { Crypto.deriveKey(a, purpose: "settings") }
 
-    static func settingsMAC(_ settings: KeychainSettings, uuid: Bytes, key: Bytes) -> Bytes {
+    package static func settingsMAC(_ settings: KeychainSettings, uuid: Bytes, key: Bytes) -> Bytes {
         var w = ByteWriter()
         w.string("keychain-settings-v2")
         w.blob(uuid)
@@ -224,7 +224,7 @@ package struct Keybag {
     }
 
     /// The stored settings if their MAC verifies under `a`; nil when they were changed without it.
-    func verifiedSettings(a: Bytes) -> KeychainSettings? {
+    package func verifiedSettings(a: Bytes) -> KeychainSettings? {
         guard version >= 2 else { return nil }
         var key = Self.settingsKey(a: a)
         defer { key.wipe() }
@@ -251,6 +251,12 @@ package struct Keybag {
         } catch let error as KeychainError where error.code == .io {
             throw KeychainError(.decode, "not a keychain file (\(error.detail))")
         }
+        return try parse(fields)
+    }
+
+    /// A keybag from its stored fields, checked as `load` checks a file's: the broker parses the
+    /// fields a client sends it (`Keybag(fields:)`), and trusts nothing it did not check.
+    static func parse(_ fields: [String: Bytes]) throws -> Keybag {
         guard let rawVersion = fields["version"], rawVersion.count == 8,
             let version = [1, 2, 3].first(where: { rawVersion == Bytes(bigEndian: UInt64($0)) })
         else { throw KeychainError(.decode, "not a keychain file, or one of an unknown version") }
@@ -320,19 +326,29 @@ package struct Keybag {
         precondition(
             version == (binding == nil ? Self.formatVersion : Self.boundFormatVersion),
             "a keybag is upgraded before it is saved")
-        let kdf = kdfRecord
-        let sum = Keybag.checksum([uuid, kdf, wrappedA, wrappedC, checkA, checkC, keyD] + (binding?.fields.map(\.value) ?? []))
         let insert = try db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES (?, ?)")
-        for (name, value) in [
-            ("version", Bytes(bigEndian: UInt64(version))), ("uuid", uuid), ("kdf", kdf),
-            ("wrap.A", wrappedA), ("wrap.C", wrappedC), ("check.A", checkA), ("check.C", checkC),
-            ("key.D", keyD), ("settings", settings.bytes), ("settings.mac", settingsMAC),
-            ("checksum", sum)
-        ] {
+        for (name, value) in baseFields {
             try insert.run([.text(name), .blob(value)])
         }
         try TPMBinding.save(binding, to: db)
     }
+
+    /// The fields `save` writes, the TPM binding's aside: what a custodian that changed the
+    /// password hands back (it keeps no keybag sealed to a TPM).
+    package var baseFields: [(name: String, value: Bytes)] {
+        let kdf = kdfRecord
+        let sum = Keybag.checksum([uuid, kdf, wrappedA, wrappedC, checkA, checkC, keyD] + (binding?.fields.map(\.value) ?? []))
+        return [
+            ("version", Bytes(bigEndian: UInt64(version))), ("uuid", uuid), ("kdf", kdf),
+            ("wrap.A", wrappedA), ("wrap.C", wrappedC), ("check.A", checkA), ("check.C", checkC),
+            ("key.D", keyD), ("settings", settings.bytes), ("settings.mac", settingsMAC),
+            ("checksum", sum)
+        ]
+    }
+}
+
+extension Keybag {
+    package init(fields: [String: Bytes]) throws { self = try Keybag.parse(fields) }
 }
 
 extension ScryptParameters {

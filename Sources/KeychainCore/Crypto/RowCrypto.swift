@@ -36,9 +36,17 @@ extension KeychainStore {
     /// rewritten as format 2 by their next update or a key rotation). Format 2's metadata carries
     /// an empty version; its item key and secret carry the digest of that metadata ciphertext.
     func additionalData(rowID: Int64, itemClass: ItemClass, lockClass: LockClass, field: String, version: Bytes? = nil) -> Bytes {
+        Self.additionalData(keychain: keybag.uuid, rowID: rowID, itemClass: itemClass, lockClass: lockClass, field: field, version: version)
+    }
+
+    /// The same, for a keychain known by its uuid alone: the broker wraps and opens item keys
+    /// with exactly the bytes the engine seals rows with.
+    package static func additionalData(
+        keychain uuid: Bytes, rowID: Int64, itemClass: ItemClass, lockClass: LockClass, field: String, version: Bytes? = nil
+    ) -> Bytes {
         var w = ByteWriter()
         w.string(version == nil ? "keychain-row-v1" : "keychain-row-v2")
-        w.blob(keybag.uuid)
+        w.blob(uuid)
         w.u64(UInt64(rowID))
         w.u64(UInt64(itemClass.code))
         w.u64(UInt64(lockClass.rawValue))
@@ -48,16 +56,22 @@ extension KeychainStore {
     }
 
     /// What binds a format-2 secret to its metadata: the digest of the metadata ciphertext.
-    private static func version(ofMetadata metadata: Bytes) -> Bytes { Crypto.sha256(metadata) }
+    package static func version(ofMetadata metadata: Bytes) -> Bytes { Crypto.sha256(metadata) }
 
     /// Opens the metadata under format 2, else format 1; the format that opened it is the
     /// format the secret must open under, so a row cannot be downgraded piecemeal.
     private func openMetadata(_ row: Row, key: Bytes) throws -> (plain: Bytes, version: Bytes?) {
+        try Self.openMetadata(row, keychain: keybag.uuid, key: key)
+    }
+
+    /// The same for a keychain known by its uuid alone (the broker's reads).
+    package static func openMetadata(_ row: Row, keychain uuid: Bytes, key: Bytes) throws -> (plain: Bytes, version: Bytes?) {
         func aad(_ version: Bytes?) -> Bytes {
-            additionalData(rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, field: "metadata", version: version)
+            additionalData(
+                keychain: uuid, rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, field: "metadata", version: version)
         }
         if let plain = try? Crypto.open(row.metadata, key: key, aad: aad([])) {
-            return (plain, Self.version(ofMetadata: row.metadata))
+            return (plain, version(ofMetadata: row.metadata))
         }
         return (try Crypto.open(row.metadata, key: key, aad: aad(nil)), nil)
     }

@@ -1,0 +1,203 @@
+import Glibc
+import KeychainCore
+
+/// One connection to the broker per process, made on first use. Before anything is sent, the
+/// peer must be a system user other than this process's own: a socket the environment names
+/// could be the attacker's, which would collect passwords.
+package final class BrokerConnection: @unchecked Sendable {
+    package let path: String
+    private let mutex = Mutex()
+    private var fd: Int32 = -1
+
+    package init(path: String = BrokerPaths.clientSocket) { self.path = path }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    /// Sends `request` and returns the reply; one reconnect when the broker went away (a restart).
+    package func exchange(_ request: BrokerRequest) throws -> BrokerReply {
+        let message = request.encoded()
+        guard message.count <= BrokerWire.maximumMessage else { throw KeychainError.param("request too long for the broker") }
+        return try mutex.withLock {
+            var retried = false
+            while true {
+                do {
+                    if fd < 0 { fd = try Self.connectChecked(path) }
+                    try BrokerSocket.send(fd, message)
+                    guard let reply = try BrokerSocket.receive(fd) else { throw SocketError(errno: ECONNRESET) }
+                    return try BrokerReply.decode(reply, for: request.op)
+                } catch let error as SocketError where error.isReset && !retried {
+                    close(fd)
+                    fd = -1
+                    retried = true
+                } catch let error as SocketError {
+                    if fd >= 0 { close(fd) }
+                    fd = -1
+                    throw KeychainError(.notAvailable, "the keychain broker at \(path): \(String(cString: strerror(error.errno)))")
+                }
+            }
+        }
+    }
+
+    /// Connects and checks who answers: not this uid, and a system uid (below UID_MIN).
+    static func connectChecked(_ path: String) throws -> Int32 {
+        let fd = try BrokerSocket.connect(to: path)
+        guard let peer = BrokerSocket.peer(of: fd) else {
+            close(fd)
+            throw KeychainError(.notAvailable, "cannot tell who serves \(path)")
+        }
+        if let reason = refusal(brokerUid: peer.uid, ownUid: getuid(), uidMin: BrokerSocket.uidMin) {
+            close(fd)
+            throw KeychainError(.notAvailable, "\(path) \(reason): not talking to it")
+        }
+        return fd
+    }
+
+    /// Why a broker running as `brokerUid` is not trusted, or nil.
+    package static func refusal(brokerUid: UInt32, ownUid: UInt32, uidMin: UInt32) -> String? {
+        if brokerUid == ownUid { return "is served by this user's own uid \(brokerUid), not the broker's" }
+        if brokerUid >= uidMin { return "is served by uid \(brokerUid), an ordinary user, not the broker's system user" }
+        return nil
+    }
+}
+
+/// The engine's `KeyCustodian` over the broker. Asking the person, when the broker says so, goes
+/// through `answerer` (KeychainPresence's chain: the tests' program, the terminal).
+package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
+    private let exchange: @Sendable (BrokerRequest) throws -> BrokerReply
+    package let answerer: (any AccessAnswerer)?
+    /// How many times a wrong password is asked again before the read is refused.
+    static let attempts = 3
+
+    package convenience init(connection: BrokerConnection = BrokerConnection(), answerer: (any AccessAnswerer)?) {
+        self.init(exchange: { try connection.exchange($0) }, answerer: answerer)
+    }
+
+    /// Over any exchange of messages (tests: the service in this process).
+    package init(exchange: @escaping @Sendable (BrokerRequest) throws -> BrokerReply, answerer: (any AccessAnswerer)?) {
+        self.exchange = exchange
+        self.answerer = answerer
+    }
+
+    private func call(_ request: BrokerRequest) throws -> BrokerReply {
+        let reply = try exchange(request)
+        if case .failure(let error) = reply { throw error }
+        return reply
+    }
+
+    private func done(_ request: BrokerRequest) throws {
+        guard case .done = try call(request) else { throw KeychainError.decode("unexpected reply from the broker") }
+    }
+
+    private func bytes(_ request: BrokerRequest) throws -> Bytes {
+        guard case .bytes(let bytes) = try call(request) else { throw KeychainError.decode("unexpected reply from the broker") }
+        return bytes
+    }
+
+    package func keeps(_ keybag: CustodyKeybag) -> Bool {
+        // A keychain sealed to a TPM (keybag version 3) stays in the kernel keyring this version.
+        keybag.fields["version"] != Bytes([0, 0, 0, 0, 0, 0, 0, 3])
+    }
+
+    package func state(of keybag: CustodyKeybag) throws -> CustodyState {
+        guard case .state(let state) = try call(.state(keybag)) else { throw KeychainError.decode("unexpected reply from the broker") }
+        return state
+    }
+
+    package func unlock(_ keybag: CustodyKeybag, password: Bytes) throws { try done(.unlock(keybag, password: password)) }
+
+    package func verify(_ keybag: CustodyKeybag, password: Bytes) throws { try done(.verify(keybag, password: password)) }
+
+    package func lock(_ keybag: CustodyKeybag) throws { try done(.lock(keybag)) }
+
+    /// Every WhenUnlocked key of this uid.
+    package func lockAll() throws { try done(.lockAll) }
+
+    package func changePassword(_ keybag: CustodyKeybag, from old: Bytes, to new: Bytes, scrypt: ScryptParameters) throws -> [String: Bytes] {
+        guard case .fields(let fields) = try call(.changePassword(keybag, old: old, new: new, scrypt: scrypt)) else {
+            throw KeychainError.decode("unexpected reply from the broker")
+        }
+        return fields
+    }
+
+    package func settingsMAC(_ keybag: CustodyKeybag, settings: Bytes, password: Bytes?) throws -> Bytes {
+        try bytes(.settingsMAC(keybag, settings: settings, password: password))
+    }
+
+    package func wrap(_ itemKey: Bytes, for request: ItemKeyRequest) throws -> Bytes { try bytes(.wrap(request, itemKey: itemKey)) }
+
+    package func unwrap(_ request: ItemKeyRequest, interaction: CustodyInteraction) throws -> UnwrappedItemKey {
+        var answer = WireAnswer.none
+        var password: Bytes = []
+        defer { password.wipe() }
+        var wrongPasswords = 0
+        while true {
+            let reply = try call(.unwrap(request, interaction: interaction, answer: answer, password: password))
+            switch reply {
+            case .key(let key, let entry):
+                return UnwrappedItemKey(key: key, alwaysAllow: entry.isEmpty ? nil : AccessList.Entry(entry))
+            case .question(let text):
+                if answer != .none { wrongPasswords += 1 }
+                // The refusals below are the client's; the broker is told, so that its log has them.
+                guard wrongPasswords < Self.attempts else {
+                    _ = try? call(.unwrap(request, interaction: interaction, answer: .deny, password: []))
+                    throw KeychainError.presence(.authFailed, "wrong keychain password, \(Self.attempts) times")
+                }
+                guard interaction == .allowed, let answerer, let grant = try answerer.answer(text) else {
+                    _ = try? call(.unwrap(request, interaction: .notAllowed, answer: .none, password: []))
+                    throw KeychainError.presence(.interactionNotAllowed, "the item's list does not name this program, and nobody can be asked here")
+                }
+                password.wipe()
+                switch grant {
+                case .deny:
+                    answer = .deny
+                    password = []
+                case .once(let given):
+                    answer = .once
+                    password = given
+                case .always(let given):
+                    answer = .always
+                    password = given
+                }
+            default: throw KeychainError.decode("unexpected reply from the broker")
+            }
+        }
+    }
+
+    package func checkBinding(_ request: ItemKeyRequest) throws { try done(.checkBinding(request)) }
+
+    /// Who the broker sees this process as.
+    package func whoAmI() throws -> CallerDescription {
+        guard case .caller(let caller) = try call(.whoAmI) else { throw KeychainError.decode("unexpected reply from the broker") }
+        return caller
+    }
+
+    /// The broker's log of this uid's item keys given out or refused, from `since` (seconds since
+    /// the epoch).
+    package func accessLog(since: UInt64) throws -> [AccessLogEntry] {
+        guard case .log(let entries) = try call(.accessLog(since: since)) else { throw KeychainError.decode("unexpected reply from the broker") }
+        return entries
+    }
+
+    /// Forgets the keychain pinned at `path`, proven with that keychain's password.
+    package func forget(path: String, password: Bytes) throws { try done(.forget(path: path, password: password)) }
+}
+
+/// What a front end calls at start: the broker's custodian, unless the broker is off
+/// (KEYCHAIN_BROKER=off) or there is none here (no socket at the path).
+package enum BrokerSetup {
+    nonisolated(unsafe) package private(set) static var installed: BrokerCustodian?
+
+    package static func custodian(answerer: (any AccessAnswerer)?) -> BrokerCustodian? {
+        if let value = getenv("KEYCHAIN_BROKER"), String(cString: value) == "off" { return nil }
+        let path = BrokerPaths.clientSocket
+        var st = stat()
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK else { return nil }
+        return BrokerCustodian(connection: BrokerConnection(path: path), answerer: answerer)
+    }
+
+    /// Installs the custodian for this process. Until the engine has its seam
+    /// (`KeychainStore.custodian`), it is kept here; the merge assigns it there.
+    package static func install(answerer: (any AccessAnswerer)?) {
+        installed = custodian(answerer: answerer)
+    }
+}

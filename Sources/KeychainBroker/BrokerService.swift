@@ -1,0 +1,389 @@
+import Glibc
+import KeychainCore
+
+/// The broker's answers: custody of class keys per (uid, keychain), the decisions on item keys,
+/// the pins, the access log. Single-threaded: the main loop hands it one request at a time (a
+/// password's scrypt, about 0.2 s, holds the others up that long; stage 1 accepts that).
+package final class BrokerService {
+    package private(set) var state: BrokerState
+    package var decision: AccessDecision
+    private let evaluate: CallerEvaluator
+    private let store: BrokerStateStore?
+    private var limiter = PasswordRateLimit()
+    /// Wall-clock seconds (tests move it).
+    package var clock: () -> UInt64
+    /// Keys or pins changed: saved before the reply goes out, so a restart right after keeps them.
+    private var dirty = false
+    /// Only the log grew: saved within a few seconds (`persistIfChanged(includingLog:)`), not on
+    /// every read, each of which adds an entry.
+    package private(set) var hasUnsavedLog = false
+
+    package init(
+        decision: AccessDecision = AccessDecision(), evaluate: @escaping CallerEvaluator = ProcCallerFacts.evaluate,
+        store: BrokerStateStore? = nil, state: BrokerState = BrokerState(),
+        clock: @escaping () -> UInt64 = { UInt64(SystemClock.now()) }
+    ) {
+        self.decision = decision
+        self.evaluate = evaluate
+        self.store = store
+        self.state = state
+        self.clock = clock
+    }
+
+    /// One message in, one out; every failure becomes a reply.
+    package func handle(_ message: Bytes, from peer: BrokerPeer) -> Bytes {
+        let reply: BrokerReply
+        do {
+            let (request, uid) = try BrokerRequest.decode(message)
+            reply = try handle(request, onBehalfOf: uid, from: peer)
+        } catch let error as KeychainError {
+            reply = .failure(error)
+        } catch {
+            reply = .failure(KeychainError(.param, "\(error)"))
+        }
+        persistIfChanged()
+        return reply.encoded()
+    }
+
+    package func handle(_ request: BrokerRequest, onBehalfOf named: UInt32? = nil, from peer: BrokerPeer) throws -> BrokerReply {
+        if named != nil, peer.uid != 0 { throw KeychainError.param("only root may ask for another uid") }
+        let uid = named ?? peer.uid
+        sweep()
+        switch request {
+        case .state(let keybag): return .state(try custodyState(keybag, uid: uid))
+        case .unlock(let keybag, let password):
+            try unlock(keybag, password: password, uid: uid)
+            return .done
+        case .verify(let keybag, let password):
+            var keys = try open(try parse(keybag), password: password, uid: uid)
+            keys.wipe()
+            return .done
+        case .lock(let keybag):
+            let id = CustodyID(uid: uid, uuid: keybag.uuid)
+            if state.custody[id]?.a != nil {
+                state.custody[id]?.lock()
+                dirty = true
+            }
+            return .done
+        case .lockAll:
+            lockAll(uid: uid)
+            return .done
+        case .changePassword(let keybag, let old, let new, let scrypt):
+            return .fields(try changePassword(keybag, old: old, new: new, scrypt: scrypt, uid: uid))
+        case .settingsMAC(let keybag, let settings, let password):
+            return .bytes(try settingsMAC(keybag, settings: settings, password: password, uid: uid))
+        case .wrap(let request, let itemKey): return .bytes(try wrap(itemKey, for: request, uid: uid))
+        case .unwrap(let request, let interaction, let answer, let password):
+            return try unwrap(request, interaction: interaction, answer: answer, password: password, uid: uid, peer: peer)
+        case .checkBinding(let request):
+            var opened = try openRow(request, uid: uid)
+            opened.key.wipe()
+            return .done
+        case .whoAmI:
+            let facts = peer.facts(evaluate)
+            return .caller(CallerDescription(summary: facts.summary, entry: facts.entry?.text ?? "", warnings: facts.warnings))
+        case .accessLog(let since): return .log(state.log.entries(of: uid, since: since))
+        case .forget(let path, let password):
+            try forget(path: path, password: password, uid: uid, byRoot: peer.uid == 0)
+            return .done
+        }
+    }
+
+    // MARK: Custody
+
+    /// The keybag a client sent, parsed and checked here; one this version does not keep is
+    /// refused with what to do instead.
+    func parse(_ keybag: CustodyKeybag) throws -> Keybag {
+        let bag = try Keybag(fields: keybag.fields)
+        guard Crypto.equal(bag.uuid, keybag.uuid) else { throw KeychainError.decode("the keybag's uuid does not match its fields") }
+        if bag.version < 2 {
+            throw KeychainError(
+                .invalidKeychain, "this keychain's format is too old for the broker: unlock once with `KEYCHAIN_BROKER=off security unlock-keychain` to upgrade"
+            )
+        }
+        if bag.binding != nil { throw KeychainError(.notAvailable, "a keychain sealed to a TPM is not kept by the broker in this version") }
+        return bag
+    }
+
+    /// What `password` opens, counted against the uid's wrong passwords.
+    func open(_ bag: Keybag, password: Bytes, uid: UInt32) throws -> OpenedKeys {
+        let now = Double(clock())
+        guard limiter.allows(uid, now: now) else {
+            throw KeychainError(.authFailed, "too many wrong passwords: wait a minute")
+        }
+        do {
+            return try bag.open(password: password)
+        } catch let error as KeychainError where error.code == .authFailed {
+            limiter.failed(uid, now: now)
+            throw error
+        }
+    }
+
+    func unlock(_ keybag: CustodyKeybag, password: Bytes, uid: UInt32) throws {
+        let bag = try parse(keybag)
+        if let pin = state.pins[uid]?[keybag.path], !Crypto.equal(pin.uuid, bag.uuid) {
+            record(uid: uid, keychain: keybag.path, caller: "", chain: "", decision: "refused: not the keychain first unlocked at this path")
+            throw KeychainError(
+                .authFailed,
+                "\(keybag.path) is not the keychain the broker first unlocked there: forget the old one with its password (`security forget-keychain`) if you replaced it yourself"
+            )
+        }
+        var keys = try open(bag, password: password, uid: uid)
+        defer { keys.wipe() }
+        let id = CustodyID(uid: uid, uuid: bag.uuid)
+        state.custody[id]?.wipe()
+        state.custody[id] = Custody(
+            uid: uid, uuid: bag.uuid, path: keybag.path, fields: keybag.fields, a: Array(keys.a), c: Array(keys.c), lastUse: clock())
+        if state.pins[uid]?[keybag.path] == nil { state.pins[uid, default: [:]][keybag.path] = Pin(uuid: bag.uuid, fields: keybag.fields) }
+        dirty = true
+    }
+
+    func custodyState(_ keybag: CustodyKeybag, uid: UInt32) throws -> CustodyState {
+        let bag = try parse(keybag)
+        let id = CustodyID(uid: uid, uuid: bag.uuid)
+        guard var held = state.custody[id] else { return CustodyState(open: [:], settingsVerified: nil) }
+        if let pin = state.pins[uid]?[keybag.path], !Crypto.equal(pin.uuid, bag.uuid) { return CustodyState(open: [:], settingsVerified: nil) }
+        // Keys of another keybag under the same uuid (rotated since) open nothing of this one.
+        if let a = held.a, !bag.matches(a, .whenUnlocked) { held.lock() }
+        guard let c = held.c, bag.matches(c, .afterFirstUnlock) else { return CustodyState(open: [:], settingsVerified: nil) }
+        held.lastUse = clock()
+        state.custody[id] = held
+        let verified = held.a.map { bag.verifiedSettings(a: $0) != nil }
+        return CustodyState(open: held.subkeys, settingsVerified: verified)
+    }
+
+    package func lockAll(uid: UInt32) {
+        for (id, held) in state.custody where id.uid == uid && held.a != nil {
+            state.custody[id]?.lock()
+            dirty = true
+        }
+    }
+
+    /// WhenUnlocked keys idle longer than their keychain's verified timeout are forgotten.
+    package func sweep() {
+        let now = clock()
+        for (id, held) in state.custody where held.a != nil {
+            let idle = UInt64(held.idleTimeout)
+            if idle > 0, now >= held.lastUse + idle {
+                state.custody[id]?.lock()
+                dirty = true
+            }
+        }
+    }
+
+    func changePassword(_ keybag: CustodyKeybag, old: Bytes, new: Bytes, scrypt: ScryptParameters, uid: UInt32) throws -> [String: Bytes] {
+        var bag = try parse(keybag)
+        var keys = try open(bag, password: old, uid: uid)
+        defer { keys.wipe() }
+        try bag.rewrap(a: keys.a, c: keys.c, password: new, scrypt: scrypt)
+        var fields: [String: Bytes] = [:]
+        for (name, value) in bag.baseFields { fields[name] = value }
+        let id = CustodyID(uid: uid, uuid: bag.uuid)
+        if state.custody[id] != nil { state.custody[id]?.fields = fields }
+        if let pin = state.pins[uid]?[keybag.path], Crypto.equal(pin.uuid, bag.uuid) {
+            state.pins[uid]?[keybag.path] = Pin(uuid: bag.uuid, fields: fields)
+        }
+        dirty = true
+        return fields
+    }
+
+    func settingsMAC(_ keybag: CustodyKeybag, settings: Bytes, password: Bytes?, uid: UInt32) throws -> Bytes {
+        let bag = try parse(keybag)
+        let parsed = try KeychainSettings(bytes: settings)
+        var a: Bytes
+        if let password {
+            var keys = try open(bag, password: password, uid: uid)
+            a = Array(keys.a)
+            keys.wipe()
+        } else {
+            guard let held = state.custody[CustodyID(uid: uid, uuid: bag.uuid)]?.a, bag.matches(held, .whenUnlocked) else {
+                throw KeychainError.locked()
+            }
+            a = held
+        }
+        defer { a.wipe() }
+        var key = Keybag.settingsKey(a: a)
+        defer { key.wipe() }
+        return Keybag.settingsMAC(parsed, uuid: bag.uuid, key: key)
+    }
+
+    // MARK: Item keys
+
+    /// The held class key of the row's class and the keychain's custody.
+    func classKey(_ request: ItemKeyRequest, uid: UInt32) throws -> (key: Bytes, custody: Custody) {
+        let id = CustodyID(uid: uid, uuid: request.keychain)
+        guard var held = state.custody[id] else { throw KeychainError.locked() }
+        guard let key = held.classKey(request.lockClass) else {
+            if request.lockClass == .whenUnlocked || request.lockClass == .afterFirstUnlock { throw KeychainError.locked() }
+            throw KeychainError.param("the broker keeps no key of this class")
+        }
+        held.lastUse = clock()
+        state.custody[id] = held
+        return (key, held)
+    }
+
+    func row(_ request: ItemKeyRequest) -> Row {
+        Row(
+            rowID: request.rowID, itemClass: request.itemClass, lockClass: request.lockClass, space: KeySpace(request.lockClass),
+            metadata: request.metadata, secret: [])
+    }
+
+    func itemKeyAAD(_ request: ItemKeyRequest, version: Bytes?) -> Bytes {
+        KeychainStore.additionalData(
+            keychain: request.keychain, rowID: request.rowID, itemClass: request.itemClass, lockClass: request.lockClass,
+            field: "item-key", version: version)
+    }
+
+    func wrap(_ itemKey: Bytes, for request: ItemKeyRequest, uid: UInt32) throws -> Bytes {
+        guard itemKey.count == Crypto.keyLength else { throw KeychainError.param("an item key is 32 bytes") }
+        let (classKey, _) = try classKey(request, uid: uid)
+        var metadataKey = Crypto.deriveKey(classKey, purpose: "metadata")
+        var wrapping = Crypto.deriveKey(classKey, purpose: "item-keys")
+        defer { metadataKey.wipe(); wrapping.wipe() }
+        var (plain, version) = try KeychainStore.openMetadata(row(request), keychain: request.keychain, key: metadataKey)
+        plain.wipe()
+        guard let version else { throw KeychainError.decode("a new item's metadata must be row format 2") }
+        return try Crypto.seal(itemKey, key: wrapping, aad: itemKeyAAD(request, version: version))
+    }
+
+    struct OpenedItem {
+        var key: Bytes
+        var attributes: [String: AttributeValue]
+        var legacy: Bool
+        var custody: Custody
+    }
+
+    /// The row's metadata, opened with the broker's own metadata key, and its item key.
+    func openRow(_ request: ItemKeyRequest, uid: UInt32) throws -> OpenedItem {
+        let (classKey, held) = try classKey(request, uid: uid)
+        var metadataKey = Crypto.deriveKey(classKey, purpose: "metadata")
+        var wrapping = Crypto.deriveKey(classKey, purpose: "item-keys")
+        defer { metadataKey.wipe(); wrapping.wipe() }
+        var (plain, version) = try KeychainStore.openMetadata(row(request), keychain: request.keychain, key: metadataKey)
+        defer { plain.wipe() }
+        let key: Bytes
+        do {
+            key = try Crypto.open(request.wrappedKey, key: wrapping, aad: itemKeyAAD(request, version: version))
+        } catch {
+            throw KeychainError.decode("the item's key does not open under its metadata")
+        }
+        return OpenedItem(key: key, attributes: try decodeAttributes(plain), legacy: version == nil, custody: held)
+    }
+
+    func unwrap(
+        _ request: ItemKeyRequest, interaction: CustodyInteraction, answer: WireAnswer, password: Bytes, uid: UInt32, peer: BrokerPeer
+    ) throws -> BrokerReply {
+        var opened = try openRow(request, uid: uid)
+        var handedOut = false
+        defer { if !handedOut { opened.key.wipe() } }
+        // Format 1 does not bind the metadata to the secret: its list is not trusted.
+        let list = opened.legacy ? nil : opened.attributes[AccessList.attribute]?.stringValue.map { AccessList(text: $0) }
+        let facts = peer.facts(evaluate)
+        let item = ItemDescription(request.itemClass, opened.attributes)
+        func log(_ decision: String) {
+            record(
+                uid: uid, keychain: opened.custody.path, item: item, caller: facts.summary, chain: facts.chain.joined(separator: " < "),
+                decision: decision)
+        }
+        if decision.decide(list: list, caller: facts) == .trusted {
+            log("trusted")
+            handedOut = true
+            return .key(opened.key, alwaysEntry: "")
+        }
+        let question = questionText(item: item, keychain: opened.custody.path, caller: facts, legacy: list == nil)
+        switch answer {
+        case .deny:
+            log("denied")
+            throw KeychainError.presence(.authFailed, "access to the item was denied")
+        case .once, .always:
+            guard let bag = opened.custody.keybag else { throw KeychainError.decode("the held keybag is damaged") }
+            do {
+                var keys = try open(bag, password: password, uid: uid)
+                keys.wipe()
+            } catch let error as KeychainError where error.code == .authFailed {
+                guard limiter.allows(uid, now: Double(clock())) else {
+                    log("denied")
+                    throw KeychainError.presence(.authFailed, "too many wrong passwords: wait a minute")
+                }
+                return .question("Wrong password.\n" + question)
+            }
+            handedOut = true
+            guard answer == .always, let entry = facts.entry else {
+                log(facts.entry == nil ? "unidentified" : "allowed once")
+                return .key(opened.key, alwaysEntry: "")
+            }
+            log("always allowed")
+            return .key(opened.key, alwaysEntry: entry.text)
+        case .none:
+            guard interaction == .allowed else {
+                log("not allowed")
+                throw KeychainError.presence(.interactionNotAllowed, "\(facts.summary) is not on the item's list, and nobody may be asked")
+            }
+            return .question(question)
+        }
+    }
+
+    func questionText(item: ItemDescription, keychain: String, caller: any CallerFacts, legacy: Bool) -> String {
+        var lines = ["\(caller.summary) wants to read \"\(item.label)\" (\(item.service), account \(item.account)) in \(keychain)."]
+        if legacy { lines.append("The item has no list of trusted programs yet.") }
+        if caller.entry == nil { lines.append("The program cannot be identified: it can be allowed once only.") }
+        lines.append("Allow it with the keychain's password: deny, allow once, or always allow.")
+        return lines.joined(separator: "\n")
+    }
+
+    // MARK: Pins and the log
+
+    func forget(path: String, password: Bytes, uid: UInt32, byRoot: Bool) throws {
+        guard let pin = state.pins[uid]?[path] else { throw KeychainError(.itemNotFound, "no keychain is pinned at \(path)") }
+        if !byRoot {
+            var keys = try open(try Keybag(fields: pin.fields), password: password, uid: uid)
+            keys.wipe()
+        }
+        state.pins[uid]?[path] = nil
+        let id = CustodyID(uid: uid, uuid: pin.uuid)
+        state.custody[id]?.wipe()
+        state.custody[id] = nil
+        record(uid: uid, keychain: path, caller: "", chain: "", decision: "pin forgotten")
+        dirty = true
+    }
+
+    func record(uid: UInt32, keychain: String, item: ItemDescription = ItemDescription(), caller: String, chain: String, decision: String) {
+        state.log.record(
+            AccessLogEntry(
+                time: clock(), uid: uid, keychain: keychain, itemClass: item.itemClass, label: item.label, service: item.service,
+                account: item.account, caller: caller, chain: chain, decision: decision))
+        hasUnsavedLog = true
+    }
+
+    private var reportedSaveFailure = false
+
+    package func persistIfChanged(includingLog: Bool = false) {
+        guard dirty || (includingLog && hasUnsavedLog), let store else { return }
+        dirty = false
+        hasUnsavedLog = false
+        do {
+            try store.save(state)
+        } catch {
+            if !reportedSaveFailure { fputs("keychain-broker: the state is not kept across a restart: \(error)\n", stderr) }
+            reportedSaveFailure = true
+        }
+    }
+}
+
+/// What the question and the log name of an item: from metadata the broker opened itself.
+struct ItemDescription {
+    var itemClass = ""
+    var label = ""
+    var service = ""
+    var account = ""
+
+    init() {}
+
+    init(_ itemClass: ItemClass, _ attributes: [String: AttributeValue]) {
+        self.itemClass = itemClass.rawValue
+        func text(_ name: String) -> String { String((attributes[name]?.stringValue ?? "").prefix(200)) }
+        label = text(AttributeKey.label)
+        service = itemClass == .internetPassword ? text(AttributeKey.server) : text(AttributeKey.service)
+        account = text(AttributeKey.account)
+    }
+}

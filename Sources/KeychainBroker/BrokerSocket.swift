@@ -1,0 +1,103 @@
+import CLinux
+import Glibc
+import KeychainCore
+
+/// The Unix-socket calls both ends share: SOCK_SEQPACKET, close-on-exec, bounded messages.
+package enum BrokerSocket {
+    static let seqpacket = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+
+    package static func address(_ path: String) throws -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let raw = Array(path.utf8)
+        guard raw.count < MemoryLayout.size(ofValue: address.sun_path) else { throw KeychainError.param("\(path): too long for a socket") }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: raw) }
+        return address
+    }
+
+    /// A Unix socket's message may be at most its send buffer: raised toward the wire's bound
+    /// (the kernel caps it at twice net.core.wmem_max, 416 KiB by default, which then bounds a
+    /// message in practice; rows and keybags are a few KiB).
+    package static func allowLargeMessages(_ fd: Int32) {
+        var size = Int32(BrokerWire.maximumMessage)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// A connected descriptor, or errno's error.
+    static func connect(to path: String) throws -> Int32 {
+        var address = try address(path)
+        let fd = socket(AF_UNIX, seqpacket, 0)
+        guard fd >= 0 else { throw KeychainError(.notAvailable, "socket: \(String(cString: strerror(errno)))") }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw KeychainError(.notAvailable, "the keychain broker at \(path) does not answer (\(reason))")
+        }
+        allowLargeMessages(fd)
+        return fd
+    }
+
+    /// SO_PEERCRED's uid and pid.
+    package static func peer(of fd: Int32) -> (uid: UInt32, pid: Int32)? {
+        var uid: UInt32 = 0, pid: Int32 = 0
+        guard clinux_peer_credentials(fd, &uid, &pid) == 0 else { return nil }
+        return (uid, pid)
+    }
+
+    /// SO_PEERPIDFD (Linux 6.5): the connecting process itself, never a later one with its pid;
+    /// -1 where the kernel has none.
+    package static func peerPidfd(of fd: Int32) -> Int32 {
+        var pidfd: Int32 = -1
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        // SO_PEERPIDFD is 77 in <asm-generic/socket.h>; Debian 12's headers predate it.
+        guard getsockopt(fd, SOL_SOCKET, 77, &pidfd, &length) == 0 else { return -1 }
+        // The kernel hands it out without O_CLOEXEC only if asked; set it anyway.
+        _ = fcntl(pidfd, F_SETFD, FD_CLOEXEC)
+        return pidfd
+    }
+
+    /// One message, at most `BrokerWire.maximumMessage` bytes; nil at the end of the connection,
+    /// an error for a longer one (dropped whole: SEQPACKET keeps boundaries). Its size is peeked
+    /// first, so a small message costs a small buffer.
+    package static func receive(_ fd: Int32) throws -> Bytes? {
+        let size = recv(fd, nil, 0, Int32(MSG_PEEK) | Int32(MSG_TRUNC))
+        if size < 0 { throw SocketError(errno: errno) }
+        // An empty message is no request either: both end the connection.
+        if size == 0 { return nil }
+        guard size <= BrokerWire.maximumMessage else {
+            _ = recv(fd, nil, 0, 0)
+            throw KeychainError.decode("message longer than \(BrokerWire.maximumMessage) bytes")
+        }
+        var buffer = Bytes(repeating: 0, count: size)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n < 0 { throw SocketError(errno: errno) }
+        guard n == size else {
+            buffer.wipe()
+            throw KeychainError.decode("message changed while read")
+        }
+        return buffer
+    }
+
+    package static func send(_ fd: Int32, _ bytes: Bytes) throws {
+        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if n != bytes.count { throw SocketError(errno: n < 0 ? errno : EMSGSIZE) }
+    }
+
+    /// The first uid of ordinary users: /etc/login.defs' UID_MIN, else 1000.
+    package static var uidMin: UInt32 {
+        guard let bytes = PlainFiles.read("/etc/login.defs") else { return 1000 }
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            if words.count >= 2, words[0] == "UID_MIN", let value = UInt32(words[1]) { return value }
+        }
+        return 1000
+    }
+}
+
+struct SocketError: Error {
+    var errno: Int32
+    var isReset: Bool { errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN }
+}

@@ -1,0 +1,392 @@
+import KeychainCore
+
+/// The messages between a client (`BrokerCustodian`) and `keychain-broker`: one request, one
+/// reply, each one SOCK_SEQPACKET message of at most `maximumMessage` bytes. A request is an op
+/// byte and its fields; a reply is a status (an OSStatus's bit pattern, 0 for success), a message
+/// for people, and the op's fields. Every length and count is checked against what is left and
+/// against a cap before anything is allocated, so a hostile peer gets an error, never a crash or
+/// a large allocation.
+package enum BrokerWire {
+    package static let maximumMessage = 1 << 20
+    /// Caps on counts: a keybag has about a dozen fields, a log page a few hundred entries.
+    static let maximumFields = 64
+    static let maximumEntries = 4096
+    static let maximumWarnings = 64
+    /// An op byte with this bit set carries a u32 uid after it: a request made by root for a user
+    /// (the broker ignores it from anyone else).
+    static let onBehalfBit: UInt8 = 0x80
+    /// The status of a reply that asks the person first (`BrokerReply.question`).
+    package static let questionStatus: UInt32 = 1
+}
+
+package enum BrokerOp: UInt8, Sendable, CaseIterable {
+    case state = 1
+    case unlock = 2
+    case verify = 3
+    case lock = 4
+    case changePassword = 5
+    case settingsMAC = 6
+    case wrap = 7
+    case unwrap = 8
+    case checkBinding = 9
+    case whoAmI = 10
+    case accessLog = 11
+    case forget = 12
+    /// Not in the first list of ops: every WhenUnlocked key of the caller's uid (the PAM module's
+    /// last-session lock, `security lock-keychain -a`).
+    case lockAll = 13
+}
+
+/// The person's answer as a request carries it (0 none, 1 deny, 2 once, 3 always).
+package enum WireAnswer: UInt8, Sendable {
+    case none = 0
+    case deny = 1
+    case once = 2
+    case always = 3
+}
+
+package enum BrokerRequest: Sendable {
+    case state(CustodyKeybag)
+    case unlock(CustodyKeybag, password: Bytes)
+    case verify(CustodyKeybag, password: Bytes)
+    case lock(CustodyKeybag)
+    case changePassword(CustodyKeybag, old: Bytes, new: Bytes, scrypt: ScryptParameters)
+    case settingsMAC(CustodyKeybag, settings: Bytes, password: Bytes?)
+    case wrap(ItemKeyRequest, itemKey: Bytes)
+    case unwrap(ItemKeyRequest, interaction: CustodyInteraction, answer: WireAnswer, password: Bytes)
+    case checkBinding(ItemKeyRequest)
+    case whoAmI
+    case accessLog(since: UInt64)
+    case forget(path: String, password: Bytes)
+    case lockAll
+
+    package var op: BrokerOp {
+        switch self {
+        case .state: return .state
+        case .unlock: return .unlock
+        case .verify: return .verify
+        case .lock: return .lock
+        case .changePassword: return .changePassword
+        case .settingsMAC: return .settingsMAC
+        case .wrap: return .wrap
+        case .unwrap: return .unwrap
+        case .checkBinding: return .checkBinding
+        case .whoAmI: return .whoAmI
+        case .accessLog: return .accessLog
+        case .forget: return .forget
+        case .lockAll: return .lockAll
+        }
+    }
+
+    /// The request's bytes; `onBehalfOf` a uid (root's requests for a user only).
+    package func encoded(onBehalfOf uid: UInt32? = nil) -> Bytes {
+        var w = ByteWriter(capacity: 256)
+        if let uid {
+            w.u8(op.rawValue | BrokerWire.onBehalfBit)
+            w.u32(uid)
+        } else {
+            w.u8(op.rawValue)
+        }
+        switch self {
+        case .state(let keybag), .lock(let keybag):
+            w.keybag(keybag)
+        case .unlock(let keybag, let password), .verify(let keybag, let password):
+            w.keybag(keybag)
+            w.blob(password)
+        case .changePassword(let keybag, let old, let new, let scrypt):
+            w.keybag(keybag)
+            w.blob(old)
+            w.blob(new)
+            w.u64(scrypt.n)
+            w.u64(scrypt.r)
+            w.u64(scrypt.p)
+        case .settingsMAC(let keybag, let settings, let password):
+            w.keybag(keybag)
+            w.blob(settings)
+            w.u8(password == nil ? 0 : 1)
+            w.blob(password ?? [])
+        case .wrap(let request, let itemKey):
+            w.itemKeyRequest(request)
+            w.blob(itemKey)
+        case .unwrap(let request, let interaction, let answer, let password):
+            w.itemKeyRequest(request)
+            w.u8(interaction == .allowed ? 1 : 0)
+            w.u8(answer.rawValue)
+            w.blob(password)
+        case .checkBinding(let request):
+            w.itemKeyRequest(request)
+        case .whoAmI, .lockAll:
+            break
+        case .accessLog(let since):
+            w.u64(since)
+        case .forget(let path, let password):
+            w.string(path)
+            w.blob(password)
+        }
+        return w.bytes
+    }
+
+    /// A request and the uid it names (root's only), or a decode error for anything malformed:
+    /// an unknown op, a short or long message, a count over its cap, a field out of range.
+    package static func decode(_ bytes: Bytes) throws -> (request: BrokerRequest, onBehalfOf: UInt32?) {
+        guard bytes.count <= BrokerWire.maximumMessage else { throw KeychainError.decode("request too long") }
+        var r = ByteReader(bytes)
+        let first = try r.u8()
+        var uid: UInt32?
+        if first & BrokerWire.onBehalfBit != 0 { uid = try r.u32() }
+        guard let op = BrokerOp(rawValue: first & ~BrokerWire.onBehalfBit) else {
+            throw KeychainError.decode("unknown request \(first)")
+        }
+        let request: BrokerRequest
+        switch op {
+        case .state: request = .state(try r.keybag())
+        case .unlock: request = .unlock(try r.keybag(), password: try r.blob())
+        case .verify: request = .verify(try r.keybag(), password: try r.blob())
+        case .lock: request = .lock(try r.keybag())
+        case .changePassword:
+            let keybag = try r.keybag(), old = try r.blob(), new = try r.blob()
+            let scrypt = ScryptParameters(n: try r.u64(), r: try r.u64(), p: try r.u64())
+            request = .changePassword(keybag, old: old, new: new, scrypt: scrypt)
+        case .settingsMAC:
+            let keybag = try r.keybag(), settings = try r.blob()
+            let present = try r.u8(), password = try r.blob()
+            guard present <= 1 else { throw KeychainError.decode("bad flag") }
+            request = .settingsMAC(keybag, settings: settings, password: present == 1 ? password : nil)
+        case .wrap: request = .wrap(try r.itemKeyRequest(), itemKey: try r.blob())
+        case .unwrap:
+            let item = try r.itemKeyRequest()
+            let interaction = try r.u8()
+            guard interaction <= 1, let answer = WireAnswer(rawValue: try r.u8()) else { throw KeychainError.decode("bad flag") }
+            request = .unwrap(item, interaction: interaction == 1 ? .allowed : .notAllowed, answer: answer, password: try r.blob())
+        case .checkBinding: request = .checkBinding(try r.itemKeyRequest())
+        case .whoAmI: request = .whoAmI
+        case .accessLog: request = .accessLog(since: try r.u64())
+        case .forget: request = .forget(path: try r.string(), password: try r.blob())
+        case .lockAll: request = .lockAll
+        }
+        guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in request") }
+        return (request, uid)
+    }
+}
+
+/// Who the broker sees at the other end (`whoAmI`).
+package struct CallerDescription: Sendable, Equatable {
+    package var summary: String
+    /// The access-list entry the caller would be given ("" when it cannot be identified).
+    package var entry: String
+    package var warnings: [String]
+
+    package init(summary: String, entry: String, warnings: [String]) {
+        self.summary = summary
+        self.entry = entry
+        self.warnings = warnings
+    }
+}
+
+/// One line of the access log: a key given out or refused.
+package struct AccessLogEntry: Sendable, Equatable {
+    package var time: UInt64
+    package var uid: UInt32
+    package var keychain: String
+    package var itemClass: String
+    package var label: String
+    package var service: String
+    package var account: String
+    package var caller: String
+    package var chain: String
+    package var decision: String
+
+    package init(
+        time: UInt64, uid: UInt32, keychain: String, itemClass: String, label: String, service: String, account: String,
+        caller: String, chain: String, decision: String
+    ) {
+        self.time = time
+        self.uid = uid
+        self.keychain = keychain
+        self.itemClass = itemClass
+        self.label = label
+        self.service = service
+        self.account = account
+        self.caller = caller
+        self.chain = chain
+        self.decision = decision
+    }
+
+    func write(to w: inout ByteWriter) {
+        w.u64(time)
+        w.u32(uid)
+        for text in [keychain, itemClass, label, service, account, caller, chain, decision] { w.string(text) }
+    }
+
+    static func read(from r: inout ByteReader) throws -> AccessLogEntry {
+        let time = try r.u64(), uid = try r.u32()
+        return AccessLogEntry(
+            time: time, uid: uid, keychain: try r.string(), itemClass: try r.string(), label: try r.string(),
+            service: try r.string(), account: try r.string(), caller: try r.string(), chain: try r.string(),
+            decision: try r.string())
+    }
+}
+
+/// A reply's fields, by op. `failure` carries any status other than success and the question.
+package enum BrokerReply: Sendable {
+    case done
+    case state(CustodyState)
+    case fields([String: Bytes])
+    case bytes(Bytes)
+    case key(Bytes, alwaysEntry: String)
+    case question(String)
+    case caller(CallerDescription)
+    case log([AccessLogEntry])
+    case failure(KeychainError)
+
+    package func encoded() -> Bytes {
+        var w = ByteWriter(capacity: 128)
+        switch self {
+        case .failure(let error):
+            w.u32(UInt32(bitPattern: error.code.rawValue))
+            w.string(String(error.detail.prefix(1000)))
+            return w.bytes
+        case .question(let text):
+            w.u32(BrokerWire.questionStatus)
+            w.string(text)
+            return w.bytes
+        default:
+            w.u32(0)
+            w.string("")
+        }
+        switch self {
+        case .done, .failure, .question: break
+        case .state(let state):
+            let open = state.open.sorted { $0.key.rawValue < $1.key.rawValue }
+            w.u8(UInt8(open.count))
+            for (lockClass, keys) in open {
+                w.u8(UInt8(lockClass.rawValue))
+                w.blob(keys.metadata)
+                w.blob(keys.index)
+            }
+            w.u8(state.settingsVerified == nil ? 0 : state.settingsVerified == true ? 1 : 2)
+        case .fields(let fields):
+            w.fields(fields)
+        case .bytes(let bytes):
+            w.blob(bytes)
+        case .key(let key, let entry):
+            w.blob(key)
+            w.string(entry)
+        case .caller(let caller):
+            w.string(caller.summary)
+            w.string(caller.entry)
+            w.u32(UInt32(caller.warnings.count))
+            for warning in caller.warnings { w.string(warning) }
+        case .log(let entries):
+            w.u32(UInt32(entries.count))
+            for entry in entries { entry.write(to: &w) }
+        }
+        return w.bytes
+    }
+
+    /// The reply to a request of `op`; a status other than success or the question becomes
+    /// `.failure` with the broker's message.
+    package static func decode(_ bytes: Bytes, for op: BrokerOp) throws -> BrokerReply {
+        guard bytes.count <= BrokerWire.maximumMessage else { throw KeychainError.decode("reply too long") }
+        var r = ByteReader(bytes)
+        let status = try r.u32(), message = try r.string()
+        if status == BrokerWire.questionStatus {
+            guard op == .unwrap, r.isAtEnd else { throw KeychainError.decode("unexpected question") }
+            return .question(message)
+        }
+        if status != 0 {
+            guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in reply") }
+            let code = KeychainError.Code(rawValue: Int32(bitPattern: status)) ?? .authFailed
+            return .failure(KeychainError(code, message))
+        }
+        let reply: BrokerReply
+        switch op {
+        case .unlock, .verify, .lock, .checkBinding, .forget, .lockAll: reply = .done
+        case .state:
+            let count = Int(try r.u8())
+            guard count <= LockClass.allCases.count else { throw KeychainError.decode("too many classes") }
+            var open: [LockClass: ClientSubkeys] = [:]
+            for _ in 0..<count {
+                guard let lockClass = LockClass(rawValue: Int64(try r.u8())), open[lockClass] == nil else {
+                    throw KeychainError.decode("bad class")
+                }
+                open[lockClass] = ClientSubkeys(metadata: try r.blob(), index: try r.blob())
+            }
+            let settings = try r.u8()
+            guard settings <= 2 else { throw KeychainError.decode("bad settings state") }
+            reply = .state(CustodyState(open: open, settingsVerified: settings == 0 ? nil : settings == 1))
+        case .changePassword: reply = .fields(try r.fields())
+        case .settingsMAC, .wrap: reply = .bytes(try r.blob())
+        case .unwrap: reply = .key(try r.blob(), alwaysEntry: try r.string())
+        case .whoAmI:
+            let summary = try r.string(), entry = try r.string()
+            let count = Int(try r.u32())
+            guard count <= BrokerWire.maximumWarnings else { throw KeychainError.decode("too many warnings") }
+            var warnings: [String] = []
+            for _ in 0..<count { warnings.append(try r.string()) }
+            reply = .caller(CallerDescription(summary: summary, entry: entry, warnings: warnings))
+        case .accessLog:
+            let count = Int(try r.u32())
+            guard count <= BrokerWire.maximumEntries else { throw KeychainError.decode("too many entries") }
+            var entries: [AccessLogEntry] = []
+            for _ in 0..<count { entries.append(try AccessLogEntry.read(from: &r)) }
+            reply = .log(entries)
+        }
+        guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in reply") }
+        return reply
+    }
+}
+
+extension ByteWriter {
+    mutating func keybag(_ keybag: CustodyKeybag) {
+        blob(keybag.uuid)
+        string(keybag.path)
+        fields(keybag.fields)
+    }
+
+    mutating func fields(_ fields: [String: Bytes]) {
+        u32(UInt32(fields.count))
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
+            string(name)
+            blob(value)
+        }
+    }
+
+    mutating func itemKeyRequest(_ request: ItemKeyRequest) {
+        blob(request.keychain)
+        u64(UInt64(bitPattern: request.rowID))
+        u8(UInt8(request.itemClass.code))
+        u8(UInt8(request.lockClass.rawValue))
+        blob(request.metadata)
+        blob(request.wrappedKey)
+    }
+}
+
+extension ByteReader {
+    mutating func keybag() throws -> CustodyKeybag {
+        let uuid = try blob(), path = try string()
+        return CustodyKeybag(uuid: uuid, fields: try fields(), path: path)
+    }
+
+    mutating func fields() throws -> [String: Bytes] {
+        let count = Int(try u32())
+        guard count <= BrokerWire.maximumFields else { throw KeychainError.decode("too many keybag fields") }
+        var fields: [String: Bytes] = [:]
+        for _ in 0..<count {
+            let name = try string()
+            guard fields[name] == nil else { throw KeychainError.decode("a keybag field twice") }
+            fields[name] = try blob()
+        }
+        return fields
+    }
+
+    mutating func itemKeyRequest() throws -> ItemKeyRequest {
+        let keychain = try blob()
+        let rowID = Int64(bitPattern: try u64())
+        guard let itemClass = ItemClass(code: Int64(try u8())), let lockClass = LockClass(rawValue: Int64(try u8())) else {
+            throw KeychainError.decode("bad item or lock class")
+        }
+        return ItemKeyRequest(
+            keychain: keychain, rowID: rowID, itemClass: itemClass, lockClass: lockClass, metadata: try blob(), wrappedKey: try blob())
+    }
+}

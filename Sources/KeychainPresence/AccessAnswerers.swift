@@ -1,0 +1,150 @@
+internal import CLinux
+import Glibc
+import KeychainCore
+import KeychainProcess
+
+/// The person's answers to the broker's questions (`AccessAnswerer`): the program that
+/// KEYCHAIN_ACCESS_ANSWERER names (the tests' stand-in), else the terminal, else nobody.
+package enum AccessAnswerers {
+    package static func standard() -> any AccessAnswerer {
+        var chain: [any AccessAnswerer] = []
+        if let program = ProgramAccessAnswerer.fromEnvironment() { chain.append(program) }
+        chain.append(TerminalAccessAnswerer())
+        return AccessAnswererChain(chain)
+    }
+
+    /// "deny" | "once" | "always" and, but for deny, the password: what both answerers read.
+    static func grant(choice: String, password: () throws -> Bytes) rethrows -> AccessGrant? {
+        switch choice.lowercased() {
+        case "deny", "d", "n", "no": return .deny
+        case "once", "o": return .once(password: try password())
+        case "always", "a": return .always(password: try password())
+        default: return .deny
+        }
+    }
+}
+
+/// The first answerer that can ask does; nil when none can.
+package struct AccessAnswererChain: AccessAnswerer {
+    package var answerers: [any AccessAnswerer]
+
+    package init(_ answerers: [any AccessAnswerer]) { self.answerers = answerers }
+
+    package func answer(_ question: String) throws -> AccessGrant? {
+        for answerer in answerers {
+            if let grant = try answerer.answer(question) { return grant }
+        }
+        return nil
+    }
+}
+
+/// A program that is given the question on its standard input and prints its choice on one line
+/// and the password on the next. By absolute path only, with a minimal environment.
+package struct ProgramAccessAnswerer: AccessAnswerer {
+    package var path: String
+    package var seconds: Double = 300
+
+    package init(path: String) { self.path = path }
+
+    package static func fromEnvironment() -> ProgramAccessAnswerer? {
+        guard let value = clinux_secure_getenv("KEYCHAIN_ACCESS_ANSWERER").map({ String(cString: $0) }), value.hasPrefix("/") else {
+            return nil
+        }
+        return ProgramAccessAnswerer(path: value)
+    }
+
+    package func answer(_ question: String) throws -> AccessGrant? {
+        // The question goes in through a socket, not a pipe: a program that exits without
+        // reading it must not kill this process with SIGPIPE (send's MSG_NOSIGNAL).
+        var input: [Int32] = [0, 0], output: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &input) == 0 else { return nil }
+        guard clinux_pipe_cloexec(&output) == 0 else {
+            close(input[0])
+            close(input[1])
+            return nil
+        }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.start(path, [], stdio: (input[0], output[1], -1))
+        } catch {
+            for fd in input + output { close(fd) }
+            return nil
+        }
+        close(input[0])
+        close(output[1])
+        let text = Array((question + "\n").utf8)
+        _ = text.withUnsafeBytes { send(input[1], $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        close(input[1])
+        var collected: Bytes = []
+        defer { collected.wipe() }
+        var buffer = Bytes(repeating: 0, count: 1024)
+        defer { buffer.wipe() }
+        let deadline = SystemClock.monotonic() + seconds
+        var descriptor = pollfd(fd: output[0], events: Int16(POLLIN), revents: 0)
+        while collected.count < 4096 {
+            let left = Int32(max(0, (deadline - SystemClock.monotonic()) * 1000))
+            guard left > 0, poll(&descriptor, 1, left) > 0 else { break }
+            let n = read(output[0], &buffer, buffer.count)
+            if n <= 0 { break }
+            collected += buffer[0..<n]
+        }
+        close(output[0])
+        if child.wait(until: SystemClock.monotonic() + 1) == nil { child.stop() }
+        let lines = collected.split(separator: UInt8(ascii: "\n"), maxSplits: 1, omittingEmptySubsequences: false)
+        guard let first = lines.first else { return .deny }
+        return AccessAnswerers.grant(choice: String(decoding: first, as: UTF8.self).trimmingSpaces) {
+            guard lines.count > 1 else { return [] }
+            return Array(lines[1].prefix { $0 != UInt8(ascii: "\n") })
+        }
+    }
+}
+
+/// The controlling terminal, as pkttyagent asks: the question, d/o/a, then the keychain's
+/// password without echo. Nil without a terminal.
+package struct TerminalAccessAnswerer: AccessAnswerer {
+    package init() {}
+
+    package func answer(_ question: String) throws -> AccessGrant? {
+        let fd = open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        // The question's text comes from item metadata: control characters are shown, not obeyed.
+        let shown = question.split(separator: "\n", omittingEmptySubsequences: false).map { TerminalText.escaped(String($0)) }
+        write(fd, shown.joined(separator: "\n") + "\n[d]eny, allow [o]nce, [a]lways allow? ")
+        var choice = readLine(fd)
+        defer { choice.wipe() }
+        return AccessAnswerers.grant(choice: String(decoding: choice, as: UTF8.self).trimmingSpaces) {
+            write(fd, "Keychain password: ")
+            var saved = termios()
+            let hasTermios = tcgetattr(fd, &saved) == 0
+            if hasTermios {
+                var quiet = saved
+                quiet.c_lflag &= ~tcflag_t(ECHO)
+                tcsetattr(fd, TCSAFLUSH, &quiet)
+            }
+            defer {
+                if hasTermios { tcsetattr(fd, TCSAFLUSH, &saved) }
+                write(fd, "\n")
+            }
+            return readLine(fd)
+        }
+    }
+
+    private func write(_ fd: Int32, _ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    }
+
+    private func readLine(_ fd: Int32) -> Bytes {
+        var line: Bytes = []
+        var byte: UInt8 = 0
+        while line.count < 4096, read(fd, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+        return line
+    }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        String(self.drop { $0 == " " || $0 == "\r" }.reversed().drop { $0 == " " || $0 == "\r" }.reversed())
+    }
+}

@@ -1,0 +1,104 @@
+import KeychainBroker
+import KeychainCore
+import XCTest
+
+/// Every rule of BROKER-SPEC's decision, with callers made up (no process is looked at).
+final class AccessDecisionTests: XCTestCase {
+    let decision = AccessDecision(ownPrograms: ["/usr/bin/security", "/usr/bin/git-credential-keychain"])
+
+    func caller(
+        _ entry: AccessList.Entry?, silent: Bool = true, interpreter: Bool = false, parents: [AccessList.Entry] = []
+    ) -> ProcCallerFacts {
+        ProcCallerFacts(entry: entry, canMatchSilently: silent, isInterpreter: interpreter, parentEntries: parents, summary: "test")
+    }
+
+    func list(_ text: String) -> AccessList { AccessList(text: text) }
+
+    func testAnyAllowsEveryone() {
+        XCTAssertEqual(decision.decide(list: list("any"), caller: caller(nil, silent: false)), .trusted)
+        XCTAssertEqual(decision.decide(list: list("exe:/usr/bin/x\nany"), caller: caller(.executable("/tmp/evil"), silent: false)), .trusted)
+    }
+
+    func testAnExecutableEntryMatchesOnlyWhenTheCallerCanMatchSilently() {
+        XCTAssertEqual(decision.decide(list: list("exe:/usr/bin/git"), caller: caller(.executable("/usr/bin/git"))), .trusted)
+        XCTAssertEqual(decision.decide(list: list("exe:/usr/bin/git"), caller: caller(.executable("/usr/bin/git"), silent: false)), .ask)
+        XCTAssertEqual(decision.decide(list: list("exe:/usr/bin/git"), caller: caller(.executable("/usr/bin/gitk"))), .ask)
+        XCTAssertEqual(decision.decide(list: list(""), caller: caller(.executable("/usr/bin/git"))), .ask)
+    }
+
+    func testAnUnidentifiedCallerIsAsked() {
+        XCTAssertEqual(decision.decide(list: list("exe:/usr/bin/git"), caller: caller(nil)), .ask)
+        XCTAssertEqual(decision.decide(list: nil, caller: caller(nil)), .ask)
+    }
+
+    func testExecutableUnderParentsMatchesTheNearestParentPastShells() {
+        let entry = list("exe:/usr/bin/git-credential-keychain</usr/bin/git,/usr/bin/docker")
+        let helper = AccessList.Entry.executable("/usr/bin/git-credential-keychain")
+        XCTAssertEqual(decision.decide(list: entry, caller: caller(helper, parents: [.executable("/usr/bin/git")])), .trusted)
+        XCTAssertEqual(
+            decision.decide(
+                list: entry, caller: caller(helper, parents: [.interpreter("/usr/bin/dash"), .executable("/bin/bash"), .executable("/usr/bin/git")])),
+            .trusted)
+        XCTAssertEqual(decision.decide(list: entry, caller: caller(helper, parents: [.executable("/usr/bin/python3.11"), .executable("/usr/bin/git")])), .ask)
+        XCTAssertEqual(decision.decide(list: entry, caller: caller(helper, parents: [])), .ask)
+        XCTAssertEqual(decision.decide(list: entry, caller: caller(helper, parents: [.executable("/usr/bin/git")]).with(silent: false)), .ask)
+    }
+
+    func testInterpretersMatchOnlyAnInterpreterEntry() {
+        let python = caller(.interpreter("/usr/bin/python3"), interpreter: true)
+        XCTAssertEqual(decision.decide(list: list("exe:/usr/bin/python3"), caller: python), .ask)
+        XCTAssertEqual(decision.decide(list: list("interpreter:/usr/bin/python3"), caller: python), .trusted)
+        XCTAssertEqual(decision.decide(list: list("interpreter:/usr/bin/python3"), caller: python.with(silent: false)), .ask)
+        XCTAssertEqual(decision.decide(list: list("interpreter:/usr/bin/perl"), caller: python), .ask)
+        // An interpreter entry does not name a program that is not one.
+        XCTAssertEqual(decision.decide(list: list("interpreter:/usr/bin/git"), caller: caller(.executable("/usr/bin/git"))), .ask)
+        // The keychain's own partitions do not cover an interpreter either.
+        XCTAssertEqual(decision.decide(list: list("apple:"), caller: caller(.interpreter("/usr/bin/security"), interpreter: true)), .ask)
+    }
+
+    func testSandboxIdsMatchTheirOwnKind() {
+        XCTAssertEqual(decision.decide(list: list("flatpak:org.gnome.Foo"), caller: caller(.flatpak("org.gnome.Foo"))), .trusted)
+        XCTAssertEqual(decision.decide(list: list("flatpak:org.gnome.Foo"), caller: caller(.flatpak("org.gnome.Bar"))), .ask)
+        XCTAssertEqual(decision.decide(list: list("snap:foo"), caller: caller(.snap("foo"))), .trusted)
+        XCTAssertEqual(decision.decide(list: list("snap:foo"), caller: caller(.flatpak("foo"))), .ask)
+    }
+
+    func testPartitionsNameTheKeychainsOwnPrograms() {
+        let security = caller(.executable("/usr/bin/security")), helper = caller(.executable("/usr/bin/git-credential-keychain"))
+        XCTAssertEqual(decision.decide(list: list("apple-tool:"), caller: security), .trusted)
+        XCTAssertEqual(decision.decide(list: list("apple-tool:"), caller: helper), .ask)
+        XCTAssertEqual(decision.decide(list: list("apple:"), caller: helper), .trusted)
+        XCTAssertEqual(decision.decide(list: list("apple:"), caller: caller(.executable("/usr/local/bin/security"))), .ask)
+        XCTAssertEqual(decision.decide(list: list("teamid:ABC"), caller: security), .ask)
+    }
+
+    func testLegacyItemsAreSilentForTheKeychainsOwnProgramsOnly() {
+        XCTAssertEqual(decision.decide(list: nil, caller: caller(.executable("/usr/bin/security"))), .trusted)
+        XCTAssertEqual(decision.decide(list: nil, caller: caller(.executable("/usr/bin/security"), silent: false)), .ask)
+        XCTAssertEqual(decision.decide(list: nil, caller: caller(.executable("/usr/bin/git"))), .ask)
+    }
+
+    func testTheDefaultOwnProgramsCoverBothPrefixes() {
+        let programs = Set(AccessDecision.defaultOwnPrograms)
+        for name in ["security", "git-credential-keychain", "docker-credential-keychain", "keychain-secret-service", "keychain-ssh-agent"] {
+            XCTAssertTrue(programs.contains("/usr/bin/" + name) && programs.contains("/usr/local/bin/" + name), name)
+        }
+    }
+
+    func testInterpretersAreRecognisedByName() {
+        for path in ["/usr/bin/python3", "/usr/bin/python3.11", "/usr/bin/perl", "/bin/bash", "/usr/bin/node"] {
+            XCTAssertTrue(ProcCallerFacts.isInterpreter(path), path)
+        }
+        for path in ["/usr/bin/git", "/usr/bin/security", "/usr/bin/shred", "/usr/bin/nodejs-helper"] {
+            XCTAssertFalse(ProcCallerFacts.isInterpreter(path), path)
+        }
+    }
+}
+
+extension ProcCallerFacts {
+    func with(silent: Bool) -> ProcCallerFacts {
+        var copy = self
+        copy.canMatchSilently = silent
+        return copy
+    }
+}

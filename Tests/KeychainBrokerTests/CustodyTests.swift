@@ -1,0 +1,290 @@
+import Glibc
+import KeychainBroker
+import KeychainCore
+import KeychainTestSupport
+import XCTest
+
+/// The service's custody over real keybags and rows, made by the engine in a scratch folder.
+final class CustodyTests: XCTestCase {
+    var scratch: Scratch!
+    var store: KeychainStore!
+    var now: UInt64 = 1_800_000_000
+    let me = BrokerPeer(uid: 1000, pid: getpid())
+    let security = ProcCallerFacts(entry: .executable("/usr/bin/security"), canMatchSilently: true, summary: "/usr/bin/security (pid 1)")
+    let stranger = ProcCallerFacts(entry: .executable("/usr/bin/stranger"), canMatchSilently: true, summary: "/usr/bin/stranger (pid 2)")
+    let copy = ProcCallerFacts(entry: nil, canMatchSilently: false, summary: "/home/u/copy (pid 3)")
+
+    override func setUpWithError() throws {
+        scratch = Scratch()
+        store = try scratch.create(password: "pw")
+    }
+
+    override func tearDown() { scratch.remove() }
+
+    func service(_ facts: ProcCallerFacts, state: BrokerState = BrokerState(), store: BrokerStateStore? = nil) -> BrokerService {
+        var state = state
+        state.log.toSyslog = false
+        return BrokerService(evaluate: { _, _, _ in facts }, store: store, state: state, clock: { [unowned self] in self.now })
+    }
+
+    func keybag(_ store: KeychainStore) -> CustodyKeybag {
+        var fields: [String: Bytes] = [:]
+        for (name, value) in store.keybag.baseFields { fields[name] = value }
+        return CustodyKeybag(uuid: store.keybag.uuid, fields: fields, path: store.path)
+    }
+
+    /// The newest row, as the engine stored it, as a request for its item key.
+    func lastRow() throws -> (request: ItemKeyRequest, body: Bytes) {
+        let stmt = try store.db.statement("SELECT rowid, class, lockclass, metadata, secret FROM items ORDER BY rowid DESC LIMIT 1")
+        XCTAssertTrue(try stmt.step())
+        var r = ByteReader(stmt.blob(4))
+        let wrapped = try r.blob(), body = try r.blob()
+        let request = ItemKeyRequest(
+            keychain: store.keybag.uuid, rowID: stmt.int(0), itemClass: ItemClass(code: stmt.int(1))!, lockClass: LockClass(rawValue: stmt.int(2))!,
+            metadata: stmt.blob(3), wrappedKey: wrapped)
+        return (request, body)
+    }
+
+    func secret(of request: ItemKeyRequest, body: Bytes, key: Bytes) throws -> String {
+        let aad = KeychainStore.additionalData(
+            keychain: request.keychain, rowID: request.rowID, itemClass: request.itemClass, lockClass: request.lockClass, field: "secret",
+            version: KeychainStore.version(ofMetadata: request.metadata))
+        return String(decoding: try Crypto.open(body, key: key, aad: aad), as: UTF8.self)
+    }
+
+    func key(_ reply: BrokerReply) throws -> (Bytes, String) {
+        guard case .key(let key, let entry) = reply else {
+            XCTFail("not a key: \(reply)")
+            throw KeychainError.decode("not a key")
+        }
+        return (key, entry)
+    }
+
+    func assertCode(_ code: KeychainError.Code, _ body: () throws -> Any, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertThrowsError(try body(), file: file, line: line) { XCTAssertEqual(($0 as? KeychainError)?.code, code, "\($0)", file: file, line: line) }
+    }
+
+    func testUnlockGivesSubkeysThatOpenTheEnginesRows() throws {
+        _ = try store.add(generic("alice", secret: "s3cret"))
+        let (request, body) = try lastRow()
+        let broker = service(security)
+        guard case .state(let locked) = try broker.handle(.state(keybag(store)), from: me) else { return XCTFail() }
+        XCTAssertTrue(locked.open.isEmpty)
+        XCTAssertNil(locked.settingsVerified)
+
+        XCTAssertNotNil(try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me))
+        guard case .state(let open) = try broker.handle(.state(keybag(store)), from: me) else { return XCTFail() }
+        XCTAssertEqual(Set(open.open.keys), [.whenUnlocked, .afterFirstUnlock])
+        XCTAssertEqual(open.settingsVerified, true)
+        // The client's metadata subkey opens the engine's metadata: the same derivation and AAD.
+        let row = Row(
+            rowID: request.rowID, itemClass: request.itemClass, lockClass: request.lockClass, space: .protected, metadata: request.metadata, secret: [])
+        XCTAssertNotNil(try KeychainStore.openMetadata(row, keychain: request.keychain, key: open.open[.whenUnlocked]!.metadata).version)
+        // The broker opens the engine's item key, and that key the engine's secret: byte-identical
+        // additional data on both sides. A legacy item (no list) read by the keychain's own tool.
+        let (itemKey, entry) = try key(try broker.handle(.unwrap(request, interaction: .notAllowed, answer: .none, password: []), from: me))
+        XCTAssertEqual(entry, "")
+        XCTAssertEqual(try secret(of: request, body: body, key: itemKey), "s3cret")
+        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).map(\.decision), ["trusted"])
+        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).first?.account, "alice")
+        // Another uid holds nothing of it.
+        guard case .state(let theirs) = try broker.handle(.state(keybag(store)), from: BrokerPeer(uid: 1001, pid: getpid())) else { return XCTFail() }
+        XCTAssertTrue(theirs.open.isEmpty)
+    }
+
+    func testWrongPasswordHoldsNothingAndIsRateLimited() throws {
+        let broker = service(security)
+        for _ in 0..<5 { assertCode(.authFailed) { try broker.handle(.unlock(self.keybag(self.store), password: Array("no".utf8)), from: self.me) } }
+        guard case .state(let state) = try broker.handle(.state(keybag(store)), from: me) else { return XCTFail() }
+        XCTAssertTrue(state.open.isEmpty)
+        // The sixth try within the minute is refused unchecked, the right password too.
+        assertCode(.authFailed) { try broker.handle(.unlock(self.keybag(self.store), password: Array("pw".utf8)), from: self.me) }
+        // Another uid is not held up.
+        XCTAssertNoThrow(try broker.handle(.verify(keybag(store), password: Array("pw".utf8)), from: BrokerPeer(uid: 1001, pid: getpid())))
+        now += 61
+        XCTAssertNoThrow(try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me))
+    }
+
+    func testLockForgetsWhenUnlockedOnly() throws {
+        _ = try store.add(generic("a", protection: .whenUnlocked))
+        let (whenUnlocked, _) = try lastRow()
+        _ = try store.add(generic("c", protection: .afterFirstUnlock))
+        let (afterFirst, body) = try lastRow()
+        let broker = service(security)
+        _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)
+        _ = try broker.handle(.lock(keybag(store)), from: me)
+        guard case .state(let state) = try broker.handle(.state(keybag(store)), from: me) else { return XCTFail() }
+        XCTAssertEqual(Set(state.open.keys), [.afterFirstUnlock])
+        XCTAssertNil(state.settingsVerified)
+        XCTAssertThrowsError(try broker.handle(.unwrap(whenUnlocked, interaction: .notAllowed, answer: .none, password: []), from: me)) {
+            XCTAssertEqual(($0 as? KeychainError)?.code, KeychainError.locked().code)
+        }
+        let (itemKey, _) = try key(try broker.handle(.unwrap(afterFirst, interaction: .notAllowed, answer: .none, password: []), from: me))
+        XCTAssertEqual(try secret(of: afterFirst, body: body, key: itemKey), "pw")
+        _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)
+        _ = try broker.handle(.lockAll, from: me)
+        guard case .state(let all) = try broker.handle(.state(keybag(store)), from: me) else { return XCTFail() }
+        XCTAssertEqual(Set(all.open.keys), [.afterFirstUnlock])
+    }
+
+    func testIdleTimeoutFromTheVerifiedSettings() throws {
+        try store.setSettings(KeychainSettings(idleTimeout: 300))
+        let broker = service(security)
+        _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)
+        now += 200
+        guard case .state(let used) = try broker.handle(.state(keybag(store)), from: me) else { return XCTFail() }
+        XCTAssertNotNil(used.open[.whenUnlocked])
+        now += 299
+        broker.sweep()
+        guard case .state(let still) = try broker.handle(.state(keybag(store)), from: me) else { return XCTFail() }
+        XCTAssertNotNil(still.open[.whenUnlocked], "each state call restarts the idle clock")
+        now += 300
+        broker.sweep()
+        guard case .state(let idle) = try broker.handle(.state(keybag(store)), from: me) else { return XCTFail() }
+        XCTAssertNil(idle.open[.whenUnlocked])
+        XCTAssertNotNil(idle.open[.afterFirstUnlock])
+    }
+
+    func testUnlistedCallersAreAskedAndAnswersNeedThePassword() throws {
+        _ = try store.add(generic("bob", secret: "hidden"))
+        let (request, body) = try lastRow()
+        let unlock = BrokerRequest.unlock(keybag(store), password: Array("pw".utf8))
+        var broker = service(stranger)
+        _ = try broker.handle(unlock, from: me)
+        assertCode(.interactionNotAllowed) { try broker.handle(.unwrap(request, interaction: .notAllowed, answer: .none, password: []), from: self.me) }
+        guard case .question(let text) = try broker.handle(.unwrap(request, interaction: .allowed, answer: .none, password: []), from: me) else {
+            return XCTFail()
+        }
+        XCTAssertTrue(text.contains("/usr/bin/stranger") && text.contains("bob"), text)
+        assertCode(.authFailed) { try broker.handle(.unwrap(request, interaction: .allowed, answer: .deny, password: []), from: self.me) }
+        // "yes" without the password is asked again.
+        guard case .question(let again) = try broker.handle(.unwrap(request, interaction: .allowed, answer: .once, password: Array("yes".utf8)), from: me)
+        else { return XCTFail() }
+        XCTAssertTrue(again.hasPrefix("Wrong password."))
+        let (once, noEntry) = try key(try broker.handle(.unwrap(request, interaction: .allowed, answer: .once, password: Array("pw".utf8)), from: me))
+        XCTAssertEqual(noEntry, "")
+        XCTAssertEqual(try secret(of: request, body: body, key: once), "hidden")
+        let (_, entry) = try key(try broker.handle(.unwrap(request, interaction: .allowed, answer: .always, password: Array("pw".utf8)), from: me))
+        XCTAssertEqual(entry, "exe:/usr/bin/stranger")
+        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).map(\.decision), ["not allowed", "denied", "allowed once", "always allowed"])
+
+        // An unidentified caller gets Allow once, never an entry.
+        // (A connection of its own: a peer keeps what it was found to be.)
+        broker = service(copy)
+        let fresh = BrokerPeer(uid: 1000, pid: getpid())
+        _ = try broker.handle(unlock, from: fresh)
+        guard case .question(let unidentified) = try broker.handle(.unwrap(request, interaction: .allowed, answer: .none, password: []), from: fresh) else {
+            return XCTFail()
+        }
+        XCTAssertTrue(unidentified.contains("allowed once only"), unidentified)
+        let (_, none) = try key(try broker.handle(.unwrap(request, interaction: .allowed, answer: .always, password: Array("pw".utf8)), from: fresh))
+        XCTAssertEqual(none, "")
+        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).last?.decision, "unidentified")
+    }
+
+    func testAListInTheMetadataIsTheBrokersToRead() throws {
+        let broker = service(stranger)
+        _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)
+        guard case .state(let state) = try broker.handle(.state(keybag(store)), from: me) else { return XCTFail() }
+        // A new row as the engine will seal it: the list in the metadata, the key wrapped by the broker.
+        func row(_ list: String, rowID: Int64) throws -> ItemKeyRequest {
+            let attributes: [String: AttributeValue] = [AccessList.attribute: .string(list), AttributeKey.account: .string("x")]
+            let metadata = try Crypto.seal(
+                encodeAttributes(attributes), key: state.open[.whenUnlocked]!.metadata,
+                aad: KeychainStore.additionalData(
+                    keychain: store.keybag.uuid, rowID: rowID, itemClass: .genericPassword, lockClass: .whenUnlocked, field: "metadata", version: []))
+            var request = ItemKeyRequest(
+                keychain: store.keybag.uuid, rowID: rowID, itemClass: .genericPassword, lockClass: .whenUnlocked, metadata: metadata, wrappedKey: [])
+            guard case .bytes(let wrapped) = try broker.handle(.wrap(request, itemKey: Array(repeating: 5, count: 32)), from: me) else {
+                throw KeychainError.decode("no wrap")
+            }
+            request.wrappedKey = wrapped
+            return request
+        }
+        let listed = try row("exe:/usr/bin/stranger", rowID: 10)
+        XCTAssertEqual(
+            try key(try broker.handle(.unwrap(listed, interaction: .notAllowed, answer: .none, password: []), from: me)).0, Array(repeating: 5, count: 32))
+        XCTAssertNoThrow(try broker.handle(.checkBinding(listed), from: me))
+        let other = try row("exe:/usr/bin/git", rowID: 11)
+        assertCode(.interactionNotAllowed) { try broker.handle(.unwrap(other, interaction: .notAllowed, answer: .none, password: []), from: self.me) }
+        // The first row's wrapped key under the second row's metadata (a list swapped in) opens nothing.
+        var swapped = listed
+        swapped.metadata = try row("any", rowID: 10).metadata
+        assertCode(.decode) { try broker.handle(.checkBinding(swapped), from: self.me) }
+        assertCode(.decode) { try broker.handle(.unwrap(swapped, interaction: .notAllowed, answer: .none, password: []), from: self.me) }
+    }
+
+    func testAnotherKeychainAtAPinnedPathIsRefusedUntilForgotten() throws {
+        let broker = service(security)
+        let first = keybag(store)
+        _ = try broker.handle(.unlock(first, password: Array("pw".utf8)), from: me)
+        // The attacker's keychain, same path, a password it knows.
+        let other = try scratch.create("other", password: "evil")
+        var swapped = keybag(other)
+        swapped.path = first.path
+        assertCode(.authFailed) { try broker.handle(.unlock(swapped, password: Array("evil".utf8)), from: self.me) }
+        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).last?.decision, "refused: not the keychain first unlocked at this path")
+        assertCode(.authFailed) { try broker.handle(.forget(path: first.path, password: Array("evil".utf8)), from: self.me) }
+        _ = try broker.handle(.forget(path: first.path, password: Array("pw".utf8)), from: me)
+        XCTAssertNoThrow(try broker.handle(.unlock(swapped, password: Array("evil".utf8)), from: me))
+        // Root forgets without a password, for the uid it names; nobody else may name one.
+        assertCode(.param) { try broker.handle(.forget(path: first.path, password: []), onBehalfOf: 1000, from: BrokerPeer(uid: 1001, pid: getpid())) }
+        XCTAssertNoThrow(try broker.handle(.forget(path: first.path, password: []), onBehalfOf: 1000, from: BrokerPeer(uid: 0, pid: getpid())))
+    }
+
+    func testPasswordChangeAndSettingsMACAreMadeInTheBroker() throws {
+        let broker = service(security)
+        let bag = keybag(store)
+        _ = try broker.handle(.unlock(bag, password: Array("pw".utf8)), from: me)
+        guard
+            case .fields(let fields) = try broker.handle(.changePassword(bag, old: Array("pw".utf8), new: Array("new".utf8), scrypt: .fastForTesting), from: me)
+        else { return XCTFail() }
+        let changed = CustodyKeybag(uuid: bag.uuid, fields: fields, path: bag.path)
+        XCTAssertNoThrow(try broker.handle(.verify(changed, password: Array("new".utf8)), from: me))
+        assertCode(.authFailed) { try broker.handle(.verify(changed, password: Array("pw".utf8)), from: self.me) }
+        guard case .state(let state) = try broker.handle(.state(changed), from: me) else { return XCTFail() }
+        XCTAssertEqual(state.open.count, 2, "the same class keys under the new password")
+        let settings = KeychainSettings(idleTimeout: 60).bytes
+        guard case .bytes(let held) = try broker.handle(.settingsMAC(changed, settings: settings, password: nil), from: me),
+            case .bytes(let derived) = try broker.handle(.settingsMAC(changed, settings: settings, password: Array("new".utf8)), from: me)
+        else { return XCTFail() }
+        XCTAssertEqual(held, derived)
+        XCTAssertEqual(held.count, 32)
+    }
+
+    func testTheStateOutlivesARestartUnderTheKeyringsKey() throws {
+        guard (try? KernelKeyring.persistent()) != nil else { throw XCTSkip("no persistent kernel keyring here") }
+        let stateStore = BrokerStateStore(directory: scratch.directory, keyName: "keychain-broker-test:\(getpid()):\(UInt64(SystemClock.now() * 1000))")
+        defer { stateStore.removeKey() }
+        let broker = service(security, store: stateStore)
+        _ = broker.handle(BrokerRequest.unlock(keybag(store), password: Array("pw".utf8)).encoded(), from: me)
+        // The file holds no class key in the clear.
+        let file = FileManagerless.read(scratch.directory + "/state")
+        XCTAssertFalse(file.isEmpty)
+        XCTAssertFalse(fileHolds(scratch.directory + "/state", Array(store.keybag.uuid)))
+        var st = stat()
+        XCTAssertEqual(stat(scratch.directory + "/state", &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+
+        let restored = try XCTUnwrap(try stateStore.load(toSyslog: false))
+        let restarted = service(security, state: restored)
+        guard case .state(let state) = try restarted.handle(.state(keybag(store)), from: me) else { return XCTFail() }
+        XCTAssertEqual(Set(state.open.keys), [.whenUnlocked, .afterFirstUnlock])
+        // Without the keyring's key the file is noise.
+        stateStore.removeKey()
+        XCTAssertNil(try stateStore.load(toSyslog: false))
+    }
+
+    func testOnlyRootNamesAnotherUid() throws {
+        let broker = service(security)
+        assertCode(.param) { try broker.handle(.lockAll, onBehalfOf: 1001, from: self.me) }
+        XCTAssertNoThrow(try broker.handle(.lockAll, onBehalfOf: 1001, from: BrokerPeer(uid: 0, pid: getpid())))
+    }
+
+    func testMalformedMessagesGetAnErrorReply() throws {
+        let broker = service(security)
+        for message in [[], [0xff], Bytes(repeating: 2, count: 100)] as [Bytes] {
+            guard case .failure = try BrokerReply.decode(broker.handle(message, from: me), for: .state) else { return XCTFail() }
+        }
+    }
+}

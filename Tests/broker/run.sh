@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# keychain-broker as it will run: its own throwaway system user (group tss) started with setpriv
+# (only CAP_SYS_PTRACE, ambient; no_new_privs) on a socket under a temporary folder, and a
+# throwaway ordinary user whose keychain it keeps. The user's side is keychain-broker-probe, a
+# client as the engine will be. Checks that the user gets what the broker gives and nothing else:
+# not its state, memory or keys, not by tracing it, and not from the kernel keyrings.
+# Usage: Tests/broker/run.sh BUILD_DIR
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+build=$(cd "${1:-$repo/.build/debug}" && pwd)
+# shellcheck source=Tests/lib.sh
+. "$here/../lib.sh"
+
+if [ "$(id -u)" != 0 ]; then
+    echo "skipped: a system user for the broker and a test user need root"
+    printf '\n0 passed, 0 failed, 1 skipped\n'
+    exit 0
+fi
+for tool in setpriv keyctl useradd /usr/bin/python3; do
+    command -v "$tool" >/dev/null || { echo "missing $tool: run make deps"; printf '\n0 passed, 1 failed\n'; exit 1; }
+done
+
+suffix=$$
+broker=kcb$suffix user=kcbu$suffix
+work=$(mktemp -d /tmp/kc-broker-XXXXXX)
+chmod 755 "$work"
+socket=$work/run/socket
+broker_pid=
+group=tss
+getent group tss >/dev/null || group=$broker
+
+stop_broker() {
+    if [ -n "$broker_pid" ]; then
+        kill -TERM "$broker_pid" 2>/dev/null
+        wait "$broker_pid" 2>/dev/null
+        broker_pid=
+    fi
+}
+
+cleanup() {
+    stop_broker
+    if id "$broker" >/dev/null 2>&1; then
+        # The state key in the broker uid's persistent keyring (root may reach any uid's).
+        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker")" >/dev/null 2>&1
+        userdel "$broker" >/dev/null 2>&1
+    fi
+    if id "$user" >/dev/null 2>&1; then
+        pkill -KILL -u "$user" 2>/dev/null
+        userdel "$user" >/dev/null 2>&1
+    fi
+    getent group "$broker" >/dev/null && groupdel "$broker" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [ "$group" = tss ]; then
+    useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker" || exit 1
+else
+    useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker" || exit 1
+fi
+useradd -M -d "$work/home" -s /bin/sh "$user" || exit 1
+mkdir -p "$work/home" "$work/bin" "$work/run" "$work/state"
+# Copies: the build folder may be one only root can read.
+cp "$build/keychain-broker" "$build/keychain-broker-probe" "$work/bin/"
+printf '#!/bin/sh\ncat >/dev/null\nprintf "once\\nkeychain-pass\\n"\n' > "$work/bin/answer-once"
+printf '#!/bin/sh\ncat >/dev/null\nprintf "always\\nkeychain-pass\\n"\n' > "$work/bin/answer-always"
+printf '#!/bin/sh\ncat >/dev/null\nprintf "once\\nnot-the-password\\n"\n' > "$work/bin/answer-wrong"
+printf '#!/bin/sh\ncat > %s/home/question\nprintf "deny\\n"\n' "$work" > "$work/bin/answer-deny"
+chmod 755 "$work/bin"/*
+chown "$user:" "$work/home"
+chmod 700 "$work/home"
+chown "$broker:$group" "$work/run" "$work/state"
+chmod 755 "$work/run"
+chmod 700 "$work/state"
+keychain=$work/home/login.keychain-db
+
+start_broker() {
+    rm -f "$socket"
+    setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
+        --bounding-set=-all,+sys_ptrace --no-new-privs \
+        "$work/bin/keychain-broker" --socket "$socket" --state "$work/state" --foreground 2>>"$work/broker.log" &
+    broker_pid=$!
+    local tries=400
+    while [ ! -S "$socket" ] && [ $tries -gt 0 ]; do
+        kill -0 "$broker_pid" 2>/dev/null || { echo "the broker exited:"; cat "$work/broker.log"; return 1; }
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    [ -S "$socket" ]
+}
+
+# as_user COMMAND...: as the test user, in a keyring session of its own, without a terminal.
+as_user() {
+    setsid -w setpriv --reuid="$user" --regid="$user" --init-groups keyctl session - \
+        env -i PATH=/usr/bin:/bin HOME="$work/home" KEYCHAIN_BROKER_SOCKET="$socket" "$@" </dev/null
+}
+probe() { as_user "$work/bin/keychain-broker-probe" "$@"; }
+
+case_number=0
+# shellcheck disable=SC2034 # lib.sh's check writes each case's log beside case_dir
+fresh() { case_number=$((case_number + 1)); case_dir=$work/case$case_number; }
+finish() { :; }
+
+start_broker || { echo "the broker did not start"; printf '\n0 passed, 1 failed\n'; exit 1; }
+probe create "$keychain" keychain-pass >/dev/null || { echo "cannot create the keychain"; printf '\n0 passed, 1 failed\n'; exit 1; }
+
+refuses_root_and_ordinary_users() {
+    local out
+    out=$("$work/bin/keychain-broker" --socket "$work/root.socket" 2>&1) && return 1
+    grep -q "refusing to run as root" <<< "$out"
+    out=$(as_user "$work/bin/keychain-broker" --socket "$work/home/socket" 2>&1) && return 1
+    grep -q "ordinary user" <<< "$out"
+    [ ! -e "$work/root.socket" ] && [ ! -e "$work/home/socket" ]
+}
+
+is_hardened() {
+    local status
+    status=$(cat "/proc/$broker_pid/status")
+    grep -qP '^NoNewPrivs:\t1$' <<< "$status"
+    grep -qP '^Seccomp:\t2$' <<< "$status"
+    # CAP_SYS_PTRACE (19) only, effective and bounding.
+    grep -qP '^CapEff:\t0000000000080000$' <<< "$status"
+    grep -qP '^CapBnd:\t0000000000080000$' <<< "$status"
+    expect "$(id -u "$broker")" "$(grep -oP '^Uid:\t\K[0-9]+' <<< "$status")" "uid"
+    expect 666 "$(stat -c %a "$socket")" "socket mode"
+    expect 755 "$(stat -c %a "$work/run")" "socket folder mode"
+    expect 0 "$(grep -P '^Max core file size' "/proc/$broker_pid/limits" | awk '{print $5}')" "core limit"
+    # Undumpable: its /proc files are root's, not its own uid's.
+    expect 0 "$(stat -c %u "/proc/$broker_pid/mem")" "owner of its mem"
+}
+
+refuses_a_socket_of_its_own_uid() {
+    # The user's own "broker": it would collect the password; the client must not send it.
+    as_user /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1]); s.listen(1); s.settimeout(30)
+c, _ = s.accept(); c.settimeout(3)
+try: data = c.recv(1 << 20)
+except Exception: data = b""
+open(sys.argv[2], "w").write(str(len(data)))
+' "$work/home/fake" "$work/home/received" &
+    local server=$! tries=200 out
+    while [ ! -S "$work/home/fake" ] && [ $tries -gt 0 ]; do sleep 0.05; tries=$((tries - 1)); done
+    out=$(setsid -w setpriv --reuid="$user" --regid="$user" --init-groups env -i PATH=/usr/bin:/bin KEYCHAIN_BROKER_SOCKET="$work/home/fake" \
+        "$work/bin/keychain-broker-probe" unlock "$keychain" keychain-pass </dev/null) && return 1
+    echo "$out"
+    grep -q "own uid" <<< "$out"
+    wait "$server"
+    expect 0 "$(cat "$work/home/received")" "bytes the fake broker received"
+}
+
+unlocks_through_the_broker() {
+    expect "open: none; settings: locked" "$(probe state "$keychain")"
+    local out
+    out=$(probe unlock "$keychain" wrong-pass) && return 1
+    grep -q "status -25293" <<< "$out"
+    expect unlocked "$(probe unlock "$keychain" keychain-pass)"
+    expect "open: A C; settings: verified" "$(probe state "$keychain")"
+}
+
+names_the_caller() {
+    local out
+    out=$(probe whoami)
+    echo "$out"
+    grep -q "^caller: $work/bin/keychain-broker-probe (pid [0-9]*)$" <<< "$out"
+    grep -q "^entry: exe:$work/bin/keychain-broker-probe$" <<< "$out"
+}
+
+reads_ask_with_the_password() {
+    local out
+    # Not on the item's list and nobody may be asked: refused at once.
+    out=$(as_user env PROBE_NO_INTERACTION=1 "$work/bin/keychain-broker-probe" read "$keychain") && return 1
+    grep -q "status -25308" <<< "$out"
+    # No terminal and no answerer: nobody to ask.
+    out=$(probe read "$keychain") && return 1
+    grep -q "status -25308" <<< "$out"
+    out=$(as_user env KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-deny" "$work/bin/keychain-broker-probe" read "$keychain") && return 1
+    grep -q "status -25293" <<< "$out"
+    grep -q "keychain-broker-probe (pid [0-9]*) wants to read \"probe item\" (broker, account probe)" "$work/home/question"
+    out=$(as_user env KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-wrong" "$work/bin/keychain-broker-probe" read "$keychain") && return 1
+    grep -q "status -25293" <<< "$out"
+    expect "secret: s3cret" "$(as_user env KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-once" "$work/bin/keychain-broker-probe" read "$keychain")"
+    expect "secret: s3cret; always: exe:$work/bin/keychain-broker-probe" \
+        "$(as_user env KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-always" "$work/bin/keychain-broker-probe" read "$keychain")"
+    out=$(probe log)
+    echo "$out"
+    expect "not allowed
+not allowed
+denied
+denied
+allowed once
+always allowed" "$(cut -d'|' -f1 <<< "$out" | sed 's/ *$//')"
+}
+
+cannot_reach_the_broker() {
+    as_user cat "$work/state/state" 2>/dev/null && return 1
+    as_user cat "/proc/$broker_pid/mem" 2>/dev/null && return 1
+    as_user cat "/proc/$broker_pid/environ" 2>/dev/null && return 1
+    as_user ls "/proc/$broker_pid/fd" 2>/dev/null && return 1
+    as_user kill -0 "$broker_pid" 2>/dev/null && return 1
+    local out
+    out=$(as_user /usr/bin/python3 -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.ptrace(16, int(sys.argv[1]), None, None)  # PTRACE_ATTACH
+print(r, ctypes.get_errno())
+' "$broker_pid")
+    expect "-1 1" "$out" "ptrace attach (EPERM)"
+    # Nor the broker uid's persistent keyring, where the state key is.
+    as_user keyctl get_persistent @s "$(id -u "$broker")" 2>/dev/null && return 1
+    return 0
+}
+
+keyrings_hold_no_class_key() {
+    local out
+    out=$(as_user sh -c 'keyctl show @u; keyctl show "$(keyctl get_persistent @s)"')
+    echo "$out"
+    if grep -q keychain <<< "$out"; then return 1; fi
+    # The broker's own state in its state folder, sealed: no class key in the clear, and no
+    # keybag uuid either (hex of the file's field would not be in it).
+    [ -s "$work/state/state" ]
+    expect 600 "$(stat -c %a "$work/state/state")" "state file mode"
+}
+
+# Restarted here, not in the case: each case runs in a subshell, and the broker is this shell's child.
+restart_keeps_it_unlocked() {
+    expect "open: A C; settings: verified" "$(probe state "$keychain")"
+    expect "secret: s3cret" "$(as_user env KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-once" "$work/bin/keychain-broker-probe" read "$keychain")"
+    probe log | grep -q "always allowed"
+}
+
+# What a hostile client of the user's may send: garbage gets an error reply, a 129th connection is
+# closed at once, and the broker goes on answering.
+survives_hostile_clients() {
+    local out
+    out=$(as_user /usr/bin/python3 -c '
+import socket, struct, sys
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1]); s.settimeout(10); return s
+s = conn()
+for message in [b"\xff", b"\x01", b"\x0b\x00", b"\x02" + b"\xff" * 64, b"\x81\x00\x00\x03\xe8"]:
+    s.send(message)
+    status = struct.unpack(">I", s.recv(1 << 20)[:4])[0]
+    if status == 0: print("accepted", message); sys.exit(1)
+held = [conn() for _ in range(140)]
+closed = 0
+for c in held[128:]:
+    try:
+        c.send(b"\x0a")
+        closed += c.recv(1 << 20) == b""
+    except OSError:
+        closed += 1
+print("closed", closed)
+' "$socket")
+    echo "$out"
+    # 141 connections in all: the broker keeps 128, so the last 12 are closed at once.
+    grep -qE '^closed (1[2-9]|[2-9][0-9])$' <<< "$out"
+    probe whoami | grep -q "^caller: "
+}
+
+# systemd's way: the socket made by the service manager (here systemd-socket-activate, as root),
+# handed over as descriptor 3 with LISTEN_FDS and LISTEN_PID; the broker binds nothing itself.
+socket_activation() {
+    command -v systemd-socket-activate >/dev/null || { echo "no systemd-socket-activate"; return 0; }
+    mkdir -p "$work/state2"
+    chown "$broker:$group" "$work/state2"
+    ( umask 0; exec systemd-socket-activate --seqpacket -l "$work/run/activated" \
+        setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
+        --bounding-set=-all,+sys_ptrace --no-new-privs "$work/bin/keychain-broker" --socket "$work/run/unused" --state "$work/state2" ) 2>"$work/activate.log" &
+    local activator=$! tries=200 out
+    while [ ! -S "$work/run/activated" ] && [ $tries -gt 0 ]; do sleep 0.05; tries=$((tries - 1)); done
+    # It makes the socket 0644 whatever the umask; systemd's unit says SocketMode=0666.
+    chmod 666 "$work/run/activated"
+    out=$(as_user env KEYCHAIN_BROKER_SOCKET="$work/run/activated" "$work/bin/keychain-broker-probe" whoami) || true
+    kill -TERM "$activator" 2>/dev/null
+    wait "$activator" 2>/dev/null
+    echo "$out"
+    grep -q "^caller: $work/bin/keychain-broker-probe" <<< "$out"
+    [ ! -e "$work/run/unused" ]
+}
+
+locks_through_the_broker() {
+    expect locked "$(probe lock "$keychain")"
+    expect "open: C; settings: locked" "$(probe state "$keychain")"
+}
+
+check "the broker refuses root and ordinary users" refuses_root_and_ordinary_users
+check "the broker runs with no_new_privs, seccomp, CAP_SYS_PTRACE only" is_hardened
+check "the client refuses a socket served by its own uid" refuses_a_socket_of_its_own_uid
+check "unlock through the broker" unlocks_through_the_broker
+check "whoAmI names the caller" names_the_caller
+check "an unlisted reader is asked, and allowed with the password only" reads_ask_with_the_password
+check "the user cannot read, trace or signal the broker" cannot_reach_the_broker
+check "the user's keyrings hold no class key" keyrings_hold_no_class_key
+stop_broker
+start_broker || { echo "the broker did not start again"; cat "$work/broker.log"; }
+check "a broker restart keeps the keychain unlocked" restart_keeps_it_unlocked
+check "lock through the broker" locks_through_the_broker
+check "socket activation: the broker serves descriptor 3" socket_activation
+check "malformed requests and too many connections leave the broker serving" survives_hostile_clients
+
+summary
