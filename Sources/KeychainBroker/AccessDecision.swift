@@ -9,8 +9,10 @@ package struct AccessDecision: Sendable {
         case ask
     }
 
-    /// The keychain's own programs (`--own-program`): `apple:` names them all, `apple-tool:` those
-    /// named `security`.
+    /// The keychain's own programs (`--own-program`): `apple-tool:` names those called `security`,
+    /// `apple:` those that act for the person who runs them (not the Secret Service and the SSH
+    /// agent, which serve any program of the session: issue 55 brings their clients' names), and
+    /// the makers of items older than lists are looked for among them (`impliedList`).
     package var ownPrograms: Set<String>
 
     package static let defaultOwnPrograms: [String] = ["/usr/bin", "/usr/local/bin"].flatMap { dir in
@@ -20,25 +22,42 @@ package struct AccessDecision: Sendable {
     }
 
     /// Shells between a helper and the program that runs it (git runs helpers through sh).
-    static let shells: Set<String> = ["/bin/sh", "/usr/bin/sh", "/bin/dash", "/usr/bin/dash", "/bin/bash", "/usr/bin/bash"]
+    package static let shells: Set<String> = ["/bin/sh", "/usr/bin/sh", "/bin/dash", "/usr/bin/dash", "/bin/bash", "/usr/bin/bash"]
 
     package init(ownPrograms: [String] = AccessDecision.defaultOwnPrograms) {
         self.ownPrograms = Set(ownPrograms)
     }
 
-    /// `list` nil: an item made before lists existed.
+    /// `list` nil: an item made before lists existed; pass its `impliedList`.
     package func decide(list: AccessList?, caller: any CallerFacts) -> Verdict {
-        guard let list else {
-            // Legacy: the keychain's own programs made these items, as far as it knows.
-            if caller.canMatchSilently, !caller.isInterpreter, let path = caller.executablePath, ownPrograms.contains(path) {
-                return .trusted
-            }
-            return .ask
-        }
+        guard let list else { return .ask }
         if list.allowsAnyProgram { return .trusted }
         guard caller.canMatchSilently else { return .ask }
         return list.entries.contains { names(caller, $0) } ? .trusted : .ask
     }
+
+    /// What an item made before lists existed is taken to trust: the front end that made it, where
+    /// its shape says which (the Secret Service's free-form attributes, the SSH agent's key type,
+    /// an internet password's git or docker helper under their own parents); none otherwise, so
+    /// every program is asked once ("Always allow" then writes the list). Never "anyone, silently".
+    package func impliedList(itemClass: ItemClass, attributes: [String: AttributeValue]) -> AccessList {
+        func own(_ name: String) -> [String] { ownPrograms.filter { $0.hasSuffix("/" + name) }.sorted() }
+        if attributes[AttributeKey.freeFormAttributes] != nil {
+            return AccessList(own("keychain-secret-service").map { .executable($0) })
+        }
+        if itemClass == .key, attributes[AttributeKey.keyType] == .int(OpenSSHKeyItem.keyType) {
+            return AccessList(own("keychain-ssh-agent").map { .executable($0) })
+        }
+        if itemClass == .internetPassword {
+            return AccessList(
+                own("git-credential-keychain").map { .executableUnder($0, parents: AccessList.gitParents) }
+                    + own("docker-credential-keychain").map { .executableUnder($0, parents: AccessList.dockerParents) })
+        }
+        return AccessList([])
+    }
+
+    /// The daemons that serve other programs: not named by `apple:`.
+    static let servingOthers: Set<String> = ["keychain-secret-service", "keychain-ssh-agent"]
 
     /// Whether `entry` names `caller`.
     func names(_ caller: any CallerFacts, _ entry: AccessList.Entry) -> Bool {
@@ -58,7 +77,8 @@ package struct AccessDecision: Sendable {
             guard let path = caller.executablePath else { return false }
             return ownPrograms.contains(path) && path.hasSuffix("/security")
         case .partition("apple:"):
-            return caller.executablePath.map(ownPrograms.contains) ?? false
+            guard let path = caller.executablePath, ownPrograms.contains(path) else { return false }
+            return !Self.servingOthers.contains(path.split(separator: "/").last.map(String.init) ?? "")
         case .partition: return false
         }
     }

@@ -1,6 +1,7 @@
 import CLinux
 import Glibc
 import KeychainCore
+import KeychainPeers
 
 /// The broker's one loop: a listening SOCK_SEQPACKET socket and up to `maximumConnections`
 /// clients in one poll(2), each request answered in turn by the service. Serial: a password's
@@ -107,7 +108,9 @@ package final class BrokerListener {
             close(fd)
             return
         }
-        peers[fd] = BrokerPeer(uid: credentials.uid, pid: credentials.pid, pidfd: BrokerSocket.peerPidfd(of: fd))
+        let pidfd = BrokerSocket.peerPidfd(of: fd)
+        peers[fd] = BrokerPeer(uid: credentials.uid, pid: credentials.pid, pidfd: pidfd, acceptedAt: ProcessIdentity.ticksSinceBoot())
+        if pidfd >= 0 { close(pidfd) }
     }
 
     private func serve(_ fd: Int32, hungUp: Bool) {

@@ -1,38 +1,30 @@
-import CLinux
 import Glibc
 import KeychainCore
+import KeychainPeers
 
-/// One connected client, as the kernel recorded it at connect(2): its uid, pid and (where the
-/// kernel gives one, SO_PEERPIDFD) a pidfd. Who it is, is evaluated once and kept while the
-/// process runs the same image: a /proc/PID/maps descriptor opened at the first evaluation reads
-/// nothing once the process has exec'd, which then asks again.
+/// One connected client, as the kernel recorded it at connect(2): its uid, pid and the process
+/// pinned (`CallerHandle`: SO_PEERPIDFD's pidfd where the kernel gives one, else a pidfd opened at
+/// accept for a process that had started by then). Who it is, is evaluated once and kept while
+/// the process runs the same image (`CallerTrust.stillSame`); an exec asks again.
 package final class BrokerPeer {
     package let uid: UInt32
     package let pid: Int32
-    package let pidfd: Int32
-    private var maps: Int32 = -1
+    package let handle: CallerHandle
     private var cached: (any CallerFacts)?
 
-    /// Takes `pidfd` over (closed with this object).
-    package init(uid: UInt32, pid: Int32, pidfd: Int32 = -1) {
+    /// `pidfd` is borrowed (the handle keeps its own copy); -1 when the kernel gave none.
+    package init(uid: UInt32, pid: Int32, pidfd: Int32 = -1, acceptedAt: UInt64? = nil) {
         self.uid = uid
         self.pid = pid
-        self.pidfd = pidfd
-    }
-
-    deinit {
-        if pidfd >= 0 { close(pidfd) }
-        if maps >= 0 { close(maps) }
+        handle = CallerHandle(pid: pid, pidfd: pidfd >= 0 ? pidfd : nil, startedBy: pidfd >= 0 ? nil : acceptedAt)
     }
 
     package func facts(_ evaluate: CallerEvaluator) -> any CallerFacts {
-        if let cached, maps >= 0 {
-            var byte: UInt8 = 0
-            if pread(maps, &byte, 1, 0) == 1 { return cached }
+        if let cached {
+            // A record made by hand (tests) carries no process to check: evaluated again.
+            if let record = cached as? CallerRecord, let caller = record.caller, CallerTrust.stillSame(caller, handle: handle) { return cached }
         }
-        if maps >= 0 { close(maps) }
-        maps = open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC)
-        let facts = evaluate(pid, pidfd, uid)
+        let facts = evaluate(handle, uid)
         cached = facts
         return facts
     }

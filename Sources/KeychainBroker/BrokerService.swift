@@ -19,7 +19,7 @@ package final class BrokerService {
     package private(set) var hasUnsavedLog = false
 
     package init(
-        decision: AccessDecision = AccessDecision(), evaluate: @escaping CallerEvaluator = ProcCallerFacts.evaluate,
+        decision: AccessDecision = AccessDecision(), evaluate: @escaping CallerEvaluator = CallerRecord.evaluate,
         store: BrokerStateStore? = nil, state: BrokerState = BrokerState(),
         clock: @escaping () -> UInt64 = { UInt64(SystemClock.now()) }
     ) {
@@ -277,7 +277,8 @@ package final class BrokerService {
         var handedOut = false
         defer { if !handedOut { opened.key.wipe() } }
         // Format 1 does not bind the metadata to the secret: its list is not trusted.
-        let list = opened.legacy ? nil : opened.attributes[AccessList.attribute]?.stringValue.map { AccessList(text: $0) }
+        let stored = opened.legacy ? nil : opened.attributes[AccessList.attribute]?.stringValue.map { AccessList(text: $0) }
+        let list = stored ?? decision.impliedList(itemClass: request.itemClass, attributes: opened.attributes)
         let facts = peer.facts(evaluate)
         let item = ItemDescription(request.itemClass, opened.attributes)
         func log(_ decision: String) {
@@ -290,7 +291,7 @@ package final class BrokerService {
             handedOut = true
             return .key(opened.key, alwaysEntry: "")
         }
-        let question = questionText(item: item, keychain: opened.custody.path, caller: facts, legacy: list == nil)
+        let question = questionText(item: item, keychain: opened.custody.path, caller: facts, legacy: stored == nil)
         switch answer {
         case .deny:
             log("denied")
@@ -308,12 +309,16 @@ package final class BrokerService {
                 return .question("Wrong password.\n" + question)
             }
             handedOut = true
-            guard answer == .always, let entry = facts.entry else {
+            // An interpreter runs whatever it is given: "always" for it would trust every script.
+            guard answer == .always, let entry = facts.entry, !facts.isInterpreter else {
                 log(facts.entry == nil ? "unidentified" : "allowed once")
                 return .key(opened.key, alwaysEntry: "")
             }
             log("always allowed")
-            return .key(opened.key, alwaysEntry: entry.text)
+            // An item older than lists gets its first list: what it was taken to trust, and this.
+            var written = stored == nil ? list : AccessList([])
+            written.add(entry)
+            return .key(opened.key, alwaysEntry: written.text)
         case .none:
             guard interaction == .allowed else {
                 log("not allowed")
@@ -326,7 +331,12 @@ package final class BrokerService {
     func questionText(item: ItemDescription, keychain: String, caller: any CallerFacts, legacy: Bool) -> String {
         var lines = ["\(caller.summary) wants to read \"\(item.label)\" (\(item.service), account \(item.account)) in \(keychain)."]
         if legacy { lines.append("The item has no list of trusted programs yet.") }
-        if caller.entry == nil { lines.append("The program cannot be identified: it can be allowed once only.") }
+        if caller.entry == nil || caller.isInterpreter {
+            lines.append(
+                caller.isInterpreter
+                    ? "It is an interpreter, running whatever script it was given: it can be allowed once only."
+                    : "The program cannot be identified: it can be allowed once only.")
+        }
         lines.append("Allow it with the keychain's password: deny, allow once, or always allow.")
         return lines.joined(separator: "\n")
     }

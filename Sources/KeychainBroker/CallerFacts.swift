@@ -34,13 +34,12 @@ extension CallerFacts {
     }
 }
 
-/// Where the broker evaluates a caller: the connecting process's pid, its pidfd (-1 when the
-/// kernel gave none) and its uid.
-package typealias CallerEvaluator = @Sendable (_ pid: Int32, _ pidfd: Int32, _ uid: uid_t) -> any CallerFacts
+/// Where the broker evaluates a caller: the descriptors pinned when it connected, and its uid.
+package typealias CallerEvaluator = @Sendable (_ handle: CallerHandle, _ uid: uid_t) -> any CallerFacts
 
-/// The stand-in evaluator: /proc/PID/exe and the parents' executables, trusted silently only when
-/// the executable is root's and not writable by others, and Yama stops same-uid tracing.
-package struct ProcCallerFacts: CallerFacts {
+/// A caller as the decisions see it: made from KeychainPeers' `Caller` (`init(_:)`), or by hand
+/// in tests.
+package struct CallerRecord: CallerFacts {
     package var entry: AccessList.Entry?
     package var canMatchSilently: Bool
     package var isInterpreter: Bool
@@ -48,6 +47,8 @@ package struct ProcCallerFacts: CallerFacts {
     package var summary: String
     package var chain: [String]
     package var warnings: [String]
+    /// What it was made from, for `BrokerPeer` to tell whether the process is still the same.
+    package var caller: Caller?
 
     package init(
         entry: AccessList.Entry?, canMatchSilently: Bool, isInterpreter: Bool = false, parentEntries: [AccessList.Entry] = [],
@@ -62,38 +63,49 @@ package struct ProcCallerFacts: CallerFacts {
         self.warnings = warnings
     }
 
-    static let interpreterNames = [
-        "python", "perl", "ruby", "node", "bash", "sh", "dash", "zsh", "fish", "lua", "php", "tclsh", "java", "osascript", "deno", "bun"
-    ]
-
-    package static func isInterpreter(_ path: String) -> Bool {
-        let name = path.split(separator: "/").last.map(String.init) ?? path
-        return interpreterNames.contains { name == $0 || (name.hasPrefix($0) && name.dropFirst($0.count).allSatisfy { $0.isNumber || $0 == "." }) }
+    /// The evaluation KeychainPeers made. An interpreter's entry is `interpreter:` (only such an
+    /// entry, written on purpose, ever names it), and being one is not a reason of its own to
+    /// refuse a silent match against that entry; every other warning is. The parents' entries end
+    /// at the first parent that is neither identified nor a shell: a helper's parent rule never
+    /// looks past a program it cannot vouch for.
+    package init(_ caller: Caller) {
+        let interpreter = caller.warnings.contains(.interpreter)
+        let path = caller.entry.flatMap { AccessList.Entry($0) }.flatMap { entry -> String? in
+            if case .executable(let path) = entry { return path }
+            return nil
+        }
+        if interpreter, let path {
+            entry = .interpreter(path)
+        } else {
+            entry = caller.entry.flatMap { AccessList.Entry($0) }
+        }
+        canMatchSilently = entry != nil && caller.warnings.allSatisfy { $0 == .interpreter }
+        isInterpreter = interpreter
+        var parents: [AccessList.Entry] = []
+        for (index, text) in caller.parentEntries.enumerated() {
+            if let text, let parent = AccessList.Entry(text) {
+                parents.append(parent)
+                continue
+            }
+            let shown = index < caller.chain.count ? Self.path(ofLink: caller.chain[index]) : ""
+            guard AccessDecision.shells.contains(shown) else { break }
+            parents.append(.interpreter(shown))
+        }
+        parentEntries = parents
+        summary = caller.summary
+        chain = caller.chain
+        warnings = caller.warnings.map(\.rawValue)
+        self.caller = caller
     }
 
-    package static let evaluate: CallerEvaluator = { pid, _, uid in
-        guard let exe = ProcessLineage.executable(of: pid) else {
-            return ProcCallerFacts(
-                entry: nil, canMatchSilently: false, summary: "pid \(pid) (uid \(uid), executable unknown)", warnings: ["its executable cannot be read"])
-        }
-        var warnings: [String] = []
-        var identified = true
-        var st = stat()
-        if exe.hasSuffix(" (deleted)") || stat(exe, &st) != 0 {
-            identified = false
-            warnings.append("its executable was deleted or replaced")
-        } else if st.st_uid != 0 || st.st_mode & (S_IWGRP | S_IWOTH) != 0 {
-            identified = false
-            warnings.append("its executable is not root's (a copy anyone could change)")
-        }
-        let yama = ProcFiles.read("/proc/sys/kernel/yama/ptrace_scope", limit: 16).flatMap { Int(String(decoding: $0, as: UTF8.self).filter(\.isNumber)) } ?? 0
-        if yama < 1 { warnings.append("ptrace_scope is 0 (or Yama is absent): any process of the user could steer it") }
-        let interpreter = isInterpreter(exe)
-        let parents = ProcessLineage.parents(of: pid)
-        let entry: AccessList.Entry? = identified ? (interpreter ? .interpreter(exe) : .executable(exe)) : nil
-        return ProcCallerFacts(
-            entry: entry, canMatchSilently: identified && yama >= 1, isInterpreter: interpreter,
-            parentEntries: parents.map { isInterpreter($0) ? .interpreter($0) : .executable($0) },
-            summary: "\(exe) (pid \(pid))", chain: parents, warnings: warnings)
+    /// "/usr/bin/bash (pid 12)" → "/usr/bin/bash".
+    private static func path(ofLink link: String) -> String {
+        guard link.hasSuffix(")") else { return link }
+        let marker = Array(" (pid ".utf8), bytes = Array(link.utf8)
+        guard let start = stride(from: bytes.count - marker.count, through: 0, by: -1).first(where: { Array(bytes[$0..<$0 + marker.count]) == marker })
+        else { return link }
+        return String(decoding: bytes[..<start], as: UTF8.self)
     }
+
+    package static let evaluate: CallerEvaluator = { handle, uid in CallerRecord(CallerTrust.evaluate(handle, uid: uid)) }
 }

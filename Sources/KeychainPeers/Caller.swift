@@ -59,11 +59,15 @@ package struct Caller: Sendable, Equatable {
     /// Matched to a trusted entry without asking only when identified and no warning.
     package var canMatchSilently: Bool { entry != nil && warnings.isEmpty }
 
-    /// One line for a question or a log: "python3 (/usr/bin/python3: interpreter) ← bash ← sshd".
+    /// One line for a question or a log: "python3 (/usr/bin/python3: interpreter) ← bash ← sshd",
+    /// "git (/usr/bin/git) ← bash": the program by its whole path, which a person can check, and
+    /// its parents by name.
     package var summary: String {
         var text = executable.map(Self.lastComponent) ?? "pid \(pid)"
         if !warnings.isEmpty {
             text += " (\(executable ?? "?"): \(warnings.map(\.rawValue).joined(separator: ", ")))"
+        } else if let executable {
+            text += " (\(executable))"
         }
         for parent in chain {
             text += " ← " + Self.lastComponent(Self.droppingPid(parent))

@@ -18,8 +18,12 @@ package final class CallerHandle {
     private let maps: Int32
 
     /// `pidfd` is borrowed (duplicated here; the caller keeps and closes its own). Without one the
-    /// process that has `pid` now is pinned, and the caller it yields is warned `unidentified`.
-    package init(pid: Int32, pidfd: Int32?) {
+    /// process that has `pid` now is pinned, and the caller it yields is warned `unidentified`,
+    /// unless `startedBy` (boot ticks, taken when the connection was accepted) says when the
+    /// connecting process existed: SO_PEERCRED's pid is then believed for a process that had
+    /// started by that moment (kernels before 6.5 have no SO_PEERPIDFD; a pid reused between the
+    /// connect and the accept, the broker's own latency, is the residual race).
+    package init(pid: Int32, pidfd: Int32?, startedBy: UInt64? = nil) {
         self.pid = pid
         if let pidfd {
             let pinned = PinnedProcess(adopting: pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 3) : -1)
@@ -27,9 +31,15 @@ package final class CallerHandle {
         } else {
             process = PinnedProcess(pid: pid)
         }
-        pinnedAtConnect = pidfd != nil
         maps = process == nil ? -1 : open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC | O_NOCTTY)
         startTime = maps < 0 ? nil : ProcessIdentity.startTime(of: pid)
+        if pidfd != nil {
+            pinnedAtConnect = true
+        } else if let startedBy, let startTime {
+            pinnedAtConnect = startTime <= startedBy
+        } else {
+            pinnedAtConnect = false
+        }
     }
 
     deinit { if maps >= 0 { close(maps) } }

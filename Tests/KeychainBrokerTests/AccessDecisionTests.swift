@@ -8,8 +8,8 @@ final class AccessDecisionTests: XCTestCase {
 
     func caller(
         _ entry: AccessList.Entry?, silent: Bool = true, interpreter: Bool = false, parents: [AccessList.Entry] = []
-    ) -> ProcCallerFacts {
-        ProcCallerFacts(entry: entry, canMatchSilently: silent, isInterpreter: interpreter, parentEntries: parents, summary: "test")
+    ) -> CallerRecord {
+        CallerRecord(entry: entry, canMatchSilently: silent, isInterpreter: interpreter, parentEntries: parents, summary: "test")
     }
 
     func list(_ text: String) -> AccessList { AccessList(text: text) }
@@ -72,10 +72,34 @@ final class AccessDecisionTests: XCTestCase {
         XCTAssertEqual(decision.decide(list: list("teamid:ABC"), caller: security), .ask)
     }
 
-    func testLegacyItemsAreSilentForTheKeychainsOwnProgramsOnly() {
-        XCTAssertEqual(decision.decide(list: nil, caller: caller(.executable("/usr/bin/security"))), .trusted)
-        XCTAssertEqual(decision.decide(list: nil, caller: caller(.executable("/usr/bin/security"), silent: false)), .ask)
-        XCTAssertEqual(decision.decide(list: nil, caller: caller(.executable("/usr/bin/git"))), .ask)
+    func testLegacyItemsTrustTheFrontEndTheirShapeNames() {
+        let decision = AccessDecision()
+        func implied(_ cls: ItemClass, _ attributes: [String: AttributeValue]) -> AccessList {
+            decision.impliedList(itemClass: cls, attributes: attributes)
+        }
+        let service = caller(.executable("/usr/bin/keychain-secret-service")), agent = caller(.executable("/usr/bin/keychain-ssh-agent"))
+        let secretServiceItem = implied(.genericPassword, [AttributeKey.freeFormAttributes: .data([1])])
+        XCTAssertEqual(decision.decide(list: secretServiceItem, caller: service), .trusted)
+        XCTAssertEqual(decision.decide(list: secretServiceItem, caller: caller(.executable("/usr/bin/security"))), .ask)
+        let sshKey = implied(.key, [AttributeKey.keyType: .int(OpenSSHKeyItem.keyType)])
+        XCTAssertEqual(decision.decide(list: sshKey, caller: agent), .trusted)
+        XCTAssertEqual(decision.decide(list: sshKey, caller: service), .ask)
+        let internet = implied(.internetPassword, [:])
+        var helper = caller(.executable("/usr/bin/git-credential-keychain"))
+        helper.parentEntries = [.executable("/usr/lib/git-core/git-remote-https")]
+        XCTAssertEqual(decision.decide(list: internet, caller: helper), .trusted)
+        helper.parentEntries = [.interpreter("/usr/bin/python3")]
+        XCTAssertEqual(decision.decide(list: internet, caller: helper), .ask)
+        // A generic password of unknown origin: every program is asked once, the keychain's own too.
+        let generic = implied(.genericPassword, [:])
+        XCTAssertEqual(generic.entries, [])
+        XCTAssertEqual(decision.decide(list: generic, caller: caller(.executable("/usr/bin/security"))), .ask)
+    }
+
+    func testAppleNamesNoDaemonThatServesOthers() {
+        let decision = AccessDecision()
+        XCTAssertEqual(decision.decide(list: list("apple:"), caller: caller(.executable("/usr/bin/keychain-secret-service"))), .ask)
+        XCTAssertEqual(decision.decide(list: list("apple:"), caller: caller(.executable("/usr/bin/keychain-ssh-agent"))), .ask)
     }
 
     func testTheDefaultOwnProgramsCoverBothPrefixes() {
@@ -84,19 +108,10 @@ final class AccessDecisionTests: XCTestCase {
             XCTAssertTrue(programs.contains("/usr/bin/" + name) && programs.contains("/usr/local/bin/" + name), name)
         }
     }
-
-    func testInterpretersAreRecognisedByName() {
-        for path in ["/usr/bin/python3", "/usr/bin/python3.11", "/usr/bin/perl", "/bin/bash", "/usr/bin/node"] {
-            XCTAssertTrue(ProcCallerFacts.isInterpreter(path), path)
-        }
-        for path in ["/usr/bin/git", "/usr/bin/security", "/usr/bin/shred", "/usr/bin/nodejs-helper"] {
-            XCTAssertFalse(ProcCallerFacts.isInterpreter(path), path)
-        }
-    }
 }
 
-extension ProcCallerFacts {
-    func with(silent: Bool) -> ProcCallerFacts {
+extension CallerRecord {
+    func with(silent: Bool) -> CallerRecord {
         var copy = self
         copy.canMatchSilently = silent
         return copy

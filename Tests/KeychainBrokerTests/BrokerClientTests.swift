@@ -53,8 +53,8 @@ final class BrokerClientTests: XCTestCase {
             wrappedKey: try r.blob())
         var state = BrokerState()
         state.log.toSyslog = false
-        let facts = ProcCallerFacts(entry: .executable("/usr/bin/other"), canMatchSilently: true, summary: "other")
-        let service = BrokerService(evaluate: { _, _, _ in facts }, state: state)
+        let facts = CallerRecord(entry: .executable("/usr/bin/other"), canMatchSilently: true, summary: "other")
+        let service = BrokerService(evaluate: { _, _ in facts }, state: state)
         let peer = BrokerPeer(uid: 1000, pid: getpid())
         let exchange: @Sendable (BrokerRequest) throws -> BrokerReply = { request in
             do { return try service.handle(request, from: peer) } catch let error as KeychainError { return .failure(error) }

@@ -10,9 +10,9 @@ final class CustodyTests: XCTestCase {
     var store: KeychainStore!
     var now: UInt64 = 1_800_000_000
     let me = BrokerPeer(uid: 1000, pid: getpid())
-    let security = ProcCallerFacts(entry: .executable("/usr/bin/security"), canMatchSilently: true, summary: "/usr/bin/security (pid 1)")
-    let stranger = ProcCallerFacts(entry: .executable("/usr/bin/stranger"), canMatchSilently: true, summary: "/usr/bin/stranger (pid 2)")
-    let copy = ProcCallerFacts(entry: nil, canMatchSilently: false, summary: "/home/u/copy (pid 3)")
+    let security = CallerRecord(entry: .executable("/usr/bin/security"), canMatchSilently: true, summary: "/usr/bin/security (pid 1)")
+    let stranger = CallerRecord(entry: .executable("/usr/bin/stranger"), canMatchSilently: true, summary: "/usr/bin/stranger (pid 2)")
+    let copy = CallerRecord(entry: nil, canMatchSilently: false, summary: "/home/u/copy (pid 3)")
 
     override func setUpWithError() throws {
         scratch = Scratch()
@@ -21,10 +21,10 @@ final class CustodyTests: XCTestCase {
 
     override func tearDown() { scratch.remove() }
 
-    func service(_ facts: ProcCallerFacts, state: BrokerState = BrokerState(), store: BrokerStateStore? = nil) -> BrokerService {
+    func service(_ facts: CallerRecord, state: BrokerState = BrokerState(), store: BrokerStateStore? = nil) -> BrokerService {
         var state = state
         state.log.toSyslog = false
-        return BrokerService(evaluate: { _, _, _ in facts }, store: store, state: state, clock: { [unowned self] in self.now })
+        return BrokerService(evaluate: { _, _ in facts }, store: store, state: state, clock: { [unowned self] in self.now })
     }
 
     func keybag(_ store: KeychainStore) -> CustodyKeybag {
@@ -81,11 +81,13 @@ final class CustodyTests: XCTestCase {
             rowID: request.rowID, itemClass: request.itemClass, lockClass: request.lockClass, space: .protected, metadata: request.metadata, secret: [])
         XCTAssertNotNil(try KeychainStore.openMetadata(row, keychain: request.keychain, key: open.open[.whenUnlocked]!.metadata).version)
         // The broker opens the engine's item key, and that key the engine's secret: byte-identical
-        // additional data on both sides. A legacy item (no list) read by the keychain's own tool.
-        let (itemKey, entry) = try key(try broker.handle(.unwrap(request, interaction: .notAllowed, answer: .none, password: []), from: me))
+        // additional data on both sides. A generic password older than lists is asked for, the
+        // keychain's own tool too (nothing says who made it), and opens once allowed.
+        assertCode(.interactionNotAllowed) { try broker.handle(.unwrap(request, interaction: .notAllowed, answer: .none, password: []), from: self.me) }
+        let (itemKey, entry) = try key(try broker.handle(.unwrap(request, interaction: .allowed, answer: .once, password: Array("pw".utf8)), from: me))
         XCTAssertEqual(entry, "")
         XCTAssertEqual(try secret(of: request, body: body, key: itemKey), "s3cret")
-        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).map(\.decision), ["trusted"])
+        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).map(\.decision), ["not allowed", "allowed once"])
         XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).first?.account, "alice")
         // Another uid holds nothing of it.
         guard case .state(let theirs) = try broker.handle(.state(keybag(store)), from: BrokerPeer(uid: 1001, pid: getpid())) else { return XCTFail() }
@@ -119,7 +121,7 @@ final class CustodyTests: XCTestCase {
         XCTAssertThrowsError(try broker.handle(.unwrap(whenUnlocked, interaction: .notAllowed, answer: .none, password: []), from: me)) {
             XCTAssertEqual(($0 as? KeychainError)?.code, KeychainError.locked().code)
         }
-        let (itemKey, _) = try key(try broker.handle(.unwrap(afterFirst, interaction: .notAllowed, answer: .none, password: []), from: me))
+        let (itemKey, _) = try key(try broker.handle(.unwrap(afterFirst, interaction: .allowed, answer: .once, password: Array("pw".utf8)), from: me))
         XCTAssertEqual(try secret(of: afterFirst, body: body, key: itemKey), "pw")
         _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)
         _ = try broker.handle(.lockAll, from: me)

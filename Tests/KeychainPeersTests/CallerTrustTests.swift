@@ -26,7 +26,7 @@ final class CallerTrustTests: XCTestCase {
         XCTAssertEqual(caller.chain.first, "\(ProcessLineage.executable(of: getpid()) ?? "?") (pid \(getpid()))")
         XCTAssertEqual(caller.chain.count, caller.parentEntries.count)
         XCTAssertLessThanOrEqual(caller.chain.count, CallerTrust.chainLimit)
-        XCTAssertTrue(caller.summary.hasPrefix("sleep ← "), caller.summary)
+        XCTAssertTrue(caller.summary.hasPrefix("sleep (/usr/bin/sleep) ← "), caller.summary)
 
         // Found by its pid alone, it may be a later holder of the pid: never silent.
         let looked = child.evaluate(pinned: false)

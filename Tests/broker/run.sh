@@ -23,7 +23,9 @@ done
 
 suffix=$$
 broker=kcb$suffix user=kcbu$suffix
-work=$(mktemp -d /tmp/kc-broker-XXXXXX)
+# Under /run, not /tmp: a program in a folder every user may write to (sticky or not) is never
+# identified (KeychainPeers' FileTrust), and the probe must be, as an installed program is.
+work=$(mktemp -d /run/kc-broker-XXXXXX)
 chmod 755 "$work"
 socket=$work/run/socket
 broker_pid=
@@ -164,7 +166,7 @@ names_the_caller() {
     local out
     out=$(probe whoami)
     echo "$out"
-    grep -q "^caller: $work/bin/keychain-broker-probe (pid [0-9]*)$" <<< "$out"
+    grep -q "^caller: keychain-broker-probe ($work/bin/keychain-broker-probe) ← " <<< "$out"
     grep -q "^entry: exe:$work/bin/keychain-broker-probe$" <<< "$out"
 }
 
@@ -178,7 +180,7 @@ reads_ask_with_the_password() {
     grep -q "status -25308" <<< "$out"
     out=$(as_user env KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-deny" "$work/bin/keychain-broker-probe" read "$keychain") && return 1
     grep -q "status -25293" <<< "$out"
-    grep -q "keychain-broker-probe (pid [0-9]*) wants to read \"probe item\" (broker, account probe)" "$work/home/question"
+    grep -q "keychain-broker-probe ($work/bin/keychain-broker-probe) ← .* wants to read \"probe item\" (broker, account probe)" "$work/home/question"
     out=$(as_user env KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-wrong" "$work/bin/keychain-broker-probe" read "$keychain") && return 1
     grep -q "status -25293" <<< "$out"
     expect "secret: s3cret" "$(as_user env KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-once" "$work/bin/keychain-broker-probe" read "$keychain")"
@@ -277,7 +279,7 @@ socket_activation() {
     kill -TERM "$activator" 2>/dev/null
     wait "$activator" 2>/dev/null
     echo "$out"
-    grep -q "^caller: $work/bin/keychain-broker-probe" <<< "$out"
+    grep -q "^caller: keychain-broker-probe ($work/bin/keychain-broker-probe)" <<< "$out"
     [ ! -e "$work/run/unused" ]
 }
 

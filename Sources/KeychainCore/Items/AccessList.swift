@@ -102,3 +102,25 @@ package struct AccessList: Equatable, Sendable {
 
     package mutating func remove(_ entry: Entry) { entries.removeAll { $0 == entry } }
 }
+
+// MARK: The programs that run the credential helpers
+
+extension AccessList {
+    /// git runs credential helpers itself, and through its remote helpers (HTTP(S), FTP(S)).
+    /// Installed paths with their /usr/local variants: constants, because a list must name where
+    /// the trusted programs are, not where some link points today.
+    package static let gitParents = [
+        "/usr/bin/git", "/usr/local/bin/git", "/usr/lib/git-core/git", "/usr/local/lib/git-core/git",
+        "/usr/lib/git-core/git-remote-http", "/usr/lib/git-core/git-remote-https",
+        "/usr/lib/git-core/git-remote-ftp", "/usr/lib/git-core/git-remote-ftps",
+        "/usr/local/lib/git-core/git-remote-http", "/usr/local/lib/git-core/git-remote-https",
+        "/usr/local/lib/git-core/git-remote-ftp", "/usr/local/lib/git-core/git-remote-ftps"
+    ]
+
+    /// The container tools that run docker-credential-* helpers.
+    package static let dockerParents = [
+        "/usr/bin/docker", "/usr/local/bin/docker", "/usr/bin/podman", "/usr/local/bin/podman",
+        "/usr/bin/skopeo", "/usr/local/bin/skopeo", "/usr/bin/buildah", "/usr/local/bin/buildah",
+        "/usr/libexec/docker/cli-plugins/docker-buildx", "/usr/local/libexec/docker/cli-plugins/docker-buildx"
+    ]
+}
