@@ -9,7 +9,7 @@ package final class BrokerConnection: @unchecked Sendable {
     private let mutex = Mutex()
     private var fd: Int32 = -1
 
-    package init(path: String = BrokerPaths.clientSocket) { self.path = path }
+    package init(path: String = BrokerPaths.socket) { self.path = path }
 
     deinit { if fd >= 0 { close(fd) } }
 
@@ -182,17 +182,23 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
     package func forget(path: String, password: Bytes) throws { try done(.forget(path: path, password: password)) }
 }
 
-/// What a front end calls at start: the broker's custodian, unless the broker is off
-/// (KEYCHAIN_BROKER=off) or there is none here (no socket at the path).
+/// What a front end calls at start: the broker's custodian, where there is a broker.
 package enum BrokerSetup {
     nonisolated(unsafe) package private(set) static var installed: BrokerCustodian?
 
+    /// The custodian of this process: the broker the environment names (`KEYCHAIN_BROKER_SOCKET`,
+    /// tests), else the system's where its socket exists; nil on a machine without a broker,
+    /// where the kernel keyring keeps the keys as before. Once a broker is named or installed
+    /// nothing falls back to the kernel keyring: a process of the user that sets the environment
+    /// (a shell's startup file) could otherwise have the next unlock put the keys where it reads
+    /// them. A broker that does not answer, or answers as the wrong user, fails every call.
     package static func custodian(answerer: (any AccessAnswerer)?) -> BrokerCustodian? {
-        if let value = getenv("KEYCHAIN_BROKER"), String(cString: value) == "off" { return nil }
-        let path = BrokerPaths.clientSocket
+        if let value = getenv("KEYCHAIN_BROKER_SOCKET"), value.pointee != 0 {
+            return BrokerCustodian(connection: BrokerConnection(path: String(cString: value)), answerer: answerer)
+        }
         var st = stat()
-        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK else { return nil }
-        return BrokerCustodian(connection: BrokerConnection(path: path), answerer: answerer)
+        guard lstat(BrokerPaths.socket, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK else { return nil }
+        return BrokerCustodian(connection: BrokerConnection(path: BrokerPaths.socket), answerer: answerer)
     }
 
     /// Installs the custodian for this process. Until the engine has its seam

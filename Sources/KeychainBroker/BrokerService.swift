@@ -98,7 +98,7 @@ package final class BrokerService {
         guard Crypto.equal(bag.uuid, keybag.uuid) else { throw KeychainError.decode("the keybag's uuid does not match its fields") }
         if bag.version < 2 {
             throw KeychainError(
-                .invalidKeychain, "this keychain's format is too old for the broker: unlock once with `KEYCHAIN_BROKER=off security unlock-keychain` to upgrade"
+                .invalidKeychain, "this keychain's format is too old for the broker: unlock it once with the password where no broker runs (an earlier version, or a machine without keychain-broker) to upgrade it"
             )
         }
         if bag.binding != nil { throw KeychainError(.notAvailable, "a keychain sealed to a TPM is not kept by the broker in this version") }

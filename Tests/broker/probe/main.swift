@@ -20,7 +20,11 @@ func keybag(_ store: KeychainStore) -> CustodyKeybag {
     return CustodyKeybag(uuid: store.keybag.uuid, fields: fields, path: store.path)
 }
 
-let custodian = BrokerCustodian(connection: BrokerConnection(), answerer: AccessAnswerers.standard())
+// The broker the front ends would use (KEYCHAIN_BROKER_SOCKET in the suite).
+guard let custodian = BrokerSetup.custodian(answerer: AccessAnswerers.standard()) else {
+    fputs("keychain-broker-probe: no broker here\n", stderr)
+    exit(1)
+}
 do {
     switch command {
     case "create":
