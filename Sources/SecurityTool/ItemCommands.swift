@@ -10,6 +10,7 @@ enum PasswordCommand {
             throw ValidationError("give the account (-a) and the \(query.itemClass == .genericPassword ? "service" : "server") (-s)")
         }
         try perform(context(query.itemClass, "add")) {
+            let chosen = try options.accessList()
             let store = try target.open()
             var secret = try options.secret()
             defer { secret.wipe() }
@@ -27,8 +28,10 @@ enum PasswordCommand {
             let presence = PresenceOptions(askApplicationPassword: {
                 try Terminal.readSecret(prompt: "application password for the item: ", confirm: "retype application password: ")
             })
+            item[AccessList.attribute] = .string((chosen ?? AccessEntries.securityTool).text)
             if options.update {
-                try store.addOrUpdate(item, presence: presence)
+                // -U without -A or -T changes the secret and attributes, not who may read them.
+                try store.addOrUpdate(item, keepingOld: chosen == nil ? [AccessList.attribute] : [], presence: presence)
             } else {
                 try store.add(item, presence: presence)
             }
@@ -48,6 +51,7 @@ enum PasswordCommand {
                 return
             }
             Terminal.out(ItemFormat.describe(item, keychain: store.path))
+            if output.showAccess { Terminal.out(AccessEntries.describe(AccessList.of(item))) }
             if output.showPassword { Terminal.error("password: " + ItemFormat.passwordValue(item.secret ?? [])) }
         }
     }
@@ -144,7 +148,7 @@ struct DumpKeychain: ParsableCommand {
         commandName: "dump-keychain", abstract: "Show every item a keychain holds (locked items are counted, not shown).")
 
     @Flag(name: .customShort("d"), help: "Show the passwords too.") var data = false
-    @Flag(name: .customShort("a"), help: "Accepted for macOS compatibility.") var accessControl = false
+    @Flag(name: .customShort("a"), help: "Show each item's access list (the programs it trusts).") var accessControl = false
     @Flag(name: .customShort("i"), help: "Accepted for macOS compatibility.") var interactive = false
     @Flag(name: .customShort("r"), help: "Accepted for macOS compatibility.") var raw = false
     @OptionGroup var target: KeychainListArgument
@@ -173,6 +177,7 @@ struct DumpKeychain: ParsableCommand {
                 }
                 for item in items {
                     Terminal.out(ItemFormat.describe(item, keychain: store.path))
+                    if accessControl { Terminal.out(AccessEntries.describe(AccessList.of(item))) }
                     if data && item.itemClass != .key { Terminal.out("data:\n" + ItemFormat.passwordValue(item.secret ?? [])) }
                     shown += 1
                 }
