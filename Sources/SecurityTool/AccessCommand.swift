@@ -60,7 +60,6 @@ struct Access: ParsableCommand {
         if revokeProgram && program == nil { throw ValidationError("--revoke takes the entry to remove") }
         if program != nil {
             if grant != nil { throw ValidationError("--program takes --list or --revoke; grant items one by one") }
-            if revoke != nil { throw ValidationError("--program revokes its own entries: --program PATH --revoke") }
             if !selectors.attributes.isEmpty { throw ValidationError("--program looks at every item: no item options with it") }
         } else if selectors.attributes.isEmpty {
             throw ValidationError("name the item (-a, -s, -l, ...), or give --program PATH")
@@ -144,9 +143,12 @@ struct Access: ParsableCommand {
     /// program: shown, or (--revoke) its entries removed, item by item.
     private func acrossItems(_ given: String) throws {
         let path = AccessEntries.resolvedIfPresent(given)
-        let revoking = revokeProgram
+        // After --program, --revoke takes no value: what the command line gave it is the first keychain.
+        let revoking = revokeProgram || revoke != nil
+        let named = (revoke.map { [$0] } ?? []) + target.keychains
+        let paths = named.isEmpty ? target.paths : named.map(KeychainFile.resolve)
         var changed = 0
-        for store in try target.paths.map({ try KeychainStore.open(at: $0, storage: .kernel) }) {
+        for store in try paths.map({ try KeychainStore.open(at: $0, storage: .kernel) }) {
             for itemClass in [ItemClass.genericPassword, .internetPassword, .key, .certificate] {
                 var query = Query(itemClass: itemClass)
                 query.synchronizable = .any
