@@ -163,7 +163,8 @@ struct Access: ParsableCommand {
                     guard var list = AccessList.of(item), list.entries.contains(where: { AccessEntries.names($0, program: path) }) else { continue }
                     if revoking {
                         list.entries.removeAll { AccessEntries.names($0, program: path) }
-                        try AccessEdit.write(list, to: item, in: store, reason: "access: revoking \(path) from the item \"\(item[AttributeKey.label]?.stringValue ?? "")\"")
+                        try AccessEdit.write(
+                            list, to: item, in: store, reason: "access: revoking \(path) from the item \"\(item[AttributeKey.label]?.stringValue ?? "")\"")
                         changed += 1
                     }
                     Terminal.out(ItemFormat.describe(item, keychain: store.path))

@@ -62,7 +62,9 @@ extension KeychainArgument {
 
 /// -S and -k, which the three commands share.
 struct PartitionOptions: ParsableArguments {
-    @Option(name: .customShort("S"), parsing: .unconditional, help: "Comma-separated partition ids: the item's new access list (apple-tool:, apple:, teamid:ID, exe:/path, flatpak:ID, snap:NAME).")
+    @Option(
+        name: .customShort("S"), parsing: .unconditional,
+        help: "Comma-separated partition ids: the item's new access list (apple-tool:, apple:, teamid:ID, exe:/path, flatpak:ID, snap:NAME).")
     var partitions: String?
     @Option(name: .customShort("k"), parsing: .unconditional, help: "The keychain's password (visible to other processes; leave it out to be prompted).")
     var password: String?

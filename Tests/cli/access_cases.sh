@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2154 # security and case_dir are set by run.sh, which sources this file
 # Access lists as they are set and shown (issue 54): add-* -T/-A, the partition-list commands,
 # `security access`, dump-keychain -a and find --access. No broker runs here: these cases check
 # the lists as stored, not who gets the secret.
@@ -10,10 +11,10 @@ add_writes_the_list() {
     make_keychain
     "$security" add-generic-password -a a -s default -w x
     expect $'access: 1 entries\n    entry 0: apple-tool:' "$(list_of -a a -s default)" "without -T or -A: the security tool (keychain_add.c)"
-    ln -s /usr/bin/env "$case_dir/linked-env"
+    ln -s /bin/true "$case_dir/linked"
     cp /bin/true "$case_dir/tool"
-    "$security" add-generic-password -a a -s twice -w x -T /bin/true -T "$case_dir/tool" -T /bin/true
-    expect $'access: 2 entries\n    entry 0: exe:/usr/bin/true\n    entry 1: exe:'"$case_dir/tool" "$(list_of -a a -s twice)" "-T resolved (realpath), the same program once"
+    "$security" add-generic-password -a a -s twice -w x -T /bin/true -T "$case_dir/tool" -T "$case_dir/linked"
+    expect $'access: 2 entries\n    entry 0: exe:/usr/bin/true\n    entry 1: exe:'"$case_dir/tool" "$(list_of -a a -s twice)" "-T resolved (realpath): a link to a listed program adds nothing"
     "$security" add-generic-password -a a -s none -w x -T ""
     expect "access: 0 entries" "$(list_of -a a -s none)" '-T "": no program trusted'
     "$security" add-generic-password -a a -s any -w x -A
