@@ -125,12 +125,12 @@ struct Access: ParsableCommand {
     /// Removes what `given` names: every entry naming a program given by path, else the entry.
     /// Returns how the entry reads, for the message when nothing matched.
     static func removing(_ given: String, from list: inout AccessList) throws -> String {
-        if given.hasPrefix("/") || given.hasPrefix(".") {
+        guard let entry = AccessList.Entry(given) else {
+            guard given.contains("/") else { throw KeychainError.param("--revoke \(given): not a program's path nor an entry") }
             let path = AccessEntries.resolvedIfPresent(given)
             list.entries.removeAll { AccessEntries.names($0, program: path) }
             return path
         }
-        guard let entry = AccessList.Entry(given) else { throw KeychainError.param("--revoke \(given): not a program's path nor an entry") }
         list.remove(entry)
         if case .executable(let path) = entry {
             // exe:/path also means the entry whatever its path resolves to.

@@ -60,8 +60,8 @@ enum AccessEntries {
     /// An entry to grant: a path (resolved; an interpreter only with `asInterpreter`) or an
     /// entry's own text, whose paths are resolved the same way.
     static func granted(_ given: String, asInterpreter: Bool, option: String) throws -> AccessList.Entry {
-        if given.hasPrefix("/") || given.hasPrefix(".") { return try programEntry(given, asInterpreter: asInterpreter, option: option) }
         guard let entry = AccessList.Entry(given) else {
+            if given.contains("/") { return try programEntry(given, asInterpreter: asInterpreter, option: option) }
             throw KeychainError.param(
                 "\(option) \(given): not a program's path nor an entry (any, exe:/path, interpreter:/path, flatpak:ID, snap:NAME, apple-tool:, apple:, teamid:ID)"
             )

@@ -40,15 +40,22 @@ enum PartitionList {
         }
         var query = query
         query.synchronizable = .any
+        let items: [Item]
         do {
-            let items = try store.find(query, limit: nil)
-            for item in items {
-                try AccessEdit.write(list, to: item, in: store, reason: "set-partition-list: changing which programs may use \(item.itemClass.rawValue) items")
-                Terminal.out(ItemFormat.describe(item, keychain: store.path))
-            }
+            items = try store.find(query, limit: nil)
         } catch let error as KeychainError {
             Failure.print(error, context: "SecItemCopyMatching")
             throw ExitCode(1)
+        }
+        for item in items {
+            do {
+                try AccessEdit.write(list, to: item, in: store, reason: "set-partition-list: changing which programs may use \(item.itemClass.rawValue) items")
+            } catch let error as KeychainError {
+                // keychain_set_partition_list's call for each item, and its status 1.
+                Failure.print(error, context: "SecKeychainItemSetAccessWithPassword")
+                throw ExitCode(1)
+            }
+            Terminal.out(ItemFormat.describe(item, keychain: store.path))
         }
     }
 }

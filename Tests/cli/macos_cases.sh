@@ -66,6 +66,8 @@ partition_lists() {
     before=$("$security" dump-keychain -a)
     expect 1 "$(status_of "$security" set-key-partition-list -S apple-tool: -D no-such-kind -k kcpass "$XDG_DATA_HOME/keychains/login.keychain-db")" "no key matches: 1"
     expect 0 "$(status_of "$security" set-key-partition-list -S apple-tool:,apple: -t private -k kcpass)"
+    KEYCHAIN_PATH_CI=$XDG_DATA_HOME/keychains/login.keychain-db
+    "$security" set-key-partition-list -S apple-tool:,apple: -s -k kcpass "$KEYCHAIN_PATH_CI" > /dev/null
     # A wrong password: SecKeychainUnlock's error (errSecAuthFailed) and status 1
     # (keychain_set_partition_list sets result = 1 for every failure); nothing changes.
     expect 1 "$(status_of "$security" set-key-partition-list -S any -k wrong)"
