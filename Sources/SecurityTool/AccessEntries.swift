@@ -30,13 +30,15 @@ enum AccessEntries {
         }
     }
 
+    /// `option` names the caller in messages (`--grant`, or SecTrustedApplicationCreateFromPath
+    /// for -T, as keychain_add.c reports it).
     /// A program named by path, as the list keeps it: absolute, symbolic links resolved
     /// (realpath), an existing executable file. A name that is not a path (an app bundle's name,
     /// as macOS's -T takes, or a command name) is refused: a list names programs by where they are.
     static func program(_ given: String, option: String) throws -> String {
         guard given.contains("/") else {
             throw KeychainError.param(
-                "\(option) \(given): not a program's path; the list names programs by where they are installed (for example \(option) /usr/bin/git)")
+                "\(option) \(given): not a program's path; the list names programs by where they are installed (for example /usr/bin/git)")
         }
         guard let resolved = realpath(given, nil) else {
             throw KeychainError.param("\(option) \(given): \(String(cString: strerror(errno))); give the path of an installed program")

@@ -9,8 +9,16 @@ enum PasswordCommand {
         guard query.attributes[AttributeKey.account] != nil, query.attributes[nameKey] != nil else {
             throw ValidationError("give the account (-a) and the \(query.itemClass == .genericPassword ? "service" : "server") (-s)")
         }
+        // keychain_add.c: a -T that names no program is SecTrustedApplicationCreateFromPath's
+        // error and status 1, before the keychain is touched.
+        let chosen: AccessList?
+        do {
+            chosen = try options.accessList()
+        } catch let error as KeychainError {
+            Failure.print(error)
+            throw ExitCode(1)
+        }
         try perform(context(query.itemClass, "add")) {
-            let chosen = try options.accessList()
             let store = try target.open()
             var secret = try options.secret()
             defer { secret.wipe() }

@@ -142,7 +142,7 @@ struct NewPasswordOptions: ParsableArguments {
         guard anyApplication || !applications.isEmpty else { return nil }
         var list = AccessList([])
         if anyApplication { list.add(.anyProgram) }
-        for path in applications where !path.isEmpty { list.add(.executable(try AccessEntries.program(path, option: "-T"))) }
+        for path in applications where !path.isEmpty { list.add(.executable(try AccessEntries.program(path, option: "SecTrustedApplicationCreateFromPath"))) }
         return list
     }
 

@@ -32,16 +32,19 @@ add_writes_the_list() {
     expect $'access: 1 entries\n    entry 0: apple-tool:' "$(list_of -a a -s fresh)"
 }
 
+# keychain_add.c: SecTrustedApplicationCreateFromPath's error and status 1, nothing stored.
 add_refuses_bad_programs() {
     make_keychain
     out=$("$security" add-generic-password -a a -s s -w x -T /no/such/program 2>&1) && return 1
-    grep -q -- '-T /no/such/program: No such file or directory' <<< "$out"
-    expect 206 "$(status_of "$security" add-generic-password -a a -s s -w x -T /no/such/program)" "errSecParam"
-    expect 206 "$(status_of "$security" add-generic-password -a a -s s -w x -T Safari.app)" "a bundle's name is not a path"
-    grep -q "not a program's path" <<< "$("$security" add-generic-password -a a -s s -w x -T Safari.app 2>&1)"
-    expect 206 "$(status_of "$security" add-generic-password -a a -s s -w x -T /tmp)" "a directory is no program"
+    grep -q 'SecTrustedApplicationCreateFromPath /no/such/program: No such file or directory' <<< "$out"
+    expect 1 "$(status_of "$security" add-generic-password -a a -s s -w x -T /no/such/program)"
+    expect 1 "$(status_of "$security" add-internet-password -a a -s h.example -w x -T /bin/true -T /no/such)"
+    expect 1 "$(status_of "$security" add-generic-password -a a -s s -w x -T Safari.app)" "a bundle's name is not a path"
+    grep -q "Safari.app: not a program's path" <<< "$("$security" add-generic-password -a a -s s -w x -T Safari.app 2>&1)"
+    expect 1 "$(status_of "$security" add-generic-password -a a -s s -w x -T /tmp)" "a directory is no program"
     expect 2 "$(status_of "$security" add-generic-password -a a -s s -w x -T)" "-T without a value: usage"
     expect 44 "$(status_of "$security" find-generic-password -a a -s s)" "nothing was stored"
+    expect 44 "$(status_of "$security" find-internet-password -s h.example)"
 }
 
 access_grants_and_revokes() {
