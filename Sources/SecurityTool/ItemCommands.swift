@@ -157,7 +157,7 @@ struct DumpKeychain: ParsableCommand {
 
     @Flag(name: .customShort("d"), help: "Show the passwords too.") var data = false
     @Flag(name: .customShort("a"), help: "Show each item's access list (the programs it trusts).") var accessControl = false
-    @Flag(name: .customShort("i"), help: "Accepted for macOS compatibility.") var interactive = false
+    @Flag(name: .customShort("i"), help: "As -a (macOS then edits each list interactively; use `security access` here).") var interactive = false
     @Flag(name: .customShort("r"), help: "Accepted for macOS compatibility.") var raw = false
     @OptionGroup var target: KeychainListArgument
 
@@ -185,7 +185,8 @@ struct DumpKeychain: ParsableCommand {
                 }
                 for item in items {
                     Terminal.out(ItemFormat.describe(item, keychain: store.path))
-                    if accessControl { Terminal.out(AccessEntries.describe(AccessList.of(item))) }
+                    // keychain_dump: -i shows the access lists as -a does.
+                    if accessControl || interactive { Terminal.out(AccessEntries.describe(AccessList.of(item))) }
                     if data && item.itemClass != .key { Terminal.out("data:\n" + ItemFormat.passwordValue(item.secret ?? [])) }
                     shown += 1
                 }

@@ -106,4 +106,5 @@ lists_shown_only_when_asked() {
     "$security" find-internet-password -s h.example --access | grep -qx '    entry 0: apple-tool:'
     expect 2 "$("$security" dump-keychain -a | grep -c '^access: 1 entries')" "dump-keychain -a: each item's list"
     if "$security" dump-keychain -a | grep -q tapp; then return 1; fi
+    expect 2 "$("$security" dump-keychain -i | grep -c '^access: 1 entries')" "-i shows them too (keychain_dump)"
 }
