@@ -108,3 +108,15 @@ lists_shown_only_when_asked() {
     if "$security" dump-keychain -a | grep -q tapp; then return 1; fi
     expect 2 "$("$security" dump-keychain -i | grep -c '^access: 1 entries')" "-i shows them too (keychain_dump)"
 }
+
+# An item from before lists (here: imported by import-secrets, which writes none) shows no list;
+# its first list starts from apple:, what the keychain's own programs had.
+legacy_items_start_from_apple() {
+    make_keychain
+    printf 'https://alice:s3cret@git.example.org\n' > "$HOME/.git-credentials"
+    "$security" import-secrets --git-credentials > /dev/null
+    expect "access: no list (an item made before access lists: the keychain's own programs use it, others are asked)" \
+        "$(list_of --internet -s git.example.org)"
+    list_of --internet -s git.example.org --grant /bin/true > /dev/null
+    expect $'access: 2 entries\n    entry 0: apple:\n    entry 1: exe:/usr/bin/true' "$(list_of --internet -s git.example.org)"
+}
