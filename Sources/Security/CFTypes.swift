@@ -63,6 +63,9 @@ enum TypeID {
     static let key: CFTypeID = 1004
     static let identity: CFTypeID = 1005
     static let accessControl: CFTypeID = 1006
+    static let access: CFTypeID = 1007
+    static let trustedApplication: CFTypeID = 1008
+    static let acl: CFTypeID = 1009
 }
 
 public func CFStringGetTypeID() -> CFTypeID { TypeID.string }
@@ -81,6 +84,9 @@ public func CFGetTypeID(_ cf: CFTypeRef?) -> CFTypeID {
     switch cf {
     case nil: return TypeID.unknown
     case is SecAccessControl: return TypeID.accessControl
+    case is SecAccess: return TypeID.access
+    case is SecTrustedApplication: return TypeID.trustedApplication
+    case is SecACL: return TypeID.acl
     case is SecKeychain: return TypeID.keychain
     case is SecKeychainItem: return TypeID.keychainItem
     case is SecCertificate: return TypeID.certificate

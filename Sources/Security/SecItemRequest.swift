@@ -286,6 +286,13 @@ struct SecItemRequest {
                 throw KeychainError.param("Unexpected type of kSecAttrAccessControl attribute")
             }
             accessControl = control
+        case "acls":
+            // kSecAttrAccess: the item's access list, kept under the engine's own attribute.
+            guard let access = value as? SecAccess else { throw KeychainError.param("kSecAttrAccess must be a SecAccess (SecAccessCreate)") }
+            attributes[AccessList.attribute] = .string(access.list.text)
+            attributeCount += 1
+        case AccessList.attribute:
+            throw KeychainError.param("\(key) is not an attribute of Apple's API; give the item's access as kSecAttrAccess")
         case "u_AuthUI":
             switch value as? String {
             case "u_AuthUIA": authenticationUI = .allow
@@ -313,7 +320,8 @@ struct SecItemRequest {
     private static func isSpecial(_ key: String) -> Bool {
         let utf8 = key.utf8
         if utf8.count >= 2, utf8[utf8.index(after: utf8.startIndex)] == UInt8(ascii: "_") { return true }
-        return key == AttributeKey.synchronizable || key == AttributeKey.accessControl || accepted.contains(key)
+        return key == AttributeKey.synchronizable || key == AttributeKey.accessControl || key == "acls" || key == AccessList.attribute
+            || accepted.contains(key)
     }
 
     private mutating func takeAttribute(_ key: String, _ value: Any) throws {

@@ -74,7 +74,7 @@ enum CommandTable {
         .unavailable("add-certificates"),
         CommandSpec(
             name: "find-generic-password", type: FindGenericPassword.self, optstring: "h" + passwordAttributes + "G:wg",
-            synopsis: "[-h] [-a account] [-s service] [options...] [-g] [keychain...]"),
+            longOptions: ["access": false], synopsis: "[-h] [-a account] [-s service] [options...] [-g] [--access] [keychain...]"),
         CommandSpec(
             name: "delete-generic-password", type: DeleteGenericPassword.self, optstring: "h" + passwordAttributes + "G:",
             synopsis: "[-h] [-a account] [-s service] [options...] [keychain...]"),
@@ -84,8 +84,8 @@ enum CommandTable {
             synopsis: "[-a account] [-s service] [-S partition-list] [-k password] [options...] [keychain]"),
         CommandSpec(
             name: "find-internet-password", type: FindInternetPassword.self,
-            optstring: "h" + passwordAttributes + "d:gp:P:r:wt:",
-            synopsis: "[-h] [-a account] [-s server] [options...] [-g] [keychain...]"),
+            optstring: "h" + passwordAttributes + "d:gp:P:r:wt:", longOptions: ["access": false],
+            synopsis: "[-h] [-a account] [-s server] [options...] [-g] [--access] [keychain...]"),
         CommandSpec(
             name: "delete-internet-password", type: DeleteInternetPassword.self,
             optstring: "h" + passwordAttributes + "d:p:P:r:t:",
@@ -149,6 +149,13 @@ enum CommandTable {
             optionalValues: ["git-credentials": "git-credentials-file", "docker-config": "docker-config-file"],
             synopsis:
                 "[-n|--dry-run] [-p password] [--git-credentials [file]] [--docker-config [file]] [--keyring file]... [--keyrings] [--kwallet file]... [--kwallets] [--all]"
+        ),
+        CommandSpec(
+            name: "access", type: Access.self, optstring: "h" + passwordAttributes + "G:d:p:P:r:t:",
+            longOptions: ["grant": true, "revoke": false, "list": false, "interpreter": false, "program": true, "internet": false],
+            optionalValues: ["revoke": "revoke-entry"],
+            synopsis:
+                "[-a account] [-s service|server] [options...] [--internet] [--list | --grant entry [--interpreter] | --revoke entry] [keychain...] | --program path [--list | --revoke] [keychain...]"
         ),
         CommandSpec(name: "tpm-status", type: TPMStatusCommand.self, optstring: "h", synopsis: "[keychain]"),
         CommandSpec(

@@ -9,6 +9,15 @@ enum PasswordCommand {
         guard query.attributes[AttributeKey.account] != nil, query.attributes[nameKey] != nil else {
             throw ValidationError("give the account (-a) and the \(query.itemClass == .genericPassword ? "service" : "server") (-s)")
         }
+        // keychain_add.c: a -T that names no program is SecTrustedApplicationCreateFromPath's
+        // error and status 1, before the keychain is touched.
+        let chosen: AccessList?
+        do {
+            chosen = try options.accessList()
+        } catch let error as KeychainError {
+            Failure.print(error)
+            throw ExitCode(1)
+        }
         try perform(context(query.itemClass, "add")) {
             let store = try target.open()
             var secret = try options.secret()
@@ -27,8 +36,10 @@ enum PasswordCommand {
             let presence = PresenceOptions(askApplicationPassword: {
                 try Terminal.readSecret(prompt: "application password for the item: ", confirm: "retype application password: ")
             })
+            item[AccessList.attribute] = .string((chosen ?? AccessEntries.securityTool).text)
             if options.update {
-                try store.addOrUpdate(item, presence: presence)
+                // -U without -A or -T changes the secret and attributes, not who may read them.
+                try store.addOrUpdate(item, keepingOld: chosen == nil ? [AccessList.attribute] : [], presence: presence)
             } else {
                 try store.add(item, presence: presence)
             }
@@ -48,6 +59,7 @@ enum PasswordCommand {
                 return
             }
             Terminal.out(ItemFormat.describe(item, keychain: store.path))
+            if output.showAccess { Terminal.out(AccessEntries.describe(AccessList.of(item))) }
             if output.showPassword { Terminal.error("password: " + ItemFormat.passwordValue(item.secret ?? [])) }
         }
     }
@@ -144,8 +156,8 @@ struct DumpKeychain: ParsableCommand {
         commandName: "dump-keychain", abstract: "Show every item a keychain holds (locked items are counted, not shown).")
 
     @Flag(name: .customShort("d"), help: "Show the passwords too.") var data = false
-    @Flag(name: .customShort("a"), help: "Accepted for macOS compatibility.") var accessControl = false
-    @Flag(name: .customShort("i"), help: "Accepted for macOS compatibility.") var interactive = false
+    @Flag(name: .customShort("a"), help: "Show each item's access list (the programs it trusts).") var accessControl = false
+    @Flag(name: .customShort("i"), help: "As -a (macOS then edits each list interactively; use `security access` here).") var interactive = false
     @Flag(name: .customShort("r"), help: "Accepted for macOS compatibility.") var raw = false
     @OptionGroup var target: KeychainListArgument
 
@@ -173,6 +185,8 @@ struct DumpKeychain: ParsableCommand {
                 }
                 for item in items {
                     Terminal.out(ItemFormat.describe(item, keychain: store.path))
+                    // keychain_dump: -i shows the access lists as -a does.
+                    if accessControl || interactive { Terminal.out(AccessEntries.describe(AccessList.of(item))) }
                     if data && item.itemClass != .key { Terminal.out("data:\n" + ItemFormat.passwordValue(item.secret ?? [])) }
                     shown += 1
                 }

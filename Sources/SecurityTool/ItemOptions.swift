@@ -84,8 +84,10 @@ struct NewPasswordOptions: ParsableArguments {
         name: [.customShort("S"), .customLong("synchronizable")],
         help: "Synchronizable (kSecAttrSynchronizable): the item syncs to the user's other devices (`security sync`); not with a ThisDeviceOnly class.")
     var synchronizable = false
-    @Flag(name: .customShort("A"), help: "Accepted for macOS compatibility (every process of the user has access).") var anyApplication = false
-    @Option(name: .customShort("T"), parsing: .unconditionalSingleValue, help: "Accepted for macOS compatibility (no per-application access lists on Linux).")
+    @Flag(name: .customShort("A"), help: "Any program may read the item without being asked (the list's entry `any`).") var anyApplication = false
+    @Option(
+        name: .customShort("T"), parsing: .unconditionalSingleValue,
+        help: "A program (its path) trusted to read the item without being asked; repeatable; -T \"\" trusts none (every program is asked).")
     var applications: [String] = []
     @Option(
         name: .customLong("accessibility"),
@@ -134,6 +136,16 @@ struct NewPasswordOptions: ParsableArguments {
         return names[accessibility.lowercased()]
     }
 
+    /// The list -A and -T ask for; nil when neither is given (a new item then trusts the
+    /// `security` tool, an updated one keeps its list).
+    func accessList() throws -> AccessList? {
+        guard anyApplication || !applications.isEmpty else { return nil }
+        var list = AccessList([])
+        if anyApplication { list.add(.anyProgram) }
+        for path in applications where !path.isEmpty { list.add(.executable(try AccessEntries.program(path, option: "SecTrustedApplicationCreateFromPath"))) }
+        return list
+    }
+
     func secret() throws -> Bytes {
         if let password { return Array(password.utf8) }
         if let hexPassword, let bytes = Self.decodeHex(hexPassword) { return bytes }
@@ -159,6 +171,7 @@ struct NewPasswordOptions: ParsableArguments {
 struct FindOutputOptions: ParsableArguments {
     @Flag(name: .customShort("g"), help: "Show the password too (on standard error, as macOS does).") var showPassword = false
     @Flag(name: .customShort("w"), help: "Print only the password.") var passwordOnly = false
+    @Flag(name: .customLong("access"), help: "Show the item's access list too (as dump-keychain -a).") var showAccess = false
 }
 
 /// What find-key and set-key-partition-list match keys by, with macOS's letters.

@@ -25,7 +25,7 @@ struct Security: ParsableCommand {
             AddGenericPassword.self, AddInternetPassword.self,
             FindGenericPassword.self, FindInternetPassword.self,
             DeleteGenericPassword.self, DeleteInternetPassword.self,
-            SetGenericPasswordPartitionList.self, SetInternetPasswordPartitionList.self, SetKeyPartitionList.self,
+            SetGenericPasswordPartitionList.self, SetInternetPasswordPartitionList.self, SetKeyPartitionList.self, Access.self,
             DumpKeychain.self, Export.self, Import.self,
             FindCertificate.self, FindIdentity.self, DeleteCertificate.self,
             ImportSecrets.self, ImportSSHKeys.self, ExportSSHKey.self, DeleteSSHKey.self, CreateSSHKey.self, FindKey.self, SyncCommand.self

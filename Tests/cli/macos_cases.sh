@@ -53,21 +53,31 @@ search_list_and_domains() {
 }
 
 # keychain_find.c: keychain_set_key_partition_list and its siblings, keychain_set_partition_list.
+# The partition list is the item's access list here: -S replaces it.
 partition_lists() {
     make_keychain login kcpass
     "$security" import "$pki/alice.p12" -P p12pass >/dev/null 2>&1
-    before=$("$security" dump-keychain)
+    # macOS's CI line, verbatim: -s matches keys that can sign.
     out=$("$security" set-key-partition-list -S apple-tool:,apple: -s -k kcpass 2>/dev/null)
     grep -qx 'class: 0x00000010 ' <<< "$out" || { echo "the private key is listed, as macOS lists each key"; return 1; }
-    expect "$before" "$("$security" dump-keychain)" "nothing changed"
+    grep -A2 -x 'class: 0x00000010 ' <<< "$("$security" dump-keychain -a)" > /dev/null
+    keys=$("$security" dump-keychain -a | awk '/^class: 0x00000010 /{k=1} k && /^access:/{print; getline; print; getline; print; exit}')
+    expect $'access: 2 entries\n    entry 0: apple-tool:\n    entry 1: apple:' "$keys" "the key's list: the partition ids"
+    before=$("$security" dump-keychain -a)
     expect 1 "$(status_of "$security" set-key-partition-list -S apple-tool: -D no-such-kind -k kcpass "$XDG_DATA_HOME/keychains/login.keychain-db")" "no key matches: 1"
     expect 0 "$(status_of "$security" set-key-partition-list -S apple-tool:,apple: -t private -k kcpass)"
-    # A wrong password: SecKeychainUnlock's error and status 1 (keychain_set_partition_list
-    # sets result = 1 for every failure); the keychain stays as it was.
-    expect 1 "$(status_of "$security" set-key-partition-list -S apple-tool:,apple: -k wrong)"
-    grep -q 'SecKeychainUnlock' <<< "$("$security" set-key-partition-list -S apple-tool: -k wrong 2>&1 >/dev/null)"
+    KEYCHAIN_PATH_CI=$XDG_DATA_HOME/keychains/login.keychain-db
+    "$security" set-key-partition-list -S apple-tool:,apple: -s -k kcpass "$KEYCHAIN_PATH_CI" > /dev/null
+    # A wrong password: SecKeychainUnlock's error (errSecAuthFailed) and status 1
+    # (keychain_set_partition_list sets result = 1 for every failure); nothing changes.
+    expect 1 "$(status_of "$security" set-key-partition-list -S any -k wrong)"
+    grep -q 'SecKeychainUnlock: .*(errSecAuthFailed)' <<< "$("$security" set-key-partition-list -S any -k wrong 2>&1 >/dev/null)"
     expect 2 "$(status_of "$security" set-key-partition-list -k kcpass)" "no -S: usage"
     expect 2 "$(status_of "$security" set-key-partition-list -S x -t sideways -k kcpass)" "-t: symmetric, public or private"
+    # An id no version knows: refused (errSecParam), never stored as a list that trusts nobody.
+    expect 206 "$(status_of "$security" set-key-partition-list -S apple-tool:,bogus -k kcpass)"
+    grep -q 'unknown partition id "bogus"' <<< "$("$security" set-key-partition-list -S apple-tool:,bogus -k kcpass 2>&1)"
+    expect "$before" "$("$security" dump-keychain -a)" "nothing changed by the refusals"
     # -k last, or none: prompted for (read from standard input here).
     printf 'kcpass\n' | "$security" set-key-partition-list -S apple-tool: -k >/dev/null
     printf 'wrong\n' | refute "$security" set-key-partition-list -S apple-tool: >/dev/null 2>&1
@@ -76,8 +86,17 @@ partition_lists() {
     "$security" add-generic-password -a a -s s -w x
     "$security" add-internet-password -a a -s h.example -w x
     grep -qx 'class: "genp"' <<< "$("$security" set-generic-password-partition-list -S apple-tool:,apple: -a a -s s -k kcpass)"
-    grep -qx 'class: "inet"' <<< "$("$security" set-internet-password-partition-list -S apple: -a a -s h.example -k kcpass)"
-    expect x "$("$security" find-generic-password -a a -s s -w)" "the item is untouched"
+    expect $'access: 2 entries\n    entry 0: apple-tool:\n    entry 1: apple:' "$("$security" access -a a -s s | sed -n '/^access:/,$p')"
+    # Linux's own forms and Apple's team ids are kept as given.
+    "$security" set-internet-password-partition-list -S 'exe:/usr/bin/git,flatpak:org.example.App,snap:app,teamid:ABCDE12345' -a a -s h.example -k kcpass > /dev/null
+    expect $'access: 4 entries\n    entry 0: exe:/usr/bin/git\n    entry 1: flatpak:org.example.App\n    entry 2: snap:app\n    entry 3: teamid:ABCDE12345' \
+        "$("$security" access --internet -a a -s h.example | sed -n '/^access:/,$p')"
+    "$security" set-generic-password-partition-list -S "" -a a -s s -k kcpass > /dev/null
+    expect "access: 0 entries" "$("$security" access -a a -s s | sed -n '/^access:/,$p')" '-S "": nobody trusted'
+    expect x "$("$security" find-generic-password -a a -s s -w)" "the secret is untouched"
+    # A locked keychain: -k unlocks it, as SecKeychainUnlock does.
+    "$security" lock-keychain
+    "$security" set-generic-password-partition-list -S apple: -a a -s s -k kcpass > /dev/null
 }
 
 # BSD getopt(3) as every command calls it; keychain_add.c (-p as legacy -w, -w last prompts).

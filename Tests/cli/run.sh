@@ -559,7 +559,7 @@ check "certificates: bad files refused, nothing stored" certificate_bad_input
 
 . "$here/macos_cases.sh"
 check "search list and domains (keychain_list.c)" search_list_and_domains
-check "partition lists: password checked, nothing changed (keychain_find.c)" partition_lists
+check "partition lists: password checked, the items' lists set (keychain_find.c)" partition_lists
 check "getopt: values starting with -, attached values, -p as -w (keychain_add.c)" getopt_compatible_parsing
 check "command prefixes, -v -q -i -p -h (security.c)" prefixes_and_global_options
 check "unknown and macOS-only commands: one line, status 1 (security.c)" unknown_and_macos_only_commands
@@ -571,5 +571,13 @@ check "argv secrets: warned about, wiped from /proc/PID/cmdline (issue 20.4/20.1
 check "README, docs and man examples keep secrets out of argv (issue 20.4)" readme_examples
 check "passwords piped or typed leave no copy in memory (issue 20.11)" secrets_leave_memory
 check "GitHub's certificate recipe under set -e" github_certificate_recipe
+
+. "$here/access_cases.sh"
+check "access lists: add-* -T/-A/-T \"\", -U keeps the list" add_writes_the_list
+check "access lists: -T of a missing path, a bundle name, a directory" add_refuses_bad_programs
+check "access lists: security access --grant/--revoke/--interpreter" access_grants_and_revokes
+check "access lists: security access --program --list/--revoke" access_by_program
+check "access lists: shown by find --access and dump -a only, never as tapp" lists_shown_only_when_asked
+check "access lists: an item from before lists starts from apple:" legacy_items_start_from_apple
 
 summary

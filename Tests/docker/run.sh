@@ -118,6 +118,16 @@ store_get_erase() {
     echo registry.example | $helper erase
 }
 
+# The helper's new items trust it only under docker, podman, skopeo, buildah (issue 54).
+helper_items_list() {
+    echo '{"ServerURL":"https://registry.example/v2/","Username":"alice","Secret":"s1"}' | $helper store
+    list=$(security access --internet -s registry.example | sed -n 's/^    entry 0: //p')
+    expect "exe:$(realpath "$bin/$helper")<" "${list%%<*}<" "the helper's own resolved path"
+    for parent in /usr/bin/docker /usr/bin/podman /usr/bin/skopeo /usr/bin/buildah /usr/libexec/docker/cli-plugins/docker-buildx; do
+        grep -q "[<,]$parent\(,\|\$\)" <<< "$list" || { echo "no $parent in $list"; return 1; }
+    done
+}
+
 field_names_and_tokens() {
     printf '{"serverurl":"r.example","USERNAME":"<token>","sEcReT":"identity-token"}\n' | $helper store
     expect '{"ServerURL":"r.example","Username":"\u003ctoken\u003e","Secret":"identity-token"}' "$(echo r.example | $helper get)"
@@ -186,6 +196,7 @@ command -v docker >/dev/null && check "docker login with a wrong password stores
 command -v docker >/dev/null && check "docker login with a locked keychain says how to unlock" docker_locked_keychain
 check "skopeo login, copy, inspect, logout with credHelpers" skopeo_with_cred_helpers
 check "store, get, erase" store_get_erase
+check "new items trust the helper under docker's tools only" helper_items_list
 check "field names, identity tokens, extra fields" field_names_and_tokens
 check "http/https, ports and paths match strictly" strict_matching
 check "list shows only Docker Credentials items" list_only_docker_items

@@ -34,6 +34,20 @@ helper() { local action=$1; shift; printf '%s\n' "$@" "" | git-credential-keycha
 
 # --- cases ---------------------------------------------------------------------------------
 
+# The helper's new items trust it only under git (exe:HELPER<git's programs); a credential
+# stored before keeps its list when git stores it again.
+helper_items_list() {
+    approve protocol=https host=example.com username=alice password=s3cret
+    list=$(security access --internet -s example.com | sed -n 's/^    entry 0: //p')
+    expect "exe:$(realpath "$bin/git-credential-keychain")<" "${list%%<*}<" "the helper's own resolved path"
+    for parent in /usr/bin/git /usr/lib/git-core/git /usr/lib/git-core/git-remote-https /usr/local/bin/git; do
+        grep -q "[<,]$parent\(,\|\$\)" <<< "$list" || { echo "no $parent in $list"; return 1; }
+    done
+    security access --internet -s example.com --grant /bin/true > /dev/null
+    approve protocol=https host=example.com username=alice password=rotated
+    expect 2 "$(security access --internet -s example.com | grep -c '^    entry')" "an update keeps the list"
+}
+
 approve_fill_reject() {
     approve protocol=https host=example.com username=alice password=s3cret
     expect s3cret "$(security find-internet-password -s example.com -r htps -w)" "security sees what git stored"
@@ -258,6 +272,7 @@ ASK
 }
 
 check "approve, fill, reject" approve_fill_reject
+check "new items trust the helper under git only (issue 54)" helper_items_list
 check "security and git share items" security_and_git_share_items
 check "protocols never match each other" protocols_do_not_mix
 check "ports" ports

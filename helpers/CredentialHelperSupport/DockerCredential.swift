@@ -33,9 +33,12 @@ package struct DockerCredential: Equatable, Sendable {
     }
 
     /// docker-credential-keychain's `store`: replaces whatever the URL named before.
-    package func save(in store: KeychainStore) throws {
-        let (item, query) = try item()
-        try store.addOrUpdate(store.withSyncDefault(item), matching: query)
+    /// `access`: the list a new item gets (the helper's own, HelperAccess); the login stored
+    /// before keeps the list it has.
+    package func save(in store: KeychainStore, access: AccessList? = nil) throws {
+        var (item, query) = try item()
+        if let access { item[AccessList.attribute] = .string(access.text) }
+        try store.addOrUpdate(store.withSyncDefault(item), matching: query, keepingOld: [AccessList.attribute])
     }
 
     /// The items `save` would replace, with their secrets; items that would ask for the user's

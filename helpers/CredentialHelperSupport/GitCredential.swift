@@ -50,10 +50,14 @@ package struct GitCredential: Equatable, Sendable {
     /// Synchronizable when the keychain says so (`security sync default on`); the credential
     /// stored before, synchronizable or not, is the one updated.
     /// `syncsNewItems`: the keychain's sync default when the caller already read it (an import).
-    package static func save(_ item: Item, in store: KeychainStore, syncsNewItems: Bool? = nil) throws {
+    /// `access`: the list a new item gets (the helper's own, HelperAccess); the credential stored
+    /// before keeps the list it has.
+    package static func save(_ item: Item, in store: KeychainStore, syncsNewItems: Bool? = nil, access: AccessList? = nil) throws {
         var query = Query(identifying: item)
         query.synchronizable = .any
-        try store.addOrUpdate(store.withSyncDefault(item, known: syncsNewItems), matching: query)
+        var item = item
+        if let access { item[AccessList.attribute] = .string(access.text) }
+        try store.addOrUpdate(store.withSyncDefault(item, known: syncsNewItems), matching: query, keepingOld: [AccessList.attribute])
     }
 
     /// The items that are the same credential as `item` (what `save` would update), with secrets;

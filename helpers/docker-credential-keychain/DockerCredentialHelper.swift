@@ -44,7 +44,8 @@ struct DockerCredentialHelper {
         guard let serverURL = fields["ServerURL"], !serverURL.isEmpty else { throw Failure.missingServerURL }
         guard let username = fields["Username"], !username.isEmpty else { throw Failure.missingUsername }
         _ = try Self.parse(serverURL)
-        try DockerCredential(serverURL: serverURL, username: username, secret: fields["Secret"] ?? "").save(in: store())
+        try DockerCredential(serverURL: serverURL, username: username, secret: fields["Secret"] ?? "").save(
+            in: store(), access: HelperAccess.list(parents: HelperAccess.dockerParents))
     }
 
     /// `get`: the bare URL; absent port and path are wildcards, the newest match wins.

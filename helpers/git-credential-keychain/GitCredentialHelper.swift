@@ -65,7 +65,7 @@ struct GitCredentialHelper {
         secret.extras["password_expiry_utc"] = request["password_expiry_utc"]
         secret.extras["oauth_refresh_token"] = request["oauth_refresh_token"]
         guard let item = credential.item(account: account, secret: secret) else { return }
-        try GitCredential.save(item, in: store)
+        try GitCredential.save(item, in: store, access: HelperAccess.list(parents: HelperAccess.gitParents))
     }
 
     /// Removes every match; when git gives the password that failed, only items holding it.

@@ -25,6 +25,9 @@ package enum AttributeSchema {
         case Key.synchronizable: return .bool
         // kSecAttrAccessControl's conditions (SecAccessControlCreateFlags); its protection class is pdmn.
         case Key.accessControl: return .number
+        // The programs the item trusts (AccessList): text, one entry per line, sealed with the
+        // rest of the metadata.
+        case AccessList.attribute: return .string
         default: return nil
         }
     }

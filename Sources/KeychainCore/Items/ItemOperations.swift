@@ -56,13 +56,17 @@ extension KeychainStore {
     /// old item or the new one, never neither and never both.
     /// Old items that need a person are changed only once `presence` gives it (Skip is Fail
     /// here: an item left out would be stored twice).
-    package func addOrUpdate(_ item: Item, matching query: Query? = nil, presence: PresenceOptions = PresenceOptions()) throws {
+    /// `keepingOld` names attributes an old item keeps as they are (or absent), which `item` gives
+    /// only for when it is new: the access list `security add-* -U` writes only when asked to.
+    package func addOrUpdate(
+        _ item: Item, matching query: Query? = nil, keepingOld: Set<String> = [], presence: PresenceOptions = PresenceOptions()
+    ) throws {
         let query = try Self.normalized(query ?? Query(identifying: item))
         guard query.itemClass == item.itemClass, item.itemClass != .identity else {
             throw KeychainError.param("addOrUpdate needs a query of the item's own class, and no identity")
         }
         let conditions = AccessConditions(of: item)
-        let changes = try self.changes(item.attributes, secret: item.secret, for: item.itemClass)
+        let changes = try self.changes(item.attributes.filter { !keepingOld.contains($0.key) }, secret: item.secret, for: item.itemClass)
         var (prepared, plain) = try Self.prepareNew(item, keepingDates: false)
         defer { plain?.wipe() }
         try withPresence(presence) { gate in
