@@ -88,7 +88,7 @@ let package = Package(
 
         // The command-line tool, a front end over the engine.
         .executableTarget(name: "SecurityTool", dependencies: [
-            "KeychainCore", "KeychainPresence", "KeychainSync", "KeychainTPMClient", "KeychainTPMPolicy", "KeychainSSH", "CredentialHelperSupport", "SecretServiceItems", "KWalletItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "KeychainCore", "KeychainPresence", "KeychainSync", "KeychainTPMClient", "KeychainTPMPolicy", "KeychainSSH", "KeychainPeers", "CredentialHelperSupport", "SecretServiceItems", "KWalletItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: helperLinking + [.linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]),
 
         // Credential helpers: small processes started once per fetch or pull, so they link the

@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import KeychainPeers
 
 /// The entries of an item's access list as the command line names them: programs by path
 /// (`-T`, `access --grant /usr/bin/foo`), resolved here, and the entries' own spelling
@@ -13,21 +14,11 @@ enum AccessEntries {
     static let securityTool = AccessList([.partition("apple-tool:")])
 
     /// Programs that run whatever code they are given: trusting one trusts every script it may
-    /// run, so they are trusted only as `interpreter:` entries, on purpose (`--interpreter`).
-    /// The dynamic loader and `env` run any program; busybox is every shell tool at once.
+    /// run, so they are trusted only as `interpreter:` entries, on purpose (`--interpreter`). The
+    /// same list the broker judges callers by (KeychainPeers' `CallerTrust`).
     static func isInterpreter(_ path: String) -> Bool {
         let name = path.split(separator: "/").last.map(String.init) ?? path
-        let exact: Set<String> = [
-            "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "csh", "tcsh", "busybox", "env", "node", "nodejs", "deno", "bun",
-            "java", "pwsh", "Rscript", "R", "awk", "gawk", "mawk", "osascript", "gdb", "expect", "guile", "ld.so"
-        ]
-        if exact.contains(name) { return true }
-        if name.hasPrefix("ld-linux") { return true }
-        // python3, python3.11, perl5.36, ruby3.1, lua5.4, php8.2, tclsh8.6, wish8.6 ...
-        let families = ["python", "pypy", "perl", "ruby", "lua", "luajit", "php", "tclsh", "wish"]
-        return families.contains { family in
-            name.hasPrefix(family) && name.dropFirst(family.count).allSatisfy { $0.isNumber || $0 == "." }
-        }
+        return CallerTrust.isInterpreter(name, in: CallerTrust.defaultInterpreters)
     }
 
     /// `option` names the caller in messages (`--grant`, or SecTrustedApplicationCreateFromPath
