@@ -59,7 +59,7 @@ public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutab
 
 public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     var out: [String: Any] = [:]
-    for (name, value) in key.attributes { out[name] = SecItemResult.object(value) }
+    for (name, value) in key.attributes where name != AccessList.attribute { out[name] = SecItemResult.object(value) }
     out["class"] = kSecClassKey as String
     out["v_Data"] = Data(key.data)
     return out as NSDictionary

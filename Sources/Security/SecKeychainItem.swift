@@ -52,7 +52,8 @@ enum SecItemResult {
             if key == AttributeKey.synchronizable, let b = value.boolValue { value = .int(b ? 1 : 0) }
             out[key] = object(value)
         }
-        for (key, value) in item.attributes where out[key] == nil {
+        // The access list is not an Apple attribute (`security access` shows it).
+        for (key, value) in item.attributes where out[key] == nil && key != AccessList.attribute {
             out[key] = object(value)
         }
         // kSecAttrAccessControl comes back as the object it was given as.

@@ -36,9 +36,17 @@ extension KeychainStore {
     /// rewritten as format 2 by their next update or a key rotation). Format 2's metadata carries
     /// an empty version; its item key and secret carry the digest of that metadata ciphertext.
     func additionalData(rowID: Int64, itemClass: ItemClass, lockClass: LockClass, field: String, version: Bytes? = nil) -> Bytes {
+        Self.additionalData(keychain: keybag.uuid, rowID: rowID, itemClass: itemClass, lockClass: lockClass, field: field, version: version)
+    }
+
+    /// `additionalData` of the keychain whose keybag uuid is `keychain`: what a custodian makes
+    /// for a row it is asked about, with no store of its own.
+    package static func additionalData(
+        keychain: Bytes, rowID: Int64, itemClass: ItemClass, lockClass: LockClass, field: String, version: Bytes? = nil
+    ) -> Bytes {
         var w = ByteWriter()
         w.string(version == nil ? "keychain-row-v1" : "keychain-row-v2")
-        w.blob(keybag.uuid)
+        w.blob(keychain)
         w.u64(UInt64(rowID))
         w.u64(UInt64(itemClass.code))
         w.u64(UInt64(lockClass.rawValue))
@@ -48,7 +56,7 @@ extension KeychainStore {
     }
 
     /// What binds a format-2 secret to its metadata: the digest of the metadata ciphertext.
-    private static func version(ofMetadata metadata: Bytes) -> Bytes { Crypto.sha256(metadata) }
+    package static func version(ofMetadata metadata: Bytes) -> Bytes { Crypto.sha256(metadata) }
 
     /// Opens the metadata under format 2, else format 1; the format that opened it is the
     /// format the secret must open under, so a row cannot be downgraded piecemeal.
@@ -112,9 +120,10 @@ extension KeychainStore {
     func seal(_ item: Item, rowID: Int64, secret: Bytes?, keys: ClassKeys, primaryKey: Bytes? = nil) throws -> SealedRow {
         let lockClass = keys.lockClass(for: item.protection)
         let space = KeySpace(lockClass)
-        guard let metadataKey = keys.metadataKey(lockClass), let wrappingKey = keys.wrappingKey(lockClass),
-            let indexKey = keys.indexKey(space)
-        else { throw KeychainError.locked() }
+        guard let metadataKey = keys.metadataKey(lockClass), let indexKey = keys.indexKey(space) else { throw KeychainError.locked() }
+        // nil in a custodian's keeping: the custodian wraps the item key.
+        let wrappingKey = keys.wrappingKey(lockClass)
+        guard wrappingKey != nil || custodian != nil else { throw KeychainError.locked() }
         let cls = item.itemClass
         let serviceName = AttributeSchema.serviceKey(for: cls)
         // The item key and the three nonces in one draw from the kernel's generator, not four.
@@ -132,11 +141,17 @@ extension KeychainStore {
         var itemKey = Array(random[0..<Crypto.keyLength])
         defer { itemKey.wipe() }
         var body = ByteWriter(capacity: 2 * (Crypto.nonceLength + Crypto.tagLength + 4) + Crypto.keyLength + (secret?.count ?? 0))
-        body.blob(
-            try Crypto.seal(
-                itemKey, key: wrappingKey,
-                aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key", version: version),
-                nonce: nonce(1)))
+        if let wrappingKey {
+            body.blob(
+                try Crypto.seal(
+                    itemKey, key: wrappingKey,
+                    aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key", version: version),
+                    nonce: nonce(1)))
+        } else {
+            let request = ItemKeyRequest(
+                keychain: keybag.uuid, rowID: rowID, itemClass: cls, lockClass: lockClass, metadata: metadata, wrappedKey: [])
+            body.blob(try custodian!.wrap(itemKey, for: request))
+        }
         body.blob(
             try Crypto.seal(
                 secret ?? [], key: itemKey,
@@ -155,6 +170,7 @@ extension KeychainStore {
     package func openAttributes(_ row: Row, keys: ClassKeys) throws -> Item {
         var opened = try openRow(row, keys: keys, keepingItemKey: false)
         opened.wipe()
+        if custodian != nil, opened.version != nil { try checkCustodyBinding(row) }
         return opened.item
     }
 
@@ -164,9 +180,14 @@ extension KeychainStore {
         var item: Item
         var itemKey: Bytes?
         let version: Bytes?
+        /// The entry a custodian returned with the item key ("Always allow"), to write.
+        var alwaysAllow: AccessList.Entry? = nil
         mutating func wipe() { itemKey?.wipe() }
     }
 
+    /// In a custodian's keeping, only the metadata is opened here: the item key (or the binding's
+    /// check) is the custodian's, asked for once the row is known to be wanted (`custodyItemKey`,
+    /// `checkCustodyBinding`).
     func openRow(_ row: Row, keys: ClassKeys, keepingItemKey: Bool) throws -> OpenedRow {
         guard let key = keys.metadataKey(row.lockClass) else { throw KeychainError.locked() }
         var (plain, version) = try openMetadata(row, key: key)
@@ -174,7 +195,7 @@ extension KeychainStore {
         // Format 2: the item key must open under this metadata's digest, so metadata rolled back
         // alone (under a newer secret) is refused by attribute-only reads too.
         var itemKey: Bytes?
-        if version != nil || keepingItemKey {
+        if version != nil || keepingItemKey, custodian == nil {
             itemKey = try openItemKey(row, version: version, keys: keys)
             if !keepingItemKey { itemKey?.wipe(); itemKey = nil }
         }
@@ -188,6 +209,9 @@ extension KeychainStore {
         return OpenedRow(item: item, itemKey: itemKey, version: version)
     }
 
+    /// The row's wrapped item key, as a custodian is shown it.
+    func wrappedKey(of row: Row) throws -> Bytes { try sealedParts(row).wrappedKey }
+
     private func sealedParts(_ row: Row) throws -> (wrappedKey: Bytes, body: Bytes) {
         var r = ByteReader(row.secret)
         let wrapped = try r.blob(), body = try r.blob()
@@ -195,8 +219,11 @@ extension KeychainStore {
         return (wrapped, body)
     }
 
-    private func openItemKey(_ row: Row, version: Bytes?, keys: ClassKeys) throws -> Bytes {
-        guard let wrappingKey = keys.wrappingKey(row.lockClass) else { throw KeychainError.locked() }
+    private func openItemKey(_ row: Row, version: Bytes?, keys: ClassKeys, interaction: CustodyInteraction = .allowed) throws -> Bytes {
+        guard let wrappingKey = keys.wrappingKey(row.lockClass) else {
+            guard custodian != nil, keys.has(row.lockClass) else { throw KeychainError.locked() }
+            return try custodyItemKey(row, interaction: interaction).key
+        }
         return try Crypto.open(
             try sealedParts(row).wrappedKey, key: wrappingKey,
             aad: additionalData(
@@ -204,15 +231,16 @@ extension KeychainStore {
                 field: "item-key", version: version))
     }
 
-    /// The item's data, or nil for an item that has none.
-    package func openSecret(_ row: Row, keys: ClassKeys) throws -> Bytes? {
+    /// The item's data, or nil for an item that has none. `interaction`: whether a custodian may
+    /// have the person asked (in a custodian's keeping).
+    package func openSecret(_ row: Row, keys: ClassKeys, interaction: CustodyInteraction = .allowed) throws -> Bytes? {
         guard let metadataKey = keys.metadataKey(row.lockClass) else { throw KeychainError.locked() }
         // The metadata is opened (not only digested) so that its format, which an attacker cannot
         // change without the key, decides the secret's: an old format-1 secret under format-2
         // metadata does not open.
         var (plain, version) = try openMetadata(row, key: metadataKey)
         plain.wipe()
-        var itemKey = try openItemKey(row, version: version, keys: keys)
+        var itemKey = try openItemKey(row, version: version, keys: keys, interaction: interaction)
         defer { itemKey.wipe() }
         return try openBody(row, itemKey: itemKey, version: version)
     }
@@ -224,8 +252,23 @@ extension KeychainStore {
         var opened = try openRow(row, keys: keys, keepingItemKey: secret)
         defer { opened.wipe() }
         try check(opened.item)
+        if custodian != nil { try takeCustody(row, &opened, secret: secret, interaction: .allowed) }
         guard secret, let itemKey = opened.itemKey else { return (opened.item, nil) }
-        return (opened.item, try openBody(row, itemKey: itemKey, version: opened.version))
+        let stored = try openBody(row, itemKey: itemKey, version: opened.version)
+        if let entry = opened.alwaysAllow { try recordAlwaysAllow(entry, item: opened.item, row: row, stored: stored) }
+        return (opened.item, stored)
+    }
+
+    /// In a custodian's keeping, once a row opened by `openRow` is wanted: its item key from the
+    /// custodian (`secret`), else format 2's binding checked there.
+    func takeCustody(_ row: Row, _ opened: inout OpenedRow, secret: Bool, interaction: CustodyInteraction) throws {
+        if secret {
+            let unwrapped = try custodyItemKey(row, interaction: interaction)
+            opened.itemKey = unwrapped.key
+            opened.alwaysAllow = unwrapped.alwaysAllow
+        } else if opened.version != nil {
+            try checkCustodyBinding(row)
+        }
     }
 
     /// The secret under an item key already opened (`openRow`).
@@ -245,5 +288,21 @@ extension KeychainStore {
             _ = try open(hasData: false)
             return nil
         }
+    }
+}
+
+extension ItemKeyRequest {
+    /// The additional data of the row's metadata in format 2, as the engine seals it: what a
+    /// custodian opens the metadata (and its access list) under.
+    package var metadataAdditionalData: Bytes {
+        KeychainStore.additionalData(
+            keychain: keychain, rowID: rowID, itemClass: itemClass, lockClass: lockClass, field: "metadata", version: [])
+    }
+
+    /// The additional data of the row's wrapped item key (format 2: bound to `metadata`).
+    package var itemKeyAdditionalData: Bytes {
+        KeychainStore.additionalData(
+            keychain: keychain, rowID: rowID, itemClass: itemClass, lockClass: lockClass, field: "item-key",
+            version: KeychainStore.version(ofMetadata: metadata))
     }
 }

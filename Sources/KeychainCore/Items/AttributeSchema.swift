@@ -25,6 +25,8 @@ package enum AttributeSchema {
         case Key.synchronizable: return .bool
         // kSecAttrAccessControl's conditions (SecAccessControlCreateFlags); its protection class is pdmn.
         case Key.accessControl: return .number
+        // The access list (AccessList.swift): the engine's, never a caller's to set or search.
+        case AccessList.attribute: return .string
         default: return nil
         }
     }

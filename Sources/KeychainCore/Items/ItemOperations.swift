@@ -107,6 +107,9 @@ extension KeychainStore {
         item.secret = hasData ? secret : nil
         try checkSize(secret)
         item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(secret))
+        // The program that made the item is its list's first entry. An item restored from a
+        // backup (`keepingDates`) keeps the list it had, or none (a legacy item stays legacy).
+        if !keepingDates, item.attributes[AccessList.attribute] == nil { item.attributes[AccessList.attribute] = AccessList.creatorAttribute }
         return (item, item.secret)
     }
 
@@ -170,12 +173,15 @@ extension KeychainStore {
                     guard query.matches(item) else { continue }
                     if includeSecret, try !gate.admits(item) { continue }
                     if let filter = query.certificateFilter, query.itemClass == .certificate {
-                        let der = try openSecret(row, keys: keys) ?? []
+                        let der = try openSecret(row, keys: keys, interaction: gate.custodyInteraction) ?? []
                         guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
                         if includeSecret { item.secret = der }
-                    } else if includeSecret, let itemKey = opened.itemKey {
-                        item.secret = try openBody(row, itemKey: itemKey, version: opened.version).map {
-                            try gate.readableForm(of: $0, conditions: AccessConditions(of: item))
+                    } else {
+                        if custodian != nil, try !takeCustody(row, &opened, includeSecret: includeSecret, gate: gate) { continue }
+                        if includeSecret, let itemKey = opened.itemKey {
+                            let stored = try openBody(row, itemKey: itemKey, version: opened.version)
+                            if let entry = opened.alwaysAllow { try recordAlwaysAllow(entry, item: item, row: row, stored: stored) }
+                            item.secret = try stored.map { try gate.readableForm(of: $0, conditions: AccessConditions(of: item)) }
                         }
                     }
                     found.append(item)
@@ -186,6 +192,17 @@ extension KeychainStore {
                 }
                 return found
             }
+        }
+    }
+
+    /// `takeCustody` for a lookup: false when the item is to be left out (kSecUseAuthenticationUISkip
+    /// and the custodian would have had to ask).
+    private func takeCustody(_ row: Row, _ opened: inout OpenedRow, includeSecret: Bool, gate: PresenceGate) throws -> Bool {
+        do {
+            try takeCustody(row, &opened, secret: includeSecret, interaction: gate.custodyInteraction)
+            return true
+        } catch let error as KeychainError where error.code == .interactionNotAllowed && gate.skipsItemsNeedingAPerson {
+            return false
         }
     }
 
@@ -249,7 +266,7 @@ extension KeychainStore {
             var item = old
             for (k, v) in changes { item.attributes[k] = v }
             item.attributes[AttributeKey.modificationDate] = .date(SystemClock.now())
-            var plain = try secret ?? openSecret(row, keys: keys)
+            var plain = try secret ?? openSecret(row, keys: keys, interaction: gate.custodyInteraction)
             defer { plain?.wipe() }
             let (before, after) = (AccessConditions(of: old), AccessConditions(of: item))
             if let secret {
@@ -337,7 +354,7 @@ extension KeychainStore {
     /// item sealed under one (`PresenceGate.proveApplicationPassword`).
     func proveApplicationPasswords(of matches: [(Row, Item)], gate: PresenceGate, keys: ClassKeys) throws {
         for (row, item) in matches where AccessConditions(of: item).contains(.applicationPassword) {
-            try gate.proveApplicationPassword(of: item, stored: try openSecret(row, keys: keys))
+            try gate.proveApplicationPassword(of: item, stored: try openSecret(row, keys: keys, interaction: gate.custodyInteraction))
         }
     }
 

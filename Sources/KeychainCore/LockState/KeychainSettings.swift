@@ -13,7 +13,7 @@ package struct KeychainSettings: Equatable, Sendable {
         self.lockOnSessionEnd = lockOnSessionEnd
     }
 
-    init(bytes: Bytes) throws {
+    package init(bytes: Bytes) throws {
         var r = ByteReader(bytes)
         idleTimeout = try r.u32()
         let flag = try r.u8()
@@ -21,7 +21,7 @@ package struct KeychainSettings: Equatable, Sendable {
         lockOnSessionEnd = flag == 1
     }
 
-    var bytes: Bytes {
+    package var bytes: Bytes {
         var w = ByteWriter()
         w.u32(idleTimeout)
         w.u8(lockOnSessionEnd ? 1 : 0)

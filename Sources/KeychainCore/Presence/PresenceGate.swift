@@ -23,6 +23,13 @@ struct PresenceGate {
         options.context?.interactionNotAllowed == true && options.interaction == .allow ? .fail : options.interaction
     }
 
+    /// Whether a custodian may have the person asked for an item's key in this call: as for
+    /// presence, kSecUseAuthenticationUI (Fail, Skip) and an LAContext's interactionNotAllowed.
+    var custodyInteraction: CustodyInteraction { interaction == .allow ? .allowed : .notAllowed }
+
+    /// kSecUseAuthenticationUISkip: items that would need a person are left out, not an error.
+    var skipsItemsNeedingAPerson: Bool { interaction == .skip }
+
     /// Whether `item`'s secret may be used: true to go on, false to leave it out (Skip). A read
     /// opens a secret sealed under an application password; a change (`changing`: an update,
     /// replace or delete, which may also remove an item nobody can read) must prove it.
