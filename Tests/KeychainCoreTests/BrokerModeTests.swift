@@ -81,6 +81,19 @@ final class BrokerModeTests: XCTestCase {
         XCTAssertEqual(custodian.bindingChecks, checks + 1, "an attribute read checks the binding in the custodian")
     }
 
+    /// An update or delete asks the custodian about the rows it acts on, not every candidate.
+    func testAChangeChecksTheBindingOfItsMatchesOnly() throws {
+        let store = try create()
+        for name in ["a", "b", "c"] { try store.add(generic(name)) }
+        try store.add(Item(itemClass: .genericPassword, attributes: [AttributeKey.account: .string("d"), AttributeKey.label: .string("old")], secret: []))
+        var byLabel = Query(itemClass: .genericPassword)
+        byLabel.attributes[AttributeKey.label] = .string("old")
+        let checks = custodian.bindingChecks
+        XCTAssertEqual(try store.delete(byLabel), 1)
+        XCTAssertEqual(custodian.bindingChecks, checks + 1)
+        XCTAssertEqual(try store.find(query(), limit: nil).count, 3)
+    }
+
     // (c)
     func testALockThroughTheCustodianLocksWhenUnlockedItems() throws {
         let store = try create()
@@ -169,6 +182,33 @@ final class BrokerModeTests: XCTestCase {
         XCTAssertStatus(try store.find(query("alice"), includeSecret: true, presence: PresenceOptions(context: context)), .interactionNotAllowed)
         XCTAssertEqual(try secretString(store, query("alice")), "s")
         XCTAssertEqual(custodian.interactions, [.notAllowed, .notAllowed, .notAllowed, .allowed])
+    }
+
+    /// A change that needs the person's answer (new attributes, the same secret sealed again)
+    /// gets it outside its write transaction: other processes' writers do not wait on a person.
+    func testAChangeAsksThePersonOutsideItsTransaction() throws {
+        let store = try create()
+        try store.add(generic("alice", secret: "s"))
+        custodian.decision = .ask
+        var askedInTransaction: [Bool] = []
+        custodian.onUnwrap = { interaction in
+            if interaction == .allowed { askedInTransaction.append(store.db.inTransaction) }
+        }
+        XCTAssertStatus(
+            try store.update(query("alice"), attributes: [AttributeKey.label: .string("no")], presence: PresenceOptions(interaction: .fail)),
+            .interactionNotAllowed)
+        XCTAssertEqual(try store.update(query("alice"), attributes: [AttributeKey.label: .string("yes")]), 1)
+        XCTAssertEqual(askedInTransaction, [false])
+        XCTAssertEqual(custodian.interactions, [.notAllowed, .notAllowed, .allowed])
+        let found = try XCTUnwrap(store.find(query("alice")).first)
+        XCTAssertEqual(found.attributes[AttributeKey.label], .string("yes"))
+
+        // "Always allow" given for a change goes into the list that change writes.
+        let other = AccessList.Entry.executable("/usr/bin/other-program")
+        custodian.decision = .alwaysAllow(other)
+        XCTAssertEqual(try store.update(query("alice"), attributes: [AttributeKey.label: .string("again")]), 1)
+        XCTAssertEqual(AccessList.of(try XCTUnwrap(store.find(query("alice")).first))?.entries.last, other)
+        XCTAssertEqual(try secretString(store, query("alice")), "s")
     }
 
     func testPasswordAndSettingsChangeThroughTheCustodian() throws {

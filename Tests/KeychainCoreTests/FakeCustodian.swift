@@ -22,6 +22,8 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
     private(set) var wraps = 0
     private(set) var bindingChecks = 0
     private(set) var interactions: [CustodyInteraction] = []
+    /// Called at each unwrap, before it is answered.
+    var onUnwrap: ((CustodyInteraction) -> Void)?
     /// Every key this custodian gave a client.
     private(set) var handedOut: [Bytes] = []
     /// The access list of the last row it unwrapped (nil: a legacy item).
@@ -106,6 +108,7 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
         let key = try classKey(request)
         lastList = try list(request, key: key)
         interactions.append(interaction)
+        onUnwrap?(interaction)
         let itemKey = try Crypto.open(
             request.wrappedKey, key: Crypto.deriveKey(key, purpose: "item-keys"), aad: request.itemKeyAdditionalData)
         switch decision {

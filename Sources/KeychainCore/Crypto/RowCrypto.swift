@@ -5,7 +5,7 @@
 /// secret's additional data carries a digest of the very metadata ciphertext it was sealed with,
 /// so an older secret pasted under newer metadata, or older metadata over a newer secret, fails
 /// too. Each seal draws a fresh nonce and stamps mdat, so that digest is the row's version.
-package struct Row {
+package struct Row: Sendable {
     package var rowID: Int64
     package var itemClass: ItemClass
     package var lockClass: LockClass
@@ -245,6 +245,14 @@ extension KeychainStore {
         return try openBody(row, itemKey: itemKey, version: version)
     }
 
+    /// The item's data under an item key a custodian gave for this row.
+    func openSecret(_ row: Row, keys: ClassKeys, itemKey: Bytes) throws -> Bytes? {
+        guard let metadataKey = keys.metadataKey(row.lockClass) else { throw KeychainError.locked() }
+        var (plain, version) = try openMetadata(row, key: metadataKey)
+        plain.wipe()
+        return try openBody(row, itemKey: itemKey, version: version)
+    }
+
     /// The item, and with `secret` its data: one opening of the row's metadata and item key for
     /// both (as `find` does), the data opened only after `check` passed on the attributes; a check
     /// that throws opens nothing more.
@@ -294,15 +302,17 @@ extension KeychainStore {
 extension ItemKeyRequest {
     /// The additional data of the row's metadata in format 2, as the engine seals it: what a
     /// custodian opens the metadata (and its access list) under.
-    package var metadataAdditionalData: Bytes {
-        KeychainStore.additionalData(
-            keychain: keychain, rowID: rowID, itemClass: itemClass, lockClass: lockClass, field: "metadata", version: [])
-    }
+    package var metadataAdditionalData: Bytes { additionalData(field: "metadata", format: 2) }
 
     /// The additional data of the row's wrapped item key (format 2: bound to `metadata`).
-    package var itemKeyAdditionalData: Bytes {
-        KeychainStore.additionalData(
-            keychain: keychain, rowID: rowID, itemClass: itemClass, lockClass: lockClass, field: "item-key",
-            version: KeychainStore.version(ofMetadata: metadata))
+    package var itemKeyAdditionalData: Bytes { additionalData(field: "item-key", format: 2) }
+
+    /// The additional data of the row's `field` ("metadata", "item-key") in row format 1 or 2. A
+    /// row whose metadata does not open under format 2 is a format 1 row (written before the
+    /// binding, its list not bound to its secret), whose item key opens under format 1.
+    package func additionalData(field: String, format: Int) -> Bytes {
+        let version: Bytes? = format < 2 ? nil : field == "metadata" ? [] : KeychainStore.version(ofMetadata: metadata)
+        return KeychainStore.additionalData(
+            keychain: keychain, rowID: rowID, itemClass: itemClass, lockClass: lockClass, field: field, version: version)
     }
 }

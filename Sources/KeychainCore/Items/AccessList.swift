@@ -124,4 +124,12 @@ package struct AccessList: Equatable, Sendable {
     }
 
     package mutating func remove(_ entry: Entry) { entries.removeAll { $0 == entry } }
+
+    /// `item`'s list with `entry` added: the person answered "Always allow". A legacy item's new
+    /// list keeps what it allowed silently, the keychain's own programs (`apple:`).
+    package static func allowingAlways(_ entry: Entry, in item: Item) -> AccessList {
+        var list = of(item) ?? AccessList([.partition("apple:")])
+        list.add(entry)
+        return list
+    }
 }

@@ -266,7 +266,7 @@ extension KeychainStore {
             var item = old
             for (k, v) in changes { item.attributes[k] = v }
             item.attributes[AttributeKey.modificationDate] = .date(SystemClock.now())
-            var plain = try secret ?? openSecret(row, keys: keys, interaction: gate.custodyInteraction)
+            var plain = try secret ?? openSecretToChange(row, &item, keys: keys, gate: gate)
             defer { plain?.wipe() }
             let (before, after) = (AccessConditions(of: old), AccessConditions(of: item))
             if let secret {
@@ -294,6 +294,29 @@ extension KeychainStore {
             let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
             try rewrite(row.rowID, lockClass: lockClass, sealed)
         }
+    }
+
+    /// The stored secret of a row a change seals again. In a custodian's keeping, inside the
+    /// change's transaction nobody is asked: an item key that needs the person is a demand, met
+    /// outside (`withPresence`) and used on the next run; an "Always allow" answer joins the
+    /// item's list, which this change writes.
+    private func openSecretToChange(_ row: Row, _ item: inout Item, keys: ClassKeys, gate: PresenceGate) throws -> Bytes? {
+        guard custodian != nil else { return try openSecret(row, keys: keys) }
+        var unwrapped: UnwrappedItemKey
+        if let held = gate.heldKey(for: row) {
+            unwrapped = held
+        } else {
+            do {
+                unwrapped = try custodyItemKey(row, interaction: .notAllowed)
+            } catch let error as KeychainError where error.code == .interactionNotAllowed && gate.custodyInteraction == .allowed {
+                throw PresenceGate.CustodyDemand(row: row)
+            }
+        }
+        defer { unwrapped.key.wipe() }
+        if let entry = unwrapped.alwaysAllow {
+            item.attributes[AccessList.attribute] = .string(AccessList.allowingAlways(entry, in: item).text)
+        }
+        return try openSecret(row, keys: keys, itemKey: unwrapped.key)
     }
 
     /// Writes a sealed item over its row. The index columns are written only when they change:
@@ -412,8 +435,16 @@ extension KeychainStore {
         var matches: [(Row, Item)] = []
         for row in rows {
             guard keys.has(row.lockClass) else { throw KeychainError.locked() }
-            let item = try openAttributes(row, keys: keys)
-            if query.matches(item) { matches.append((row, item)) }
+            guard custodian != nil else {
+                let item = try openAttributes(row, keys: keys)
+                if query.matches(item) { matches.append((row, item)) }
+                continue
+            }
+            // In a custodian's keeping the binding is checked there: for the matches only.
+            var opened = try openRow(row, keys: keys, keepingItemKey: false)
+            guard query.matches(opened.item) else { continue }
+            try takeCustody(row, &opened, secret: false, interaction: .notAllowed)
+            matches.append((row, opened.item))
         }
         if matches.isEmpty {
             throw lockedSpace ? KeychainError.locked() : KeychainError(.itemNotFound)

@@ -112,15 +112,12 @@ extension KeychainStore {
 
     /// After the person answered "Always allow" for `item` (read from `row`, its secret `stored`
     /// as the row holds it): the caller's entry joins the item's list and the row is sealed again
-    /// (a new item key, wrapped by the custodian), without asking again. A legacy item (no list)
-    /// gets a list that keeps what it allowed silently, the keychain's own programs (`apple:`).
+    /// (a new item key, wrapped by the custodian), without asking again (`AccessList.allowingAlways`).
     /// Skipped when the row changed since it was read: the entry is then asked for next time.
     func recordAlwaysAllow(_ entry: AccessList.Entry, item: Item, row: Row, stored: Bytes?) throws {
         guard !db.inReadSnapshot else { return }
         var item = item
-        var list = AccessList.of(item) ?? AccessList([.partition("apple:")])
-        list.add(entry)
-        item.attributes[AccessList.attribute] = .string(list.text)
+        item.attributes[AccessList.attribute] = .string(AccessList.allowingAlways(entry, in: item).text)
         try db.transaction {
             let current = try db.statement("SELECT metadata, secret FROM items WHERE rowid = ?")
             current.bind([.int(row.rowID)])
