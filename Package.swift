@@ -5,7 +5,7 @@ import PackageDescription
 // static (Swift runtime, SQLite and libcrypto included), it starts like a C program.
 let helperLinking: [LinkerSetting] = [
     .unsafeFlags(["-static-executable"]),
-    .linkedLibrary("dl"), .linkedLibrary("pthread"),
+    .linkedLibrary("dl"), .linkedLibrary("pthread")
 ]
 
 let package = Package(
@@ -24,10 +24,10 @@ let package = Package(
         // The keeper of the class keys, out of the user's reach: a system service of its own user.
         .executable(name: "keychain-broker", targets: ["keychain-broker"]),
         // pam_keychain.so: self-contained (Swift runtime linked in), exporting only pam_sm_*.
-        .library(name: "pam_keychain", type: .dynamic, targets: ["PAMKeychain"]),
+        .library(name: "pam_keychain", type: .dynamic, targets: ["PAMKeychain"])
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
     ],
     targets: [
         // System libraries, reached through module maps only.
@@ -79,7 +79,7 @@ let package = Package(
         // `security import-secrets` share it.
         .target(name: "KWalletItems", dependencies: ["KeychainCore", "SecretServiceItems", "CredentialHelperSupport", "COpenSSL"]),
         // Apple's face: SecItem*, kSec* constants, OSStatus, NSDictionary results.
-        .target(name: "Security", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "CFoundationBridge"]),
+        .target(name: "Security", dependencies: ["KeychainBroker", "KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "CFoundationBridge"]),
         // Foundation's own CFDictionary functions, for reading a SecItem dictionary without
         // converting every key and value first (declarations only; libFoundation has them).
         .target(name: "CFoundationBridge"),
@@ -87,55 +87,77 @@ let package = Package(
         .target(name: "LocalAuthentication", dependencies: ["KeychainCore", "KeychainPresence", "Security"]),
 
         // The command-line tool, a front end over the engine.
-        .executableTarget(name: "SecurityTool", dependencies: [
-            "KeychainCore", "KeychainPresence", "KeychainSync", "KeychainTPMClient", "KeychainTPMPolicy", "KeychainSSH", "KeychainPeers", "CredentialHelperSupport", "SecretServiceItems", "KWalletItems", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ], linkerSettings: helperLinking + [.linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")]),
+        .executableTarget(
+            name: "SecurityTool",
+            dependencies: [
+                "KeychainBroker",
+                "KeychainCore", "KeychainPresence", "KeychainSync", "KeychainTPMClient", "KeychainTPMPolicy", "KeychainSSH", "KeychainPeers",
+                "CredentialHelperSupport", "SecretServiceItems", "KWalletItems", .product(name: "ArgumentParser", package: "swift-argument-parser")
+            ],
+            linkerSettings: helperLinking + [
+                .linkedLibrary("_FoundationCollections"), .linkedLibrary("_FoundationCShims"), .linkedLibrary("swiftSynchronization")
+            ]),
 
         // Credential helpers: small processes started once per fetch or pull, so they link the
         // engine only (no Foundation) and the Swift runtime statically.
         .target(name: "CredentialHelperSupport", dependencies: ["KeychainCore"], path: "helpers/CredentialHelperSupport"),
-        .executableTarget(name: "git-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore", "KeychainPresence"],
-                          path: "helpers/git-credential-keychain",
-                          linkerSettings: helperLinking),
-        .executableTarget(name: "docker-credential-keychain", dependencies: ["CredentialHelperSupport", "KeychainCore", "KeychainPresence"],
-                          path: "helpers/docker-credential-keychain",
-                          linkerSettings: helperLinking),
+        .executableTarget(
+            name: "git-credential-keychain", dependencies: ["KeychainBroker", "CredentialHelperSupport", "KeychainCore", "KeychainPresence"],
+            path: "helpers/git-credential-keychain",
+            linkerSettings: helperLinking),
+        .executableTarget(
+            name: "docker-credential-keychain", dependencies: ["KeychainBroker", "CredentialHelperSupport", "KeychainCore", "KeychainPresence"],
+            path: "helpers/docker-credential-keychain",
+            linkerSettings: helperLinking),
 
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
-        .executableTarget(name: "keychain-secret-service", dependencies: ["KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "KeychainPeers", "CSDBus", "COpenSSL", "CLinux"],
-                          exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
+        .executableTarget(
+            name: "keychain-secret-service",
+            dependencies: [
+                "KeychainBroker", "KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "KeychainPeers", "CSDBus",
+                "COpenSSL", "CLinux"
+            ],
+            exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The SSH agent: a daemon for the whole session, like keychain-secret-service, so linked the
         // same way (the Swift runtime inside, not -static-executable): it starts once and lives on,
         // start-up costs nothing that matters, and it can run polkit's helpers and the TPM's.
-        .executableTarget(name: "keychain-ssh-agent", dependencies: ["KeychainSSH", "KeychainCore", "KeychainPresence", "KeychainTPMClient", "CLinux"],
-                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
+        .executableTarget(
+            name: "keychain-ssh-agent", dependencies: ["KeychainBroker", "KeychainSSH", "KeychainCore", "KeychainPresence", "KeychainTPMClient", "CLinux"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // Sealing a keychain to the TPM: tpm2-tss's ESAPI, in a program of its own that the engine
         // runs for each TPM operation. The tools are fully static and Debian has no static
         // tpm2-tss (and dlopen in a static program gives libcrypto a second C library, which
         // crashes); a process of its own also bounds what a TPM that stops answering costs.
         .target(name: "KeychainTPM", dependencies: ["KeychainCore", "CTSS2", "COpenSSL"]),
-        .executableTarget(name: "keychain-tpm-helper", dependencies: ["KeychainCore", "KeychainTPM", "KeychainTPMClient"],
-                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
+        .executableTarget(
+            name: "keychain-tpm-helper", dependencies: ["KeychainCore", "KeychainTPM", "KeychainTPMClient"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The broker's daemon: socket-activated by systemd (or started by keychain-broker-start),
         // running as its own system user; linked like the other daemons.
-        .executableTarget(name: "keychain-broker", dependencies: ["KeychainBroker", "KeychainCore", "KeychainPeers", "CLinux"],
-                          linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
+        .executableTarget(
+            name: "keychain-broker", dependencies: ["KeychainBroker", "KeychainCore", "KeychainPeers", "CLinux"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
         // The PAM module: Swift logic behind a C shim that owns the exported entry points.
         .target(name: "PAMKeychainShim", dependencies: ["CPAM"], path: "pam/shim"),
-        .target(name: "PAMKeychain", dependencies: ["PAMKeychainShim", "KeychainCore", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "CPAM"], path: "pam/Sources/PAMKeychain",
-                linkerSettings: [.unsafeFlags([
+        .target(
+            name: "PAMKeychain",
+            dependencies: ["KeychainBroker", "PAMKeychainShim", "KeychainCore", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "CPAM"],
+            path: "pam/Sources/PAMKeychain",
+            linkerSettings: [
+                .unsafeFlags([
                     "-static-stdlib",
                     "-Xlinker", "--version-script=\(Context.packageDirectory)/pam/pam_keychain.map",
                     "-Xlinker", "-z", "-Xlinker", "nodelete",
                     // Resolved at load (full RELRO): loaded into every login process.
-                    "-Xlinker", "-z", "-Xlinker", "now",
-                ])]),
+                    "-Xlinker", "-z", "-Xlinker", "now"
+                ])
+            ]),
 
         // `make bench`'s in-process figures (not a product: nothing to install).
         .executableTarget(
@@ -157,7 +179,8 @@ let package = Package(
         // What the engine's test targets share (a scratch folder, a test case with a keychain).
         .target(name: "KeychainTestSupport", dependencies: ["KeychainCore"], path: "Tests/KeychainTestSupport"),
         .testTarget(name: "KeychainCoreTests", dependencies: ["KeychainCore", "KeychainTestSupport", "SecretServiceItems", "KeychainProcess"]),
-        .testTarget(name: "KeychainTPMPolicyTests", dependencies: ["KeychainTPMPolicy", "KeychainCore", "KeychainTestSupport", "KeychainTPM", "KeychainTPMClient"]),
+        .testTarget(
+            name: "KeychainTPMPolicyTests", dependencies: ["KeychainTPMPolicy", "KeychainCore", "KeychainTestSupport", "KeychainTPM", "KeychainTPMClient"]),
         .testTarget(name: "KWalletItemsTests", dependencies: ["KWalletItems", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore", "KeychainPeers", "KeychainTestSupport", "CLinux"]),
@@ -165,7 +188,7 @@ let package = Package(
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "KeychainPeersTests", dependencies: ["KeychainPeers", "CLinux"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
-        .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
+        .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"])
     ],
     swiftLanguageModes: [.v5]
 )

@@ -8,6 +8,10 @@ package final class BrokerConnection: @unchecked Sendable {
     package let path: String
     private let mutex = Mutex()
     private var fd: Int32 = -1
+    /// Who connected: the broker takes the uid at connect(2) for every request on the connection,
+    /// so a child (the PAM module's worker, become the user) or a process that changed its uid
+    /// connects anew rather than speak as the process that first connected.
+    private var connectedAs: (pid: pid_t, uid: uid_t, euid: uid_t)?
 
     package init(path: String = BrokerPaths.socket) { self.path = path }
 
@@ -21,7 +25,14 @@ package final class BrokerConnection: @unchecked Sendable {
             var retried = false
             while true {
                 do {
-                    if fd < 0 { fd = try Self.connectChecked(path) }
+                    if fd >= 0, let owner = connectedAs, owner != (getpid(), getuid(), geteuid()) {
+                        close(fd)
+                        fd = -1
+                    }
+                    if fd < 0 {
+                        fd = try Self.connectChecked(path)
+                        connectedAs = (getpid(), getuid(), geteuid())
+                    }
                     try BrokerSocket.send(fd, message)
                     guard let reply = try BrokerSocket.receive(fd) else { throw SocketError(errno: ECONNRESET) }
                     return try BrokerReply.decode(reply, for: request.op)
@@ -134,7 +145,7 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
             let reply = try call(.unwrap(request, interaction: interaction, answer: answer, password: password))
             switch reply {
             case .key(let key, let entry):
-                return UnwrappedItemKey(key: key, alwaysAllow: entry.isEmpty ? nil : AccessList.Entry(entry))
+                return UnwrappedItemKey(key: key, alwaysAllow: entry.isEmpty ? nil : AccessList(text: entry))
             case .question(let text):
                 if answer != .none { wrongPasswords += 1 }
                 // The refusals below are the client's; the broker is told, so that its log has them.
@@ -201,9 +212,10 @@ package enum BrokerSetup {
         return BrokerCustodian(connection: BrokerConnection(path: BrokerPaths.socket), answerer: answerer)
     }
 
-    /// Installs the custodian for this process. Until the engine has its seam
-    /// (`KeychainStore.custodian`), it is kept here; the merge assigns it there.
+    /// Installs the custodian for this process into the engine's seam (`KeychainStore.custodian`):
+    /// each front end calls it at start, beside the presence and TPM setups.
     package static func install(answerer: (any AccessAnswerer)?) {
         installed = custodian(answerer: answerer)
+        KeychainStore.custodian = installed
     }
 }

@@ -98,7 +98,8 @@ package final class BrokerService {
         guard Crypto.equal(bag.uuid, keybag.uuid) else { throw KeychainError.decode("the keybag's uuid does not match its fields") }
         if bag.version < 2 {
             throw KeychainError(
-                .invalidKeychain, "this keychain's format is too old for the broker: unlock it once with the password where no broker runs (an earlier version, or a machine without keychain-broker) to upgrade it"
+                .invalidKeychain,
+                "this keychain's format is too old for the broker: unlock it once with the password where no broker runs (an earlier version, or a machine without keychain-broker) to upgrade it"
             )
         }
         if bag.binding != nil { throw KeychainError(.notAvailable, "a keychain sealed to a TPM is not kept by the broker in this version") }
@@ -177,7 +178,7 @@ package final class BrokerService {
         defer { keys.wipe() }
         try bag.rewrap(a: keys.a, c: keys.c, password: new, scrypt: scrypt)
         var fields: [String: Bytes] = [:]
-        for (name, value) in bag.baseFields { fields[name] = value }
+        for (name, value) in bag.fields { fields[name] = value }
         let id = CustodyID(uid: uid, uuid: bag.uuid)
         if state.custody[id] != nil { state.custody[id]?.fields = fields }
         if let pin = state.pins[uid]?[keybag.path], Crypto.equal(pin.uuid, bag.uuid) {
@@ -315,8 +316,9 @@ package final class BrokerService {
                 return .key(opened.key, alwaysEntry: "")
             }
             log("always allowed")
-            // An item older than lists gets its first list: what it was taken to trust, and this.
-            var written = stored == nil ? list : AccessList([])
+            // The whole list to write: an item older than lists gets its first, what it was taken
+            // to trust and this caller.
+            var written = list
             written.add(entry)
             return .key(opened.key, alwaysEntry: written.text)
         case .none:

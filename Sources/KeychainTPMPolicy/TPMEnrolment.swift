@@ -50,7 +50,8 @@ extension KeychainStore {
     /// `resealToTPM`). `pcrs`: the secret is also sealed to these PCRs' current values (a boot
     /// chain that changes them then needs the recovery key); empty: to none.
     package func sealToTPM(password: Bytes, pcrs: [UInt8] = [], tpm: TPMConfiguration = .current) throws -> RecoveryKey {
-        try withLock {
+        try requireHeldKeys("sealing the keychain to the TPM (`security tpm-enroll`)")
+        return try withLock {
             let recovery = try RecoveryKey.generate()
             var device = try DeviceKeys.generate()
             var a = Bytes(), c = Bytes()

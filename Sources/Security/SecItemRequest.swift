@@ -325,6 +325,8 @@ struct SecItemRequest {
     }
 
     private mutating func takeAttribute(_ key: String, _ value: Any) throws {
+        // The access list is the engine's: refused as any attribute the class lacks is.
+        if key == AccessList.attribute { throw KeychainError.param("attribute \(key) does not belong to class \(itemClass.rawValue)") }
         guard let converted = Self.attributeValue(value) else {
             throw KeychainError.param("attribute \(key) has a value of an unsupported type")
         }

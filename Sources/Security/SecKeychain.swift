@@ -133,7 +133,7 @@ public func SecKeychainUnlock(
 }
 
 public func SecKeychainLock(_ keychain: SecKeychain?) -> OSStatus {
-    secStatus { try (keychain ?? SecKeychain.defaultKeychain()).lock() }
+    secStatus { try (keychain ?? SecKeychain.defaultKeychain()).store.lockReportingFailure() }
 }
 
 public func SecKeychainSetDefault(_ keychain: SecKeychain?) -> OSStatus {

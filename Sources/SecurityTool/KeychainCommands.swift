@@ -246,7 +246,7 @@ struct LockKeychain: ParsableCommand {
     func run() throws {
         let paths = all ? KeychainFile.list() : [target.path]
         for path in paths {
-            try perform(path) { try KeychainStore.open(at: path, storage: .kernel).lock() }
+            try perform(path) { try KeychainStore.open(at: path, storage: .kernel).lockReportingFailure() }
         }
     }
 }
@@ -367,12 +367,17 @@ struct Status: ParsableCommand {
         try perform(target.path) {
             let store = try target.open()
             let status = store.status
-            let kernel: String
+            var kernel: String
             do {
                 _ = try KernelKeyring.persistent()
                 kernel = "kernel persistent keyring of uid \(geteuid())"
             } catch {
                 kernel = "unavailable: \(error)"
+            }
+            switch status.storage {
+            case .kernel: break
+            case .process: kernel = "memory of this process"
+            case .broker: kernel = "custody of keychain-broker"
             }
             Terminal.out("keychain: \"\(store.path)\"")
             Terminal.out("WhenUnlocked:      \(status.whenUnlocked ? "unlocked" : "locked")  (key in the \(kernel) while unlocked)")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import KeychainBroker
 import KeychainCore
 import KeychainPresence
 import KeychainTPMPolicy
@@ -35,6 +36,8 @@ struct Security: ParsableCommand {
         ProcessHardening.becomeUndumpable()
         // On a terminal with no desktop agent (SSH), items needing the user's presence ask here.
         PresenceSetup.installPolkitWithTerminalAgent()
+        // Where keychain-broker keeps the keys, a program an item does not trust is asked here.
+        BrokerSetup.install(answerer: AccessAnswerers.standard())
         TPMPolicySetup.install()
         // A password piped in would otherwise stay in stdio's stdin buffer, which is freed (at
         // exit) but never cleared; unbuffered, each byte goes straight into a buffer we wipe.

@@ -1,6 +1,7 @@
 import CLinux
 import CSDBus
 import Glibc
+import KeychainBroker
 import KeychainCore
 import KeychainPresence
 import KeychainTPMPolicy
@@ -27,6 +28,7 @@ var pinentry = getenv("KEYCHAIN_PINENTRY").map { String(cString: $0) }.flatMap {
 // alike: an item that asks for the user asks through polkit, and a keychain sealed to the TPM
 // opens through keychain-tpm-helper.
 PresenceSetup.installPolkit()
+BrokerSetup.install(answerer: AccessAnswerers.standard())
 TPMPolicySetup.install()
 var arguments = CommandLine.arguments.dropFirst()
 if let command = arguments.first, Subcommand.names.contains(command) {

@@ -1,3 +1,4 @@
+import KeychainBroker
 import KeychainCore
 import KeychainPresence
 import KeychainSSH
@@ -8,6 +9,8 @@ import KeychainTPMClient
 /// for `ssh-add -c` keys, and TPM-resident keys signed through keychain-tpm-helper.
 func makeHandlerFactory(_ settings: AgentSettings, log: @escaping @Sendable (String) -> Void) -> AgentServer.HandlerFactory {
     PresenceSetup.installPolkit()
+    // A daemon has no terminal: a key its list does not name is refused as not interactive.
+    BrokerSetup.install(answerer: AccessAnswerers.standard())
     TPMClientSetup.install()
     SSHPrivateKey.tpmSign = { digest, blob in try TPMSigningKeys.sign(digest: digest, with: blob) }
 

@@ -61,7 +61,7 @@ final class BrokerClientTests: XCTestCase {
         }
         let custodian = BrokerCustodian(exchange: exchange, answerer: Answers(grants))
         var fields: [String: Bytes] = [:]
-        for (name, value) in store.keybag.baseFields { fields[name] = value }
+        for (name, value) in store.keybag.fields { fields[name] = value }
         try custodian.unlock(CustodyKeybag(uuid: store.keybag.uuid, fields: fields, path: store.path), password: Array("pw".utf8))
         return (custodian, request, service, scratch)
     }
@@ -71,7 +71,9 @@ final class BrokerClientTests: XCTestCase {
         defer { scratch.remove() }
         let key = try custodian.unwrap(request, interaction: .allowed)
         XCTAssertEqual(key.key.count, 32)
-        XCTAssertEqual(key.alwaysAllow, .executable("/usr/bin/other"))
+        // The whole list to write: the item's creator (this test program), then the asker.
+        let creator = AccessList(text: try XCTUnwrap(AccessList.creatorAttribute?.stringValue))
+        XCTAssertEqual(key.alwaysAllow, AccessList(creator.entries + [.executable("/usr/bin/other")]))
     }
 
     func testWrongPasswordsAreAskedAgainThreeTimes() throws {

@@ -29,7 +29,7 @@ final class CustodyTests: XCTestCase {
 
     func keybag(_ store: KeychainStore) -> CustodyKeybag {
         var fields: [String: Bytes] = [:]
-        for (name, value) in store.keybag.baseFields { fields[name] = value }
+        for (name, value) in store.keybag.fields { fields[name] = value }
         return CustodyKeybag(uuid: store.keybag.uuid, fields: fields, path: store.path)
     }
 
@@ -81,8 +81,8 @@ final class CustodyTests: XCTestCase {
             rowID: request.rowID, itemClass: request.itemClass, lockClass: request.lockClass, space: .protected, metadata: request.metadata, secret: [])
         XCTAssertNotNil(try KeychainStore.openMetadata(row, keychain: request.keychain, key: open.open[.whenUnlocked]!.metadata).version)
         // The broker opens the engine's item key, and that key the engine's secret: byte-identical
-        // additional data on both sides. A generic password older than lists is asked for, the
-        // keychain's own tool too (nothing says who made it), and opens once allowed.
+        // additional data on both sides. The item trusts its creator (this test program): the
+        // keychain's own tool is asked, and opens it once allowed.
         assertCode(.interactionNotAllowed) { try broker.handle(.unwrap(request, interaction: .notAllowed, answer: .none, password: []), from: self.me) }
         let (itemKey, entry) = try key(try broker.handle(.unwrap(request, interaction: .allowed, answer: .once, password: Array("pw".utf8)), from: me))
         XCTAssertEqual(entry, "")
@@ -167,7 +167,7 @@ final class CustodyTests: XCTestCase {
         XCTAssertEqual(noEntry, "")
         XCTAssertEqual(try secret(of: request, body: body, key: once), "hidden")
         let (_, entry) = try key(try broker.handle(.unwrap(request, interaction: .allowed, answer: .always, password: Array("pw".utf8)), from: me))
-        XCTAssertEqual(entry, "exe:/usr/bin/stranger")
+        XCTAssertEqual(entry, try XCTUnwrap(AccessList.creatorAttribute?.stringValue) + "\nexe:/usr/bin/stranger")
         XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).map(\.decision), ["not allowed", "denied", "allowed once", "always allowed"])
 
         // An unidentified caller gets Allow once, never an entry.

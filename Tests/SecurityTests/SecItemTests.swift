@@ -123,6 +123,21 @@ final class SecItemTests: XCTestCase {
         XCTAssertNil(all[kSecAttrAccount as String], "attributes were not asked for")
     }
 
+    /// The access list the engine writes on every new item is not an Apple attribute: results
+    /// never carry it, and a caller cannot name it (as any attribute a class lacks).
+    func testTheAccessListIsNeverAnAppleAttribute() throws {
+        XCTAssertEqual(addGeneric("alice"), errSecSuccess)
+        let q: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "alice"]
+        let (status, result) = copy(q.merging([kSecReturnAttributes as String: true, kSecReturnData as String: true]) { a, _ in a })
+        XCTAssertEqual(status, errSecSuccess)
+        let attrs = try XCTUnwrap(result as? [String: Any])
+        XCTAssertNil(attrs[AccessList.attribute])
+        XCTAssertEqual(attrs[kSecAttrAccount as String] as? String, "alice")
+        XCTAssertEqual(addGeneric("bob", extra: [AccessList.attribute: "any"]), errSecParam)
+        XCTAssertEqual(copy(q.merging([AccessList.attribute: "any"]) { a, _ in a }).0, errSecParam)
+        XCTAssertEqual(SecItemUpdate(q as CFDictionary, [AccessList.attribute: "any"] as CFDictionary), errSecParam)
+    }
+
     func testMatchLimits() throws {
         for name in ["a", "b", "c"] { XCTAssertEqual(addGeneric(name), errSecSuccess) }
         let q: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: true]

@@ -15,7 +15,8 @@ extension KeychainStore {
     /// shows it, once.
     @discardableResult
     package func rotateKeys(password: Bytes, newPassword: Bytes? = nil, scrypt: ScryptParameters? = nil) throws -> RecoveryKey? {
-        try withLock {
+        try requireHeldKeys("rotating the keys (`security set-keychain-password --rotate-keys`)")
+        return try withLock {
             var newA = try Crypto.random(Crypto.keyLength)
             var newC = try Crypto.random(Crypto.keyLength)
             var newDevice = try DeviceKeys.generate()

@@ -27,7 +27,7 @@ package struct Keybag {
     package var checkC: Bytes
     package var keyD: Bytes
     /// As stored: trusted only once `settingsMAC` verifies under class key A (`verifiedSettings`).
-    package internal(set) var settings: KeychainSettings
+    var settings: KeychainSettings
     /// Empty in a version 1 keybag.
     var settingsMAC: Bytes
     /// Version 3 only: the TPM binding, the ThisDeviceOnly class keys and the recovery record.
@@ -244,6 +244,12 @@ package struct Keybag {
     // MARK: Storage
 
     package static func load(from db: SQLiteDatabase) throws -> Keybag {
+        try Keybag(fields: fields(in: db))
+    }
+
+    /// The keybag's stored fields, as they are in the file: what a custodian is shown
+    /// (`CustodyKeybag`), to parse and check itself.
+    package static func fields(in db: SQLiteDatabase) throws -> [String: Bytes] {
         var fields: [String: Bytes] = [:]
         do {
             let stmt = try db.statement("SELECT name, value FROM keychain")
@@ -251,54 +257,7 @@ package struct Keybag {
         } catch let error as KeychainError where error.code == .io {
             throw KeychainError(.decode, "not a keychain file (\(error.detail))")
         }
-        return try parse(fields)
-    }
-
-    /// A keybag from its stored fields, checked as `load` checks a file's: the broker parses the
-    /// fields a client sends it (`Keybag(fields:)`), and trusts nothing it did not check.
-    static func parse(_ fields: [String: Bytes]) throws -> Keybag {
-        guard let rawVersion = fields["version"], rawVersion.count == 8,
-            let version = [1, 2, 3].first(where: { rawVersion == Bytes(bigEndian: UInt64($0)) })
-        else { throw KeychainError(.decode, "not a keychain file, or one of an unknown version") }
-        guard let uuid = fields["uuid"], uuid.count == 16,
-            let kdf = fields["kdf"], let a = fields["wrap.A"], let c = fields["wrap.C"],
-            let d = fields["key.D"], d.count == Crypto.keyLength
-        else { throw KeychainError(.decode, "the keybag is incomplete") }
-        let rawSettings = fields["settings"] ?? []
-        let checkA = fields["check.A"] ?? [], checkC = fields["check.C"] ?? [], mac = fields["settings.mac"] ?? []
-        if version >= 2 {
-            guard checkA.count == 16, checkC.count == 16 else { throw KeychainError(.decode, "the keybag is incomplete") }
-        }
-        let summed =
-            version >= 2
-            ? [uuid, kdf, a, c, checkA, checkC, d] + TPMBinding.checksummed(fields, version: version)
-            : [uuid, kdf, a, c, d, rawSettings]
-        guard let sum = fields["checksum"], constantTimeEqual(sum, checksum(summed)) else {
-            throw KeychainError(.decode, "the keybag is damaged")
-        }
-        var r = ByteReader(kdf)
-        let params = ScryptParameters(n: try r.u64(), r: try r.u64(), p: try r.u64())
-        let salt = try r.blob()
-        guard r.isAtEnd else { throw KeychainError(.decode, "the keybag is damaged") }
-        // Checked here as well as before each derivation, so a keychain asking for an absurd KDF
-        // is reported as damaged when it is opened, not when someone types a password.
-        guard params.isSane, salt.count >= 16 else {
-            throw KeychainError(.decode, "the keybag is damaged (KDF parameters out of bounds)")
-        }
-        // Settings are authenticated by their own MAC, not by the checksum: changed ones cost the
-        // owner their settings (the safe defaults apply, and are reported), not the keychain.
-        var settings = KeychainSettings.safeDefaults, settingsMAC = mac
-        if let stored = try? KeychainSettings(bytes: rawSettings) {
-            settings = stored
-        } else if version >= 2 {
-            settingsMAC = []
-        } else {
-            throw KeychainError.decode("the keybag settings are damaged")
-        }
-        return Keybag(
-            version: UInt32(version), uuid: uuid, scrypt: params, salt: salt, wrappedA: a, wrappedC: c,
-            checkA: checkA, checkC: checkC, keyD: d, settings: settings, settingsMAC: settingsMAC,
-            binding: version >= 3 ? try TPMBinding(fields) : nil)
+        return fields
     }
 
     /// An unkeyed checksum over the stored key material cannot stop a forger, and does not try to
@@ -327,15 +286,24 @@ package struct Keybag {
             version == (binding == nil ? Self.formatVersion : Self.boundFormatVersion),
             "a keybag is upgraded before it is saved")
         let insert = try db.statement("INSERT OR REPLACE INTO keychain(name, value) VALUES (?, ?)")
-        for (name, value) in baseFields {
-            try insert.run([.text(name), .blob(value)])
-        }
+        for (name, value) in ownFields { try insert.run([.text(name), .blob(value)]) }
         try TPMBinding.save(binding, to: db)
     }
 
-    /// The fields `save` writes, the TPM binding's aside: what a custodian that changed the
-    /// password hands back (it keeps no keybag sealed to a TPM).
-    package var baseFields: [(name: String, value: Bytes)] {
+    /// The fields `save` writes, in the current format: what a custodian returns for a keybag
+    /// it changed (`KeyCustodian.changePassword`).
+    package var fields: [String: Bytes] {
+        precondition(
+            version == (binding == nil ? Self.formatVersion : Self.boundFormatVersion),
+            "a keybag is upgraded before it is saved")
+        var out: [String: Bytes] = [:]
+        for (name, value) in ownFields { out[name] = value }
+        for (name, value) in binding?.fields ?? [] { out[name] = value }
+        return out
+    }
+
+    /// The keybag's own fields, the binding's apart.
+    private var ownFields: [(String, Bytes)] {
         let kdf = kdfRecord
         let sum = Keybag.checksum([uuid, kdf, wrappedA, wrappedC, checkA, checkC, keyD] + (binding?.fields.map(\.value) ?? []))
         return [
@@ -348,7 +316,52 @@ package struct Keybag {
 }
 
 extension Keybag {
-    package init(fields: [String: Bytes]) throws { self = try Keybag.parse(fields) }
+    /// Parses and checks a keybag's stored fields (`fields(in:)`): the file's, or the ones a
+    /// client sent a custodian.
+    package init(fields: [String: Bytes]) throws {
+        guard let rawVersion = fields["version"], rawVersion.count == 8,
+            let version = [1, 2, 3].first(where: { rawVersion == Bytes(bigEndian: UInt64($0)) })
+        else { throw KeychainError(.decode, "not a keychain file, or one of an unknown version") }
+        guard let uuid = fields["uuid"], uuid.count == 16,
+            let kdf = fields["kdf"], let a = fields["wrap.A"], let c = fields["wrap.C"],
+            let d = fields["key.D"], d.count == Crypto.keyLength
+        else { throw KeychainError(.decode, "the keybag is incomplete") }
+        let rawSettings = fields["settings"] ?? []
+        let checkA = fields["check.A"] ?? [], checkC = fields["check.C"] ?? [], mac = fields["settings.mac"] ?? []
+        if version >= 2 {
+            guard checkA.count == 16, checkC.count == 16 else { throw KeychainError(.decode, "the keybag is incomplete") }
+        }
+        let summed =
+            version >= 2
+            ? [uuid, kdf, a, c, checkA, checkC, d] + TPMBinding.checksummed(fields, version: version)
+            : [uuid, kdf, a, c, d, rawSettings]
+        guard let sum = fields["checksum"], constantTimeEqual(sum, Self.checksum(summed)) else {
+            throw KeychainError(.decode, "the keybag is damaged")
+        }
+        var r = ByteReader(kdf)
+        let params = ScryptParameters(n: try r.u64(), r: try r.u64(), p: try r.u64())
+        let salt = try r.blob()
+        guard r.isAtEnd else { throw KeychainError(.decode, "the keybag is damaged") }
+        // Checked here as well as before each derivation, so a keychain asking for an absurd KDF
+        // is reported as damaged when it is opened, not when someone types a password.
+        guard params.isSane, salt.count >= 16 else {
+            throw KeychainError(.decode, "the keybag is damaged (KDF parameters out of bounds)")
+        }
+        // Settings are authenticated by their own MAC, not by the checksum: changed ones cost the
+        // owner their settings (the safe defaults apply, and are reported), not the keychain.
+        var settings = KeychainSettings.safeDefaults, settingsMAC = mac
+        if let stored = try? KeychainSettings(bytes: rawSettings) {
+            settings = stored
+        } else if version >= 2 {
+            settingsMAC = []
+        } else {
+            throw KeychainError.decode("the keybag settings are damaged")
+        }
+        self.init(
+            version: UInt32(version), uuid: uuid, scrypt: params, salt: salt, wrappedA: a, wrappedC: c,
+            checkA: checkA, checkC: checkC, keyD: d, settings: settings, settingsMAC: settingsMAC,
+            binding: version >= 3 ? try TPMBinding(fields) : nil)
+    }
 }
 
 extension ScryptParameters {

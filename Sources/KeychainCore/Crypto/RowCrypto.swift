@@ -5,7 +5,7 @@
 /// secret's additional data carries a digest of the very metadata ciphertext it was sealed with,
 /// so an older secret pasted under newer metadata, or older metadata over a newer secret, fails
 /// too. Each seal draws a fresh nonce and stamps mdat, so that digest is the row's version.
-package struct Row {
+package struct Row: Sendable {
     package var rowID: Int64
     package var itemClass: ItemClass
     package var lockClass: LockClass
@@ -39,14 +39,14 @@ extension KeychainStore {
         Self.additionalData(keychain: keybag.uuid, rowID: rowID, itemClass: itemClass, lockClass: lockClass, field: field, version: version)
     }
 
-    /// The same, for a keychain known by its uuid alone: the broker wraps and opens item keys
-    /// with exactly the bytes the engine seals rows with.
+    /// `additionalData` of the keychain whose keybag uuid is `keychain`: what a custodian makes
+    /// for a row it is asked about, with no store of its own.
     package static func additionalData(
-        keychain uuid: Bytes, rowID: Int64, itemClass: ItemClass, lockClass: LockClass, field: String, version: Bytes? = nil
+        keychain: Bytes, rowID: Int64, itemClass: ItemClass, lockClass: LockClass, field: String, version: Bytes? = nil
     ) -> Bytes {
         var w = ByteWriter()
         w.string(version == nil ? "keychain-row-v1" : "keychain-row-v2")
-        w.blob(uuid)
+        w.blob(keychain)
         w.u64(UInt64(rowID))
         w.u64(UInt64(itemClass.code))
         w.u64(UInt64(lockClass.rawValue))
@@ -64,7 +64,8 @@ extension KeychainStore {
         try Self.openMetadata(row, keychain: keybag.uuid, key: key)
     }
 
-    /// The same for a keychain known by its uuid alone (the broker's reads).
+    /// `openMetadata` for keychain `uuid` without a store: the broker opens a row's metadata with
+    /// its own key, to read the access list and what the question names.
     package static func openMetadata(_ row: Row, keychain uuid: Bytes, key: Bytes) throws -> (plain: Bytes, version: Bytes?) {
         func aad(_ version: Bytes?) -> Bytes {
             additionalData(
@@ -126,9 +127,10 @@ extension KeychainStore {
     func seal(_ item: Item, rowID: Int64, secret: Bytes?, keys: ClassKeys, primaryKey: Bytes? = nil) throws -> SealedRow {
         let lockClass = keys.lockClass(for: item.protection)
         let space = KeySpace(lockClass)
-        guard let metadataKey = keys.metadataKey(lockClass), let wrappingKey = keys.wrappingKey(lockClass),
-            let indexKey = keys.indexKey(space)
-        else { throw KeychainError.locked() }
+        guard let metadataKey = keys.metadataKey(lockClass), let indexKey = keys.indexKey(space) else { throw KeychainError.locked() }
+        // nil in a custodian's keeping: the custodian wraps the item key.
+        let wrappingKey = keys.wrappingKey(lockClass)
+        guard wrappingKey != nil || custodian != nil else { throw KeychainError.locked() }
         let cls = item.itemClass
         let serviceName = AttributeSchema.serviceKey(for: cls)
         // The item key and the three nonces in one draw from the kernel's generator, not four.
@@ -146,11 +148,17 @@ extension KeychainStore {
         var itemKey = Array(random[0..<Crypto.keyLength])
         defer { itemKey.wipe() }
         var body = ByteWriter(capacity: 2 * (Crypto.nonceLength + Crypto.tagLength + 4) + Crypto.keyLength + (secret?.count ?? 0))
-        body.blob(
-            try Crypto.seal(
-                itemKey, key: wrappingKey,
-                aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key", version: version),
-                nonce: nonce(1)))
+        if let wrappingKey {
+            body.blob(
+                try Crypto.seal(
+                    itemKey, key: wrappingKey,
+                    aad: additionalData(rowID: rowID, itemClass: cls, lockClass: lockClass, field: "item-key", version: version),
+                    nonce: nonce(1)))
+        } else {
+            let request = ItemKeyRequest(
+                keychain: keybag.uuid, rowID: rowID, itemClass: cls, lockClass: lockClass, metadata: metadata, wrappedKey: [])
+            body.blob(try custodian!.wrap(itemKey, for: request))
+        }
         body.blob(
             try Crypto.seal(
                 secret ?? [], key: itemKey,
@@ -169,6 +177,7 @@ extension KeychainStore {
     package func openAttributes(_ row: Row, keys: ClassKeys) throws -> Item {
         var opened = try openRow(row, keys: keys, keepingItemKey: false)
         opened.wipe()
+        if custodian != nil, opened.version != nil { try checkCustodyBinding(row) }
         return opened.item
     }
 
@@ -178,9 +187,14 @@ extension KeychainStore {
         var item: Item
         var itemKey: Bytes?
         let version: Bytes?
+        /// The entry a custodian returned with the item key ("Always allow"), to write.
+        var alwaysAllow: AccessList? = nil
         mutating func wipe() { itemKey?.wipe() }
     }
 
+    /// In a custodian's keeping, only the metadata is opened here: the item key (or the binding's
+    /// check) is the custodian's, asked for once the row is known to be wanted (`custodyItemKey`,
+    /// `checkCustodyBinding`).
     func openRow(_ row: Row, keys: ClassKeys, keepingItemKey: Bool) throws -> OpenedRow {
         guard let key = keys.metadataKey(row.lockClass) else { throw KeychainError.locked() }
         var (plain, version) = try openMetadata(row, key: key)
@@ -188,7 +202,7 @@ extension KeychainStore {
         // Format 2: the item key must open under this metadata's digest, so metadata rolled back
         // alone (under a newer secret) is refused by attribute-only reads too.
         var itemKey: Bytes?
-        if version != nil || keepingItemKey {
+        if version != nil || keepingItemKey, custodian == nil {
             itemKey = try openItemKey(row, version: version, keys: keys)
             if !keepingItemKey { itemKey?.wipe(); itemKey = nil }
         }
@@ -202,6 +216,9 @@ extension KeychainStore {
         return OpenedRow(item: item, itemKey: itemKey, version: version)
     }
 
+    /// The row's wrapped item key, as a custodian is shown it.
+    func wrappedKey(of row: Row) throws -> Bytes { try sealedParts(row).wrappedKey }
+
     private func sealedParts(_ row: Row) throws -> (wrappedKey: Bytes, body: Bytes) {
         var r = ByteReader(row.secret)
         let wrapped = try r.blob(), body = try r.blob()
@@ -209,8 +226,11 @@ extension KeychainStore {
         return (wrapped, body)
     }
 
-    private func openItemKey(_ row: Row, version: Bytes?, keys: ClassKeys) throws -> Bytes {
-        guard let wrappingKey = keys.wrappingKey(row.lockClass) else { throw KeychainError.locked() }
+    private func openItemKey(_ row: Row, version: Bytes?, keys: ClassKeys, interaction: CustodyInteraction = .allowed) throws -> Bytes {
+        guard let wrappingKey = keys.wrappingKey(row.lockClass) else {
+            guard custodian != nil, keys.has(row.lockClass) else { throw KeychainError.locked() }
+            return try custodyItemKey(row, interaction: interaction).key
+        }
         return try Crypto.open(
             try sealedParts(row).wrappedKey, key: wrappingKey,
             aad: additionalData(
@@ -218,16 +238,25 @@ extension KeychainStore {
                 field: "item-key", version: version))
     }
 
-    /// The item's data, or nil for an item that has none.
-    package func openSecret(_ row: Row, keys: ClassKeys) throws -> Bytes? {
+    /// The item's data, or nil for an item that has none. `interaction`: whether a custodian may
+    /// have the person asked (in a custodian's keeping).
+    package func openSecret(_ row: Row, keys: ClassKeys, interaction: CustodyInteraction = .allowed) throws -> Bytes? {
         guard let metadataKey = keys.metadataKey(row.lockClass) else { throw KeychainError.locked() }
         // The metadata is opened (not only digested) so that its format, which an attacker cannot
         // change without the key, decides the secret's: an old format-1 secret under format-2
         // metadata does not open.
         var (plain, version) = try openMetadata(row, key: metadataKey)
         plain.wipe()
-        var itemKey = try openItemKey(row, version: version, keys: keys)
+        var itemKey = try openItemKey(row, version: version, keys: keys, interaction: interaction)
         defer { itemKey.wipe() }
+        return try openBody(row, itemKey: itemKey, version: version)
+    }
+
+    /// The item's data under an item key a custodian gave for this row.
+    func openSecret(_ row: Row, keys: ClassKeys, itemKey: Bytes) throws -> Bytes? {
+        guard let metadataKey = keys.metadataKey(row.lockClass) else { throw KeychainError.locked() }
+        var (plain, version) = try openMetadata(row, key: metadataKey)
+        plain.wipe()
         return try openBody(row, itemKey: itemKey, version: version)
     }
 
@@ -238,8 +267,23 @@ extension KeychainStore {
         var opened = try openRow(row, keys: keys, keepingItemKey: secret)
         defer { opened.wipe() }
         try check(opened.item)
+        if custodian != nil { try takeCustody(row, &opened, secret: secret, interaction: .allowed) }
         guard secret, let itemKey = opened.itemKey else { return (opened.item, nil) }
-        return (opened.item, try openBody(row, itemKey: itemKey, version: opened.version))
+        let stored = try openBody(row, itemKey: itemKey, version: opened.version)
+        if let list = opened.alwaysAllow { try recordAlwaysAllow(list, item: opened.item, row: row, stored: stored) }
+        return (opened.item, stored)
+    }
+
+    /// In a custodian's keeping, once a row opened by `openRow` is wanted: its item key from the
+    /// custodian (`secret`), else format 2's binding checked there.
+    func takeCustody(_ row: Row, _ opened: inout OpenedRow, secret: Bool, interaction: CustodyInteraction) throws {
+        if secret {
+            let unwrapped = try custodyItemKey(row, interaction: interaction)
+            opened.itemKey = unwrapped.key
+            opened.alwaysAllow = unwrapped.alwaysAllow
+        } else if opened.version != nil {
+            try checkCustodyBinding(row)
+        }
     }
 
     /// The secret under an item key already opened (`openRow`).
@@ -259,5 +303,23 @@ extension KeychainStore {
             _ = try open(hasData: false)
             return nil
         }
+    }
+}
+
+extension ItemKeyRequest {
+    /// The additional data of the row's metadata in format 2, as the engine seals it: what a
+    /// custodian opens the metadata (and its access list) under.
+    package var metadataAdditionalData: Bytes { additionalData(field: "metadata", format: 2) }
+
+    /// The additional data of the row's wrapped item key (format 2: bound to `metadata`).
+    package var itemKeyAdditionalData: Bytes { additionalData(field: "item-key", format: 2) }
+
+    /// The additional data of the row's `field` ("metadata", "item-key") in row format 1 or 2. A
+    /// row whose metadata does not open under format 2 is a format 1 row (written before the
+    /// binding, its list not bound to its secret), whose item key opens under format 1.
+    package func additionalData(field: String, format: Int) -> Bytes {
+        let version: Bytes? = format < 2 ? nil : field == "metadata" ? [] : KeychainStore.version(ofMetadata: metadata)
+        return KeychainStore.additionalData(
+            keychain: keychain, rowID: rowID, itemClass: itemClass, lockClass: lockClass, field: field, version: version)
     }
 }

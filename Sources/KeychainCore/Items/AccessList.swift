@@ -1,3 +1,5 @@
+import Glibc
+
 /// An item's list of the programs it trusts (Apple's access list, `SecAccess` with its trusted
 /// applications, and the partition list of `set-key-partition-list`), kept in the item's own
 /// metadata under `AccessList.attribute`, so that it is sealed and bound to the secret with the
@@ -10,6 +12,27 @@ package struct AccessList: Equatable, Sendable {
     /// The metadata attribute that holds the list ("tapp": trusted applications). Not an Apple
     /// attribute: the Swift API never returns it as one.
     package static let attribute = "tapp"
+
+    /// The program that adds items in this process, the one entry of the list every item it adds
+    /// without a list gets (`creatorAttribute`). Each front end sets its own (the git helper its
+    /// `exe:PATH<git`); nil: `exe:` and this process's executable.
+    package nonisolated(unsafe) static var creatorEntry: Entry? {
+        didSet { creatorAttribute = Self.attribute(for: creatorEntry ?? executableEntry) }
+    }
+
+    /// `creatorEntry`'s list as the attribute's value, made once per setting: every add writes it.
+    package private(set) nonisolated(unsafe) static var creatorAttribute: AttributeValue? = attribute(for: executableEntry)
+
+    /// This process's executable as an entry, resolved once; nil when it cannot be read.
+    private static var executableEntry: Entry? {
+        guard let resolved = realpath("/proc/self/exe", nil) else { return nil }
+        defer { free(resolved) }
+        return .executable(String(cString: resolved))
+    }
+
+    private static func attribute(for entry: Entry?) -> AttributeValue? {
+        entry.map { .string(AccessList([$0]).text) }
+    }
 
     /// One trusted program, or a rule. Spelled as text so that a list reads the same in the file,
     /// in `security access` and in the log.
@@ -33,6 +56,9 @@ package struct AccessList: Equatable, Sendable {
         case partition(String)
 
         package init?(_ text: String) {
+            // One entry per line, and a path's "<" and "," separate parents: no entry holds a
+            // control character, so none can smuggle in a line of its own.
+            guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else { return nil }
             if text == "any" { self = .anyProgram; return }
             guard let colon = text.firstIndex(of: ":") else { return nil }
             let kind = text[..<colon], value = String(text[text.index(after: colon)...])

@@ -111,6 +111,9 @@ extension KeychainStore {
         item.secret = hasData ? secret : nil
         try checkSize(secret)
         item.attributes[AttributeKey.sha1] = .data(Crypto.sha1(secret))
+        // The program that made the item is its list's first entry. An item restored from a
+        // backup (`keepingDates`) keeps the list it had, or none (a legacy item stays legacy).
+        if !keepingDates, item.attributes[AccessList.attribute] == nil { item.attributes[AccessList.attribute] = AccessList.creatorAttribute }
         return (item, item.secret)
     }
 
@@ -174,12 +177,15 @@ extension KeychainStore {
                     guard query.matches(item) else { continue }
                     if includeSecret, try !gate.admits(item) { continue }
                     if let filter = query.certificateFilter, query.itemClass == .certificate {
-                        let der = try openSecret(row, keys: keys) ?? []
+                        let der = try openSecret(row, keys: keys, interaction: gate.custodyInteraction) ?? []
                         guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
                         if includeSecret { item.secret = der }
-                    } else if includeSecret, let itemKey = opened.itemKey {
-                        item.secret = try openBody(row, itemKey: itemKey, version: opened.version).map {
-                            try gate.readableForm(of: $0, conditions: AccessConditions(of: item))
+                    } else {
+                        if custodian != nil, try !takeCustody(row, &opened, includeSecret: includeSecret, gate: gate) { continue }
+                        if includeSecret, let itemKey = opened.itemKey {
+                            let stored = try openBody(row, itemKey: itemKey, version: opened.version)
+                            if let list = opened.alwaysAllow { try recordAlwaysAllow(list, item: item, row: row, stored: stored) }
+                            item.secret = try stored.map { try gate.readableForm(of: $0, conditions: AccessConditions(of: item)) }
                         }
                     }
                     found.append(item)
@@ -190,6 +196,17 @@ extension KeychainStore {
                 }
                 return found
             }
+        }
+    }
+
+    /// `takeCustody` for a lookup: false when the item is to be left out (kSecUseAuthenticationUISkip
+    /// and the custodian would have had to ask).
+    private func takeCustody(_ row: Row, _ opened: inout OpenedRow, includeSecret: Bool, gate: PresenceGate) throws -> Bool {
+        do {
+            try takeCustody(row, &opened, secret: includeSecret, interaction: gate.custodyInteraction)
+            return true
+        } catch let error as KeychainError where error.code == .interactionNotAllowed && gate.skipsItemsNeedingAPerson {
+            return false
         }
     }
 
@@ -253,7 +270,7 @@ extension KeychainStore {
             var item = old
             for (k, v) in changes { item.attributes[k] = v }
             item.attributes[AttributeKey.modificationDate] = .date(SystemClock.now())
-            var plain = try secret ?? openSecret(row, keys: keys)
+            var plain = try secret ?? openSecretToChange(row, &item, keys: keys, gate: gate)
             defer { plain?.wipe() }
             let (before, after) = (AccessConditions(of: old), AccessConditions(of: item))
             if let secret {
@@ -281,6 +298,27 @@ extension KeychainStore {
             let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
             try rewrite(row.rowID, lockClass: lockClass, sealed)
         }
+    }
+
+    /// The stored secret of a row a change seals again. In a custodian's keeping, inside the
+    /// change's transaction nobody is asked: an item key that needs the person is a demand, met
+    /// outside (`withPresence`) and used on the next run; an "Always allow" answer joins the
+    /// item's list, which this change writes.
+    private func openSecretToChange(_ row: Row, _ item: inout Item, keys: ClassKeys, gate: PresenceGate) throws -> Bytes? {
+        guard custodian != nil else { return try openSecret(row, keys: keys) }
+        var unwrapped: UnwrappedItemKey
+        if let held = gate.heldKey(for: row) {
+            unwrapped = held
+        } else {
+            do {
+                unwrapped = try custodyItemKey(row, interaction: .notAllowed)
+            } catch let error as KeychainError where error.code == .interactionNotAllowed && gate.custodyInteraction == .allowed {
+                throw PresenceGate.CustodyDemand(row: row)
+            }
+        }
+        defer { unwrapped.key.wipe() }
+        if let list = unwrapped.alwaysAllow { item.attributes[AccessList.attribute] = .string(list.text) }
+        return try openSecret(row, keys: keys, itemKey: unwrapped.key)
     }
 
     /// Writes a sealed item over its row. The index columns are written only when they change:
@@ -341,7 +379,7 @@ extension KeychainStore {
     /// item sealed under one (`PresenceGate.proveApplicationPassword`).
     func proveApplicationPasswords(of matches: [(Row, Item)], gate: PresenceGate, keys: ClassKeys) throws {
         for (row, item) in matches where AccessConditions(of: item).contains(.applicationPassword) {
-            try gate.proveApplicationPassword(of: item, stored: try openSecret(row, keys: keys))
+            try gate.proveApplicationPassword(of: item, stored: try openSecret(row, keys: keys, interaction: gate.custodyInteraction))
         }
     }
 
@@ -399,8 +437,16 @@ extension KeychainStore {
         var matches: [(Row, Item)] = []
         for row in rows {
             guard keys.has(row.lockClass) else { throw KeychainError.locked() }
-            let item = try openAttributes(row, keys: keys)
-            if query.matches(item) { matches.append((row, item)) }
+            guard custodian != nil else {
+                let item = try openAttributes(row, keys: keys)
+                if query.matches(item) { matches.append((row, item)) }
+                continue
+            }
+            // In a custodian's keeping the binding is checked there: for the matches only.
+            var opened = try openRow(row, keys: keys, keepingItemKey: false)
+            guard query.matches(opened.item) else { continue }
+            try takeCustody(row, &opened, secret: false, interaction: .notAllowed)
+            matches.append((row, opened.item))
         }
         if matches.isEmpty {
             throw lockedSpace ? KeychainError.locked() : KeychainError(.itemNotFound)

@@ -4,6 +4,9 @@ package enum KeyStorage: Sendable {
     case kernel
     /// This process's memory only (embedded mode for apps and tests); never touches the kernel.
     case process
+    /// A custodian's (`KeyCustodian`: keychain-broker): this process holds only the subkeys that
+    /// read and search attributes, and asks the custodian for each item key.
+    case broker
 }
 
 /// The class keys one operation can use, as their subkeys. An index key exists per key space: AC
@@ -39,6 +42,8 @@ package struct ClassKeys {
     func metadataKey(_ lockClass: LockClass) -> Bytes? { subkeys[lockClass]?.metadata }
     /// The key of the settings MAC, when WhenUnlocked is open (`Keybag.settingsKey`).
     var settingsKey: Bytes? { subkeys[.whenUnlocked]?.settings }
+    /// nil for a class whose keys a custodian keeps (`Subkeys(metadata:index:)`): its item keys
+    /// are wrapped and unwrapped there.
     func wrappingKey(_ lockClass: LockClass) -> Bytes? { subkeys[lockClass]?.wrapping }
 
     package func indexKey(_ space: KeySpace) -> Crypto.HMACKey? {
@@ -91,12 +96,21 @@ struct PerLockClass<Value> {
 /// last reference goes.
 /// Used only under the store's lock, like the rest of an operation.
 final class Subkeys {
+    /// Empty for subkeys a custodian handed out (`init(metadata:index:)`).
     private var classKey: Bytes
     private var metadataKey: Bytes?
     private var wrappingKey: Bytes?
     private var indexKey: Crypto.HMACKey?
 
     init(classKey: Bytes) { self.classKey = classKey }
+
+    /// The subkeys a custodian gives a client for an open class: no class key, so no wrapping
+    /// subkey and no settings key.
+    init(metadata: Bytes, index: Bytes) {
+        classKey = []
+        metadataKey = metadata
+        indexKey = Crypto.HMACKey(index)
+    }
 
     var metadata: Bytes {
         if let metadataKey { return metadataKey }
@@ -105,8 +119,9 @@ final class Subkeys {
         return key
     }
 
-    var wrapping: Bytes {
+    var wrapping: Bytes? {
         if let wrappingKey { return wrappingKey }
+        guard !classKey.isEmpty else { return nil }
         let key = Crypto.deriveKey(classKey, purpose: "item-keys")
         wrappingKey = key
         return key
@@ -122,10 +137,13 @@ final class Subkeys {
     }
 
     /// Not kept: settings change rarely.
-    var settings: Bytes { Keybag.settingsKey(a: classKey) }
+    var settings: Bytes? { classKey.isEmpty ? nil : Keybag.settingsKey(a: classKey) }
 
     /// Constant time: the class key is compared with one just read from the kernel.
-    func matches(_ key: Bytes) -> Bool { Crypto.equal(classKey, key) }
+    func matches(_ key: Bytes) -> Bool { !classKey.isEmpty && Crypto.equal(classKey, key) }
+
+    /// Whether these are the subkeys a custodian handed out as `metadata` (the same class key).
+    func matches(metadata: Bytes) -> Bool { classKey.isEmpty && metadataKey.map { Crypto.equal($0, metadata) } == true }
 
     deinit {
         classKey.wipe()

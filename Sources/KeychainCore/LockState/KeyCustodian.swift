@@ -112,11 +112,12 @@ package enum CustodyInteraction: Sendable, Equatable {
 
 package struct UnwrappedItemKey: Sendable {
     package var key: Bytes
-    /// Set when the person answered "Always allow": the entry to add to the item's list (the
-    /// caller as the custodian knows it), which the engine writes with its next seal of the row.
-    package var alwaysAllow: AccessList.Entry?
+    /// Set when the person answered "Always allow": the item's list with the caller added (for an
+    /// item older than lists, with what it was taken to trust as well), as the custodian made it
+    /// from metadata it opened itself; the engine writes it with its next seal of the row.
+    package var alwaysAllow: AccessList?
 
-    package init(key: Bytes, alwaysAllow: AccessList.Entry? = nil) {
+    package init(key: Bytes, alwaysAllow: AccessList? = nil) {
         self.key = key
         self.alwaysAllow = alwaysAllow
     }

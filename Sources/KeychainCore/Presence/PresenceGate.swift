@@ -7,8 +7,15 @@ struct PresenceGate {
     private(set) var polkitGranted: Bool
     private(set) var password: Bytes?
     private var asked = 0
+    /// Item keys a custodian gave after asking the person, outside the transaction of the change
+    /// that needed them (`Demand.custody`), for that change's next run: by row, while the row is
+    /// as it was.
+    private var custodyKeys: [(row: Row, key: UnwrappedItemKey)] = []
 
     enum Demand: Error { case polkit, applicationPassword }
+
+    /// A change needs a row's item key, which its custodian gives only after asking the person.
+    struct CustodyDemand: Error { let row: Row }
 
     init(_ options: PresenceOptions, authorizer: PresenceAuthorizer) {
         self.options = options
@@ -17,11 +24,33 @@ struct PresenceGate {
         password = options.context?.applicationPassword
     }
 
-    mutating func wipe() { password?.wipe() }
+    mutating func wipe() {
+        password?.wipe()
+        for index in custodyKeys.indices { custodyKeys[index].key.key.wipe() }
+    }
+
+    /// Keeps the item key a custodian gave for `row` after asking (`Demand.custody`).
+    mutating func hold(_ key: UnwrappedItemKey, for row: Row) throws {
+        asked += 1
+        guard asked <= 4 else { throw KeychainError.presence(.interactionNotAllowed, "keychain-broker: asked too often in one call") }
+        custodyKeys.append((row, key))
+    }
+
+    /// The item key held for `row`, if the row is still the one it was given for.
+    func heldKey(for row: Row) -> UnwrappedItemKey? {
+        custodyKeys.last { $0.row.rowID == row.rowID && $0.row.metadata == row.metadata && $0.row.secret == row.secret }?.key
+    }
 
     private var interaction: PresenceInteraction {
         options.context?.interactionNotAllowed == true && options.interaction == .allow ? .fail : options.interaction
     }
+
+    /// Whether a custodian may have the person asked for an item's key in this call: as for
+    /// presence, kSecUseAuthenticationUI (Fail, Skip) and an LAContext's interactionNotAllowed.
+    var custodyInteraction: CustodyInteraction { interaction == .allow ? .allowed : .notAllowed }
+
+    /// kSecUseAuthenticationUISkip: items that would need a person are left out, not an error.
+    var skipsItemsNeedingAPerson: Bool { interaction == .skip }
 
     /// Whether `item`'s secret may be used: true to go on, false to leave it out (Skip). A read
     /// opens a secret sealed under an application password; a change (`changing`: an update,
@@ -107,6 +136,10 @@ extension KeychainStore {
                     throw KeychainError.presence(.interactionNotAllowed, "the item needs a person and asking is not allowed")
                 }
                 try gate.satisfy(demand)
+            } catch let demand as PresenceGate.CustodyDemand {
+                // Asked under the store's lock (other threads of this process wait), never in a
+                // transaction (other processes' writers would).
+                try gate.hold(withLock { try custodyItemKey(demand.row, interaction: .allowed) }, for: demand.row)
             }
         }
     }

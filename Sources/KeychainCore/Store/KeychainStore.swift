@@ -16,7 +16,7 @@ package final class KeychainStore: @unchecked Sendable {
     private var kernelNames = PerLockClass<String>()
     private var kernelNamesUUID: Bytes = []
     /// The settings in force and whether their MAC verified, once class key A was seen.
-    private var settingsCheck: (settings: KeychainSettings, integrity: SettingsIntegrity)?
+    var settingsCheck: (settings: KeychainSettings, integrity: SettingsIntegrity)?
     /// SQLite's data_version when the keybag was last read (`refreshKeybag`).
     var dataVersion: Int64 = 0
     /// SQLite's data_version as the last call to `refreshKeybag` saw it.
@@ -34,12 +34,21 @@ package final class KeychainStore: @unchecked Sendable {
     /// installs polkit at its start (KeychainPresence's `PresenceSetup`), `security` with a
     /// terminal agent; until then an item that asks for the user is refused as not interactive.
     nonisolated(unsafe) package static var defaultPresenceAuthorizer: PresenceAuthorizer = NobodyToAsk()
+    /// Who keeps class keys for this process (keychain-broker's client), installed by each front
+    /// end at its start as the presence and TPM seams are; nil: the kernel keyring, as before.
+    nonisolated(unsafe) package static var custodian: (any KeyCustodian)?
+    /// The custodian of a `.broker` store; nil in every other mode.
+    package let custodian: (any KeyCustodian)?
+    /// The keybag's fields as stored, which a custodian is shown (`.broker` only; read with the
+    /// keybag by `refreshKeybag`).
+    var custodyFields: [String: Bytes] = [:]
 
-    init(path: String, db: SQLiteDatabase, keybag: Keybag, storage: KeyStorage) {
+    init(path: String, db: SQLiteDatabase, keybag: Keybag, storage: KeyStorage, custodian: (any KeyCustodian)? = nil) {
         self.path = path
         self.db = db
         self.keybag = keybag
-        self.storage = storage
+        self.storage = custodian == nil ? storage : .broker
+        self.custodian = custodian
     }
 
     deinit {
@@ -63,9 +72,21 @@ package final class KeychainStore: @unchecked Sendable {
         try configure(db)
         // Read before the keybag: a commit in between makes the next call read the keybag again.
         let version = try dataVersion(of: db)
-        let store = KeychainStore(path: path, db: db, keybag: try Keybag.load(from: db), storage: storage)
+        let fields = try Keybag.fields(in: db)
+        let keybag = try Keybag(fields: fields)
+        let custodian = storage == .kernel ? custodian(keeping: keybag, fields: fields, path: path) : nil
+        let store = KeychainStore(path: path, db: db, keybag: keybag, storage: storage, custodian: custodian)
+        if custodian != nil { store.custodyFields = fields }
         store.dataVersion = version
         return store
+    }
+
+    /// The installed custodian, when it keeps this keychain. No setting of the user's turns it
+    /// off: the next unlock would put the class keys back where every process of the user reads
+    /// them (KeychainBroker's `BrokerSetup` says where a broker is).
+    private static func custodian(keeping keybag: Keybag, fields: [String: Bytes], path: String) -> (any KeyCustodian)? {
+        guard let custodian, !keybag.isBound else { return nil }
+        return custodian.keeps(CustodyKeybag(uuid: keybag.uuid, fields: fields, path: path)) ? custodian : nil
     }
 
     /// Creates a keychain file 0600 in a 0700 folder and leaves it unlocked in `storage`.
@@ -87,8 +108,15 @@ package final class KeychainStore: @unchecked Sendable {
                 try db.execute(schema)
                 try bag.save(to: db)
             }
-            let store = KeychainStore(path: path, db: db, keybag: bag, storage: storage)
-            try store.install(a: a, c: c)
+            let fields = try Keybag.fields(in: db)
+            let custodian = storage == .kernel ? custodian(keeping: bag, fields: fields, path: path) : nil
+            let store = KeychainStore(path: path, db: db, keybag: bag, storage: storage, custodian: custodian)
+            if let custodian {
+                store.custodyFields = fields
+                try custodian.unlock(store.custodyKeybag, password: password)
+            } else {
+                try store.install(a: a, c: c)
+            }
             return store
         } catch {
             for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
@@ -173,6 +201,12 @@ package final class KeychainStore: @unchecked Sendable {
     /// `unlock`, its TPM calls (the sealed secret, the rollback counter) under one time limit.
     private func unlockUnderDeadline(password: Bytes, acceptingOlderCopy: Bool, tpm: TPMConfiguration) throws {
         try withLock {
+            if let custodian {
+                try refreshKeybag()
+                subkeyCache.removeAll()
+                settingsCheck = nil
+                return try custodian.unlock(custodyKeybag, password: password)
+            }
             // The derivation takes a while; if another process re-keyed the keychain meanwhile,
             // the keys it gave are stale and must not reach the kernel: derive again.
             for _ in 0..<3 {
@@ -240,8 +274,13 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// Class key `lockClass` as this process holds it now (in the process, or trusted in the
     /// kernel); nil when locked.
+    /// Always nil in a custodian's keeping (`.broker`): this process never holds them.
     package func heldClassKey(_ lockClass: LockClass) -> Bytes? {
-        storage == .process ? processKeys[lockClass] : try? trustedKernelKey(lockClass)
+        switch storage {
+        case .process: return processKeys[lockClass]
+        case .kernel: return try? trustedKernelKey(lockClass)
+        case .broker: return nil
+        }
     }
 
     /// Puts keys the password (or a rotation) just gave into their place. A key already in the
@@ -249,6 +288,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// a process that found the old one wrong can only ever remove the old one. `device`: the
     /// ThisDeviceOnly keys of a keychain sealed to a TPM (without, any left over are removed).
     package func install(a: Bytes, c: Bytes, device: DeviceKeys? = nil) throws {
+        try requireHeldKeys("putting class keys in place")
         subkeyCache.removeAll()
         settingsCheck = nil
         let idle = (keybag.verifiedSettings(a: a) ?? .safeDefaults).idleTimeout
@@ -275,12 +315,27 @@ package final class KeychainStore: @unchecked Sendable {
                 try KernelKeyring.store(key, description: kernelName(lockClass))
                 if idle > 0, lockClass.lockState == .whenUnlocked { KernelKeyring.setTimeout(kernelName(lockClass), seconds: idle) }
             }
+        case .broker: break
         }
     }
 
     /// Locks WhenUnlocked items. AfterFirstUnlock stays open until reboot, as on Apple's systems.
+    /// A custodian that cannot be reached leaves the keys where they are: `lockReportingFailure`
+    /// says so.
     package func lock() {
-        withLock { drop(.whenUnlocked) }
+        try? lockReportingFailure()
+    }
+
+    /// `lock`, throwing what a custodian answered (`.broker`; the other modes cannot fail).
+    package func lockReportingFailure() throws {
+        try withLock {
+            if let custodian {
+                subkeyCache.removeAll()
+                settingsCheck = nil
+                return try custodian.lock(custodyKeybag)
+            }
+            drop(.whenUnlocked)
+        }
     }
 
     /// Removes a lock state's keys (A and Au, or C and Cu), the ThisDeviceOnly one first.
@@ -294,14 +349,16 @@ package final class KeychainStore: @unchecked Sendable {
                 processKeys[lockClass] = nil
             case .kernel:
                 KernelKeyring.remove(kernelName(lockClass))
+            case .broker: break
             }
         }
     }
 
-    /// Drops both class keys, as a reboot does; tests use it to leave no key behind.
+    /// Drops both class keys, as a reboot does; tests use it to leave no key behind. A custodian
+    /// keeps AfterFirstUnlock until its own restart at reboot: only WhenUnlocked goes there.
     package func lockAll() {
         lock()
-        withLock { drop(.afterFirstUnlock) }
+        if custodian == nil { withLock { drop(.afterFirstUnlock) } }
     }
 
     package var status: LockStatus {
@@ -316,6 +373,12 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// Checks a password without changing any state.
     package func verify(password: Bytes) throws {
+        if let custodian {
+            return try withLock {
+                try refreshKeybag()
+                try custodian.verify(custodyKeybag, password: password)
+            }
+        }
         var keys = try withLock { try Keybag.load(from: db).open(password: password) }
         keys.wipe()
     }
@@ -332,6 +395,10 @@ package final class KeychainStore: @unchecked Sendable {
         rotatingKeys: Bool = false
     ) throws -> RecoveryKey? {
         if rotatingKeys { return try rotateKeys(password: old, newPassword: new, scrypt: scrypt) }
+        if custodian != nil {
+            try changePasswordInCustody(from: old, to: new, scrypt: scrypt)
+            return nil
+        }
         try withLock {
             try db.transaction {
                 var bag = try Keybag.load(from: db)
@@ -370,6 +437,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// Changes the settings. Needs class key A: from the kernel (the keychain is unlocked) or
     /// from `password`. Locked and no password: errSecInteractionNotAllowed.
     package func setSettings(_ settings: KeychainSettings, password: Bytes? = nil) throws {
+        if custodian != nil { return try setSettingsInCustody(settings, password: password) }
         try withLock {
             try db.transaction {
                 var bag: Keybag
@@ -414,12 +482,14 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// Reloads the keybag when another process has committed since it was read: a rotation or a
     /// password change elsewhere must be seen before this process seals anything under a key.
-    private func refreshKeybag(force: Bool = false) throws {
+    func refreshKeybag(force: Bool = false) throws {
         let version = try currentDataVersion()
         seenDataVersion = version
         guard version != dataVersion || force || keybagStale else { return }
         keybagStale = false
-        let bag = try Keybag.load(from: db)
+        let fields = try Keybag.fields(in: db)
+        let bag = try Keybag(fields: fields)
+        if custodian != nil { custodyFields = fields }
         if bag.checkA != keybag.checkA || bag.checkC != keybag.checkC || bag.keyD != keybag.keyD || bag.version != keybag.version
             || bag.binding?.checkAu != keybag.binding?.checkAu || bag.binding?.checkCu != keybag.binding?.checkCu
         {
@@ -436,6 +506,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// and removed. Writers call this inside their transaction, so the keybag they check against
     /// is the one their rows will be committed with.
     package func currentKeys() throws -> ClassKeys {
+        if let custodian { return try custodyKeys(custodian) }
         try refreshKeybag()
         var found = PerLockClass<Bytes>()
         let classes = keybag.isBound ? Self.boundClasses : Self.unboundClasses
@@ -452,6 +523,7 @@ package final class KeychainStore: @unchecked Sendable {
                 }
             case .kernel:
                 found[lockClass] = try trustedKernelKey(lockClass)
+            case .broker: break
             }
         }
         // A ThisDeviceOnly key opens nothing without the key of its lock state: a lock, or an

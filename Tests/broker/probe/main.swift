@@ -16,7 +16,7 @@ guard let command = arguments.first else {
 
 func keybag(_ store: KeychainStore) -> CustodyKeybag {
     var fields: [String: Bytes] = [:]
-    for (name, value) in store.keybag.baseFields { fields[name] = value }
+    for (name, value) in store.keybag.fields { fields[name] = value }
     return CustodyKeybag(uuid: store.keybag.uuid, fields: fields, path: store.path)
 }
 

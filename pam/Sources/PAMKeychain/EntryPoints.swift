@@ -1,5 +1,6 @@
 import CPAM
 import Glibc
+import KeychainBroker
 import KeychainTPMPolicy
 
 // Called by the C shim's pam_sm_* functions. The module acts only for the services `only_if`
@@ -10,8 +11,11 @@ private func hooks(_ pamh: OpaquePointer?, _ argc: Int32, _ argv: UnsafePointer<
     let pam = PAMHandle(raw: pamh, options: Options(argc: argc, argv: argv))
     for arg in pam.options.unknown { pam.log(LOG_WARNING, "unknown option \(arg) ignored") }
     guard pam.options.applies(to: pam.service) else { return nil }
-    // A login keychain sealed to the TPM opens through keychain-tpm-helper.
+    // A login keychain sealed to the TPM opens through keychain-tpm-helper; any other is unlocked
+    // into keychain-broker's custody where one runs (the module asks nobody: it only unlocks and
+    // locks).
     TPMPolicySetup.install()
+    BrokerSetup.install(answerer: nil)
     return Hooks(pam: pam)
 }
 

@@ -1,0 +1,261 @@
+@testable import KeychainCore
+import Glibc
+import XCTest
+
+/// Issue 54: a keychain in a custodian's keeping (`KeyStorage.broker`). The engine reads and
+/// searches with the subkeys the custodian hands out, and every item key goes through it: the
+/// custodian decides who reads a secret, and this process never holds a class key or the key
+/// that wraps item keys.
+final class BrokerModeTests: XCTestCase {
+    var scratch: Scratch!
+    var custodian: FakeCustodian!
+
+    override func setUp() {
+        scratch = Scratch()
+        custodian = FakeCustodian()
+        KeychainStore.custodian = custodian
+    }
+
+    override func tearDown() {
+        scratch.remove()
+        KeychainStore.custodian = nil
+        AccessList.creatorEntry = nil
+    }
+
+    /// A keychain made with a custodian installed: in its keeping.
+    private func create() throws -> KeychainStore {
+        let store = try scratch.create(storage: .kernel)
+        XCTAssertEqual(store.storage, .broker)
+        return store
+    }
+
+    private func columns(_ store: KeychainStore, row: Int64) throws -> (metadata: Bytes, secret: Bytes) {
+        let stmt = try store.db.statement("SELECT metadata, secret FROM items WHERE rowid = ?")
+        stmt.bind([.int(row)])
+        defer { stmt.reset() }
+        XCTAssertTrue(try stmt.step())
+        return (stmt.blob(0), stmt.blob(1))
+    }
+
+    // (a)
+    func testItemsRoundTripThroughTheCustodianWithoutAWrappingKeyHere() throws {
+        let store = try create()
+        let item = try store.add(generic("alice", secret: "first"))
+        XCTAssertEqual(try secretString(store, query("alice")), "first")
+        XCTAssertEqual(try store.update(query("alice"), attributes: [AttributeKey.label: .string("renamed")], secret: Array("second".utf8)), 1)
+        let found = try XCTUnwrap(store.find(query("alice"), includeSecret: true).first)
+        XCTAssertEqual(found.secret, Array("second".utf8))
+        XCTAssertEqual(found.attributes[AttributeKey.label], .string("renamed"))
+        XCTAssertEqual(found.rowID, item.rowID)
+        XCTAssertEqual(try store.delete(query("alice")), 1)
+        XCTAssertStatus(try store.find(query("alice")), .itemNotFound)
+
+        XCTAssertGreaterThan(custodian.wraps, 0)
+        XCTAssertGreaterThan(custodian.unwraps, 0)
+        let keys = try store.currentKeys()
+        XCTAssertNil(keys.wrappingKey(.whenUnlocked))
+        XCTAssertNil(keys.wrappingKey(.afterFirstUnlock))
+        XCTAssertNil(keys.settingsKey)
+        XCTAssertNil(store.heldClassKey(.whenUnlocked))
+        XCTAssertNil(KernelKeyring.find(store.kernelName(.whenUnlocked)), "nothing went to the kernel keyring")
+        let classKeys = custodian.classKeys(store.keybag.uuid)
+        XCTAssertEqual(classKeys.count, 2)
+        for key in classKeys {
+            for secret in [key, Crypto.deriveKey(key, purpose: "item-keys"), Keybag.settingsKey(a: key)] {
+                XCTAssertFalse(custodian.handedOut.contains(secret), "the custodian handed out a class key or a wrapping key")
+            }
+        }
+    }
+
+    // (b)
+    func testADeniedUnwrapGivesAuthFailedAndNoDataWhileAttributesStillRead() throws {
+        let store = try create()
+        try store.add(generic("alice", secret: "hidden"))
+        custodian.decision = .deny
+        XCTAssertStatus(try store.find(query("alice"), includeSecret: true), .authFailed)
+        XCTAssertStatus(try store.secret(of: try XCTUnwrap(store.find(query("alice")).first)), .authFailed)
+        let checks = custodian.bindingChecks
+        let found = try XCTUnwrap(store.find(query("alice")).first)
+        XCTAssertNil(found.secret)
+        XCTAssertEqual(found.attributes[AttributeKey.account], .string("alice"))
+        XCTAssertEqual(custodian.bindingChecks, checks + 1, "an attribute read checks the binding in the custodian")
+    }
+
+    /// An update or delete asks the custodian about the rows it acts on, not every candidate.
+    func testAChangeChecksTheBindingOfItsMatchesOnly() throws {
+        let store = try create()
+        for name in ["a", "b", "c"] { try store.add(generic(name)) }
+        try store.add(Item(itemClass: .genericPassword, attributes: [AttributeKey.account: .string("d"), AttributeKey.label: .string("old")], secret: []))
+        var byLabel = Query(itemClass: .genericPassword)
+        byLabel.attributes[AttributeKey.label] = .string("old")
+        let checks = custodian.bindingChecks
+        XCTAssertEqual(try store.delete(byLabel), 1)
+        XCTAssertEqual(custodian.bindingChecks, checks + 1)
+        XCTAssertEqual(try store.find(query(), limit: nil).count, 3)
+    }
+
+    // (c)
+    func testALockThroughTheCustodianLocksWhenUnlockedItems() throws {
+        let store = try create()
+        try store.add(generic("wu", secret: "a"))
+        try store.add(generic("afu", secret: "c", protection: .afterFirstUnlock))
+        try store.lockReportingFailure()
+        XCTAssertFalse(store.status.whenUnlocked)
+        XCTAssertTrue(store.status.afterFirstUnlock)
+        XCTAssertEqual(store.status.storage, .broker)
+        XCTAssertStatus(try store.find(query("wu"), includeSecret: true), .interactionNotAllowed)
+        XCTAssertStatus(try store.add(generic("new")), .interactionNotAllowed)
+        XCTAssertEqual(try secretString(store, query("afu")), "c")
+        XCTAssertStatus(try store.unlock(password: Array("wrong".utf8)), .authFailed)
+        try store.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(try secretString(store, query("wu")), "a")
+    }
+
+    // (d)
+    func testAlwaysAllowRewritesTheListOnce() throws {
+        let store = try create()
+        let item = try store.add(generic("alice", secret: "s"))
+        let creator = try XCTUnwrap(AccessList.of(item))
+        let other = AccessList.Entry.executable("/usr/bin/other-program")
+        custodian.decision = .alwaysAllow(other)
+
+        let before = try columns(store, row: item.rowID)
+        XCTAssertEqual(try secretString(store, query("alice")), "s")
+        let after = try columns(store, row: item.rowID)
+        XCTAssertNotEqual(before.metadata, after.metadata, "the row was sealed again with the new list")
+        XCTAssertNotEqual(before.secret, after.secret)
+        let read = try XCTUnwrap(store.find(query("alice")).first)
+        XCTAssertEqual(AccessList.of(read)?.entries, creator.entries + [other])
+        XCTAssertEqual(read.attributes[AttributeKey.modificationDate], item.attributes[AttributeKey.modificationDate])
+
+        XCTAssertEqual(try secretString(store, query("alice")), "s")
+        let again = try columns(store, row: item.rowID)
+        XCTAssertEqual(after.metadata, again.metadata, "a list that names the caller is not written again")
+        XCTAssertEqual(custodian.lastList?.entries, creator.entries + [other], "the custodian read the new list")
+    }
+
+    // (e)
+    func testMetadataSwappedForOtherMetadataFailsInTheCustodian() throws {
+        let store = try create()
+        let item = try store.add(generic("alice", secret: "pw"))
+        let before = try columns(store, row: item.rowID)
+        XCTAssertEqual(try store.update(query("alice"), attributes: [AttributeKey.label: .string("renamed")]), 1)
+        let after = try columns(store, row: item.rowID)
+        // The older metadata opens here (same row, same key): only its binding to the secret fails.
+        try store.db.statement("UPDATE items SET metadata = ? WHERE rowid = ?").run([.blob(before.metadata), .int(item.rowID)])
+        XCTAssertStatus(try store.find(query("alice")), .decode)
+        XCTAssertStatus(try store.find(query("alice"), includeSecret: true), .decode)
+
+        let row = Row(
+            rowID: item.rowID, itemClass: .genericPassword, lockClass: .whenUnlocked, space: .protected, metadata: before.metadata, secret: after.secret)
+        let request = store.itemKeyRequest(row, wrappedKey: try store.wrappedKey(of: row))
+        XCTAssertStatus(try custodian.checkBinding(request), .decode)
+        XCTAssertStatus(try custodian.unwrap(request, interaction: .allowed), .decode)
+    }
+
+    // (f)
+    func testARotationInTheCustodiansKeepingFailsClearly() throws {
+        let store = try create()
+        try store.add(generic("alice"))
+        for attempt in [
+            { _ = try store.changePassword(from: Array("pw".utf8), to: Array("pw".utf8), rotatingKeys: true) },
+            { _ = try store.rotateKeys(password: Array("pw".utf8)) }
+        ] {
+            XCTAssertThrowsError(try attempt()) { error in
+                let error = error as? KeychainError
+                XCTAssertEqual(error?.code, .unimplemented)
+                XCTAssertTrue(error?.detail.contains("not available yet") == true, "\(String(describing: error))")
+            }
+        }
+        XCTAssertEqual(try secretString(store, query("alice")), "pw", "nothing changed")
+    }
+
+    /// kSecUseAuthenticationUI and an LAContext's interactionNotAllowed reach the custodian.
+    func testInteractionIsCarriedToTheCustodian() throws {
+        let store = try create()
+        try store.add(generic("alice", secret: "s"))
+        custodian.decision = .ask
+        XCTAssertStatus(try store.find(query("alice"), includeSecret: true, presence: PresenceOptions(interaction: .fail)), .interactionNotAllowed)
+        XCTAssertStatus(try store.find(query("alice"), includeSecret: true, presence: PresenceOptions(interaction: .skip)), .itemNotFound)
+        let context = AuthenticationContext()
+        context.interactionNotAllowed = true
+        XCTAssertStatus(try store.find(query("alice"), includeSecret: true, presence: PresenceOptions(context: context)), .interactionNotAllowed)
+        XCTAssertEqual(try secretString(store, query("alice")), "s")
+        XCTAssertEqual(custodian.interactions, [.notAllowed, .notAllowed, .notAllowed, .allowed])
+    }
+
+    /// A change that needs the person's answer (new attributes, the same secret sealed again)
+    /// gets it outside its write transaction: other processes' writers do not wait on a person.
+    func testAChangeAsksThePersonOutsideItsTransaction() throws {
+        let store = try create()
+        try store.add(generic("alice", secret: "s"))
+        custodian.decision = .ask
+        var askedInTransaction: [Bool] = []
+        custodian.onUnwrap = { interaction in
+            if interaction == .allowed { askedInTransaction.append(store.db.inTransaction) }
+        }
+        XCTAssertStatus(
+            try store.update(query("alice"), attributes: [AttributeKey.label: .string("no")], presence: PresenceOptions(interaction: .fail)),
+            .interactionNotAllowed)
+        XCTAssertEqual(try store.update(query("alice"), attributes: [AttributeKey.label: .string("yes")]), 1)
+        XCTAssertEqual(askedInTransaction, [false])
+        XCTAssertEqual(custodian.interactions, [.notAllowed, .notAllowed, .allowed])
+        let found = try XCTUnwrap(store.find(query("alice")).first)
+        XCTAssertEqual(found.attributes[AttributeKey.label], .string("yes"))
+
+        // "Always allow" given for a change goes into the list that change writes.
+        let other = AccessList.Entry.executable("/usr/bin/other-program")
+        custodian.decision = .alwaysAllow(other)
+        XCTAssertEqual(try store.update(query("alice"), attributes: [AttributeKey.label: .string("again")]), 1)
+        XCTAssertEqual(AccessList.of(try XCTUnwrap(store.find(query("alice")).first))?.entries.last, other)
+        XCTAssertEqual(try secretString(store, query("alice")), "s")
+    }
+
+    func testPasswordAndSettingsChangeThroughTheCustodian() throws {
+        let store = try create()
+        try store.add(generic("alice", secret: "s"))
+        try store.changePassword(from: Array("pw".utf8), to: Array("new".utf8))
+        XCTAssertStatus(try store.verify(password: Array("pw".utf8)), .authFailed)
+        try store.verify(password: Array("new".utf8))
+        try store.lockReportingFailure()
+        try store.unlock(password: Array("new".utf8))
+        XCTAssertEqual(try secretString(store, query("alice")), "s")
+
+        try store.setSettings(KeychainSettings(idleTimeout: 300, lockOnSessionEnd: false))
+        XCTAssertEqual(store.status.settings.idleTimeout, 300)
+        XCTAssertEqual(store.status.settingsIntegrity, .verified)
+        let reopened = try scratch.open(storage: .kernel)
+        XCTAssertEqual(reopened.storage, .broker)
+        XCTAssertEqual(reopened.status.settings.idleTimeout, 300)
+    }
+
+    /// Without a custodian that keeps it, a keychain stays in the kernel; with one, no setting of
+    /// the user's environment brings it back there (the next unlock would put the class keys where
+    /// every process of the user reads them).
+    func testTheKernelStaysWhereNoCustodianKeepsTheKeychain() throws {
+        let store = try create()
+        store.lock()
+        custodian.keepsKeychains = false
+        XCTAssertEqual(try scratch.open(storage: .kernel).storage, .kernel)
+        custodian.keepsKeychains = true
+        setenv("KEYCHAIN_BROKER", "off", 1)
+        defer { unsetenv("KEYCHAIN_BROKER") }
+        XCTAssertEqual(try scratch.open(storage: .kernel).storage, .broker)
+        XCTAssertEqual(try scratch.open(storage: .process).storage, .process)
+    }
+
+    /// Every new item names the program that made it; a restored one keeps what it had.
+    func testNewItemsCarryTheirCreatorsEntry() throws {
+        let store = try scratch.create()
+        let made = try store.add(generic("alice"))
+        let exe = try XCTUnwrap(realpath("/proc/self/exe", nil))
+        defer { free(exe) }
+        XCTAssertEqual(AccessList.of(made)?.entries, [.executable(String(cString: exe))])
+        AccessList.creatorEntry = .executableUnder("/usr/bin/git-credential-keychain", parents: ["/usr/bin/git"])
+        let helper = try store.add(generic("bob"))
+        XCTAssertEqual(try store.find(query("bob")).first.flatMap(AccessList.of)?.entries, AccessList.of(helper)?.entries)
+        XCTAssertEqual(AccessList.of(helper)?.text, "exe:/usr/bin/git-credential-keychain</usr/bin/git")
+        let restored = try store.add(generic("carol"), keepingDates: true)
+        XCTAssertNil(AccessList.of(restored), "a restored item keeps the list it had: none")
+    }
+}

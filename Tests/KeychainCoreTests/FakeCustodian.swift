@@ -1,0 +1,141 @@
+@testable import KeychainCore
+import XCTest
+
+/// A custodian in this process, standing in for keychain-broker: it keeps the class keys, hands
+/// out only the metadata and index subkeys, and answers each unwrap as `decision` says. It
+/// records everything it gave out, so a test can show that no wrapping key ever left it.
+final class FakeCustodian: KeyCustodian, @unchecked Sendable {
+    enum Decision {
+        /// The list trusts the caller.
+        case allow
+        /// The person refused.
+        case deny
+        /// The person answered "Always allow" for `entry`.
+        case alwaysAllow(AccessList.Entry)
+        /// The person would have to be asked: allowed when asking is, else not allowed.
+        case ask
+    }
+
+    var decision = Decision.allow
+    var keepsKeychains = true
+    private(set) var unwraps = 0
+    private(set) var wraps = 0
+    private(set) var bindingChecks = 0
+    private(set) var interactions: [CustodyInteraction] = []
+    /// Called at each unwrap, before it is answered.
+    var onUnwrap: ((CustodyInteraction) -> Void)?
+    /// Every key this custodian gave a client.
+    private(set) var handedOut: [Bytes] = []
+    /// The access list of the last row it unwrapped (nil: a legacy item).
+    private(set) var lastList: AccessList?
+    private var keys: [Bytes: [LockClass: Bytes]] = [:]
+
+    func keeps(_ keybag: CustodyKeybag) -> Bool { keepsKeychains }
+
+    private func bag(_ keybag: CustodyKeybag) throws -> Keybag {
+        let bag = try Keybag(fields: keybag.fields)
+        guard bag.uuid == keybag.uuid else { throw KeychainError(.authFailed, "another keychain at this path") }
+        return bag
+    }
+
+    /// The class keys this custodian holds for `uuid`: for tests to compare with what the client saw.
+    func classKeys(_ uuid: Bytes) -> [Bytes] { Array((keys[uuid] ?? [:]).values) }
+
+    func state(of keybag: CustodyKeybag) throws -> CustodyState {
+        let bag = try bag(keybag)
+        var open: [LockClass: ClientSubkeys] = [:]
+        for (lockClass, key) in keys[bag.uuid] ?? [:] {
+            let subkeys = ClientSubkeys(
+                metadata: Crypto.deriveKey(key, purpose: "metadata"), index: Crypto.deriveKey(key, purpose: "index"))
+            handedOut += [subkeys.metadata, subkeys.index]
+            open[lockClass] = subkeys
+        }
+        let settings = keys[bag.uuid]?[.whenUnlocked].map { bag.verifiedSettings(a: $0) != nil }
+        return CustodyState(open: open, settingsVerified: settings)
+    }
+
+    func unlock(_ keybag: CustodyKeybag, password: Bytes) throws {
+        let bag = try bag(keybag)
+        var opened = try bag.open(password: password)
+        defer { opened.wipe() }
+        keys[bag.uuid] = [.whenUnlocked: Array(opened.a), .afterFirstUnlock: Array(opened.c)]
+    }
+
+    func verify(_ keybag: CustodyKeybag, password: Bytes) throws {
+        var opened = try bag(keybag).open(password: password)
+        opened.wipe()
+    }
+
+    func lock(_ keybag: CustodyKeybag) throws {
+        keys[try bag(keybag).uuid]?[.whenUnlocked] = nil
+    }
+
+    func changePassword(_ keybag: CustodyKeybag, from old: Bytes, to new: Bytes, scrypt: ScryptParameters) throws -> [String: Bytes] {
+        var bag = try bag(keybag)
+        var opened = try bag.open(password: old)
+        defer { opened.wipe() }
+        try bag.rewrap(a: opened.a, c: opened.c, password: new, scrypt: scrypt)
+        return bag.fields
+    }
+
+    func settingsMAC(_ keybag: CustodyKeybag, settings: Bytes, password: Bytes?) throws -> Bytes {
+        let bag = try bag(keybag)
+        guard let a = keys[bag.uuid]?[.whenUnlocked] else { throw KeychainError.locked() }
+        return Keybag.settingsMAC(try KeychainSettings(bytes: settings), uuid: bag.uuid, key: Keybag.settingsKey(a: a))
+    }
+
+    private func classKey(_ request: ItemKeyRequest) throws -> Bytes {
+        guard let key = keys[request.keychain]?[request.lockClass] else { throw KeychainError.locked() }
+        return key
+    }
+
+    /// The row's metadata opened with this custodian's own key, as the broker reads a list.
+    private func list(_ request: ItemKeyRequest, key: Bytes) throws -> AccessList? {
+        let plain = try Crypto.open(
+            request.metadata, key: Crypto.deriveKey(key, purpose: "metadata"), aad: request.metadataAdditionalData)
+        let attributes = try decodeAttributes(plain)
+        return attributes[AccessList.attribute]?.stringValue.map { AccessList(text: $0) }
+    }
+
+    func wrap(_ itemKey: Bytes, for request: ItemKeyRequest) throws -> Bytes {
+        let key = try classKey(request)
+        _ = try list(request, key: key)
+        wraps += 1
+        return try Crypto.seal(itemKey, key: Crypto.deriveKey(key, purpose: "item-keys"), aad: request.itemKeyAdditionalData)
+    }
+
+    func unwrap(_ request: ItemKeyRequest, interaction: CustodyInteraction) throws -> UnwrappedItemKey {
+        let key = try classKey(request)
+        lastList = try list(request, key: key)
+        interactions.append(interaction)
+        onUnwrap?(interaction)
+        let itemKey = try Crypto.open(
+            request.wrappedKey, key: Crypto.deriveKey(key, purpose: "item-keys"), aad: request.itemKeyAdditionalData)
+        switch decision {
+        case .deny: throw KeychainError(.authFailed, "denied")
+        case .ask where interaction == .notAllowed: throw KeychainError(.interactionNotAllowed, "would ask")
+        case .allow, .ask:
+            unwraps += 1
+            handedOut.append(itemKey)
+            return UnwrappedItemKey(key: itemKey)
+        case .alwaysAllow(let entry):
+            unwraps += 1
+            handedOut.append(itemKey)
+            // Once in the list, the caller is trusted: nobody is asked again.
+            if lastList?.entries.contains(entry) == true { return UnwrappedItemKey(key: itemKey) }
+            // Like the broker: the whole list to write, the one it read with the caller added.
+            var list = lastList ?? AccessList([])
+            list.add(entry)
+            return UnwrappedItemKey(key: itemKey, alwaysAllow: list)
+        }
+    }
+
+    func checkBinding(_ request: ItemKeyRequest) throws {
+        let key = try classKey(request)
+        _ = try list(request, key: key)
+        var itemKey = try Crypto.open(
+            request.wrappedKey, key: Crypto.deriveKey(key, purpose: "item-keys"), aad: request.itemKeyAdditionalData)
+        itemKey.wipe()
+        bindingChecks += 1
+    }
+}
