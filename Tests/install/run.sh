@@ -410,6 +410,30 @@ STANDIN
     [ ! -e "$pid_file" ] || { echo "a pid file for a program that is gone"; return 1; }
 }
 
+# KeyringMode=private in the unit (systemd's default for system services): the broker's uid, in a
+# session keyring of its own, reaches its persistent keyring (where its state key lives) and keeps
+# a key there, with the start script's credentials.
+broker_persistent_keyring() {
+    command -v keyctl >/dev/null || { echo "keyutils missing"; return 1; }
+    useradd -r -M -d /nonexistent -s /usr/sbin/nologin "$broker_user"
+    local said
+    said=$(setpriv --reuid="$broker_user" --regid="$broker_user" --clear-groups --inh-caps=-all,+sys_ptrace \
+        --ambient-caps=+sys_ptrace --bounding-set=-all,+sys_ptrace --no-new-privs keyctl session - sh -c '
+            keyring=$(keyctl get_persistent @s) &&
+            key=$(keyctl add user state-key 0123456789abcdef0123456789abcdef "$keyring") &&
+            keyctl print "$key"; keyctl clear "$keyring"')
+    expect 0123456789abcdef0123456789abcdef "$said" "the key, from the persistent keyring"
+}
+
+# make uninstall DESTDIR=...: none of the broker's files stays (its user is the machine's).
+broker_uninstall() {
+    cp -a "$stage" "$case_dir/stage"
+    make -s -C "$repo" uninstall DESTDIR="$case_dir/stage" >/dev/null
+    local left
+    left=$(find "$case_dir/stage" -name '*keychain-broker*' -o -name '61-keychain-ptrace.conf')
+    expect '' "$left" "the broker's files after make uninstall"
+}
+
 # MemoryDenyWriteExecute= in the unit: the staged broker (and the agent, linked the same way) start
 # under the kernel's own form of that rule (PR_SET_MDWE, Linux 6.3) as they do without it.
 broker_without_write_execute() {
@@ -454,5 +478,7 @@ check "keychain-ssh-agent --systemd serves a socket-activated descriptor" ssh_ag
 check "the broker's program, start script, system units (systemd-analyze verify), sysusers file and ptrace drop-in" broker_files
 check "keychain-broker-start: the broker's user and tss, CAP_SYS_PTRACE alone, no new privileges, no core; --stop" broker_start_script
 check "with no writable executable memory (MemoryDenyWriteExecute): the staged broker starts as without" broker_without_write_execute
+check "a system user in a session keyring of its own (KeyringMode=private) keeps a key in its persistent keyring" broker_persistent_keyring
+check "make uninstall DESTDIR=... removes the broker's files" broker_uninstall
 
 summary
