@@ -425,6 +425,37 @@ broker_persistent_keyring() {
     expect 0123456789abcdef0123456789abcdef "$said" "the key, from the persistent keyring"
 }
 
+# sudo make install (no DESTDIR) makes the broker's user, in group tss (made if missing). Run in
+# a mount namespace over a copy of /etc without keychain-broker or tss, with PREFIX, PAMDIR and
+# SYSCTLDIR in the case's folder and a tmpfs over /usr/share (where it writes whatever the prefix)
+# and over /run/systemd (no systemd here); the sysctls it applies are put back.
+broker_user_by_make_install() {
+    local expiry scope etc=$case_dir/etc entry file
+    expiry=$(cat /proc/sys/kernel/keys/persistent_keyring_expiry)
+    scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || true)
+    put_back() {
+        echo "$expiry" > /proc/sys/kernel/keys/persistent_keyring_expiry
+        [ -z "$scope" ] || echo "$scope" > /proc/sys/kernel/yama/ptrace_scope
+    }
+    cp -a /etc "$etc"
+    for file in passwd shadow group gshadow; do sed -i -e '/^keychain-broker:/d' -e '/^tss:/d' "$etc/$file"; done
+    unshare -m bash -c '
+        set -e
+        mount --make-rprivate /
+        mount --bind "$1/etc" /etc
+        # Not the machine'"'"'s systemd, if it runs one: nothing is enabled there.
+        [ ! -d /run/systemd/system ] || mount -t tmpfs -o size=1m tmpfs /run/systemd
+        mount -t tmpfs -o size=1m tmpfs /usr/share
+        make -s -C "$2" install PREFIX="$1/prefix" PAMDIR="$1/pam" SYSCTLDIR="$1/sysctl"' \
+        install "$case_dir" "$repo" > "$case_dir/make.log" 2>&1 || { put_back; cat "$case_dir/make.log"; return 1; }
+    put_back
+    entry=$(grep '^keychain-broker:' "$etc/passwd") || { echo "no keychain-broker user"; cat "$case_dir/make.log"; return 1; }
+    [ "$(cut -d: -f3 <<< "$entry")" -lt 1000 ] && [ "$(cut -d: -f6 <<< "$entry")" = /nonexistent ] || { echo "$entry"; return 1; }
+    grep -q '^keychain-broker:' "$etc/group" || { echo "no group keychain-broker"; return 1; }
+    grep -q '^tss:.*[:,]keychain-broker\(,\|$\)' "$etc/group" || { echo "not in tss: $(grep '^tss:' "$etc/group")"; return 1; }
+    grep -q 'keychain-broker-start' "$case_dir/make.log" || { echo "no word of keychain-broker-start without systemd"; cat "$case_dir/make.log"; return 1; }
+}
+
 # make uninstall DESTDIR=...: none of the broker's files stays (its user is the machine's).
 broker_uninstall() {
     cp -a "$stage" "$case_dir/stage"
@@ -480,5 +511,6 @@ check "keychain-broker-start: the broker's user and tss, CAP_SYS_PTRACE alone, n
 check "with no writable executable memory (MemoryDenyWriteExecute): the staged broker starts as without" broker_without_write_execute
 check "a system user in a session keyring of its own (KeyringMode=private) keeps a key in its persistent keyring" broker_persistent_keyring
 check "make uninstall DESTDIR=... removes the broker's files" broker_uninstall
+check "sudo make install (no DESTDIR, in a copy of /etc) makes the keychain-broker system user in group tss" broker_user_by_make_install
 
 summary
