@@ -143,6 +143,33 @@ if [ "${1:-}" = --inside ]; then
         image_has_the_broker
     }
 
+    # A running system where the administrator masked the ptrace drop-in
+    # (`ln -s /dev/null /etc/sysctl.d/61-keychain-ptrace.conf`): postinst (an upgrade's) applies
+    # the files in force, the mask for that one. Run on this machine's root in a mount namespace
+    # over a copy of /etc/sysctl.d, with stubs for what would change anything (they record calls);
+    # ischroot's stub says "not a chroot" where PID 1's root cannot be read.
+    postinst_keeps_a_masked_sysctl() {
+        package=$(cat "$work/package")
+        local stub=$work/stub-running tool
+        dpkg-deb -e "$package" "$work/control-running"
+        mkdir -p "$stub" && : > "$work/running-calls"
+        for tool in sysctl systemd-sysusers deb-systemd-helper deb-systemd-invoke systemctl pam-auth-update; do
+            printf '#!/bin/sh\necho "%s $*" >> "%s"\n' "$tool" "$work/running-calls" > "$stub/$tool"
+        done
+        printf '#!/bin/sh\nexit 1\n' > "$stub/ischroot"
+        chmod 755 "$stub"/*
+        cp -a /etc/sysctl.d "$work/sysctl.d"
+        ln -sfn /dev/null "$work/sysctl.d/61-keychain-ptrace.conf"
+        unshare --mount --fork sh -c '
+            set -e
+            mount --bind "$1/sysctl.d" /etc/sysctl.d
+            PATH=$2:/usr/bin:/usr/sbin:/bin:/sbin sh "$1/control-running/postinst" configure 0.1' \
+            postinst "$work" "$stub"
+        grep '^sysctl' "$work/running-calls" > "$work/sysctl-calls" || true
+        expect "sysctl -q -p /usr/lib/sysctl.d/60-keychain.conf
+sysctl -q -p /etc/sysctl.d/61-keychain-ptrace.conf" "$(cat "$work/sysctl-calls")" "the files postinst applied"
+    }
+
     # The login stack pam-auth-update wrote: the module after pam_unix in auth, session and password.
     pam_stack_names_module() {
         local file
@@ -277,6 +304,7 @@ PAM
     check "make deb: the package, its Depends from what it links, lintian clean" builds_the_package
     check "apt-get install ./keychain-for-linux_*.deb (PAM profile enabled in common-auth/-session/-password; the sysctl drop-in)" installs_with_apt
     check "postinst in a chroot (an image being built) applies no sysctl to the running kernel; the image gets the broker's user (sysusers, adduser) and its socket enabled" postinst_in_a_chroot_leaves_the_kernel_alone
+    check "postinst on a running system applies the sysctl files in force: an administrator's mask of the ptrace drop-in wins" postinst_keeps_a_masked_sysctl
     check "the broker: its program, system units (systemd-analyze verify), sysusers file; postinst's keychain-broker user in tss; its socket enabled" broker_is_installed
     check "with /opt/swift hidden: man -w finds every page; security(1) has every subcommand" man_pages_are_found
     check "with /opt/swift hidden: /usr/bin/security creates a keychain, adds and finds" security_round_trip
