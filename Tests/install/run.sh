@@ -367,7 +367,9 @@ broker_start_script() {
     chmod 755 "$case_dir"
     cat > "$case_dir/stand-in" <<'STANDIN'
 #!/bin/sh
-# keychain-broker --foreground --socket PATH --state DIR (without the PWD sh adds to what it was given)
+# keychain-broker --foreground --socket PATH --state DIR [OPTION...] (without the PWD sh adds to
+# what it was given); its arguments, in its state folder.
+printf '%s\n' "$@" > "$5/arguments"
 exec env -u PWD python3 -c 'import signal, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.bind(sys.argv[1])
@@ -378,9 +380,11 @@ STANDIN
     local start=$libexec/keychain-broker-start run=$case_dir/run pid_file=$case_dir/broker.pid pid status said
     local options="--user $broker_user --socket $run/socket --state $run --pid-file $pid_file"
     # shellcheck disable=SC2086 # the options are words on purpose
-    KEYCHAIN_BROKER_PROGRAM=$case_dir/stand-in FOO=leaked "$start" $options
+    KEYCHAIN_BROKER_PROGRAM=$case_dir/stand-in FOO=leaked "$start" $options -- --own-program /opt/kc/bin/security
     pid=$(cat "$pid_file")
     [ -S "$run/socket" ] || { echo "no socket"; return 1; }
+    expect "--foreground --socket $run/socket --state $run --own-program /opt/kc/bin/security" \
+        "$(tr '\n' ' ' < "$run/arguments" | sed 's/ $//')" "the broker's arguments"
     status=$(cat "/proc/$pid/status")
     for field in CapEff CapPrm CapInh CapAmb CapBnd; do
         expect 0000000000080000 "$(awk -v f="$field:" '$1 == f { print $2 }' <<< "$status")" "$field (CAP_SYS_PTRACE only)"
