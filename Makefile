@@ -44,7 +44,9 @@ VM_DEBS := mmdebstrap qemu-system-x86 python3-pexpect e2fsprogs
 
 # What `make install` copies: all of it is made by `make release`.
 INSTALL_INPUTS := $(addprefix .build/release/,security git-credential-keychain docker-credential-keychain keychain-secret-service \
-                  keychain-ssh-agent keychain-tpm-helper libpam_keychain.so) $(addsuffix .gz,$(MANPAGES))
+                  keychain-ssh-agent keychain-tpm-helper keychain-broker libpam_keychain.so) $(addsuffix .gz,$(MANPAGES))
+# The broker's system user (packaging/broker/keychain-broker.sysusers), in group tss (the TPM's).
+BROKER_USER := keychain-broker
 
 # Tools/quiet-build.sh hides glibc's linker notes about every getaddrinfo/dlopen/... reachable in the
 # statically linked tools (from libcrypto, SQLite and the Swift runtime; none of those paths runs in
@@ -223,6 +225,14 @@ install:
 	# under the Secret Service's bus name; xdg-desktop-portal reads /usr/share only, whatever PREFIX is.
 	install -d $(DESTDIR)/usr/share/xdg-desktop-portal/portals
 	install -m 0644 Sources/keychain-secret-service/dbus/keychain.portal $(DESTDIR)/usr/share/xdg-desktop-portal/portals/keychain.portal
+	# The broker (see docs/install.md): a system service of its own user, started by its socket
+	# (enabled when systemd runs the machine) or by keychain-broker-start where systemd does not.
+	install -s -m 0755 .build/release/keychain-broker $(DESTDIR)$(PREFIX)/libexec/keychain-broker
+	install -m 0755 packaging/broker/keychain-broker-start $(DESTDIR)$(PREFIX)/libexec/keychain-broker-start
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system $(DESTDIR)$(PREFIX)/lib/sysusers.d
+	sed 's|@LIBEXECDIR@|$(PREFIX)/libexec|' packaging/broker/keychain-broker.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/keychain-broker.service
+	install -m 0644 packaging/broker/keychain-broker.socket $(DESTDIR)$(PREFIX)/lib/systemd/system/
+	install -m 0644 packaging/broker/keychain-broker.sysusers $(DESTDIR)$(PREFIX)/lib/sysusers.d/keychain-broker.conf
 	install -d $(DESTDIR)$(PAMDIR) $(DESTDIR)/usr/share/pam-configs
 	install -s -m 0644 .build/release/libpam_keychain.so $(DESTDIR)$(PAMDIR)/pam_keychain.so
 	# Default: yes, as the package's postinst enables it; a hand install runs no pam-auth-update,
@@ -232,7 +242,22 @@ install:
 	# days unused by default; raise that so "until reboot" holds.
 	install -d $(DESTDIR)$(SYSCTLDIR)
 	echo 'kernel.keys.persistent_keyring_expiry = 31536000' > $(DESTDIR)$(SYSCTLDIR)/60-keychain.conf
-	if [ -z "$(DESTDIR)" ]; then sysctl -q -p $(SYSCTLDIR)/60-keychain.conf || true; fi
+	# Without Yama's restriction, any process of a user may patch another of the user's processes
+	# (one the broker trusts) through ptrace; 1 keeps ptrace to a process's own descendants
+	# (Ubuntu's default). The leading "-": a kernel without Yama is not an error.
+	install -m 0644 packaging/broker/61-keychain-ptrace.conf $(DESTDIR)$(SYSCTLDIR)/61-keychain-ptrace.conf
+	if [ -z "$(DESTDIR)" ]; then for conf in 60-keychain.conf 61-keychain-ptrace.conf; do \
+		sysctl -q -p $(SYSCTLDIR)/$$conf >/dev/null 2>&1 || true; done; fi
+	# The broker's user, on this machine (not into a DESTDIR: the package's postinst makes it).
+	if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
+		getent group tss >/dev/null || groupadd -r tss; \
+		getent passwd $(BROKER_USER) >/dev/null || \
+			useradd -r -U -M -d /nonexistent -s /usr/sbin/nologin -c 'Keychain broker' $(BROKER_USER); \
+		usermod -a -G tss $(BROKER_USER); \
+		if [ -d /run/systemd/system ]; then \
+			systemctl daemon-reload && systemctl enable --now keychain-broker.socket; \
+		else echo "no systemd here: start the broker with $(PREFIX)/libexec/keychain-broker-start"; fi; \
+	fi
 	for page in $(MANPAGES); do \
 		section=$${page##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$section; \
 		install -m 0644 $$page.gz $(DESTDIR)$(PREFIX)/share/man/man$$section/; done
@@ -262,6 +287,15 @@ test-vm: vm-deps
 
 uninstall:
 	if [ -z "$(DESTDIR)" ] && command -v pam-auth-update >/dev/null; then pam-auth-update --package --remove keychain; fi
+	# The broker stops before its program goes; its user stays, as a package's does (files it
+	# owned may remain): `userdel keychain-broker` removes it.
+	if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then \
+		systemctl disable --now keychain-broker.socket keychain-broker.service || true; fi
+	if [ -z "$(DESTDIR)" ] && [ -f /run/keychain-broker.pid ]; then $(PREFIX)/libexec/keychain-broker-start --stop || true; fi
+	rm -f $(DESTDIR)$(PREFIX)/libexec/keychain-broker $(DESTDIR)$(PREFIX)/libexec/keychain-broker-start \
+		$(DESTDIR)$(PREFIX)/lib/systemd/system/keychain-broker.service $(DESTDIR)$(PREFIX)/lib/systemd/system/keychain-broker.socket \
+		$(DESTDIR)$(PREFIX)/lib/sysusers.d/keychain-broker.conf $(DESTDIR)$(SYSCTLDIR)/61-keychain-ptrace.conf
+	if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload || true; fi
 	rm -f $(DESTDIR)/usr/share/pam-configs/keychain $(DESTDIR)$(PAMDIR)/pam_keychain.so
 	rm -f $(DESTDIR)$(PREFIX)/bin/security $(DESTDIR)$(PREFIX)/bin/git-credential-keychain $(DESTDIR)$(PREFIX)/bin/docker-credential-keychain $(DESTDIR)$(SYSCTLDIR)/60-keychain.conf
 	rm -f $(patsubst .build/man/%,$(DESTDIR)$(PREFIX)/share/man/man*/%.gz,$(MANPAGES))

@@ -103,6 +103,8 @@ tools="$bin/security $bin/git-credential-keychain $bin/docker-credential-keychai
 secret_service=$bin/keychain-secret-service
 ssh_agent=$bin/keychain-ssh-agent
 units=$stage/usr/local/lib/systemd/user
+libexec=$stage/usr/local/libexec
+system_units=$stage/usr/local/lib/systemd/system
 generator=$stage/usr/local/lib/systemd/user-environment-generators/20-keychain-ssh-agent
 for f in $tools $secret_service $ssh_agent $module; do [ -f "$f" ] && echo "staged $(du -k "$f" | cut -f1) KiB  ${f#"$stage"}"; done
 
@@ -116,6 +118,8 @@ fresh() {
     # Only the PAM case makes this user and service; finish removes them if they exist.
     user=kci$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
     service=keychain-install-test-$user
+    # The broker cases' system user, in place of keychain-broker.
+    broker_user=kcb$(head -c 4 /dev/urandom | od -An -tx1 | tr -d ' \n')
 }
 
 finish() {
@@ -125,6 +129,10 @@ finish() {
         userdel -r "$user" >/dev/null 2>&1
     fi
     rm -f "/etc/pam.d/$service"
+    if id "$broker_user" >/dev/null 2>&1; then
+        pkill -KILL -u "$broker_user" 2>/dev/null
+        userdel "$broker_user" >/dev/null 2>&1
+    fi
     rm -rf "$case_dir"
 }
 
@@ -320,6 +328,177 @@ ssh_agent_socket_activation() {
     expect 'The agent has no identities.' "$listed"
 }
 
+# The broker's files: its program and start script beside keychain-tpm-helper, its system units
+# naming them, its sysusers file and the ptrace drop-in; the units as systemd reads them (the
+# service's program, the staged one: the unit names it by PREFIX).
+broker_files() {
+    [ -x "$libexec/keychain-broker" ] && [ -x "$libexec/keychain-broker-start" ] || { echo "no broker or no start script"; return 1; }
+    grep -qx 'ExecStart=/usr/local/libexec/keychain-broker --foreground' "$system_units/keychain-broker.service"
+    grep -qx 'ListenSequentialPacket=/run/keychain-broker/socket' "$system_units/keychain-broker.socket"
+    grep -qx 'SocketMode=0666' "$system_units/keychain-broker.socket"
+    grep -qx 'WantedBy=sockets.target' "$system_units/keychain-broker.socket"
+    grep -qx 'User=keychain-broker' "$system_units/keychain-broker.service"
+    grep -qx 'AmbientCapabilities=CAP_SYS_PTRACE' "$system_units/keychain-broker.service"
+    grep -qx 'RuntimeDirectoryPreserve=yes' "$system_units/keychain-broker.service"
+    if grep -q '^ProtectProc=invisible' "$system_units/keychain-broker.service"; then echo "ProtectProc=invisible hides the callers"; return 1; fi
+    grep -qx 'u keychain-broker - "Keychain broker" /nonexistent' "$stage/usr/local/lib/sysusers.d/keychain-broker.conf"
+    grep -qx 'm keychain-broker tss' "$stage/usr/local/lib/sysusers.d/keychain-broker.conf"
+    grep -qx -- '-kernel.yama.ptrace_scope = 1' "$stage/etc/sysctl.d/61-keychain-ptrace.conf"
+    command -v systemd-analyze >/dev/null || { echo "systemd-analyze missing"; return 1; }
+    mkdir -p "$case_dir/units"
+    sed "s|/usr/local/libexec|$libexec|" "$system_units/keychain-broker.service" > "$case_dir/units/keychain-broker.service"
+    cp "$system_units/keychain-broker.socket" "$case_dir/units/"
+    # verify warns, and still succeeds, about a setting it ignores: nothing may be printed.
+    local said
+    said=$(systemd-analyze --man=no verify "$case_dir"/units/keychain-broker.{socket,service} 2>&1) || { echo "$said"; return 1; }
+    expect '' "$said" "systemd-analyze verify's complaints"
+    # The system call groups the filter names, as this systemd knows them: ptrace among them.
+    systemd-analyze syscall-filter @debug | grep -qx '    ptrace'
+}
+
+# The start script where systemd does not run: a program in the broker's place (a stand-in that
+# listens on the socket it is given) runs as the broker's user, in group tss, with CAP_SYS_PTRACE
+# alone (effective, permitted, inheritable, ambient and bounding), no new privileges, no core
+# file, an environment of its own and a session of its own; the socket's folder is the user's,
+# 0755. Started again: already running. --stop stops it. A program that exits at once: a failure.
+broker_start_script() {
+    command -v setpriv >/dev/null && command -v python3 >/dev/null || { echo "setpriv or python3 missing"; return 1; }
+    useradd -r -M -d /nonexistent -s /usr/sbin/nologin "$broker_user"
+    chmod 755 "$case_dir"
+    cat > "$case_dir/stand-in" <<'STANDIN'
+#!/bin/sh
+# keychain-broker --foreground --socket PATH --state DIR [OPTION...] (without the PWD sh adds to
+# what it was given); its arguments, in its state folder.
+printf '%s\n' "$@" > "$5/arguments"
+exec env -u PWD python3 -c 'import signal, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1])
+s.listen()
+signal.pause()' "$3"
+STANDIN
+    chmod 755 "$case_dir/stand-in"
+    local start=$libexec/keychain-broker-start run=$case_dir/run pid_file=$case_dir/broker.pid pid status said
+    local options="--user $broker_user --socket $run/socket --state $run --pid-file $pid_file"
+    # shellcheck disable=SC2086 # the options are words on purpose
+    KEYCHAIN_BROKER_PROGRAM=$case_dir/stand-in FOO=leaked "$start" $options -- --own-program /opt/kc/bin/security
+    pid=$(cat "$pid_file")
+    [ -S "$run/socket" ] || { echo "no socket"; return 1; }
+    expect "--foreground --socket $run/socket --state $run --own-program /opt/kc/bin/security" \
+        "$(tr '\n' ' ' < "$run/arguments" | sed 's/ $//')" "the broker's arguments"
+    status=$(cat "/proc/$pid/status")
+    for field in CapEff CapPrm CapInh CapAmb CapBnd; do
+        expect 0000000000080000 "$(awk -v f="$field:" '$1 == f { print $2 }' <<< "$status")" "$field (CAP_SYS_PTRACE only)"
+    done
+    expect 1 "$(awk '$1 == "NoNewPrivs:" { print $2 }' <<< "$status")" "NoNewPrivs"
+    expect "$(id -u "$broker_user")" "$(awk '$1 == "Uid:" { print $2 }' <<< "$status")" "the broker's uid"
+    expect "$(id -g "$broker_user")" "$(awk '$1 == "Gid:" { print $2 }' <<< "$status")" "the broker's gid"
+    if getent group tss >/dev/null; then
+        expect "$(getent group tss | cut -d: -f3)" "$(awk '$1 == "Groups:" { print $2 }' <<< "$status")" "its groups: tss"
+    fi
+    expect '0 0' "$(awk '/^Max core file size/ { print $5, $6 }' "/proc/$pid/limits")" "the core file limit (soft, hard)"
+    expect "$pid" "$(awk '{ sub(/.*\) /, ""); print $4 }' "/proc/$pid/stat")" "its session (its own)"
+    said=$(tr '\0' '\n' < "/proc/$pid/environ" | sort | tr '\n' ' ')
+    expect 'LANG=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin ' "$said" "its environment"
+    expect "755 $broker_user" "$(stat -c '%a %U' "$run")" "the socket's folder"
+    # shellcheck disable=SC2086
+    said=$(KEYCHAIN_BROKER_PROGRAM=$case_dir/stand-in "$start" $options)
+    expect "keychain-broker is already running (pid $pid)" "$said"
+    said=$("$start" --stop --pid-file "$pid_file")
+    expect "keychain-broker stopped (pid $pid)" "$said"
+    [ ! -e "$pid_file" ] || { echo "the pid file stayed"; return 1; }
+    for _ in $(seq 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+    [ ! -d "/proc/$pid" ] || grep -q '^State:.*Z' "/proc/$pid/status" || { echo "still running"; return 1; }
+    # shellcheck disable=SC2086
+    status=0; KEYCHAIN_BROKER_PROGRAM=/bin/false "$start" $options 2>/dev/null || status=$?
+    expect 1 "$status" "the status when the program exits before it listens"
+    [ ! -e "$pid_file" ] || { echo "a pid file for a program that is gone"; return 1; }
+}
+
+# KeyringMode=private in the unit (systemd's default for system services): the broker's uid, in a
+# session keyring of its own, reaches its persistent keyring (where its state key lives) and keeps
+# a key there, with the start script's credentials.
+broker_persistent_keyring() {
+    command -v keyctl >/dev/null || { echo "keyutils missing"; return 1; }
+    useradd -r -M -d /nonexistent -s /usr/sbin/nologin "$broker_user"
+    local said
+    said=$(setpriv --reuid="$broker_user" --regid="$broker_user" --clear-groups --inh-caps=-all,+sys_ptrace \
+        --ambient-caps=+sys_ptrace --bounding-set=-all,+sys_ptrace --no-new-privs keyctl session - sh -c '
+            keyring=$(keyctl get_persistent @s) &&
+            key=$(keyctl add user state-key 0123456789abcdef0123456789abcdef "$keyring") &&
+            keyctl print "$key"; keyctl clear "$keyring"')
+    expect 0123456789abcdef0123456789abcdef "$said" "the key, from the persistent keyring"
+}
+
+# sudo make install (no DESTDIR) makes the broker's user, in group tss (made if missing). Run in
+# a mount namespace over a copy of /etc without keychain-broker or tss, with PREFIX, PAMDIR and
+# SYSCTLDIR in the case's folder and a tmpfs over /usr/share (where it writes whatever the prefix)
+# and over /run/systemd (no systemd here); the sysctls it applies are put back.
+broker_user_by_make_install() {
+    local expiry scope etc=$case_dir/etc entry file
+    expiry=$(cat /proc/sys/kernel/keys/persistent_keyring_expiry)
+    scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || true)
+    put_back() {
+        echo "$expiry" > /proc/sys/kernel/keys/persistent_keyring_expiry
+        [ -z "$scope" ] || echo "$scope" > /proc/sys/kernel/yama/ptrace_scope
+    }
+    cp -a /etc "$etc"
+    for file in passwd shadow group gshadow; do sed -i -e '/^keychain-broker:/d' -e '/^tss:/d' "$etc/$file"; done
+    unshare -m bash -c '
+        set -e
+        mount --make-rprivate /
+        mount --bind "$1/etc" /etc
+        # Not the machine'"'"'s systemd, if it runs one: nothing is enabled there.
+        [ ! -d /run/systemd/system ] || mount -t tmpfs -o size=1m tmpfs /run/systemd
+        mount -t tmpfs -o size=1m tmpfs /usr/share
+        make -s -C "$2" install PREFIX="$1/prefix" PAMDIR="$1/pam" SYSCTLDIR="$1/sysctl"' \
+        install "$case_dir" "$repo" > "$case_dir/make.log" 2>&1 || { put_back; cat "$case_dir/make.log"; return 1; }
+    put_back
+    entry=$(grep '^keychain-broker:' "$etc/passwd") || { echo "no keychain-broker user"; cat "$case_dir/make.log"; return 1; }
+    [ "$(cut -d: -f3 <<< "$entry")" -lt 1000 ] && [ "$(cut -d: -f6 <<< "$entry")" = /nonexistent ] || { echo "$entry"; return 1; }
+    grep -q '^keychain-broker:' "$etc/group" || { echo "no group keychain-broker"; return 1; }
+    grep -q '^tss:.*[:,]keychain-broker\(,\|$\)' "$etc/group" || { echo "not in tss: $(grep '^tss:' "$etc/group")"; return 1; }
+    grep -q 'keychain-broker-start' "$case_dir/make.log" || { echo "no word of keychain-broker-start without systemd"; cat "$case_dir/make.log"; return 1; }
+}
+
+# make uninstall DESTDIR=...: none of the broker's files stays (its user is the machine's).
+broker_uninstall() {
+    cp -a "$stage" "$case_dir/stage"
+    make -s -C "$repo" uninstall DESTDIR="$case_dir/stage" >/dev/null
+    local left
+    left=$(find "$case_dir/stage" -name '*keychain-broker*' -o -name '61-keychain-ptrace.conf')
+    expect '' "$left" "the broker's files after make uninstall"
+}
+
+# MemoryDenyWriteExecute= in the unit: the staged broker (and the agent, linked the same way) start
+# under the kernel's own form of that rule (PR_SET_MDWE, Linux 6.3) as they do without it.
+broker_without_write_execute() {
+    command -v gcc >/dev/null || { echo "gcc missing"; return 1; }
+    cat > "$case_dir/mdwe.c" <<'C'
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    (void)argc;
+    if (prctl(65 /* PR_SET_MDWE */, 1 /* PR_MDWE_REFUSE_EXEC_GAIN */, 0L, 0L, 0L) != 0) { perror("PR_SET_MDWE"); return 125; }
+    execv(argv[1], argv + 1);
+    perror("execv");
+    return 127;
+}
+C
+    gcc -O -o "$case_dir/mdwe" "$case_dir/mdwe.c"
+    # The control: the rule is in force (python's mmap of a writable, executable page is refused).
+    status=0; "$case_dir/mdwe" /usr/bin/python3 -c 'import mmap; mmap.mmap(-1, 4096, prot=7)' 2>/dev/null || status=$?
+    [ "$status" != 0 ] || { echo "PR_SET_MDWE refused nothing"; return 1; }
+    local program plain ruled
+    for program in "$libexec/keychain-broker" "$ssh_agent -h"; do
+        # shellcheck disable=SC2086
+        plain=$(cd / && $program 2>&1; echo "status $?")
+        # shellcheck disable=SC2086
+        ruled=$(cd / && "$case_dir/mdwe" $program 2>&1; echo "status $?")
+        expect "$plain" "$ruled" "$program under PR_SET_MDWE"
+    done
+}
+
 check "make release, then make install DESTDIR=... stages the tools and the PAM module" make_install
 check "the staged binaries and module are stripped" stripped
 check "the staged tools are static; the module needs no Swift library" self_contained
@@ -331,5 +510,11 @@ check "the environment generator names the agent's socket only for a user who en
 check "with /opt/swift hidden: keychain-ssh-agent -s/-k/command as ssh-agent, with ssh-add -l" ssh_agent_without_toolchain
 check "keychain-ssh-agent accepts and refuses ssh-agent's options as ssh-agent does" ssh_agent_options_as_ssh_agent
 check "keychain-ssh-agent --systemd serves a socket-activated descriptor" ssh_agent_socket_activation
+check "the broker's program, start script, system units (systemd-analyze verify), sysusers file and ptrace drop-in" broker_files
+check "keychain-broker-start: the broker's user and tss, CAP_SYS_PTRACE alone, no new privileges, no core; --stop" broker_start_script
+check "with no writable executable memory (MemoryDenyWriteExecute): the staged broker starts as without" broker_without_write_execute
+check "a system user in a session keyring of its own (KeyringMode=private) keeps a key in its persistent keyring" broker_persistent_keyring
+check "make uninstall DESTDIR=... removes the broker's files" broker_uninstall
+check "sudo make install (no DESTDIR, in a copy of /etc) makes the keychain-broker system user in group tss" broker_user_by_make_install
 
 summary

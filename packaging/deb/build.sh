@@ -60,7 +60,7 @@ for script in postinst prerm postrm; do install -m 0755 "$here/$script" "$root/D
 
 # dpkg-shlibdeps reads debian/control from its working folder; in another release's build root, the
 # linked programs are copied there with their paths.
-linked=(usr/bin/keychain-secret-service usr/bin/keychain-ssh-agent usr/libexec/keychain-tpm-helper
+linked=(usr/bin/keychain-secret-service usr/bin/keychain-ssh-agent usr/libexec/keychain-tpm-helper usr/libexec/keychain-broker
     "usr/lib/$multiarch/security/pam_keychain.so")
 shlibs() {
     mkdir -p "$1/debian"
