@@ -98,7 +98,7 @@ if [ "${1:-}" = --inside ]; then
     }
 
     man_pages_are_found() {
-        for page in security git-credential-keychain docker-credential-keychain keychain-secret-service '8 pam_keychain' '7 keychain'; do
+        for page in security git-credential-keychain docker-credential-keychain keychain-secret-service '8 pam_keychain' '8 keychain-broker' '7 keychain'; do
             found=$(man -w $page) || { echo "man -w $page found nothing"; return 1; }
             [[ "$found" == /usr/share/man/* ]] || { echo "man -w $page: $found"; return 1; }
         done
