@@ -186,7 +186,7 @@ sysctl -q -p /etc/sysctl.d/61-keychain-ptrace.conf" "$(cat "$work/sysctl-calls")
     }
 
     man_pages_are_found() {
-        for page in security git-credential-keychain docker-credential-keychain keychain-secret-service '8 pam_keychain' '7 keychain'; do
+        for page in security git-credential-keychain docker-credential-keychain keychain-secret-service '8 pam_keychain' '8 keychain-broker' '7 keychain'; do
             found=$(man -w $page) || { echo "man -w $page found nothing"; return 1; }
             [[ "$found" == /usr/share/man/* ]] || { echo "man -w $page: $found"; return 1; }
         done
