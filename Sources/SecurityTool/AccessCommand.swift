@@ -1,4 +1,5 @@
 import ArgumentParser
+import KeychainBroker
 import KeychainCore
 
 /// Writing an item's access list: an update of that one item through the engine, like any other
@@ -12,10 +13,11 @@ enum AccessEdit {
         try store.update(exact, attributes: [AccessList.attribute: .string(list.text)], presence: PasswordCommand.asking(reason))
     }
 
-    /// The list an edit starts from. An item made before lists existed was, for the keychain's
-    /// own programs, readable without asking: `apple:` keeps that when its first list is written.
+    /// The list an edit starts from. An item made before lists existed (or imported) is given by
+    /// the broker to the front end its kind names (`AccessDecision.impliedList`, with the
+    /// installed programs' paths): its first list keeps that.
     static func current(_ item: Item) -> AccessList {
-        AccessList.of(item) ?? AccessList([.partition("apple:")])
+        AccessList.of(item) ?? AccessDecision().impliedList(itemClass: item.itemClass, attributes: item.attributes)
     }
 }
 

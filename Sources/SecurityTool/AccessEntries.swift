@@ -112,7 +112,7 @@ enum AccessEntries {
 
     /// The list as `dump-keychain -a` and `--access` print it, after the item's attributes.
     static func describe(_ list: AccessList?) -> String {
-        guard let list else { return "access: no list (an item made before access lists: the keychain's own programs use it, others are asked)" }
+        guard let list else { return "access: no list (made before access lists, or imported: the program its kind names uses it, others are asked)" }
         var lines = ["access: \(list.entries.count) entries"]
         for (index, entry) in list.entries.enumerated() { lines.append("    entry \(index): \(entry.text)") }
         return lines.joined(separator: "\n")

@@ -59,6 +59,7 @@ struct ImportSecrets: ParsableCommand {
     var password: String?
 
     func run() throws {
+        AccessList.addsUnlisted()
         let wantsGit = all || gitCredentials || !gitCredentialFiles.isEmpty
         let wantsDocker = all || dockerConfig || !dockerConfigFiles.isEmpty
         let wantsKeyrings = all || allKeyrings || !keyringFiles.isEmpty

@@ -110,13 +110,19 @@ lists_shown_only_when_asked() {
 }
 
 # An item from before lists (here: imported by import-secrets, which writes none) shows no list;
-# its first list starts from apple:, what the keychain's own programs had.
-legacy_items_start_from_apple() {
+# its first list starts from what the broker takes it to trust: an internet password, the git and
+# docker helpers under their own programs.
+legacy_items_start_from_their_front_end() {
     make_keychain
     printf 'https://alice:s3cret@git.example.org\n' > "$HOME/.git-credentials"
     "$security" import-secrets --git-credentials > /dev/null
-    expect "access: no list (an item made before access lists: the keychain's own programs use it, others are asked)" \
+    expect "access: no list (made before access lists, or imported: the program its kind names uses it, others are asked)" \
         "$(list_of --internet -s git.example.org)"
     list_of --internet -s git.example.org --grant /bin/true > /dev/null
-    expect $'access: 2 entries\n    entry 0: apple:\n    entry 1: exe:/usr/bin/true' "$(list_of --internet -s git.example.org)"
+    local listed
+    listed=$(list_of --internet -s git.example.org)
+    grep -q '^access: 5 entries$' <<< "$listed"
+    grep -q '^    entry 0: exe:/usr/bin/git-credential-keychain</usr/bin/git,' <<< "$listed"
+    grep -q '^    entry 2: exe:/usr/bin/docker-credential-keychain</usr/bin/docker,' <<< "$listed"
+    grep -q '^    entry 4: exe:/usr/bin/true$' <<< "$listed"
 }

@@ -578,6 +578,6 @@ check "access lists: -T of a missing path, a bundle name, a directory" add_refus
 check "access lists: security access --grant/--revoke/--interpreter" access_grants_and_revokes
 check "access lists: security access --program --list/--revoke" access_by_program
 check "access lists: shown by find --access and dump -a only, never as tapp" lists_shown_only_when_asked
-check "access lists: an item from before lists starts from apple:" legacy_items_start_from_apple
+check "access lists: an item from before lists starts from the front end its kind names" legacy_items_start_from_their_front_end
 
 summary

@@ -23,6 +23,12 @@ package struct AccessList: Equatable, Sendable {
     /// `creatorEntry`'s list as the attribute's value, made once per setting: every add writes it.
     package private(set) nonisolated(unsafe) static var creatorAttribute: AttributeValue? = attribute(for: executableEntry)
 
+    /// What an importer of another keychain's or provider's items calls (`security import-secrets`,
+    /// the PAM module's first-login import): the items it adds keep no list, as items from before
+    /// lists do, so the broker gives each to the front end its shape names (git's and docker's
+    /// logins to their helpers, the Secret Service's items to the service), not to the importer.
+    package static func addsUnlisted() { creatorAttribute = nil }
+
     /// This process's executable as an entry, resolved once; nil when it cannot be read.
     private static var executableEntry: Entry? {
         guard let resolved = realpath("/proc/self/exe", nil) else { return nil }

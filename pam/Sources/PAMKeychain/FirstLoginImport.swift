@@ -144,6 +144,8 @@ enum FirstLoginImport {
     /// Runs in the worker, as the user.
     static func run(_ source: Source, _ account: AsUser.Account, password: [UInt8]) -> Result {
         guard isPending(source, account) else { return .nothingToDo }
+        // The login program did not make these items: they keep no list, as another provider's.
+        AccessList.addsUnlisted()
         var bytes: [UInt8]
         let file: String
         do {
