@@ -395,6 +395,45 @@ print(os.read(r, 4096).decode(), os.WEXITSTATUS(status))
     was_asked
 }
 
+# A trusted application that keeps running: identified once when it connected, it is then traced
+# by a program of the user's (no Yama here: any same-uid process may attach to a dumpable one),
+# which could make it read anything it is trusted for. Its next read is asked.
+traced_after_connect() {
+    local fifo=$home/go out tries=400
+    mkfifo "$fifo"
+    chown "$user:" "$fifo"
+    as_user sh -c 'exec keychain-access-probe "$1" read-twice probe-service probe-account < "$2"' - "$keychain" "$fifo" \
+        > "$case_dir/out" 2>&1 &
+    local app=$!
+    exec 3> "$fifo"
+    while ! grep -q "^status" "$case_dir/out" && [ $tries -gt 0 ]; do sleep 0.05; tries=$((tries - 1)); done
+    cat "$case_dir/out"
+    expect "status 0 probe-s3cret" "$(grep "^status" "$case_dir/out")" "first read, untraced"
+    # The tracer attaches (PTRACE_SEIZE: the application goes on running), lets it read again and
+    # stays attached until it exits.
+    out=$(as_user python3 -c '
+import ctypes, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+pid = int(sys.argv[1])
+if libc.ptrace(0x4206, pid, None, None) != 0: sys.exit("seize: errno %d" % ctypes.get_errno())  # PTRACE_SEIZE
+with open(sys.argv[2], "w") as go: go.write("go\n")
+while True:
+    _, status = os.waitpid(pid, 0x40000000)  # __WALL
+    if os.WIFEXITED(status) or os.WIFSIGNALED(status): break
+    sig = os.WSTOPSIG(status)
+    libc.ptrace(7, pid, None, 0 if sig == signal.SIGTRAP else sig)  # PTRACE_CONT
+print("attached until exit")
+' "$(sed -n 's/^pid //p' "$case_dir/out")" "$fifo" 2>&1)
+    echo "$out"
+    exec 3>&-
+    wait "$app" || true
+    cat "$case_dir/out"
+    grep -q "attached until exit" <<< "$out"
+    expect "status 0 probe-s3cret
+status -25293" "$(grep "^status" "$case_dir/out")" "the reads before and after the tracer came"
+    was_asked
+}
+
 fake_broker() {
     # The user's own "broker" named by the environment, a unit's Environment= or environment.d:
     # the client refuses it before it sends anything (so no password, no item).
@@ -509,6 +548,7 @@ check "no class key in any keyring the user reaches" keyrings
 check "the broker's memory: /proc/PID/mem, ptrace, strace, gdb refused" broker_memory
 check "LD_PRELOAD into the SecItem program and into git: asked, nothing (security: static, inert)" ld_preload
 check "trusted programs under a tracer (strace -f, PTRACE_TRACEME): asked, nothing" traced
+check "a trusted application traced after it connected: asked, nothing" traced_after_connect
 check "a fake broker of the user's (environment.d, unit, KEYCHAIN_BROKER_SOCKET): refused (53), sent nothing" fake_broker
 check "KEYCHAIN_BROKER=off changes nothing" broker_off_changes_nothing
 check "the person's answer is what stands in the way: Allow once gives the copy the secret" allowed_once_by_the_person
