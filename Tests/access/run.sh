@@ -56,6 +56,9 @@ else
     useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker" || exit 1
 fi
 useradd -M -d "$home" -s /bin/sh "$user" || exit 1
+# A uid is reused once its user is deleted, but not its persistent keyring (it outlives the user
+# for days): keys another suite's user left there would be taken for this one's.
+keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
 mkdir -p "$home/data" "$home/config" "$home/docker" "$bin" "$work/run" "$work/state" "$work/srv"
 # The trusted programs: root's copies in a root folder (the build folder may be one only root can read).
 cp "$build/security" "$build/git-credential-keychain" "$build/docker-credential-keychain" "$build/keychain-access-probe" \
