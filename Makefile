@@ -56,7 +56,7 @@ QUIET_STATIC := bash Tools/quiet-build.sh
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
 .PHONY: deb test-deb test-vm man deps build-deps deb-deps check-deps vm-deps install-debs bench-deps bench build release check test test-unit \
-        test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-kde test-trixie test-presence test-broker test-sync test-ssh stress demo install uninstall clean
+        test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-kde test-trixie test-presence test-broker test-access test-sync test-ssh stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
 deps:
@@ -151,6 +151,10 @@ test-presence:
 # root: keychain-broker as its own throwaway system user (setpriv), a throwaway user as its client.
 test-broker:
 	bash Tests/broker/run.sh .build/debug
+
+# root: issue 54's attacker suite: a program of the user's own uid at every door of the broker's keychain.
+test-access:
+	bash Tests/access/run.sh .build/debug
 
 # root: three throwaway users sharing a bare repository (see Tests/sync/run.sh); about two minutes.
 test-sync:

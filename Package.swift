@@ -173,6 +173,9 @@ let package = Package(
         // Tests/broker: a client of keychain-broker as the engine will be (unlock, read, whoAmI, log).
         .executableTarget(name: "keychain-broker-probe", dependencies: ["KeychainBroker", "KeychainCore", "KeychainPresence"], path: "Tests/broker/probe"),
 
+        // Tests/access: a SecItem program, trusted in its folder and an attacker's copy elsewhere.
+        .executableTarget(name: "keychain-access-probe", dependencies: ["Security"], path: "Tests/access/probe"),
+
         // Tests/tpm: the SSH agent's TPM keys through keychain-tpm-helper, as a caller makes and uses them.
         .executableTarget(name: "keychain-tpm-probe", dependencies: ["KeychainCore", "KeychainTPMClient"], path: "Tests/tpm/probe"),
 

@@ -36,10 +36,13 @@ package enum CallerTrust {
         return caller
     }
 
-    /// Whether the process is still the one evaluated: not reaped (the pidfd), the same start, and
-    /// not exec'd since (the maps the handle opened still read).
+    /// Whether the process is still the one evaluated: not reaped (the pidfd), the same start, not
+    /// exec'd since (the maps the handle opened still read), and not traced since: a process of the
+    /// same uid may attach to a dumpable program once it has connected (where Yama is off) and make
+    /// it ask for anything it is trusted for, on the connection it already has.
     package static func stillSame(_ caller: Caller, handle: CallerHandle) -> Bool {
         guard handle.pid == caller.pid, let process = handle.process, handle.startTime == caller.startTime else { return false }
+        guard caller.warnings.contains(.traced) || ProcessStatus.read(of: caller.pid)?.tracer == 0 else { return false }
         return process.isAlive && handle.isSameImage && ProcessIdentity.startTime(of: caller.pid) == caller.startTime
     }
 

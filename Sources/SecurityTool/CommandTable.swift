@@ -157,6 +157,9 @@ enum CommandTable {
             synopsis:
                 "[-a account] [-s service|server] [options...] [--internet] [--list | --grant entry [--interpreter] | --revoke entry] [keychain...] | --program path [--list | --revoke] [keychain...]"
         ),
+        CommandSpec(
+            name: "access-log", type: AccessLogCommand.self, optstring: "h", longOptions: ["since": true, "json": false],
+            synopsis: "[--since time] [--json]"),
         CommandSpec(name: "tpm-status", type: TPMStatusCommand.self, optstring: "h", synopsis: "[keychain]"),
         CommandSpec(
             name: "tpm-enroll", type: TPMEnroll.self, optstring: "hp:", longOptions: ["passwordless": false, "pcrs": true, "default": true],

@@ -194,6 +194,37 @@ final class CallerTrustTests: XCTestCase {
         XCTAssertFalse(CallerTrust.stillSame(sleeping, handle: again))
     }
 
+    /// A tracer that attaches after the evaluation (any process of the same uid may, where Yama
+    /// is off) can make the process ask for whatever it is trusted for: it is not the same caller.
+    func testNotSameOnceTraced() throws {
+        let scratch = try ScratchDirectory()
+        let seize = scratch.path + "/seize"
+        let source = """
+            #include <stdlib.h>
+            #include <sys/ptrace.h>
+            #include <unistd.h>
+            int main(int argc, char **argv) { (void)argc; if (ptrace(PTRACE_SEIZE, atoi(argv[1]), 0, 0) != 0) return 1; pause(); return 0; }
+            """
+        try XCTSkipUnless(scratch.compile(source, to: seize), "no gcc")
+        let child = try ChildProcess(["/usr/bin/sleep", "1000"])
+        try child.waitForExec(of: "/usr/bin/sleep")
+        let handle = CallerHandle(pid: child.pid, pidfd: child.pidfd)
+        let caller = CallerTrust.evaluate(handle, uid: 0)
+        XCTAssertEqual(caller.warnings, [])
+        XCTAssertTrue(CallerTrust.stillSame(caller, handle: handle))
+
+        let tracer = try ChildProcess([seize, "\(child.pid)"])
+        for _ in 0..<6000 where ProcessStatus.read(of: child.pid)?.tracer == 0 { usleep(10_000) }
+        XCTAssertEqual(ProcessStatus.read(of: child.pid)?.tracer, tracer.pid)
+        XCTAssertFalse(CallerTrust.stillSame(caller, handle: handle))
+        let again = CallerTrust.evaluate(handle, uid: 0)
+        XCTAssertEqual(again.warnings, [.traced])
+        // Evaluated traced, it stays what it was evaluated as.
+        XCTAssertTrue(CallerTrust.stillSame(again, handle: handle))
+        tracer.reap()
+        child.reap()
+    }
+
     /// A process gone before it is read is unidentified, never a crash.
     func testExitedProcessIsUnidentified() throws {
         let child = try ChildProcess(["/bin/true"])

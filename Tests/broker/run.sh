@@ -62,6 +62,9 @@ else
     useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker" || exit 1
 fi
 useradd -M -d "$work/home" -s /bin/sh "$user" || exit 1
+# A uid is reused once its user is deleted, but not its persistent keyring (it outlives the user
+# for days): keys another suite's user left there would be taken for this one's.
+keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
 mkdir -p "$work/home" "$work/bin" "$work/run" "$work/state"
 # Copies: the build folder may be one only root can read.
 cp "$build/keychain-broker" "$build/keychain-broker-probe" "$work/bin/"

@@ -32,7 +32,11 @@ do {
         _ = try store.add(
             Item(
                 itemClass: .genericPassword,
-                attributes: [AttributeKey.account: .string("probe"), AttributeKey.service: .string("broker"), AttributeKey.label: .string("probe item")],
+                attributes: [
+                    AttributeKey.account: .string("probe"), AttributeKey.service: .string("broker"), AttributeKey.label: .string("probe item"),
+                    // An empty list: every reader is asked, this probe too (the cases ask it).
+                    AccessList.attribute: .string("")
+                ],
                 secret: Array("s3cret".utf8)))
         print("created")
     case "unlock":
