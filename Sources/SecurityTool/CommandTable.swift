@@ -157,6 +157,7 @@ enum CommandTable {
             synopsis:
                 "[-a account] [-s service|server] [options...] [--internet] [--list | --grant entry [--interpreter] | --revoke entry] [keychain...] | --program path [--list | --revoke] [keychain...]"
         ),
+        CommandSpec(name: "forget-keychain", type: ForgetKeychainCommand.self, optstring: "hp:", synopsis: "[-p password] [keychain]"),
         CommandSpec(
             name: "access-log", type: AccessLogCommand.self, optstring: "h", longOptions: ["since": true, "json": false],
             synopsis: "[--since time] [--json]"),

@@ -536,6 +536,26 @@ assert any(e["decision"] == "denied" and e["account"] == "tool-account" for e in
     grep -q "no keychain broker" <<< "$out"
 }
 
+# The keychain file swapped whole: a process of the user puts, at a path the broker pinned, a
+# keychain whose password it knows, so that trusted programs would store new secrets where it
+# reads them. Refused until someone forgets the pin with the old keychain's password.
+swapped_keychain() {
+    as_user security create-keychain -p second-pass second >/dev/null
+    as_user security unlock-keychain -p second-pass second >/dev/null
+    as_user security create-keychain -p evil-pass evil >/dev/null
+    local keychains=$home/data/keychains status
+    as_user sh -c "mv '$keychains/evil.keychain-db' '$keychains/second.keychain-db'"
+    status=$(status_of as_user security unlock-keychain -p evil-pass second)
+    expect 51 "$status" "unlocking the swapped-in keychain"
+    status=$(status_of as_user security forget-keychain -p wrong-pass second)
+    expect 51 "$status" "forgetting the pin without the old password"
+    status=$(status_of as_user security forget-keychain -p evil-pass second)
+    expect 51 "$status" "forgetting the pin with the new keychain's password"
+    as_user security forget-keychain -p second-pass second
+    as_user security unlock-keychain -p evil-pass second >/dev/null
+    as_user security access-log | grep -q "not the keychain first unlocked at this path"
+}
+
 check "trusted: security -w reads its own item, nothing asked" trusted_security
 check "trusted: a SecItem program reads its own item, nothing asked" trusted_secitem
 check "trusted: git clone and push through the helper, nothing asked" trusted_git
@@ -556,5 +576,6 @@ check "a fake broker of the user's (environment.d, unit, KEYCHAIN_BROKER_SOCKET)
 check "KEYCHAIN_BROKER=off changes nothing" broker_off_changes_nothing
 check "the person's answer is what stands in the way: Allow once gives the copy the secret" allowed_once_by_the_person
 check "security access-log names each attempt (program, item, decision)" access_log
+check "a keychain swapped in at a pinned path: refused until forget-keychain with the old password" swapped_keychain
 
 summary
