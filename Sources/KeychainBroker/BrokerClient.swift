@@ -114,6 +114,13 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
         return state
     }
 
+    package func create(password: Bytes, scrypt: ScryptParameters, path: String) throws -> [String: Bytes] {
+        guard case .fields(let fields) = try call(.create(path: path, password: password, scrypt: scrypt)) else {
+            throw KeychainError.decode("unexpected reply from the broker")
+        }
+        return fields
+    }
+
     package func unlock(_ keybag: CustodyKeybag, password: Bytes) throws { try done(.unlock(keybag, password: password)) }
 
     package func verify(_ keybag: CustodyKeybag, password: Bytes) throws { try done(.verify(keybag, password: password)) }

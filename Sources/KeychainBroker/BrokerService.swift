@@ -14,6 +14,8 @@ package final class BrokerService {
     package var clock: () -> UInt64
     /// Keys or pins changed: saved before the reply goes out, so a restart right after keeps them.
     private var dirty = false
+    /// Pins changed: written to the pins folder as well (which outlives a reboot) with that save.
+    private var pinsChanged = false
     /// Only the log grew: saved within a few seconds (`persistIfChanged(includingLog:)`), not on
     /// every read, each of which adds an entry.
     package private(set) var hasUnsavedLog = false
@@ -54,6 +56,8 @@ package final class BrokerService {
         case .unlock(let keybag, let password):
             try unlock(keybag, password: password, uid: uid)
             return .done
+        case .create(let path, let password, let scrypt):
+            return .fields(try create(path: path, password: password, scrypt: scrypt, uid: uid))
         case .verify(let keybag, let password):
             var keys = try open(try parse(keybag), password: password, uid: uid)
             keys.wipe()
@@ -129,14 +133,56 @@ package final class BrokerService {
                 "\(keybag.path) is not the keychain the broker first unlocked there: forget the old one with its password (`security forget-keychain`) if you replaced it yourself"
             )
         }
+        try requireRoomForPin(uid: uid, path: keybag.path)
         var keys = try open(bag, password: password, uid: uid)
         defer { keys.wipe() }
         let id = CustodyID(uid: uid, uuid: bag.uuid)
         state.custody[id]?.wipe()
         state.custody[id] = Custody(
             uid: uid, uuid: bag.uuid, path: keybag.path, fields: keybag.fields, a: Array(keys.a), c: Array(keys.c), lastUse: clock())
-        if state.pins[uid]?[keybag.path] == nil { state.pins[uid, default: [:]][keybag.path] = Pin(uuid: bag.uuid, fields: keybag.fields) }
+        if state.pins[uid]?[keybag.path] == nil { pin(uid: uid, path: keybag.path, Pin(uuid: bag.uuid, fields: keybag.fields)) }
         dirty = true
+    }
+
+    /// A new keychain's keybag, its class keys drawn here and kept unlocked, its path pinned to
+    /// it: the client writes the fields into the new file and never holds a class key. A path
+    /// already pinned is refused as an unlock of another keychain there would be: making a new
+    /// keychain must not be a way around the pin.
+    func create(path: String, password: Bytes, scrypt: ScryptParameters, uid: UInt32) throws -> [String: Bytes] {
+        guard path.hasPrefix("/") else { throw KeychainError.param("a keychain's path is absolute") }
+        if state.pins[uid]?[path] != nil {
+            record(uid: uid, keychain: path, caller: "", chain: "", decision: "refused: a new keychain at a pinned path")
+            throw KeychainError(
+                .duplicateKeychain,
+                "the broker already keeps another keychain at \(path): forget it with its password (`security forget-keychain`) before making a new one there"
+            )
+        }
+        try requireRoomForPin(uid: uid, path: path)
+        let (bag, a, c) = try Keybag.make(password: password, scrypt: scrypt)
+        let fields = bag.fields
+        let id = CustodyID(uid: uid, uuid: bag.uuid)
+        state.custody[id] = Custody(uid: uid, uuid: bag.uuid, path: path, fields: fields, a: a, c: c, lastUse: clock())
+        pin(uid: uid, path: path, Pin(uuid: bag.uuid, fields: fields))
+        record(uid: uid, keychain: path, caller: "", chain: "", decision: "created")
+        dirty = true
+        return fields
+    }
+
+    /// A pin kept from now on (and written to the pins folder with the next save).
+    func pin(uid: UInt32, path: String, _ pin: Pin) {
+        state.pins[uid, default: [:]][path] = pin
+        pinsChanged = true
+    }
+
+    /// At most `BrokerState.maximumPinsPerUser` paths per uid, so that a user's processes cannot
+    /// grow the broker's persistent file without bound. Refusing the next one (rather than
+    /// dropping an old pin) keeps every pin a swapped keychain would have to get past.
+    func requireRoomForPin(uid: UInt32, path: String) throws {
+        let pins = state.pins[uid] ?? [:]
+        guard pins[path] == nil, pins.count >= BrokerState.maximumPinsPerUser else { return }
+        throw KeychainError(
+            .param,
+            "the broker keeps \(pins.count) keychains of this user already: forget one it keeps no more (`security forget-keychain`)")
     }
 
     func custodyState(_ keybag: CustodyKeybag, uid: UInt32) throws -> CustodyState {
@@ -182,7 +228,7 @@ package final class BrokerService {
         let id = CustodyID(uid: uid, uuid: bag.uuid)
         if state.custody[id] != nil { state.custody[id]?.fields = fields }
         if let pin = state.pins[uid]?[keybag.path], Crypto.equal(pin.uuid, bag.uuid) {
-            state.pins[uid]?[keybag.path] = Pin(uuid: bag.uuid, fields: fields)
+            self.pin(uid: uid, path: keybag.path, Pin(uuid: bag.uuid, fields: fields))
         }
         dirty = true
         return fields
@@ -352,6 +398,7 @@ package final class BrokerService {
             keys.wipe()
         }
         state.pins[uid]?[path] = nil
+        pinsChanged = true
         let id = CustodyID(uid: uid, uuid: pin.uuid)
         state.custody[id]?.wipe()
         state.custody[id] = nil
@@ -368,11 +415,22 @@ package final class BrokerService {
     }
 
     private var reportedSaveFailure = false
+    private var reportedPinsFailure = false
 
     package func persistIfChanged(includingLog: Bool = false) {
         guard dirty || (includingLog && hasUnsavedLog), let store else { return }
         dirty = false
         hasUnsavedLog = false
+        // The pins first: they are what must outlive a reboot, and need no keyring.
+        if pinsChanged {
+            do {
+                try store.savePins(state.pins)
+                pinsChanged = false
+            } catch {
+                if !reportedPinsFailure { fputs("keychain-broker: the pins are not kept across a reboot: \(error)\n", stderr) }
+                reportedPinsFailure = true
+            }
+        }
         do {
             try store.save(state)
         } catch {

@@ -35,6 +35,8 @@ package enum BrokerOp: UInt8, Sendable, CaseIterable {
     /// Not in the first list of ops: every WhenUnlocked key of the caller's uid (the PAM module's
     /// last-session lock, `security lock-keychain -a`).
     case lockAll = 13
+    /// A new keychain's keybag, made and kept in the broker (`KeyCustodian.create`).
+    case create = 14
 }
 
 /// The person's answer as a request carries it (0 none, 1 deny, 2 once, 3 always).
@@ -59,6 +61,7 @@ package enum BrokerRequest: Sendable {
     case accessLog(since: UInt64)
     case forget(path: String, password: Bytes)
     case lockAll
+    case create(path: String, password: Bytes, scrypt: ScryptParameters)
 
     package var op: BrokerOp {
         switch self {
@@ -75,6 +78,7 @@ package enum BrokerRequest: Sendable {
         case .accessLog: return .accessLog
         case .forget: return .forget
         case .lockAll: return .lockAll
+        case .create: return .create
         }
     }
 
@@ -122,6 +126,12 @@ package enum BrokerRequest: Sendable {
         case .forget(let path, let password):
             w.string(path)
             w.blob(password)
+        case .create(let path, let password, let scrypt):
+            w.string(path)
+            w.blob(password)
+            w.u64(scrypt.n)
+            w.u64(scrypt.r)
+            w.u64(scrypt.p)
         }
         return w.bytes
     }
@@ -163,6 +173,9 @@ package enum BrokerRequest: Sendable {
         case .accessLog: request = .accessLog(since: try r.u64())
         case .forget: request = .forget(path: try r.string(), password: try r.blob())
         case .lockAll: request = .lockAll
+        case .create:
+            let path = try r.string(), password = try r.blob()
+            request = .create(path: path, password: password, scrypt: ScryptParameters(n: try r.u64(), r: try r.u64(), p: try r.u64()))
         }
         guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in request") }
         return (request, uid)
@@ -315,7 +328,7 @@ package enum BrokerReply: Sendable {
             let settings = try r.u8()
             guard settings <= 2 else { throw KeychainError.decode("bad settings state") }
             reply = .state(CustodyState(open: open, settingsVerified: settings == 0 ? nil : settings == 1))
-        case .changePassword: reply = .fields(try r.fields())
+        case .changePassword, .create: reply = .fields(try r.fields())
         case .settingsMAC, .wrap: reply = .bytes(try r.blob())
         case .unwrap: reply = .key(try r.blob(), alwaysEntry: try r.string())
         case .whoAmI:

@@ -16,7 +16,8 @@ final class BrokerWireTests: XCTestCase {
             .wrap(item, itemKey: Array(repeating: 1, count: 32)),
             .unwrap(item, interaction: .allowed, answer: .always, password: [8]),
             .unwrap(item, interaction: .notAllowed, answer: .none, password: []), .checkBinding(item), .whoAmI,
-            .accessLog(since: 1_700_000_000), .forget(path: "/k", password: [3]), .lockAll
+            .accessLog(since: 1_700_000_000), .forget(path: "/k", password: [3]), .lockAll,
+            .create(path: "/k", password: [4], scrypt: ScryptParameters(n: 2048, r: 8, p: 1))
         ]
     }
 

@@ -37,6 +37,34 @@ final class BrokerModeTests: XCTestCase {
         return (stmt.blob(0), stmt.blob(1))
     }
 
+    /// Issue 54: the class keys of a keychain made where a custodian runs are drawn there; the
+    /// engine writes the keybag it returns, and the file opens with the password anywhere.
+    func testANewKeychainsClassKeysAreMadeInTheCustodian() throws {
+        let store = try create()
+        XCTAssertEqual(custodian.created, [store.keybag.uuid], "the custodian made the keybag")
+        XCTAssertEqual(custodian.unlocks, 0, "no keys made here and handed over with the password")
+        XCTAssertNil(KernelKeyring.find(store.kernelName(.whenUnlocked)))
+        XCTAssertNil(KernelKeyring.find(store.kernelName(.afterFirstUnlock)))
+        XCTAssertTrue(store.processKeys.isEmpty)
+        // Left unlocked, as a new keychain is, and usable at once.
+        try store.add(generic("alice", secret: "made"))
+        XCTAssertEqual(try secretString(store, query("alice")), "made")
+
+        // A portable file: without the custodian, the password opens it in the kernel keyring.
+        KeychainStore.custodian = nil
+        let elsewhere = try scratch.open(storage: .kernel)
+        XCTAssertEqual(elsewhere.storage, .kernel)
+        XCTAssertEqual(elsewhere.keybag.uuid, store.keybag.uuid)
+        try elsewhere.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(try secretString(elsewhere, query("alice")), "made")
+
+        // The Secret Service's session collection stays in its process, custodian or not.
+        KeychainStore.custodian = custodian
+        let session = try KeychainStore.createEphemeral(at: scratch.directory + "/session.keychain-db")
+        XCTAssertEqual(session.storage, .process)
+        XCTAssertEqual(custodian.created.count, 1)
+    }
+
     // (a)
     func testItemsRoundTripThroughTheCustodianWithoutAWrappingKeyHere() throws {
         let store = try create()

@@ -21,6 +21,9 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
     private(set) var unwraps = 0
     private(set) var wraps = 0
     private(set) var bindingChecks = 0
+    /// Keychains made here (`create`), and unlocks with a password.
+    private(set) var created: [Bytes] = []
+    private(set) var unlocks = 0
     private(set) var interactions: [CustodyInteraction] = []
     /// Called at each unwrap, before it is answered.
     var onUnwrap: ((CustodyInteraction) -> Void)?
@@ -54,7 +57,15 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
         return CustodyState(open: open, settingsVerified: settings)
     }
 
+    func create(password: Bytes, scrypt: ScryptParameters, path: String) throws -> [String: Bytes] {
+        let (bag, a, c) = try Keybag.make(password: password, scrypt: scrypt)
+        keys[bag.uuid] = [.whenUnlocked: a, .afterFirstUnlock: c]
+        created.append(bag.uuid)
+        return bag.fields
+    }
+
     func unlock(_ keybag: CustodyKeybag, password: Bytes) throws {
+        unlocks += 1
         let bag = try bag(keybag)
         var opened = try bag.open(password: password)
         defer { opened.wipe() }

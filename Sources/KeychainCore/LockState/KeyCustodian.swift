@@ -9,12 +9,19 @@
 /// the person would have to answer and cannot, errSecAuthFailed when they refused.
 package protocol KeyCustodian: AnyObject, Sendable {
     /// Whether this custodian keeps the keys of `keybag`'s keychain. A keychain it does not keep
-    /// (one sealed to a TPM, in this version) stays in the kernel keyring as before.
+    /// (one sealed to a TPM, in this version) stays in the kernel keyring as before. Asked with
+    /// no uuid and no fields before a keychain is made: whether it would keep a new one there.
     func keeps(_ keybag: CustodyKeybag) -> Bool
 
     /// The subkeys of the classes that are open now, and what the custodian found of the
     /// keybag's settings (their MAC is under class key A). Each call restarts the idle clock.
     func state(of keybag: CustodyKeybag) throws -> CustodyState
+
+    /// A new keychain's keybag, made in the custodian: class keys A and C drawn there, wrapped
+    /// under `password` and kept there unlocked (as a keychain is left after it is made), and
+    /// `path` pinned to it. The engine writes the returned fields into the new file: no process
+    /// of the user ever holds the new class keys.
+    func create(password: Bytes, scrypt: ScryptParameters, path: String) throws -> [String: Bytes]
 
     /// Derives the keys from `password` in the custodian and keeps them: WhenUnlocked until a
     /// lock, the idle timeout or the end of the user's last session; AfterFirstUnlock until reboot.

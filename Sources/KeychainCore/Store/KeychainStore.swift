@@ -102,21 +102,31 @@ package final class KeychainStore: @unchecked Sendable {
             let db = try SQLiteDatabase(verified: path)
             try db.execute("PRAGMA journal_mode=WAL")
             try configure(db)
+            // Where a custodian runs, it makes the class keys and keeps them: a new keychain is
+            // never sealed to a TPM, so it is one the custodian keeps. `.process` (the Secret
+            // Service's session collection) and `.kernel` without a custodian make them here.
+            if storage == .kernel, let custodian = Self.custodian, custodian.keeps(CustodyKeybag(uuid: [], fields: [:], path: path)) {
+                let fields = try custodian.create(password: password, scrypt: scrypt ?? .tuned(), path: path)
+                let bag = try Keybag(fields: fields)
+                guard bag.version == Keybag.formatVersion, bag.binding == nil else {
+                    throw KeychainError.decode("keychain-broker returned a keybag of another format")
+                }
+                try db.transaction {
+                    try db.execute(schema)
+                    try Keybag.save(fields: fields, to: db)
+                }
+                let store = KeychainStore(path: path, db: db, keybag: bag, storage: storage, custodian: custodian)
+                store.custodyFields = try Keybag.fields(in: db)
+                return store
+            }
             var (bag, a, c) = try Keybag.make(password: password, scrypt: scrypt ?? .tuned())
             defer { a.wipe(); c.wipe() }
             try db.transaction {
                 try db.execute(schema)
                 try bag.save(to: db)
             }
-            let fields = try Keybag.fields(in: db)
-            let custodian = storage == .kernel ? custodian(keeping: bag, fields: fields, path: path) : nil
-            let store = KeychainStore(path: path, db: db, keybag: bag, storage: storage, custodian: custodian)
-            if let custodian {
-                store.custodyFields = fields
-                try custodian.unlock(store.custodyKeybag, password: password)
-            } else {
-                try store.install(a: a, c: c)
-            }
+            let store = KeychainStore(path: path, db: db, keybag: bag, storage: storage)
+            try store.install(a: a, c: c)
             return store
         } catch {
             for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
