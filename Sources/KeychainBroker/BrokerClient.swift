@@ -121,6 +121,22 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
         return fields
     }
 
+    package func beginRotation(_ keybag: CustodyKeybag, password: Bytes, newPassword: Bytes?, scrypt: ScryptParameters) throws -> CustodyRotation {
+        guard case .rotation(let rotation) = try call(.rotateBegin(keybag, password: password, newPassword: newPassword, scrypt: scrypt)) else {
+            throw KeychainError.decode("unexpected reply from the broker")
+        }
+        return rotation
+    }
+
+    package func rotate(_ rows: [Row], keychain: Bytes) throws -> [Row] {
+        guard case .rows(let resealed) = try call(.rotateRows(keychain: keychain, rows: rows)) else {
+            throw KeychainError.decode("unexpected reply from the broker")
+        }
+        return resealed
+    }
+
+    package func commitRotation(_ keybag: CustodyKeybag) throws { try done(.rotateCommit(keybag)) }
+
     package func unlock(_ keybag: CustodyKeybag, password: Bytes) throws { try done(.unlock(keybag, password: password)) }
 
     package func verify(_ keybag: CustodyKeybag, password: Bytes) throws { try done(.verify(keybag, password: password)) }

@@ -16,6 +16,9 @@ package final class BrokerService {
     private var dirty = false
     /// Pins changed: written to the pins folder as well (which outlives a reboot) with that save.
     private var pinsChanged = false
+    /// Rotations begun and not committed: the old and the new class keys, in memory only (a
+    /// restart in between fails the commit, and the client's transaction rolls back).
+    private var rotations: [CustodyID: PendingRotation] = [:]
     /// Only the log grew: saved within a few seconds (`persistIfChanged(includingLog:)`), not on
     /// every read, each of which adds an entry.
     package private(set) var hasUnsavedLog = false
@@ -58,6 +61,13 @@ package final class BrokerService {
             return .done
         case .create(let path, let password, let scrypt):
             return .fields(try create(path: path, password: password, scrypt: scrypt, uid: uid))
+        case .rotateBegin(let keybag, let password, let newPassword, let scrypt):
+            return .rotation(try beginRotation(keybag, password: password, newPassword: newPassword, scrypt: scrypt, uid: uid))
+        case .rotateRows(let keychain, let rows):
+            return .rows(try rotate(rows, keychain: keychain, uid: uid))
+        case .rotateCommit(let keybag):
+            try commitRotation(keybag, uid: uid)
+            return .done
         case .verify(let keybag, let password):
             var keys = try open(try parse(keybag), password: password, uid: uid)
             keys.wipe()
@@ -166,6 +176,65 @@ package final class BrokerService {
         record(uid: uid, keychain: path, caller: "", chain: "", decision: "created")
         dirty = true
         return fields
+    }
+
+    // MARK: Rotation
+
+    /// New class keys A, C and D for the keychain `password` opens, held aside until the commit;
+    /// the new keybag's fields and the new subkeys go back, to index the rows with.
+    func beginRotation(
+        _ keybag: CustodyKeybag, password: Bytes, newPassword: Bytes?, scrypt: ScryptParameters, uid: UInt32
+    ) throws -> CustodyRotation {
+        let bag = try parse(keybag)
+        if let pin = state.pins[uid]?[keybag.path], !Crypto.equal(pin.uuid, bag.uuid) {
+            throw KeychainError(.authFailed, "\(keybag.path) is not the keychain the broker first unlocked there")
+        }
+        var keys = try open(bag, password: password, uid: uid)
+        defer { keys.wipe() }
+        let a = try Crypto.random(Crypto.keyLength), c = try Crypto.random(Crypto.keyLength), d = try Crypto.random(Crypto.keyLength)
+        let rekeyed = try bag.rekeyed(a: a, c: c, d: d, oldA: keys.a, password: newPassword ?? password, scrypt: scrypt)
+        let id = CustodyID(uid: uid, uuid: bag.uuid)
+        rotations[id]?.wipe()
+        rotations[id] = PendingRotation(
+            path: keybag.path, fields: rekeyed.fields,
+            old: [.whenUnlocked: Array(keys.a), .afterFirstUnlock: Array(keys.c), .always: bag.keyD],
+            new: [.whenUnlocked: a, .afterFirstUnlock: c, .always: d])
+        var open: [LockClass: ClientSubkeys] = [:]
+        for (lockClass, key) in [(LockClass.whenUnlocked, a), (.afterFirstUnlock, c)] {
+            open[lockClass] = ClientSubkeys(metadata: Crypto.deriveKey(key, purpose: "metadata"), index: Crypto.deriveKey(key, purpose: "index"))
+        }
+        return CustodyRotation(fields: rekeyed.fields, open: open)
+    }
+
+    /// Rows sealed again under the rotation's new keys; their secrets stay here.
+    func rotate(_ rows: [Row], keychain: Bytes, uid: UInt32) throws -> [Row] {
+        guard let pending = rotations[CustodyID(uid: uid, uuid: keychain)] else { throw KeychainError.param("no rotation was begun for this keychain") }
+        return try rows.map { row in
+            guard let old = pending.old[row.lockClass], let new = pending.new[row.lockClass] else {
+                throw KeychainError.param("the broker keeps no key of this class")
+            }
+            return try KeychainStore.resealRow(row, keychain: keychain, from: old, to: new)
+        }
+    }
+
+    /// The new keys in place of the old, unlocked, and the pin's keybag the new one.
+    func commitRotation(_ keybag: CustodyKeybag, uid: UInt32) throws {
+        let id = CustodyID(uid: uid, uuid: keybag.uuid)
+        guard var pending = rotations[id], pending.fields == keybag.fields else {
+            throw KeychainError.param("no rotation of this keybag was begun")
+        }
+        rotations[id] = nil
+        state.custody[id]?.wipe()
+        state.custody[id] = Custody(
+            uid: uid, uuid: keybag.uuid, path: pending.path, fields: pending.fields, a: pending.new[.whenUnlocked],
+            c: pending.new[.afterFirstUnlock], lastUse: clock())
+        let pins = state.pins[uid] ?? [:]
+        if pins[pending.path].map({ Crypto.equal($0.uuid, keybag.uuid) }) ?? (pins.count < BrokerState.maximumPinsPerUser) {
+            pin(uid: uid, path: pending.path, Pin(uuid: keybag.uuid, fields: pending.fields))
+        }
+        pending.wipeOld()
+        record(uid: uid, keychain: pending.path, caller: "", chain: "", decision: "keys rotated")
+        dirty = true
     }
 
     /// A pin kept from now on (and written to the pins folder with the next save).
@@ -455,5 +524,24 @@ struct ItemDescription {
         label = text(AttributeKey.label)
         service = itemClass == .internetPassword ? text(AttributeKey.server) : text(AttributeKey.service)
         account = text(AttributeKey.account)
+    }
+}
+
+/// A rotation between its begin and its commit.
+struct PendingRotation {
+    var path: String
+    var fields: [String: Bytes]
+    var old: [LockClass: Bytes]
+    var new: [LockClass: Bytes]
+
+    mutating func wipeOld() {
+        for lockClass in Array(old.keys) { old[lockClass]?.wipe() }
+        old = [:]
+    }
+
+    mutating func wipe() {
+        wipeOld()
+        for lockClass in Array(new.keys) { new[lockClass]?.wipe() }
+        new = [:]
     }
 }

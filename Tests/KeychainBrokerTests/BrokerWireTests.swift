@@ -17,7 +17,12 @@ final class BrokerWireTests: XCTestCase {
             .unwrap(item, interaction: .allowed, answer: .always, password: [8]),
             .unwrap(item, interaction: .notAllowed, answer: .none, password: []), .checkBinding(item), .whoAmI,
             .accessLog(since: 1_700_000_000), .forget(path: "/k", password: [3]), .lockAll,
-            .create(path: "/k", password: [4], scrypt: ScryptParameters(n: 2048, r: 8, p: 1))
+            .create(path: "/k", password: [4], scrypt: ScryptParameters(n: 2048, r: 8, p: 1)),
+            .rotateBegin(keybag, password: [1], newPassword: nil, scrypt: ScryptParameters(n: 1024)),
+            .rotateBegin(keybag, password: [1], newPassword: [2], scrypt: ScryptParameters(n: 1024)),
+            .rotateRows(
+                keychain: [1, 2], rows: [Row(rowID: 7, itemClass: .internetPassword, lockClass: .always, space: .always, metadata: [1], secret: [2, 3])]),
+            .rotateCommit(keybag)
         ]
     }
 

@@ -315,6 +315,45 @@ final class CustodyTests: XCTestCase {
         }
     }
 
+    /// Issue 54: `--rotate-keys` through the broker: new class keys made there, every row sealed
+    /// again there (secrets never returned), the new keys kept unlocked, the pin's keybag the new one.
+    func testARotationIsMadeInTheBroker() throws {
+        let broker = service(security)
+        let exchange: @Sendable (BrokerRequest) throws -> BrokerReply = { [me] request in
+            do { return try broker.handle(request, from: me) } catch let error as KeychainError { return .failure(error) }
+        }
+        KeychainStore.custodian = BrokerCustodian(exchange: exchange, answerer: nil)
+        AccessList.creatorEntry = .executable("/usr/bin/security")
+        defer {
+            KeychainStore.custodian = nil
+            AccessList.creatorEntry = nil
+        }
+        let made = try KeychainStore.create(at: scratch.directory + "/keychains/rotated.keychain-db", password: Array("pw".utf8), scrypt: .fastForTesting)
+        _ = try made.add(generic("alice", secret: "s3cret"))
+        _ = try made.add(generic("dave", secret: "d", protection: .always))
+        let old = keybag(made)
+        assertCode(.authFailed) {
+            try broker.handle(.rotateBegin(old, password: Array("no".utf8), newPassword: nil, scrypt: .fastForTesting), from: self.me)
+        }
+        assertCode(.param) { try broker.handle(.rotateRows(keychain: old.uuid, rows: []), from: self.me) }
+
+        try made.rotateKeys(password: Array("pw".utf8), newPassword: Array("new".utf8), scrypt: .fastForTesting)
+        XCTAssertEqual(made.storage, .broker)
+        XCTAssertEqual(try secretString(made, query("alice")), "s3cret")
+        XCTAssertNotEqual(made.keybag.keyD, try Keybag(fields: old.fields).keyD)
+        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).map(\.decision).filter { $0 == "keys rotated" }.count, 1)
+        guard case .state(let stale) = try broker.handle(.state(old), from: me) else { return XCTFail() }
+        XCTAssertTrue(stale.open.isEmpty, "the old keybag opens nothing the broker holds now")
+        XCTAssertEqual(broker.state.pins[1000]?[made.path]?.fields, keybag(made).fields)
+        assertCode(.param) { try broker.handle(.rotateCommit(self.keybag(made)), from: self.me) }
+        // The file opens with the new password alone, anywhere: its Always item too.
+        KeychainStore.custodian = nil
+        let elsewhere = try KeychainStore.open(at: made.path, storage: .process)
+        try elsewhere.unlock(password: Array("new".utf8))
+        XCTAssertEqual(try secretString(elsewhere, query("alice")), "s3cret")
+        XCTAssertEqual(try secretString(elsewhere, query("dave")), "d")
+    }
+
     /// Issue 54: pins live in a folder that outlives a reboot; a broker that starts with an empty
     /// state (a new /run) still refuses another keychain at a pinned path.
     func testPinsOutliveAFreshState() throws {

@@ -89,6 +89,41 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
         return bag.fields
     }
 
+    /// The rotation begun (old and new keys by class), and the rows it sealed again.
+    private var rotation: (old: [LockClass: Bytes], new: [LockClass: Bytes], fields: [String: Bytes])?
+    private(set) var rotatedRows = 0
+
+    func beginRotation(_ keybag: CustodyKeybag, password: Bytes, newPassword: Bytes?, scrypt: ScryptParameters) throws -> CustodyRotation {
+        let bag = try bag(keybag)
+        var opened = try bag.open(password: password)
+        defer { opened.wipe() }
+        let a = try Crypto.random(32), c = try Crypto.random(32), d = try Crypto.random(32)
+        let fields = try bag.rekeyed(a: a, c: c, d: d, oldA: opened.a, password: newPassword ?? password, scrypt: scrypt).fields
+        rotation = (
+            [.whenUnlocked: Array(opened.a), .afterFirstUnlock: Array(opened.c), .always: bag.keyD], [.whenUnlocked: a, .afterFirstUnlock: c, .always: d],
+            fields
+        )
+        var open: [LockClass: ClientSubkeys] = [:]
+        for (lockClass, key) in [(LockClass.whenUnlocked, a), (.afterFirstUnlock, c)] {
+            let subkeys = ClientSubkeys(metadata: Crypto.deriveKey(key, purpose: "metadata"), index: Crypto.deriveKey(key, purpose: "index"))
+            handedOut += [subkeys.metadata, subkeys.index]
+            open[lockClass] = subkeys
+        }
+        return CustodyRotation(fields: fields, open: open)
+    }
+
+    func rotate(_ rows: [Row], keychain: Bytes) throws -> [Row] {
+        guard let rotation else { throw KeychainError.param("no rotation") }
+        rotatedRows += rows.count
+        return try rows.map { try KeychainStore.resealRow($0, keychain: keychain, from: rotation.old[$0.lockClass]!, to: rotation.new[$0.lockClass]!) }
+    }
+
+    func commitRotation(_ keybag: CustodyKeybag) throws {
+        guard let rotation, rotation.fields == keybag.fields else { throw KeychainError.param("no rotation") }
+        keys[keybag.uuid] = [.whenUnlocked: rotation.new[.whenUnlocked]!, .afterFirstUnlock: rotation.new[.afterFirstUnlock]!]
+        self.rotation = nil
+    }
+
     func settingsMAC(_ keybag: CustodyKeybag, settings: Bytes, password: Bytes?) throws -> Bytes {
         let bag = try bag(keybag)
         guard let a = keys[bag.uuid]?[.whenUnlocked] else { throw KeychainError.locked() }

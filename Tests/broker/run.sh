@@ -316,6 +316,24 @@ creates_in_the_broker() {
     as_user sh -c 'keyctl clear "$(keyctl get_persistent @s)"; keyctl clear @u' >/dev/null
 }
 
+# Issue 54: `security set-keychain-password --rotate-keys` where the broker runs: new class keys
+# made there and every row sealed again there; the item reads back, and the file opens with the
+# new password alone where no broker runs.
+rotates_in_the_broker() {
+    local made=$work/home/made.keychain-db out
+    as_user "$work/bin/security" unlock-keychain -p made-pass "$made"
+    as_user "$work/bin/security" add-generic-password -a rot -s broker -w rotated-secret -T "$work/bin/security" "$made"
+    as_user "$work/bin/security" set-keychain-password -o made-pass -p new-pass --rotate-keys "$made"
+    expect "open: A C; settings: verified" "$(probe state "$made")"
+    expect rotated-secret "$(as_user "$work/bin/security" find-generic-password -a rot -s broker -w "$made")"
+    probe log | grep -q "^keys rotated "
+    out=$(as_user sh -c 'keyctl show @u; keyctl show "$(keyctl get_persistent @s)"')
+    if grep -q keychain <<< "$out"; then echo "$out"; return 1; fi
+    out=$(as_user env -u KEYCHAIN_BROKER_SOCKET "$work/bin/security" unlock-keychain -p made-pass "$made" 2>&1) && return 1
+    as_user env -u KEYCHAIN_BROKER_SOCKET "$work/bin/security" unlock-keychain -p new-pass "$made"
+    as_user sh -c 'keyctl clear "$(keyctl get_persistent @s)"; keyctl clear @u' >/dev/null
+}
+
 locks_through_the_broker() {
     expect locked "$(probe lock "$keychain")"
     expect "open: C; settings: locked" "$(probe state "$keychain")"
@@ -336,6 +354,7 @@ check "lock through the broker" locks_through_the_broker
 check "socket activation: the broker serves descriptor 3" socket_activation
 check "malformed requests and too many connections leave the broker serving" survives_hostile_clients
 check "security create-keychain makes the class keys in the broker" creates_in_the_broker
+check "security set-keychain-password --rotate-keys rotates in the broker" rotates_in_the_broker
 
 # Issue 54: a reboot empties /run (the state: keys and lock states) but not the pins folder.
 pins_survive_a_fresh_state() {

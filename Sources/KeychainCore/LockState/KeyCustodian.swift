@@ -36,6 +36,20 @@ package protocol KeyCustodian: AnyObject, Sendable {
     /// The keybag's fields wrapped under `new`: a password change, made in the custodian.
     func changePassword(_ keybag: CustodyKeybag, from old: Bytes, to new: Bytes, scrypt: ScryptParameters) throws -> [String: Bytes]
 
+    /// Starts a rotation (`security set-keychain-password --rotate-keys`): with the keys
+    /// `password` opens, the custodian makes new class keys A, C and D and holds them aside,
+    /// returning the new keybag's fields (wrapped under `newPassword`, else `password`) and the
+    /// new classes' subkeys, to index the rows with. Nothing changes until `commitRotation`.
+    func beginRotation(_ keybag: CustodyKeybag, password: Bytes, newPassword: Bytes?, scrypt: ScryptParameters) throws -> CustodyRotation
+
+    /// `rows` (as stored) sealed again under the new keys of the rotation begun for `keychain`:
+    /// new metadata and secret columns, at the same row ids. No secret leaves the custodian.
+    func rotate(_ rows: [Row], keychain: Bytes) throws -> [Row]
+
+    /// The new keys take the old ones' place, unlocked, once the engine wrote every row and the
+    /// new keybag (`keybag`: its fields) in its transaction.
+    func commitRotation(_ keybag: CustodyKeybag) throws
+
     /// The MAC of `settings` under class key A (held, or from `password`).
     func settingsMAC(_ keybag: CustodyKeybag, settings: Bytes, password: Bytes?) throws -> Bytes
 
@@ -127,5 +141,16 @@ package struct UnwrappedItemKey: Sendable {
     package init(key: Bytes, alwaysAllow: AccessList? = nil) {
         self.key = key
         self.alwaysAllow = alwaysAllow
+    }
+}
+
+/// A rotation begun in a custodian: the new keybag and the new classes' subkeys (A, C).
+package struct CustodyRotation: Sendable {
+    package var fields: [String: Bytes]
+    package var open: [LockClass: ClientSubkeys]
+
+    package init(fields: [String: Bytes], open: [LockClass: ClientSubkeys]) {
+        self.fields = fields
+        self.open = open
     }
 }
