@@ -137,7 +137,13 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
 
     package func commitRotation(_ keybag: CustodyKeybag) throws { try done(.rotateCommit(keybag)) }
 
-    package func unlock(_ keybag: CustodyKeybag, password: Bytes) throws { try done(.unlock(keybag, password: password)) }
+    @discardableResult
+    package func unlock(_ keybag: CustodyKeybag, password: Bytes) throws -> Bool {
+        guard case .unlocked(let first) = try call(.unlock(keybag, password: password)) else {
+            throw KeychainError.decode("unexpected reply from the broker")
+        }
+        return first
+    }
 
     package func verify(_ keybag: CustodyKeybag, password: Bytes) throws { try done(.verify(keybag, password: password)) }
 

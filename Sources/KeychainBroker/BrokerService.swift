@@ -57,8 +57,7 @@ package final class BrokerService {
         switch request {
         case .state(let keybag): return .state(try custodyState(keybag, uid: uid))
         case .unlock(let keybag, let password):
-            try unlock(keybag, password: password, uid: uid)
-            return .done
+            return .unlocked(first: try unlock(keybag, password: password, uid: uid))
         case .create(let path, let password, let scrypt):
             return .fields(try create(path: path, password: password, scrypt: scrypt, uid: uid))
         case .rotateBegin(let keybag, let password, let newPassword, let scrypt):
@@ -134,7 +133,9 @@ package final class BrokerService {
         }
     }
 
-    func unlock(_ keybag: CustodyKeybag, password: Bytes, uid: UInt32) throws {
+    /// True for the keychain's first unlock here (no pin at its path yet): logged, with the advice.
+    @discardableResult
+    func unlock(_ keybag: CustodyKeybag, password: Bytes, uid: UInt32) throws -> Bool {
         let bag = try parse(keybag)
         if let pin = state.pins[uid]?[keybag.path], !Crypto.equal(pin.uuid, bag.uuid) {
             record(uid: uid, keychain: keybag.path, caller: "", chain: "", decision: "refused: not the keychain first unlocked at this path")
@@ -150,8 +151,16 @@ package final class BrokerService {
         state.custody[id]?.wipe()
         state.custody[id] = Custody(
             uid: uid, uuid: bag.uuid, path: keybag.path, fields: keybag.fields, a: Array(keys.a), c: Array(keys.c), lastUse: clock())
-        if state.pins[uid]?[keybag.path] == nil { pin(uid: uid, path: keybag.path, Pin(uuid: bag.uuid, fields: keybag.fields)) }
+        let first = state.pins[uid]?[keybag.path] == nil
+        if first {
+            pin(uid: uid, path: keybag.path, Pin(uuid: bag.uuid, fields: keybag.fields))
+            note(
+                uid: uid, keychain: keybag.path,
+                "first unlock in the broker: its class keys were readable by the user's processes before; run `security set-keychain-password --rotate-keys`"
+            )
+        }
         dirty = true
+        return first
     }
 
     /// A new keychain's keybag, its class keys drawn here and kept unlocked, its path pinned to
@@ -173,7 +182,7 @@ package final class BrokerService {
         let id = CustodyID(uid: uid, uuid: bag.uuid)
         state.custody[id] = Custody(uid: uid, uuid: bag.uuid, path: path, fields: fields, a: a, c: c, lastUse: clock())
         pin(uid: uid, path: path, Pin(uuid: bag.uuid, fields: fields))
-        record(uid: uid, keychain: path, caller: "", chain: "", decision: "created")
+        note(uid: uid, keychain: path, "created")
         dirty = true
         return fields
     }
@@ -233,7 +242,7 @@ package final class BrokerService {
             pin(uid: uid, path: pending.path, Pin(uuid: keybag.uuid, fields: pending.fields))
         }
         pending.wipeOld()
-        record(uid: uid, keychain: pending.path, caller: "", chain: "", decision: "keys rotated")
+        note(uid: uid, keychain: pending.path, "keys rotated")
         dirty = true
     }
 
@@ -481,6 +490,18 @@ package final class BrokerService {
                 time: clock(), uid: uid, keychain: keychain, itemClass: item.itemClass, label: item.label, service: item.service,
                 account: item.account, caller: caller, chain: chain, decision: decision))
         hasUnsavedLog = true
+    }
+
+    /// Events of custody that are not an item's access (a keychain made, its keys rotated, its
+    /// first unlock here): to the broker's standard error, which the journal keeps under systemd,
+    /// not into the users' access logs. The last few, for tests.
+    package private(set) var notes: [String] = []
+
+    func note(uid: UInt32, keychain: String, _ text: String) {
+        let line = String("uid=\(uid) keychain=\(keychain): \(text)".unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : Character($0) })
+        notes.append(line)
+        if notes.count > 32 { notes.removeFirst() }
+        if state.log.toSyslog { fputs("keychain-broker: \(line)\n", stderr) }
     }
 
     private var reportedSaveFailure = false

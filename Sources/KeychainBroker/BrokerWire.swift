@@ -285,6 +285,8 @@ package enum BrokerReply: Sendable {
     case log([AccessLogEntry])
     case rotation(CustodyRotation)
     case rows([Row])
+    /// An unlock: whether it was the keychain's first in the broker (`KeyCustodian.unlock`).
+    case unlocked(first: Bool)
     case failure(KeychainError)
 
     package func encoded() -> Bytes {
@@ -312,6 +314,8 @@ package enum BrokerReply: Sendable {
             w.subkeys(rotation.open)
         case .rows(let rows):
             w.rows(rows)
+        case .unlocked(let first):
+            w.u8(first ? 1 : 0)
         case .fields(let fields):
             w.fields(fields)
         case .bytes(let bytes):
@@ -348,7 +352,11 @@ package enum BrokerReply: Sendable {
         }
         let reply: BrokerReply
         switch op {
-        case .unlock, .verify, .lock, .checkBinding, .forget, .lockAll, .rotateCommit: reply = .done
+        case .verify, .lock, .checkBinding, .forget, .lockAll, .rotateCommit: reply = .done
+        case .unlock:
+            let first = try r.u8()
+            guard first <= 1 else { throw KeychainError.decode("bad flag") }
+            reply = .unlocked(first: first == 1)
         case .rotateBegin: reply = .rotation(CustodyRotation(fields: try r.fields(), open: try r.subkeys()))
         case .rotateRows: reply = .rows(try r.rows())
         case .state:

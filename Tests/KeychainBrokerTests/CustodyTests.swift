@@ -292,7 +292,7 @@ final class CustodyTests: XCTestCase {
         XCTAssertTrue(made.status.whenUnlocked, "left unlocked in the broker")
         XCTAssertNil(made.heldClassKey(.whenUnlocked))
         XCTAssertNil(KernelKeyring.find("keychain:\(made.keybag.uuid.hex):A"))
-        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).last?.decision, "created")
+        XCTAssertEqual(broker.notes.last?.hasSuffix("created"), true)
         let bag = keybag(made)
         guard case .state(let state) = try broker.handle(.state(bag), from: me) else { return XCTFail() }
         XCTAssertEqual(Set(state.open.keys), [.whenUnlocked, .afterFirstUnlock])
@@ -341,7 +341,7 @@ final class CustodyTests: XCTestCase {
         XCTAssertEqual(made.storage, .broker)
         XCTAssertEqual(try secretString(made, query("alice")), "s3cret")
         XCTAssertNotEqual(made.keybag.keyD, try Keybag(fields: old.fields).keyD)
-        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).map(\.decision).filter { $0 == "keys rotated" }.count, 1)
+        XCTAssertEqual(broker.notes.filter { $0.hasSuffix("keys rotated") }.count, 1)
         guard case .state(let stale) = try broker.handle(.state(old), from: me) else { return XCTFail() }
         XCTAssertTrue(stale.open.isEmpty, "the old keybag opens nothing the broker holds now")
         XCTAssertEqual(broker.state.pins[1000]?[made.path]?.fields, keybag(made).fields)
@@ -352,6 +352,18 @@ final class CustodyTests: XCTestCase {
         try elsewhere.unlock(password: Array("new".utf8))
         XCTAssertEqual(try secretString(elsewhere, query("alice")), "s3cret")
         XCTAssertEqual(try secretString(elsewhere, query("dave")), "d")
+    }
+
+    /// Issue 54: the first unlock of a keychain in the broker says so (its keys were in the user's
+    /// reach before), once: logged with the advice, and flagged in the reply.
+    func testTheFirstUnlockInTheBrokerAdvisesARotation() throws {
+        let broker = service(security)
+        guard case .unlocked(first: true) = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me) else { return XCTFail() }
+        XCTAssertEqual(broker.notes.filter { $0.contains("--rotate-keys") }.count, 1)
+        XCTAssertTrue(broker.state.log.entries(of: 1000, since: 0).isEmpty, "not an item's access: not in the user's log")
+        guard case .unlocked(first: false) = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me) else { return XCTFail() }
+        let reply = try BrokerReply.decode(BrokerReply.unlocked(first: true).encoded(), for: .unlock)
+        guard case .unlocked(first: true) = reply else { return XCTFail() }
     }
 
     /// Issue 54: pins live in a folder that outlives a reboot; a broker that starts with an empty

@@ -64,12 +64,14 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
         return bag.fields
     }
 
-    func unlock(_ keybag: CustodyKeybag, password: Bytes) throws {
+    func unlock(_ keybag: CustodyKeybag, password: Bytes) throws -> Bool {
         unlocks += 1
         let bag = try bag(keybag)
         var opened = try bag.open(password: password)
         defer { opened.wipe() }
+        let first = keys[bag.uuid] == nil
         keys[bag.uuid] = [.whenUnlocked: Array(opened.a), .afterFirstUnlock: Array(opened.c)]
+        return first
     }
 
     func verify(_ keybag: CustodyKeybag, password: Bytes) throws {

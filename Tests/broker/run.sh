@@ -316,6 +316,19 @@ creates_in_the_broker() {
     as_user sh -c 'keyctl clear "$(keyctl get_persistent @s)"; keyctl clear @u' >/dev/null
 }
 
+# Issue 54: a keychain made where no broker ran, unlocked in the broker for the first time: its
+# keys were in the user's kernel keyring before, and `security unlock-keychain` says so, once.
+advises_rotation_at_first_unlock() {
+    local old=$work/home/old.keychain-db out
+    probe create "$old" old-pass >/dev/null
+    out=$(as_user "$work/bin/security" unlock-keychain -p old-pass "$old" 2>&1)
+    echo "$out"
+    grep -q "its class keys were in this user's kernel keyring before.*--rotate-keys" <<< "$out"
+    out=$(as_user "$work/bin/security" unlock-keychain -p old-pass "$old" 2>&1)
+    if grep -q "rotate-keys" <<< "$out"; then return 1; fi
+    grep -q "keychain=$old: first unlock in the broker" "$work/broker.log"
+}
+
 # Issue 54: `security set-keychain-password --rotate-keys` where the broker runs: new class keys
 # made there and every row sealed again there; the item reads back, and the file opens with the
 # new password alone where no broker runs.
@@ -326,7 +339,7 @@ rotates_in_the_broker() {
     as_user "$work/bin/security" set-keychain-password -o made-pass -p new-pass --rotate-keys "$made"
     expect "open: A C; settings: verified" "$(probe state "$made")"
     expect rotated-secret "$(as_user "$work/bin/security" find-generic-password -a rot -s broker -w "$made")"
-    probe log | grep -q "^keys rotated "
+    grep -q "keychain=$made: keys rotated" "$work/broker.log"
     out=$(as_user sh -c 'keyctl show @u; keyctl show "$(keyctl get_persistent @s)"')
     if grep -q keychain <<< "$out"; then echo "$out"; return 1; fi
     out=$(as_user env -u KEYCHAIN_BROKER_SOCKET "$work/bin/security" unlock-keychain -p made-pass "$made" 2>&1) && return 1
@@ -355,6 +368,7 @@ check "socket activation: the broker serves descriptor 3" socket_activation
 check "malformed requests and too many connections leave the broker serving" survives_hostile_clients
 check "security create-keychain makes the class keys in the broker" creates_in_the_broker
 check "security set-keychain-password --rotate-keys rotates in the broker" rotates_in_the_broker
+check "the first unlock in the broker advises a rotation, once" advises_rotation_at_first_unlock
 
 # Issue 54: a reboot empties /run (the state: keys and lock states) but not the pins folder.
 pins_survive_a_fresh_state() {

@@ -25,7 +25,10 @@ package protocol KeyCustodian: AnyObject, Sendable {
 
     /// Derives the keys from `password` in the custodian and keeps them: WhenUnlocked until a
     /// lock, the idle timeout or the end of the user's last session; AfterFirstUnlock until reboot.
-    func unlock(_ keybag: CustodyKeybag, password: Bytes) throws
+    /// True when the custodian had never kept this keychain at this path: its class keys were
+    /// then in the user's reach before (the kernel keyring), and a rotation replaces them.
+    @discardableResult
+    func unlock(_ keybag: CustodyKeybag, password: Bytes) throws -> Bool
 
     /// Checks a password without changing any state.
     func verify(_ keybag: CustodyKeybag, password: Bytes) throws

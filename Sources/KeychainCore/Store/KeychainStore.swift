@@ -42,6 +42,9 @@ package final class KeychainStore: @unchecked Sendable {
     /// The keybag's fields as stored, which a custodian is shown (`.broker` only; read with the
     /// keybag by `refreshKeybag`).
     var custodyFields: [String: Bytes] = [:]
+    /// Set by an unlock that was this keychain's first in its custodian's keeping: its class keys
+    /// were in the user's reach until then (`security unlock-keychain` advises a rotation).
+    package private(set) var firstUnlockInCustody = false
 
     init(path: String, db: SQLiteDatabase, keybag: Keybag, storage: KeyStorage, custodian: (any KeyCustodian)? = nil) {
         self.path = path
@@ -215,7 +218,8 @@ package final class KeychainStore: @unchecked Sendable {
                 try refreshKeybag()
                 subkeyCache.removeAll()
                 settingsCheck = nil
-                return try custodian.unlock(custodyKeybag, password: password)
+                firstUnlockInCustody = try custodian.unlock(custodyKeybag, password: password)
+                return
             }
             // The derivation takes a while; if another process re-keyed the keychain meanwhile,
             // the keys it gave are stale and must not reach the kernel: derive again.
