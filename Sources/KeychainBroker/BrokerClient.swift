@@ -114,7 +114,36 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
         return state
     }
 
-    package func unlock(_ keybag: CustodyKeybag, password: Bytes) throws { try done(.unlock(keybag, password: password)) }
+    package func create(password: Bytes, scrypt: ScryptParameters, path: String) throws -> [String: Bytes] {
+        guard case .fields(let fields) = try call(.create(path: path, password: password, scrypt: scrypt)) else {
+            throw KeychainError.decode("unexpected reply from the broker")
+        }
+        return fields
+    }
+
+    package func beginRotation(_ keybag: CustodyKeybag, password: Bytes, newPassword: Bytes?, scrypt: ScryptParameters) throws -> CustodyRotation {
+        guard case .rotation(let rotation) = try call(.rotateBegin(keybag, password: password, newPassword: newPassword, scrypt: scrypt)) else {
+            throw KeychainError.decode("unexpected reply from the broker")
+        }
+        return rotation
+    }
+
+    package func rotate(_ rows: [Row], keychain: Bytes) throws -> [Row] {
+        guard case .rows(let resealed) = try call(.rotateRows(keychain: keychain, rows: rows)) else {
+            throw KeychainError.decode("unexpected reply from the broker")
+        }
+        return resealed
+    }
+
+    package func commitRotation(_ keybag: CustodyKeybag) throws { try done(.rotateCommit(keybag)) }
+
+    @discardableResult
+    package func unlock(_ keybag: CustodyKeybag, password: Bytes) throws -> Bool {
+        guard case .unlocked(let first) = try call(.unlock(keybag, password: password)) else {
+            throw KeychainError.decode("unexpected reply from the broker")
+        }
+        return first
+    }
 
     package func verify(_ keybag: CustodyKeybag, password: Bytes) throws { try done(.verify(keybag, password: password)) }
 

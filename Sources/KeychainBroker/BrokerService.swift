@@ -14,6 +14,11 @@ package final class BrokerService {
     package var clock: () -> UInt64
     /// Keys or pins changed: saved before the reply goes out, so a restart right after keeps them.
     private var dirty = false
+    /// Pins changed: written to the pins folder as well (which outlives a reboot) with that save.
+    private var pinsChanged = false
+    /// Rotations begun and not committed: the old and the new class keys, in memory only (a
+    /// restart in between fails the commit, and the client's transaction rolls back).
+    private var rotations: [CustodyID: PendingRotation] = [:]
     /// Only the log grew: saved within a few seconds (`persistIfChanged(includingLog:)`), not on
     /// every read, each of which adds an entry.
     package private(set) var hasUnsavedLog = false
@@ -52,7 +57,15 @@ package final class BrokerService {
         switch request {
         case .state(let keybag): return .state(try custodyState(keybag, uid: uid))
         case .unlock(let keybag, let password):
-            try unlock(keybag, password: password, uid: uid)
+            return .unlocked(first: try unlock(keybag, password: password, uid: uid))
+        case .create(let path, let password, let scrypt):
+            return .fields(try create(path: path, password: password, scrypt: scrypt, uid: uid))
+        case .rotateBegin(let keybag, let password, let newPassword, let scrypt):
+            return .rotation(try beginRotation(keybag, password: password, newPassword: newPassword, scrypt: scrypt, uid: uid))
+        case .rotateRows(let keychain, let rows):
+            return .rows(try rotate(rows, keychain: keychain, uid: uid))
+        case .rotateCommit(let keybag):
+            try commitRotation(keybag, uid: uid)
             return .done
         case .verify(let keybag, let password):
             var keys = try open(try parse(keybag), password: password, uid: uid)
@@ -120,7 +133,9 @@ package final class BrokerService {
         }
     }
 
-    func unlock(_ keybag: CustodyKeybag, password: Bytes, uid: UInt32) throws {
+    /// True for the keychain's first unlock here (no pin at its path yet): logged, with the advice.
+    @discardableResult
+    func unlock(_ keybag: CustodyKeybag, password: Bytes, uid: UInt32) throws -> Bool {
         let bag = try parse(keybag)
         if let pin = state.pins[uid]?[keybag.path], !Crypto.equal(pin.uuid, bag.uuid) {
             record(uid: uid, keychain: keybag.path, caller: "", chain: "", decision: "refused: not the keychain first unlocked at this path")
@@ -129,14 +144,123 @@ package final class BrokerService {
                 "\(keybag.path) is not the keychain the broker first unlocked there: forget the old one with its password (`security forget-keychain`) if you replaced it yourself"
             )
         }
+        try requireRoomForPin(uid: uid, path: keybag.path)
         var keys = try open(bag, password: password, uid: uid)
         defer { keys.wipe() }
         let id = CustodyID(uid: uid, uuid: bag.uuid)
         state.custody[id]?.wipe()
         state.custody[id] = Custody(
             uid: uid, uuid: bag.uuid, path: keybag.path, fields: keybag.fields, a: Array(keys.a), c: Array(keys.c), lastUse: clock())
-        if state.pins[uid]?[keybag.path] == nil { state.pins[uid, default: [:]][keybag.path] = Pin(uuid: bag.uuid, fields: keybag.fields) }
+        let first = state.pins[uid]?[keybag.path] == nil
+        if first {
+            pin(uid: uid, path: keybag.path, Pin(uuid: bag.uuid, fields: keybag.fields))
+            note(
+                uid: uid, keychain: keybag.path,
+                "first unlock in the broker: its class keys were readable by the user's processes before; run `security set-keychain-password --rotate-keys`"
+            )
+        }
         dirty = true
+        return first
+    }
+
+    /// A new keychain's keybag, its class keys drawn here and kept unlocked, its path pinned to
+    /// it: the client writes the fields into the new file and never holds a class key. A path
+    /// already pinned is refused as an unlock of another keychain there would be: making a new
+    /// keychain must not be a way around the pin.
+    func create(path: String, password: Bytes, scrypt: ScryptParameters, uid: UInt32) throws -> [String: Bytes] {
+        guard path.hasPrefix("/") else { throw KeychainError.param("a keychain's path is absolute") }
+        if state.pins[uid]?[path] != nil {
+            record(uid: uid, keychain: path, caller: "", chain: "", decision: "refused: a new keychain at a pinned path")
+            throw KeychainError(
+                .duplicateKeychain,
+                "the broker already keeps another keychain at \(path): forget it with its password (`security forget-keychain`) before making a new one there"
+            )
+        }
+        try requireRoomForPin(uid: uid, path: path)
+        let (bag, a, c) = try Keybag.make(password: password, scrypt: scrypt)
+        let fields = bag.fields
+        let id = CustodyID(uid: uid, uuid: bag.uuid)
+        state.custody[id] = Custody(uid: uid, uuid: bag.uuid, path: path, fields: fields, a: a, c: c, lastUse: clock())
+        pin(uid: uid, path: path, Pin(uuid: bag.uuid, fields: fields))
+        note(uid: uid, keychain: path, "created")
+        dirty = true
+        return fields
+    }
+
+    // MARK: Rotation
+
+    /// New class keys A, C and D for the keychain `password` opens, held aside until the commit;
+    /// the new keybag's fields and the new subkeys go back, to index the rows with.
+    func beginRotation(
+        _ keybag: CustodyKeybag, password: Bytes, newPassword: Bytes?, scrypt: ScryptParameters, uid: UInt32
+    ) throws -> CustodyRotation {
+        let bag = try parse(keybag)
+        if let pin = state.pins[uid]?[keybag.path], !Crypto.equal(pin.uuid, bag.uuid) {
+            throw KeychainError(.authFailed, "\(keybag.path) is not the keychain the broker first unlocked there")
+        }
+        var keys = try open(bag, password: password, uid: uid)
+        defer { keys.wipe() }
+        let a = try Crypto.random(Crypto.keyLength), c = try Crypto.random(Crypto.keyLength), d = try Crypto.random(Crypto.keyLength)
+        let rekeyed = try bag.rekeyed(a: a, c: c, d: d, oldA: keys.a, password: newPassword ?? password, scrypt: scrypt)
+        let id = CustodyID(uid: uid, uuid: bag.uuid)
+        rotations[id]?.wipe()
+        rotations[id] = PendingRotation(
+            path: keybag.path, fields: rekeyed.fields,
+            old: [.whenUnlocked: Array(keys.a), .afterFirstUnlock: Array(keys.c), .always: bag.keyD],
+            new: [.whenUnlocked: a, .afterFirstUnlock: c, .always: d])
+        var open: [LockClass: ClientSubkeys] = [:]
+        for (lockClass, key) in [(LockClass.whenUnlocked, a), (.afterFirstUnlock, c)] {
+            open[lockClass] = ClientSubkeys(metadata: Crypto.deriveKey(key, purpose: "metadata"), index: Crypto.deriveKey(key, purpose: "index"))
+        }
+        return CustodyRotation(fields: rekeyed.fields, open: open)
+    }
+
+    /// Rows sealed again under the rotation's new keys; their secrets stay here.
+    func rotate(_ rows: [Row], keychain: Bytes, uid: UInt32) throws -> [Row] {
+        guard let pending = rotations[CustodyID(uid: uid, uuid: keychain)] else { throw KeychainError.param("no rotation was begun for this keychain") }
+        return try rows.map { row in
+            guard let old = pending.old[row.lockClass], let new = pending.new[row.lockClass] else {
+                throw KeychainError.param("the broker keeps no key of this class")
+            }
+            return try KeychainStore.resealRow(row, keychain: keychain, from: old, to: new)
+        }
+    }
+
+    /// The new keys in place of the old, unlocked, and the pin's keybag the new one.
+    func commitRotation(_ keybag: CustodyKeybag, uid: UInt32) throws {
+        let id = CustodyID(uid: uid, uuid: keybag.uuid)
+        guard var pending = rotations[id], pending.fields == keybag.fields else {
+            throw KeychainError.param("no rotation of this keybag was begun")
+        }
+        rotations[id] = nil
+        state.custody[id]?.wipe()
+        state.custody[id] = Custody(
+            uid: uid, uuid: keybag.uuid, path: pending.path, fields: pending.fields, a: pending.new[.whenUnlocked],
+            c: pending.new[.afterFirstUnlock], lastUse: clock())
+        let pins = state.pins[uid] ?? [:]
+        if pins[pending.path].map({ Crypto.equal($0.uuid, keybag.uuid) }) ?? (pins.count < BrokerState.maximumPinsPerUser) {
+            pin(uid: uid, path: pending.path, Pin(uuid: keybag.uuid, fields: pending.fields))
+        }
+        pending.wipeOld()
+        note(uid: uid, keychain: pending.path, "keys rotated")
+        dirty = true
+    }
+
+    /// A pin kept from now on (and written to the pins folder with the next save).
+    func pin(uid: UInt32, path: String, _ pin: Pin) {
+        state.pins[uid, default: [:]][path] = pin
+        pinsChanged = true
+    }
+
+    /// At most `BrokerState.maximumPinsPerUser` paths per uid, so that a user's processes cannot
+    /// grow the broker's persistent file without bound. Refusing the next one (rather than
+    /// dropping an old pin) keeps every pin a swapped keychain would have to get past.
+    func requireRoomForPin(uid: UInt32, path: String) throws {
+        let pins = state.pins[uid] ?? [:]
+        guard pins[path] == nil, pins.count >= BrokerState.maximumPinsPerUser else { return }
+        throw KeychainError(
+            .param,
+            "the broker keeps \(pins.count) keychains of this user already: forget one it keeps no more (`security forget-keychain`)")
     }
 
     func custodyState(_ keybag: CustodyKeybag, uid: UInt32) throws -> CustodyState {
@@ -182,7 +306,7 @@ package final class BrokerService {
         let id = CustodyID(uid: uid, uuid: bag.uuid)
         if state.custody[id] != nil { state.custody[id]?.fields = fields }
         if let pin = state.pins[uid]?[keybag.path], Crypto.equal(pin.uuid, bag.uuid) {
-            state.pins[uid]?[keybag.path] = Pin(uuid: bag.uuid, fields: fields)
+            self.pin(uid: uid, path: keybag.path, Pin(uuid: bag.uuid, fields: fields))
         }
         dirty = true
         return fields
@@ -352,6 +476,7 @@ package final class BrokerService {
             keys.wipe()
         }
         state.pins[uid]?[path] = nil
+        pinsChanged = true
         let id = CustodyID(uid: uid, uuid: pin.uuid)
         state.custody[id]?.wipe()
         state.custody[id] = nil
@@ -367,12 +492,35 @@ package final class BrokerService {
         hasUnsavedLog = true
     }
 
+    /// Events of custody that are not an item's access (a keychain made, its keys rotated, its
+    /// first unlock here): to the broker's standard error, which the journal keeps under systemd,
+    /// not into the users' access logs. The last few, for tests.
+    package private(set) var notes: [String] = []
+
+    func note(uid: UInt32, keychain: String, _ text: String) {
+        let line = String("uid=\(uid) keychain=\(keychain): \(text)".unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : Character($0) })
+        notes.append(line)
+        if notes.count > 32 { notes.removeFirst() }
+        if state.log.toSyslog { fputs("keychain-broker: \(line)\n", stderr) }
+    }
+
     private var reportedSaveFailure = false
+    private var reportedPinsFailure = false
 
     package func persistIfChanged(includingLog: Bool = false) {
         guard dirty || (includingLog && hasUnsavedLog), let store else { return }
         dirty = false
         hasUnsavedLog = false
+        // The pins first: they are what must outlive a reboot, and need no keyring.
+        if pinsChanged {
+            do {
+                try store.savePins(state.pins)
+                pinsChanged = false
+            } catch {
+                if !reportedPinsFailure { fputs("keychain-broker: the pins are not kept across a reboot: \(error)\n", stderr) }
+                reportedPinsFailure = true
+            }
+        }
         do {
             try store.save(state)
         } catch {
@@ -397,5 +545,24 @@ struct ItemDescription {
         label = text(AttributeKey.label)
         service = itemClass == .internetPassword ? text(AttributeKey.server) : text(AttributeKey.service)
         account = text(AttributeKey.account)
+    }
+}
+
+/// A rotation between its begin and its commit.
+struct PendingRotation {
+    var path: String
+    var fields: [String: Bytes]
+    var old: [LockClass: Bytes]
+    var new: [LockClass: Bytes]
+
+    mutating func wipeOld() {
+        for lockClass in Array(old.keys) { old[lockClass]?.wipe() }
+        old = [:]
+    }
+
+    mutating func wipe() {
+        wipeOld()
+        for lockClass in Array(new.keys) { new[lockClass]?.wipe() }
+        new = [:]
     }
 }

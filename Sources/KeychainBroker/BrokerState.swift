@@ -5,12 +5,47 @@ import KeychainCore
 /// (AES-GCM) under a 32-byte key in the broker uid's persistent kernel keyring, in a file of its
 /// state folder. Both go at reboot (/run, the keyring), as AfterFirstUnlock requires. Where the
 /// kernel keyring is not available (a container's seccomp), nothing is kept: a restart locks.
+/// The pins also go to a folder that outlives a reboot (`BrokerStateStore.pinsDirectory`): a pin
+/// that a reboot forgot would make every boot a first use again.
 package struct BrokerState {
     package var custody: [CustodyID: Custody] = [:]
     package var pins: [UInt32: [String: Pin]] = [:]
     package var log = AccessLog()
 
     package init() {}
+
+    /// Keychain paths pinned per uid, at most: the pins file stays small (a pin is a keybag, under
+    /// 1 KiB) whatever a user's processes ask.
+    package static let maximumPinsPerUser = 256
+    static let pinsMagic = "keychain-broker-pins-v1"
+
+    /// The pins alone, as the pins folder keeps them (not sealed: nothing in them is secret from
+    /// the user, whose keychain files hold the same keybags; only the broker may write them).
+    static func encoded(pins: [UInt32: [String: Pin]]) -> Bytes {
+        var w = ByteWriter(capacity: 4096)
+        w.string(pinsMagic)
+        let all = pins.flatMap { uid, byPath in byPath.map { (uid, $0.key, $0.value) } }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+        w.u32(UInt32(all.count))
+        for (uid, path, pin) in all {
+            w.u32(uid)
+            w.string(path)
+            w.blob(pin.uuid)
+            w.fields(pin.fields)
+        }
+        return w.bytes
+    }
+
+    static func decodePins(_ bytes: Bytes) throws -> [UInt32: [String: Pin]] {
+        var r = ByteReader(bytes)
+        guard try r.string() == pinsMagic else { throw KeychainError.decode("not the broker's pins") }
+        var pins: [UInt32: [String: Pin]] = [:]
+        for _ in 0..<Int(try r.u32()) {
+            let uid = try r.u32(), path = try r.string()
+            pins[uid, default: [:]][path] = Pin(uuid: try r.blob(), fields: try r.fields())
+        }
+        guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in the broker's pins") }
+        return pins
+    }
 
     static let magic = "keychain-broker-state-v1"
 
@@ -69,10 +104,36 @@ package struct BrokerState {
 package struct BrokerStateStore: Sendable {
     package var directory: String
     package var keyName: String
+    /// Where the pins outlive a reboot (`--pins`, /var/lib/keychain-broker); nil: in the state
+    /// only, until reboot.
+    package var pinsDirectory: String?
 
-    package init(directory: String, keyName: String = "keychain-broker:state") {
+    package init(directory: String, keyName: String = "keychain-broker:state", pinsDirectory: String? = nil) {
         self.directory = directory
         self.keyName = keyName
+        self.pinsDirectory = pinsDirectory
+    }
+
+    /// The pins file is read whole; more than this is not the broker's.
+    static let maximumPinsFile = 16 << 20
+
+    /// Writes the pins whole or not at all (0600, renamed over the old file).
+    package func savePins(_ pins: [UInt32: [String: Pin]]) throws {
+        guard let pinsDirectory else { return }
+        try PlainFiles.replace(pinsDirectory + "/pins", with: BrokerState.encoded(pins: pins), mode: 0o600)
+    }
+
+    /// The pins kept across reboots; nil when there is no file yet (the first start, or a broker
+    /// that kept its pins in the state only: those are then taken over).
+    package func loadPins() throws -> [UInt32: [String: Pin]]? {
+        guard let pinsDirectory else { return nil }
+        let file = pinsDirectory + "/pins"
+        guard access(file, F_OK) == 0 else { return nil }
+        var st = stat()
+        guard stat(file, &st) == 0, st.st_size <= Self.maximumPinsFile, let bytes = PlainFiles.read(file) else {
+            throw KeychainError(.io, "cannot read \(file)")
+        }
+        return try BrokerState.decodePins(bytes)
     }
 
     var file: String { directory + "/state" }

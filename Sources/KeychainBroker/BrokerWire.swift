@@ -12,6 +12,8 @@ package enum BrokerWire {
     static let maximumFields = 64
     static let maximumEntries = 4096
     static let maximumWarnings = 64
+    /// Rows of a rotation per message: a row is at least a few dozen bytes.
+    static let maximumRows = 1 << 15
     /// An op byte with this bit set carries a u32 uid after it: a request made by root for a user
     /// (the broker ignores it from anyone else).
     static let onBehalfBit: UInt8 = 0x80
@@ -35,6 +37,12 @@ package enum BrokerOp: UInt8, Sendable, CaseIterable {
     /// Not in the first list of ops: every WhenUnlocked key of the caller's uid (the PAM module's
     /// last-session lock, `security lock-keychain -a`).
     case lockAll = 13
+    /// A new keychain's keybag, made and kept in the broker (`KeyCustodian.create`).
+    case create = 14
+    /// A rotation (`KeyCustodian.beginRotation`, `rotate`, `commitRotation`).
+    case rotateBegin = 15
+    case rotateRows = 16
+    case rotateCommit = 17
 }
 
 /// The person's answer as a request carries it (0 none, 1 deny, 2 once, 3 always).
@@ -59,6 +67,10 @@ package enum BrokerRequest: Sendable {
     case accessLog(since: UInt64)
     case forget(path: String, password: Bytes)
     case lockAll
+    case create(path: String, password: Bytes, scrypt: ScryptParameters)
+    case rotateBegin(CustodyKeybag, password: Bytes, newPassword: Bytes?, scrypt: ScryptParameters)
+    case rotateRows(keychain: Bytes, rows: [Row])
+    case rotateCommit(CustodyKeybag)
 
     package var op: BrokerOp {
         switch self {
@@ -75,6 +87,10 @@ package enum BrokerRequest: Sendable {
         case .accessLog: return .accessLog
         case .forget: return .forget
         case .lockAll: return .lockAll
+        case .create: return .create
+        case .rotateBegin: return .rotateBegin
+        case .rotateRows: return .rotateRows
+        case .rotateCommit: return .rotateCommit
         }
     }
 
@@ -122,6 +138,25 @@ package enum BrokerRequest: Sendable {
         case .forget(let path, let password):
             w.string(path)
             w.blob(password)
+        case .create(let path, let password, let scrypt):
+            w.string(path)
+            w.blob(password)
+            w.u64(scrypt.n)
+            w.u64(scrypt.r)
+            w.u64(scrypt.p)
+        case .rotateBegin(let keybag, let password, let newPassword, let scrypt):
+            w.keybag(keybag)
+            w.blob(password)
+            w.u8(newPassword == nil ? 0 : 1)
+            w.blob(newPassword ?? [])
+            w.u64(scrypt.n)
+            w.u64(scrypt.r)
+            w.u64(scrypt.p)
+        case .rotateRows(let keychain, let rows):
+            w.blob(keychain)
+            w.rows(rows)
+        case .rotateCommit(let keybag):
+            w.keybag(keybag)
         }
         return w.bytes
     }
@@ -163,6 +198,17 @@ package enum BrokerRequest: Sendable {
         case .accessLog: request = .accessLog(since: try r.u64())
         case .forget: request = .forget(path: try r.string(), password: try r.blob())
         case .lockAll: request = .lockAll
+        case .create:
+            let path = try r.string(), password = try r.blob()
+            request = .create(path: path, password: password, scrypt: ScryptParameters(n: try r.u64(), r: try r.u64(), p: try r.u64()))
+        case .rotateBegin:
+            let keybag = try r.keybag(), password = try r.blob()
+            let present = try r.u8(), newPassword = try r.blob()
+            guard present <= 1 else { throw KeychainError.decode("bad flag") }
+            let scrypt = ScryptParameters(n: try r.u64(), r: try r.u64(), p: try r.u64())
+            request = .rotateBegin(keybag, password: password, newPassword: present == 1 ? newPassword : nil, scrypt: scrypt)
+        case .rotateRows: request = .rotateRows(keychain: try r.blob(), rows: try r.rows())
+        case .rotateCommit: request = .rotateCommit(try r.keybag())
         }
         guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in request") }
         return (request, uid)
@@ -237,6 +283,10 @@ package enum BrokerReply: Sendable {
     case question(String)
     case caller(CallerDescription)
     case log([AccessLogEntry])
+    case rotation(CustodyRotation)
+    case rows([Row])
+    /// An unlock: whether it was the keychain's first in the broker (`KeyCustodian.unlock`).
+    case unlocked(first: Bool)
     case failure(KeychainError)
 
     package func encoded() -> Bytes {
@@ -257,14 +307,15 @@ package enum BrokerReply: Sendable {
         switch self {
         case .done, .failure, .question: break
         case .state(let state):
-            let open = state.open.sorted { $0.key.rawValue < $1.key.rawValue }
-            w.u8(UInt8(open.count))
-            for (lockClass, keys) in open {
-                w.u8(UInt8(lockClass.rawValue))
-                w.blob(keys.metadata)
-                w.blob(keys.index)
-            }
+            w.subkeys(state.open)
             w.u8(state.settingsVerified == nil ? 0 : state.settingsVerified == true ? 1 : 2)
+        case .rotation(let rotation):
+            w.fields(rotation.fields)
+            w.subkeys(rotation.open)
+        case .rows(let rows):
+            w.rows(rows)
+        case .unlocked(let first):
+            w.u8(first ? 1 : 0)
         case .fields(let fields):
             w.fields(fields)
         case .bytes(let bytes):
@@ -301,21 +352,19 @@ package enum BrokerReply: Sendable {
         }
         let reply: BrokerReply
         switch op {
-        case .unlock, .verify, .lock, .checkBinding, .forget, .lockAll: reply = .done
+        case .verify, .lock, .checkBinding, .forget, .lockAll, .rotateCommit: reply = .done
+        case .unlock:
+            let first = try r.u8()
+            guard first <= 1 else { throw KeychainError.decode("bad flag") }
+            reply = .unlocked(first: first == 1)
+        case .rotateBegin: reply = .rotation(CustodyRotation(fields: try r.fields(), open: try r.subkeys()))
+        case .rotateRows: reply = .rows(try r.rows())
         case .state:
-            let count = Int(try r.u8())
-            guard count <= LockClass.allCases.count else { throw KeychainError.decode("too many classes") }
-            var open: [LockClass: ClientSubkeys] = [:]
-            for _ in 0..<count {
-                guard let lockClass = LockClass(rawValue: Int64(try r.u8())), open[lockClass] == nil else {
-                    throw KeychainError.decode("bad class")
-                }
-                open[lockClass] = ClientSubkeys(metadata: try r.blob(), index: try r.blob())
-            }
+            let open = try r.subkeys()
             let settings = try r.u8()
             guard settings <= 2 else { throw KeychainError.decode("bad settings state") }
             reply = .state(CustodyState(open: open, settingsVerified: settings == 0 ? nil : settings == 1))
-        case .changePassword: reply = .fields(try r.fields())
+        case .changePassword, .create: reply = .fields(try r.fields())
         case .settingsMAC, .wrap: reply = .bytes(try r.blob())
         case .unwrap: reply = .key(try r.blob(), alwaysEntry: try r.string())
         case .whoAmI:
@@ -338,6 +387,27 @@ package enum BrokerReply: Sendable {
 }
 
 extension ByteWriter {
+    mutating func subkeys(_ subkeys: [LockClass: ClientSubkeys]) {
+        let open = subkeys.sorted { $0.key.rawValue < $1.key.rawValue }
+        u8(UInt8(open.count))
+        for (lockClass, keys) in open {
+            u8(UInt8(lockClass.rawValue))
+            blob(keys.metadata)
+            blob(keys.index)
+        }
+    }
+
+    mutating func rows(_ rows: [Row]) {
+        u32(UInt32(rows.count))
+        for row in rows {
+            u64(UInt64(bitPattern: row.rowID))
+            u8(UInt8(row.itemClass.code))
+            u8(UInt8(row.lockClass.rawValue))
+            blob(row.metadata)
+            blob(row.secret)
+        }
+    }
+
     mutating func keybag(_ keybag: CustodyKeybag) {
         blob(keybag.uuid)
         string(keybag.path)
@@ -363,6 +433,34 @@ extension ByteWriter {
 }
 
 extension ByteReader {
+    mutating func subkeys() throws -> [LockClass: ClientSubkeys] {
+        let count = Int(try u8())
+        guard count <= LockClass.allCases.count else { throw KeychainError.decode("too many classes") }
+        var open: [LockClass: ClientSubkeys] = [:]
+        for _ in 0..<count {
+            guard let lockClass = LockClass(rawValue: Int64(try u8())), open[lockClass] == nil else {
+                throw KeychainError.decode("bad class")
+            }
+            open[lockClass] = ClientSubkeys(metadata: try blob(), index: try blob())
+        }
+        return open
+    }
+
+    mutating func rows() throws -> [Row] {
+        let count = Int(try u32())
+        guard count <= BrokerWire.maximumRows else { throw KeychainError.decode("too many rows") }
+        var rows: [Row] = []
+        for _ in 0..<count {
+            let rowID = Int64(bitPattern: try u64())
+            guard let itemClass = ItemClass(code: Int64(try u8())), let lockClass = LockClass(rawValue: Int64(try u8())) else {
+                throw KeychainError.decode("bad item or lock class")
+            }
+            rows.append(
+                Row(rowID: rowID, itemClass: itemClass, lockClass: lockClass, space: KeySpace(lockClass), metadata: try blob(), secret: try blob()))
+        }
+        return rows
+    }
+
     mutating func keybag() throws -> CustodyKeybag {
         let uuid = try blob(), path = try string()
         return CustodyKeybag(uuid: uuid, fields: try fields(), path: path)

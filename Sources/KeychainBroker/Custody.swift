@@ -71,6 +71,11 @@ package struct CustodyID: Hashable, Sendable {
 package struct Pin: Equatable, Sendable {
     package var uuid: Bytes
     package var fields: [String: Bytes]
+
+    package init(uuid: Bytes, fields: [String: Bytes]) {
+        self.uuid = uuid
+        self.fields = fields
+    }
 }
 
 /// Wrong passwords per uid: at most `limit` in `window` seconds, after which every password of

@@ -225,6 +225,12 @@ struct UnlockKeychain: ParsableCommand {
             var secret = try password.map { Array($0.utf8) } ?? Terminal.readSecret(prompt: "password to unlock \(store.path): ")
             defer { secret.wipe() }
             try store.unlock(password: secret, acceptingOlderCopy: acceptOlderCopy)
+            // Issue 54: said once, at the keychain's first unlock in keychain-broker's keeping.
+            if store.firstUnlockInCustody {
+                Terminal.error(
+                    "security: \(store.path) is in keychain-broker's keeping from now on; its class keys were in this user's kernel keyring before, where any of the user's programs could read them: run `security set-keychain-password --rotate-keys` to replace them"
+                )
+            }
             // Changed settings lose their idle timeout and lock-at-logout choice: say so at once.
             if store.status.settingsIntegrity == .damaged, let note = settingsNote(.damaged) { Terminal.error("security: \(note)") }
             // After a password reset by root, the PAM module (as root) left the new login password

@@ -2,7 +2,7 @@ import Glibc
 import KeychainBroker
 import KeychainCore
 
-// keychain-broker [--socket PATH] [--state DIR] [--own-program PATH]... [--foreground]
+// keychain-broker [--socket PATH] [--state DIR] [--pins DIR] [--own-program PATH]... [--foreground]
 // The keeper of the keychain's class keys: a system service of its own user, which the user's
 // processes can neither read nor trace (see KeychainBroker and BROKER-SPEC).
 
@@ -13,16 +13,22 @@ func fail(_ message: String, status: Int32 = 1) -> Never {
 
 var socketPath = BrokerPaths.socket
 var stateDirectory = BrokerPaths.state
+var pinsDirectory = BrokerPaths.pins
 var ownPrograms: [String] = []
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
-    case "--socket", "--state", "--own-program":
+    case "--socket", "--state", "--pins", "--own-program":
         guard let value = arguments.popFirst(), value.hasPrefix("/") else { fail("\(argument) needs an absolute path", status: 2) }
-        if argument == "--socket" { socketPath = value } else if argument == "--state" { stateDirectory = value } else { ownPrograms.append(value) }
+        switch argument {
+        case "--socket": socketPath = value
+        case "--state": stateDirectory = value
+        case "--pins": pinsDirectory = value
+        default: ownPrograms.append(value)
+        }
     case "--foreground": break  // It never forks: the flag is for scripts that start it by hand.
     case "--help", "-h":
-        print("usage: keychain-broker [--socket PATH] [--state DIR] [--own-program PATH]... [--foreground]")
+        print("usage: keychain-broker [--socket PATH] [--state DIR] [--pins DIR] [--own-program PATH]... [--foreground]")
         exit(0)
     default: fail("unknown argument \(argument)", status: 2)
     }
@@ -46,12 +52,24 @@ if let activated = BrokerListener.activatedSocket() {
 }
 
 mkdir(stateDirectory, 0o700)
-let store = BrokerStateStore(directory: stateDirectory)
+mkdir(pinsDirectory, 0o700)
+let store = BrokerStateStore(directory: stateDirectory, pinsDirectory: pinsDirectory)
 var restored = BrokerState()
 do {
     if let state = try store.load() { restored = state }
 } catch {
     fputs("keychain-broker: the previous state could not be read (\(error)): starting locked\n", stderr)
+}
+// The pins folder's pins over the state's: they outlived the reboot that emptied /run (the
+// state's are taken over when there is no pins file yet, from a broker that kept none there).
+do {
+    if let pins = try store.loadPins() {
+        restored.pins = pins
+    } else if !restored.pins.isEmpty {
+        try store.savePins(restored.pins)
+    }
+} catch {
+    fputs("keychain-broker: the pins in \(pinsDirectory) could not be read (\(error)): only those of the state are kept\n", stderr)
 }
 let service = BrokerService(
     decision: AccessDecision(ownPrograms: ownPrograms.isEmpty ? AccessDecision.defaultOwnPrograms : ownPrograms),

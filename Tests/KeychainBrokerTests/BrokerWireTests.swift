@@ -16,7 +16,13 @@ final class BrokerWireTests: XCTestCase {
             .wrap(item, itemKey: Array(repeating: 1, count: 32)),
             .unwrap(item, interaction: .allowed, answer: .always, password: [8]),
             .unwrap(item, interaction: .notAllowed, answer: .none, password: []), .checkBinding(item), .whoAmI,
-            .accessLog(since: 1_700_000_000), .forget(path: "/k", password: [3]), .lockAll
+            .accessLog(since: 1_700_000_000), .forget(path: "/k", password: [3]), .lockAll,
+            .create(path: "/k", password: [4], scrypt: ScryptParameters(n: 2048, r: 8, p: 1)),
+            .rotateBegin(keybag, password: [1], newPassword: nil, scrypt: ScryptParameters(n: 1024)),
+            .rotateBegin(keybag, password: [1], newPassword: [2], scrypt: ScryptParameters(n: 1024)),
+            .rotateRows(
+                keychain: [1, 2], rows: [Row(rowID: 7, itemClass: .internetPassword, lockClass: .always, space: .always, metadata: [1], secret: [2, 3])]),
+            .rotateCommit(keybag)
         ]
     }
 
@@ -39,7 +45,8 @@ final class BrokerWireTests: XCTestCase {
             time: 5, uid: 1000, keychain: "/k", itemClass: "genp", label: "l", service: "s", account: "a", caller: "/usr/bin/git (pid 9)",
             chain: "/usr/bin/bash", decision: "trusted")
         let cases: [(BrokerReply, BrokerOp)] = [
-            (.done, .unlock), (.state(CustodyState(open: [.whenUnlocked: subkeys, .afterFirstUnlock: subkeys], settingsVerified: true)), .state),
+            (.unlocked(first: true), .unlock), (.unlocked(first: false), .unlock), (.done, .lock),
+            (.state(CustodyState(open: [.whenUnlocked: subkeys, .afterFirstUnlock: subkeys], settingsVerified: true)), .state),
             (.state(CustodyState(open: [:], settingsVerified: nil)), .state), (.fields(["a": [1]]), .changePassword), (.bytes([1, 2]), .wrap),
             (.key([3], alwaysEntry: "exe:/usr/bin/git"), .unwrap), (.question("may it?"), .unwrap),
             (.caller(CallerDescription(summary: "me", entry: "exe:/x", warnings: ["w"])), .whoAmI), (.log([entry, entry]), .accessLog),
@@ -105,7 +112,9 @@ final class BrokerWireTests: XCTestCase {
 
     func testMalformedRepliesAreErrors() throws {
         XCTAssertThrowsError(try BrokerReply.decode([], for: .state))
-        XCTAssertThrowsError(try BrokerReply.decode(BrokerReply.done.encoded() + [1], for: .unlock))
+        XCTAssertThrowsError(try BrokerReply.decode(BrokerReply.done.encoded() + [1], for: .lock))
+        XCTAssertThrowsError(try BrokerReply.decode(BrokerReply.unlocked(first: true).encoded() + [1], for: .unlock))
+        XCTAssertThrowsError(try BrokerReply.decode(BrokerReply.done.encoded() + [2], for: .unlock))
         // A question is an answer to unwrap only.
         XCTAssertThrowsError(try BrokerReply.decode(BrokerReply.question("q").encoded(), for: .state))
         var w = ByteWriter()

@@ -277,6 +277,137 @@ final class CustodyTests: XCTestCase {
         XCTAssertNil(try stateStore.load(toSyslog: false))
     }
 
+    /// Issue 54: a keychain made where the broker runs gets its class keys from the broker, which
+    /// keeps them unlocked and pins the path; the engine writes the keybag and holds no class key.
+    func testANewKeychainIsMadeInTheBrokerAndPinned() throws {
+        let broker = service(security)
+        let path = scratch.directory + "/keychains/made.keychain-db"
+        let exchange: @Sendable (BrokerRequest) throws -> BrokerReply = { [me] request in
+            do { return try broker.handle(request, from: me) } catch let error as KeychainError { return .failure(error) }
+        }
+        KeychainStore.custodian = BrokerCustodian(exchange: exchange, answerer: nil)
+        defer { KeychainStore.custodian = nil }
+        let made = try KeychainStore.create(at: path, password: Array("pw".utf8), scrypt: .fastForTesting)
+        XCTAssertEqual(made.storage, .broker)
+        XCTAssertTrue(made.status.whenUnlocked, "left unlocked in the broker")
+        XCTAssertNil(made.heldClassKey(.whenUnlocked))
+        XCTAssertNil(KernelKeyring.find("keychain:\(made.keybag.uuid.hex):A"))
+        XCTAssertEqual(broker.notes.last?.hasSuffix("created"), true)
+        let bag = keybag(made)
+        guard case .state(let state) = try broker.handle(.state(bag), from: me) else { return XCTFail() }
+        XCTAssertEqual(Set(state.open.keys), [.whenUnlocked, .afterFirstUnlock])
+        XCTAssertEqual(state.settingsVerified, true)
+        // The file is an ordinary keychain: its password opens it without the broker.
+        var keys = try Keybag(fields: try Keybag.fields(in: made.db)).open(password: Array("pw".utf8))
+        keys.wipe()
+
+        // Pinned: another keychain at the path is refused, and making one there is too.
+        var swapped = keybag(store)
+        swapped.path = path
+        assertCode(.authFailed) { try broker.handle(.unlock(swapped, password: Array("pw".utf8)), from: self.me) }
+        assertCode(.duplicateKeychain) {
+            try broker.handle(.create(path: path, password: Array("evil".utf8), scrypt: .fastForTesting), from: self.me)
+        }
+        assertCode(.param) { try broker.handle(.create(path: "relative", password: Array("pw".utf8), scrypt: .fastForTesting), from: self.me) }
+        // A KDF cost out of bounds is refused before anything is made.
+        assertCode(.param) {
+            try broker.handle(.create(path: path + "2", password: Array("pw".utf8), scrypt: ScryptParameters(n: 3)), from: self.me)
+        }
+    }
+
+    /// Issue 54: `--rotate-keys` through the broker: new class keys made there, every row sealed
+    /// again there (secrets never returned), the new keys kept unlocked, the pin's keybag the new one.
+    func testARotationIsMadeInTheBroker() throws {
+        let broker = service(security)
+        let exchange: @Sendable (BrokerRequest) throws -> BrokerReply = { [me] request in
+            do { return try broker.handle(request, from: me) } catch let error as KeychainError { return .failure(error) }
+        }
+        KeychainStore.custodian = BrokerCustodian(exchange: exchange, answerer: nil)
+        AccessList.creatorEntry = .executable("/usr/bin/security")
+        defer {
+            KeychainStore.custodian = nil
+            AccessList.creatorEntry = nil
+        }
+        let made = try KeychainStore.create(at: scratch.directory + "/keychains/rotated.keychain-db", password: Array("pw".utf8), scrypt: .fastForTesting)
+        _ = try made.add(generic("alice", secret: "s3cret"))
+        _ = try made.add(generic("dave", secret: "d", protection: .always))
+        let old = keybag(made)
+        assertCode(.authFailed) {
+            try broker.handle(.rotateBegin(old, password: Array("no".utf8), newPassword: nil, scrypt: .fastForTesting), from: self.me)
+        }
+        assertCode(.param) { try broker.handle(.rotateRows(keychain: old.uuid, rows: []), from: self.me) }
+
+        try made.rotateKeys(password: Array("pw".utf8), newPassword: Array("new".utf8), scrypt: .fastForTesting)
+        XCTAssertEqual(made.storage, .broker)
+        XCTAssertEqual(try secretString(made, query("alice")), "s3cret")
+        XCTAssertNotEqual(made.keybag.keyD, try Keybag(fields: old.fields).keyD)
+        XCTAssertEqual(broker.notes.filter { $0.hasSuffix("keys rotated") }.count, 1)
+        guard case .state(let stale) = try broker.handle(.state(old), from: me) else { return XCTFail() }
+        XCTAssertTrue(stale.open.isEmpty, "the old keybag opens nothing the broker holds now")
+        XCTAssertEqual(broker.state.pins[1000]?[made.path]?.fields, keybag(made).fields)
+        assertCode(.param) { try broker.handle(.rotateCommit(self.keybag(made)), from: self.me) }
+        // The file opens with the new password alone, anywhere: its Always item too.
+        KeychainStore.custodian = nil
+        let elsewhere = try KeychainStore.open(at: made.path, storage: .process)
+        try elsewhere.unlock(password: Array("new".utf8))
+        XCTAssertEqual(try secretString(elsewhere, query("alice")), "s3cret")
+        XCTAssertEqual(try secretString(elsewhere, query("dave")), "d")
+    }
+
+    /// Issue 54: the first unlock of a keychain in the broker says so (its keys were in the user's
+    /// reach before), once: logged with the advice, and flagged in the reply.
+    func testTheFirstUnlockInTheBrokerAdvisesARotation() throws {
+        let broker = service(security)
+        guard case .unlocked(first: true) = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me) else { return XCTFail() }
+        XCTAssertEqual(broker.notes.filter { $0.contains("--rotate-keys") }.count, 1)
+        XCTAssertTrue(broker.state.log.entries(of: 1000, since: 0).isEmpty, "not an item's access: not in the user's log")
+        guard case .unlocked(first: false) = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me) else { return XCTFail() }
+        let reply = try BrokerReply.decode(BrokerReply.unlocked(first: true).encoded(), for: .unlock)
+        guard case .unlocked(first: true) = reply else { return XCTFail() }
+    }
+
+    /// Issue 54: pins live in a folder that outlives a reboot; a broker that starts with an empty
+    /// state (a new /run) still refuses another keychain at a pinned path.
+    func testPinsOutliveAFreshState() throws {
+        let pins = scratch.directory + "/pins"
+        XCTAssertEqual(mkdir(pins, 0o700), 0)
+        let first = BrokerStateStore(directory: scratch.directory + "/run1", pinsDirectory: pins)
+        mkdir(first.directory, 0o700)
+        let broker = service(security, store: first)
+        _ = broker.handle(BrokerRequest.unlock(keybag(store), password: Array("pw".utf8)).encoded(), from: me)
+        var st = stat()
+        XCTAssertEqual(stat(pins + "/pins", &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+
+        // After a reboot: no state, the same pins folder.
+        let second = BrokerStateStore(directory: scratch.directory + "/run2", pinsDirectory: pins)
+        XCTAssertNil(try second.load(toSyslog: false))
+        var state = BrokerState()
+        state.pins = try XCTUnwrap(try second.loadPins())
+        let rebooted = service(security, state: state, store: second)
+        let other = try scratch.create("other", password: "evil")
+        var swapped = keybag(other)
+        swapped.path = store.path
+        assertCode(.authFailed) { try rebooted.handle(.unlock(swapped, password: Array("evil".utf8)), from: self.me) }
+        XCTAssertNoThrow(try rebooted.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me))
+        // Forgetting it is kept too.
+        _ = rebooted.handle(BrokerRequest.forget(path: store.path, password: Array("pw".utf8)).encoded(), from: me)
+        XCTAssertEqual(try second.loadPins()?[1000]?.isEmpty ?? true, true)
+        // A damaged pins file is reported, not taken for no pins.
+        try PlainFiles.write(pins + "/pins", Array("garbage".utf8))
+        XCTAssertThrowsError(try second.loadPins())
+    }
+
+    func testPinsPerUserAreBounded() throws {
+        var state = BrokerState()
+        for n in 0..<BrokerState.maximumPinsPerUser { state.pins[1000, default: [:]]["/k\(n)"] = Pin(uuid: [UInt8](repeating: 1, count: 16), fields: [:]) }
+        let broker = service(security, state: state)
+        assertCode(.param) { try broker.handle(.unlock(self.keybag(self.store), password: Array("pw".utf8)), from: self.me) }
+        assertCode(.param) { try broker.handle(.create(path: "/k-new", password: Array("pw".utf8), scrypt: .fastForTesting), from: self.me) }
+        // Another uid has room of its own.
+        XCTAssertNoThrow(try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: BrokerPeer(uid: 1001, pid: getpid())))
+    }
+
     func testOnlyRootNamesAnotherUid() throws {
         let broker = service(security)
         assertCode(.param) { try broker.handle(.lockAll, onBehalfOf: 1001, from: self.me) }

@@ -37,6 +37,34 @@ final class BrokerModeTests: XCTestCase {
         return (stmt.blob(0), stmt.blob(1))
     }
 
+    /// Issue 54: the class keys of a keychain made where a custodian runs are drawn there; the
+    /// engine writes the keybag it returns, and the file opens with the password anywhere.
+    func testANewKeychainsClassKeysAreMadeInTheCustodian() throws {
+        let store = try create()
+        XCTAssertEqual(custodian.created, [store.keybag.uuid], "the custodian made the keybag")
+        XCTAssertEqual(custodian.unlocks, 0, "no keys made here and handed over with the password")
+        XCTAssertNil(KernelKeyring.find(store.kernelName(.whenUnlocked)))
+        XCTAssertNil(KernelKeyring.find(store.kernelName(.afterFirstUnlock)))
+        XCTAssertTrue(store.processKeys.isEmpty)
+        // Left unlocked, as a new keychain is, and usable at once.
+        try store.add(generic("alice", secret: "made"))
+        XCTAssertEqual(try secretString(store, query("alice")), "made")
+
+        // A portable file: without the custodian, the password opens it in the kernel keyring.
+        KeychainStore.custodian = nil
+        let elsewhere = try scratch.open(storage: .kernel)
+        XCTAssertEqual(elsewhere.storage, .kernel)
+        XCTAssertEqual(elsewhere.keybag.uuid, store.keybag.uuid)
+        try elsewhere.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(try secretString(elsewhere, query("alice")), "made")
+
+        // The Secret Service's session collection stays in its process, custodian or not.
+        KeychainStore.custodian = custodian
+        let session = try KeychainStore.createEphemeral(at: scratch.directory + "/session.keychain-db")
+        XCTAssertEqual(session.storage, .process)
+        XCTAssertEqual(custodian.created.count, 1)
+    }
+
     // (a)
     func testItemsRoundTripThroughTheCustodianWithoutAWrappingKeyHere() throws {
         let store = try create()
@@ -153,21 +181,63 @@ final class BrokerModeTests: XCTestCase {
         XCTAssertStatus(try custodian.unwrap(request, interaction: .allowed), .decode)
     }
 
-    // (f)
-    func testARotationInTheCustodiansKeepingFailsClearly() throws {
+    // (f) Issue 54: a rotation in the custodian's keeping is made there: new A, C and D, every row
+    // sealed again by the custodian (no secret and no class key comes here), indexed here.
+    func testARotationInTheCustodiansKeepingIsMadeThere() throws {
         let store = try create()
-        try store.add(generic("alice"))
-        for attempt in [
-            { _ = try store.changePassword(from: Array("pw".utf8), to: Array("pw".utf8), rotatingKeys: true) },
-            { _ = try store.rotateKeys(password: Array("pw".utf8)) }
-        ] {
-            XCTAssertThrowsError(try attempt()) { error in
-                let error = error as? KeychainError
-                XCTAssertEqual(error?.code, .unimplemented)
-                XCTAssertTrue(error?.detail.contains("not available yet") == true, "\(String(describing: error))")
+        try store.add(generic("alice", secret: "wu"))
+        try store.add(generic("carol", secret: "afu", protection: .afterFirstUnlock))
+        try store.add(generic("dave", secret: "always", protection: .always))
+        try store.add(Item(itemClass: .genericPassword, attributes: [AttributeKey.account: .string("none")], secret: nil))
+        let uuid = store.keybag.uuid, oldD = store.keybag.keyD
+        let oldKeys = custodian.classKeys(uuid)
+        let before = try columns(store, row: 1)
+        let unwraps = custodian.unwraps
+
+        try store.changePassword(from: Array("pw".utf8), to: Array("new".utf8), rotatingKeys: true)
+        XCTAssertEqual(custodian.rotatedRows, 4)
+        XCTAssertEqual(custodian.unwraps, unwraps, "no item key came here")
+        XCTAssertEqual(store.keybag.uuid, uuid)
+        XCTAssertNotEqual(store.keybag.keyD, oldD)
+        let newKeys = custodian.classKeys(uuid)
+        XCTAssertEqual(newKeys.count, 2)
+        for key in newKeys { XCTAssertFalse(oldKeys.contains(key)) }
+        let after = try columns(store, row: 1)
+        XCTAssertNotEqual(before.metadata, after.metadata)
+        XCTAssertNotEqual(before.secret, after.secret)
+        // (Always items, outside the custodian's keeping, are read below where no custodian is.)
+        for (account, secret) in [("alice", "wu"), ("carol", "afu")] {
+            XCTAssertEqual(try secretString(store, query(account)), secret, account)
+        }
+        let none = try XCTUnwrap(store.find(query("none"), includeSecret: true).first)
+        XCTAssertNil(none.secret)
+        XCTAssertStatus(try store.verify(password: Array("pw".utf8)), .authFailed)
+        try store.verify(password: Array("new".utf8))
+        XCTAssertEqual(store.status.settingsIntegrity, .verified)
+        for key in newKeys {
+            for secret in [key, Crypto.deriveKey(key, purpose: "item-keys"), Keybag.settingsKey(a: key)] {
+                XCTAssertFalse(custodian.handedOut.contains(secret), "the custodian handed out a class key or a wrapping key")
             }
         }
-        XCTAssertEqual(try secretString(store, query("alice")), "pw", "nothing changed")
+
+        // A portable file still: without the custodian, the new password opens it here.
+        KeychainStore.custodian = nil
+        let elsewhere = try scratch.open(storage: .kernel)
+        try elsewhere.unlock(password: Array("new".utf8))
+        XCTAssertEqual(try secretString(elsewhere, query("alice")), "wu")
+        XCTAssertEqual(try secretString(elsewhere, query("dave")), "always")
+    }
+
+    /// A rotation is cut into batches that fit the custodian's messages.
+    func testRotationBatchesFitTheCustodiansMessages() {
+        func row(_ size: Int) -> Row {
+            Row(rowID: 1, itemClass: .genericPassword, lockClass: .whenUnlocked, space: .protected, metadata: [], secret: Bytes(repeating: 0, count: size))
+        }
+        let limit = KeychainStore.rotationBatchBytes
+        XCTAssertEqual(KeychainStore.rotationBatches([]).count, 0)
+        XCTAssertEqual(KeychainStore.rotationBatches([row(10), row(10)]).map(\.count), [2])
+        XCTAssertEqual(KeychainStore.rotationBatches([row(limit / 2), row(limit / 2), row(10)]).map(\.count), [1, 2])
+        XCTAssertEqual(KeychainStore.rotationBatches([row(2 * limit), row(10)]).map(\.count), [1, 1])
     }
 
     /// kSecUseAuthenticationUI and an LAContext's interactionNotAllowed reach the custodian.

@@ -21,6 +21,9 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
     private(set) var unwraps = 0
     private(set) var wraps = 0
     private(set) var bindingChecks = 0
+    /// Keychains made here (`create`), and unlocks with a password.
+    private(set) var created: [Bytes] = []
+    private(set) var unlocks = 0
     private(set) var interactions: [CustodyInteraction] = []
     /// Called at each unwrap, before it is answered.
     var onUnwrap: ((CustodyInteraction) -> Void)?
@@ -54,11 +57,21 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
         return CustodyState(open: open, settingsVerified: settings)
     }
 
-    func unlock(_ keybag: CustodyKeybag, password: Bytes) throws {
+    func create(password: Bytes, scrypt: ScryptParameters, path: String) throws -> [String: Bytes] {
+        let (bag, a, c) = try Keybag.make(password: password, scrypt: scrypt)
+        keys[bag.uuid] = [.whenUnlocked: a, .afterFirstUnlock: c]
+        created.append(bag.uuid)
+        return bag.fields
+    }
+
+    func unlock(_ keybag: CustodyKeybag, password: Bytes) throws -> Bool {
+        unlocks += 1
         let bag = try bag(keybag)
         var opened = try bag.open(password: password)
         defer { opened.wipe() }
+        let first = keys[bag.uuid] == nil
         keys[bag.uuid] = [.whenUnlocked: Array(opened.a), .afterFirstUnlock: Array(opened.c)]
+        return first
     }
 
     func verify(_ keybag: CustodyKeybag, password: Bytes) throws {
@@ -76,6 +89,41 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
         defer { opened.wipe() }
         try bag.rewrap(a: opened.a, c: opened.c, password: new, scrypt: scrypt)
         return bag.fields
+    }
+
+    /// The rotation begun (old and new keys by class), and the rows it sealed again.
+    private var rotation: (old: [LockClass: Bytes], new: [LockClass: Bytes], fields: [String: Bytes])?
+    private(set) var rotatedRows = 0
+
+    func beginRotation(_ keybag: CustodyKeybag, password: Bytes, newPassword: Bytes?, scrypt: ScryptParameters) throws -> CustodyRotation {
+        let bag = try bag(keybag)
+        var opened = try bag.open(password: password)
+        defer { opened.wipe() }
+        let a = try Crypto.random(32), c = try Crypto.random(32), d = try Crypto.random(32)
+        let fields = try bag.rekeyed(a: a, c: c, d: d, oldA: opened.a, password: newPassword ?? password, scrypt: scrypt).fields
+        rotation = (
+            [.whenUnlocked: Array(opened.a), .afterFirstUnlock: Array(opened.c), .always: bag.keyD], [.whenUnlocked: a, .afterFirstUnlock: c, .always: d],
+            fields
+        )
+        var open: [LockClass: ClientSubkeys] = [:]
+        for (lockClass, key) in [(LockClass.whenUnlocked, a), (.afterFirstUnlock, c)] {
+            let subkeys = ClientSubkeys(metadata: Crypto.deriveKey(key, purpose: "metadata"), index: Crypto.deriveKey(key, purpose: "index"))
+            handedOut += [subkeys.metadata, subkeys.index]
+            open[lockClass] = subkeys
+        }
+        return CustodyRotation(fields: fields, open: open)
+    }
+
+    func rotate(_ rows: [Row], keychain: Bytes) throws -> [Row] {
+        guard let rotation else { throw KeychainError.param("no rotation") }
+        rotatedRows += rows.count
+        return try rows.map { try KeychainStore.resealRow($0, keychain: keychain, from: rotation.old[$0.lockClass]!, to: rotation.new[$0.lockClass]!) }
+    }
+
+    func commitRotation(_ keybag: CustodyKeybag) throws {
+        guard let rotation, rotation.fields == keybag.fields else { throw KeychainError.param("no rotation") }
+        keys[keybag.uuid] = [.whenUnlocked: rotation.new[.whenUnlocked]!, .afterFirstUnlock: rotation.new[.afterFirstUnlock]!]
+        self.rotation = nil
     }
 
     func settingsMAC(_ keybag: CustodyKeybag, settings: Bytes, password: Bytes?) throws -> Bytes {

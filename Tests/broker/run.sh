@@ -49,6 +49,9 @@ cleanup() {
     fi
     if id "$user" >/dev/null 2>&1; then
         pkill -KILL -u "$user" 2>/dev/null
+        # Keys a case put in the kernel keyring: the persistent keyring outlives the user, and
+        # the next throwaway user may get the same uid.
+        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
         userdel "$user" >/dev/null 2>&1
     fi
     getent group "$broker" >/dev/null && groupdel "$broker" 2>/dev/null
@@ -65,9 +68,9 @@ useradd -M -d "$work/home" -s /bin/sh "$user" || exit 1
 # A uid is reused once its user is deleted, but not its persistent keyring (it outlives the user
 # for days): keys another suite's user left there would be taken for this one's.
 keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
-mkdir -p "$work/home" "$work/bin" "$work/run" "$work/state"
+mkdir -p "$work/home" "$work/bin" "$work/run" "$work/state" "$work/pins"
 # Copies: the build folder may be one only root can read.
-cp "$build/keychain-broker" "$build/keychain-broker-probe" "$work/bin/"
+cp "$build/keychain-broker" "$build/keychain-broker-probe" "$build/security" "$work/bin/"
 printf '#!/bin/sh\ncat >/dev/null\nprintf "once\\nkeychain-pass\\n"\n' > "$work/bin/answer-once"
 printf '#!/bin/sh\ncat >/dev/null\nprintf "always\\nkeychain-pass\\n"\n' > "$work/bin/answer-always"
 printf '#!/bin/sh\ncat >/dev/null\nprintf "once\\nnot-the-password\\n"\n' > "$work/bin/answer-wrong"
@@ -75,16 +78,18 @@ printf '#!/bin/sh\ncat > %s/home/question\nprintf "deny\\n"\n' "$work" > "$work/
 chmod 755 "$work/bin"/*
 chown "$user:" "$work/home"
 chmod 700 "$work/home"
-chown "$broker:$group" "$work/run" "$work/state"
+chown "$broker:$group" "$work/run" "$work/state" "$work/pins"
 chmod 755 "$work/run"
-chmod 700 "$work/state"
+chmod 700 "$work/state" "$work/pins"
+# The state (keys, lock states) goes at reboot; the pins (--pins) stay.
+state_dir=$work/state
 keychain=$work/home/login.keychain-db
 
 start_broker() {
     rm -f "$socket"
     setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
         --bounding-set=-all,+sys_ptrace --no-new-privs \
-        "$work/bin/keychain-broker" --socket "$socket" --state "$work/state" --foreground 2>>"$work/broker.log" &
+        "$work/bin/keychain-broker" --socket "$socket" --state "$state_dir" --pins "$work/pins" --foreground 2>>"$work/broker.log" &
     broker_pid=$!
     local tries=400
     while [ ! -S "$socket" ] && [ $tries -gt 0 ]; do
@@ -187,7 +192,9 @@ reads_ask_with_the_password() {
     out=$(as_user env KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-wrong" "$work/bin/keychain-broker-probe" read "$keychain") && return 1
     grep -q "status -25293" <<< "$out"
     expect "secret: s3cret" "$(as_user env KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-once" "$work/bin/keychain-broker-probe" read "$keychain")"
-    expect "secret: s3cret; always: exe:$work/bin/keychain-broker-probe" \
+    # The whole list to write: the item's own (the program that made it) and the reader.
+    expect "secret: s3cret; always: exe:/usr/bin/another-program
+exe:$work/bin/keychain-broker-probe" \
         "$(as_user env KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-always" "$work/bin/keychain-broker-probe" read "$keychain")"
     out=$(probe log)
     echo "$out"
@@ -286,6 +293,63 @@ socket_activation() {
     [ ! -e "$work/run/unused" ]
 }
 
+# Issue 54: `security create-keychain` where the broker runs: the class keys are made and kept
+# there (none in the user's keyrings), and the file is an ordinary keychain, which its password
+# opens where no broker runs.
+creates_in_the_broker() {
+    local made=$work/home/made.keychain-db out
+    as_user "$work/bin/security" create-keychain --no-tpm -p made-pass "$made"
+    expect "open: A C; settings: verified" "$(probe state "$made")"
+    out=$(as_user sh -c 'keyctl show @u; keyctl show "$(keyctl get_persistent @s)"')
+    echo "$out"
+    if grep -q keychain <<< "$out"; then return 1; fi
+    # Making another keychain at the pinned path is refused (the file moved away first).
+    as_user mv "$made" "$made.saved"
+    out=$(as_user "$work/bin/security" create-keychain --no-tpm -p evil-pass "$made" 2>&1) && return 1
+    echo "$out"
+    grep -q "already keeps another keychain" <<< "$out"
+    [ ! -e "$made" ]
+    as_user mv "$made.saved" "$made"
+    # Without a broker (no socket named, none at /run/keychain-broker): the kernel keyring.
+    as_user env -u KEYCHAIN_BROKER_SOCKET "$work/bin/security" unlock-keychain -p made-pass "$made"
+    out=$(as_user env -u KEYCHAIN_BROKER_SOCKET "$work/bin/security" unlock-keychain -p wrong "$made" 2>&1) && return 1
+    echo "$out"
+    # Those keys went to the kernel keyrings, which the later cases must find empty.
+    as_user sh -c 'keyctl show "$(keyctl get_persistent @s)"' | grep -q "keychain:.*:C"
+    as_user sh -c 'keyctl clear "$(keyctl get_persistent @s)"; keyctl clear @u' >/dev/null
+}
+
+# Issue 54: a keychain made where no broker ran, unlocked in the broker for the first time: its
+# keys were in the user's kernel keyring before, and `security unlock-keychain` says so, once.
+advises_rotation_at_first_unlock() {
+    local old=$work/home/old.keychain-db out
+    probe create "$old" old-pass >/dev/null
+    out=$(as_user "$work/bin/security" unlock-keychain -p old-pass "$old" 2>&1)
+    echo "$out"
+    grep -q "its class keys were in this user's kernel keyring before.*--rotate-keys" <<< "$out"
+    out=$(as_user "$work/bin/security" unlock-keychain -p old-pass "$old" 2>&1)
+    if grep -q "rotate-keys" <<< "$out"; then return 1; fi
+    grep -q "keychain=$old: first unlock in the broker" "$work/broker.log"
+}
+
+# Issue 54: `security set-keychain-password --rotate-keys` where the broker runs: new class keys
+# made there and every row sealed again there; the item reads back, and the file opens with the
+# new password alone where no broker runs.
+rotates_in_the_broker() {
+    local made=$work/home/made.keychain-db out
+    as_user "$work/bin/security" unlock-keychain -p made-pass "$made"
+    as_user "$work/bin/security" add-generic-password -a rot -s broker -w rotated-secret -T "$work/bin/security" "$made"
+    as_user "$work/bin/security" set-keychain-password -o made-pass -p new-pass --rotate-keys "$made"
+    expect "open: A C; settings: verified" "$(probe state "$made")"
+    expect rotated-secret "$(as_user "$work/bin/security" find-generic-password -a rot -s broker -w "$made")"
+    grep -q "keychain=$made: keys rotated" "$work/broker.log"
+    out=$(as_user sh -c 'keyctl show @u; keyctl show "$(keyctl get_persistent @s)"')
+    if grep -q keychain <<< "$out"; then echo "$out"; return 1; fi
+    out=$(as_user env -u KEYCHAIN_BROKER_SOCKET "$work/bin/security" unlock-keychain -p made-pass "$made" 2>&1) && return 1
+    as_user env -u KEYCHAIN_BROKER_SOCKET "$work/bin/security" unlock-keychain -p new-pass "$made"
+    as_user sh -c 'keyctl clear "$(keyctl get_persistent @s)"; keyctl clear @u' >/dev/null
+}
+
 locks_through_the_broker() {
     expect locked "$(probe lock "$keychain")"
     expect "open: C; settings: locked" "$(probe state "$keychain")"
@@ -305,5 +369,32 @@ check "a broker restart keeps the keychain unlocked" restart_keeps_it_unlocked
 check "lock through the broker" locks_through_the_broker
 check "socket activation: the broker serves descriptor 3" socket_activation
 check "malformed requests and too many connections leave the broker serving" survives_hostile_clients
+check "security create-keychain makes the class keys in the broker" creates_in_the_broker
+check "security set-keychain-password --rotate-keys rotates in the broker" rotates_in_the_broker
+check "the first unlock in the broker advises a rotation, once" advises_rotation_at_first_unlock
+
+# Issue 54: a reboot empties /run (the state: keys and lock states) but not the pins folder.
+pins_survive_a_fresh_state() {
+    expect "open: none; settings: locked" "$(probe state "$keychain")"
+    local out
+    # The user's own keychain again, then another one's file put in its place.
+    expect unlocked "$(probe unlock "$keychain" keychain-pass)"
+    probe create "$work/home/evil.keychain-db" evil-pass >/dev/null
+    as_user cp "$keychain" "$work/home/login.saved"
+    as_user mv "$work/home/evil.keychain-db" "$keychain"
+    out=$(probe unlock "$keychain" evil-pass) && return 1
+    echo "$out"
+    grep -q "status -25293 .*not the keychain the broker first unlocked there" <<< "$out"
+    as_user mv "$work/home/login.saved" "$keychain"
+    expect 600 "$(stat -c %a "$work/pins/pins")" "pins file mode"
+    expect "$broker" "$(stat -c %U "$work/pins/pins")" "pins file owner"
+}
+stop_broker
+state_dir=$work/state-after-reboot
+mkdir -p "$state_dir"
+chown "$broker:$group" "$state_dir"
+chmod 700 "$state_dir"
+start_broker || { echo "the broker did not start again"; cat "$work/broker.log"; }
+check "pins outlive a fresh state: a swapped keychain is still refused" pins_survive_a_fresh_state
 
 summary

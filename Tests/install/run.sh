@@ -340,6 +340,7 @@ broker_files() {
     grep -qx 'User=keychain-broker' "$system_units/keychain-broker.service"
     grep -qx 'AmbientCapabilities=CAP_SYS_PTRACE' "$system_units/keychain-broker.service"
     grep -qx 'RuntimeDirectoryPreserve=yes' "$system_units/keychain-broker.service"
+    grep -qx 'StateDirectory=keychain-broker' "$system_units/keychain-broker.service"
     if grep -q '^ProtectProc=invisible' "$system_units/keychain-broker.service"; then echo "ProtectProc=invisible hides the callers"; return 1; fi
     grep -qx 'u keychain-broker - "Keychain broker" /nonexistent' "$stage/usr/local/lib/sysusers.d/keychain-broker.conf"
     grep -qx 'm keychain-broker tss' "$stage/usr/local/lib/sysusers.d/keychain-broker.conf"
@@ -378,12 +379,12 @@ signal.pause()' "$3"
 STANDIN
     chmod 755 "$case_dir/stand-in"
     local start=$libexec/keychain-broker-start run=$case_dir/run pid_file=$case_dir/broker.pid pid status said
-    local options="--user $broker_user --socket $run/socket --state $run --pid-file $pid_file"
+    local options="--user $broker_user --socket $run/socket --state $run --pins $case_dir/pins --pid-file $pid_file"
     # shellcheck disable=SC2086 # the options are words on purpose
     KEYCHAIN_BROKER_PROGRAM=$case_dir/stand-in FOO=leaked "$start" $options -- --own-program /opt/kc/bin/security
     pid=$(cat "$pid_file")
     [ -S "$run/socket" ] || { echo "no socket"; return 1; }
-    expect "--foreground --socket $run/socket --state $run --own-program /opt/kc/bin/security" \
+    expect "--foreground --socket $run/socket --state $run --pins $case_dir/pins --own-program /opt/kc/bin/security" \
         "$(tr '\n' ' ' < "$run/arguments" | sed 's/ $//')" "the broker's arguments"
     status=$(cat "/proc/$pid/status")
     for field in CapEff CapPrm CapInh CapAmb CapBnd; do
@@ -400,6 +401,7 @@ STANDIN
     said=$(tr '\0' '\n' < "/proc/$pid/environ" | sort | tr '\n' ' ')
     expect 'LANG=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin ' "$said" "its environment"
     expect "755 $broker_user" "$(stat -c '%a %U' "$run")" "the socket's folder"
+    expect "700 $broker_user" "$(stat -c '%a %U' "$case_dir/pins")" "the pins folder"
     # shellcheck disable=SC2086
     said=$(KEYCHAIN_BROKER_PROGRAM=$case_dir/stand-in "$start" $options)
     expect "keychain-broker is already running (pid $pid)" "$said"

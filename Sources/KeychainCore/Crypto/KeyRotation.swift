@@ -15,7 +15,10 @@ extension KeychainStore {
     /// shows it, once.
     @discardableResult
     package func rotateKeys(password: Bytes, newPassword: Bytes? = nil, scrypt: ScryptParameters? = nil) throws -> RecoveryKey? {
-        try requireHeldKeys("rotating the keys (`security set-keychain-password --rotate-keys`)")
+        if let custodian {
+            try rotateKeysInCustody(custodian, password: password, newPassword: newPassword, scrypt: scrypt)
+            return nil
+        }
         return try withLock {
             var newA = try Crypto.random(Crypto.keyLength)
             var newC = try Crypto.random(Crypto.keyLength)
@@ -164,5 +167,59 @@ extension KeychainStore {
                     metadata: select.blob(3), secret: select.blob(4)))
         }
         return rows
+    }
+}
+
+extension KeychainStore {
+    /// One row sealed again under another class key, at the same row id: what a custodian does
+    /// for each row of a rotation, so that the secret is opened only where the class keys are.
+    /// The attributes are kept as they are; a new item key wraps the secret, bound (row format
+    /// 2) to the new metadata. `old` and `new`: the class keys of the row's class.
+    package static func resealRow(_ row: Row, keychain: Bytes, from old: Bytes, to new: Bytes) throws -> Row {
+        var oldWrapping = Crypto.deriveKey(old, purpose: "item-keys"), newWrapping = Crypto.deriveKey(new, purpose: "item-keys")
+        var oldMetadata = Crypto.deriveKey(old, purpose: "metadata"), newMetadata = Crypto.deriveKey(new, purpose: "metadata")
+        defer { oldWrapping.wipe(); newWrapping.wipe(); oldMetadata.wipe(); newMetadata.wipe() }
+        func aad(_ field: String, _ version: Bytes?) -> Bytes {
+            additionalData(keychain: keychain, rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, field: field, version: version)
+        }
+        var (plain, version) = try openMetadata(row, keychain: keychain, key: oldMetadata)
+        defer { plain.wipe() }
+        var r = ByteReader(row.secret)
+        let wrapped = try r.blob(), body = try r.blob()
+        guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in secret") }
+        var itemKey = try Crypto.open(wrapped, key: oldWrapping, aad: aad("item-key", version))
+        defer { itemKey.wipe() }
+        var hasData = true
+        var secret: Bytes
+        do {
+            secret = try Crypto.open(body, key: itemKey, aad: aad("secret", version))
+        } catch  where body.count == Crypto.nonceLength + Crypto.tagLength {
+            secret = try Crypto.open(body, key: itemKey, aad: aad("no-secret", version))
+            hasData = false
+        }
+        defer { secret.wipe() }
+        let metadata = try Crypto.seal(plain, key: newMetadata, aad: aad("metadata", []))
+        let newVersion = Self.version(ofMetadata: metadata)
+        var newItemKey = try Crypto.random(Crypto.keyLength)
+        defer { newItemKey.wipe() }
+        var sealed = ByteWriter(capacity: secret.count + 128)
+        sealed.blob(try Crypto.seal(newItemKey, key: newWrapping, aad: aad("item-key", newVersion)))
+        sealed.blob(try Crypto.seal(secret, key: newItemKey, aad: aad(hasData ? "secret" : "no-secret", newVersion)))
+        return Row(
+            rowID: row.rowID, itemClass: row.itemClass, lockClass: row.lockClass, space: row.space, metadata: metadata, secret: sealed.bytes)
+    }
+}
+
+extension Keybag {
+    /// This keybag with new class keys A, C and D under `password`: a rotation made by a
+    /// custodian. The settings are carried over only if they verify under the old A.
+    package func rekeyed(a: Bytes, c: Bytes, d: Bytes, oldA: Bytes, password: Bytes, scrypt: ScryptParameters) throws -> Keybag {
+        var bag = self
+        let settings = verifiedSettings(a: oldA) ?? .safeDefaults
+        bag.keyD = d
+        try bag.rewrap(a: a, c: c, password: password, scrypt: scrypt)
+        bag.settings = settings
+        bag.authenticateSettings(a: a)
+        return bag
     }
 }

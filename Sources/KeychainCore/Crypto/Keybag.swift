@@ -34,7 +34,7 @@ package struct Keybag {
     package var binding: TPMBinding? = nil
 
     /// A new keybag with fresh random class keys; returns the unwrapped A and C keys too.
-    static func make(password: Bytes, scrypt: ScryptParameters) throws -> (Keybag, a: Bytes, c: Bytes) {
+    package static func make(password: Bytes, scrypt: ScryptParameters) throws -> (Keybag, a: Bytes, c: Bytes) {
         var bag = Keybag(
             version: formatVersion, uuid: try Crypto.random(16), scrypt: scrypt, salt: [], wrappedA: [],
             wrappedC: [], checkA: [], checkC: [], keyD: try Crypto.random(Crypto.keyLength),

@@ -9,16 +9,26 @@
 /// the person would have to answer and cannot, errSecAuthFailed when they refused.
 package protocol KeyCustodian: AnyObject, Sendable {
     /// Whether this custodian keeps the keys of `keybag`'s keychain. A keychain it does not keep
-    /// (one sealed to a TPM, in this version) stays in the kernel keyring as before.
+    /// (one sealed to a TPM, in this version) stays in the kernel keyring as before. Asked with
+    /// no uuid and no fields before a keychain is made: whether it would keep a new one there.
     func keeps(_ keybag: CustodyKeybag) -> Bool
 
     /// The subkeys of the classes that are open now, and what the custodian found of the
     /// keybag's settings (their MAC is under class key A). Each call restarts the idle clock.
     func state(of keybag: CustodyKeybag) throws -> CustodyState
 
+    /// A new keychain's keybag, made in the custodian: class keys A and C drawn there, wrapped
+    /// under `password` and kept there unlocked (as a keychain is left after it is made), and
+    /// `path` pinned to it. The engine writes the returned fields into the new file: no process
+    /// of the user ever holds the new class keys.
+    func create(password: Bytes, scrypt: ScryptParameters, path: String) throws -> [String: Bytes]
+
     /// Derives the keys from `password` in the custodian and keeps them: WhenUnlocked until a
     /// lock, the idle timeout or the end of the user's last session; AfterFirstUnlock until reboot.
-    func unlock(_ keybag: CustodyKeybag, password: Bytes) throws
+    /// True when the custodian had never kept this keychain at this path: its class keys were
+    /// then in the user's reach before (the kernel keyring), and a rotation replaces them.
+    @discardableResult
+    func unlock(_ keybag: CustodyKeybag, password: Bytes) throws -> Bool
 
     /// Checks a password without changing any state.
     func verify(_ keybag: CustodyKeybag, password: Bytes) throws
@@ -28,6 +38,20 @@ package protocol KeyCustodian: AnyObject, Sendable {
 
     /// The keybag's fields wrapped under `new`: a password change, made in the custodian.
     func changePassword(_ keybag: CustodyKeybag, from old: Bytes, to new: Bytes, scrypt: ScryptParameters) throws -> [String: Bytes]
+
+    /// Starts a rotation (`security set-keychain-password --rotate-keys`): with the keys
+    /// `password` opens, the custodian makes new class keys A, C and D and holds them aside,
+    /// returning the new keybag's fields (wrapped under `newPassword`, else `password`) and the
+    /// new classes' subkeys, to index the rows with. Nothing changes until `commitRotation`.
+    func beginRotation(_ keybag: CustodyKeybag, password: Bytes, newPassword: Bytes?, scrypt: ScryptParameters) throws -> CustodyRotation
+
+    /// `rows` (as stored) sealed again under the new keys of the rotation begun for `keychain`:
+    /// new metadata and secret columns, at the same row ids. No secret leaves the custodian.
+    func rotate(_ rows: [Row], keychain: Bytes) throws -> [Row]
+
+    /// The new keys take the old ones' place, unlocked, once the engine wrote every row and the
+    /// new keybag (`keybag`: its fields) in its transaction.
+    func commitRotation(_ keybag: CustodyKeybag) throws
 
     /// The MAC of `settings` under class key A (held, or from `password`).
     func settingsMAC(_ keybag: CustodyKeybag, settings: Bytes, password: Bytes?) throws -> Bytes
@@ -120,5 +144,16 @@ package struct UnwrappedItemKey: Sendable {
     package init(key: Bytes, alwaysAllow: AccessList? = nil) {
         self.key = key
         self.alwaysAllow = alwaysAllow
+    }
+}
+
+/// A rotation begun in a custodian: the new keybag and the new classes' subkeys (A, C).
+package struct CustodyRotation: Sendable {
+    package var fields: [String: Bytes]
+    package var open: [LockClass: ClientSubkeys]
+
+    package init(fields: [String: Bytes], open: [LockClass: ClientSubkeys]) {
+        self.fields = fields
+        self.open = open
     }
 }

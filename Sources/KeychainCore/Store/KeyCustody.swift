@@ -76,6 +76,86 @@ extension KeychainStore {
         }
     }
 
+    /// `rotateKeys` in a custodian's keeping: the custodian makes the new keys and seals every
+    /// row again (their secrets never come here), in batches that fit its messages; this process
+    /// indexes the new rows with the new subkeys and writes them and the new keybag in one
+    /// transaction, as a rotation here does. A row the custodian cannot open stops everything.
+    func rotateKeysInCustody(_ custodian: any KeyCustodian, password: Bytes, newPassword: Bytes?, scrypt: ScryptParameters?) throws {
+        try withLock {
+            try db.transaction {
+                try refreshKeybag(force: true)
+                let uuid = keybag.uuid
+                let begun = try custodian.beginRotation(
+                    custodyKeybag, password: password, newPassword: newPassword, scrypt: scrypt ?? keybag.scrypt.raisedToFloor())
+                let bag = try Keybag(fields: begun.fields)
+                guard bag.uuid == uuid, bag.binding == nil, let a = begun.open[.whenUnlocked], let c = begun.open[.afterFirstUnlock] else {
+                    throw KeychainError.decode("keychain-broker returned the keybag of another keychain")
+                }
+                let new = ClassKeys([
+                    .whenUnlocked: Subkeys(metadata: a.metadata, index: a.index),
+                    .afterFirstUnlock: Subkeys(metadata: c.metadata, index: c.index), .always: Subkeys(classKey: bag.keyD)
+                ])
+                let update = try db.statement(
+                    "UPDATE items SET space = ?, pk = ?, account = ?, service = ?, metadata = ?, secret = ? WHERE rowid = ?")
+                var items: [Item] = []
+                for batch in Self.rotationBatches(try storedRows()) {
+                    let resealed = try custodian.rotate(batch, keychain: uuid)
+                    guard resealed.count == batch.count else { throw KeychainError.decode("keychain-broker returned other rows") }
+                    for (row, before) in zip(resealed, batch) {
+                        guard row.rowID == before.rowID, row.itemClass == before.itemClass, row.lockClass == before.lockClass else {
+                            throw KeychainError.decode("keychain-broker returned other rows")
+                        }
+                        let item = try openRow(row, keys: new, keepingItemKey: false).item
+                        guard let indexKey = new.indexKey(row.space) else { throw KeychainError.locked() }
+                        let serviceName = AttributeSchema.serviceKey(for: item.itemClass)
+                        try update.run([
+                            .int(row.space.rawValue), .blob(indexKey.mac(Self.primaryKeyBytes(item))),
+                            .blob(
+                                Self.indexHash(
+                                    indexKey, itemClass: item.itemClass, name: AttributeKey.account, value: item.effectiveValue(AttributeKey.account))),
+                            .blob(Self.indexHash(indexKey, itemClass: item.itemClass, name: serviceName, value: item.effectiveValue(serviceName))),
+                            .blob(row.metadata), .blob(row.secret), .int(row.rowID)
+                        ])
+                        items.append(item)
+                    }
+                }
+                try reindexAttributes(items, keys: new)
+                try Keybag.save(fields: begun.fields, to: db)
+                try custodian.commitRotation(CustodyKeybag(uuid: uuid, fields: begun.fields, path: path))
+                keybag = bag
+                custodyFields = begun.fields
+                subkeyCache.removeAll()
+                settingsCheck = nil
+                dataVersion = try currentDataVersion()
+            }
+            // The old keys' rows too: every old frame opens with the old password.
+            discardPreviousKeybags()
+        }
+    }
+
+    /// Rows in batches of at most `rotationBatchBytes` of ciphertext, so that a request and its
+    /// reply fit the custodian's messages (keychain-broker's: 1 MiB). A row larger than that alone
+    /// goes alone, and the custodian refuses it if it does not fit.
+    static let rotationBatchBytes = 384 << 10
+
+    static func rotationBatches(_ rows: [Row]) -> [[Row]] {
+        var batches: [[Row]] = []
+        var batch: [Row] = []
+        var size = 0
+        for row in rows {
+            let cost = row.metadata.count + row.secret.count + 64
+            if !batch.isEmpty, size + cost > rotationBatchBytes {
+                batches.append(batch)
+                batch = []
+                size = 0
+            }
+            batch.append(row)
+            size += cost
+        }
+        if !batch.isEmpty { batches.append(batch) }
+        return batches
+    }
+
     /// New settings, their MAC made by the custodian (under class key A, held or from `password`).
     func setSettingsInCustody(_ settings: KeychainSettings, password: Bytes?) throws {
         guard let custodian else { return }

@@ -42,6 +42,9 @@ package final class KeychainStore: @unchecked Sendable {
     /// The keybag's fields as stored, which a custodian is shown (`.broker` only; read with the
     /// keybag by `refreshKeybag`).
     var custodyFields: [String: Bytes] = [:]
+    /// Set by an unlock that was this keychain's first in its custodian's keeping: its class keys
+    /// were in the user's reach until then (`security unlock-keychain` advises a rotation).
+    package private(set) var firstUnlockInCustody = false
 
     init(path: String, db: SQLiteDatabase, keybag: Keybag, storage: KeyStorage, custodian: (any KeyCustodian)? = nil) {
         self.path = path
@@ -102,21 +105,31 @@ package final class KeychainStore: @unchecked Sendable {
             let db = try SQLiteDatabase(verified: path)
             try db.execute("PRAGMA journal_mode=WAL")
             try configure(db)
+            // Where a custodian runs, it makes the class keys and keeps them: a new keychain is
+            // never sealed to a TPM, so it is one the custodian keeps. `.process` (the Secret
+            // Service's session collection) and `.kernel` without a custodian make them here.
+            if storage == .kernel, let custodian = Self.custodian, custodian.keeps(CustodyKeybag(uuid: [], fields: [:], path: path)) {
+                let fields = try custodian.create(password: password, scrypt: scrypt ?? .tuned(), path: path)
+                let bag = try Keybag(fields: fields)
+                guard bag.version == Keybag.formatVersion, bag.binding == nil else {
+                    throw KeychainError.decode("keychain-broker returned a keybag of another format")
+                }
+                try db.transaction {
+                    try db.execute(schema)
+                    try Keybag.save(fields: fields, to: db)
+                }
+                let store = KeychainStore(path: path, db: db, keybag: bag, storage: storage, custodian: custodian)
+                store.custodyFields = try Keybag.fields(in: db)
+                return store
+            }
             var (bag, a, c) = try Keybag.make(password: password, scrypt: scrypt ?? .tuned())
             defer { a.wipe(); c.wipe() }
             try db.transaction {
                 try db.execute(schema)
                 try bag.save(to: db)
             }
-            let fields = try Keybag.fields(in: db)
-            let custodian = storage == .kernel ? custodian(keeping: bag, fields: fields, path: path) : nil
-            let store = KeychainStore(path: path, db: db, keybag: bag, storage: storage, custodian: custodian)
-            if let custodian {
-                store.custodyFields = fields
-                try custodian.unlock(store.custodyKeybag, password: password)
-            } else {
-                try store.install(a: a, c: c)
-            }
+            let store = KeychainStore(path: path, db: db, keybag: bag, storage: storage)
+            try store.install(a: a, c: c)
             return store
         } catch {
             for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
@@ -205,7 +218,8 @@ package final class KeychainStore: @unchecked Sendable {
                 try refreshKeybag()
                 subkeyCache.removeAll()
                 settingsCheck = nil
-                return try custodian.unlock(custodyKeybag, password: password)
+                firstUnlockInCustody = try custodian.unlock(custodyKeybag, password: password)
+                return
             }
             // The derivation takes a while; if another process re-keyed the keychain meanwhile,
             // the keys it gave are stale and must not reach the kernel: derive again.
