@@ -288,6 +288,36 @@ locks_through_the_broker() {
     expect "open: C; settings: locked" "$(probe state "$keychain")"
 }
 
+# A connection is the process that made it: another process of the user that takes the descriptor
+# (pidfd_getfd, or one inherited or passed) must not speak as that process. Without Yama any
+# same-uid process may take a descriptor of a process that is not undumpable (an application
+# using the Security library), and the broker would hand it that application's items.
+refuses_a_taken_connection() {
+    local out
+    out=$(as_user /usr/bin/python3 -c '
+import ctypes, os, socket, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+def status(s):
+    s.send(b"\x0a"); reply = s.recv(1 << 20)
+    return "closed" if not reply else struct.unpack(">I", reply[:4])[0]
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1])
+    status(s)
+    os.write(w, str(s.fileno()).encode()); time.sleep(15); os._exit(0)
+number = int(os.read(r, 16))
+taken = libc.syscall(438, os.pidfd_open(pid), number, 0)
+if taken < 0: print("pidfd_getfd failed", ctypes.get_errno()); sys.exit(1)
+print("taken:", status(socket.socket(fileno=taken)))
+os.kill(pid, 9)
+' "$socket")
+    echo "$out"
+    # Refused (any status but success), or the connection closed.
+    grep -qE "^taken: ([1-9][0-9]*|closed)$" <<< "$out"
+    probe whoami | grep -q "^caller: "
+}
+
 check "the broker refuses root and ordinary users" refuses_root_and_ordinary_users
 check "the broker runs with no_new_privs, seccomp, CAP_SYS_PTRACE only" is_hardened
 check "the client refuses a socket served by its own uid" refuses_a_socket_of_its_own_uid
@@ -302,5 +332,6 @@ check "a broker restart keeps the keychain unlocked" restart_keeps_it_unlocked
 check "lock through the broker" locks_through_the_broker
 check "socket activation: the broker serves descriptor 3" socket_activation
 check "malformed requests and too many connections leave the broker serving" survives_hostile_clients
+check "a connection taken by another process of the user is refused" refuses_a_taken_connection
 
 summary
