@@ -277,9 +277,11 @@ package final class BrokerService {
         var opened = try openRow(request, uid: uid)
         var handedOut = false
         defer { if !handedOut { opened.key.wipe() } }
-        // Format 1 does not bind the metadata to the secret: its list is not trusted.
+        // Format 1 does not bind the metadata to the secret: anyone holding the metadata subkey
+        // (every process of the user) can seal new metadata over an old secret, so neither its
+        // list nor the shape a list is implied from is trusted (every caller is asked once).
         let stored = opened.legacy ? nil : opened.attributes[AccessList.attribute]?.stringValue.map { AccessList(text: $0) }
-        let list = stored ?? decision.impliedList(itemClass: request.itemClass, attributes: opened.attributes)
+        let list = stored ?? (opened.legacy ? AccessList([]) : decision.impliedList(itemClass: request.itemClass, attributes: opened.attributes))
         let facts = peer.facts(evaluate)
         let item = ItemDescription(request.itemClass, opened.attributes)
         func log(_ decision: String) {
