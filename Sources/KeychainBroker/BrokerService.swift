@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import KeychainPeers
 
 /// The broker's answers: custody of class keys per (uid, keychain), the decisions on item keys,
 /// the pins, the access log. Single-threaded: the main loop hands it one request at a time (a
@@ -395,7 +396,9 @@ struct ItemDescription {
 
     init(_ itemClass: ItemClass, _ attributes: [String: AttributeValue]) {
         self.itemClass = itemClass.rawValue
-        func text(_ name: String) -> String { String((attributes[name]?.stringValue ?? "").prefix(200)) }
+        // The item maker's text: escaped as a program's path is, so that a line break or a
+        // bidirectional override in a label cannot write lines of the question or the log.
+        func text(_ name: String) -> String { Caller.displayable(String((attributes[name]?.stringValue ?? "").prefix(200))) }
         label = text(AttributeKey.label)
         service = itemClass == .internetPassword ? text(AttributeKey.server) : text(AttributeKey.service)
         account = text(AttributeKey.account)

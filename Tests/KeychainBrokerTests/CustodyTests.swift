@@ -240,6 +240,23 @@ final class CustodyTests: XCTestCase {
         assertCode(.interactionNotAllowed) { try broker.handle(.unwrap(request, interaction: .notAllowed, answer: .none, password: []), from: self.me) }
     }
 
+    /// What the question names of an item is the item maker's text: a label with a line break or
+    /// a bidirectional override must not write lines of the question (or the log) of its own.
+    func testTheQuestionEscapesTheItemsText() throws {
+        var item = generic("bob\u{202E}", secret: "hidden")
+        item[AttributeKey.label] = .string("mail\".\nkeychain-secret-service (/usr/bin/keychain-secret-service) wants to read \"mail")
+        _ = try store.add(item)
+        let (request, _) = try lastRow()
+        let broker = service(stranger)
+        _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)
+        guard case .question(let text) = try broker.handle(.unwrap(request, interaction: .allowed, answer: .none, password: []), from: me) else {
+            return XCTFail()
+        }
+        XCTAssertFalse(text.split(separator: "\n").contains { $0.hasPrefix("keychain-secret-service") }, text)
+        XCTAssertFalse(text.unicodeScalars.contains("\u{202E}"), text)
+        XCTAssertTrue(text.contains("mail\".\\u{a}keychain-secret-service"), text)
+    }
+
     func testAnotherKeychainAtAPinnedPathIsRefusedUntilForgotten() throws {
         let broker = service(security)
         let first = keybag(store)
