@@ -8,6 +8,9 @@ import KeychainPeers
 /// scrypt (about 0.2 s) delays the other clients by that much, which stage 1 accepts.
 package final class BrokerListener {
     package static let maximumConnections = 128
+    /// Each uid's share: a process keeps one connection, so a user's own programs need a few; a
+    /// user holding more would shut every other user out of their keychains.
+    package static let maximumConnectionsPerUid = 32
     let listening: Int32
     let service: BrokerService
     let store: BrokerStateStore?
@@ -108,7 +111,9 @@ package final class BrokerListener {
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         BrokerSocket.allowLargeMessages(fd)
         BrokerSocket.passCredentials(fd)
-        guard peers.count < Self.maximumConnections, let credentials = BrokerSocket.peer(of: fd) else {
+        guard peers.count < Self.maximumConnections, let credentials = BrokerSocket.peer(of: fd),
+            peers.values.lazy.filter({ $0.uid == credentials.uid }).count < Self.maximumConnectionsPerUid
+        else {
             close(fd)
             return
         }

@@ -318,6 +318,26 @@ os.kill(pid, 9)
     probe whoami | grep -q "^caller: "
 }
 
+# One user's connections must not shut the others out: the broker keeps at most a share of its
+# connections for each uid (here nobody's, holding 140 while the test user asks).
+one_user_cannot_take_every_connection() {
+    setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import socket, sys, time
+held = []
+for _ in range(140):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1]); held.append(s)
+print("held", len(held), flush=True)
+time.sleep(20)
+' "$socket" </dev/null >"$work/held" &
+    local holder=$! tries=200 out
+    while [ ! -s "$work/held" ] && [ $tries -gt 0 ]; do sleep 0.05; tries=$((tries - 1)); done
+    out=$(probe whoami 2>&1) || true
+    kill "$holder" 2>/dev/null
+    wait "$holder" 2>/dev/null || true
+    echo "$out"
+    grep -q "^caller: " <<< "$out"
+}
+
 check "the broker refuses root and ordinary users" refuses_root_and_ordinary_users
 check "the broker runs with no_new_privs, seccomp, CAP_SYS_PTRACE only" is_hardened
 check "the client refuses a socket served by its own uid" refuses_a_socket_of_its_own_uid
@@ -333,5 +353,6 @@ check "lock through the broker" locks_through_the_broker
 check "socket activation: the broker serves descriptor 3" socket_activation
 check "malformed requests and too many connections leave the broker serving" survives_hostile_clients
 check "a connection taken by another process of the user is refused" refuses_a_taken_connection
+check "one user cannot take every connection" one_user_cannot_take_every_connection
 
 summary
