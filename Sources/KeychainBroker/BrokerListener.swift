@@ -8,6 +8,9 @@ import KeychainPeers
 /// scrypt (about 0.2 s) delays the other clients by that much, which stage 1 accepts.
 package final class BrokerListener {
     package static let maximumConnections = 128
+    /// Each uid's share: a process keeps one connection, so a user's own programs need a few; a
+    /// user holding more would shut every other user out of their keychains.
+    package static let maximumConnectionsPerUid = 32
     let listening: Int32
     let service: BrokerService
     let store: BrokerStateStore?
@@ -28,6 +31,7 @@ package final class BrokerListener {
         unsetenv("LISTEN_FDS")
         unsetenv("LISTEN_FDNAMES")
         _ = fcntl(3, F_SETFD, FD_CLOEXEC)
+        BrokerSocket.passCredentials(3)
         return 3
     }
 
@@ -52,6 +56,8 @@ package final class BrokerListener {
         }
         let bindError = errno
         umask(previous)
+        // Set before listen: a connection inherits it, so its first message already says who sent it.
+        BrokerSocket.passCredentials(fd)
         guard bound == 0, chmod(path, 0o666) == 0, listen(fd, 64) == 0 else {
             close(fd)
             throw KeychainError(.io, "\(path): \(String(cString: strerror(bindError)))")
@@ -104,7 +110,10 @@ package final class BrokerListener {
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         BrokerSocket.allowLargeMessages(fd)
-        guard peers.count < Self.maximumConnections, let credentials = BrokerSocket.peer(of: fd) else {
+        BrokerSocket.passCredentials(fd)
+        guard peers.count < Self.maximumConnections, let credentials = BrokerSocket.peer(of: fd),
+            peers.values.lazy.filter({ $0.uid == credentials.uid }).count < Self.maximumConnectionsPerUid
+        else {
             close(fd)
             return
         }
@@ -117,7 +126,16 @@ package final class BrokerListener {
         guard !hungUp, let peer = peers[fd] else { return drop(fd) }
         var message: Bytes
         do {
-            guard let received = try BrokerSocket.receive(fd) else { return drop(fd) }
+            var sender: Int32 = -1
+            guard let received = try BrokerSocket.receive(fd, sender: &sender) else { return drop(fd) }
+            // Identity is the process that connected; a message another process sent on its
+            // connection (the descriptor inherited, passed or taken) would speak as it.
+            guard sender == peer.pid else {
+                var refused = received
+                refused.wipe()
+                fputs("keychain-broker: a message on the connection of pid \(peer.pid) came from pid \(sender): connection closed\n", stderr)
+                return drop(fd)
+            }
             message = received
         } catch let error as SocketError where error.errno == EAGAIN || error.errno == EINTR {
             return

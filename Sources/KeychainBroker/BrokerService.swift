@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import KeychainPeers
 
 /// The broker's answers: custody of class keys per (uid, keychain), the decisions on item keys,
 /// the pins, the access log. Single-threaded: the main loop hands it one request at a time (a
@@ -401,9 +402,11 @@ package final class BrokerService {
         var opened = try openRow(request, uid: uid)
         var handedOut = false
         defer { if !handedOut { opened.key.wipe() } }
-        // Format 1 does not bind the metadata to the secret: its list is not trusted.
+        // Format 1 does not bind the metadata to the secret: anyone holding the metadata subkey
+        // (every process of the user) can seal new metadata over an old secret, so neither its
+        // list nor the shape a list is implied from is trusted (every caller is asked once).
         let stored = opened.legacy ? nil : opened.attributes[AccessList.attribute]?.stringValue.map { AccessList(text: $0) }
-        let list = stored ?? decision.impliedList(itemClass: request.itemClass, attributes: opened.attributes)
+        let list = stored ?? (opened.legacy ? AccessList([]) : decision.impliedList(itemClass: request.itemClass, attributes: opened.attributes))
         let facts = peer.facts(evaluate)
         let item = ItemDescription(request.itemClass, opened.attributes)
         func log(_ decision: String) {
@@ -541,7 +544,9 @@ struct ItemDescription {
 
     init(_ itemClass: ItemClass, _ attributes: [String: AttributeValue]) {
         self.itemClass = itemClass.rawValue
-        func text(_ name: String) -> String { String((attributes[name]?.stringValue ?? "").prefix(200)) }
+        // The item maker's text: escaped as a program's path is, so that a line break or a
+        // bidirectional override in a label cannot write lines of the question or the log.
+        func text(_ name: String) -> String { Caller.displayable(String((attributes[name]?.stringValue ?? "").prefix(200))) }
         label = text(AttributeKey.label)
         service = itemClass == .internetPassword ? text(AttributeKey.server) : text(AttributeKey.service)
         account = text(AttributeKey.account)

@@ -47,6 +47,13 @@ package enum BrokerSocket {
         return (uid, pid)
     }
 
+    /// Has the kernel say, with every message received on `fd`, which process sent it: a
+    /// connection may be used by a process other than the one that made it (inherited, passed,
+    /// or taken with pidfd_getfd by any process allowed to trace it).
+    package static func passCredentials(_ fd: Int32) {
+        _ = clinux_pass_credentials(fd)
+    }
+
     /// SO_PEERPIDFD (Linux 6.5): the connecting process itself, never a later one with its pid;
     /// -1 where the kernel has none.
     package static func peerPidfd(of fd: Int32) -> Int32 {
@@ -63,6 +70,14 @@ package enum BrokerSocket {
     /// an error for a longer one (dropped whole: SEQPACKET keeps boundaries). Its size is peeked
     /// first, so a small message costs a small buffer.
     package static func receive(_ fd: Int32) throws -> Bytes? {
+        var sender: Int32 = -1
+        return try receive(fd, sender: &sender)
+    }
+
+    /// `receive`, and the pid of the process that sent the message (-1 when the kernel said
+    /// none: SO_PASSCRED is off on `fd`).
+    package static func receive(_ fd: Int32, sender: inout Int32) throws -> Bytes? {
+        sender = -1
         let size = recv(fd, nil, 0, Int32(MSG_PEEK) | Int32(MSG_TRUNC))
         if size < 0 { throw SocketError(errno: errno) }
         // An empty message is no request either: both end the connection.
@@ -72,7 +87,9 @@ package enum BrokerSocket {
             throw KeychainError.decode("message longer than \(BrokerWire.maximumMessage) bytes")
         }
         var buffer = Bytes(repeating: 0, count: size)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        var from: Int32 = -1
+        let n = buffer.withUnsafeMutableBytes { clinux_receive_from(fd, $0.baseAddress, $0.count, &from) }
+        sender = from
         if n < 0 { throw SocketError(errno: errno) }
         guard n == size else {
             buffer.wipe()

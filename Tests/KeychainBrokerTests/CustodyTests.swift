@@ -216,6 +216,47 @@ final class CustodyTests: XCTestCase {
         assertCode(.decode) { try broker.handle(.unwrap(swapped, interaction: .notAllowed, answer: .none, password: []), from: self.me) }
     }
 
+    /// A format-1 row's metadata is not bound to its secret: whoever holds the metadata subkey
+    /// (every process of the user) can seal new metadata over an old secret. Its shape must not
+    /// imply trust then (free-form attributes would name the Secret Service).
+    func testAFormatOneRowsShapeImpliesNoTrust() throws {
+        let daemon = CallerRecord(
+            entry: .executable("/usr/bin/keychain-secret-service"), canMatchSilently: true, summary: "keychain-secret-service (pid 4)")
+        let broker = service(daemon)
+        _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)
+        let uuid = store.keybag.uuid
+        var classKey = try XCTUnwrap(broker.state.custody[CustodyID(uid: 1000, uuid: uuid)]?.a)
+        defer { classKey.wipe() }
+        func aad(_ field: String) -> Bytes {
+            KeychainStore.additionalData(keychain: uuid, rowID: 20, itemClass: .genericPassword, lockClass: .whenUnlocked, field: field)
+        }
+        // A row written before the binding, its key under format 1's additional data...
+        let wrapped = try Crypto.seal(Array(repeating: 7, count: 32), key: Crypto.deriveKey(classKey, purpose: "item-keys"), aad: aad("item-key"))
+        // ...and metadata forged with the subkey a client holds, shaped as the Secret Service's.
+        let forged: [String: AttributeValue] = [AttributeKey.account: .string("x"), AttributeKey.freeFormAttributes: .data([1])]
+        let metadata = try Crypto.seal(encodeAttributes(forged), key: Crypto.deriveKey(classKey, purpose: "metadata"), aad: aad("metadata"))
+        let request = ItemKeyRequest(
+            keychain: uuid, rowID: 20, itemClass: .genericPassword, lockClass: .whenUnlocked, metadata: metadata, wrappedKey: wrapped)
+        assertCode(.interactionNotAllowed) { try broker.handle(.unwrap(request, interaction: .notAllowed, answer: .none, password: []), from: self.me) }
+    }
+
+    /// What the question names of an item is the item maker's text: a label with a line break or
+    /// a bidirectional override must not write lines of the question (or the log) of its own.
+    func testTheQuestionEscapesTheItemsText() throws {
+        var item = generic("bob\u{202E}", secret: "hidden")
+        item[AttributeKey.label] = .string("mail\".\nkeychain-secret-service (/usr/bin/keychain-secret-service) wants to read \"mail")
+        _ = try store.add(item)
+        let (request, _) = try lastRow()
+        let broker = service(stranger)
+        _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)
+        guard case .question(let text) = try broker.handle(.unwrap(request, interaction: .allowed, answer: .none, password: []), from: me) else {
+            return XCTFail()
+        }
+        XCTAssertFalse(text.split(separator: "\n").contains { $0.hasPrefix("keychain-secret-service") }, text)
+        XCTAssertFalse(text.unicodeScalars.contains("\u{202E}"), text)
+        XCTAssertTrue(text.contains("mail\".\\u{a}keychain-secret-service"), text)
+    }
+
     func testAnotherKeychainAtAPinnedPathIsRefusedUntilForgotten() throws {
         let broker = service(security)
         let first = keybag(store)

@@ -355,6 +355,56 @@ locks_through_the_broker() {
     expect "open: C; settings: locked" "$(probe state "$keychain")"
 }
 
+# A connection is the process that made it: another process of the user that takes the descriptor
+# (pidfd_getfd, or one inherited or passed) must not speak as that process. Without Yama any
+# same-uid process may take a descriptor of a process that is not undumpable (an application
+# using the Security library), and the broker would hand it that application's items.
+refuses_a_taken_connection() {
+    local out
+    out=$(as_user /usr/bin/python3 -c '
+import ctypes, os, socket, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+def status(s):
+    s.send(b"\x0a"); reply = s.recv(1 << 20)
+    return "closed" if not reply else struct.unpack(">I", reply[:4])[0]
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1])
+    status(s)
+    os.write(w, str(s.fileno()).encode()); time.sleep(15); os._exit(0)
+number = int(os.read(r, 16))
+taken = libc.syscall(438, os.pidfd_open(pid), number, 0)
+if taken < 0: print("pidfd_getfd failed", ctypes.get_errno()); sys.exit(1)
+print("taken:", status(socket.socket(fileno=taken)))
+os.kill(pid, 9)
+' "$socket")
+    echo "$out"
+    # Refused (any status but success), or the connection closed.
+    grep -qE "^taken: ([1-9][0-9]*|closed)$" <<< "$out"
+    probe whoami | grep -q "^caller: "
+}
+
+# One user's connections must not shut the others out: the broker keeps at most a share of its
+# connections for each uid (here nobody's, holding 140 while the test user asks).
+one_user_cannot_take_every_connection() {
+    setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import socket, sys, time
+held = []
+for _ in range(140):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1]); held.append(s)
+print("held", len(held), flush=True)
+time.sleep(20)
+' "$socket" </dev/null >"$work/held" &
+    local holder=$! tries=200 out
+    while [ ! -s "$work/held" ] && [ $tries -gt 0 ]; do sleep 0.05; tries=$((tries - 1)); done
+    out=$(probe whoami 2>&1) || true
+    kill "$holder" 2>/dev/null
+    wait "$holder" 2>/dev/null || true
+    echo "$out"
+    grep -q "^caller: " <<< "$out"
+}
+
 check "the broker refuses root and ordinary users" refuses_root_and_ordinary_users
 check "the broker runs with no_new_privs, seccomp, CAP_SYS_PTRACE only" is_hardened
 check "the client refuses a socket served by its own uid" refuses_a_socket_of_its_own_uid
@@ -396,5 +446,7 @@ chown "$broker:$group" "$state_dir"
 chmod 700 "$state_dir"
 start_broker || { echo "the broker did not start again"; cat "$work/broker.log"; }
 check "pins outlive a fresh state: a swapped keychain is still refused" pins_survive_a_fresh_state
+check "a connection taken by another process of the user is refused" refuses_a_taken_connection
+check "one user cannot take every connection" one_user_cannot_take_every_connection
 
 summary

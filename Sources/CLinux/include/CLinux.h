@@ -57,6 +57,11 @@ const char *clinux_secure_getenv(const char *name);
  * uid and pid of the process at the other end of a connected Unix socket, as the kernel recorded
  * them at connect(2). Returns 0 on success, -1 (errno set). */
 int clinux_peer_credentials(int fd, uint32_t *uid, int32_t *pid);
+/// SO_PASSCRED on: every message received on fd then says which process sent it.
+int clinux_pass_credentials(int fd);
+/// One message into buffer, and the pid the kernel recorded as its sender (SCM_CREDENTIALS:
+/// the sending process, which no unprivileged process can forge); -1 when none came.
+long clinux_receive_from(int fd, void *buffer, size_t length, int32_t *sender);
 
 /* Blocks (or unblocks) SIGTERM, SIGINT and SIGHUP in the calling thread. Around pthread_create, so
  * that the new thread starts with them blocked and they reach the thread that waits for them (a

@@ -36,9 +36,7 @@ do {
             Item(
                 itemClass: .genericPassword,
                 attributes: [
-                    AttributeKey.account: .string("probe"), AttributeKey.service: .string("broker"), AttributeKey.label: .string("probe item"),
-                    // An empty list: every reader is asked, this probe too (the cases ask it).
-                    AccessList.attribute: .string("")
+                    AttributeKey.account: .string("probe"), AttributeKey.service: .string("broker"), AttributeKey.label: .string("probe item")
                 ],
                 secret: Array("s3cret".utf8)))
         print("created")
