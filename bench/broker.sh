@@ -144,6 +144,6 @@ PY
 chmod 644 "$dir/spec.json"
 as_user BENCH_TRUSTED="$dir/bin/git-credential-keychain" sh -c '
     printf "bench password\n" | "$1/bin/keychain-bench" fill "$2" "$3" &&
-    KEYCHAIN_BROKER_SOCKET=$4 "$1/bin/security" unlock-keychain -p "bench password" "$2" &&
+    printf "bench password\n" | KEYCHAIN_BROKER_SOCKET=$4 "$1/bin/security" unlock-keychain "$2" &&
     python3 "$1/bin/timing.py" "$1/spec.json"' - "$dir" "$keychain" "$items" "$socket" > "$work/broker-helper.json"
 no_questions "git-credential-keychain get"

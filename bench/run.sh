@@ -10,9 +10,10 @@
 # BENCH_GNOME_ITEMS (1000: gnome-keyring rewrites its file on every store, so filling it
 # takes ~25 ms per item), BENCH_BIG (100000), BENCH_TPM_ROUNDS (15: each unlock runs scrypt),
 # BENCH_SSH_ROUNDS (40: bench/ssh.sh), BENCH_BROKER_RUNS (3: keychain-bench runs per custody in
-# bench/broker.sh, which needs root and skips its figures without), BENCH_UNLOCK (1; 0 skips the PAM unlock figure, which makes a user and an /etc/pam.d service:
-# for a machine others are testing PAM on), BENCH_SYNC_ITEMS (BENCH_STORE_ITEMS: the
-# synchronizable items of the sync figures, bench/sync.sh).
+# bench/broker.sh, which needs root and skips its figures without), BENCH_UNLOCK (1; 0 skips the
+# PAM unlock figure, which makes a user and an /etc/pam.d service: for a machine others are
+# testing PAM on), BENCH_SYNC_ITEMS (BENCH_STORE_ITEMS: the synchronizable items of the sync
+# figures, bench/sync.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
