@@ -43,6 +43,8 @@ chmod 755 "$dir"
 socket=$dir/run/socket
 broker_pid=
 cleanup() {
+    # Every step, whatever the one before returned (the broker's wait returns 143, its SIGTERM).
+    set +e
     if [ -n "$broker_pid" ]; then
         kill -TERM "$broker_pid" 2>/dev/null
         wait "$broker_pid" 2>/dev/null
