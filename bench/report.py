@@ -79,6 +79,39 @@ for op in ("update", "delete"):
     add(f"SecItem{op.capitalize()} of one item among {big:,}", f"{v:.1f} us", f"{large:.1f} us (lookup)",
         f"{v / large:.1f}x", "same order (< 10x)", v / large < 10)
 
+# The broker (bench/broker.sh): the same build's reads with the class keys in keychain-broker's
+# keeping against the kernel keyring's, each a median of the runs' figures.
+def kv_runs(path):
+    """`name value` lines, a set per run: each name's median over the runs."""
+    values = {}
+    if os.path.exists(path):
+        for line in open(path):
+            key, value = line.split()
+            values.setdefault(key, []).append(float(value))
+    return {key: statistics.median(v) for key, v in values.items()}
+
+
+broker_reads, kernel_reads = kv_runs(os.path.join(work, "broker-broker.txt")), kv_runs(os.path.join(work, "broker-kernel.txt"))
+if broker_reads and kernel_reads:
+    b, k = broker_reads["lookup_us"], kernel_reads["lookup_us"]
+    add(f"SecItemCopyMatching returning data through keychain-broker vs the kernel keyring's custody ({store_items:,} items, same build)",
+        f"{b:.1f} us", f"{k:.1f} us", f"{b / k:.2f}x", "<= 1.5x", b / k <= 1.5)
+broker_helper = os.path.join(work, "broker-helper.json")
+if os.path.exists(broker_helper):
+    h = json.load(open(broker_helper))
+    b, k, s = h["helper/broker"]["median_ms"], h["helper/kernel"]["median_ms"], h["helper/store"]["median_ms"]
+    add(f"git helper `get` through keychain-broker, {store_items:,} items, vs credential-store", f"{b:.2f} ms", f"{s:.2f} ms",
+        f"{b / s:.2f}x", "<= 1.3x", b / s <= 1.3)
+    add("the same `get` through keychain-broker vs with its keys in the kernel keyring (what the broker adds to a process)",
+        f"{b:.2f} ms", f"{k:.2f} ms", f"+{b - k:.2f} ms", "(no bar)", True)
+if broker_reads and kernel_reads:
+    b, k = broker_reads["reads_total_s"], kernel_reads["reads_total_s"]
+    add(f"{store_items:,} items read in a row (SecItemCopyMatching each) by the program that made them, through keychain-broker, "
+        "vs the kernel keyring's custody", f"{b:.2f} s", f"{k:.2f} s", f"{broker_reads['reads_per_item_us']:.0f} us each",
+        "(a figure)", True)
+elif os.path.exists(os.path.join(work, "broker-skipped.txt")):
+    note = (note + " " if note else "") + open(os.path.join(work, "broker-skipped.txt")).read().strip()
+
 opens = [float(x) for x in open(os.path.join(work, "open.txt"))] if os.path.exists(os.path.join(work, "open.txt")) else []
 scrypts = [float(x) for x in open(os.path.join(work, "scrypt.txt"))] if os.path.exists(os.path.join(work, "scrypt.txt")) else []
 if opens and scrypts:

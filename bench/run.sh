@@ -9,9 +9,11 @@
 # Environment: BENCH_ROUNDS (default 40, after 5 warm-ups), BENCH_STORE_ITEMS (10000),
 # BENCH_GNOME_ITEMS (1000: gnome-keyring rewrites its file on every store, so filling it
 # takes ~25 ms per item), BENCH_BIG (100000), BENCH_TPM_ROUNDS (15: each unlock runs scrypt),
-# BENCH_SSH_ROUNDS (40: bench/ssh.sh), BENCH_UNLOCK (1; 0 skips the PAM unlock figure, which makes a user and an /etc/pam.d service:
-# for a machine others are testing PAM on), BENCH_SYNC_ITEMS (BENCH_STORE_ITEMS: the
-# synchronizable items of the sync figures, bench/sync.sh).
+# BENCH_SSH_ROUNDS (40: bench/ssh.sh), BENCH_BROKER_RUNS (3: keychain-bench runs per custody in
+# bench/broker.sh, which needs root and skips its figures without), BENCH_UNLOCK (1; 0 skips the
+# PAM unlock figure, which makes a user and an /etc/pam.d service: for a machine others are
+# testing PAM on), BENCH_SYNC_ITEMS (BENCH_STORE_ITEMS: the synchronizable items of the sync
+# figures, bench/sync.sh).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -343,6 +345,10 @@ if command -v ssh-agent >/dev/null && command -v ssh-add >/dev/null; then
 else
     echo "SSH figures: skipped (openssh-client is not installed)" > "$work/ssh-skipped.txt"
 fi
+
+# --- the broker: reads with the class keys in keychain-broker's keeping vs the kernel keyring's --
+say "broker: SecItemCopyMatching, $store_items reads in a row and the git helper's get, through keychain-broker and not"
+bash "$here/broker.sh" "$bin" "$work"
 
 # --- the table: printed, and written into bench/README.md between its markers ----------------
 cat /proc/loadavg >> "$work/load.txt"

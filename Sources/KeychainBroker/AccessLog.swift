@@ -7,7 +7,7 @@ import KeychainCore
 package struct AccessLog: Sendable {
     package static let perUid = 256
     package static let maximumUids = 4096
-    package private(set) var rings: [UInt32: [AccessLogEntry]] = [:]
+    private var rings: [UInt32: [AccessLogEntry]] = [:]
     /// Off in unit tests, where syslog would fill the machine's journal.
     package var toSyslog: Bool
 
@@ -18,30 +18,51 @@ package struct AccessLog: Sendable {
             let line =
                 "uid=\(entry.uid) keychain=\(entry.keychain) class=\(entry.itemClass) label=\(entry.label) "
                 + "service=\(entry.service) account=\(entry.account) caller=\(entry.caller) chain=\(entry.chain) decision=\(entry.decision)"
-            let cleaned = String(line.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? " " : Character($0) })
-            cleaned.withCString { text in withVaList([text]) { vsyslog(LOG_AUTHPRIV | LOG_NOTICE, "%s", $0) } }
+            // Control characters become spaces: in UTF-8 they are single bytes, never part of a
+            // longer character, so the bytes are cleaned as they are (every read logs a line).
+            var bytes = Array(line.utf8)
+            for index in bytes.indices where bytes[index] < 0x20 || bytes[index] == 0x7f { bytes[index] = 0x20 }
+            bytes.append(0)
+            bytes.withUnsafeBufferPointer { text in
+                text.baseAddress!.withMemoryRebound(to: CChar.self, capacity: text.count) { line in
+                    withVaList([line]) { vsyslog(LOG_AUTHPRIV | LOG_NOTICE, "%s", $0) }
+                }
+            }
         }
         if rings[entry.uid] == nil, rings.count >= Self.maximumUids, let oldest = rings.min(by: { ($0.value.last?.time ?? 0) < ($1.value.last?.time ?? 0) }) {
             rings[oldest.key] = nil
         }
-        var ring = rings[entry.uid] ?? []
-        ring.append(entry)
-        if ring.count > Self.perUid { ring.removeFirst(ring.count - Self.perUid) }
-        rings[entry.uid] = ring
+        append(entry)
     }
 
+    /// Appends in place. A ring taken out of the dictionary, appended to and put back was copied
+    /// whole on every read (its 256 entries' strings retained and released: half the broker's
+    /// time per read); here it grows to twice its size and then drops the older half at once.
+    private mutating func append(_ entry: AccessLogEntry) {
+        if rings[entry.uid] == nil {
+            var ring: [AccessLogEntry] = []
+            ring.reserveCapacity(2 * Self.perUid)
+            rings[entry.uid] = ring
+        }
+        rings[entry.uid, default: []].append(entry)
+        if rings[entry.uid, default: []].count >= 2 * Self.perUid { rings[entry.uid, default: []].removeFirst(Self.perUid) }
+    }
+
+    /// The uid's newest `perUid` entries, oldest first.
+    private func ring(of uid: UInt32) -> ArraySlice<AccessLogEntry> { (rings[uid] ?? []).suffix(Self.perUid) }
+
     package func entries(of uid: UInt32, since: UInt64) -> [AccessLogEntry] {
-        (rings[uid] ?? []).filter { $0.time >= since }
+        ring(of: uid).filter { $0.time >= since }
     }
 
     package mutating func restore(_ entries: [AccessLogEntry]) {
-        for entry in entries {
-            var ring = rings[entry.uid] ?? []
-            ring.append(entry)
-            if ring.count > Self.perUid { ring.removeFirst() }
-            rings[entry.uid] = ring
-        }
+        for entry in entries { append(entry) }
     }
 
-    package var all: [AccessLogEntry] { rings.keys.sorted().flatMap { rings[$0] ?? [] } }
+    /// Where a uid's ring keeps its entries (tests: recording must not copy it).
+    package func storageAddress(of uid: UInt32) -> UnsafeRawPointer? {
+        rings[uid]?.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) }
+    }
+
+    package var all: [AccessLogEntry] { rings.keys.sorted().flatMap { ring(of: $0) } }
 }

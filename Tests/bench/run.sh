@@ -58,8 +58,30 @@ writes_both_readmes() {
     diff <(outside "$repo/README.md") <(outside "$case_dir/PROJECT.md")
 }
 
+# bench/broker.sh's figures: medians over its runs, the bars of issue 54; without root, a note.
+broker_rows() {
+    report "" > "$case_dir/printed"
+    grep -qF '| SecItemCopyMatching returning data through keychain-broker vs the kernel keyring'"'"'s custody (100 items, same build) | 62.0 us | 20.0 us | 3.10x | <= 1.5x | **no** |' "$case_dir/printed"
+    grep -qF '| git helper `get` through keychain-broker, 100 items, vs credential-store | 2.90 ms | 2.50 ms | 1.16x | <= 1.3x | yes |' "$case_dir/printed"
+    grep -qF '| the same `get` through keychain-broker vs with its keys in the kernel keyring (what the broker adds to a process) | 2.90 ms | 2.40 ms | +0.50 ms | (no bar) | yes |' "$case_dir/printed"
+    grep -qF '| 100 items read in a row (SecItemCopyMatching each) by the program that made them, through keychain-broker, vs the kernel keyring'"'"'s custody | 0.01 s | 0.00 s | 68 us each | (a figure) | yes |' "$case_dir/printed"
+    # A run without root: no broker files, and the table says why.
+    cp -r "$fake" "$case_dir/run"
+    rm "$case_dir/run"/broker-*
+    echo "broker figures: skipped (they need root)" > "$case_dir/run/broker-skipped.txt"
+    BENCH_DATE=2000-01-01 /usr/bin/python3 "$repo/bench/report.py" "$case_dir/run" 100 10 1000 "" > "$case_dir/printed"
+    if grep -q 'keychain-broker' "$case_dir/printed"; then echo "broker rows without broker figures"; return 1; fi
+    grep -q 'broker figures: skipped (they need root)' "$case_dir/printed"
+}
+
+run_sh_runs_broker_sh() {
+    grep -qE '^bash "\$here/broker\.sh" "\$bin" "\$work"$' "$repo/bench/run.sh"
+}
+
 check "report.py writes the table into bench/README.md and keeps the notes around it" writes_the_table_keeps_the_notes
 check "report.py refuses a README without the table markers, changing nothing" refuses_without_markers
 check "bench/run.sh (make bench) writes bench/README.md and README.md through report.py" run_sh_writes_bench_readme
 check "report.py writes the same table into every README it is given" writes_both_readmes
+check "report.py makes the broker rows from bench/broker.sh's figures, or says why there are none" broker_rows
+check "bench/run.sh (make bench) runs bench/broker.sh" run_sh_runs_broker_sh
 summary

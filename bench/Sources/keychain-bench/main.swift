@@ -11,7 +11,12 @@ import Security
 //                              bare SQLite lookup in a table of N rows (the floors)
 //   keychain-bench scrypt PATH the time of one key derivation with PATH's parameters
 //   keychain-bench fill PATH N create PATH (password on stdin, KDF tuned as `security` does)
-//                              holding N internet passwords as git-credential-keychain stores them
+//                              holding N internet passwords as git-credential-keychain stores them;
+//                              BENCH_TRUSTED=PATH: their list trusts that program (else this one)
+//   keychain-bench reads N     N items made by this program, then SecItemCopyMatching returning
+//                              data (the median per call) and all N read once in a row; custody
+//                              is the kernel keyring, or keychain-broker where KEYCHAIN_BROKER_SOCKET
+//                              names one (Security's front-end setup installs it)
 //   keychain-bench profile OP N CALLS
 //                              N items (added in one transaction), then CALLS of OP (lookup,
 //                              engine-lookup, add, update, delete, ss-lookup and ss-store:
@@ -126,6 +131,9 @@ func benchItems(count: Int) {
 /// `synchronizable`: the items of the sync figures (bench/sync.sh), which only such items travel.
 func fill(path: String, count: Int, synchronizable: Bool = false) {
     guard let password = readLine(strippingNewline: true), !password.isEmpty else { fail("fill: a password on stdin") }
+    // The helper's own copy, as it would have listed itself, so that its reads through the broker
+    // are silent whichever program started it.
+    if let trusted = getenv("BENCH_TRUSTED") { AccessList.creatorEntry = .executable(String(cString: trusted)) }
     do {
         let store = try KeychainStore.create(at: path, password: Array(password.utf8))
         for i in 0..<count {
@@ -161,6 +169,45 @@ func throwawayKeychain() -> (SecKeychain, done: () -> Void) {
             }
         )
     } catch { fail("cannot create a keychain: \(error)") }
+}
+
+/// SecItemCopyMatching returning data, in whichever custody this process is in: the median per
+/// call over random items, then every item read once in a row (the program that made them reads
+/// them, so a broker gives each key without asking).
+func benchReads(count: Int) {
+    let (keychain, done) = throwawayKeychain()
+    defer { done() }
+    SecKeychain.setDefault(keychain)
+    let broker = getenv("KEYCHAIN_BROKER_SOCKET") != nil
+    // A broker named but not in use would measure the kernel keyring under the broker's name.
+    guard (keychain.store.storage == .broker) == broker else { fail("reads: custody is not what KEYCHAIN_BROKER_SOCKET says") }
+    print("custody", broker ? "broker" : "kernel")
+    do {
+        try keychain.store.add(
+            (0..<count).map { i in
+                Item(
+                    itemClass: .internetPassword,
+                    attributes: [
+                        AttributeKey.server: .string(server(i)), AttributeKey.account: .string(account(i)),
+                        AttributeKey.protocol: .string("htps"), AttributeKey.path: .string("/")
+                    ], secret: Array("pass\(i)".utf8))
+            })
+    } catch { fail("fill: \(error)") }
+    func read(_ i: Int) {
+        var query = itemQuery(i)
+        query[kSecReturnData as String] = true
+        var result: CFTypeRef?
+        expect(SecItemCopyMatching(query as CFDictionary, &result), "SecItemCopyMatching")
+        guard let data = result as? Data, data.elementsEqual("pass\(i)".utf8) else { fail("item \(i) read back wrong") }
+    }
+    var random = SeededGenerator(state: UInt64(count))
+    let picks = (0..<4096).map { _ in Int.random(in: 0..<count, using: &random) }
+    emit("lookup_us", medianMicroseconds(perBatch: 400) { n in read(picks[n % picks.count]) })
+    let start = SystemClock.monotonic()
+    for i in 0..<count { read(i) }
+    let total = SystemClock.monotonic() - start
+    emit("reads_total_s", total)
+    emit("reads_per_item_us", total / Double(count) * 1e6)
 }
 
 /// For instruction counts: the same setup with and without the calls, so the difference is theirs.
@@ -257,6 +304,9 @@ case "fill" where arguments.count == 5 && arguments[4] == "sync":
 case "items" where arguments.count == 3:
     guard let count = Int(arguments[2]), count > 1000 || count == 1000 else { fail("items: a count of at least 1000") }
     benchItems(count: count)
+case "reads" where arguments.count == 3:
+    guard let count = Int(arguments[2]), count > 0 else { fail("reads: a count") }
+    benchReads(count: count)
 case "profile" where arguments.count == 5:
     guard let count = Int(arguments[3]), count > 0, let calls = Int(arguments[4]), calls >= 0 else { fail("profile: OP N CALLS") }
     profile(arguments[2], count: count, calls: calls)
@@ -266,5 +316,5 @@ case "scrypt" where arguments.count == 3:
         emit("scrypt_s", store.scryptParameters.secondsPerGuess())
     } catch { fail("cannot open \(arguments[2]): \(error)") }
 default:
-    fail("usage: keychain-bench items N | scrypt PATH | fill PATH N [sync] | profile OP N CALLS")
+    fail("usage: keychain-bench items N | reads N | scrypt PATH | fill PATH N [sync] | profile OP N CALLS")
 }
