@@ -37,6 +37,23 @@ final class BrokerModeTests: XCTestCase {
         return (stmt.blob(0), stmt.blob(1))
     }
 
+    /// Always-class items are sealed under key D, which is in the file (outside the custodian's
+    /// boundary): they are read, changed and checked here, and the custodian, which has no D, is
+    /// never asked about them (before, their secret asked it and failed as "no key of this class").
+    func testAlwaysItemsNeverGoToTheCustodian() throws {
+        let store = try create()
+        custodian.decision = .deny
+        try store.add(generic("always", secret: "d-secret", protection: .always))
+        let before = (custodian.unwraps, custodian.wraps, custodian.bindingChecks)
+        XCTAssertEqual(try secretString(store, query("always")), "d-secret")
+        XCTAssertEqual(try store.find(query("always")).count, 1)
+        XCTAssertEqual(try store.update(query("always"), attributes: [AttributeKey.label: .string("changed")]), 1)
+        XCTAssertEqual(try secretString(store, query("always")), "d-secret")
+        XCTAssertEqual(custodian.unwraps, before.0)
+        XCTAssertEqual(custodian.wraps, before.1)
+        XCTAssertEqual(custodian.bindingChecks, before.2)
+    }
+
     /// Issue 54: the class keys of a keychain made where a custodian runs are drawn there; the
     /// engine writes the keybag it returns, and the file opens with the password anywhere.
     func testANewKeychainsClassKeysAreMadeInTheCustodian() throws {

@@ -177,7 +177,7 @@ extension KeychainStore {
     package func openAttributes(_ row: Row, keys: ClassKeys) throws -> Item {
         var opened = try openRow(row, keys: keys, keepingItemKey: false)
         opened.wipe()
-        if custodian != nil, opened.version != nil { try checkCustodyBinding(row) }
+        if custodyKeeps(row.lockClass), opened.version != nil { try checkCustodyBinding(row) }
         return opened.item
     }
 
@@ -202,7 +202,7 @@ extension KeychainStore {
         // Format 2: the item key must open under this metadata's digest, so metadata rolled back
         // alone (under a newer secret) is refused by attribute-only reads too.
         var itemKey: Bytes?
-        if version != nil || keepingItemKey, custodian == nil {
+        if version != nil || keepingItemKey, !custodyKeeps(row.lockClass) {
             itemKey = try openItemKey(row, version: version, keys: keys)
             if !keepingItemKey { itemKey?.wipe(); itemKey = nil }
         }
@@ -267,7 +267,7 @@ extension KeychainStore {
         var opened = try openRow(row, keys: keys, keepingItemKey: secret)
         defer { opened.wipe() }
         try check(opened.item)
-        if custodian != nil { try takeCustody(row, &opened, secret: secret, interaction: .allowed) }
+        if custodyKeeps(row.lockClass) { try takeCustody(row, &opened, secret: secret, interaction: .allowed) }
         guard secret, let itemKey = opened.itemKey else { return (opened.item, nil) }
         let stored = try openBody(row, itemKey: itemKey, version: opened.version)
         if let list = opened.alwaysAllow { try recordAlwaysAllow(list, item: opened.item, row: row, stored: stored) }

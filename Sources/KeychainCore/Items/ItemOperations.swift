@@ -181,7 +181,7 @@ extension KeychainStore {
                         guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
                         if includeSecret { item.secret = der }
                     } else {
-                        if custodian != nil, try !takeCustody(row, &opened, includeSecret: includeSecret, gate: gate) { continue }
+                        if custodyKeeps(row.lockClass), try !takeCustody(row, &opened, includeSecret: includeSecret, gate: gate) { continue }
                         if includeSecret, let itemKey = opened.itemKey {
                             let stored = try openBody(row, itemKey: itemKey, version: opened.version)
                             if let list = opened.alwaysAllow { try recordAlwaysAllow(list, item: item, row: row, stored: stored) }
@@ -305,7 +305,7 @@ extension KeychainStore {
     /// outside (`withPresence`) and used on the next run; an "Always allow" answer joins the
     /// item's list, which this change writes.
     private func openSecretToChange(_ row: Row, _ item: inout Item, keys: ClassKeys, gate: PresenceGate) throws -> Bytes? {
-        guard custodian != nil else { return try openSecret(row, keys: keys) }
+        guard custodyKeeps(row.lockClass) else { return try openSecret(row, keys: keys) }
         var unwrapped: UnwrappedItemKey
         if let held = gate.heldKey(for: row) {
             unwrapped = held
@@ -437,7 +437,7 @@ extension KeychainStore {
         var matches: [(Row, Item)] = []
         for row in rows {
             guard keys.has(row.lockClass) else { throw KeychainError.locked() }
-            guard custodian != nil else {
+            guard custodyKeeps(row.lockClass) else {
                 let item = try openAttributes(row, keys: keys)
                 if query.matches(item) { matches.append((row, item)) }
                 continue

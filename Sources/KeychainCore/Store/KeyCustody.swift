@@ -47,6 +47,10 @@ extension KeychainStore {
         return ClassKeys(present)
     }
 
+    /// Whether the custodian keeps `lockClass`'s key: every class but Always, whose key is in the
+    /// file (outside the custodian's boundary, as Apple's design puts it); its rows open here.
+    func custodyKeeps(_ lockClass: LockClass) -> Bool { custodian != nil && lockClass != .always }
+
     /// The custodian's question about one row.
     func itemKeyRequest(_ row: Row, wrappedKey: Bytes) -> ItemKeyRequest {
         ItemKeyRequest(
