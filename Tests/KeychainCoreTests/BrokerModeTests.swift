@@ -54,6 +54,32 @@ final class BrokerModeTests: XCTestCase {
         XCTAssertEqual(custodian.bindingChecks, before.2)
     }
 
+    /// The review's planted list: new data over an item whose list does not trust the writer, or
+    /// lets in any program or an interpreter, gets the writer's own list; a writer the list names
+    /// keeps it.
+    func testNewDataOverAPlantedListGetsTheWritersList() throws {
+        let store = try create()
+        let writer = try XCTUnwrap(AccessList.creatorAttribute)
+        for planted in ["any", "interpreter:/usr/bin/python3\n" + (writer.stringValue ?? ""), "exe:/usr/bin/other"] {
+            var item = generic("planted", secret: "old")
+            item.attributes[AccessList.attribute] = .string(planted)
+            try store.add(item)
+            // The writer is trusted only by the list that names it alone.
+            custodian.decision = planted == "exe:/usr/bin/other" ? .ask : .allow
+            XCTAssertEqual(try store.update(query("planted"), attributes: [:], secret: Array("new".utf8)), 1)
+            custodian.decision = .allow
+            let found = try XCTUnwrap(store.find(query("planted")).first)
+            XCTAssertEqual(found.attributes[AccessList.attribute], writer, planted)
+            try store.delete(query("planted"))
+        }
+        var owned = generic("owned", secret: "old")
+        owned.attributes[AccessList.attribute] = .string("exe:/usr/bin/git")
+        try store.add(owned)
+        custodian.decision = .allow
+        XCTAssertEqual(try store.update(query("owned"), attributes: [:], secret: Array("new".utf8)), 1)
+        XCTAssertEqual(try XCTUnwrap(store.find(query("owned")).first).attributes[AccessList.attribute], .string("exe:/usr/bin/git"))
+    }
+
     /// Issue 54: the class keys of a keychain made where a custodian runs are drawn there; the
     /// engine writes the keybag it returns, and the file opens with the password anywhere.
     func testANewKeychainsClassKeysAreMadeInTheCustodian() throws {

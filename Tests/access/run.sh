@@ -556,6 +556,19 @@ swapped_keychain() {
     as_user security access-log | grep -q "not the keychain first unlocked at this path"
 }
 
+# The review's planted list: the attacker's copy of security adds an item that trusts any program
+# where the person's security will store a password (-U: update if there); what arrives is not
+# the attacker's to read.
+planted_list() {
+    as_user "$home/security" add-generic-password -A -s mail-service -a mail-account -w planted >/dev/null
+    as_user security add-generic-password -U -s mail-service -a mail-account -w mail-s3cret >/dev/null
+    local out status
+    out=$(as_user "$home/security" find-generic-password -w -s mail-service -a mail-account 2>&1) && status=0 || status=$?
+    expect 51 "$status" "the attacker's copy reading what the person stored"
+    ! grep -q mail-s3cret <<< "$out"
+    expect mail-s3cret "$(as_user security find-generic-password -w -s mail-service -a mail-account)"
+}
+
 check "trusted: security -w reads its own item, nothing asked" trusted_security
 check "trusted: a SecItem program reads its own item, nothing asked" trusted_secitem
 check "trusted: git clone and push through the helper, nothing asked" trusted_git
@@ -577,5 +590,6 @@ check "KEYCHAIN_BROKER=off changes nothing" broker_off_changes_nothing
 check "the person's answer is what stands in the way: Allow once gives the copy the secret" allowed_once_by_the_person
 check "security access-log names each attempt (program, item, decision)" access_log
 check "a keychain swapped in at a pinned path: refused until forget-keychain with the old password" swapped_keychain
+check "a list planted before the password arrives (-A, then the person's -U): the copy gets nothing" planted_list
 
 summary

@@ -273,6 +273,7 @@ extension KeychainStore {
             var plain = try secret ?? openSecretToChange(row, &item, keys: keys, gate: gate)
             defer { plain?.wipe() }
             let (before, after) = (AccessConditions(of: old), AccessConditions(of: item))
+            if secret != nil, changes[AccessList.attribute] == nil { try keepListOnlyForItsOwn(row, &item) }
             if let secret {
                 // New data for a certificate or key brings its own derived attributes.
                 let derived: Bytes
@@ -297,6 +298,32 @@ extension KeychainStore {
             try checkUnique(item, primaryKey: Self.primaryKeyBytes(item), keys: keys, excluding: row.rowID)
             let sealed = try seal(item, rowID: row.rowID, secret: plain, keys: keys)
             try rewrite(row.rowID, lockClass: lockClass, sealed)
+        }
+    }
+
+    /// New data written over an item whose list does not trust the writer gets the writer's own
+    /// list, as a new item would: otherwise a process of the user could plant an item that trusts
+    /// it (`any`, or an interpreter) where a trusted program will store a secret (`security
+    /// add-generic-password -U`, a helper's store), and read what arrives (the fourth-issue
+    /// attacker's review). The custodian answers whether the writer is on the old list, asking
+    /// nobody; a writer it trusts keeps the list, as Apple keeps an item's access on an update,
+    /// unless the list lets in programs that run whatever they are given (`any`, an interpreter),
+    /// which the writer's own entry on it does not make safe: a planted list would name both.
+    private func keepListOnlyForItsOwn(_ row: Row, _ item: inout Item) throws {
+        guard custodyKeeps(row.lockClass) else { return }
+        let open = AccessList.of(item)?.entries.contains {
+            if case .interpreter = $0 { return true }
+            return $0 == .anyProgram
+        }
+        if open == true {
+            item.attributes[AccessList.attribute] = AccessList.creatorAttribute
+            return
+        }
+        do {
+            var trusted = try custodyItemKey(row, interaction: .notAllowed)
+            trusted.key.wipe()
+        } catch let error as KeychainError where error.code == .interactionNotAllowed || error.code == .authFailed {
+            item.attributes[AccessList.attribute] = AccessList.creatorAttribute
         }
     }
 
