@@ -208,7 +208,9 @@ struct DefaultKeychain: ParsableCommand {
 struct UnlockKeychain: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "unlock-keychain",
-        abstract: "Unlock a keychain: its class keys go to keychain-broker where one runs, else to the kernel keyring, until it is locked (WhenUnlocked) or the machine restarts (AfterFirstUnlock).")
+        abstract:
+            "Unlock a keychain: its class keys go to keychain-broker where one runs, else to the kernel keyring, until it is locked (WhenUnlocked) or the machine restarts (AfterFirstUnlock)."
+    )
 
     @Flag(name: .customShort("u"), help: "Accepted for macOS compatibility; a password is always needed.") var noPassword = false
     @Flag(

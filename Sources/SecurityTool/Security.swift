@@ -26,7 +26,8 @@ struct Security: ParsableCommand {
             AddGenericPassword.self, AddInternetPassword.self,
             FindGenericPassword.self, FindInternetPassword.self,
             DeleteGenericPassword.self, DeleteInternetPassword.self,
-            SetGenericPasswordPartitionList.self, SetInternetPasswordPartitionList.self, SetKeyPartitionList.self, Access.self, AccessLogCommand.self, ForgetKeychainCommand.self,
+            SetGenericPasswordPartitionList.self, SetInternetPasswordPartitionList.self, SetKeyPartitionList.self, Access.self, AccessLogCommand.self,
+            ForgetKeychainCommand.self,
             DumpKeychain.self, Export.self, Import.self,
             FindCertificate.self, FindIdentity.self, DeleteCertificate.self,
             ImportSecrets.self, ImportSSHKeys.self, ExportSSHKey.self, DeleteSSHKey.self, CreateSSHKey.self, FindKey.self, SyncCommand.self
