@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "KeychainCore", dependencies: ["CSQLite", "CSodium", "COpenSSL", "CLinux"]),
         // User presence behind the engine's PresenceAuthorizer seam: polkit (pkcheck, pkttyagent)
         // and pinentry over Assuan, each a process of its own. Front ends install it at start.
-        .target(name: "KeychainPresence", dependencies: ["KeychainCore", "KeychainProcess", "CLinux"]),
+        .target(name: "KeychainPresence", dependencies: ["KeychainCore", "KeychainProcess", "KeychainPeers", "CLinux"]),
         // Programs the targets over the engine start (git, pkcheck, pinentry, keychain-tpm-helper):
         // by absolute path, with a fixed environment, for a bounded time. The engine starts none.
         .target(name: "KeychainProcess", dependencies: ["KeychainCore", "CLinux"]),

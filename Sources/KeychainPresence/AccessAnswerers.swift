@@ -1,6 +1,7 @@
 internal import CLinux
 import Glibc
 import KeychainCore
+import KeychainPeers
 import KeychainProcess
 
 /// The person's answers to the broker's questions (`AccessAnswerer`): the program that
@@ -46,8 +47,17 @@ package struct ProgramAccessAnswerer: AccessAnswerer {
 
     package init(path: String) { self.path = path }
 
+    /// Only a program of root's, in folders the user cannot write to: the environment is the
+    /// user's to set (a shell's startup file), and an answerer of the user's own would be shown
+    /// the question and handed the password meant for the broker (the attacker's review).
     package static func fromEnvironment() -> ProgramAccessAnswerer? {
         guard let value = clinux_secure_getenv("KEYCHAIN_ACCESS_ANSWERER").map({ String(cString: $0) }), value.hasPrefix("/") else {
+            return nil
+        }
+        var groups = [gid_t](repeating: 0, count: Int(max(getgroups(0, nil), 0)))
+        groups = Array(groups.prefix(Int(max(getgroups(Int32(groups.count), &groups), 0)))) + [getgid()]
+        let writer = FileWriter(uid: getuid(), groups: groups)
+        guard case .file(let facts) = FileTrust.resolve(value, for: writer), facts.isRegularFile, FileTrust.isRootsOwn(facts) else {
             return nil
         }
         return ProgramAccessAnswerer(path: value)

@@ -39,12 +39,19 @@ final class AccessAnswererTests: XCTestCase {
         XCTAssertNil(try ProgramAccessAnswerer(path: directory + "/none").answer("?"))
     }
 
-    func testOnlyAnAbsolutePathIsTakenFromTheEnvironment() {
+    /// Only an absolute path to a program of root's, in folders nobody else may write to: the
+    /// environment is the user's to set, and its answerer would be handed the password.
+    func testOnlyARootProgramIsTakenFromTheEnvironment() {
         setenv("KEYCHAIN_ACCESS_ANSWERER", "answer", 1)
         defer { unsetenv("KEYCHAIN_ACCESS_ANSWERER") }
         XCTAssertNil(ProgramAccessAnswerer.fromEnvironment())
-        setenv("KEYCHAIN_ACCESS_ANSWERER", "/usr/bin/answer", 1)
-        XCTAssertEqual(ProgramAccessAnswerer.fromEnvironment()?.path, "/usr/bin/answer")
+        setenv("KEYCHAIN_ACCESS_ANSWERER", "/usr/bin/no-such-answerer", 1)
+        XCTAssertNil(ProgramAccessAnswerer.fromEnvironment())
+        setenv("KEYCHAIN_ACCESS_ANSWERER", "/usr/bin/true", 1)
+        XCTAssertEqual(ProgramAccessAnswerer.fromEnvironment()?.path, "/usr/bin/true")
+        // One in a folder every user may write to (the scratch folder under /tmp) is refused.
+        setenv("KEYCHAIN_ACCESS_ANSWERER", program("echo deny"), 1)
+        XCTAssertNil(ProgramAccessAnswerer.fromEnvironment())
     }
 
     func testTheChainTakesTheFirstThatCanAsk() throws {
