@@ -105,6 +105,13 @@ struct SyncCommand: ParsableCommand {
         }
         Terminal.out(
             "sent \(summary.sent), received \(summary.received), refused \(summary.refused), conflicts \(summary.conflicts)"
+                + (summary.skipped.isEmpty ? "" : ", skipped \(summary.skipped.count)")
                 + (summary.refused + summary.conflicts > 0 ? " (see `security sync status`)" : ""))
+        // A timer's exchange has nobody to ask: the exchange goes on without these, and says so.
+        for item in summary.skipped {
+            Terminal.error(
+                "security: sync: \(item) not sent: reading it needs a person to answer (its access list does not name this program, or it needs the user's presence); it is tried again at the next exchange"
+            )
+        }
     }
 }

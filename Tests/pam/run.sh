@@ -4,6 +4,12 @@
 # and removes its own user, its own /etc/pam.d service file and the user's kernel keys; the
 # machine's own PAM stack is never touched.
 set -uo pipefail
+# In a mount namespace of its own (as root): the broker cases bind their broker's folder over
+# /run/keychain-broker, where the module finds the system's broker, and no other process on this
+# machine may see it there.
+if [ "$(id -u)" = 0 ] && [ -z "${KC_PAM_NAMESPACE:-}" ] && unshare -m --propagation private true 2>/dev/null; then
+    exec env KC_PAM_NAMESPACE=1 unshare -m --propagation private bash "$0" "$@"
+fi
 bin=$(realpath "${1:-.build/debug}")
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
@@ -17,8 +23,9 @@ if [ "$(id -u)" != 0 ]; then
     exit 0
 fi
 
-devlog='' devlog_pid='' stage=''
+devlog='' devlog_pid='' stage='' broker_pid='' broker_user='' broker_dir='' broker_made_dir=''
 cleanup() {
+    stop_broker
     [ -z "$devlog_pid" ] || kill "$devlog_pid" 2>/dev/null
     [ -z "$devlog" ] || rm -f "$devlog"
     [ -z "$stage" ] || rm -rf "$stage"
@@ -28,9 +35,11 @@ trap cleanup EXIT
 # The throwaway users run `security` and pam_wrapper loads the module in their processes, and
 # they may not be able to reach the checkout (a clone under /root is 0700): they get copies in a
 # folder anyone can read, and every command starts from /, not from a folder they cannot enter.
-stage=$(mktemp -d /tmp/pam-bin-XXXXXX)
-cp "$bin/security" "$bin/libpam_keychain.so" "$stage/"
-chmod 755 "$stage" "$stage/security" "$stage/libpam_keychain.so"
+# Under /run, not /tmp: the broker identifies only a program no user can replace (KeychainPeers'
+# FileTrust), as an installed `security` is.
+stage=$(mktemp -d /run/pam-bin-XXXXXX)
+cp "$bin/security" "$bin/libpam_keychain.so" "$bin/keychain-broker" "$stage/"
+chmod 755 "$stage" "$stage/security" "$stage/libpam_keychain.so" "$stage/keychain-broker"
 bin=$stage
 module=$bin/libpam_keychain.so
 cd /
@@ -98,6 +107,63 @@ logged() {
 digest() { sha256sum "$1" | cut -d' ' -f1; }
 # Fails when the command succeeds (`! cmd` never fails a case: set -e ignores it).
 refute() { if "$@"; then echo "unexpectedly true: $*"; return 1; fi; }
+
+# keychain-broker as the system runs it (Tests/broker/run.sh's set-up): a throwaway system user
+# (group tss), setpriv with only CAP_SYS_PTRACE, bound at /run/keychain-broker/socket (in this
+# suite's mount namespace only), where the module, run by pamtester as root with nothing in its
+# environment to name one, finds it, and the user's `security` too. `security` here (the stage's
+# copy) is the broker's own program, so items it makes (apple-tool:) are read without a question.
+start_broker() {
+    local group=tss tries=400
+    [ -n "${KC_PAM_NAMESPACE:-}" ] || { [ ! -e /run/keychain-broker/socket ] || return 1; }
+    broker_user=kcpb$$
+    getent group tss >/dev/null || group=$broker_user
+    if [ "$group" = tss ]; then
+        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker_user" || return 1
+    else
+        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker_user" || return 1
+    fi
+    broker_dir=$(mktemp -d /run/pam-broker-XXXXXX)
+    chmod 755 "$broker_dir"
+    mkdir "$broker_dir/run" "$broker_dir/state"
+    chown "$broker_user:$group" "$broker_dir/run" "$broker_dir/state"
+    chmod 755 "$broker_dir/run"
+    chmod 700 "$broker_dir/state"
+    if [ ! -d /run/keychain-broker ]; then mkdir /run/keychain-broker && broker_made_dir=1; fi
+    mount --bind "$broker_dir/run" /run/keychain-broker || return 1
+    setpriv --reuid="$broker_user" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
+        --bounding-set=-all,+sys_ptrace --no-new-privs \
+        "$stage/keychain-broker" --socket /run/keychain-broker/socket --state "$broker_dir/state" \
+        --own-program "$stage/security" --foreground 2>>"$broker_dir/broker.log" &
+    broker_pid=$!
+    while [ ! -S /run/keychain-broker/socket ] && [ $tries -gt 0 ]; do
+        kill -0 "$broker_pid" 2>/dev/null || { cat "$broker_dir/broker.log"; return 1; }
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    [ -S /run/keychain-broker/socket ]
+}
+
+stop_broker() {
+    if [ -n "$broker_pid" ]; then
+        kill -TERM "$broker_pid" 2>/dev/null
+        wait "$broker_pid" 2>/dev/null
+        broker_pid=
+    fi
+    if [ -n "$broker_dir" ]; then
+        umount /run/keychain-broker 2>/dev/null
+        [ -z "$broker_made_dir" ] || rmdir /run/keychain-broker 2>/dev/null
+        rm -rf "$broker_dir"
+        broker_dir=
+    fi
+    if [ -n "$broker_user" ] && id "$broker_user" >/dev/null 2>&1; then
+        # The state key in the broker uid's persistent keyring (root may reach any uid's).
+        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker_user")" >/dev/null 2>&1
+        userdel "$broker_user" >/dev/null 2>&1
+        getent group "$broker_user" >/dev/null && groupdel "$broker_user" 2>/dev/null
+    fi
+    broker_user=
+}
 
 # --- flows with pamtester and pam_unix -----------------------------------------------------
 
@@ -804,6 +870,73 @@ SH
     expect unset "$(seen)" "a socket of another user is not the user's agent"
 }
 
+# --- with keychain-broker: the same flows, the class keys in the broker's keeping ------------
+
+# The user's persistent keyring holds no class key (`keychain:ID:A` or `:C`): the broker has them.
+no_class_key_in_kernel() {
+    local keys
+    keys=$(kernel_keys)
+    if grep -Eq '^user;.*;keychain:[0-9a-f]+:[AC]$' <<< "$keys"; then echo "class keys in the kernel keyring: $keys"; return 1; fi
+}
+
+kept_by_broker() {
+    as_user security status 2>&1 | grep -q "custody of keychain-broker" ||
+        { echo "status: $(as_user security status 2>&1)"; return 1; }
+}
+
+broker_first_login_creates() {
+    [ ! -e "$keychain" ]
+    login
+    [ -f "$keychain" ]
+    logged "open_session: created and unlocked the login keychain of $user"
+    expect unlocked "$(state WhenUnlocked)"
+    expect unlocked "$(state AfterFirstUnlock)"
+    kept_by_broker
+    no_class_key_in_kernel
+    as_user security add-generic-password -a a -s s -w made-at-first-login
+    expect made-at-first-login "$(as_user security find-generic-password -a a -w)"
+}
+
+broker_sessions_unlock_and_lock() {
+    login
+    as_user security add-generic-password -a wu -s s -w wu-secret
+    as_user security add-generic-password -a afu -s s --accessibility afterFirstUnlock -w afu-secret
+    login
+    logout
+    expect unlocked "$(state WhenUnlocked)" "one session still open"
+    logout
+    logged "close_session: the last session of $user ended"
+    expect locked "$(state WhenUnlocked)" "the last session locks WhenUnlocked in the broker"
+    expect unlocked "$(state AfterFirstUnlock)" "AfterFirstUnlock stays until reboot"
+    expect 36 "$(status_of as_user security find-generic-password -a wu -w)"
+    expect afu-secret "$(as_user security find-generic-password -a afu -w)"
+    login
+    logged "open_session: unlocked the login keychain of $user"
+    expect unlocked "$(state WhenUnlocked)"
+    kept_by_broker
+    no_class_key_in_kernel
+    expect wu-secret "$(as_user security find-generic-password -a wu -w)"
+}
+
+broker_change_password_rekeys() {
+    login
+    as_user security add-generic-password -a a -s s -w kept
+    printf '%s\n%s\n%s\n' "$password" 'New-pass-2-xyz' 'New-pass-2-xyz' |
+        setpriv --ruid="$uid" --regid="$gid" --init-groups --euid=0 pamtester "$service" "$user" chauthtok >/dev/null
+    logged "chauthtok: the login keychain of $user is re-keyed to the new password"
+    as_user security lock-keychain
+    expect 51 "$(printf '%s\n' "$password" | status_of as_user security unlock-keychain)" "the old password no longer opens it"
+    printf 'New-pass-2-xyz\n' | as_user security unlock-keychain
+    expect kept "$(as_user security find-generic-password -a a -w)"
+    logout
+    expect locked "$(state WhenUnlocked)"
+    login 'New-pass-2-xyz'
+    expect unlocked "$(state WhenUnlocked)" "the new login password unlocks at login"
+    kept_by_broker
+    no_class_key_in_kernel
+    expect kept "$(as_user security find-generic-password -a a -w)"
+}
+
 check "first login creates the keychain and unlocks both classes" first_login_creates_and_unlocks
 check "sessions are counted; the last close locks WhenUnlocked only" sessions_are_counted
 check "chauthtok re-keys: the new password unlocks, the old does not" change_password_rekeys
@@ -851,5 +984,14 @@ if [ -e "$(dirname "$(find /usr/lib /lib -name pam_unix.so -path '*security*' 2>
 else
     skip "pam_gnome_keyring (libpam-gnome-keyring) or gnome-keyring-daemon is not installed"
 fi
+
+if start_broker; then
+    check "broker: first login creates the keychain, unlocked into the broker (no class key in the kernel)" broker_first_login_creates
+    check "broker: open_session unlocks into the broker; the last close_session locks WhenUnlocked there, AfterFirstUnlock stays" broker_sessions_unlock_and_lock
+    check "broker: chauthtok re-keys through the broker; the new password unlocks at login" broker_change_password_rekeys
+else
+    skip "keychain-broker cases: no broker could be started at /run/keychain-broker/socket"
+fi
+stop_broker
 
 summary

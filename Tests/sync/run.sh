@@ -28,9 +28,11 @@ fi
 
 base=$(mktemp -d /tmp/sync-suite-XXXXXX)
 chmod 755 "$base"
-users=(kcsyncA kcsyncB kcsyncC)
+users=(kcsyncA kcsyncB kcsyncC kcsyncD kcsyncE)
+broker_user=kcsyncbrk broker_pid='' broker_dir=''
 cleanup() {
     local u
+    stop_broker
     for u in "${users[@]}"; do
         if id "$u" >/dev/null 2>&1; then
             setpriv --reuid="$u" --regid="$u" --init-groups keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
@@ -434,6 +436,116 @@ helpers_follow_the_default() {
     A sync default off
 }
 
+# --- with keychain-broker: two machines whose keys the broker keeps ------------------------------
+
+# keychain-broker as Tests/broker/run.sh starts it: its own system user (group tss), setpriv with
+# only CAP_SYS_PTRACE, on a socket in a folder under /run. The users' `security` is a copy in
+# another folder under /run (the broker identifies no program a user could replace), named to the
+# broker as its own program, so that items it makes (apple-tool:) are read without a question.
+start_broker() {
+    local group=tss tries=400
+    getent group tss >/dev/null || group=$broker_user
+    id "$broker_user" >/dev/null 2>&1 && userdel "$broker_user" >/dev/null 2>&1
+    if [ "$group" = tss ]; then
+        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker_user" || return 1
+    else
+        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker_user" || return 1
+    fi
+    broker_dir=$(mktemp -d /run/kc-sync-broker-XXXXXX)
+    chmod 755 "$broker_dir"
+    mkdir "$broker_dir/run" "$broker_dir/state" "$broker_dir/bin"
+    cp "$bin/security" "$bin/keychain-broker" "$broker_dir/bin/"
+    printf '#!/bin/sh\ncat >/dev/null\nprintf "once\\npw\\n"\n' > "$broker_dir/bin/answer-once"
+    chmod 755 "$broker_dir/bin" "$broker_dir/bin/"*
+    chown "$broker_user:$group" "$broker_dir/run" "$broker_dir/state"
+    chmod 755 "$broker_dir/run"
+    chmod 700 "$broker_dir/state"
+    setpriv --reuid="$broker_user" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
+        --bounding-set=-all,+sys_ptrace --no-new-privs \
+        "$broker_dir/bin/keychain-broker" --socket "$broker_dir/run/socket" --state "$broker_dir/state" \
+        --own-program "$broker_dir/bin/security" --foreground 2>>"$broker_dir/broker.log" &
+    broker_pid=$!
+    while [ ! -S "$broker_dir/run/socket" ] && [ $tries -gt 0 ]; do
+        kill -0 "$broker_pid" 2>/dev/null || { cat "$broker_dir/broker.log"; return 1; }
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    [ -S "$broker_dir/run/socket" ]
+}
+
+stop_broker() {
+    if [ -n "$broker_pid" ]; then
+        kill -TERM "$broker_pid" 2>/dev/null
+        wait "$broker_pid" 2>/dev/null
+        broker_pid=
+    fi
+    [ -z "$broker_dir" ] || rm -rf "$broker_dir"
+    broker_dir=
+    if id "$broker_user" >/dev/null 2>&1; then
+        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker_user")" >/dev/null 2>&1
+        userdel "$broker_user" >/dev/null 2>&1
+        if getent group "$broker_user" >/dev/null; then groupdel "$broker_user" 2>/dev/null; fi
+    fi
+    return 0
+}
+
+# as_kept USER COMMAND...: `as`, with the broker's copy of security and the broker named, and no
+# terminal (setsid): nobody to ask, as for a timer's exchange.
+as_kept() {
+    local u=$1; shift
+    setsid -w setpriv --reuid="$u" --regid="$u" --init-groups env -i HOME="$base/home-$u" PATH="$broker_dir/bin:/usr/bin:/bin" \
+        GIT_CONFIG_NOSYSTEM=1 KEYCHAIN_BROKER_SOCKET="$broker_dir/run/socket" keyctl session - "$@" 2> >(grep -v '^Joined session keyring' >&2)
+}
+D() { as_kept kcsyncD security "$@"; }
+# D's `security sync now` as a timer runs it: no terminal, no answerer, its output in the case's
+# out and err; `timeout`, because a question nobody can answer must fail at once, not wait.
+D_exchange() {
+    timeout 120 setsid -w setpriv --reuid=kcsyncD --regid=kcsyncD --init-groups env -i HOME="$base/home-kcsyncD" \
+        PATH="$broker_dir/bin:/usr/bin:/bin" GIT_CONFIG_NOSYSTEM=1 KEYCHAIN_BROKER_SOCKET="$broker_dir/run/socket" \
+        keyctl session - security sync now </dev/null > "$case_dir/out" 2> "$case_dir/err"
+    cat "$case_dir/out" "$case_dir/err"
+}
+E() { as_kept kcsyncE security "$@"; }
+
+# Both keychains in the broker's keeping. An item that trusts `security` (made by it: apple-tool:)
+# syncs; one whose list names only another program cannot be read by the exchange, which has
+# nobody to ask: it is left out with a warning (errSecInteractionNotAllowed, never a hang), the
+# rest goes, nothing is lost, and the next exchange tries it again.
+broker_kept_sync() {
+    local remote2=$base/broker-remote.git code confirmation
+    git init -q --bare --shared=0777 "$remote2"
+    chmod -R a+rwX "$remote2"
+    # The case runs in a subshell: its broker is stopped when that ends, failed or not.
+    trap stop_broker EXIT
+    start_broker
+    for u in D E; do printf 'pw\n' | "$u" create-keychain login; done
+    D status | holds 'custody of keychain-broker'
+    E status | holds 'custody of keychain-broker'
+    D add-generic-password -S -a kept-account -s broker-trusted-svc -w broker-secret-1
+    D add-generic-password -S -a kept-account -s broker-untrusted-svc -w broker-secret-2 -T /usr/bin/true
+    D sync init "$remote2"
+    E sync join "$remote2" > "$case_dir/join"
+    code=$(sed -n 's/^code: //p' "$case_dir/join")
+    D sync approve "$code" > "$case_dir/approve"
+    confirmation=$(sed -n 's/^confirmation: //p' "$case_dir/approve")
+    E sync now > /dev/null
+    E sync confirm "$confirmation"
+    D_exchange
+    holds ', skipped 1' < "$case_dir/out"
+    holds 'broker-untrusted-svc (kept-account) not sent: reading it needs a person to answer' < "$case_dir/err"
+    E sync now
+    expect broker-secret-1 "$(E find-generic-password -a kept-account -s broker-trusted-svc -w)" "the trusted item on E"
+    expect 44 "$(status_of E find-generic-password -a kept-account -s broker-untrusted-svc)" "the untrusted item on E"
+    # Nothing lost on D: the item is there, and the person can still read it (answered once).
+    D find-generic-password -a kept-account -s broker-untrusted-svc | holds broker-untrusted-svc
+    expect broker-secret-2 "$(as_kept kcsyncD env KEYCHAIN_ACCESS_ANSWERER="$broker_dir/bin/answer-once" security find-generic-password -a kept-account -s broker-untrusted-svc -w)"
+    # Tried again at the next exchange, and said again.
+    D_exchange
+    holds ', skipped 1' < "$case_dir/out"
+    holds 'broker-untrusted-svc (kept-account) not sent' < "$case_dir/err"
+    stop_broker
+}
+
 check "three machines in one group: init, join, same code, approve, confirm" setup_group
 check "an item added on A appears on B and C; others stay" added_appears
 check "synchronizable ThisDeviceOnly is errSecParam" this_device_only_refused
@@ -451,4 +563,5 @@ check "nothing planted in the folder remote ran during the loop either" nothing_
 check "a branch of the folder's owner keeps its objects; a sparse pack is refused" folder_keeps_other_branches_and_refuses_sparse_packs
 check "the folder holds few packs however many pushes" packs_bounded
 check "no server, account, label or secret readable in the repository or its history" nothing_readable
+check "broker: an item trusting security syncs; one that does not is skipped and said, not hung, not lost, tried again" broker_kept_sync
 summary

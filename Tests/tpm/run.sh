@@ -20,8 +20,10 @@ done
 
 work=$(mktemp -d /tmp/keychain-tpm-XXXXXX)
 pids=()
+broker_user='' broker_dir=''
 stop_all() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
+    stop_broker
     wait 2>/dev/null
     rm -rf "$work"
 }
@@ -133,7 +135,86 @@ all_classes() {
     security add-generic-password -a u -s device-always -w p5 --accessibility alwaysThisDeviceOnly 2>/dev/null
 }
 
+# keychain-broker as Tests/broker/run.sh starts it (its own system user, setpriv with only
+# CAP_SYS_PTRACE), on a socket under /run; the cases name it with KEYCHAIN_BROKER_SOCKET.
+broker_pid=''
+start_broker() {
+    local group=tss tries=400
+    broker_user=kctpmb$$
+    getent group tss >/dev/null || group=$broker_user
+    if [ "$group" = tss ]; then
+        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker_user" || return 1
+    else
+        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker_user" || return 1
+    fi
+    broker_dir=$(mktemp -d /run/kc-tpm-broker-XXXXXX)
+    chmod 755 "$broker_dir"
+    mkdir "$broker_dir/run" "$broker_dir/state"
+    cp "$bin/keychain-broker" "$broker_dir/"
+    chown "$broker_user:$group" "$broker_dir/run" "$broker_dir/state"
+    chmod 700 "$broker_dir/state"
+    setpriv --reuid="$broker_user" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
+        --bounding-set=-all,+sys_ptrace --no-new-privs \
+        "$broker_dir/keychain-broker" --socket "$broker_dir/run/socket" --state "$broker_dir/state" --foreground 2>>"$broker_dir/broker.log" &
+    broker_pid=$!
+    while [ ! -S "$broker_dir/run/socket" ] && [ $tries -gt 0 ]; do
+        kill -0 "$broker_pid" 2>/dev/null || { cat "$broker_dir/broker.log"; return 1; }
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    [ -S "$broker_dir/run/socket" ]
+}
+
+stop_broker() {
+    if [ -n "$broker_pid" ]; then
+        kill -TERM "$broker_pid" 2>/dev/null
+        wait "$broker_pid" 2>/dev/null
+        broker_pid=
+    fi
+    [ -z "$broker_dir" ] || rm -rf "$broker_dir"
+    broker_dir=
+    if [ -n "$broker_user" ] && id "$broker_user" >/dev/null 2>&1; then
+        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker_user")" >/dev/null 2>&1
+        userdel "$broker_user" >/dev/null 2>&1
+        getent group "$broker_user" >/dev/null && groupdel "$broker_user" 2>/dev/null
+    fi
+    broker_user=
+}
+
 # --- cases ---------------------------------------------------------------------------------
+
+# A keychain sealed to the TPM stays in the kernel keyring while a broker runs (not in its keeping
+# in this stage) and works as before; sealing a keychain the broker keeps is refused, said plainly.
+sealed_keychain_stays_in_kernel_with_a_broker() {
+    local out status
+    security add-generic-password -a u -s sealed-svc -w sealed-secret 2>/dev/null
+    enroll
+    security lock-keychain
+    # The case runs in a subshell: its broker is stopped when that ends, failed or not.
+    trap stop_broker EXIT
+    start_broker
+    export KEYCHAIN_BROKER_SOCKET=$broker_dir/run/socket
+    printf 'pw\n' | security unlock-keychain
+    security status | grep -q 'kernel persistent keyring' || { security status; return 1; }
+    expect sealed-secret "$(security find-generic-password -s sealed-svc -w)"
+    security add-generic-password -a u -s added-svc -w added-secret
+    expect added-secret "$(security find-generic-password -s added-svc -w)"
+    no_leftovers
+
+    # A keychain the broker keeps: tpm-enroll needs the class keys, which only the broker holds.
+    printf 'pw2\n' | security create-keychain "$case_dir/kept.keychain-db"
+    security status "$case_dir/kept.keychain-db" | grep -q 'custody of keychain-broker'
+    status=0
+    out=$(printf 'pw2\n' | security tpm-enroll "$case_dir/kept.keychain-db" 2>&1) || status=$?
+    echo "$out"
+    # errSecUnimplemented (-4), as `security` exits with an OSStatus: its low byte.
+    expect 252 "$status" "tpm-enroll's exit status"
+    grep -q '(errSecUnimplemented)$' <<< "$out"
+    grep -q "not available yet for a keychain in keychain-broker's custody" <<< "$out"
+    security status "$case_dir/kept.keychain-db" | grep -q '^TPM: *present, not used'
+    unset KEYCHAIN_BROKER_SOCKET
+    stop_broker
+}
 
 enrol_prints_a_recovery_key() {
     all_classes
@@ -979,6 +1060,11 @@ malformed_tpm_key_blobs_are_errors() {
 }
 
 check "enrol: a recovery key printed once, every item still there" enrol_prints_a_recovery_key
+if [ "$(id -u)" = 0 ]; then
+    check "with a broker: a sealed keychain stays in the kernel keyring and works; tpm-enroll of a kept one: errSecUnimplemented" sealed_keychain_stays_in_kernel_with_a_broker
+else
+    skip "the broker case makes a system user, and needs root"
+fi
 check "the right password unlocks through the TPM" right_password_unlocks
 check "a wrong password is counted by the TPM" wrong_password_is_counted_by_the_tpm
 check "past the lockout threshold every password is refused, the right one too" lockout_refuses_even_the_right_password

@@ -197,6 +197,23 @@ def installs_on_the_booted_guest():
     root.ok("apt-get check")
 
 
+def broker_listens():
+    """The package enabled keychain-broker.socket: it listens from the install on (and at every
+    boot); the service starts when a client connects."""
+    expect_equal("active", root.run("systemctl is-active keychain-broker.socket")[1].splitlines()[-1], "keychain-broker.socket")
+    expect_equal("enabled", root.run("systemctl is-enabled keychain-broker.socket")[1].splitlines()[-1], "keychain-broker.socket's enablement")
+    root.ok("test -S /run/keychain-broker/socket")
+
+
+def kernel_class_keys():
+    """The `keychain:*` keys of the user's persistent keyring (where class keys lived before the
+    broker): none when the broker keeps the keychain."""
+    return root.run(
+        f"setpriv --reuid={user} --regid={user} --init-groups keyctl session - sh -c 'keyctl show $(keyctl get_persistent @s)'"
+        " | grep -Ec 'keychain:[0-9a-f]+:[AC]$' || true"
+    )[1].splitlines()[-1]
+
+
 def first_login():
     global uid
     uid = root.ok(f"id -u {user}").splitlines()[-1]
@@ -205,6 +222,11 @@ def first_login():
     session.ok("test -f ~/.local/share/keychains/login.keychain-db")
     expect_equal("unlocked", state("WhenUnlocked"), "WhenUnlocked after the first login")
     expect_equal("unlocked", state("AfterFirstUnlock"), "AfterFirstUnlock after the first login")
+    expect_equal("0", kernel_class_keys(), "class keys in the user's kernel keyring")
+    expect_equal("active", root.run("systemctl is-active keychain-broker.service")[1].splitlines()[-1], "keychain-broker.service after the login")
+    info = session.ok("security status 2>&1")
+    if "keychain-broker" not in info:
+        raise Failure(f"`security status` does not name the broker: {info[-300:]}")
     session.ok("security add-generic-password -a wu -s vm -w wu-secret")
     session.ok("security add-generic-password -a afu -s vm --accessibility afterFirstUnlock -w afu-secret")
 
@@ -214,7 +236,29 @@ def git_helper():
     session.ok("printf 'protocol=https\\nhost=vm.example.org\\nusername=bob\\npassword=git-vm-secret\\n\\n' | git credential approve")
     out = session.ok("printf 'protocol=https\\nhost=vm.example.org\\n\\n' | GIT_TERMINAL_PROMPT=0 git credential fill")
     expect_equal(["password=git-vm-secret"], [line for line in out.splitlines() if line.startswith("password=")], "git credential fill")
-    expect_equal("git-vm-secret", session.ok("security find-internet-password -s vm.example.org -w").splitlines()[-1], "the item")
+    # The helper's item trusts the helper under git, not `security`: on the session's terminal the
+    # broker's question is asked, and allowed once with the keychain's password.
+    session.count += 1
+    marker = f"@@ask{session.count}@@"
+    console.sendline(f"security find-internet-password -s vm.example.org -w; echo {marker}$?@@")
+    console.expect(r"\[d\]eny, allow \[o\]nce, \[a\]lways allow\? ", timeout=COMMAND_SECONDS)
+    console.sendline("o")
+    console.expect("Keychain password: ", timeout=60)
+    console.sendline(args.password)
+    console.expect(re.escape(marker) + r"(\d+)@@", timeout=COMMAND_SECONDS)
+    output = console.before.replace("\r", "")
+    expect_equal("0", console.match.group(1), f"security's read, allowed once ({output[-200:]})")
+    expect_equal("git-vm-secret", output.strip().splitlines()[-1], "the item, allowed once")
+
+
+def untrusted_program_not_asked():
+    """A program the item does not trust (a copy of `security` in the user's home: unidentified)
+    reading an item `security` made, in the console session but with no terminal and nobody named
+    to answer: refused at once with errSecInteractionNotAllowed (exit 36), not asked, not hung."""
+    session.ok("cp /usr/bin/security ~/my-security")
+    status, output = session.run("setsid -w env -u KEYCHAIN_ACCESS_ANSWERER ~/my-security find-generic-password -a wu -w </dev/null 2>&1")
+    expect_equal(36, status, f"the copy's read ({output[-200:]})")
+    expect_equal("wu-secret", session.ok("security find-generic-password -a wu -w").splitlines()[-1], "the installed security's read")
 
 
 def logout_locks():
@@ -238,12 +282,14 @@ def reboot_locks_both():
     root.channel.sock.close()
     power_on()
     boot()
+    broker_listens()
     expect_equal("locked", state("WhenUnlocked"), "WhenUnlocked after the reboot")
     expect_equal("locked", state("AfterFirstUnlock"), "AfterFirstUnlock after the reboot")
     expect_equal("31536000", root.ok("cat /proc/sys/kernel/keys/persistent_keyring_expiry").splitlines()[-1], "the package's sysctl at boot")
     login(args.password)
     expect_equal("unlocked", state("WhenUnlocked"), "WhenUnlocked after the login")
     expect_equal("unlocked", state("AfterFirstUnlock"), "AfterFirstUnlock after the login")
+    expect_equal("0", kernel_class_keys(), "class keys in the user's kernel keyring after the login")
     expect_equal("wu-secret", session.ok("security find-generic-password -a wu -w").splitlines()[-1], "the WhenUnlocked item")
 
 
@@ -262,6 +308,7 @@ def passwd_rekeys():
     logout_ends_session()
     login(new_password)
     expect_equal("unlocked", state("WhenUnlocked"), "WhenUnlocked after a login with the new password")
+    expect_equal("0", kernel_class_keys(), "class keys in the user's kernel keyring after the new password's login")
     expect_equal("wu-secret", session.ok("security find-generic-password -a wu -w").splitlines()[-1], "the WhenUnlocked item")
 
 
@@ -311,12 +358,14 @@ def disable_gives_back():
 cases = [
     ("the guest boots to getty and the driver's shell", boot, True),
     ("apt install ./FILE on the booted guest: installed from the file alone, the PAM profile in the login stack, apt consistent", installs_on_the_booted_guest, True),
-    ("the first login (getty, /etc/pam.d/login) creates and unlocks the login keychain", first_login, True),
-    ("the git helper in the session", git_helper, False),
+    ("keychain-broker.socket is enabled and listens after the install", broker_listens, True),
+    ("the first login (getty, /etc/pam.d/login) creates the login keychain and unlocks it into the broker (no class key in the user's keyring)", first_login, True),
+    ("a program the item does not trust, in the console session without a terminal: errSecInteractionNotAllowed (36)", untrusted_program_not_asked, False),
+    ("the git helper in the session; security asked on the terminal for the helper's item, allowed once", git_helper, False),
     ("a logout ends the session, locks WhenUnlocked and keeps AfterFirstUnlock", logout_locks, True),
-    ("after a reboot both classes stay locked until the login; the sysctl applied at boot", reboot_locks_both, True),
+    ("after a reboot the broker listens, both classes stay locked until the login (into the broker); the sysctl applied at boot", reboot_locks_both, True),
     ("postinst on the running guest applies the sysctl", postinst_applies_sysctl, False),
-    ("passwd re-keys the keychain: the old password no longer opens it, the new one unlocks at login", passwd_rekeys, True),
+    ("passwd re-keys the keychain through the broker: the old password no longer opens it, the new one unlocks at login", passwd_rekeys, True),
     ("keychain-secret-service enable with systemd --user: units masked and enabled, nothing left in the session scope", enable_takes_over, False),
     ("after enable, a logout ends the session and user@UID.service stops", logout_ends_session, False),
     ("at the next login, D-Bus activation starts keychain-secret-service", next_login_activates, True),

@@ -4,8 +4,9 @@
 # installed with apt-get in a chroot (as an image build installs it), then with `apt install
 # ./FILE` on the first boot of a guest of the same release made by mmdebstrap (Tests/vm/image.sh,
 # cached under /tmp/keychain-vm-cache), which qemu boots under TCG with its own kernel; the guest
-# is driven on its serial lines (Tests/vm/drive.py): a user logs in through getty and
-# /etc/pam.d/login, logs out, reboots, changes the password, hands the desktop's Secret Service
+# is driven on its serial lines (Tests/vm/drive.py): keychain-broker.socket listens from the install
+# and every boot, a user logs in through getty and /etc/pam.d/login (the keys go into the broker's
+# keeping), logs out, reboots, changes the password, hands the desktop's Secret Service
 # over and back with a real systemd --user, and a logout must end the login session. Everything is bounded in time and qemu is killed at the end. Not part of `make
 # test`: the first run of a release builds its image (a few minutes), and each boot is emulated.
 # Usage: Tests/vm/run.sh [RELEASE]   (as root; bookworm by default; needs mmdebstrap,
