@@ -44,7 +44,7 @@ package enum CallerTrust {
     /// Asked on every request: the connection's own pidfd spares it a read of /proc/PID/stat.
     package static func stillSame(_ caller: Caller, handle: CallerHandle) -> Bool {
         guard handle.pid == caller.pid, let process = handle.process, handle.startTime == caller.startTime else { return false }
-        guard caller.warnings.contains(.traced) || ProcessStatus.read(of: caller.pid)?.tracer == 0 else { return false }
+        guard caller.warnings.contains(.traced) || ProcessStatus.tracer(of: caller.pid) == 0 else { return false }
         guard process.isAlive, handle.isSameImage else { return false }
         return !handle.checksStartTime || ProcessIdentity.startTime(of: caller.pid) == caller.startTime
     }
