@@ -92,6 +92,7 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
     private func call(_ request: BrokerRequest) throws -> BrokerReply {
         let reply = try exchange(request)
         if case .failure(let error) = reply { throw error }
+        if case .stale = reply { throw CustodyGenerationChanged() }
         return reply
     }
 

@@ -23,6 +23,13 @@ package final class BrokerService {
     /// Only the log grew: saved within a few seconds (`persistIfChanged(includingLog:)`), not on
     /// every read, each of which adds an entry.
     package private(set) var hasUnsavedLog = false
+    /// The generation of the keys held per keychain (`CustodyState.generation`), moved on by
+    /// every change of them (`keysChanged`). Keychains never held here share `unheld`. Both are
+    /// drawn at random at start, so that a client's generation from before a restart never
+    /// matches one after it.
+    private var generations: [CustodyID: UInt64] = [:]
+    private var lastGeneration = UInt64.random(in: 1...(UInt64.max >> 1))
+    private let unheld = UInt64.random(in: (UInt64.max >> 1)...UInt64.max)
 
     package init(
         decision: AccessDecision = AccessDecision(), evaluate: @escaping CallerEvaluator = CallerRecord.evaluate,
@@ -56,6 +63,12 @@ package final class BrokerService {
         let uid = named ?? peer.uid
         sweep()
         switch request {
+        case .wrap(let item, _), .unwrap(let item, _, _, _), .checkBinding(let item):
+            // Read with a state that no longer holds: the client asks for it again.
+            if item.generation != 0, item.generation != generation(CustodyID(uid: uid, uuid: item.keychain)) { return .stale }
+        default: break
+        }
+        switch request {
         case .state(let keybag): return .state(try custodyState(keybag, uid: uid))
         case .unlock(let keybag, let password):
             return .unlocked(first: try unlock(keybag, password: password, uid: uid))
@@ -76,6 +89,7 @@ package final class BrokerService {
             let id = CustodyID(uid: uid, uuid: keybag.uuid)
             if state.custody[id]?.a != nil {
                 state.custody[id]?.lock()
+                keysChanged(id)
                 dirty = true
             }
             return .done
@@ -152,6 +166,7 @@ package final class BrokerService {
         state.custody[id]?.wipe()
         state.custody[id] = Custody(
             uid: uid, uuid: bag.uuid, path: keybag.path, fields: keybag.fields, a: Array(keys.a), c: Array(keys.c), lastUse: clock())
+        keysChanged(id)
         let first = state.pins[uid]?[keybag.path] == nil
         if first {
             pin(uid: uid, path: keybag.path, Pin(uuid: bag.uuid, fields: keybag.fields))
@@ -182,6 +197,7 @@ package final class BrokerService {
         let fields = bag.fields
         let id = CustodyID(uid: uid, uuid: bag.uuid)
         state.custody[id] = Custody(uid: uid, uuid: bag.uuid, path: path, fields: fields, a: a, c: c, lastUse: clock())
+        keysChanged(id)
         pin(uid: uid, path: path, Pin(uuid: bag.uuid, fields: fields))
         note(uid: uid, keychain: path, "created")
         dirty = true
@@ -238,6 +254,7 @@ package final class BrokerService {
         state.custody[id] = Custody(
             uid: uid, uuid: keybag.uuid, path: pending.path, fields: pending.fields, a: pending.new[.whenUnlocked],
             c: pending.new[.afterFirstUnlock], lastUse: clock())
+        keysChanged(id)
         let pins = state.pins[uid] ?? [:]
         if pins[pending.path].map({ Crypto.equal($0.uuid, keybag.uuid) }) ?? (pins.count < BrokerState.maximumPinsPerUser) {
             pin(uid: uid, path: pending.path, Pin(uuid: keybag.uuid, fields: pending.fields))
@@ -267,20 +284,32 @@ package final class BrokerService {
     func custodyState(_ keybag: CustodyKeybag, uid: UInt32) throws -> CustodyState {
         let bag = try parse(keybag)
         let id = CustodyID(uid: uid, uuid: bag.uuid)
-        guard var held = state.custody[id] else { return CustodyState(open: [:], settingsVerified: nil) }
-        if let pin = state.pins[uid]?[keybag.path], !Crypto.equal(pin.uuid, bag.uuid) { return CustodyState(open: [:], settingsVerified: nil) }
+        let closed = CustodyState(open: [:], settingsVerified: nil, generation: generation(id))
+        guard var held = state.custody[id] else { return closed }
+        if let pin = state.pins[uid]?[keybag.path], !Crypto.equal(pin.uuid, bag.uuid) { return closed }
         // Keys of another keybag under the same uuid (rotated since) open nothing of this one.
-        if let a = held.a, !bag.matches(a, .whenUnlocked) { held.lock() }
-        guard let c = held.c, bag.matches(c, .afterFirstUnlock) else { return CustodyState(open: [:], settingsVerified: nil) }
+        let foreignA = held.a.map { !bag.matches($0, .whenUnlocked) } ?? false
+        if foreignA { held.lock() }
+        guard let c = held.c, bag.matches(c, .afterFirstUnlock) else { return closed }
         held.lastUse = clock()
         state.custody[id] = held
+        if foreignA { keysChanged(id) }
         let verified = held.a.map { bag.verifiedSettings(a: $0) != nil }
-        return CustodyState(open: held.subkeys, settingsVerified: verified)
+        return CustodyState(open: held.subkeys, settingsVerified: verified, generation: generation(id))
+    }
+
+    func generation(_ id: CustodyID) -> UInt64 { generations[id] ?? unheld }
+
+    /// The keys held for `id` changed: every state read before is stale from now on.
+    func keysChanged(_ id: CustodyID) {
+        lastGeneration &+= 1
+        generations[id] = lastGeneration
     }
 
     package func lockAll(uid: UInt32) {
         for (id, held) in state.custody where id.uid == uid && held.a != nil {
             state.custody[id]?.lock()
+            keysChanged(id)
             dirty = true
         }
     }
@@ -292,6 +321,7 @@ package final class BrokerService {
             let idle = UInt64(held.idleTimeout)
             if idle > 0, now >= held.lastUse + idle {
                 state.custody[id]?.lock()
+                keysChanged(id)
                 dirty = true
             }
         }
@@ -483,6 +513,7 @@ package final class BrokerService {
         let id = CustodyID(uid: uid, uuid: pin.uuid)
         state.custody[id]?.wipe()
         state.custody[id] = nil
+        keysChanged(id)
         record(uid: uid, keychain: path, caller: "", chain: "", decision: "pin forgotten")
         dirty = true
     }

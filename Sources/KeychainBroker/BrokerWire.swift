@@ -6,6 +6,10 @@ import KeychainCore
 /// for people, and the op's fields. Every length and count is checked against what is left and
 /// against a cap before anything is allocated, so a hostile peer gets an error, never a crash or
 /// a large allocation.
+///
+/// The client and the broker come from the same build (one package installs both): the wire has
+/// no version, and a change to it (the generation fields of `state` and the item requests) needs
+/// both replaced together.
 package enum BrokerWire {
     package static let maximumMessage = 1 << 20
     /// Caps on counts: a keybag has about a dozen fields, a log page a few hundred entries.
@@ -19,6 +23,9 @@ package enum BrokerWire {
     static let onBehalfBit: UInt8 = 0x80
     /// The status of a reply that asks the person first (`BrokerReply.question`).
     package static let questionStatus: UInt32 = 1
+    /// The status of a reply refusing an item request whose generation is not that of the keys
+    /// held now (`BrokerReply.stale`).
+    package static let staleStatus: UInt32 = 2
 }
 
 package enum BrokerOp: UInt8, Sendable, CaseIterable {
@@ -281,6 +288,8 @@ package enum BrokerReply: Sendable {
     case bytes(Bytes)
     case key(Bytes, alwaysEntry: String)
     case question(String)
+    /// The request's generation is not the keys' (`CustodyGenerationChanged`).
+    case stale
     case caller(CallerDescription)
     case log([AccessLogEntry])
     case rotation(CustodyRotation)
@@ -300,15 +309,20 @@ package enum BrokerReply: Sendable {
             w.u32(BrokerWire.questionStatus)
             w.string(text)
             return w.bytes
+        case .stale:
+            w.u32(BrokerWire.staleStatus)
+            w.string("the keychain's keys changed since the client's state")
+            return w.bytes
         default:
             w.u32(0)
             w.string("")
         }
         switch self {
-        case .done, .failure, .question: break
+        case .done, .failure, .question, .stale: break
         case .state(let state):
             w.subkeys(state.open)
             w.u8(state.settingsVerified == nil ? 0 : state.settingsVerified == true ? 1 : 2)
+            w.u64(state.generation)
         case .rotation(let rotation):
             w.fields(rotation.fields)
             w.subkeys(rotation.open)
@@ -345,6 +359,10 @@ package enum BrokerReply: Sendable {
             guard op == .unwrap, r.isAtEnd else { throw KeychainError.decode("unexpected question") }
             return .question(message)
         }
+        if status == BrokerWire.staleStatus {
+            guard op == .unwrap || op == .checkBinding || op == .wrap, r.isAtEnd else { throw KeychainError.decode("unexpected stale reply") }
+            return .stale
+        }
         if status != 0 {
             guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in reply") }
             let code = KeychainError.Code(rawValue: Int32(bitPattern: status)) ?? .authFailed
@@ -363,7 +381,7 @@ package enum BrokerReply: Sendable {
             let open = try r.subkeys()
             let settings = try r.u8()
             guard settings <= 2 else { throw KeychainError.decode("bad settings state") }
-            reply = .state(CustodyState(open: open, settingsVerified: settings == 0 ? nil : settings == 1))
+            reply = .state(CustodyState(open: open, settingsVerified: settings == 0 ? nil : settings == 1, generation: try r.u64()))
         case .changePassword, .create: reply = .fields(try r.fields())
         case .settingsMAC, .wrap: reply = .bytes(try r.blob())
         case .unwrap: reply = .key(try r.blob(), alwaysEntry: try r.string())
@@ -429,6 +447,7 @@ extension ByteWriter {
         u8(UInt8(request.lockClass.rawValue))
         blob(request.metadata)
         blob(request.wrappedKey)
+        u64(request.generation)
     }
 }
 
@@ -484,7 +503,9 @@ extension ByteReader {
         guard let itemClass = ItemClass(code: Int64(try u8())), let lockClass = LockClass(rawValue: Int64(try u8())) else {
             throw KeychainError.decode("bad item or lock class")
         }
+        let metadata = try blob(), wrappedKey = try blob()
         return ItemKeyRequest(
-            keychain: keychain, rowID: rowID, itemClass: itemClass, lockClass: lockClass, metadata: try blob(), wrappedKey: try blob())
+            keychain: keychain, rowID: rowID, itemClass: itemClass, lockClass: lockClass, metadata: metadata, wrappedKey: wrappedKey,
+            generation: try u64())
     }
 }

@@ -13,6 +13,12 @@ package final class CallerHandle {
     /// The pidfd was the kernel's record of the process that connected (SO_PEERPIDFD), not the
     /// process that has the pid now.
     let pinnedAtConnect: Bool
+    /// Whether `CallerTrust.stillSame` must read the start time again. Not with the connecting
+    /// process's own pidfd (SO_PEERPIDFD): it names that process and no other for its whole life,
+    /// so its liveness and the maps descriptor's read prove the same live image, and a read of
+    /// /proc/PID/stat per request adds nothing. Without one the pid is all the broker was given,
+    /// and the start time is what ties it to the process read.
+    package let checksStartTime: Bool
     /// Field 22 of /proc/PID/stat, read once pinned.
     let startTime: UInt64?
     private let maps: Int32
@@ -33,6 +39,7 @@ package final class CallerHandle {
         }
         maps = process == nil ? -1 : open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC | O_NOCTTY)
         startTime = maps < 0 ? nil : ProcessIdentity.startTime(of: pid)
+        checksStartTime = pidfd == nil || process == nil
         if pidfd != nil {
             pinnedAtConnect = true
         } else if let startedBy, let startTime {

@@ -36,14 +36,17 @@ package enum CallerTrust {
         return caller
     }
 
-    /// Whether the process is still the one evaluated: not reaped (the pidfd), the same start, not
-    /// exec'd since (the maps the handle opened still read), and not traced since: a process of the
-    /// same uid may attach to a dumpable program once it has connected (where Yama is off) and make
-    /// it ask for anything it is trusted for, on the connection it already has.
+    /// Whether the process is still the one evaluated: not reaped (the pidfd), not exec'd since
+    /// (the maps the handle opened still read), the same start where the pidfd is not the
+    /// connecting process's own (`CallerHandle.checksStartTime`), and not traced since: a process
+    /// of the same uid may attach to a dumpable program once it has connected (where Yama is off)
+    /// and make it ask for anything it is trusted for, on the connection it already has.
+    /// Asked on every request: the connection's own pidfd spares it a read of /proc/PID/stat.
     package static func stillSame(_ caller: Caller, handle: CallerHandle) -> Bool {
         guard handle.pid == caller.pid, let process = handle.process, handle.startTime == caller.startTime else { return false }
-        guard caller.warnings.contains(.traced) || ProcessStatus.read(of: caller.pid)?.tracer == 0 else { return false }
-        return process.isAlive && handle.isSameImage && ProcessIdentity.startTime(of: caller.pid) == caller.startTime
+        guard caller.warnings.contains(.traced) || ProcessStatus.tracer(of: caller.pid) == 0 else { return false }
+        guard process.isAlive, handle.isSameImage else { return false }
+        return !handle.checksStartTime || ProcessIdentity.startTime(of: caller.pid) == caller.startTime
     }
 
     /// One process's program: its entry, its path for display, its warnings.

@@ -66,6 +66,23 @@ final class BrokerClientTests: XCTestCase {
         return (custodian, request, service, scratch)
     }
 
+    /// The broker's "stale" reaches the engine as `CustodyGenerationChanged`, on which it asks
+    /// for the state again; a request of the current generation is answered.
+    func testAStaleReplyIsTheGenerationChanged() throws {
+        let (custodian, request, _, scratch) = try custodian([])
+        defer { scratch.remove() }
+        var stale = request
+        stale.generation = 1
+        XCTAssertThrowsError(try custodian.checkBinding(stale)) { XCTAssertTrue($0 is CustodyGenerationChanged, "\($0)") }
+        XCTAssertThrowsError(try custodian.unwrap(stale, interaction: .notAllowed)) { XCTAssertTrue($0 is CustodyGenerationChanged, "\($0)") }
+        let store = try scratch.open()
+        var fields: [String: Bytes] = [:]
+        for (name, value) in store.keybag.fields { fields[name] = value }
+        var current = request
+        current.generation = try custodian.state(of: CustodyKeybag(uuid: store.keybag.uuid, fields: fields, path: store.path)).generation
+        XCTAssertNoThrow(try custodian.checkBinding(current))
+    }
+
     func testAnAlwaysAnswerBringsTheCallersEntry() throws {
         let (custodian, request, _, scratch) = try custodian([.always(password: Array("pw".utf8))])
         defer { scratch.remove() }

@@ -6,7 +6,7 @@ final class BrokerWireTests: XCTestCase {
     let keybag = CustodyKeybag(uuid: Array(repeating: 7, count: 16), fields: ["uuid": [7, 7], "kdf": [1, 2, 3]], path: "/home/u/k.keychain-db")
     let item = ItemKeyRequest(
         keychain: Array(repeating: 7, count: 16), rowID: -3, itemClass: .internetPassword, lockClass: .afterFirstUnlock, metadata: [1, 2, 3],
-        wrappedKey: [4, 5])
+        wrappedKey: [4, 5], generation: 0x0102_0304_0506_0708)
 
     var requests: [BrokerRequest] {
         [
@@ -47,7 +47,8 @@ final class BrokerWireTests: XCTestCase {
         let cases: [(BrokerReply, BrokerOp)] = [
             (.unlocked(first: true), .unlock), (.unlocked(first: false), .unlock), (.done, .lock),
             (.state(CustodyState(open: [.whenUnlocked: subkeys, .afterFirstUnlock: subkeys], settingsVerified: true)), .state),
-            (.state(CustodyState(open: [:], settingsVerified: nil)), .state), (.fields(["a": [1]]), .changePassword), (.bytes([1, 2]), .wrap),
+            (.state(CustodyState(open: [:], settingsVerified: nil, generation: 42)), .state), (.stale, .unwrap), (.stale, .checkBinding),
+            (.fields(["a": [1]]), .changePassword), (.bytes([1, 2]), .wrap),
             (.key([3], alwaysEntry: "exe:/usr/bin/git"), .unwrap), (.question("may it?"), .unwrap),
             (.caller(CallerDescription(summary: "me", entry: "exe:/x", warnings: ["w"])), .whoAmI), (.log([entry, entry]), .accessLog),
             (.failure(KeychainError(.interactionNotAllowed, "no")), .unwrap)

@@ -129,6 +129,51 @@ final class CustodyTests: XCTestCase {
         XCTAssertEqual(Set(all.open.keys), [.afterFirstUnlock])
     }
 
+    /// A request read with a state whose keys changed since (a lock, lockAll, an unlock, the
+    /// idle timeout) is refused as stale, not answered: the client asks for the state again.
+    func testARequestOfAnEarlierGenerationIsStale() throws {
+        try store.setSettings(KeychainSettings(idleTimeout: 300))
+        _ = try store.add(generic("a", protection: .whenUnlocked))
+        var (request, _) = try lastRow()
+        let broker = service(security)
+        func generation() throws -> UInt64 {
+            guard case .state(let state) = try broker.handle(.state(keybag(store)), from: me) else { throw KeychainError.decode("no state") }
+            return state.generation
+        }
+        func isStale(_ generation: UInt64) throws -> Bool {
+            request.generation = generation
+            if case .stale = try broker.handle(.checkBinding(request), from: me) { return true }
+            return false
+        }
+        let locked = try generation()
+        XCTAssertEqual(try generation(), locked, "no change, the same generation")
+        _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)
+        XCTAssertTrue(try isStale(locked))
+        let unlocked = try generation()
+        XCTAssertNotEqual(unlocked, locked)
+        XCTAssertFalse(try isStale(unlocked))
+        XCTAssertFalse(try isStale(0), "0 asks for no check")
+        request.generation = locked
+        if case .stale = try broker.handle(.unwrap(request, interaction: .notAllowed, answer: .none, password: []), from: me) {
+        } else {
+            XCTFail("an unwrap of an earlier generation is stale")
+        }
+        _ = try broker.handle(.lock(keybag(store)), from: me)
+        XCTAssertTrue(try isStale(unlocked))
+        let relocked = try generation()
+        XCTAssertFalse([locked, unlocked].contains(relocked), "never back to an earlier value")
+        assertCode(.interactionNotAllowed) { try isStale(relocked) }
+
+        _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)
+        var current = try generation()
+        _ = try broker.handle(.lockAll, from: me)
+        XCTAssertTrue(try isStale(current))
+        _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)
+        current = try generation()
+        now += 301
+        XCTAssertTrue(try isStale(current), "the idle timeout's lock")
+    }
+
     func testIdleTimeoutFromTheVerifiedSettings() throws {
         try store.setSettings(KeychainSettings(idleTimeout: 300))
         let broker = service(security)

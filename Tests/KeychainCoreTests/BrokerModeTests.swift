@@ -165,6 +165,58 @@ final class BrokerModeTests: XCTestCase {
         XCTAssertEqual(try store.find(query(), limit: nil).count, 3)
     }
 
+    /// A data read with the custodian's state kept from the read before is one call (the unwrap,
+    /// carrying the state's generation), not two (state, then unwrap).
+    func testADataReadWithAKeptStateIsOneCustodianCall() throws {
+        let store = try create()
+        try store.add(generic("alice", secret: "one"))
+        XCTAssertEqual(try secretString(store, query("alice")), "one")
+        let calls = custodian.calls, states = custodian.stateCalls
+        XCTAssertEqual(try secretString(store, query("alice")), "one")
+        XCTAssertEqual(custodian.calls, calls + 1, "one round trip")
+        XCTAssertEqual(custodian.stateCalls, states, "no state call")
+        // An attribute read of a format-2 row: its binding check alone.
+        XCTAssertNotNil(try store.find(query("alice")).first)
+        XCTAssertEqual(custodian.calls, calls + 2)
+    }
+
+    /// A lock by another process (the custodian's keys change) fails the very next read, of
+    /// attributes or of data, though this process kept the state from before it.
+    func testALockElsewhereFailsTheNextReadThoughAStateWasKept() throws {
+        let store = try create()
+        try store.add(generic("alice", secret: "one"))
+        try store.add(generic("carol", secret: "three", protection: .afterFirstUnlock))
+        XCTAssertEqual(try secretString(store, query("alice")), "one")
+        custodian.lockElsewhere(store.keybag.uuid)
+        XCTAssertStatus(try store.find(query("alice"), includeSecret: true), .interactionNotAllowed)
+        XCTAssertEqual(try secretString(store, query("carol")), "three", "AfterFirstUnlock stays open")
+
+        try store.unlock(password: Array("pw".utf8))
+        XCTAssertEqual(try secretString(store, query("alice")), "one")
+        custodian.lockElsewhere(store.keybag.uuid)
+        XCTAssertStatus(try store.find(query("alice")), .interactionNotAllowed)
+        XCTAssertNotNil(try store.find(query("carol")).first)
+    }
+
+    /// A search that finds nothing asks for the state before saying so: the keychain may have
+    /// been locked since the state kept, and then the answer is "locked", as before.
+    func testNotFoundIsConfirmedWithTheState() throws {
+        let store = try create()
+        try store.add(generic("alice", secret: "one"))
+        XCTAssertEqual(try secretString(store, query("alice")), "one")
+        let states = custodian.stateCalls
+        XCTAssertStatus(try store.find(query("nobody"), includeSecret: true), .itemNotFound)
+        XCTAssertEqual(custodian.stateCalls, states + 1, "not found is confirmed")
+        // Locked since: the confirming state shows it, and the search runs again on that state
+        // (AfterFirstUnlock still open: nothing there either). Then a WhenUnlocked item's read
+        // is refused as locked, and that too is confirmed.
+        custodian.lockElsewhere(store.keybag.uuid)
+        XCTAssertStatus(try store.find(query("nobody")), .itemNotFound)
+        XCTAssertEqual(custodian.stateCalls, states + 2)
+        XCTAssertStatus(try store.find(query("alice")), .interactionNotAllowed)
+        XCTAssertEqual(custodian.stateCalls, states + 3)
+    }
+
     // (c)
     func testALockThroughTheCustodianLocksWhenUnlockedItems() throws {
         let store = try create()

@@ -32,6 +32,23 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
     /// The access list of the last row it unwrapped (nil: a legacy item).
     private(set) var lastList: AccessList?
     private var keys: [Bytes: [LockClass: Bytes]] = [:]
+    /// Moves on with every change of the keys held, as keychain-broker's (`CustodyState.generation`).
+    private(set) var generation: UInt64 = 1
+    /// `state` calls, and every call a client made (state, wrap, unwrap, checkBinding).
+    private(set) var stateCalls = 0
+    private(set) var calls = 0
+
+    /// Another process locks the keychain (`security lock-keychain` elsewhere).
+    func lockElsewhere(_ uuid: Bytes) {
+        keys[uuid]?[.whenUnlocked] = nil
+        generation += 1
+    }
+
+    /// The custodian's check of an item request's generation.
+    private func requireCurrent(_ request: ItemKeyRequest) throws {
+        calls += 1
+        if request.generation != 0, request.generation != generation { throw CustodyGenerationChanged() }
+    }
 
     func keeps(_ keybag: CustodyKeybag) -> Bool { keepsKeychains }
 
@@ -45,6 +62,8 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
     func classKeys(_ uuid: Bytes) -> [Bytes] { Array((keys[uuid] ?? [:]).values) }
 
     func state(of keybag: CustodyKeybag) throws -> CustodyState {
+        stateCalls += 1
+        calls += 1
         let bag = try bag(keybag)
         var open: [LockClass: ClientSubkeys] = [:]
         for (lockClass, key) in keys[bag.uuid] ?? [:] {
@@ -54,12 +73,13 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
             open[lockClass] = subkeys
         }
         let settings = keys[bag.uuid]?[.whenUnlocked].map { bag.verifiedSettings(a: $0) != nil }
-        return CustodyState(open: open, settingsVerified: settings)
+        return CustodyState(open: open, settingsVerified: settings, generation: generation)
     }
 
     func create(password: Bytes, scrypt: ScryptParameters, path: String) throws -> [String: Bytes] {
         let (bag, a, c) = try Keybag.make(password: password, scrypt: scrypt)
         keys[bag.uuid] = [.whenUnlocked: a, .afterFirstUnlock: c]
+        generation += 1
         created.append(bag.uuid)
         return bag.fields
     }
@@ -71,6 +91,7 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
         defer { opened.wipe() }
         let first = keys[bag.uuid] == nil
         keys[bag.uuid] = [.whenUnlocked: Array(opened.a), .afterFirstUnlock: Array(opened.c)]
+        generation += 1
         return first
     }
 
@@ -81,6 +102,7 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
 
     func lock(_ keybag: CustodyKeybag) throws {
         keys[try bag(keybag).uuid]?[.whenUnlocked] = nil
+        generation += 1
     }
 
     func changePassword(_ keybag: CustodyKeybag, from old: Bytes, to new: Bytes, scrypt: ScryptParameters) throws -> [String: Bytes] {
@@ -123,6 +145,7 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
     func commitRotation(_ keybag: CustodyKeybag) throws {
         guard let rotation, rotation.fields == keybag.fields else { throw KeychainError.param("no rotation") }
         keys[keybag.uuid] = [.whenUnlocked: rotation.new[.whenUnlocked]!, .afterFirstUnlock: rotation.new[.afterFirstUnlock]!]
+        generation += 1
         self.rotation = nil
     }
 
@@ -146,6 +169,7 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
     }
 
     func wrap(_ itemKey: Bytes, for request: ItemKeyRequest) throws -> Bytes {
+        try requireCurrent(request)
         let key = try classKey(request)
         _ = try list(request, key: key)
         wraps += 1
@@ -153,6 +177,7 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
     }
 
     func unwrap(_ request: ItemKeyRequest, interaction: CustodyInteraction) throws -> UnwrappedItemKey {
+        try requireCurrent(request)
         let key = try classKey(request)
         lastList = try list(request, key: key)
         interactions.append(interaction)
@@ -179,6 +204,7 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
     }
 
     func checkBinding(_ request: ItemKeyRequest) throws {
+        try requireCurrent(request)
         let key = try classKey(request)
         _ = try list(request, key: key)
         var itemKey = try Crypto.open(

@@ -45,6 +45,21 @@ final class CallerPredicateTests: XCTestCase {
         XCTAssertNotNil(ProcessStatus.read(of: getpid()))
     }
 
+    /// The tracer as every request's check reads it (`ProcessStatus.tracer`): the number `parse`
+    /// finds, without parsing the rest; nil without a number there.
+    func testTheTracerAloneIsTheParsedOne() throws {
+        let text = "Name:\tTracerPid: 7\nGid:\t1000\t1000\t1000\t1000\nTracerPid:\t42\nGroups:\t27 100 \n"
+        XCTAssertEqual(ProcessStatus.tracer(in: Array(text.utf8)), 42)
+        XCTAssertEqual(ProcessStatus.tracer(in: Array("TracerPid:\t0".utf8)), 0)
+        XCTAssertEqual(ProcessStatus.tracer(in: Array("TracerPid:  2147483647\n".utf8)), Int32.max)
+        for bad in ["Gid:\t0\n", "TracerPid:\t\n", "TracerPid:\t-1\n", "TracerPid:\t2147483648\n", "TracerPid:\t4x\n", ""] {
+            XCTAssertNil(ProcessStatus.tracer(in: Array(bad.utf8)), bad)
+        }
+        let own = try XCTUnwrap(ProcessStatus.read(of: getpid()))
+        XCTAssertEqual(ProcessStatus.tracer(of: getpid()), own.tracer)
+        XCTAssertNil(ProcessStatus.tracer(of: -5))
+    }
+
     func testFilePredicates() {
         func file(_ mode: UInt32, owner: UInt32 = 0, group: UInt32 = 0) -> FileFacts {
             FileFacts(device: 1, inode: 2, owner: owner, group: group, mode: mode, links: 1)

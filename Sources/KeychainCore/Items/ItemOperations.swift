@@ -155,48 +155,51 @@ extension KeychainStore {
     ) throws -> [Item] {
         let query = try Self.normalized(query)
         return try withPresence(presence) { gate in
-            try withLock {
-                // The keys, the keybag they are checked against and the candidate rows come from
-                // one read snapshot; the rows are opened after it ends.
-                let (keys, rows, lockedSpace) = try readSnapshot { keys -> (ClassKeys, [Row], Bool) in
-                    let (rows, lockedSpace) = try candidates(query, keys: keys)
-                    return (keys, rows, lockedSpace)
-                }
-                var found: [Item] = []
-                var skippedLocked = false
-                var chain = CertificateChainSource(store: self, keys: keys)
-                for row in rows {
-                    if let limit, found.count >= limit { break }
-                    guard keys.has(row.lockClass) else {
-                        skippedLocked = true
-                        continue
-                    }
-                    var opened = try openRow(row, keys: keys, keepingItemKey: includeSecret)
-                    defer { opened.wipe() }
-                    var item = opened.item
-                    guard query.matches(item) else { continue }
-                    if includeSecret, try !gate.admits(item) { continue }
-                    if let filter = query.certificateFilter, query.itemClass == .certificate {
-                        let der = try openSecret(row, keys: keys, interaction: gate.custodyInteraction) ?? []
-                        guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
-                        if includeSecret { item.secret = der }
-                    } else {
-                        if custodyKeeps(row.lockClass), try !takeCustody(row, &opened, includeSecret: includeSecret, gate: gate) { continue }
-                        if includeSecret, let itemKey = opened.itemKey {
-                            let stored = try openBody(row, itemKey: itemKey, version: opened.version)
-                            if let list = opened.alwaysAllow { try recordAlwaysAllow(list, item: item, row: row, stored: stored) }
-                            item.secret = try stored.map { try gate.readableForm(of: $0, conditions: AccessConditions(of: item)) }
-                        }
-                    }
-                    found.append(item)
-                }
-                if found.isEmpty {
-                    if skippedLocked || lockedSpace { throw KeychainError.locked() }
-                    throw KeychainError(.itemNotFound)
-                }
-                return found
-            }
+            try withLock { try custodyRead { try findOnce(query, limit: limit, includeSecret: includeSecret, gate: gate) } }
         }
+    }
+
+    /// `find` under the store's lock: one run of the lookup.
+    private func findOnce(_ query: Query, limit: Int?, includeSecret: Bool, gate: PresenceGate) throws -> [Item] {
+        // The keys, the keybag they are checked against and the candidate rows come from
+        // one read snapshot; the rows are opened after it ends.
+        let (keys, rows, lockedSpace) = try readSnapshot { keys -> (ClassKeys, [Row], Bool) in
+            let (rows, lockedSpace) = try candidates(query, keys: keys)
+            return (keys, rows, lockedSpace)
+        }
+        var found: [Item] = []
+        var skippedLocked = false
+        var chain = CertificateChainSource(store: self, keys: keys)
+        for row in rows {
+            if let limit, found.count >= limit { break }
+            guard keys.has(row.lockClass) else {
+                skippedLocked = true
+                continue
+            }
+            var opened = try openRow(row, keys: keys, keepingItemKey: includeSecret)
+            defer { opened.wipe() }
+            var item = opened.item
+            guard query.matches(item) else { continue }
+            if includeSecret, try !gate.admits(item) { continue }
+            if let filter = query.certificateFilter, query.itemClass == .certificate {
+                let der = try openSecret(row, keys: keys, interaction: gate.custodyInteraction) ?? []
+                guard try filter.accepts(Certificate(der: der), chain: &chain) else { continue }
+                if includeSecret { item.secret = der }
+            } else {
+                if custodyKeeps(row.lockClass), try !takeCustody(row, &opened, includeSecret: includeSecret, gate: gate) { continue }
+                if includeSecret, let itemKey = opened.itemKey {
+                    let stored = try openBody(row, itemKey: itemKey, version: opened.version)
+                    if let list = opened.alwaysAllow { try recordAlwaysAllow(list, item: item, row: row, stored: stored) }
+                    item.secret = try stored.map { try gate.readableForm(of: $0, conditions: AccessConditions(of: item)) }
+                }
+            }
+            found.append(item)
+        }
+        if found.isEmpty {
+            if skippedLocked || lockedSpace { throw KeychainError.locked() }
+            throw KeychainError(.itemNotFound)
+        }
+        return found
     }
 
     /// `takeCustody` for a lookup: false when the item is to be left out (kSecUseAuthenticationUISkip

@@ -13,8 +13,9 @@ package protocol KeyCustodian: AnyObject, Sendable {
     /// no uuid and no fields before a keychain is made: whether it would keep a new one there.
     func keeps(_ keybag: CustodyKeybag) -> Bool
 
-    /// The subkeys of the classes that are open now, and what the custodian found of the
-    /// keybag's settings (their MAC is under class key A). Each call restarts the idle clock.
+    /// The subkeys of the classes that are open now, what the custodian found of the keybag's
+    /// settings (their MAC is under class key A), and the generation of the keys it holds. Each
+    /// call restarts the idle clock.
     func state(of keybag: CustodyKeybag) throws -> CustodyState
 
     /// A new keychain's keybag, made in the custodian: class keys A and C drawn there, wrapped
@@ -60,7 +61,9 @@ package protocol KeyCustodian: AnyObject, Sendable {
     /// metadata subkey): nothing is read, so nobody is asked.
     func wrap(_ itemKey: Bytes, for request: ItemKeyRequest) throws -> Bytes
 
-    /// The row's item key, for a caller its access list trusts or the person let in.
+    /// The row's item key, for a caller its access list trusts or the person let in. Like
+    /// `checkBinding` and `wrap`, throws `CustodyGenerationChanged` when the request's generation
+    /// (nonzero) is not that of the keys held now.
     func unwrap(_ request: ItemKeyRequest, interaction: CustodyInteraction) throws -> UnwrappedItemKey
 
     /// Whether the row's item key opens under its metadata (format 2's binding), without giving
@@ -98,11 +101,23 @@ package struct CustodyState: Sendable {
     package var open: [LockClass: ClientSubkeys]
     /// nil while WhenUnlocked is locked; else whether the keybag's settings MAC verified under A.
     package var settingsVerified: Bool?
+    /// Changes whenever the keys the custodian holds for this keychain change (an unlock, a lock,
+    /// an idle timeout, a rotation, a forget), never back to an earlier value: a client that keeps
+    /// this state sends it with each item request instead of asking for the state again, and is
+    /// told when it no longer holds (`CustodyGenerationChanged`). 0: the custodian keeps none.
+    package var generation: UInt64
 
-    package init(open: [LockClass: ClientSubkeys], settingsVerified: Bool?) {
+    package init(open: [LockClass: ClientSubkeys], settingsVerified: Bool?, generation: UInt64 = 0) {
         self.open = open
         self.settingsVerified = settingsVerified
+        self.generation = generation
     }
+}
+
+/// The custodian's keys for the keychain changed since the state the request's generation names:
+/// the client asks for the state again (a lock then shows as one) and retries once.
+package struct CustodyGenerationChanged: Error, Sendable {
+    package init() {}
 }
 
 /// One row's item key, as the custodian is asked to wrap, unwrap or check it. The custodian
@@ -116,14 +131,20 @@ package struct ItemKeyRequest: Sendable {
     package var metadata: Bytes
     /// The wrapped item key (empty for `wrap`).
     package var wrappedKey: Bytes
+    /// The generation of the state the client read the row with (`CustodyState.generation`);
+    /// 0 asks for no check.
+    package var generation: UInt64
 
-    package init(keychain: Bytes, rowID: Int64, itemClass: ItemClass, lockClass: LockClass, metadata: Bytes, wrappedKey: Bytes) {
+    package init(
+        keychain: Bytes, rowID: Int64, itemClass: ItemClass, lockClass: LockClass, metadata: Bytes, wrappedKey: Bytes, generation: UInt64 = 0
+    ) {
         self.keychain = keychain
         self.rowID = rowID
         self.itemClass = itemClass
         self.lockClass = lockClass
         self.metadata = metadata
         self.wrappedKey = wrappedKey
+        self.generation = generation
     }
 }
 

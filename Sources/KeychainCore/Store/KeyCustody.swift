@@ -17,8 +17,19 @@ extension KeychainStore {
 
     /// `currentKeys` in a custodian's keeping: one round trip, which is also the lock check and
     /// restarts the idle clock. D still comes from the file (outside the custodian's boundary).
+    /// Inside a read (`custodyRead`, outside any transaction) the state kept from the last call
+    /// stands in for it while the keybag is the same: the item requests that read carry its
+    /// generation, and the custodian refuses them if its keys changed since.
     func custodyKeys(_ custodian: any KeyCustodian) throws -> ClassKeys {
         try refreshKeybag()
+        // Never in a write's transaction: a writer checks the keys it commits with.
+        if custodyCache.reading, !db.inTransaction || db.inReadSnapshot, let kept = custodyCache.kept, kept.fields == custodyFields {
+            custodyCache.usedKept = true
+            if settingsCheck == nil { settingsCheck = Self.settingsCheck(kept.settingsVerified, keybag.settings) }
+            var present = kept.open
+            present[.always] = alwaysSubkeys()
+            return ClassKeys(present)
+        }
         let state = try custodian.state(of: custodyKeybag)
         var present = PerLockClass<Subkeys>()
         for lockClass in [LockClass.whenUnlocked, .afterFirstUnlock] {
@@ -34,22 +45,78 @@ extension KeychainStore {
                 present[lockClass] = fresh
             }
         }
-        if let cached = subkeyCache[.always], cached.matches(keybag.keyD) {
-            present[.always] = cached
-        } else {
-            let fresh = Subkeys(classKey: keybag.keyD)
-            subkeyCache[.always] = fresh
-            present[.always] = fresh
-        }
-        settingsCheck = state.settingsVerified.map { verified in
-            verified ? (keybag.settings, .verified) : (.safeDefaults, .damaged)
-        }
+        custodyCache.kept = CustodyCache.Kept(
+            generation: state.generation, fields: custodyFields, open: present, settingsVerified: state.settingsVerified)
+        present[.always] = alwaysSubkeys()
+        settingsCheck = Self.settingsCheck(state.settingsVerified, keybag.settings)
         return ClassKeys(present)
     }
 
     /// Whether the custodian keeps `lockClass`'s key: every class but Always, whose key is in the
     /// file (outside the custodian's boundary, as Apple's design puts it); its rows open here.
     func custodyKeeps(_ lockClass: LockClass) -> Bool { custodian != nil && lockClass != .always }
+
+    private func alwaysSubkeys() -> Subkeys {
+        if let cached = subkeyCache[.always], cached.matches(keybag.keyD) { return cached }
+        let fresh = Subkeys(classKey: keybag.keyD)
+        subkeyCache[.always] = fresh
+        return fresh
+    }
+
+    private static func settingsCheck(_ verified: Bool?, _ settings: KeychainSettings) -> (KeychainSettings, SettingsIntegrity)? {
+        verified.map { $0 ? (settings, .verified) : (.safeDefaults, .damaged) }
+    }
+
+    /// A read (a lookup) in a custodian's keeping, in one round trip when it can: the state kept
+    /// from the last call stands in for a `state` call (`custodyKeys`), and the item request
+    /// that follows (an unwrap, a binding check) carries its generation, so a lock by another
+    /// process still fails the very next read. When nothing the custodian answered in the read
+    /// vouched for the kept state (nothing found, an item found by attributes alone with no
+    /// request, a class the kept state had locked), the state is asked for after all: the
+    /// outcome stands if it had not changed, else the read runs again on the new state.
+    /// Under the store's lock.
+    func custodyRead<T>(_ body: () throws -> T) throws -> T {
+        guard let custodian, !custodyCache.reading else { return try body() }
+        custodyCache.reading = true
+        custodyCache.usedKept = false
+        custodyCache.confirmed = false
+        defer { custodyCache.reading = false }
+        let outcome = Result { try body() }
+        guard custodyCache.usedKept, !custodyCache.confirmed, let kept = custodyCache.kept else { return try outcome.get() }
+        custodyCache.reading = false
+        _ = try custodyKeys(custodian)
+        if custodyCache.kept?.generation == kept.generation { return try outcome.get() }
+        // Once more on the state just read (kept now), whatever it finds.
+        custodyCache.reading = true
+        return try body()
+    }
+
+    /// `body` with the row's request, carrying the generation of the kept state. When the
+    /// custodian's keys changed since, the state is asked for once (a lock shows as one) and
+    /// the request sent again with the new generation.
+    private func currentGeneration<T>(_ row: Row, _ custodian: any KeyCustodian, _ body: (ItemKeyRequest) throws -> T) throws -> T {
+        var request = itemKeyRequest(row, wrappedKey: try wrappedKey(of: row))
+        request.generation = custodyCache.kept?.generation ?? 0
+        do {
+            let result = try body(request)
+            custodyCache.confirmed = true
+            return result
+        } catch is CustodyGenerationChanged {
+            let reading = custodyCache.reading
+            custodyCache.reading = false
+            defer { custodyCache.reading = reading }
+            let keys = try custodyKeys(custodian)
+            guard keys.has(row.lockClass) else { throw KeychainError.locked() }
+            request.generation = custodyCache.kept?.generation ?? 0
+            do {
+                let result = try body(request)
+                custodyCache.confirmed = true
+                return result
+            } catch is CustodyGenerationChanged {
+                throw KeychainError.locked("the keychain's keys changed in keychain-broker during the read")
+            }
+        }
+    }
 
     /// The custodian's question about one row.
     func itemKeyRequest(_ row: Row, wrappedKey: Bytes) -> ItemKeyRequest {
@@ -184,14 +251,14 @@ extension KeychainStore {
     /// for the caller to write into the item's list (`recordAlwaysAllow`).
     func custodyItemKey(_ row: Row, interaction: CustodyInteraction) throws -> UnwrappedItemKey {
         guard let custodian else { throw KeychainError.locked() }
-        return try custodian.unwrap(itemKeyRequest(row, wrappedKey: wrappedKey(of: row)), interaction: interaction)
+        return try currentGeneration(row, custodian) { try custodian.unwrap($0, interaction: interaction) }
     }
 
     /// Format 2's binding of metadata to secret, checked by the custodian for a read of the
     /// attributes alone: nobody is asked, no key is given out.
     func checkCustodyBinding(_ row: Row) throws {
         guard let custodian else { throw KeychainError.locked() }
-        try custodian.checkBinding(itemKeyRequest(row, wrappedKey: wrappedKey(of: row)))
+        try currentGeneration(row, custodian) { try custodian.checkBinding($0) }
     }
 
     /// After the person answered "Always allow" for `item` (read from `row`, its secret `stored`
@@ -216,6 +283,25 @@ extension KeychainStore {
                 .run([.blob(sealed.metadata), .blob(sealed.secret), .int(row.rowID)])
         }
     }
+}
+
+/// What a store keeps of its custodian's last `state` (`custodyKeys`), and where a read stands.
+struct CustodyCache {
+    struct Kept {
+        var generation: UInt64
+        /// The keybag the state was asked with: the kept state stands only for the same one.
+        var fields: [String: Bytes]
+        /// The open classes' subkeys (A, C).
+        var open: PerLockClass<Subkeys>
+        var settingsVerified: Bool?
+    }
+
+    var kept: Kept?
+    /// Inside `custodyRead`: the kept state may stand in for a `state` call.
+    var reading = false
+    /// The read used the kept state, and an item request since vouched for it.
+    var usedKept = false
+    var confirmed = false
 }
 
 extension Keybag {

@@ -11,6 +11,8 @@ package final class KeychainStore: @unchecked Sendable {
     var processKeys: [LockClass: Bytes] = [:]
     /// Subkeys of the class keys last seen, by lock class; only used while the same key is seen again.
     var subkeyCache = PerLockClass<Subkeys>()
+    /// In a custodian's keeping: its last state, which a read may use instead of asking again.
+    var custodyCache = CustodyCache()
     /// The kernel keyring's names of this keychain's keys, made once per keybag uuid (two stored
     /// properties, not one tuple: every call reads a name, and a tuple is copied whole to be read).
     private var kernelNames = PerLockClass<String>()
