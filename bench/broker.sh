@@ -86,7 +86,7 @@ own=()
 for program in keychain-bench git-credential-keychain security; do own+=(--own-program "$dir/bin/$program"); done
 setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
     --bounding-set=-all,+sys_ptrace --no-new-privs \
-    "$dir/bin/keychain-broker" --socket "$socket" --state "$dir/state" "${own[@]}" --foreground 2>>"$dir/broker.log" &
+    "$dir/bin/keychain-broker" --socket "$socket" --state "$dir/state" --pins "$dir/state" "${own[@]}" --foreground 2>>"$dir/broker.log" &
 broker_pid=$!
 for _ in $(seq 400); do
     [ -S "$socket" ] && break

@@ -78,7 +78,7 @@ start_broker() {
     rm -f "$socket"
     setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
         --bounding-set=-all,+sys_ptrace --no-new-privs \
-        "$bin/keychain-broker" --socket "$socket" --state "$work/state" --foreground \
+        "$bin/keychain-broker" --socket "$socket" --state "$work/state" --pins "$work/state" --foreground \
         --own-program "$bin/security" --own-program "$bin/git-credential-keychain" --own-program "$bin/docker-credential-keychain" \
         2>>"$work/broker.log" &
     broker_pid=$!
@@ -95,7 +95,7 @@ start_broker() {
 # the broker named and the denying stand-in to ask; standard input as given.
 piped() {
     setsid -w setpriv --reuid="$user" --regid="$user" --init-groups keyctl session - \
-        env -i PATH="$bin:/usr/bin:/bin" HOME="$home" XDG_DATA_HOME="$home/data" XDG_CONFIG_HOME="$home/config" \
+        env -i -C "$home" PATH="$bin:/usr/bin:/bin" HOME="$home" XDG_DATA_HOME="$home/data" XDG_CONFIG_HOME="$home/config" \
         DOCKER_CONFIG="$home/docker" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 KEYCHAIN_BROKER_SOCKET="$socket" \
         KEYCHAIN_ACCESS_ANSWERER="$bin/answer-deny" "$@"
 }

@@ -280,7 +280,7 @@ socket_activation() {
     chown "$broker:$group" "$work/state2"
     ( umask 0; exec systemd-socket-activate --seqpacket -l "$work/run/activated" \
         setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
-        --bounding-set=-all,+sys_ptrace --no-new-privs "$work/bin/keychain-broker" --socket "$work/run/unused" --state "$work/state2" ) 2>"$work/activate.log" &
+        --bounding-set=-all,+sys_ptrace --no-new-privs "$work/bin/keychain-broker" --socket "$work/run/unused" --state "$work/state2" --pins "$work/state2" ) 2>"$work/activate.log" &
     local activator=$! tries=200 out
     while [ ! -S "$work/run/activated" ] && [ $tries -gt 0 ]; do sleep 0.05; tries=$((tries - 1)); done
     # It makes the socket 0644 whatever the umask; systemd's unit says SocketMode=0666.

@@ -133,7 +133,7 @@ start_broker() {
     mount --bind "$broker_dir/run" /run/keychain-broker || return 1
     setpriv --reuid="$broker_user" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
         --bounding-set=-all,+sys_ptrace --no-new-privs \
-        "$stage/keychain-broker" --socket /run/keychain-broker/socket --state "$broker_dir/state" \
+        "$stage/keychain-broker" --socket /run/keychain-broker/socket --state "$broker_dir/state" --pins "$broker_dir/state" \
         --own-program "$stage/security" --foreground 2>>"$broker_dir/broker.log" &
     broker_pid=$!
     while [ ! -S /run/keychain-broker/socket ] && [ $tries -gt 0 ]; do

@@ -462,7 +462,7 @@ start_broker() {
     chmod 700 "$broker_dir/state"
     setpriv --reuid="$broker_user" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
         --bounding-set=-all,+sys_ptrace --no-new-privs \
-        "$broker_dir/bin/keychain-broker" --socket "$broker_dir/run/socket" --state "$broker_dir/state" \
+        "$broker_dir/bin/keychain-broker" --socket "$broker_dir/run/socket" --state "$broker_dir/state" --pins "$broker_dir/state" \
         --own-program "$broker_dir/bin/security" --foreground 2>>"$broker_dir/broker.log" &
     broker_pid=$!
     while [ ! -S "$broker_dir/run/socket" ] && [ $tries -gt 0 ]; do

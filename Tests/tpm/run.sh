@@ -155,7 +155,7 @@ start_broker() {
     chmod 700 "$broker_dir/state"
     setpriv --reuid="$broker_user" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
         --bounding-set=-all,+sys_ptrace --no-new-privs \
-        "$broker_dir/keychain-broker" --socket "$broker_dir/run/socket" --state "$broker_dir/state" --foreground 2>>"$broker_dir/broker.log" &
+        "$broker_dir/keychain-broker" --socket "$broker_dir/run/socket" --state "$broker_dir/state" --pins "$broker_dir/state" --foreground 2>>"$broker_dir/broker.log" &
     broker_pid=$!
     while [ ! -S "$broker_dir/run/socket" ] && [ $tries -gt 0 ]; do
         kill -0 "$broker_pid" 2>/dev/null || { cat "$broker_dir/broker.log"; return 1; }
