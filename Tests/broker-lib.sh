@@ -6,19 +6,36 @@
 # a folder any user may write to is never identified (KeychainPeers' FileTrust), and the programs
 # a case wants trusted must be, as installed ones are.
 #
-#   broker_setup USER PREFIX     the user and the folder /run/PREFIX-XXXXXX ($broker_dir) holding
-#                                bin/ (root's), run/ (the socket's, 0755) and state/ (the broker's, 0700)
-#   broker_copy FROM PROGRAM...  root's copies of FROM/PROGRAM in $broker_dir/bin (the build folder
-#                                may be one only root can read); keychain-broker must be one of them
-#   broker_start [ARG...]        keychain-broker on $broker_socket with --state $broker_state and
-#                                --pins $broker_pins (set by broker_setup; a suite may change them
-#                                first) and ARGs (--own-program P...); waits for the socket
-#   broker_stop                  the broker stopped; its user, folder, state and pins stay
-#   broker_teardown              broker_stop, then the state key in its uid's persistent keyring,
-#                                its user and group, its folder; safe to call twice, or before any setup
+#   broker_suite_requires TOOL...   ends a suite that cannot run here, with its summary line
+#   broker_setup USER PREFIX        the user and the folder /run/PREFIX-XXXXXX ($broker_dir) with bin/
+#                                   (root's), run/ (the socket's, 0755) and state/ (the broker's, 0700)
+#   broker_copy FROM PROGRAM...     root's copies of FROM/PROGRAM in $broker_dir/bin (the build folder
+#                                   may be one only root can read); keychain-broker must be one of them
+#   broker_start [ARG...]           keychain-broker on $broker_socket, --state $broker_state, --pins
+#                                   $broker_pins (set by broker_setup; a suite may change them first)
+#                                   and ARGs (--own-program P...); waits for the socket
+#   broker_stop                     the broker stopped; its user, folder, state and pins stay
+#   broker_teardown                 broker_stop, then the state key in its uid's persistent keyring,
+#                                   its user and group, its folder; safe twice, or before any setup
+#   client_setup USER HOME          the throwaway user whose keychain the broker keeps
+#   client_teardown USER            its processes, its persistent keyring's keys, the user
 # Each step reads and sets broker_user, broker_group, broker_dir, broker_socket, broker_state,
 # broker_pins, broker_pid and the array broker_setpriv (the setpriv command, for a starter other
 # than broker_start, such as systemd-socket-activate). Every step holds under `set -e`.
+
+# broker_suite_requires TOOL...: where the suite cannot run, its summary line and its end:
+# skipped without root (the broker's system user and the test user need it), failed without TOOL.
+broker_suite_requires() {
+    local tool
+    if [ "$(id -u)" != 0 ]; then
+        echo "skipped: a system user for the broker and a test user need root"
+        printf '\n0 passed, 0 failed, 1 skipped\n'
+        exit 0
+    fi
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || { echo "missing $tool: run make deps"; printf '\n0 passed, 1 failed\n'; exit 1; }
+    done
+}
 
 broker_user=${broker_user:-} broker_group='' broker_dir='' broker_socket='' broker_state='' broker_pins='' broker_pid=''
 broker_setpriv=()

@@ -16,14 +16,7 @@ build=$(cd "${1:-$repo/.build/debug}" && pwd)
 # shellcheck source=Tests/broker-lib.sh
 . "$here/../broker-lib.sh"
 
-if [ "$(id -u)" != 0 ]; then
-    echo "skipped: a system user for the broker and a test user need root"
-    printf '\n0 passed, 0 failed, 1 skipped\n'
-    exit 0
-fi
-for tool in setpriv keyctl useradd sqlite3 strace gcc git skopeo docker-registry htpasswd curl /usr/bin/python3; do
-    command -v "$tool" >/dev/null || { echo "missing $tool: run make deps"; printf '\n0 passed, 1 failed\n'; exit 1; }
-done
+broker_suite_requires setpriv keyctl useradd sqlite3 strace gcc git skopeo docker-registry htpasswd curl /usr/bin/python3
 
 user=kcau$$ http_pid='' registry_pid=''
 cleanup() {
