@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # make bench's broker figures (called by bench/run.sh; runs alone too, as root): the same release
 # build with its class keys in the kernel keyring and in keychain-broker's keeping, side by side.
-# The broker runs as in Tests/broker/run.sh: a throwaway system user (group tss), setpriv with
-# CAP_SYS_PTRACE only, a socket under /run (a program under /tmp is never identified, and the
-# reader must be, as an installed program is). The reader is a throwaway ordinary user running
-# copies of the binaries in a root-owned 0755 folder, named to the broker with --own-program;
+# The broker runs as in the suites (Tests/broker-lib.sh): a throwaway system user (group tss),
+# setpriv with CAP_SYS_PTRACE only, a socket under /run (a program under /tmp is never identified,
+# and the reader must be, as an installed program is). The reader is a throwaway ordinary user
+# running copies of the binaries in a root-owned 0755 folder, named to the broker with --own-program;
 # every item is made by the program that reads it, so no read may ask: the answerer denies and
 # writes down any question, and one question fails the figures.
 #   - SecItemCopyMatching returning data (`keychain-bench reads N`), kernel and broker runs in turn;
@@ -33,67 +33,33 @@ for tool in setpriv keyctl useradd setsid git python3; do
     command -v "$tool" >/dev/null || { echo "bench/broker.sh: $tool is missing" >&2; exit 1; }
 done
 
-suffix=$$
-broker=kcbb$suffix user=kcbbu$suffix
-group=tss
-getent group tss >/dev/null || group=$broker
-# Under /run, not /tmp or WORK: see above.
-dir=$(mktemp -d /run/kc-bench-broker-XXXXXX)
-chmod 755 "$dir"
-socket=$dir/run/socket
-broker_pid=
+# shellcheck source=Tests/broker-lib.sh
+. "$here/../Tests/broker-lib.sh"
+user=kcbbu$$
 cleanup() {
     # Every step, whatever the one before returned (the broker's wait returns 143, its SIGTERM).
     set +e
-    if [ -n "$broker_pid" ]; then
-        kill -TERM "$broker_pid" 2>/dev/null
-        wait "$broker_pid" 2>/dev/null
-    fi
-    if id "$user" >/dev/null 2>&1; then
-        pkill -KILL -u "$user" 2>/dev/null
-        userdel "$user" >/dev/null 2>&1
-    fi
-    if id "$broker" >/dev/null 2>&1; then
-        # The state key in the broker uid's persistent keyring (root may reach any uid's).
-        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker")" >/dev/null 2>&1
-        userdel "$broker" >/dev/null 2>&1
-    fi
-    getent group "$broker" >/dev/null && groupdel "$broker" 2>/dev/null
-    rm -rf "$dir"
+    broker_stop
+    client_teardown "$user"
+    broker_teardown
 }
 trap cleanup EXIT
 
-if [ "$group" = tss ]; then
-    useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker"
-else
-    useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker"
-fi
-useradd -M -d "$dir/home" -s /bin/sh "$user"
-mkdir -p "$dir/home" "$dir/bin" "$dir/run" "$dir/state"
-programs=(keychain-broker keychain-bench git-credential-keychain security)
-for program in "${programs[@]}"; do cp "$bin/$program" "$dir/bin/"; done
+broker_setup "kcbb$$" kc-bench-broker
+dir=$broker_dir socket=$broker_socket
+client_setup "$user" "$dir/home"
+mkdir -p "$dir/home"
+broker_copy "$bin" keychain-broker keychain-bench git-credential-keychain security
 cp "$here/timing.py" "$dir/bin/"
 # The answerer of every question (KEYCHAIN_ACCESS_ANSWERER): writes it down and denies.
 printf '#!/bin/sh\ncat >> %s/home/questions\nprintf "deny\\n"\n' "$dir" > "$dir/bin/answer-deny"
 chmod 755 "$dir/bin"/*
 chown "$user:" "$dir/home"
 chmod 700 "$dir/home"
-chown "$broker:$group" "$dir/run" "$dir/state"
-chmod 755 "$dir/run"
-chmod 700 "$dir/state"
 
 own=()
 for program in keychain-bench git-credential-keychain security; do own+=(--own-program "$dir/bin/$program"); done
-setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
-    --bounding-set=-all,+sys_ptrace --no-new-privs \
-    "$dir/bin/keychain-broker" --socket "$socket" --state "$dir/state" --pins "$dir/state" "${own[@]}" --foreground 2>>"$dir/broker.log" &
-broker_pid=$!
-for _ in $(seq 400); do
-    [ -S "$socket" ] && break
-    kill -0 "$broker_pid" 2>/dev/null || { echo "bench/broker.sh: the broker exited:"; cat "$dir/broker.log"; exit 1; }
-    sleep 0.05
-done
-[ -S "$socket" ] || { echo "bench/broker.sh: the broker made no socket"; exit 1; }
+broker_start "${own[@]}" || { echo "bench/broker.sh: the broker did not start"; exit 1; }
 
 # as_user [VAR=VALUE]... COMMAND...: as the reader, in a keyring session of its own, without a
 # terminal (so the answerer is the only one who could be asked).

@@ -28,12 +28,7 @@ struct Access: ParsableCommand {
         commandName: "access",
         abstract: "Show or change which programs an item trusts (its access list), or one program's entries everywhere.")
 
-    @Option(name: .customShort("a"), parsing: .unconditional, help: "Account name.") var account: String?
-    @Option(name: .customShort("c"), parsing: .unconditional, help: "Creator (four-character code).") var creator: String?
-    @Option(name: .customShort("C"), parsing: .unconditional, help: "Type (four-character code).") var type: String?
-    @Option(name: .customShort("D"), parsing: .unconditional, help: "Kind (description).") var kind: String?
-    @Option(name: .customShort("j"), parsing: .unconditional, help: "Comment.") var comment: String?
-    @Option(name: .customShort("l"), parsing: .unconditional, help: "Label.") var label: String?
+    @OptionGroup var common: CommonAttributes
     @Option(name: .customShort("s"), parsing: .unconditional, help: "Service (generic) or server (internet).") var service: String?
     @Option(name: .customShort("G"), parsing: .unconditional, help: "Generic attribute value (generic passwords).") var generic: String?
     @Option(name: .customShort("d"), parsing: .unconditional, help: "Security domain (internet passwords).") var securityDomain: String?
@@ -69,27 +64,14 @@ struct Access: ParsableCommand {
         if interpreter && grant == nil { throw ValidationError("--interpreter goes with --grant") }
     }
 
+    /// The item the options name: -s is a server, and the item an internet password, where an
+    /// option only internet passwords have is given (or --internet).
     var selectors: Query {
         let internetOnly = [securityDomain, path, protocolCode, authenticationType].contains { $0 != nil } || port != nil
-        var attributes: [String: AttributeValue] = [:]
-        attributes[AttributeKey.account] = account.map(AttributeValue.string)
-        attributes[AttributeKey.creator] = creator.map(AttributeValue.string)
-        attributes[AttributeKey.type] = type.map(AttributeValue.string)
-        attributes[AttributeKey.description] = kind.map(AttributeValue.string)
-        attributes[AttributeKey.comment] = comment.map(AttributeValue.string)
-        attributes[AttributeKey.label] = label.map(AttributeValue.string)
-        if internet || internetOnly {
-            attributes[AttributeKey.server] = service.map(AttributeValue.string)
-            attributes[AttributeKey.securityDomain] = securityDomain.map(AttributeValue.string)
-            attributes[AttributeKey.path] = path.map(AttributeValue.string)
-            attributes[AttributeKey.port] = port.map { .int(Int64($0)) }
-            attributes[AttributeKey.protocol] = protocolCode.map { .string(InternetAttributes.fourCharacters($0)) }
-            attributes[AttributeKey.authenticationType] = authenticationType.map { .string(InternetAttributes.fourCharacters($0)) }
-            return Query(itemClass: .internetPassword, attributes: attributes)
-        }
-        attributes[AttributeKey.service] = service.map(AttributeValue.string)
-        attributes[AttributeKey.generic] = generic.map { .data(Array($0.utf8)) }
-        return Query(itemClass: .genericPassword, attributes: attributes)
+        guard internet || internetOnly else { return GenericAttributes.query(common.attributes, service: service, generic: generic) }
+        return InternetAttributes.query(
+            common.attributes, server: service, securityDomain: securityDomain, path: path, port: port, protocolCode: protocolCode,
+            authenticationType: authenticationType)
     }
 
     func run() throws {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CredentialHelperSupport
 import Glibc
 import KeychainBroker
 import KeychainCore
@@ -102,27 +103,15 @@ enum AccessLogFormat {
         return "{\"time\":\(entry.time),\"date\":\"\(AccessLogTime.shown(entry.time))\",\"uid\":\(entry.uid),\(text)}"
     }
 
-    /// A JSON string: the log's texts come from metadata and program paths, any bytes.
+    /// A JSON string: the log's texts come from metadata and program paths, any bytes. Escaped as
+    /// JSON, and also where a terminal would obey the text rather than show it (C1 controls, the
+    /// bidirectional embeddings, overrides and isolates), as the JSON is read on terminals too.
     static func quoted(_ text: String) -> String { "\"" + escaped(text) + "\"" }
 
-    /// JSON's escapes, also used for the plain lines.
-    static func escaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _
-            where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || (0x202A...0x202E).contains(scalar.value)
-                || (0x2066...0x2069).contains(scalar.value):
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out
+    /// The same escapes for the plain lines.
+    static func escaped(_ text: String) -> String { JSON.escaped(text, alsoEscaping: obeyedByTerminals) }
+
+    private static func obeyedByTerminals(_ scalar: Unicode.Scalar) -> Bool {
+        (0x7F...0x9F).contains(scalar.value) || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
     }
 }

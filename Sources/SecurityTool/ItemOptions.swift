@@ -27,8 +27,11 @@ struct GenericAttributes: ParsableArguments {
     @Option(name: .customShort("s"), parsing: .unconditional, help: "Service name.") var service: String?
     @Option(name: .customShort("G"), parsing: .unconditional, help: "Generic attribute value.") var generic: String?
 
-    var query: Query {
-        var attributes = common.attributes
+    var query: Query { Self.query(common.attributes, service: service, generic: generic) }
+
+    /// The generic password these options select, for a command with options of its own (`access`).
+    static func query(_ common: [String: AttributeValue], service: String?, generic: String?) -> Query {
+        var attributes = common
         attributes[AttributeKey.service] = service.map(AttributeValue.string)
         attributes[AttributeKey.generic] = generic.map { .data(Array($0.utf8)) }
         return Query(itemClass: .genericPassword, attributes: attributes)
@@ -57,13 +60,23 @@ struct InternetAttributes: ParsableArguments {
     }
 
     var query: Query {
-        var attributes = common.attributes
+        Self.query(
+            common.attributes, server: server, securityDomain: securityDomain, path: path, port: port, protocolCode: protocolCode,
+            authenticationType: authenticationType)
+    }
+
+    /// The internet password these options select, for a command with options of its own (`access`).
+    static func query(
+        _ common: [String: AttributeValue], server: String?, securityDomain: String?, path: String?, port: Int?, protocolCode: String?,
+        authenticationType: String?
+    ) -> Query {
+        var attributes = common
         attributes[AttributeKey.server] = server.map(AttributeValue.string)
         attributes[AttributeKey.securityDomain] = securityDomain.map(AttributeValue.string)
         attributes[AttributeKey.path] = path.map(AttributeValue.string)
         attributes[AttributeKey.port] = port.map { .int(Int64($0)) }
-        attributes[AttributeKey.protocol] = protocolCode.map { .string(Self.fourCharacters($0)) }
-        attributes[AttributeKey.authenticationType] = authenticationType.map { .string(Self.fourCharacters($0)) }
+        attributes[AttributeKey.protocol] = protocolCode.map { .string(fourCharacters($0)) }
+        attributes[AttributeKey.authenticationType] = authenticationType.map { .string(fourCharacters($0)) }
         return Query(itemClass: .internetPassword, attributes: attributes)
     }
 

@@ -3,7 +3,7 @@
 # every door of a keychain that keychain-broker keeps gets no secret unless the person, here a
 # stand-in program, answers the question; and the trusted programs (security, the git and docker
 # helpers under git and skopeo, a SecItem program reading its own item) get theirs without one.
-# The broker runs as a throwaway system user (as in Tests/broker), the programs it trusts are
+# The broker runs as a throwaway system user (Tests/broker-lib.sh), the programs it trusts are
 # root's copies under /run (a folder the user may write to is never trusted), the user is a
 # throwaway ordinary user without a terminal.
 # Usage: Tests/access/run.sh BUILD_DIR
@@ -13,56 +13,29 @@ repo=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$repo/.build/debug}" && pwd)
 # shellcheck source=Tests/lib.sh
 . "$here/../lib.sh"
+# shellcheck source=Tests/broker-lib.sh
+. "$here/../broker-lib.sh"
 
-if [ "$(id -u)" != 0 ]; then
-    echo "skipped: a system user for the broker and a test user need root"
-    printf '\n0 passed, 0 failed, 1 skipped\n'
-    exit 0
-fi
-for tool in setpriv keyctl useradd sqlite3 strace gcc git skopeo docker-registry htpasswd curl /usr/bin/python3; do
-    command -v "$tool" >/dev/null || { echo "missing $tool: run make deps"; printf '\n0 passed, 1 failed\n'; exit 1; }
-done
+broker_suite_requires setpriv keyctl useradd sqlite3 strace gcc git skopeo docker-registry htpasswd curl /usr/bin/python3
 
-suffix=$$
-broker=kca$suffix user=kcau$suffix
-work=$(mktemp -d /run/kc-access-XXXXXX)
-chmod 755 "$work"
-bin=$work/bin home=$work/home socket=$work/run/socket
-keychain=$home/data/keychains/login.keychain-db
-asked=$home/asked
-broker_pid='' http_pid='' registry_pid=''
-group=tss
-getent group tss >/dev/null || group=$broker
-
+user=kcau$$ http_pid='' registry_pid=''
 cleanup() {
-    for pid in $broker_pid $http_pid $registry_pid; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
-    if id "$broker" >/dev/null 2>&1; then
-        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker")" >/dev/null 2>&1
-        userdel "$broker" >/dev/null 2>&1
-    fi
-    if id "$user" >/dev/null 2>&1; then
-        pkill -KILL -u "$user" 2>/dev/null
-        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
-        userdel "$user" >/dev/null 2>&1
-    fi
-    getent group "$broker" >/dev/null && groupdel "$broker" 2>/dev/null
-    rm -rf "$work"
+    for pid in $http_pid $registry_pid; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+    broker_stop
+    client_teardown "$user"
+    broker_teardown
 }
 trap cleanup EXIT
 
-if [ "$group" = tss ]; then
-    useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker" || exit 1
-else
-    useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker" || exit 1
-fi
-useradd -M -d "$home" -s /bin/sh "$user" || exit 1
-# A uid is reused once its user is deleted, but not its persistent keyring (it outlives the user
-# for days): keys another suite's user left there would be taken for this one's.
-keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
-mkdir -p "$home/data" "$home/config" "$home/docker" "$bin" "$work/run" "$work/state" "$work/srv"
-# The trusted programs: root's copies in a root folder (the build folder may be one only root can read).
-cp "$build/security" "$build/git-credential-keychain" "$build/docker-credential-keychain" "$build/keychain-access-probe" \
-    "$build/keychain-broker" "$bin/"
+broker_setup "kca$$" kc-access || exit 1
+work=$broker_dir
+bin=$work/bin home=$work/home socket=$broker_socket
+keychain=$home/data/keychains/login.keychain-db
+asked=$home/asked
+client_setup "$user" "$home" || exit 1
+mkdir -p "$home/data" "$home/config" "$home/docker" "$work/srv"
+# The trusted programs: root's copies in a root folder.
+broker_copy "$build" security git-credential-keychain docker-credential-keychain keychain-access-probe keychain-broker
 # The stand-ins for the person: one that denies and keeps every question it gets, and one that
 # would allow (only where a case shows that the question is what stands in the way).
 printf '#!/bin/sh\ncat >> %s\nprintf "deny\\n"\n' "$asked" > "$bin/answer-deny"
@@ -70,26 +43,6 @@ printf '#!/bin/sh\ncat >> %s\nprintf "once\\nkeychain-pass\\n"\n' "$asked" > "$b
 chmod 755 "$bin"/*
 chown -R "$user:" "$home"
 chmod 700 "$home"
-chown "$broker:$group" "$work/run" "$work/state"
-chmod 755 "$work/run"
-chmod 700 "$work/state"
-
-start_broker() {
-    rm -f "$socket"
-    setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
-        --bounding-set=-all,+sys_ptrace --no-new-privs \
-        "$bin/keychain-broker" --socket "$socket" --state "$work/state" --pins "$work/state" --foreground \
-        --own-program "$bin/security" --own-program "$bin/git-credential-keychain" --own-program "$bin/docker-credential-keychain" \
-        2>>"$work/broker.log" &
-    broker_pid=$!
-    local tries=400
-    while [ ! -S "$socket" ] && [ $tries -gt 0 ]; do
-        kill -0 "$broker_pid" 2>/dev/null || { cat "$work/broker.log"; return 1; }
-        sleep 0.05
-        tries=$((tries - 1))
-    done
-    [ -S "$socket" ]
-}
 
 # piped COMMAND...: as the test user, in a keyring session of its own, without a terminal, with
 # the broker named and the denying stand-in to ask; standard input as given.
@@ -118,7 +71,8 @@ finish() { :; }
 
 fail_setup() { echo "setup: $*"; cat "$work/broker.log" 2>/dev/null; printf '\n0 passed, 1 failed\n'; exit 1; }
 
-start_broker || fail_setup "the broker did not start"
+broker_start --own-program "$bin/security" --own-program "$bin/git-credential-keychain" \
+    --own-program "$bin/docker-credential-keychain" || fail_setup "the broker did not start"
 
 # The git server (Tests/git's) and the registry (Tests/docker's), both on 127.0.0.1.
 git init -q --bare -b main "$work/srv/repo.git"

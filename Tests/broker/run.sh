@@ -11,66 +11,27 @@ repo=$(cd "$here/../.." && pwd)
 build=$(cd "${1:-$repo/.build/debug}" && pwd)
 # shellcheck source=Tests/lib.sh
 . "$here/../lib.sh"
+# shellcheck source=Tests/broker-lib.sh
+. "$here/../broker-lib.sh"
 
-if [ "$(id -u)" != 0 ]; then
-    echo "skipped: a system user for the broker and a test user need root"
-    printf '\n0 passed, 0 failed, 1 skipped\n'
-    exit 0
-fi
-for tool in setpriv keyctl useradd /usr/bin/python3; do
-    command -v "$tool" >/dev/null || { echo "missing $tool: run make deps"; printf '\n0 passed, 1 failed\n'; exit 1; }
-done
+broker_suite_requires setpriv keyctl useradd /usr/bin/python3
 
-suffix=$$
-broker=kcb$suffix user=kcbu$suffix
-# Under /run, not /tmp: a program in a folder every user may write to (sticky or not) is never
-# identified (KeychainPeers' FileTrust), and the probe must be, as an installed program is.
-work=$(mktemp -d /run/kc-broker-XXXXXX)
-chmod 755 "$work"
-socket=$work/run/socket
-broker_pid=
-group=tss
-getent group tss >/dev/null || group=$broker
-
-stop_broker() {
-    if [ -n "$broker_pid" ]; then
-        kill -TERM "$broker_pid" 2>/dev/null
-        wait "$broker_pid" 2>/dev/null
-        broker_pid=
-    fi
-}
-
+user=kcbu$$
 cleanup() {
-    stop_broker
-    if id "$broker" >/dev/null 2>&1; then
-        # The state key in the broker uid's persistent keyring (root may reach any uid's).
-        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker")" >/dev/null 2>&1
-        userdel "$broker" >/dev/null 2>&1
-    fi
-    if id "$user" >/dev/null 2>&1; then
-        pkill -KILL -u "$user" 2>/dev/null
-        # Keys a case put in the kernel keyring: the persistent keyring outlives the user, and
-        # the next throwaway user may get the same uid.
-        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
-        userdel "$user" >/dev/null 2>&1
-    fi
-    getent group "$broker" >/dev/null && groupdel "$broker" 2>/dev/null
-    rm -rf "$work"
+    broker_stop
+    client_teardown "$user"
+    broker_teardown
 }
 trap cleanup EXIT
 
-if [ "$group" = tss ]; then
-    useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker" || exit 1
-else
-    useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker" || exit 1
-fi
-useradd -M -d "$work/home" -s /bin/sh "$user" || exit 1
-# A uid is reused once its user is deleted, but not its persistent keyring (it outlives the user
-# for days): keys another suite's user left there would be taken for this one's.
-keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
-mkdir -p "$work/home" "$work/bin" "$work/run" "$work/state" "$work/pins"
-# Copies: the build folder may be one only root can read.
-cp "$build/keychain-broker" "$build/keychain-broker-probe" "$build/security" "$work/bin/"
+broker_setup "kcb$$" kc-broker || exit 1
+work=$broker_dir socket=$broker_socket
+# The state (keys, lock states) goes at reboot; the pins (--pins) stay.
+broker_pins=$work/pins
+broker_folder "$broker_pins"
+client_setup "$user" "$work/home" || exit 1
+mkdir -p "$work/home"
+broker_copy "$build" keychain-broker keychain-broker-probe security
 printf '#!/bin/sh\ncat >/dev/null\nprintf "once\\nkeychain-pass\\n"\n' > "$work/bin/answer-once"
 printf '#!/bin/sh\ncat >/dev/null\nprintf "always\\nkeychain-pass\\n"\n' > "$work/bin/answer-always"
 printf '#!/bin/sh\ncat >/dev/null\nprintf "once\\nnot-the-password\\n"\n' > "$work/bin/answer-wrong"
@@ -78,27 +39,7 @@ printf '#!/bin/sh\ncat > %s/home/question\nprintf "deny\\n"\n' "$work" > "$work/
 chmod 755 "$work/bin"/*
 chown "$user:" "$work/home"
 chmod 700 "$work/home"
-chown "$broker:$group" "$work/run" "$work/state" "$work/pins"
-chmod 755 "$work/run"
-chmod 700 "$work/state" "$work/pins"
-# The state (keys, lock states) goes at reboot; the pins (--pins) stay.
-state_dir=$work/state
 keychain=$work/home/login.keychain-db
-
-start_broker() {
-    rm -f "$socket"
-    setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
-        --bounding-set=-all,+sys_ptrace --no-new-privs \
-        "$work/bin/keychain-broker" --socket "$socket" --state "$state_dir" --pins "$work/pins" --foreground 2>>"$work/broker.log" &
-    broker_pid=$!
-    local tries=400
-    while [ ! -S "$socket" ] && [ $tries -gt 0 ]; do
-        kill -0 "$broker_pid" 2>/dev/null || { echo "the broker exited:"; cat "$work/broker.log"; return 1; }
-        sleep 0.05
-        tries=$((tries - 1))
-    done
-    [ -S "$socket" ]
-}
 
 # as_user COMMAND...: as the test user, in a keyring session of its own, without a terminal.
 as_user() {
@@ -112,7 +53,7 @@ case_number=0
 fresh() { case_number=$((case_number + 1)); case_dir=$work/case$case_number; }
 finish() { :; }
 
-start_broker || { echo "the broker did not start"; printf '\n0 passed, 1 failed\n'; exit 1; }
+broker_start || { echo "the broker did not start"; printf '\n0 passed, 1 failed\n'; exit 1; }
 probe create "$keychain" keychain-pass >/dev/null || { echo "cannot create the keychain"; printf '\n0 passed, 1 failed\n'; exit 1; }
 
 refuses_root_and_ordinary_users() {
@@ -132,7 +73,7 @@ is_hardened() {
     # CAP_SYS_PTRACE (19) only, effective and bounding.
     grep -qP '^CapEff:\t0000000000080000$' <<< "$status"
     grep -qP '^CapBnd:\t0000000000080000$' <<< "$status"
-    expect "$(id -u "$broker")" "$(grep -oP '^Uid:\t\K[0-9]+' <<< "$status")" "uid"
+    expect "$(id -u "$broker_user")" "$(grep -oP '^Uid:\t\K[0-9]+' <<< "$status")" "uid"
     expect 666 "$(stat -c %a "$socket")" "socket mode"
     expect 755 "$(stat -c %a "$work/run")" "socket folder mode"
     expect 0 "$(grep -P '^Max core file size' "/proc/$broker_pid/limits" | awk '{print $5}')" "core limit"
@@ -221,7 +162,7 @@ print(r, ctypes.get_errno())
 ' "$broker_pid")
     expect "-1 1" "$out" "ptrace attach (EPERM)"
     # Nor the broker uid's persistent keyring, where the state key is.
-    as_user keyctl get_persistent @s "$(id -u "$broker")" 2>/dev/null && return 1
+    as_user keyctl get_persistent @s "$(id -u "$broker_user")" 2>/dev/null && return 1
     return 0
 }
 
@@ -276,11 +217,9 @@ print("closed", closed)
 # handed over as descriptor 3 with LISTEN_FDS and LISTEN_PID; the broker binds nothing itself.
 socket_activation() {
     command -v systemd-socket-activate >/dev/null || { echo "no systemd-socket-activate"; return 0; }
-    mkdir -p "$work/state2"
-    chown "$broker:$group" "$work/state2"
-    ( umask 0; exec systemd-socket-activate --seqpacket -l "$work/run/activated" \
-        setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
-        --bounding-set=-all,+sys_ptrace --no-new-privs "$work/bin/keychain-broker" --socket "$work/run/unused" --state "$work/state2" --pins "$work/state2" ) 2>"$work/activate.log" &
+    broker_folder "$work/state2"
+    ( umask 0; exec systemd-socket-activate --seqpacket -l "$work/run/activated" "${broker_setpriv[@]}" \
+        "$work/bin/keychain-broker" --socket "$work/run/unused" --state "$work/state2" --pins "$work/state2" ) 2>"$work/activate.log" &
     local activator=$! tries=200 out
     while [ ! -S "$work/run/activated" ] && [ $tries -gt 0 ]; do sleep 0.05; tries=$((tries - 1)); done
     # It makes the socket 0644 whatever the umask; systemd's unit says SocketMode=0666.
@@ -413,8 +352,8 @@ check "whoAmI names the caller" names_the_caller
 check "an unlisted reader is asked, and allowed with the password only" reads_ask_with_the_password
 check "the user cannot read, trace or signal the broker" cannot_reach_the_broker
 check "the user's keyrings hold no class key" keyrings_hold_no_class_key
-stop_broker
-start_broker || { echo "the broker did not start again"; cat "$work/broker.log"; }
+broker_stop
+broker_start || echo "the broker did not start again"
 check "a broker restart keeps the keychain unlocked" restart_keeps_it_unlocked
 check "lock through the broker" locks_through_the_broker
 check "socket activation: the broker serves descriptor 3" socket_activation
@@ -437,14 +376,12 @@ pins_survive_a_fresh_state() {
     grep -q "status -25293 .*not the keychain the broker first unlocked there" <<< "$out"
     as_user mv "$work/home/login.saved" "$keychain"
     expect 600 "$(stat -c %a "$work/pins/pins")" "pins file mode"
-    expect "$broker" "$(stat -c %U "$work/pins/pins")" "pins file owner"
+    expect "$broker_user" "$(stat -c %U "$work/pins/pins")" "pins file owner"
 }
-stop_broker
-state_dir=$work/state-after-reboot
-mkdir -p "$state_dir"
-chown "$broker:$group" "$state_dir"
-chmod 700 "$state_dir"
-start_broker || { echo "the broker did not start again"; cat "$work/broker.log"; }
+broker_stop
+broker_state=$work/state-after-reboot
+broker_folder "$broker_state"
+broker_start || echo "the broker did not start again"
 check "pins outlive a fresh state: a swapped keychain is still refused" pins_survive_a_fresh_state
 check "a connection taken by another process of the user is refused" refuses_a_taken_connection
 check "one user cannot take every connection" one_user_cannot_take_every_connection

@@ -13,6 +13,8 @@ fi
 bin=$(realpath "${1:-.build/debug}")
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
+# shellcheck source=Tests/broker-lib.sh
+. "$here/../broker-lib.sh"
 module=$bin/libpam_keychain.so
 wrapper_lib=$(ls /usr/lib/*/libpam_wrapper.so 2>/dev/null | head -1)
 wrapper_modules=$(dirname "${wrapper_lib:-/x}")/pam_wrapper
@@ -23,7 +25,7 @@ if [ "$(id -u)" != 0 ]; then
     exit 0
 fi
 
-devlog='' devlog_pid='' stage='' broker_pid='' broker_user='' broker_dir='' broker_made_dir=''
+devlog='' devlog_pid='' stage='' broker_made_dir=''
 cleanup() {
     stop_broker
     [ -z "$devlog_pid" ] || kill "$devlog_pid" 2>/dev/null
@@ -108,61 +110,28 @@ digest() { sha256sum "$1" | cut -d' ' -f1; }
 # Fails when the command succeeds (`! cmd` never fails a case: set -e ignores it).
 refute() { if "$@"; then echo "unexpectedly true: $*"; return 1; fi; }
 
-# keychain-broker as the system runs it (Tests/broker/run.sh's set-up): a throwaway system user
-# (group tss), setpriv with only CAP_SYS_PTRACE, bound at /run/keychain-broker/socket (in this
+# keychain-broker as the system runs it (Tests/broker-lib.sh: its own system user, setpriv with
+# only CAP_SYS_PTRACE), its socket folder bound at /run/keychain-broker/socket (in this
 # suite's mount namespace only), where the module, run by pamtester as root with nothing in its
 # environment to name one, finds it, and the user's `security` too. `security` here (the stage's
 # copy) is the broker's own program, so items it makes (apple-tool:) are read without a question.
 start_broker() {
-    local group=tss tries=400
     [ -n "${KC_PAM_NAMESPACE:-}" ] || { [ ! -e /run/keychain-broker/socket ] || return 1; }
-    broker_user=kcpb$$
-    getent group tss >/dev/null || group=$broker_user
-    if [ "$group" = tss ]; then
-        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker_user" || return 1
-    else
-        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker_user" || return 1
-    fi
-    broker_dir=$(mktemp -d /run/pam-broker-XXXXXX)
-    chmod 755 "$broker_dir"
-    mkdir "$broker_dir/run" "$broker_dir/state"
-    chown "$broker_user:$group" "$broker_dir/run" "$broker_dir/state"
-    chmod 755 "$broker_dir/run"
-    chmod 700 "$broker_dir/state"
+    broker_setup "kcpb$$" pam-broker || return 1
+    broker_copy "$stage" keychain-broker || return 1
     if [ ! -d /run/keychain-broker ]; then mkdir /run/keychain-broker && broker_made_dir=1; fi
     mount --bind "$broker_dir/run" /run/keychain-broker || return 1
-    setpriv --reuid="$broker_user" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
-        --bounding-set=-all,+sys_ptrace --no-new-privs \
-        "$stage/keychain-broker" --socket /run/keychain-broker/socket --state "$broker_dir/state" --pins "$broker_dir/state" \
-        --own-program "$stage/security" --foreground 2>>"$broker_dir/broker.log" &
-    broker_pid=$!
-    while [ ! -S /run/keychain-broker/socket ] && [ $tries -gt 0 ]; do
-        kill -0 "$broker_pid" 2>/dev/null || { cat "$broker_dir/broker.log"; return 1; }
-        sleep 0.05
-        tries=$((tries - 1))
-    done
-    [ -S /run/keychain-broker/socket ]
+    broker_socket=/run/keychain-broker/socket
+    broker_start --own-program "$stage/security"
 }
 
 stop_broker() {
-    if [ -n "$broker_pid" ]; then
-        kill -TERM "$broker_pid" 2>/dev/null
-        wait "$broker_pid" 2>/dev/null
-        broker_pid=
-    fi
+    broker_stop
     if [ -n "$broker_dir" ]; then
         umount /run/keychain-broker 2>/dev/null
         [ -z "$broker_made_dir" ] || rmdir /run/keychain-broker 2>/dev/null
-        rm -rf "$broker_dir"
-        broker_dir=
     fi
-    if [ -n "$broker_user" ] && id "$broker_user" >/dev/null 2>&1; then
-        # The state key in the broker uid's persistent keyring (root may reach any uid's).
-        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker_user")" >/dev/null 2>&1
-        userdel "$broker_user" >/dev/null 2>&1
-        getent group "$broker_user" >/dev/null && groupdel "$broker_user" 2>/dev/null
-    fi
-    broker_user=
+    broker_teardown
 }
 
 # --- flows with pamtester and pam_unix -----------------------------------------------------
@@ -177,7 +146,11 @@ first_login_creates_and_unlocks() {
     logged "open_session: created and unlocked the login keychain of $user"
 }
 
-sessions_are_counted() {
+# sessions_counted CUSTODY (kernel | broker): two sessions open; closing one locks nothing, the
+# last locks WhenUnlocked only, and the next login unlocks it again. In the broker's custody the
+# module says so at each step and no class key reaches the kernel keyring.
+sessions_counted() {
+    local custody=$1
     login
     as_user security add-generic-password -a wu -s s -w wu-secret
     as_user security add-generic-password -a afu -s s --accessibility afterFirstUnlock -w afu-secret
@@ -185,13 +158,22 @@ sessions_are_counted() {
     logout
     expect unlocked "$(state WhenUnlocked)" "one session still open"
     logout
-    expect locked "$(state WhenUnlocked)" "the last session locks WhenUnlocked"
+    [ "$custody" = kernel ] || logged "close_session: the last session of $user ended"
+    expect locked "$(state WhenUnlocked)" "the last session locks WhenUnlocked ($custody)"
     expect unlocked "$(state AfterFirstUnlock)" "AfterFirstUnlock stays until reboot"
     expect 36 "$(status_of as_user security find-generic-password -a wu -w)"
     expect afu-secret "$(as_user security find-generic-password -a afu -w)"
     login
+    if [ "$custody" = broker ]; then
+        logged "open_session: unlocked the login keychain of $user"
+        expect unlocked "$(state WhenUnlocked)"
+        kept_by_broker
+        no_class_key_in_kernel
+    fi
     expect wu-secret "$(as_user security find-generic-password -a wu -w)"
 }
+
+sessions_are_counted() { sessions_counted kernel; }
 
 # Without `debug`, each event still leaves one line (as gnome-keyring's module does), and none
 # holds the password.
@@ -897,26 +879,7 @@ broker_first_login_creates() {
     expect made-at-first-login "$(as_user security find-generic-password -a a -w)"
 }
 
-broker_sessions_unlock_and_lock() {
-    login
-    as_user security add-generic-password -a wu -s s -w wu-secret
-    as_user security add-generic-password -a afu -s s --accessibility afterFirstUnlock -w afu-secret
-    login
-    logout
-    expect unlocked "$(state WhenUnlocked)" "one session still open"
-    logout
-    logged "close_session: the last session of $user ended"
-    expect locked "$(state WhenUnlocked)" "the last session locks WhenUnlocked in the broker"
-    expect unlocked "$(state AfterFirstUnlock)" "AfterFirstUnlock stays until reboot"
-    expect 36 "$(status_of as_user security find-generic-password -a wu -w)"
-    expect afu-secret "$(as_user security find-generic-password -a afu -w)"
-    login
-    logged "open_session: unlocked the login keychain of $user"
-    expect unlocked "$(state WhenUnlocked)"
-    kept_by_broker
-    no_class_key_in_kernel
-    expect wu-secret "$(as_user security find-generic-password -a wu -w)"
-}
+broker_sessions_unlock_and_lock() { sessions_counted broker; }
 
 broker_change_password_rekeys() {
     login

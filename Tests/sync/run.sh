@@ -13,6 +13,8 @@ set -uo pipefail
 bin=$(realpath "${1:-.build/debug}")
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
+# shellcheck source=Tests/broker-lib.sh
+. "$here/../broker-lib.sh"
 loop_seconds=${SYNC_LOOP_SECONDS:-60}
 
 if [ "$(id -u)" != 0 ]; then
@@ -29,10 +31,11 @@ fi
 base=$(mktemp -d /tmp/sync-suite-XXXXXX)
 chmod 755 "$base"
 users=(kcsyncA kcsyncB kcsyncC kcsyncD kcsyncE)
-broker_user=kcsyncbrk broker_pid='' broker_dir=''
+# The broker's user is named here too: the cleanup removes one a case left.
+broker_user=kcsyncbrk
 cleanup() {
     local u
-    stop_broker
+    broker_teardown
     for u in "${users[@]}"; do
         if id "$u" >/dev/null 2>&1; then
             setpriv --reuid="$u" --regid="$u" --init-groups keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s)"' >/dev/null 2>&1
@@ -438,55 +441,16 @@ helpers_follow_the_default() {
 
 # --- with keychain-broker: two machines whose keys the broker keeps ------------------------------
 
-# keychain-broker as Tests/broker/run.sh starts it: its own system user (group tss), setpriv with
-# only CAP_SYS_PTRACE, on a socket in a folder under /run. The users' `security` is a copy in
-# another folder under /run (the broker identifies no program a user could replace), named to the
-# broker as its own program, so that items it makes (apple-tool:) are read without a question.
+# keychain-broker as Tests/broker-lib.sh starts it: its own system user (group tss), setpriv with
+# only CAP_SYS_PTRACE, on a socket in a folder under /run. The users' `security` is a copy in that
+# folder's bin/ (the broker identifies no program a user could replace), named to the broker as
+# its own program, so that items it makes (apple-tool:) are read without a question.
 start_broker() {
-    local group=tss tries=400
-    getent group tss >/dev/null || group=$broker_user
-    id "$broker_user" >/dev/null 2>&1 && userdel "$broker_user" >/dev/null 2>&1
-    if [ "$group" = tss ]; then
-        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker_user" || return 1
-    else
-        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker_user" || return 1
-    fi
-    broker_dir=$(mktemp -d /run/kc-sync-broker-XXXXXX)
-    chmod 755 "$broker_dir"
-    mkdir "$broker_dir/run" "$broker_dir/state" "$broker_dir/bin"
-    cp "$bin/security" "$bin/keychain-broker" "$broker_dir/bin/"
+    broker_setup kcsyncbrk kc-sync-broker || return 1
+    broker_copy "$bin" security keychain-broker || return 1
     printf '#!/bin/sh\ncat >/dev/null\nprintf "once\\npw\\n"\n' > "$broker_dir/bin/answer-once"
-    chmod 755 "$broker_dir/bin" "$broker_dir/bin/"*
-    chown "$broker_user:$group" "$broker_dir/run" "$broker_dir/state"
-    chmod 755 "$broker_dir/run"
-    chmod 700 "$broker_dir/state"
-    setpriv --reuid="$broker_user" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
-        --bounding-set=-all,+sys_ptrace --no-new-privs \
-        "$broker_dir/bin/keychain-broker" --socket "$broker_dir/run/socket" --state "$broker_dir/state" --pins "$broker_dir/state" \
-        --own-program "$broker_dir/bin/security" --foreground 2>>"$broker_dir/broker.log" &
-    broker_pid=$!
-    while [ ! -S "$broker_dir/run/socket" ] && [ $tries -gt 0 ]; do
-        kill -0 "$broker_pid" 2>/dev/null || { cat "$broker_dir/broker.log"; return 1; }
-        sleep 0.05
-        tries=$((tries - 1))
-    done
-    [ -S "$broker_dir/run/socket" ]
-}
-
-stop_broker() {
-    if [ -n "$broker_pid" ]; then
-        kill -TERM "$broker_pid" 2>/dev/null
-        wait "$broker_pid" 2>/dev/null
-        broker_pid=
-    fi
-    [ -z "$broker_dir" ] || rm -rf "$broker_dir"
-    broker_dir=
-    if id "$broker_user" >/dev/null 2>&1; then
-        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker_user")" >/dev/null 2>&1
-        userdel "$broker_user" >/dev/null 2>&1
-        if getent group "$broker_user" >/dev/null; then groupdel "$broker_user" 2>/dev/null; fi
-    fi
-    return 0
+    chmod 755 "$broker_dir/bin/answer-once"
+    broker_start --own-program "$broker_dir/bin/security"
 }
 
 # as_kept USER COMMAND...: `as`, with the broker's copy of security and the broker named, and no
@@ -494,14 +458,14 @@ stop_broker() {
 as_kept() {
     local u=$1; shift
     setsid -w setpriv --reuid="$u" --regid="$u" --init-groups env -i HOME="$base/home-$u" PATH="$broker_dir/bin:/usr/bin:/bin" \
-        GIT_CONFIG_NOSYSTEM=1 KEYCHAIN_BROKER_SOCKET="$broker_dir/run/socket" keyctl session - "$@" 2> >(grep -v '^Joined session keyring' >&2)
+        GIT_CONFIG_NOSYSTEM=1 KEYCHAIN_BROKER_SOCKET="$broker_socket" keyctl session - "$@" 2> >(grep -v '^Joined session keyring' >&2)
 }
 D() { as_kept kcsyncD security "$@"; }
 # D's `security sync now` as a timer runs it: no terminal, no answerer, its output in the case's
 # out and err; `timeout`, because a question nobody can answer must fail at once, not wait.
 D_exchange() {
     timeout 120 setsid -w setpriv --reuid=kcsyncD --regid=kcsyncD --init-groups env -i HOME="$base/home-kcsyncD" \
-        PATH="$broker_dir/bin:/usr/bin:/bin" GIT_CONFIG_NOSYSTEM=1 KEYCHAIN_BROKER_SOCKET="$broker_dir/run/socket" \
+        PATH="$broker_dir/bin:/usr/bin:/bin" GIT_CONFIG_NOSYSTEM=1 KEYCHAIN_BROKER_SOCKET="$broker_socket" \
         keyctl session - security sync now </dev/null > "$case_dir/out" 2> "$case_dir/err"
     cat "$case_dir/out" "$case_dir/err"
 }
@@ -516,7 +480,7 @@ broker_kept_sync() {
     git init -q --bare --shared=0777 "$remote2"
     chmod -R a+rwX "$remote2"
     # The case runs in a subshell: its broker is stopped when that ends, failed or not.
-    trap stop_broker EXIT
+    trap broker_teardown EXIT
     start_broker
     for u in D E; do printf 'pw\n' | "$u" create-keychain login; done
     D status | holds 'custody of keychain-broker'
@@ -543,7 +507,7 @@ broker_kept_sync() {
     D_exchange
     holds ', skipped 1' < "$case_dir/out"
     holds 'broker-untrusted-svc (kept-account) not sent' < "$case_dir/err"
-    stop_broker
+    broker_teardown
 }
 
 check "three machines in one group: init, join, same code, approve, confirm" setup_group

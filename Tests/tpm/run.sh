@@ -12,6 +12,8 @@ bin=$(realpath "${1:-.build/debug}")
 here=$(cd "$(dirname "$0")" && pwd)
 export PATH="$bin:$PATH"
 . "$here/../lib.sh"
+# shellcheck source=Tests/broker-lib.sh
+. "$here/../broker-lib.sh"
 
 for tool in swtpm tpm2_getcap tpm2_dictionarylockout tpm2_flushcontext tpm2_pcrreset tpm2_pcrextend python3; do
     command -v "$tool" >/dev/null || { echo "$tool is missing (apt-get install swtpm swtpm-tools tpm2-tools python3)"; exit 1; }
@@ -20,10 +22,9 @@ done
 
 work=$(mktemp -d /tmp/keychain-tpm-XXXXXX)
 pids=()
-broker_user='' broker_dir=''
 stop_all() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; done
-    stop_broker
+    broker_teardown
     wait 2>/dev/null
     rm -rf "$work"
 }
@@ -135,50 +136,10 @@ all_classes() {
     security add-generic-password -a u -s device-always -w p5 --accessibility alwaysThisDeviceOnly 2>/dev/null
 }
 
-# keychain-broker as Tests/broker/run.sh starts it (its own system user, setpriv with only
+# keychain-broker as Tests/broker-lib.sh starts it (its own system user, setpriv with only
 # CAP_SYS_PTRACE), on a socket under /run; the cases name it with KEYCHAIN_BROKER_SOCKET.
-broker_pid=''
 start_broker() {
-    local group=tss tries=400
-    broker_user=kctpmb$$
-    getent group tss >/dev/null || group=$broker_user
-    if [ "$group" = tss ]; then
-        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker_user" || return 1
-    else
-        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker_user" || return 1
-    fi
-    broker_dir=$(mktemp -d /run/kc-tpm-broker-XXXXXX)
-    chmod 755 "$broker_dir"
-    mkdir "$broker_dir/run" "$broker_dir/state"
-    cp "$bin/keychain-broker" "$broker_dir/"
-    chown "$broker_user:$group" "$broker_dir/run" "$broker_dir/state"
-    chmod 700 "$broker_dir/state"
-    setpriv --reuid="$broker_user" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
-        --bounding-set=-all,+sys_ptrace --no-new-privs \
-        "$broker_dir/keychain-broker" --socket "$broker_dir/run/socket" --state "$broker_dir/state" --pins "$broker_dir/state" --foreground 2>>"$broker_dir/broker.log" &
-    broker_pid=$!
-    while [ ! -S "$broker_dir/run/socket" ] && [ $tries -gt 0 ]; do
-        kill -0 "$broker_pid" 2>/dev/null || { cat "$broker_dir/broker.log"; return 1; }
-        sleep 0.05
-        tries=$((tries - 1))
-    done
-    [ -S "$broker_dir/run/socket" ]
-}
-
-stop_broker() {
-    if [ -n "$broker_pid" ]; then
-        kill -TERM "$broker_pid" 2>/dev/null
-        wait "$broker_pid" 2>/dev/null
-        broker_pid=
-    fi
-    [ -z "$broker_dir" ] || rm -rf "$broker_dir"
-    broker_dir=
-    if [ -n "$broker_user" ] && id "$broker_user" >/dev/null 2>&1; then
-        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker_user")" >/dev/null 2>&1
-        userdel "$broker_user" >/dev/null 2>&1
-        getent group "$broker_user" >/dev/null && groupdel "$broker_user" 2>/dev/null
-    fi
-    broker_user=
+    broker_setup "kctpmb$$" kc-tpm-broker && broker_copy "$bin" keychain-broker && broker_start
 }
 
 # --- cases ---------------------------------------------------------------------------------
@@ -191,9 +152,9 @@ sealed_keychain_stays_in_kernel_with_a_broker() {
     enroll
     security lock-keychain
     # The case runs in a subshell: its broker is stopped when that ends, failed or not.
-    trap stop_broker EXIT
+    trap broker_teardown EXIT
     start_broker
-    export KEYCHAIN_BROKER_SOCKET=$broker_dir/run/socket
+    export KEYCHAIN_BROKER_SOCKET=$broker_socket
     printf 'pw\n' | security unlock-keychain
     security status | grep -q 'kernel persistent keyring' || { security status; return 1; }
     expect sealed-secret "$(security find-generic-password -s sealed-svc -w)"
@@ -213,7 +174,7 @@ sealed_keychain_stays_in_kernel_with_a_broker() {
     grep -q "not available yet for a keychain in keychain-broker's custody" <<< "$out"
     security status "$case_dir/kept.keychain-db" | grep -q '^TPM: *present, not used'
     unset KEYCHAIN_BROKER_SOCKET
-    stop_broker
+    broker_teardown
 }
 
 enrol_prints_a_recovery_key() {

@@ -67,8 +67,14 @@ package enum JSON {
         }
     }
 
-    package static func quote(_ s: String) -> String {
-        var out = "\""
+    /// `s` as a JSON string, escaped as Go's encoding/json escapes it (HTML-safe): docker's tools
+    /// expect its output byte for byte.
+    package static func quote(_ s: String) -> String { "\"" + escaped(s, alsoEscaping: goEscapes) + "\"" }
+
+    /// The inside of a JSON string. Control characters are always escaped; `alsoEscaping` names the
+    /// other scalars written as \u escapes.
+    package static func escaped(_ s: String, alsoEscaping: (Unicode.Scalar) -> Bool) -> String {
+        var out = ""
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
@@ -76,15 +82,22 @@ package enum JSON {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case "<", ">", "&", "\u{2028}", "\u{2029}":
-                out += "\\u" + hex4(scalar.value)
-            case _ where scalar.value < 0x20:
+            case _ where scalar.value < 0x20 || alsoEscaping(scalar):
                 out += "\\u" + hex4(scalar.value)
             default:
                 out.unicodeScalars.append(scalar)
             }
         }
-        return out + "\""
+        return out
+    }
+
+    /// What Go's encoding/json escapes besides control characters: <, > and & (for HTML) and the
+    /// line and paragraph separators (for JavaScript).
+    private static func goEscapes(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "<", ">", "&", "\u{2028}", "\u{2029}": return true
+        default: return false
+        }
     }
 
     private static func hex4(_ v: UInt32) -> String {
