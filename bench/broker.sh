@@ -7,11 +7,14 @@
 # running copies of the binaries in a root-owned 0755 folder, named to the broker with --own-program;
 # every item is made by the program that reads it, so no read may ask: the answerer denies and
 # writes down any question, and one question fails the figures.
-#   - SecItemCopyMatching returning data (`keychain-bench reads N`), kernel and broker runs in turn;
+#   - SecItemCopyMatching returning data (`keychain-bench reads N`), kernel and broker runs in turn,
+#     and between them the floor under any broker that checks its caller per read
+#     (bench/broker_floor.c: a round trip to another process that reads the caller's status);
 #   - N items read in a row by the program that made them (the same runs);
 #   - the git helper's `get` through the broker, in the kernel keyring, and credential-store's
 #     (timing.py, cases in turn).
-# Writes WORK/broker-kernel.txt and WORK/broker-broker.txt (`name value` lines, one set a run),
+# Writes WORK/broker-kernel.txt, WORK/broker-broker.txt and WORK/broker-floor.txt (`name value`
+# lines, one set a run),
 # WORK/broker-helper.json (timing.py's medians); without root, WORK/broker-skipped.txt instead.
 #
 #   bench/broker.sh BIN WORK   BIN: keychain-broker, keychain-bench, git-credential-keychain and
@@ -29,7 +32,7 @@ if [ "$(id -u)" != 0 ]; then
     echo "broker figures: skipped (they need root, to make the broker's system user and a user whose keychain it keeps)" > "$work/broker-skipped.txt"
     exit 0
 fi
-for tool in setpriv keyctl useradd setsid git python3; do
+for tool in setpriv keyctl useradd setsid git python3 gcc; do
     command -v "$tool" >/dev/null || { echo "bench/broker.sh: $tool is missing" >&2; exit 1; }
 done
 
@@ -51,6 +54,7 @@ client_setup "$user" "$dir/home"
 mkdir -p "$dir/home"
 broker_copy "$bin" keychain-broker keychain-bench git-credential-keychain security
 cp "$here/timing.py" "$dir/bin/"
+gcc -O2 -Wall -o "$dir/bin/broker_floor" "$here/broker_floor.c"
 # The answerer of every question (KEYCHAIN_ACCESS_ANSWERER): writes it down and denies.
 printf '#!/bin/sh\ncat >> %s/home/questions\nprintf "deny\\n"\n' "$dir" > "$dir/bin/answer-deny"
 chmod 755 "$dir/bin"/*
@@ -84,6 +88,7 @@ for _ in $(seq "$runs"); do
     grep -qx 'custody broker' "$dir/broker.out"
     grep -v '^custody ' "$dir/broker.out" >> "$work/broker-broker.txt"
     no_questions "keychain-bench reads"
+    "$dir/bin/broker_floor" >> "$work/broker-floor.txt"
 done
 
 # --- the git helper's get: through the broker, in the kernel keyring, and credential-store -----

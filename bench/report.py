@@ -96,6 +96,12 @@ if broker_reads and kernel_reads:
     b, k = broker_reads["lookup_us"], kernel_reads["lookup_us"]
     add(f"SecItemCopyMatching returning data through keychain-broker vs the kernel keyring's custody ({store_items:,} items, same build)",
         f"{b:.1f} us", f"{k:.1f} us", f"{b / k:.2f}x", "<= 1.5x", b / k <= 1.5)
+    floor = kv_runs(os.path.join(work, "broker-floor.txt"))
+    if floor:
+        f, rt = floor["floor_us"], floor["floor_roundtrip_us"]
+        add("the floor under a read through any broker that checks its caller on every read: one round trip to another "
+            f"process ({rt:.1f} us) and its read of the caller's /proc/PID/status (C, bench/broker_floor.c), added to the "
+            "kernel keyring's figure", f"{k + f:.1f} us", f"{k:.1f} us", f"{(k + f) / k:.2f}x", "(the floor under the bar above)", True)
 broker_helper = os.path.join(work, "broker-helper.json")
 if os.path.exists(broker_helper):
     h = json.load(open(broker_helper))

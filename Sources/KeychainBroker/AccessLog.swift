@@ -10,6 +10,9 @@ package struct AccessLog: Sendable {
     private var rings: [UInt32: [AccessLogEntry]] = [:]
     /// Off in unit tests, where syslog would fill the machine's journal.
     package var toSyslog: Bool
+    /// Lines recorded and not yet given to syslog: the listener writes them after the reply has
+    /// gone (`flushSyslog`), so that the client does not wait for the journal's socket.
+    private var unsent: [[UInt8]] = []
 
     package init(toSyslog: Bool = true) { self.toSyslog = toSyslog }
 
@@ -23,16 +26,29 @@ package struct AccessLog: Sendable {
             var bytes = Array(line.utf8)
             for index in bytes.indices where bytes[index] < 0x20 || bytes[index] == 0x7f { bytes[index] = 0x20 }
             bytes.append(0)
+            unsent.append(bytes)
+        }
+        if rings[entry.uid] == nil, rings.count >= Self.maximumUids, let oldest = rings.min(by: { ($0.value.last?.time ?? 0) < ($1.value.last?.time ?? 0) }) {
+            rings[oldest.key] = nil
+        }
+        append(entry)
+    }
+
+    /// Gives syslog the lines recorded since the last call. Where nothing listens on /dev/log (a
+    /// container, a test's broker) they are dropped here: syslog(3) would otherwise make and
+    /// connect a socket for every line, and fail. The ring keeps them either way.
+    package mutating func flushSyslog() {
+        guard !unsent.isEmpty else { return }
+        defer { unsent = [] }
+        var st = stat()
+        guard lstat("/dev/log", &st) == 0, st.st_mode & S_IFMT == S_IFSOCK else { return }
+        for bytes in unsent {
             bytes.withUnsafeBufferPointer { text in
                 text.baseAddress!.withMemoryRebound(to: CChar.self, capacity: text.count) { line in
                     withVaList([line]) { vsyslog(LOG_AUTHPRIV | LOG_NOTICE, "%s", $0) }
                 }
             }
         }
-        if rings[entry.uid] == nil, rings.count >= Self.maximumUids, let oldest = rings.min(by: { ($0.value.last?.time ?? 0) < ($1.value.last?.time ?? 0) }) {
-            rings[oldest.key] = nil
-        }
-        append(entry)
     }
 
     /// Appends in place. A ring taken out of the dictionary, appended to and put back was copied

@@ -12,6 +12,9 @@ package final class BrokerConnection: @unchecked Sendable {
     /// so a child (the PAM module's worker, become the user) or a process that changed its uid
     /// connects anew rather than speak as the process that first connected.
     private var connectedAs: (pid: pid_t, uid: uid_t, euid: uid_t)?
+    /// Replies owed for requests sent ahead (`sendAhead`): read and dropped before the next
+    /// exchange's request goes out.
+    private var owed = 0
 
     package init(path: String = BrokerPaths.socket) { self.path = path }
 
@@ -25,28 +28,58 @@ package final class BrokerConnection: @unchecked Sendable {
             var retried = false
             while true {
                 do {
-                    if fd >= 0, let owner = connectedAs, owner != (getpid(), getuid(), geteuid()) {
-                        close(fd)
-                        fd = -1
-                    }
-                    if fd < 0 {
-                        fd = try Self.connectChecked(path)
-                        connectedAs = (getpid(), getuid(), geteuid())
+                    try connectIfNeeded()
+                    while owed > 0 {
+                        guard var dropped = try BrokerSocket.receive(fd) else { throw SocketError(errno: ECONNRESET) }
+                        dropped.wipe()
+                        owed -= 1
                     }
                     try BrokerSocket.send(fd, message)
                     guard let reply = try BrokerSocket.receive(fd) else { throw SocketError(errno: ECONNRESET) }
                     return try BrokerReply.decode(reply, for: request.op)
                 } catch let error as SocketError where error.isReset && !retried {
-                    close(fd)
-                    fd = -1
+                    disconnect()
                     retried = true
                 } catch let error as SocketError {
-                    if fd >= 0 { close(fd) }
-                    fd = -1
+                    disconnect()
                     throw KeychainError(.notAvailable, "the keychain broker at \(path): \(String(cString: strerror(error.errno)))")
                 }
             }
         }
+    }
+
+    /// Sends `request` without waiting for its reply, which the next exchange reads and drops:
+    /// a helper introduces itself at start (`whoAmI`), so that the broker reads who it is while
+    /// the helper reads git's request and opens the keychain, not after. Failures are left for
+    /// the next exchange to meet.
+    package func sendAhead(_ request: BrokerRequest) {
+        let message = request.encoded()
+        guard message.count <= BrokerWire.maximumMessage else { return }
+        mutex.withLock {
+            do {
+                try connectIfNeeded()
+                try BrokerSocket.send(fd, message)
+                owed += 1
+            } catch {
+                disconnect()
+            }
+        }
+    }
+
+    /// A connection of this process as it is now: one made before a fork or a change of uid
+    /// speaks for who made it, and is made again.
+    private func connectIfNeeded() throws {
+        if fd >= 0, let owner = connectedAs, owner != (getpid(), getuid(), geteuid()) { disconnect() }
+        if fd < 0 {
+            fd = try Self.connectChecked(path)
+            connectedAs = (getpid(), getuid(), geteuid())
+        }
+    }
+
+    private func disconnect() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+        owed = 0
     }
 
     /// Connects and checks who answers: not this uid, and a system uid (below UID_MIN).
@@ -81,7 +114,15 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
 
     package convenience init(connection: BrokerConnection = BrokerConnection(), answerer: (any AccessAnswerer)?) {
         self.init(exchange: { try connection.exchange($0) }, answerer: answerer)
+        self.connection = connection
     }
+
+    /// The connection under `exchange`, where it is a socket's.
+    private var connection: BrokerConnection?
+
+    /// Tells the broker who this process is before the first request that needs it: see
+    /// `BrokerConnection.sendAhead`.
+    package func introduce() { connection?.sendAhead(.whoAmI) }
 
     /// Over any exchange of messages (tests: the service in this process).
     package init(exchange: @escaping @Sendable (BrokerRequest) throws -> BrokerReply, answerer: (any AccessAnswerer)?) {
@@ -247,5 +288,14 @@ package enum BrokerSetup {
     package static func install(answerer: (any AccessAnswerer)?) {
         installed = custodian(answerer: answerer)
         KeychainStore.custodian = installed
+    }
+
+    /// `install`, then the process introduced to the broker at once (`BrokerCustodian.introduce`):
+    /// for the credential helpers, each run of which reads one secret. Not for every front end:
+    /// a `security` command that reads no secret would have the broker read who it is for
+    /// nothing, and the PAM module's connection would be another process's after its fork.
+    package static func installIntroduced(answerer: (any AccessAnswerer)?) {
+        install(answerer: answerer)
+        installed?.introduce()
     }
 }

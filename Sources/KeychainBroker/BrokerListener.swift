@@ -153,6 +153,7 @@ package final class BrokerListener {
             reply.wipe()
         }
         do { try BrokerSocket.send(fd, reply) } catch { drop(fd) }
+        service.flushLog()
     }
 
     private func drop(_ fd: Int32) {

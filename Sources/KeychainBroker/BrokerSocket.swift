@@ -106,11 +106,28 @@ package enum BrokerSocket {
     /// The first uid of ordinary users: /etc/login.defs' UID_MIN, else 1000.
     package static var uidMin: UInt32 {
         guard let bytes = PlainFiles.read("/etc/login.defs") else { return 1000 }
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
-            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            if words.count >= 2, words[0] == "UID_MIN", let value = UInt32(words[1]) { return value }
+        return uidMin(in: bytes) ?? 1000
+    }
+
+    /// UID_MIN's value in login.defs' bytes. Found in the bytes, not by splitting the file into
+    /// strings: Debian's is 13 KiB of comments, and every client reads it once per process (a
+    /// tenth of the git helper's own time through the broker, split into strings).
+    package static func uidMin(in bytes: [UInt8]) -> UInt32? {
+        let key = Array("UID_MIN".utf8)
+        let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        var start = 0
+        while start < bytes.count {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+            defer { start = end + 1 }
+            let line = bytes[start..<end].drop(while: blank)
+            guard line.starts(with: key) else { continue }
+            let rest = line.dropFirst(key.count)
+            guard let first = rest.first, blank(first) else { continue }
+            let digits = rest.drop(while: blank).prefix(while: { !blank($0) && $0 != UInt8(ascii: "\r") })
+            guard !digits.isEmpty, digits.count <= 10, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { continue }
+            return UInt32(String(decoding: digits, as: UTF8.self))
         }
-        return 1000
+        return nil
     }
 }
 

@@ -1,8 +1,9 @@
 internal import Glibc
 
 /// The descriptors that tie a `Caller` to the process it was read from, kept for as long as the
-/// connection lives: a pidfd (the pid stays its own) and the process's maps opened when it was
-/// read (which read nothing once it exec'd another program or exited).
+/// connection lives: a pidfd (the pid stays its own), the process's maps opened when it was read
+/// (which read nothing once it exec'd another program or exited) and its status (which names its
+/// tracer, and reads nothing once that process is gone, whoever has its pid since).
 ///
 /// Made before the process is read (`CallerTrust.evaluate`), so that an exec at any moment after
 /// is seen: the reads are then of the image the handle holds, or the handle says it is gone.
@@ -13,15 +14,15 @@ package final class CallerHandle {
     /// The pidfd was the kernel's record of the process that connected (SO_PEERPIDFD), not the
     /// process that has the pid now.
     let pinnedAtConnect: Bool
-    /// Whether `CallerTrust.stillSame` must read the start time again. Not with the connecting
-    /// process's own pidfd (SO_PEERPIDFD): it names that process and no other for its whole life,
-    /// so its liveness and the maps descriptor's read prove the same live image, and a read of
-    /// /proc/PID/stat per request adds nothing. Without one the pid is all the broker was given,
-    /// and the start time is what ties it to the process read.
-    package let checksStartTime: Bool
     /// Field 22 of /proc/PID/stat, read once pinned.
     let startTime: UInt64?
     private let maps: Int32
+    /// /proc/PID/status, opened once pinned. A descriptor of /proc holds the process it was
+    /// opened for (its struct pid), not the number: once that process is reaped a read fails,
+    /// even when the pid was given to another. So a read proves the same live process and names
+    /// its tracer in one call, where opening the file by path on every request, and /proc/PID/stat
+    /// for the start time, cost twice as much (about 19 and 8 microseconds, against 10).
+    private let status: Int32
 
     /// `pidfd` is borrowed (duplicated here; the caller keeps and closes its own). Without one the
     /// process that has `pid` now is pinned, and the caller it yields is warned `unidentified`,
@@ -37,9 +38,16 @@ package final class CallerHandle {
         } else {
             process = PinnedProcess(pid: pid)
         }
-        maps = process == nil ? -1 : open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC | O_NOCTTY)
-        startTime = maps < 0 ? nil : ProcessIdentity.startTime(of: pid)
-        checksStartTime = pidfd == nil || process == nil
+        let maps = process == nil ? -1 : open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        var status = maps < 0 ? -1 : open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC | O_NOCTTY)
+        // Both opened by the pid: alive after the opens, the pinned process had the pid all along.
+        if status >= 0, process?.isAlive != true {
+            close(status)
+            status = -1
+        }
+        self.maps = maps
+        self.status = status
+        startTime = status < 0 ? nil : ProcessIdentity.startTime(of: pid)
         if pidfd != nil {
             pinnedAtConnect = true
         } else if let startedBy, let startTime {
@@ -49,7 +57,10 @@ package final class CallerHandle {
         }
     }
 
-    deinit { if maps >= 0 { close(maps) } }
+    deinit {
+        if maps >= 0 { close(maps) }
+        if status >= 0 { close(status) }
+    }
 
     /// The process still runs the program it ran when the handle was made. The maps descriptor
     /// holds the memory map of that moment; exec replaces it and exit drops it, and a read then
@@ -58,5 +69,16 @@ package final class CallerHandle {
         guard maps >= 0 else { return false }
         var byte: UInt8 = 0
         return pread(maps, &byte, 1, 0) == 1
+    }
+
+    /// The pid of the process tracing the pinned one (0 for none), read through the descriptor
+    /// opened at pinning; nil once that process is gone.
+    var tracer: Int32? {
+        guard status >= 0 else { return nil }
+        // TracerPid is the ninth line; the file's first 4 KiB hold it on every kernel since 2.6.
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let n = pread(status, &bytes, bytes.count, 0)
+        guard n > 0 else { return nil }
+        return ProcessStatus.tracer(in: Array(bytes[..<n]))
     }
 }

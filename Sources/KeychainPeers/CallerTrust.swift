@@ -36,17 +36,17 @@ package enum CallerTrust {
         return caller
     }
 
-    /// Whether the process is still the one evaluated: not reaped (the pidfd), not exec'd since
-    /// (the maps the handle opened still read), the same start where the pidfd is not the
-    /// connecting process's own (`CallerHandle.checksStartTime`), and not traced since: a process
-    /// of the same uid may attach to a dumpable program once it has connected (where Yama is off)
-    /// and make it ask for anything it is trusted for, on the connection it already has.
-    /// Asked on every request: the connection's own pidfd spares it a read of /proc/PID/stat.
+    /// Whether the process is still the one evaluated: not reaped (the pidfd, and the status the
+    /// handle opened still reads), not exec'd since (the maps the handle opened still read), and
+    /// not traced since: a process of the same uid may attach to a dumpable program once it has
+    /// connected (its own descendant, under Yama's default) and make it ask for anything it is
+    /// trusted for, on the connection it already has. Asked on every request, so it reads through
+    /// the handle's descriptors only: no path is looked up, and no start time is read again (the
+    /// status descriptor names the pinned process and no later holder of its pid).
     package static func stillSame(_ caller: Caller, handle: CallerHandle) -> Bool {
         guard handle.pid == caller.pid, let process = handle.process, handle.startTime == caller.startTime else { return false }
-        guard caller.warnings.contains(.traced) || ProcessStatus.tracer(of: caller.pid) == 0 else { return false }
-        guard process.isAlive, handle.isSameImage else { return false }
-        return !handle.checksStartTime || ProcessIdentity.startTime(of: caller.pid) == caller.startTime
+        guard let tracer = handle.tracer, tracer == 0 || caller.warnings.contains(.traced) else { return false }
+        return process.isAlive && handle.isSameImage
     }
 
     /// One process's program: its entry, its path for display, its warnings.
@@ -95,7 +95,7 @@ package enum CallerTrust {
 
     /// The entry `path` earns when it names `file` here too, every directory on the way safe.
     static func identify(_ path: String, file: FileFacts, pid: Int32, writer: FileWriter) -> Identity {
-        switch FileTrust.resolve(path, for: writer) {
+        switch ResolvedPaths.shared.resolve(path, for: writer) {
         case .file(let found) where found.isSameFile(as: file): return entry(forRealPath: path)
         case .unsafeDirectory: return .unsafeDirectory
         case .file, .missing: break
@@ -141,7 +141,7 @@ package enum CallerTrust {
             guard !mapping.path.hasSuffix(" (deleted)") else { return false }
             if rootsFiles.contains([mapping.device, mapping.inode]) { continue }
             let mapped = FileFacts(device: mapping.device, inode: mapping.inode, owner: 0, group: 0, mode: 0, links: 0)
-            var resolution = FileTrust.resolve(mapping.path, for: writer)
+            var resolution = ResolvedPaths.shared.resolve(mapping.path, for: writer)
             if case .file(let found) = resolution, !found.isSameFile(as: mapped) { resolution = .missing }
             if resolution == .missing {
                 if root == -2 { root = clinux_open_path(AT_FDCWD, "/proc/\(pid)/root", O_DIRECTORY | O_CLOEXEC) }

@@ -36,7 +36,7 @@ package struct FileFacts: Equatable, Sendable {
 }
 
 /// The user a caller runs as: whose writes a file must be safe from.
-package struct FileWriter: Equatable, Sendable {
+package struct FileWriter: Hashable, Sendable {
     package var uid: UInt32
     /// The caller's groups (its `Gid:` and `Groups:`).
     package var groups: [UInt32]

@@ -13,6 +13,16 @@ final class BrokerClientTests: XCTestCase {
         XCTAssertNotNil(BrokerConnection.refusal(brokerUid: 5, ownUid: 5, uidMin: 1000))
     }
 
+    /// UID_MIN as login.defs writes it: the first uncommented line of that name, its number.
+    func testUidMinIsReadFromLoginDefs() {
+        func uidMin(_ text: String) -> UInt32? { BrokerSocket.uidMin(in: Array(text.utf8)) }
+        XCTAssertEqual(uidMin("# UID_MIN 5\nUID_MAX\t\t\t60000\nUID_MIN\t\t\t 1000\n"), 1000)
+        XCTAssertEqual(uidMin("  UID_MIN 500\r\n"), 500)
+        XCTAssertNil(uidMin("UID_MINIMUM 5\nUID_MIN\nUID_MIN x1\nSYS_UID_MIN 100\n"))
+        XCTAssertNil(uidMin("UID_MIN 99999999999\n"))
+        XCTAssertNil(uidMin(""))
+    }
+
     /// A socket served by this process's own uid is refused before a byte is sent.
     func testASocketOfOurOwnUidIsRefused() throws {
         var template = Array("/tmp/keychain-broker-client-XXXXXX".utf8CString)

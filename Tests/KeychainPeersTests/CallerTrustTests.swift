@@ -194,20 +194,22 @@ final class CallerTrustTests: XCTestCase {
         XCTAssertFalse(CallerTrust.stillSame(sleeping, handle: again))
     }
 
-    /// Each request's check reads /proc/PID/stat again only where no pidfd of the connection
-    /// pins the process: the connection's own pidfd (SO_PEERPIDFD) and the maps descriptor
-    /// already prove the same live image.
-    func testTheStartTimeIsReadAgainOnlyWithoutTheConnectionsPidfd() throws {
+    /// The same live process, with the connection's pidfd or without, until it is gone: the
+    /// handle's status descriptor then reads nothing, and no later holder of the pid is taken
+    /// for it.
+    func testStillSameUntilTheProcessIsGone() throws {
         let child = try ChildProcess(["/usr/bin/sleep", "1000"])
-        defer { child.reap() }
         try child.waitForExec(of: "/usr/bin/sleep")
         let pinned = CallerHandle(pid: child.pid, pidfd: child.pidfd)
-        XCTAssertFalse(pinned.checksStartTime)
-        XCTAssertTrue(CallerTrust.stillSame(CallerTrust.evaluate(pinned, uid: 0), handle: pinned))
         let bare = CallerHandle(pid: child.pid, pidfd: nil)
-        XCTAssertTrue(bare.checksStartTime)
-        XCTAssertTrue(CallerTrust.stillSame(CallerTrust.evaluate(bare, uid: 0), handle: bare))
-        XCTAssertTrue(CallerHandle(pid: child.pid, pidfd: -1).checksStartTime, "a pidfd that pins nothing")
+        XCTAssertEqual(pinned.tracer, 0)
+        XCTAssertTrue(CallerTrust.stillSame(CallerTrust.evaluate(pinned, uid: 0), handle: pinned))
+        let caller = CallerTrust.evaluate(bare, uid: 0)
+        XCTAssertTrue(CallerTrust.stillSame(caller, handle: bare))
+        XCTAssertNil(CallerHandle(pid: child.pid, pidfd: -1).tracer, "a pidfd that pins nothing")
+        child.reap()
+        XCTAssertNil(bare.tracer, "the status of a reaped process reads nothing")
+        XCTAssertFalse(CallerTrust.stillSame(caller, handle: bare))
     }
 
     /// A tracer that attaches after the evaluation (any process of the same uid may, where Yama

@@ -11,7 +11,7 @@ ProcessHardening.becomeUndumpable()
 // An item that asks for the user asks through polkit, as it always has.
 PresenceSetup.installPolkit()
 // Where keychain-broker keeps the keys; a question goes to git's or docker's terminal.
-BrokerSetup.install(answerer: AccessAnswerers.standard())
+BrokerSetup.installIntroduced(answerer: AccessAnswerers.standard())
 
 let usage = "Usage: \(DockerCredentialHelper.name) <store|get|erase|list|version>"
 

@@ -11,7 +11,7 @@ ProcessHardening.becomeUndumpable()
 // An item that asks for the user asks through polkit, as it always has.
 PresenceSetup.installPolkit()
 // Where keychain-broker keeps the keys; a question goes to git's or docker's terminal.
-BrokerSetup.install(answerer: AccessAnswerers.standard())
+BrokerSetup.installIntroduced(answerer: AccessAnswerers.standard())
 
 guard let action = HelperArguments.action, action == "get" || action == "store" || action == "erase" else {
     HelperKeychain.printError("usage: git-credential-keychain get|store|erase  (set credential.helper=keychain)")
