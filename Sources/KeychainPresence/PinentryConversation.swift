@@ -69,14 +69,21 @@ package final class PinentryConversation {
         if !awaiting { sendNext() }
     }
 
-    /// Asks a yes or no (CONFIRM): `description` is the question, `ok` and `cancel` the buttons.
-    package func confirm(title: String, description: String, ok: String, cancel: String) {
+    /// Asks a yes or no (CONFIRM): `description` is the question, `ok` and `cancel` the buttons,
+    /// and `notOK` a third where the pinentry has one (curses, Qt; GNOME's shows two): its press
+    /// is a `.cancelled` with `notConfirmed` set.
+    package func confirm(title: String, description: String, ok: String, cancel: String, notOK: String? = nil) {
         queue += [
             "SETTITLE " + Assuan.escape(title), "SETDESC " + Assuan.escape(description), "SETOK " + Assuan.escape(ok),
-            "SETCANCEL " + Assuan.escape(cancel), "CONFIRM"
+            "SETCANCEL " + Assuan.escape(cancel)
         ]
+        if let notOK { queue.append("SETNOTOK " + Assuan.escape(notOK)) }
+        queue.append("CONFIRM")
         if !awaiting { sendNext() }
     }
+
+    /// The last CONFIRM was answered with the third button (GPG_ERR_NOT_CONFIRMED), not cancel.
+    package private(set) var notConfirmed = false
 
     /// Reads what is there; the conversation's outcome once GETPIN or CONFIRM has been answered
     /// (or the program has failed), else nil.
@@ -137,6 +144,7 @@ package final class PinentryConversation {
             if isOK { return .confirmed }
             // Only the person's no is a no; any other error (no display, no terminal) is a
             // pinentry that could not ask, so that the next way of asking may.
+            notConfirmed = Self.errorCode(line) == 114
             return Self.isRefusal(line) ? .cancelled : fail()
         }
         // The greeting answers no command: an error there is no pinentry. A description refused
@@ -149,9 +157,13 @@ package final class PinentryConversation {
     /// "ERR N ...": GnuPG's error N, whose low 16 bits are the code: GPG_ERR_CANCELED (99) for
     /// the cancel button or a closed window, GPG_ERR_NOT_CONFIRMED (114) for a "no".
     static func isRefusal(_ line: Bytes) -> Bool {
+        errorCode(line).map { [99, 114].contains($0) } ?? false
+    }
+
+    static func errorCode(_ line: Bytes) -> UInt32? {
         let fields = line.split(separator: UInt8(ascii: " "))
-        guard fields.count > 1, let error = UInt32(String(decoding: fields[1], as: UTF8.self)) else { return false }
-        return [99, 114].contains(error & 0xFFFF)
+        guard fields.count > 1, let error = UInt32(String(decoding: fields[1], as: UTF8.self)) else { return nil }
+        return error & 0xFFFF
     }
 
     private func sendNext() {
