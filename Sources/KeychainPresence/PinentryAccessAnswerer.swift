@@ -33,7 +33,9 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
             return nil
         }
         defer { conversation.stop() }
-        conversation.confirm(title: Self.title, description: question, ok: "Allow once", cancel: "Deny", notOK: "Always allow")
+        conversation.confirm(
+            title: Self.title, description: question, ok: "Allow once", cancel: "Deny", notOK: "Always allow",
+            prompt: "Allow access to a keychain item?")
         let always: Bool
         switch conversation.wait(until: SystemClock.monotonic() + timeout) {
         case .confirmed: always = false

@@ -71,12 +71,11 @@ package final class PinentryConversation {
 
     /// Asks a yes or no (CONFIRM): `description` is the question, `ok` and `cancel` the buttons,
     /// and `notOK` a third where the pinentry has one (curses, Qt; GNOME's shows two): its press
-    /// is a `.cancelled` with `notConfirmed` set.
-    package func confirm(title: String, description: String, ok: String, cancel: String, notOK: String? = nil) {
-        queue += [
-            "SETTITLE " + Assuan.escape(title), "SETDESC " + Assuan.escape(description), "SETOK " + Assuan.escape(ok),
-            "SETCANCEL " + Assuan.escape(cancel)
-        ]
+    /// is a `.cancelled` with `notConfirmed` set. `prompt` is GNOME's headline (else "Message").
+    package func confirm(title: String, description: String, ok: String, cancel: String, notOK: String? = nil, prompt: String? = nil) {
+        queue += ["SETTITLE " + Assuan.escape(title), "SETDESC " + Assuan.escape(description)]
+        if let prompt { queue.append("SETPROMPT " + Assuan.escape(prompt)) }
+        queue += ["SETOK " + Assuan.escape(ok), "SETCANCEL " + Assuan.escape(cancel)]
         if let notOK { queue.append("SETNOTOK " + Assuan.escape(notOK)) }
         queue.append("CONFIRM")
         if !awaiting { sendNext() }

@@ -47,7 +47,7 @@ final class PinentryAccessAnswererTests: XCTestCase {
         XCTAssertEqual(
             read(log),
             "SETTITLE Keychain access\nSETDESC git (/usr/bin/git) ← bash wants to read \"x\" (svc, account a) in /k.%0AAllow it with the keychain's password.\n"
-                + "SETOK Allow once\nSETCANCEL Deny\nSETNOTOK Always allow\nCONFIRM\n"
+                + "SETPROMPT Allow access to a keychain item?\nSETOK Allow once\nSETCANCEL Deny\nSETNOTOK Always allow\nCONFIRM\n"
                 + "SETTITLE Keychain access\nSETDESC git (/usr/bin/git) ← bash wants to read \"x\" (svc, account a) in /k.%0AAllow once: the keychain's password.\n"
                 + "SETPROMPT Password:\nGETPIN\n")
     }
