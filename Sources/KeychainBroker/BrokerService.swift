@@ -453,7 +453,7 @@ package final class BrokerService {
             handedOut = true
             return .key(opened.key, alwaysEntry: "")
         }
-        try limitQuestions(facts, answer: answer, uid: uid, log: log)
+        try limitQuestions(facts, answer: answer, interaction: interaction, uid: uid, log: log)
         let question = questionText(item: item, keychain: opened.custody.path, caller: facts, legacy: stored == nil)
         switch answer {
         case .deny:

@@ -70,14 +70,19 @@ package struct QuestionLimit: Sendable {
 
 extension BrokerService {
     /// The question limit at the point where a caller would be asked (or answers): a refusal is
-    /// counted, and a caller refused too often is refused again without a question.
-    func limitQuestions(_ caller: any CallerFacts, answer: WireAnswer, uid: UInt32, log: (String) -> Void) throws {
+    /// counted, and a caller refused too often is refused again without a question. A request
+    /// that may not ask is left to its own refusal (errSecInteractionNotAllowed): no question
+    /// would be shown for it anyway.
+    func limitQuestions(
+        _ caller: any CallerFacts, answer: WireAnswer, interaction: CustodyInteraction, uid: UInt32, log: (String) -> Void
+    ) throws {
         let asker = QuestionLimit.key(entry: caller.entry?.text, summary: caller.summary, chain: caller.chain)
         let now = Double(clock())
         if answer == .deny {
             questions.refused(asker, uid: uid, now: now)
             return
         }
+        if answer == .none, interaction != .allowed { return }
         guard questions.allows(asker, uid: uid, now: now) else {
             log("denied: asked too often")
             throw KeychainError.presence(.authFailed, "refused \(questions.limit) times within a minute: not asked again for a minute")

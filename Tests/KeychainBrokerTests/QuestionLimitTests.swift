@@ -66,6 +66,10 @@ extension CustodyTests {
         // Not even with the password: nobody was asked.
         assertCode(.authFailed) { try broker.handle(.unwrap(request, interaction: .allowed, answer: .once, password: Array("pw".utf8)), from: self.me) }
         XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).suffix(2).map(\.decision), ["denied: asked too often", "denied: asked too often"])
+        // A request that may not ask is refused as such: nobody would have been asked anyway.
+        assertCode(.interactionNotAllowed) {
+            try broker.handle(.unwrap(request, interaction: .notAllowed, answer: .none, password: []), from: self.me)
+        }
         now += 60
         guard case .question = try ask() else { return XCTFail("not asked after a minute") }
     }
