@@ -32,7 +32,7 @@ package enum AccessAnswerers {
         let runtimeBus = environment("XDG_RUNTIME_DIR").map { $0 + "/bus" }.map { access($0, F_OK) == 0 } ?? false
         let bus = !(environment("DBUS_SESSION_BUS_ADDRESS") ?? "").isEmpty || runtimeBus
         guard graphical, bus, access(gcrPinentry, X_OK) == 0 else { return nil }
-        return PinentryAccessAnswerer(program: gcrPinentry)
+        return PinentryAccessAnswerer(program: gcrPinentry, asksAlwaysApart: true)
     }
 
     static let gcrPinentry = "/usr/bin/pinentry-gnome3"

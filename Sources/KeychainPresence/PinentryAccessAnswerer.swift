@@ -16,9 +16,14 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
     /// KEYCHAIN_PRESENCE_TIMEOUT, as for polkit (default 120 s), for each of the two steps.
     package var timeout: Double
 
-    package init(program: String, timeout: Double? = nil) {
+    /// Always allow asked as a question of its own after Allow: pinentry-gnome3 shows two buttons
+    /// only (it passes SETNOTOK over), so a third would never be seen there.
+    package var asksAlwaysApart: Bool
+
+    package init(program: String, timeout: Double? = nil, asksAlwaysApart: Bool = false) {
         self.program = program
         self.timeout = PinentryPrompt(program: program, timeout: timeout).timeout
+        self.asksAlwaysApart = asksAlwaysApart
     }
 
     package static let title = "Keychain access"
@@ -34,9 +39,9 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
         }
         defer { conversation.stop() }
         conversation.confirm(
-            title: Self.title, description: question, ok: "Allow once", cancel: "Deny", notOK: "Always allow",
-            prompt: "Allow access to a keychain item?")
-        let always: Bool
+            title: Self.title, description: question, ok: asksAlwaysApart ? "Allow" : "Allow once", cancel: "Deny",
+            notOK: asksAlwaysApart ? nil : "Always allow", prompt: "Allow access to a keychain item?")
+        var always: Bool
         switch conversation.wait(until: SystemClock.monotonic() + timeout) {
         case .confirmed: always = false
         case .cancelled:
@@ -47,6 +52,17 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
             return nil
         }
         let first = question.split(separator: "\n").first(where: { !$0.hasPrefix("Wrong password") }).map(String.init) ?? question
+        if asksAlwaysApart {
+            // Closing this one is the lesser grant: once.
+            conversation.confirm(
+                title: Self.title, description: first + "\nAllow it from now on, without asking again?", ok: "Always allow",
+                cancel: "Only this time", prompt: "Always allow it?")
+            switch conversation.wait(until: SystemClock.monotonic() + timeout) {
+            case .confirmed: always = true
+            case .cancelled: always = false
+            case .failed, .passphrase, nil: return .deny
+            }
+        }
         let wrong = question.hasPrefix("Wrong password.") ? "Wrong password." : nil
         conversation.ask(
             title: Self.title, description: first + "\n" + (always ? "Always allow" : "Allow once") + ": the keychain's password.",

@@ -64,6 +64,24 @@ final class PinentryAccessAnswererTests: XCTestCase {
         XCTAssertEqual(try PinentryAccessAnswerer(program: dismissed, timeout: 10).answer("q"), .deny)
     }
 
+    /// GNOME's pinentry shows two buttons: Always allow is a second question after Allow, whose
+    /// dismissal is the lesser grant.
+    func testAlwaysApartIsASecondQuestion() throws {
+        let (program, log) = pinentry(confirm: "OK", pin: "D pw\nOK")
+        XCTAssertEqual(
+            try PinentryAccessAnswerer(program: program, timeout: 10, asksAlwaysApart: true).answer("q wants x.\nAllow it."),
+            .always(password: Array("pw".utf8)))
+        XCTAssertEqual(
+            read(log),
+            "SETTITLE Keychain access\nSETDESC q wants x.%0AAllow it.\nSETPROMPT Allow access to a keychain item?\nSETOK Allow\nSETCANCEL Deny\nCONFIRM\n"
+                + "SETTITLE Keychain access\nSETDESC q wants x.%0AAllow it from now on, without asking again?\nSETPROMPT Always allow it?\n"
+                + "SETOK Always allow\nSETCANCEL Only this time\nCONFIRM\n"
+                + "SETTITLE Keychain access\nSETDESC q wants x.%0AAlways allow: the keychain's password.\nSETPROMPT Password:\nGETPIN\n")
+        let (deny, denyLog) = pinentry(confirm: "ERR 83886179 Operation cancelled <Pinentry>")
+        XCTAssertEqual(try PinentryAccessAnswerer(program: deny, timeout: 10, asksAlwaysApart: true).answer("q"), .deny)
+        XCTAssertEqual(read(denyLog).components(separatedBy: "CONFIRM").count, 2)
+    }
+
     /// A pinentry that cannot ask (no display, no terminal), or none at all, or a question too
     /// long for one line: the next answerer asks.
     func testAPinentryThatCannotAskPassesTheQuestionOn() throws {

@@ -259,8 +259,14 @@ desktop_asks_and_is_answered() {
     grep -aqF 'string ""Probe App", that is keychain-broker-probe ('"$work"'/bin/keychain-broker-probe) ← ' "$home/monitor.log"
     grep -aqF 'wants to read "probe item" (broker, account probe)' "$home/monitor.log"
     grep -aqF 'string "Allow access to a keychain item?"' "$home/monitor.log"
-    grep -aqF 'string "Allow once"' "$home/monitor.log"
+    grep -aqF 'string "Allow"' "$home/monitor.log"
     press "$window" key Return
+    # GNOME's pinentry shows two buttons: Always allow is asked apart; Escape there is once.
+    window=$(wait_for_prompt confirm $((confirms + 2)))
+    [ -n "$window" ]
+    shot always
+    grep -aqF 'string "Always allow it?"' "$home/monitor.log"
+    press "$window" key Escape
     window=$(wait_for_prompt password $((passwords + 1)))
     [ -n "$window" ]
     shot password
@@ -271,6 +277,23 @@ desktop_asks_and_is_answered() {
     grep -qx "secret: s3cret" "$home/probe.out"
     out=$(as_user "$work/bin/keychain-broker-probe" log)
     grep -q "^allowed once" <<< "$(tail -1 <<< "$out")"
+}
+
+desktop_always() {
+    local window confirms passwords
+    confirms=$(prompts confirm) passwords=$(prompts password)
+    start_probe
+    window=$(wait_for_prompt confirm $((confirms + 1)))
+    press "$window" key Return
+    window=$(wait_for_prompt confirm $((confirms + 2)))
+    press "$window" key Return
+    window=$(wait_for_prompt password $((passwords + 1)))
+    press "$window" type --delay 20 keychain-pass
+    as_desktop xdotool key Return
+    wait "$(cat "$work/probe.pid")"
+    cat "$home/probe.out"
+    grep -q "^secret: s3cret; always: " "$home/probe.out"
+    grep -qx "exe:$work/bin/keychain-broker-probe" "$home/probe.out"
 }
 
 desktop_deny() {
@@ -290,7 +313,8 @@ elif ! start_desktop; then
     cat "$work/xvfb.log" "$work/bus.log" 2>/dev/null
     skip "the desktop dialog: no X server or session bus could start here"
 else
-    check "on a desktop, gcr's prompter shows the program and the item, and takes the password" desktop_asks_and_is_answered
+    check "on a desktop, gcr's prompter shows the program and the item; Allow, then the password" desktop_asks_and_is_answered
+    check "on a desktop, Always allow is asked apart, then the password" desktop_always
     check "on a desktop, Escape is a denial" desktop_deny
 fi
 
