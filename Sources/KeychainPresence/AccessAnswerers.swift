@@ -29,8 +29,9 @@ package enum AccessAnswerers {
     /// back under gcr's Diffie-Hellman secret exchange, which pinentry-gnome3 already speaks.
     static func desktop(environment: (String) -> String? = Self.environment) -> PinentryAccessAnswerer? {
         let graphical = [environment("DISPLAY"), environment("WAYLAND_DISPLAY")].contains { !($0 ?? "").isEmpty }
-        let runtimeBus = environment("XDG_RUNTIME_DIR").map { $0 + "/bus" }.map { access($0, F_OK) == 0 } ?? false
-        let bus = !(environment("DBUS_SESSION_BUS_ADDRESS") ?? "").isEmpty || runtimeBus
+        // pinentry-gnome3 looks for the bus in DBUS_SESSION_BUS_ADDRESS only (else it falls back
+        // to curses), not at $XDG_RUNTIME_DIR/bus.
+        let bus = !(environment("DBUS_SESSION_BUS_ADDRESS") ?? "").isEmpty
         guard graphical, bus, access(gcrPinentry, X_OK) == 0 else { return nil }
         return PinentryAccessAnswerer(program: gcrPinentry, asksAlwaysApart: true)
     }

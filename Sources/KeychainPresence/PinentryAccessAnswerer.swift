@@ -66,7 +66,7 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
         let wrong = question.hasPrefix("Wrong password.") ? "Wrong password." : nil
         conversation.ask(
             title: Self.title, description: first + "\n" + (always ? "Always allow" : "Allow once") + ": the keychain's password.",
-            prompt: "Password:", error: wrong)
+            prompt: "Password:", error: wrong, ok: always ? "Always allow" : "Allow once", cancel: "Deny")
         switch conversation.wait(until: SystemClock.monotonic() + timeout) {
         case .passphrase(let password): return always ? .always(password: password) : .once(password: password)
         default:

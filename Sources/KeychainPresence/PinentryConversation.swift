@@ -60,11 +60,17 @@ package final class PinentryConversation {
 
     /// Asks for one passphrase: `error` is shown above the field after a wrong try, `repeatPrompt`
     /// asks for it twice (a new password). Options an old pinentry does not know are passed over.
-    package func ask(title: String? = nil, description: String, prompt: String, error: String? = nil, repeatPrompt: String? = nil) {
+    /// `ok` and `cancel` name the buttons (a pinentry keeps the last ones it was given).
+    package func ask(
+        title: String? = nil, description: String, prompt: String, error: String? = nil, repeatPrompt: String? = nil, ok: String? = nil,
+        cancel: String? = nil
+    ) {
         if let title { queue.append("SETTITLE " + Assuan.escape(title)) }
         queue += ["SETDESC " + Assuan.escape(description), "SETPROMPT " + Assuan.escape(prompt)]
         if let error { queue.append("SETERROR " + Assuan.escape(error)) }
         if let repeatPrompt { queue.append("SETREPEAT " + Assuan.escape(repeatPrompt)) }
+        if let ok { queue.append("SETOK " + Assuan.escape(ok)) }
+        if let cancel { queue.append("SETCANCEL " + Assuan.escape(cancel)) }
         queue.append("GETPIN")
         if !awaiting { sendNext() }
     }

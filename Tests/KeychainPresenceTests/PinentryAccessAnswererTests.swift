@@ -49,7 +49,7 @@ final class PinentryAccessAnswererTests: XCTestCase {
             "SETTITLE Keychain access\nSETDESC git (/usr/bin/git) ← bash wants to read \"x\" (svc, account a) in /k.%0AAllow it with the keychain's password.\n"
                 + "SETPROMPT Allow access to a keychain item?\nSETOK Allow once\nSETCANCEL Deny\nSETNOTOK Always allow\nCONFIRM\n"
                 + "SETTITLE Keychain access\nSETDESC git (/usr/bin/git) ← bash wants to read \"x\" (svc, account a) in /k.%0AAllow once: the keychain's password.\n"
-                + "SETPROMPT Password:\nGETPIN\n")
+                + "SETPROMPT Password:\nSETOK Allow once\nSETCANCEL Deny\nGETPIN\n")
     }
 
     /// The not-OK button (GPG_ERR_NOT_CONFIRMED) is Always allow; cancel (GPG_ERR_CANCELED) Deny.
@@ -76,7 +76,8 @@ final class PinentryAccessAnswererTests: XCTestCase {
             "SETTITLE Keychain access\nSETDESC q wants x.%0AAllow it.\nSETPROMPT Allow access to a keychain item?\nSETOK Allow\nSETCANCEL Deny\nCONFIRM\n"
                 + "SETTITLE Keychain access\nSETDESC q wants x.%0AAllow it from now on, without asking again?\nSETPROMPT Always allow it?\n"
                 + "SETOK Always allow\nSETCANCEL Only this time\nCONFIRM\n"
-                + "SETTITLE Keychain access\nSETDESC q wants x.%0AAlways allow: the keychain's password.\nSETPROMPT Password:\nGETPIN\n")
+                + "SETTITLE Keychain access\nSETDESC q wants x.%0AAlways allow: the keychain's password.\nSETPROMPT Password:\n"
+                + "SETOK Always allow\nSETCANCEL Deny\nGETPIN\n")
         let (deny, denyLog) = pinentry(confirm: "ERR 83886179 Operation cancelled <Pinentry>")
         XCTAssertEqual(try PinentryAccessAnswerer(program: deny, timeout: 10, asksAlwaysApart: true).answer("q"), .deny)
         XCTAssertEqual(read(denyLog).components(separatedBy: "CONFIRM").count, 2)
@@ -112,7 +113,7 @@ final class PinentryAccessAnswererTests: XCTestCase {
         XCTAssertNil(desktop(["DISPLAY": ":1"]))
         XCTAssertNil(desktop(["DISPLAY": "", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"]))
         XCTAssertEqual(desktop(["DISPLAY": ":1", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"])?.program, "/usr/bin/pinentry-gnome3")
-        XCTAssertEqual(desktop(["WAYLAND_DISPLAY": "wayland-0", "XDG_RUNTIME_DIR": "/"])?.program, nil)
+        XCTAssertEqual(desktop(["WAYLAND_DISPLAY": "wayland-0", "XDG_RUNTIME_DIR": "/run"])?.program, nil)
         XCTAssertEqual(desktop(["WAYLAND_DISPLAY": "wayland-0", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"])?.program, "/usr/bin/pinentry-gnome3")
     }
 
