@@ -28,21 +28,31 @@ package struct DesktopNames {
         return names[executable]
     }
 
-    /// executable → Name, the first folder's file winning (as XDG_DATA_DIRS orders them).
+    /// executable → Name. A program that several entries name differently (a launcher such as
+    /// flatpak, sh or env running others) gets none: the name must be the program's, not one of
+    /// the programs it may be running.
     func index() -> [String: String] {
-        var found: [String: String] = [:]
+        var found: [String: Set<String>] = [:]
         for folder in folders {
             for file in Self.entries(folder) where file.hasSuffix(".desktop") {
                 guard let bytes = PlainFiles.read(folder + "/" + file), bytes.count < 1 << 16 else { continue }
                 let entry = Self.parse(String(decoding: bytes, as: UTF8.self))
                 guard let name = entry.name else { continue }
-                for command in [entry.tryExec, entry.exec].compactMap({ $0 }) {
-                    if let path = resolve(command), found[path] == nil { found[path] = name }
+                for command in Set([entry.tryExec, entry.exec].compactMap({ $0 })) {
+                    let base = command.split(separator: "/").last.map(String.init) ?? command
+                    guard !Self.launchers.contains(base), let path = resolve(command) else { continue }
+                    found[path, default: []].insert(name)
                 }
             }
         }
-        return found
+        return found.compactMapValues { $0.count == 1 ? $0.first : nil }
     }
+
+    /// Programs that run another named on their command line: never named after what they run.
+    static let launchers: Set<String> = [
+        "env", "sh", "bash", "dash", "zsh", "flatpak", "snap", "gtk-launch", "xdg-open", "gio", "python3", "python", "perl", "java",
+        "mono", "wine", "exo-open", "kioclient5", "kstart5", "pkexec", "sudo", "gksudo", "x-terminal-emulator"
+    ]
 
     /// The real path of a command as a .desktop file names it.
     func resolve(_ command: String) -> String? {

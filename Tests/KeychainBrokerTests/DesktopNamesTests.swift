@@ -36,6 +36,19 @@ final class DesktopNamesTests: XCTestCase {
         XCTAssertEqual(names.name(of: String(cString: realpath("/usr/bin/sleep", nil))), "Sleeper")
     }
 
+    /// A launcher, or a program several entries name differently, gets no name of theirs.
+    func testALauncherIsNotNamedAfterWhatItRuns() {
+        write("a.desktop", "[Desktop Entry]\nName=Script\nExec=sh -c 'run me'\n")
+        write("b.desktop", "[Desktop Entry]\nName=One\nExec=/usr/bin/true one\n")
+        write("c.desktop", "[Desktop Entry]\nName=Other\nExec=/usr/bin/true other\n")
+        write("d.desktop", "[Desktop Entry]\nName=Same\nExec=/usr/bin/false a\n")
+        write("e.desktop", "[Desktop Entry]\nName=Same\nExec=/usr/bin/false b\n")
+        var names = DesktopNames(folders: [folder])
+        XCTAssertNil(names.name(of: String(cString: realpath("/bin/sh", nil))))
+        XCTAssertNil(names.name(of: String(cString: realpath("/usr/bin/true", nil))))
+        XCTAssertEqual(names.name(of: String(cString: realpath("/usr/bin/false", nil))), "Same")
+    }
+
     func testExecWordsQuotesAndEnv() {
         XCTAssertEqual(DesktopNames.program(ofExec: "\"/opt/My App/app\" %U"), "/opt/My App/app")
         XCTAssertEqual(DesktopNames.program(ofExec: "env -u X A=1 B=2 firefox --new-window"), "firefox")
