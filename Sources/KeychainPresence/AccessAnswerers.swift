@@ -13,7 +13,9 @@ package enum AccessAnswerers {
         if let program = ProgramAccessAnswerer.fromEnvironment() { chain.append(program) }
         let desktop = Self.desktop()
         if let desktop { chain.append(desktop) }
-        if let pinentry = Self.pinentry(), pinentry.program != desktop?.program { chain.append(pinentry) }
+        // Debian's `pinentry` is often pinentry-gnome3 itself: a dialog left unanswered is not
+        // shown a second time.
+        if let pinentry = Self.pinentry(), desktop.map({ !sameFile($0.program, pinentry.program) }) ?? true { chain.append(pinentry) }
         chain.append(TerminalAccessAnswerer())
         return AccessAnswererChain(chain)
     }
@@ -42,11 +44,20 @@ package enum AccessAnswerers {
     /// user's to set, and a program of the user's would be handed the password), else Debian's
     /// `pinentry` alternative; nil when there is none.
     static func pinentry(environment: (String) -> String? = Self.environment) -> PinentryAccessAnswerer? {
-        if let named = environment("KEYCHAIN_PINENTRY"), named.hasPrefix("/"), ProgramAccessAnswerer.isRootsProgram(named) {
-            return PinentryAccessAnswerer(program: named)
+        // The file itself, links followed once here (/usr/bin/pinentry is an alternative's link):
+        // what was checked is what runs.
+        for named in [environment("KEYCHAIN_PINENTRY"), "/usr/bin/pinentry"].compactMap({ $0 }) where named.hasPrefix("/") {
+            guard let resolved = realpath(named, nil) else { continue }
+            defer { free(resolved) }
+            let path = String(cString: resolved)
+            if ProgramAccessAnswerer.isRootsProgram(path) { return PinentryAccessAnswerer(program: path) }
         }
-        guard ProgramAccessAnswerer.isRootsProgram("/usr/bin/pinentry") else { return nil }
-        return PinentryAccessAnswerer(program: "/usr/bin/pinentry")
+        return nil
+    }
+
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat(), second = stat()
+        return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
     }
 
     static func environment(_ name: String) -> String? { clinux_secure_getenv(name).map { String(cString: $0) } }

@@ -117,6 +117,31 @@ final class PinentryAccessAnswererTests: XCTestCase {
         XCTAssertEqual(desktop(["WAYLAND_DISPLAY": "wayland-0", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"])?.program, "/usr/bin/pinentry-gnome3")
     }
 
+    /// The chain's order: the desktop, pinentry, the terminal; Debian's `pinentry` is not asked
+    /// again when it is the desktop's pinentry-gnome3.
+    func testTheChainAsksTheDesktopThenPinentryThenTheTerminal() throws {
+        try XCTSkipUnless(access(AccessAnswerers.gcrPinentry, X_OK) == 0, "pinentry-gnome3 is not installed")
+        setenv("DISPLAY", ":99", 1)
+        setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent", 1)
+        defer {
+            unsetenv("DISPLAY")
+            unsetenv("DBUS_SESSION_BUS_ADDRESS")
+        }
+        let chain = try XCTUnwrap(AccessAnswerers.standard() as? AccessAnswererChain).answerers
+        let programs = chain.compactMap { ($0 as? PinentryAccessAnswerer)?.program }
+        XCTAssertEqual(programs.first, AccessAnswerers.gcrPinentry)
+        if AccessAnswerers.sameFile("/usr/bin/pinentry", AccessAnswerers.gcrPinentry) { XCTAssertEqual(programs.count, 1) }
+        XCTAssertTrue(chain.last is TerminalAccessAnswerer)
+        XCTAssertEqual((chain.first as? PinentryAccessAnswerer)?.asksAlwaysApart, true)
+    }
+
+    /// Debian's `pinentry` is an alternative's link: the file it leads to is checked, and run.
+    func testDebiansPinentryIsTheFileItsLinkLeadsTo() throws {
+        try XCTSkipUnless(access("/usr/bin/pinentry", X_OK) == 0, "no pinentry")
+        let real = String(cString: realpath("/usr/bin/pinentry", nil))
+        XCTAssertEqual(AccessAnswerers.pinentry { _ in nil }?.program, real)
+    }
+
     /// KEYCHAIN_PINENTRY only when it names root's program: a pinentry of the user's own would be
     /// handed the password.
     func testOnlyARootPinentryIsTakenFromTheEnvironment() {
