@@ -31,7 +31,8 @@ CHECK_DEBS := shellcheck python3
 TEST_DEBS := keyutils sqlite3 curl docker-registry apache2-utils skopeo pamtester libpam-wrapper passwd util-linux \
         openssl gcc dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
         polkitd pkexec python3-dbus python3-gi man-db lintian bubblewrap gnome-keyring python3-cryptography chromium libpam-gnome-keyring procps make \
-        swtpm tpm2-tools xdg-desktop-portal openssh-server openssh-client libkf5wallet-bin keepassxc python3-keyring mmdebstrap kwalletcli
+        swtpm tpm2-tools xdg-desktop-portal openssh-server openssh-client libkf5wallet-bin keepassxc python3-keyring mmdebstrap kwalletcli \
+        xvfb xdotool imagemagick gcr pinentry-gnome3
 DEBS := $(sort $(BUILD_DEBS) $(DEB_DEBS) $(CHECK_DEBS) $(TEST_DEBS))
 
 # What `make bench` adds: the peers it measures against, and what builds them.
@@ -56,7 +57,7 @@ QUIET_STATIC := bash Tools/quiet-build.sh
 SWIFT_BUILD := set -o pipefail; $(SWIFT) build
 
 .PHONY: deb test-deb test-vm man deps build-deps deb-deps check-deps vm-deps install-debs bench-deps bench build release check test test-unit \
-        test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-kde test-trixie test-presence test-broker test-access test-sync test-ssh stress demo install uninstall clean
+        test-cli test-tpm test-tpm-pam test-git test-docker test-pam test-install test-secret-service test-desktop test-kde test-trixie test-presence test-broker test-access test-dialog test-sync test-ssh stress demo install uninstall clean
 
 # Everything the tests need (make test, make demo).
 deps:
@@ -155,6 +156,11 @@ test-broker:
 # root: issue 54's attacker suite: a program of the user's own uid at every door of the broker's keychain.
 test-access:
 	bash Tests/access/run.sh .build/debug
+
+# root: issue 55's question as the person meets it: gcr's prompter on Xvfb and a private session
+# bus (seen and answered with xdotool), a scripted pinentry, the broker's limit on questions.
+test-dialog:
+	bash Tests/dialog/run.sh .build/debug
 
 # root: three throwaway users sharing a bare repository (see Tests/sync/run.sh); about two minutes.
 test-sync:

@@ -26,7 +26,7 @@ fi
 for suite in "Tests/cli/run.sh .build/debug/security" "Tests/git/run.sh .build/debug" "Tests/docker/run.sh .build/debug" \
         "Tests/pam/run.sh .build/debug" "Tests/stress/run.sh .build/debug" "Tests/tpm/run.sh .build/debug" "Tests/tpm-pam/run.sh .build/debug" \
         "Tests/secret-service/run.sh .build/debug" "Tests/import/run.sh .build/debug" "Tests/desktop/run.sh .build/debug" "Tests/kde/run.sh .build/debug" \
-        "Tests/trixie/run.sh .build/debug" "Tests/presence/run.sh .build/debug" "Tests/broker/run.sh .build/debug" "Tests/access/run.sh .build/debug" "Tests/sync/run.sh .build/debug" "Tests/ssh/run.sh .build/debug" "Tests/install/run.sh" "Tests/deb/run.sh" "Tests/check/run.sh" "Tests/bench/run.sh"; do
+        "Tests/trixie/run.sh .build/debug" "Tests/presence/run.sh .build/debug" "Tests/broker/run.sh .build/debug" "Tests/access/run.sh .build/debug" "Tests/dialog/run.sh .build/debug" "Tests/sync/run.sh .build/debug" "Tests/ssh/run.sh .build/debug" "Tests/install/run.sh" "Tests/deb/run.sh" "Tests/check/run.sh" "Tests/bench/run.sh"; do
     # shellcheck disable=SC2086 # the suite's path and its argument, as two words
     bash $suite 2>&1 | tee "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -11,6 +11,10 @@ package final class BrokerService {
     private let evaluate: CallerEvaluator
     private let store: BrokerStateStore?
     private var limiter = PasswordRateLimit()
+    /// Callers refused too often are not asked again for a while (QuestionLimit.swift).
+    var questions = QuestionLimit()
+    /// The programs' desktop names, for the question (DesktopNames.swift).
+    var desktopNames = DesktopNames()
     /// Wall-clock seconds (tests move it).
     package var clock: () -> UInt64
     /// Keys or pins changed: saved before the reply goes out, so a restart right after keeps them.
@@ -462,6 +466,7 @@ package final class BrokerService {
             handedOut = true
             return .key(opened.key, alwaysEntry: "")
         }
+        try limitQuestions(facts, answer: answer, interaction: interaction, uid: uid, log: log)
         let question = questionText(item: item, keychain: opened.custody.path, caller: facts, legacy: stored == nil)
         switch answer {
         case .deny:
@@ -501,7 +506,7 @@ package final class BrokerService {
     }
 
     func questionText(item: ItemDescription, keychain: String, caller: any CallerFacts, legacy: Bool) -> String {
-        var lines = ["\(caller.summary) wants to read \"\(item.label)\" (\(item.service), account \(item.account)) in \(keychain)."]
+        var lines = ["\(asker(caller)) wants to read \"\(item.label)\" (\(item.service), account \(item.account)) in \(keychain)."]
         if legacy { lines.append("The item has no list of trusted programs yet.") }
         if caller.entry == nil || caller.isInterpreter {
             lines.append(

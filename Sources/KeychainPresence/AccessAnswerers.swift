@@ -4,15 +4,63 @@ import KeychainCore
 import KeychainPeers
 import KeychainProcess
 
-/// The person's answers to the broker's questions (`AccessAnswerer`): the program that
-/// KEYCHAIN_ACCESS_ANSWERER names (the tests' stand-in), else the terminal, else nobody.
+/// The person's answers to the broker's questions (`AccessAnswerer`), the first that can ask:
+/// the program that KEYCHAIN_ACCESS_ANSWERER names (the tests' stand-in), the desktop's dialog,
+/// pinentry, the terminal; else nobody (errSecInteractionNotAllowed).
 package enum AccessAnswerers {
     package static func standard() -> any AccessAnswerer {
         var chain: [any AccessAnswerer] = []
         if let program = ProgramAccessAnswerer.fromEnvironment() { chain.append(program) }
+        let desktop = Self.desktop()
+        if let desktop { chain.append(desktop) }
+        // Debian's `pinentry` is often pinentry-gnome3 itself: a dialog left unanswered is not
+        // shown a second time.
+        if let pinentry = Self.pinentry(), desktop.map({ !sameFile($0.program, pinentry.program) }) ?? true { chain.append(pinentry) }
         chain.append(TerminalAccessAnswerer())
         return AccessAnswererChain(chain)
     }
+
+    /// The desktop's dialog: gcr's system prompter (gcr-prompter, GNOME's keyring dialog) through
+    /// pinentry-gnome3, only in a graphical session with a session bus. gcr's prompter fits the
+    /// answer: a password field (the broker checks the password) and buttons. The desktop
+    /// portal's Access dialog (org.freedesktop.impl.portal.Access.AccessDialog: title, body,
+    /// grant and deny labels, choices) has no password field, so an answer through it would be
+    /// anyone's; and its impl interface is the portal front end's to call, not an application's.
+    /// gcr-prompter is reached through pinentry-gnome3 rather than directly: the tools are
+    /// linked statically, Debian has no static sd-bus or GLib, and the prompter's password comes
+    /// back under gcr's Diffie-Hellman secret exchange, which pinentry-gnome3 already speaks.
+    static func desktop(environment: (String) -> String? = Self.environment) -> PinentryAccessAnswerer? {
+        let graphical = [environment("DISPLAY"), environment("WAYLAND_DISPLAY")].contains { !($0 ?? "").isEmpty }
+        // pinentry-gnome3 looks for the bus in DBUS_SESSION_BUS_ADDRESS only (else it falls back
+        // to curses), not at $XDG_RUNTIME_DIR/bus.
+        let bus = !(environment("DBUS_SESSION_BUS_ADDRESS") ?? "").isEmpty
+        guard graphical, bus, access(gcrPinentry, X_OK) == 0 else { return nil }
+        return PinentryAccessAnswerer(program: gcrPinentry, asksAlwaysApart: true)
+    }
+
+    static let gcrPinentry = "/usr/bin/pinentry-gnome3"
+
+    /// KEYCHAIN_PINENTRY when it names root's program in root's folders (the environment is the
+    /// user's to set, and a program of the user's would be handed the password), else Debian's
+    /// `pinentry` alternative; nil when there is none.
+    static func pinentry(environment: (String) -> String? = Self.environment) -> PinentryAccessAnswerer? {
+        // The file itself, links followed once here (/usr/bin/pinentry is an alternative's link):
+        // what was checked is what runs.
+        for named in [environment("KEYCHAIN_PINENTRY"), "/usr/bin/pinentry"].compactMap({ $0 }) where named.hasPrefix("/") {
+            guard let resolved = realpath(named, nil) else { continue }
+            defer { free(resolved) }
+            let path = String(cString: resolved)
+            if ProgramAccessAnswerer.isRootsProgram(path) { return PinentryAccessAnswerer(program: path) }
+        }
+        return nil
+    }
+
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat(), second = stat()
+        return stat(a, &first) == 0 && stat(b, &second) == 0 && first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+
+    static func environment(_ name: String) -> String? { clinux_secure_getenv(name).map { String(cString: $0) } }
 
     /// "deny" | "once" | "always" and, but for deny, the password: what both answerers read.
     static func grant(choice: String, password: () throws -> Bytes) rethrows -> AccessGrant? {
@@ -51,16 +99,24 @@ package struct ProgramAccessAnswerer: AccessAnswerer {
     /// user's to set (a shell's startup file), and an answerer of the user's own would be shown
     /// the question and handed the password meant for the broker (the attacker's review).
     package static func fromEnvironment() -> ProgramAccessAnswerer? {
-        guard let value = clinux_secure_getenv("KEYCHAIN_ACCESS_ANSWERER").map({ String(cString: $0) }), value.hasPrefix("/") else {
-            return nil
-        }
-        var groups = [gid_t](repeating: 0, count: Int(max(getgroups(0, nil), 0)))
-        groups = Array(groups.prefix(Int(max(getgroups(Int32(groups.count), &groups), 0)))) + [getgid()]
-        let writer = FileWriter(uid: getuid(), groups: groups)
-        guard case .file(let facts) = FileTrust.resolve(value, for: writer), facts.isRegularFile, FileTrust.isRootsOwn(facts) else {
+        guard let value = clinux_secure_getenv("KEYCHAIN_ACCESS_ANSWERER").map({ String(cString: $0) }), value.hasPrefix("/"),
+            isRootsProgram(value)
+        else {
             return nil
         }
         return ProgramAccessAnswerer(path: value)
+    }
+
+    /// A regular file of root's that neither this user nor its groups could have changed, nor
+    /// any folder above it.
+    static func isRootsProgram(_ path: String) -> Bool {
+        var groups = [gid_t](repeating: 0, count: Int(max(getgroups(0, nil), 0)))
+        groups = Array(groups.prefix(Int(max(getgroups(Int32(groups.count), &groups), 0)))) + [getgid()]
+        let writer = FileWriter(uid: getuid(), groups: groups)
+        guard case .file(let facts) = FileTrust.resolve(path, for: writer), facts.isRegularFile, FileTrust.isRootsOwn(facts) else {
+            return false
+        }
+        return true
     }
 
     package func answer(_ question: String) throws -> AccessGrant? {

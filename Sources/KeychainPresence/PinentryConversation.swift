@@ -60,23 +60,35 @@ package final class PinentryConversation {
 
     /// Asks for one passphrase: `error` is shown above the field after a wrong try, `repeatPrompt`
     /// asks for it twice (a new password). Options an old pinentry does not know are passed over.
-    package func ask(title: String? = nil, description: String, prompt: String, error: String? = nil, repeatPrompt: String? = nil) {
+    /// `ok` and `cancel` name the buttons (a pinentry keeps the last ones it was given).
+    package func ask(
+        title: String? = nil, description: String, prompt: String, error: String? = nil, repeatPrompt: String? = nil, ok: String? = nil,
+        cancel: String? = nil
+    ) {
         if let title { queue.append("SETTITLE " + Assuan.escape(title)) }
         queue += ["SETDESC " + Assuan.escape(description), "SETPROMPT " + Assuan.escape(prompt)]
         if let error { queue.append("SETERROR " + Assuan.escape(error)) }
         if let repeatPrompt { queue.append("SETREPEAT " + Assuan.escape(repeatPrompt)) }
+        if let ok { queue.append("SETOK " + Assuan.escape(ok)) }
+        if let cancel { queue.append("SETCANCEL " + Assuan.escape(cancel)) }
         queue.append("GETPIN")
         if !awaiting { sendNext() }
     }
 
-    /// Asks a yes or no (CONFIRM): `description` is the question, `ok` and `cancel` the buttons.
-    package func confirm(title: String, description: String, ok: String, cancel: String) {
-        queue += [
-            "SETTITLE " + Assuan.escape(title), "SETDESC " + Assuan.escape(description), "SETOK " + Assuan.escape(ok),
-            "SETCANCEL " + Assuan.escape(cancel), "CONFIRM"
-        ]
+    /// Asks a yes or no (CONFIRM): `description` is the question, `ok` and `cancel` the buttons,
+    /// and `notOK` a third where the pinentry has one (curses, Qt; GNOME's shows two): its press
+    /// is a `.cancelled` with `notConfirmed` set. `prompt` is GNOME's headline (else "Message").
+    package func confirm(title: String, description: String, ok: String, cancel: String, notOK: String? = nil, prompt: String? = nil) {
+        queue += ["SETTITLE " + Assuan.escape(title), "SETDESC " + Assuan.escape(description)]
+        if let prompt { queue.append("SETPROMPT " + Assuan.escape(prompt)) }
+        queue += ["SETOK " + Assuan.escape(ok), "SETCANCEL " + Assuan.escape(cancel)]
+        if let notOK { queue.append("SETNOTOK " + Assuan.escape(notOK)) }
+        queue.append("CONFIRM")
         if !awaiting { sendNext() }
     }
+
+    /// The last CONFIRM was answered with the third button (GPG_ERR_NOT_CONFIRMED), not cancel.
+    package private(set) var notConfirmed = false
 
     /// Reads what is there; the conversation's outcome once GETPIN or CONFIRM has been answered
     /// (or the program has failed), else nil.
@@ -137,6 +149,7 @@ package final class PinentryConversation {
             if isOK { return .confirmed }
             // Only the person's no is a no; any other error (no display, no terminal) is a
             // pinentry that could not ask, so that the next way of asking may.
+            notConfirmed = Self.errorCode(line) == 114
             return Self.isRefusal(line) ? .cancelled : fail()
         }
         // The greeting answers no command: an error there is no pinentry. A description refused
@@ -149,9 +162,13 @@ package final class PinentryConversation {
     /// "ERR N ...": GnuPG's error N, whose low 16 bits are the code: GPG_ERR_CANCELED (99) for
     /// the cancel button or a closed window, GPG_ERR_NOT_CONFIRMED (114) for a "no".
     static func isRefusal(_ line: Bytes) -> Bool {
+        errorCode(line).map { [99, 114].contains($0) } ?? false
+    }
+
+    static func errorCode(_ line: Bytes) -> UInt32? {
         let fields = line.split(separator: UInt8(ascii: " "))
-        guard fields.count > 1, let error = UInt32(String(decoding: fields[1], as: UTF8.self)) else { return false }
-        return [99, 114].contains(error & 0xFFFF)
+        guard fields.count > 1, let error = UInt32(String(decoding: fields[1], as: UTF8.self)) else { return nil }
+        return error & 0xFFFF
     }
 
     private func sendNext() {

@@ -60,8 +60,17 @@ nobody_piped() { piped env -u KEYCHAIN_ACCESS_ANSWERER "$@"; }
 never_asked() { [ ! -s "$asked" ] || { echo "asked:"; cat "$asked"; return 1; }; }
 was_asked() { [ -s "$asked" ] || { echo "nobody was asked"; return 1; }; }
 
+# A broker that has refused nobody yet, for each case: it stops asking a program refused three
+# times within a minute, and the cases deny the same copies again and again. Its state (keys,
+# pins, log) outlives the restart.
+restart_broker() {
+    kill -TERM "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
+    start_broker
+}
+
 case_number=0
 fresh() {
+    [ -z "$broker_pid" ] || restart_broker || echo "the broker did not start again"
     case_number=$((case_number + 1))
     case_dir=$work/case$case_number
     mkdir -p "$case_dir"

@@ -1,0 +1,77 @@
+import Glibc
+import KeychainCore
+
+/// The broker's question through pinentry, in one conversation: CONFIRM with the question and
+/// three buttons (Allow once; Always allow as the not-OK button, where the pinentry shows one:
+/// curses and Qt do, GNOME's does not; Deny as cancel), then GETPIN for the keychain's password,
+/// which is what makes the answer the person's (the broker checks it).
+///
+/// pinentry-gnome3 on a desktop is gcr's system prompter (gcr-prompter on the session bus, the
+/// dialog GNOME asks for keyring passwords with), its password going over gcr's own secret
+/// exchange: so this is also how the question reaches the desktop (`AccessAnswerers.desktop`).
+/// It runs with this process's environment (its display, its session bus), never the asking
+/// program's.
+package struct PinentryAccessAnswerer: AccessAnswerer {
+    package var program: String
+    /// KEYCHAIN_PRESENCE_TIMEOUT, as for polkit (default 120 s), for each of the two steps.
+    package var timeout: Double
+
+    /// Always allow asked as a question of its own after Allow: pinentry-gnome3 shows two buttons
+    /// only (it passes SETNOTOK over), so a third would never be seen there.
+    package var asksAlwaysApart: Bool
+
+    package init(program: String, timeout: Double? = nil, asksAlwaysApart: Bool = false) {
+        self.program = program
+        self.timeout = PinentryPrompt(program: program, timeout: timeout).timeout
+        self.asksAlwaysApart = asksAlwaysApart
+    }
+
+    package static let title = "Keychain access"
+
+    package func answer(_ question: String) throws -> AccessGrant? {
+        // One Assuan line holds 1,000 bytes; a description cut short could drop what it names.
+        guard ("SETDESC " + Assuan.escape(question)).utf8.count < 1000 else { return nil }
+        let conversation: PinentryConversation
+        do {
+            conversation = try PinentryConversation(program: program)
+        } catch {
+            return nil
+        }
+        defer { conversation.stop() }
+        conversation.confirm(
+            title: Self.title, description: question, ok: asksAlwaysApart ? "Allow" : "Allow once", cancel: "Deny",
+            notOK: asksAlwaysApart ? nil : "Always allow", prompt: "Allow access to a keychain item?")
+        var always: Bool
+        switch conversation.wait(until: SystemClock.monotonic() + timeout) {
+        case .confirmed: always = false
+        case .cancelled:
+            guard conversation.notConfirmed else { return .deny }
+            always = true
+        case .failed, .passphrase, nil:
+            // No display, no terminal, no answer in time: the next answerer may ask.
+            return nil
+        }
+        let first = question.split(separator: "\n").first(where: { !$0.hasPrefix("Wrong password") }).map(String.init) ?? question
+        if asksAlwaysApart {
+            // Closing this one is the lesser grant: once.
+            conversation.confirm(
+                title: Self.title, description: first + "\nAllow it from now on, without asking again?", ok: "Always allow",
+                cancel: "Only this time", prompt: "Always allow it?")
+            switch conversation.wait(until: SystemClock.monotonic() + timeout) {
+            case .confirmed: always = true
+            case .cancelled: always = false
+            case .failed, .passphrase, nil: return .deny
+            }
+        }
+        let wrong = question.hasPrefix("Wrong password.") ? "Wrong password." : nil
+        conversation.ask(
+            title: Self.title, description: first + "\n" + (always ? "Always allow" : "Allow once") + ": the keychain's password.",
+            prompt: "Password:", error: wrong, ok: always ? "Always allow" : "Allow once", cancel: "Deny")
+        switch conversation.wait(until: SystemClock.monotonic() + timeout) {
+        case .passphrase(let password): return always ? .always(password: password) : .once(password: password)
+        default:
+            // The person chose, then dismissed the password: no allowance without it.
+            return .deny
+        }
+    }
+}

@@ -1,0 +1,345 @@
+#!/usr/bin/env bash
+# Issue 55: the broker's question as the person meets it. A program not on an item's list asks
+# through the answerers' chain: on a desktop, gcr's system prompter (gcr-prompter, through
+# pinentry-gnome3) on a headless X server (Xvfb) and a private session bus, seen (a screenshot)
+# and answered (xdotool types the keychain's password); without a desktop, pinentry (a scripted
+# one, root's copy); and the broker stops asking a program refused three times in a minute.
+# The dialog's text is read where the prompter gets it: the properties of its PerformPrompt call,
+# seen by dbus-monitor on the private bus. KEYCHAIN_DIALOG_SHOTS=DIR keeps the screenshots there.
+# Usage: Tests/dialog/run.sh BUILD_DIR
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+build=$(cd "${1:-$repo/.build/debug}" && pwd)
+# shellcheck source=Tests/lib.sh
+. "$here/../lib.sh"
+
+if [ "$(id -u)" != 0 ]; then
+    echo "skipped: a system user for the broker and a test user need root"
+    printf '\n0 passed, 0 failed, 1 skipped\n'
+    exit 0
+fi
+for tool in setpriv keyctl useradd; do
+    command -v "$tool" >/dev/null || { echo "missing $tool: run make deps"; printf '\n0 passed, 1 failed\n'; exit 1; }
+done
+
+suffix=$$
+broker=kcd$suffix user=kcdu$suffix
+# Under /run, not /tmp: a program in a folder every user may write to is never identified, nor
+# taken as an answerer or a pinentry.
+work=$(mktemp -d /run/kc-dialog-XXXXXX)
+chmod 755 "$work"
+socket=$work/run/socket home=$work/home
+keychain=$home/login.keychain-db
+broker_pid='' xvfb_pid='' bus_pid='' monitor_pid=''
+group=tss
+getent group tss >/dev/null || group=$broker
+
+stop_broker() {
+    [ -n "$broker_pid" ] || return 0
+    kill -TERM "$broker_pid" 2>/dev/null
+    wait "$broker_pid" 2>/dev/null
+    broker_pid=
+}
+
+cleanup() {
+    stop_broker
+    for pid in $monitor_pid $bus_pid $xvfb_pid; do kill -TERM "$pid" 2>/dev/null; done
+    if id "$broker" >/dev/null 2>&1; then
+        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker")" >/dev/null 2>&1
+        userdel "$broker" >/dev/null 2>&1
+    fi
+    if id "$user" >/dev/null 2>&1; then
+        # What the session started (gcr-prompter, activated by the bus) goes with the user.
+        pkill -KILL -u "$user" 2>/dev/null
+        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
+        userdel "$user" >/dev/null 2>&1
+    fi
+    getent group "$broker" >/dev/null && groupdel "$broker" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [ "$group" = tss ]; then
+    useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker" || exit 1
+else
+    useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker" || exit 1
+fi
+useradd -M -d "$home" -s /bin/sh "$user" || exit 1
+keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
+mkdir -p "$home" "$work/bin" "$work/run" "$work/state" "$work/pins" "$work/share/applications"
+cp "$build/keychain-broker" "$build/keychain-broker-probe" "$work/bin/"
+# The stand-ins: one that denies and keeps every question, and a scripted pinentry that logs
+# what it is told and answers CONFIRM and GETPIN from the files its case writes.
+printf '#!/bin/sh\ncat >> %s/asked\nprintf "deny\\n"\n' "$home" > "$work/bin/answer-deny"
+cat > "$work/bin/pinentry" <<SCRIPT
+#!/bin/sh
+echo 'OK Pleased to meet you'
+while IFS= read -r line; do
+    printf '%s\n' "\$line" >> $home/pinentry.log
+    case "\$line" in
+        CONFIRM) cat $home/confirm ;;
+        GETPIN) cat $home/pin ;;
+        *) echo OK ;;
+    esac
+done
+SCRIPT
+chmod 755 "$work/bin"/*
+# The name the question gives the probe: a .desktop file in the broker's own data folder.
+printf '[Desktop Entry]\nType=Application\nName=Probe App\nExec=%s/bin/keychain-broker-probe read\n' "$work" \
+    > "$work/share/applications/probe.desktop"
+chown "$user:" "$home"
+chmod 700 "$home"
+chown "$broker:$group" "$work/run" "$work/state" "$work/pins"
+chmod 755 "$work/run"
+chmod 700 "$work/state" "$work/pins"
+
+start_broker() {
+    rm -f "$socket"
+    env -i PATH=/usr/bin:/bin XDG_DATA_DIRS="$work/share" \
+        setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
+        --bounding-set=-all,+sys_ptrace --no-new-privs \
+        "$work/bin/keychain-broker" --socket "$socket" --state "$work/state" --pins "$work/pins" --foreground 2>>"$work/broker.log" &
+    broker_pid=$!
+    local tries=400
+    while [ ! -S "$socket" ] && [ $tries -gt 0 ]; do
+        kill -0 "$broker_pid" 2>/dev/null || { cat "$work/broker.log"; return 1; }
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    [ -S "$socket" ]
+}
+
+# as_user COMMAND...: as the test user, in a keyring session of its own, without a terminal,
+# with only the environment given here (and what the caller adds with env).
+as_user() {
+    setsid -w setpriv --reuid="$user" --regid="$user" --init-groups keyctl session - \
+        env -i PATH=/usr/bin:/bin HOME="$home" KEYCHAIN_BROKER_SOCKET="$socket" "$@" </dev/null
+}
+read_item() { as_user "$@" "$work/bin/keychain-broker-probe" read "$keychain"; }
+
+case_number=0
+# shellcheck disable=SC2034 # lib.sh's check writes each case's log beside case_dir
+fresh() {
+    case_number=$((case_number + 1))
+    case_dir=$work/case$case_number
+    rm -f "$home/asked" "$home/pinentry.log"
+}
+# A probe a failed case left waiting on its dialog.
+finish() {
+    [ -s "$work/probe.pid" ] && kill "$(cat "$work/probe.pid")" 2>/dev/null
+    rm -f "$work/probe.pid"
+}
+
+start_broker || { echo "the broker did not start"; printf '\n0 passed, 1 failed\n'; exit 1; }
+as_user "$work/bin/keychain-broker-probe" create "$keychain" keychain-pass >/dev/null ||
+    { echo "cannot create the keychain"; printf '\n0 passed, 1 failed\n'; exit 1; }
+as_user "$work/bin/keychain-broker-probe" unlock "$keychain" keychain-pass >/dev/null ||
+    { echo "cannot unlock the keychain"; printf '\n0 passed, 1 failed\n'; exit 1; }
+
+# --- Without a desktop: pinentry (KEYCHAIN_PINENTRY, root's copy) -------------------------------
+
+pinentry_asks_with_three_buttons_and_the_password() {
+    local out
+    echo OK > "$home/confirm"
+    printf 'D keychain-pass\nOK\n' > "$home/pin"
+    expect "secret: s3cret" "$(read_item KEYCHAIN_PINENTRY="$work/bin/pinentry")"
+    cat "$home/pinentry.log"
+    grep -q '^SETDESC "Probe App", that is keychain-broker-probe (.*/bin/keychain-broker-probe) ← .* wants to read "probe item" (broker, account probe)' \
+        "$home/pinentry.log"
+    grep -qx 'SETOK Allow once' "$home/pinentry.log"
+    grep -qx 'SETNOTOK Always allow' "$home/pinentry.log"
+    grep -qx 'SETCANCEL Deny' "$home/pinentry.log"
+    grep -qx 'GETPIN' "$home/pinentry.log"
+    # The third button is Always allow: the reader's entry comes back to be written.
+    echo 'ERR 83886194 Not confirmed <Pinentry>' > "$home/confirm"
+    out=$(read_item KEYCHAIN_PINENTRY="$work/bin/pinentry")
+    grep -q "^secret: s3cret; always: " <<< "$out"
+    grep -qx "exe:$work/bin/keychain-broker-probe" <<< "$out"
+    # A wrong password is asked again, with the broker's word for it.
+    printf 'D wrong\nOK\n' > "$home/pin"
+    rm -f "$home/pinentry.log"
+    out=$(read_item KEYCHAIN_PINENTRY="$work/bin/pinentry") && return 1
+    grep -q "status -25293" <<< "$out"
+    grep -qx 'SETERROR Wrong password.' "$home/pinentry.log"
+}
+check "without a desktop, pinentry asks: three buttons, then the keychain's password" pinentry_asks_with_three_buttons_and_the_password
+
+# A pinentry the user could have written is never handed the password: the one in the user's
+# home is passed over, and with no other way to ask, nobody is asked.
+a_users_pinentry_is_not_taken() {
+    local out
+    cp "$work/bin/pinentry" "$home/pinentry"
+    chown "$user:" "$home/pinentry"
+    echo OK > "$home/confirm"
+    printf 'D keychain-pass\nOK\n' > "$home/pin"
+    out=$(read_item KEYCHAIN_PINENTRY="$home/pinentry") && return 1
+    echo "$out"
+    [ ! -e "$home/pinentry.log" ]
+}
+check "a pinentry of the user's own is never asked" a_users_pinentry_is_not_taken
+
+# --- On a desktop: gcr's system prompter, seen and answered ---------------------------------------
+
+desktop_tools=yes
+for tool in Xvfb xdotool import dbus-daemon dbus-monitor /usr/libexec/gcr-prompter /usr/bin/pinentry-gnome3; do
+    command -v "$tool" >/dev/null || { desktop_tools="missing $tool (packages xvfb xdotool imagemagick dbus-daemon gcr pinentry-gnome3)"; break; }
+done
+
+# start_desktop: the user's X server and session bus; DISPLAY and BUS are set.
+start_desktop() {
+    local tries=200
+    setpriv --reuid="$user" --regid="$user" --init-groups env -i PATH=/usr/bin:/bin HOME="$home" \
+        Xvfb -displayfd 3 -nolisten tcp -screen 0 1024x768x24 3>"$work/display" 2>"$work/xvfb.log" &
+    xvfb_pid=$!
+    while [ ! -s "$work/display" ] && [ $tries -gt 0 ]; do sleep 0.05; tries=$((tries - 1)); done
+    DISPLAY=:$(head -1 "$work/display")
+    [ "$DISPLAY" != : ] || return 1
+    # The bus activates gcr-prompter with the bus's own environment: it needs the display.
+    setpriv --reuid="$user" --regid="$user" --init-groups env -i PATH=/usr/bin:/bin HOME="$home" DISPLAY="$DISPLAY" \
+        dbus-daemon --session --fork --print-address=1 --print-pid=1 > "$work/bus" 2>"$work/bus.log" || return 1
+    BUS=$(sed -n 1p "$work/bus")
+    bus_pid=$(sed -n 2p "$work/bus")
+    setpriv --reuid="$user" --regid="$user" --init-groups env -i PATH=/usr/bin:/bin HOME="$home" DBUS_SESSION_BUS_ADDRESS="$BUS" \
+        dbus-monitor --session "interface='org.gnome.keyring.internal.Prompter'" > "$home/monitor.log" 2>&1 &
+    monitor_pid=$!
+}
+
+# as_desktop COMMAND...: as the user, in its graphical session.
+as_desktop() {
+    setpriv --reuid="$user" --regid="$user" --init-groups env -i PATH=/usr/bin:/bin HOME="$home" DISPLAY="$DISPLAY" "$@"
+}
+
+# prompts TYPE: how many prompts of TYPE (confirm, password) the prompter has been asked so far.
+prompts() { grep -a -A2 'member=PerformPrompt' "$home/monitor.log" | grep -ac "string \"$1\"" || :; }
+
+# wait_for_prompt TYPE N: until the prompter has been asked its Nth prompt of TYPE and its window
+# shows; prints the window's id.
+wait_for_prompt() {
+    local tries=1200
+    while [ "$(prompts "$1")" -lt "$2" ] && [ $tries -gt 0 ]; do
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    [ $tries -gt 0 ] || { echo "no $1 prompt" >&2; return 1; }
+    # The window: mapped once gcr-prompter has laid it out.
+    as_desktop timeout 30 xdotool search --sync --onlyvisible --name '^Keychain access$' | tail -1
+}
+
+# start_probe: the probe reads the item in the user's graphical session, in the background.
+start_probe() {
+    as_desktop env KEYCHAIN_BROKER_SOCKET="$socket" DBUS_SESSION_BUS_ADDRESS="$BUS" \
+        keyctl session - "$work/bin/keychain-broker-probe" read "$keychain" > "$home/probe.out" 2>&1 </dev/null &
+    echo $! > "$work/probe.pid"
+}
+
+# press WINDOW KEYS...: the pointer over the window (no window manager here: the keyboard
+# follows the pointer), then the keys.
+press() {
+    local window=$1
+    shift
+    as_desktop xdotool mousemove --window "$window" 60 20
+    as_desktop xdotool "$@"
+}
+
+shot() {
+    as_desktop import -window root "$home/$1.png"
+    if [ -n "${KEYCHAIN_DIALOG_SHOTS:-}" ]; then mkdir -p "$KEYCHAIN_DIALOG_SHOTS" && cp "$home/$1.png" "$KEYCHAIN_DIALOG_SHOTS/"; fi
+}
+
+desktop_asks_and_is_answered() {
+    local window out confirms passwords
+    confirms=$(prompts confirm) passwords=$(prompts password)
+    start_probe
+    window=$(wait_for_prompt confirm $((confirms + 1)))
+    [ -n "$window" ]
+    shot confirm
+    # What the prompter was asked to show: the program (its desktop name, path and parents) and the item.
+    grep -a -A1 '"description"' "$home/monitor.log" | tail -1
+    grep -aqF 'string ""Probe App", that is keychain-broker-probe ('"$work"'/bin/keychain-broker-probe) ← ' "$home/monitor.log"
+    grep -aqF 'wants to read "probe item" (broker, account probe)' "$home/monitor.log"
+    grep -aqF 'string "Allow access to a keychain item?"' "$home/monitor.log"
+    grep -aqF 'string "Allow"' "$home/monitor.log"
+    press "$window" key Return
+    # GNOME's pinentry shows two buttons: Always allow is asked apart; Escape there is once.
+    window=$(wait_for_prompt confirm $((confirms + 2)))
+    [ -n "$window" ]
+    shot always
+    grep -aqF 'string "Always allow it?"' "$home/monitor.log"
+    press "$window" key Escape
+    window=$(wait_for_prompt password $((passwords + 1)))
+    [ -n "$window" ]
+    shot password
+    press "$window" type --delay 20 keychain-pass
+    as_desktop xdotool key Return
+    wait "$(cat "$work/probe.pid")"
+    cat "$home/probe.out"
+    grep -qx "secret: s3cret" "$home/probe.out"
+    out=$(as_user "$work/bin/keychain-broker-probe" log)
+    grep -q "^allowed once" <<< "$(tail -1 <<< "$out")"
+}
+
+desktop_always() {
+    local window confirms passwords
+    confirms=$(prompts confirm) passwords=$(prompts password)
+    start_probe
+    window=$(wait_for_prompt confirm $((confirms + 1)))
+    press "$window" key Return
+    window=$(wait_for_prompt confirm $((confirms + 2)))
+    press "$window" key Return
+    window=$(wait_for_prompt password $((passwords + 1)))
+    press "$window" type --delay 20 keychain-pass
+    as_desktop xdotool key Return
+    wait "$(cat "$work/probe.pid")"
+    cat "$home/probe.out"
+    grep -q "^secret: s3cret; always: " "$home/probe.out"
+    grep -qx "exe:$work/bin/keychain-broker-probe" "$home/probe.out"
+}
+
+desktop_deny() {
+    local window
+    start_probe
+    window=$(wait_for_prompt confirm $(($(prompts confirm) + 1)))
+    [ -n "$window" ]
+    press "$window" key Escape
+    wait "$(cat "$work/probe.pid")" && return 1
+    cat "$home/probe.out"
+    grep -q "status -25293" "$home/probe.out"
+}
+
+if [ "$desktop_tools" != yes ]; then
+    skip "the desktop dialog: $desktop_tools"
+elif ! start_desktop; then
+    cat "$work/xvfb.log" "$work/bus.log" 2>/dev/null
+    skip "the desktop dialog: no X server or session bus could start here"
+else
+    check "on a desktop, gcr's prompter shows the program and the item; Allow, then the password" desktop_asks_and_is_answered
+    check "on a desktop, Always allow is asked apart, then the password" desktop_always
+    check "on a desktop, Escape is a denial" desktop_deny
+fi
+
+# --- No dialog flood ------------------------------------------------------------------------------
+
+# A fresh broker: the cases above were refused too.
+stop_broker
+start_broker || echo "the broker did not start again"
+as_user "$work/bin/keychain-broker-probe" unlock "$keychain" keychain-pass >/dev/null || echo "cannot unlock the keychain again"
+
+refused_three_times_then_not_asked() {
+    local out n
+    for n in 1 2 3; do
+        out=$(read_item KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-deny") && return 1
+        grep -q "status -25293" <<< "$out"
+        expect "$n" "$(grep -c 'wants to read' "$home/asked")" "questions asked"
+    done
+    out=$(read_item KEYCHAIN_ACCESS_ANSWERER="$work/bin/answer-deny") && return 1
+    echo "$out"
+    grep -q "status -25293 .*not asked again for a minute" <<< "$out"
+    expect 3 "$(grep -c 'wants to read' "$home/asked")" "questions asked"
+    out=$(as_user "$work/bin/keychain-broker-probe" log)
+    echo "$out"
+    grep -q "^denied: asked too often" <<< "$(tail -1 <<< "$out")"
+}
+check "a program refused three times in a minute is refused without a question" refused_three_times_then_not_asked
+
+summary
