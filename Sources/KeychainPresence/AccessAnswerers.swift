@@ -14,6 +14,15 @@ package enum AccessAnswerers {
         return AccessAnswererChain(chain)
     }
 
+    /// A daemon's (the SSH agent's): the tests' program, else pinentry, which shows the whole
+    /// question on the desktop or the terminal it finds.
+    package static func daemon() -> any AccessAnswerer {
+        var chain: [any AccessAnswerer] = []
+        if let program = ProgramAccessAnswerer.fromEnvironment() { chain.append(program) }
+        chain.append(PinentryAccessAnswerer())
+        return AccessAnswererChain(chain)
+    }
+
     /// "deny" | "once" | "always" and, but for deny, the password: what both answerers read.
     static func grant(choice: String, password: () throws -> Bytes) rethrows -> AccessGrant? {
         switch choice.lowercased() {

@@ -9,8 +9,9 @@ import KeychainTPMClient
 /// for `ssh-add -c` keys, and TPM-resident keys signed through keychain-tpm-helper.
 func makeHandlerFactory(_ settings: AgentSettings, log: @escaping @Sendable (String) -> Void) -> AgentServer.HandlerFactory {
     PresenceSetup.installPolkit()
-    // A daemon has no terminal: a key its list does not name is refused as not interactive.
-    BrokerSetup.install(answerer: AccessAnswerers.standard())
+    // A daemon has no terminal: the broker's questions (a program not on a key's list, a -c key)
+    // are asked through pinentry, with their whole text.
+    BrokerSetup.install(answerer: AccessAnswerers.daemon())
     TPMClientSetup.install()
     SSHPrivateKey.tpmSign = { digest, blob in try TPMSigningKeys.sign(digest: digest, with: blob) }
 

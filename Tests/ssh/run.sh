@@ -154,7 +154,8 @@ export SSH_ASKPASS=$askpass SSH_ASKPASS_REQUIRE=force GIT_CONFIG_NOSYSTEM=1 GIT_
 # The pinentry the keychain's agent asks before a -c key signs: a stand-in that speaks pinentry's
 # protocol, records each question's description (as pinentry receives it: one Assuan line) in
 # $base/pinentry.log, and answers each CONFIRM with the next line of $base/pinentry.answers
-# (yes: Allow; anything else, or none: Deny).
+# (yes: Allow; anything else, or none: Deny), and each GETPIN with it as the passphrase (none, or
+# no: Cancel).
 pinentry=$base/pinentry
 cat > "$pinentry" <<EOF
 #!/bin/sh
@@ -166,6 +167,10 @@ while IFS= read -r line; do
             answer=\$(head -n 1 "$base/pinentry.answers" 2>/dev/null)
             sed -i 1d "$base/pinentry.answers" 2>/dev/null
             if [ "\$answer" = yes ]; then echo OK; else echo "ERR 83886179 Operation cancelled <Pinentry>"; fi ;;
+        GETPIN)
+            answer=\$(head -n 1 "$base/pinentry.answers" 2>/dev/null)
+            sed -i 1d "$base/pinentry.answers" 2>/dev/null
+            if [ -n "\$answer" ] && [ "\$answer" != no ]; then printf 'D %s\nOK\n' "\$answer"; else echo "ERR 83886179 Operation cancelled <Pinentry>"; fi ;;
         BYE) echo OK; exit 0 ;;
         *) echo OK ;;
     esac
@@ -902,6 +907,28 @@ case_confirm_escapes() {
 
 # --- through a broker: the agent relays its client (issue 55) ---------------------------------
 
+# Without the tests' answerer the agent asks pinentry, not polkit's fixed message: the broker's
+# whole question (the program and its parents, the key, its fingerprint) as the description, and
+# the keychain's password as the answer (once); Cancel denies.
+case_broker_asks_through_pinentry() {
+    local fp
+    fp=$(fingerprint "$k/ed25519.pub")
+    stop_agent
+    unset KEYCHAIN_ACCESS_ANSWERER
+    start_agent
+    add "$k/ed25519"
+    rm -f "$k/ed25519"
+    refute timeout 20 "$bk/bin/ssh-add" -T "$k/ed25519.pub"
+    grep -F "ssh-add ($bk/bin/ssh-add) ← timeout ← " "$base/pinentry.log"
+    grep -F ", through keychain-ssh-agent ($bk/bin/keychain-ssh-agent) wants to read" "$base/pinentry.log"
+    grep -F "$bk/bin/ssh-add wants to use your SSH key \"ed25519@sshsuite\" ($fp)." "$base/pinentry.log"
+    grep -F "Type the keychain's password to allow it once; Cancel denies." "$base/pinentry.log"
+    echo "$keychain_password" > "$base/pinentry.answers"
+    timeout 20 "$bk/bin/ssh-add" -T "$k/ed25519.pub"
+    grep -E "allowed once: ssh-add \($bk/bin/ssh-add\)" <<< "$(access_log)"
+    [ ! -e "$bk/questions" ]
+}
+
 # ssh logging in and git signing a commit (ssh-keygen -Y sign) are on a new key's list: the broker
 # judges each (not the agent) and asks nothing, and its log names the program through the agent.
 case_broker_trusted_clients() {
@@ -1015,7 +1042,8 @@ if [ -z "$ours" ]; then
             "through a broker: ssh and git signing are judged themselves, and asked nothing" \
             "through a broker: another program is asked (program, key, fingerprint); deny fails, always lets it in" \
             "through a broker: a forwarded signature for a host no constraint names is asked, naming the host" \
-            "through a broker: a -c key asks before every signature, through the broker's question"; do
+            "through a broker: a -c key asks before every signature, through the broker's question" \
+            "through a broker: without the tests' answerer, pinentry asks the whole question and the password"; do
         skip "$what: needs the keychain's agent, not $AGENT"
     done
 else
@@ -1038,6 +1066,8 @@ else
         brokered=1 check "through a broker: a forwarded signature for a host no constraint names is asked, naming the host" \
             case_broker_forwarded_host
         brokered=1 check "through a broker: a -c key asks before every signature, through the broker's question" case_broker_confirm_each
+        brokered=1 check "through a broker: without the tests' answerer, pinentry asks the whole question and the password" \
+            case_broker_asks_through_pinentry
     else
         fail=$((fail + 1)); echo "FAIL the suite's broker did not start"
     fi
