@@ -50,7 +50,9 @@ package struct AccessDecision: Sendable {
             return AccessList(own("keychain-secret-service").map { .executable($0) })
         }
         if itemClass == .key, attributes[AttributeKey.keyType] == .int(OpenSSHKeyItem.keyType) {
-            return AccessList(own("keychain-ssh-agent").map { .executable($0) })
+            // The agent relays its client (`RelayedCaller`): the programs a new key trusts, which
+            // are fewer than the agent's every client, trusted before.
+            return AccessList(own("keychain-ssh-agent").map { .executable($0) } + AccessList.sshClients)
         }
         if itemClass == .internetPassword {
             return AccessList(

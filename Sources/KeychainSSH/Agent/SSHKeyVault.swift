@@ -21,9 +21,8 @@ package final class SSHKeyVault: @unchecked Sendable {
     }
 
     /// The programs a kept key signs for without a question (the broker judges the agent's
-    /// client against it): ssh (which scp, sftp and git's transport run), and ssh-keygen, which
-    /// git's SSH signing runs (`ssh-keygen -Y sign`). Any other program is asked.
-    package static let defaultAccess = AccessList([.executable("/usr/bin/ssh"), .executable("/usr/bin/ssh-keygen")])
+    /// client against it). Any other program is asked.
+    package static let defaultAccess = AccessList(AccessList.sshClients)
 
     private let store: KeychainStore
     private let protection: Protection
