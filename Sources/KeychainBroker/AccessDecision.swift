@@ -24,8 +24,12 @@ package struct AccessDecision: Sendable {
     /// Shells between a helper and the program that runs it (git runs helpers through sh).
     package static let shells: Set<String> = ["/bin/sh", "/usr/bin/sh", "/bin/dash", "/usr/bin/dash", "/bin/bash", "/usr/bin/bash"]
 
-    package init(ownPrograms: [String] = AccessDecision.defaultOwnPrograms) {
+    /// The daemons that may relay the process they serve (`--deputy`, `RelayedCaller`).
+    package var deputies: Set<String>
+
+    package init(ownPrograms: [String] = AccessDecision.defaultOwnPrograms, deputies: [String] = AccessDecision.defaultDeputies) {
         self.ownPrograms = Set(ownPrograms)
+        self.deputies = Set(deputies)
     }
 
     /// `list` nil: an item made before lists existed; pass its `impliedList`.
@@ -46,7 +50,9 @@ package struct AccessDecision: Sendable {
             return AccessList(own("keychain-secret-service").map { .executable($0) })
         }
         if itemClass == .key, attributes[AttributeKey.keyType] == .int(OpenSSHKeyItem.keyType) {
-            return AccessList(own("keychain-ssh-agent").map { .executable($0) })
+            // The agent relays its client (`RelayedCaller`): the programs a new key trusts, which
+            // are fewer than the agent's every client, trusted before.
+            return AccessList(own("keychain-ssh-agent").map { .executable($0) } + AccessList.sshClients)
         }
         if itemClass == .internetPassword {
             return AccessList(

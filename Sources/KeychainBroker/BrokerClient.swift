@@ -22,7 +22,8 @@ package final class BrokerConnection: @unchecked Sendable {
 
     /// Sends `request` and returns the reply; one reconnect when the broker went away (a restart).
     package func exchange(_ request: BrokerRequest) throws -> BrokerReply {
-        let message = request.encoded()
+        let relay = request.op == .unwrap ? BrokerRelay.current : nil
+        let message = request.encoded(relay: relay?.marks ?? [])
         guard message.count <= BrokerWire.maximumMessage else { throw KeychainError.param("request too long for the broker") }
         return try mutex.withLock {
             var retried = false
@@ -34,7 +35,11 @@ package final class BrokerConnection: @unchecked Sendable {
                         dropped.wipe()
                         owed -= 1
                     }
-                    try BrokerSocket.send(fd, message)
+                    if let relay {
+                        try BrokerSocket.send(fd, message, passing: relay.pidfd)
+                    } else {
+                        try BrokerSocket.send(fd, message)
+                    }
                     guard let reply = try BrokerSocket.receive(fd) else { throw SocketError(errno: ECONNRESET) }
                     return try BrokerReply.decode(reply, for: request.op)
                 } catch let error as SocketError where error.isReset && !retried {
@@ -224,7 +229,8 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
                     _ = try? call(.unwrap(request, interaction: interaction, answer: .deny, password: []))
                     throw KeychainError.presence(.authFailed, "wrong keychain password, \(Self.attempts) times")
                 }
-                guard interaction == .allowed, let answerer, let grant = try answerer.answer(text) else {
+                let note = BrokerRelay.current.map { "\n" + $0.note } ?? ""
+                guard interaction == .allowed, let answerer, let grant = try answerer.answer(text + note) else {
                     _ = try? call(.unwrap(request, interaction: .notAllowed, answer: .none, password: []))
                     throw KeychainError.presence(.interactionNotAllowed, "the item's list does not name this program, and nobody can be asked here")
                 }

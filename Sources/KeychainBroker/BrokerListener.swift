@@ -125,9 +125,12 @@ package final class BrokerListener {
     private func serve(_ fd: Int32, hungUp: Bool) {
         guard !hungUp, let peer = peers[fd] else { return drop(fd) }
         var message: Bytes
+        var passed: Int32 = -1
+        // A descriptor nothing took over is closed with the request.
+        defer { if passed >= 0 { close(passed) } }
         do {
             var sender: Int32 = -1
-            guard let received = try BrokerSocket.receive(fd, sender: &sender) else { return drop(fd) }
+            guard let received = try BrokerSocket.receive(fd, sender: &sender, passed: &passed) else { return drop(fd) }
             // Identity is the process that connected; a message another process sent on its
             // connection (the descriptor inherited, passed or taken) would speak as it.
             guard sender == peer.pid else {
@@ -146,6 +149,21 @@ package final class BrokerListener {
         } catch {
             return drop(fd)
         }
+        // A relayed caller: the pidfd and the marks come together, or the request is refused.
+        let marks = RelayMarks.of(message)
+        if passed >= 0 || !marks.isEmpty {
+            let given = passed
+            passed = -1
+            guard given >= 0, marks.contains(.relayedCaller), let relayed = RelayedProcess(pidfd: given, marks: marks) else {
+                if given >= 0, !marks.contains(.relayedCaller) { close(given) }
+                message.wipe()
+                let refusal = KeychainError.param("a relayed caller's pidfd and the request's relay marks must come together")
+                do { try BrokerSocket.send(fd, BrokerReply.failure(refusal).encoded()) } catch { drop(fd) }
+                return
+            }
+            peer.relayed = relayed
+        }
+        defer { peer.relayed = nil }
         var reply = service.handle(message, from: peer)
         // Both may hold a password or a key.
         defer {

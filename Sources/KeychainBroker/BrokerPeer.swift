@@ -11,6 +11,9 @@ package final class BrokerPeer {
     package let pid: Int32
     package let handle: CallerHandle
     private var cached: (any CallerFacts)?
+    /// The process a deputy relays the request being served for (`RelayedProcess`); set by the
+    /// listener for that one request.
+    package var relayed: RelayedProcess?
 
     /// `pidfd` is borrowed (the handle keeps its own copy); -1 when the kernel gave none.
     package init(uid: UInt32, pid: Int32, pidfd: Int32 = -1, acceptedAt: UInt64? = nil) {

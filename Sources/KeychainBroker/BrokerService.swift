@@ -454,7 +454,7 @@ package final class BrokerService {
         // list nor the shape a list is implied from is trusted (every caller is asked once).
         let stored = opened.legacy ? nil : opened.attributes[AccessList.attribute]?.stringValue.map { AccessList(text: $0) }
         let list = stored ?? (opened.legacy ? AccessList([]) : decision.impliedList(itemClass: request.itemClass, attributes: opened.attributes))
-        let facts = peer.facts(evaluate)
+        let facts = try callerFacts(of: peer, evaluate, uid: uid, keychain: opened.custody.path)
         let item = ItemDescription(request.itemClass, opened.attributes)
         func log(_ decision: String) {
             record(
@@ -486,7 +486,7 @@ package final class BrokerService {
             }
             handedOut = true
             // An interpreter runs whatever it is given: "always" for it would trust every script.
-            guard answer == .always, let entry = facts.entry, !facts.isInterpreter else {
+            guard answer == .always, let entry = facts.entry, !facts.isInterpreter, !facts.confirmsEachUse else {
                 log(facts.entry == nil ? "unidentified" : "allowed once")
                 return .key(opened.key, alwaysEntry: "")
             }

@@ -77,7 +77,17 @@ package enum BrokerSocket {
     /// `receive`, and the pid of the process that sent the message (-1 when the kernel said
     /// none: SO_PASSCRED is off on `fd`).
     package static func receive(_ fd: Int32, sender: inout Int32) throws -> Bytes? {
+        var passed: Int32 = -1
+        let message = try receive(fd, sender: &sender, passed: &passed)
+        if passed >= 0 { close(passed) }
+        return message
+    }
+
+    /// `receive`, and the one descriptor the message carried (a deputy's relayed pidfd; -1 when
+    /// none), which the caller closes.
+    package static func receive(_ fd: Int32, sender: inout Int32, passed: inout Int32) throws -> Bytes? {
         sender = -1
+        passed = -1
         let size = recv(fd, nil, 0, Int32(MSG_PEEK) | Int32(MSG_TRUNC))
         if size < 0 { throw SocketError(errno: errno) }
         // An empty message is no request either: both end the connection.
@@ -87,11 +97,14 @@ package enum BrokerSocket {
             throw KeychainError.decode("message longer than \(BrokerWire.maximumMessage) bytes")
         }
         var buffer = Bytes(repeating: 0, count: size)
-        var from: Int32 = -1
-        let n = buffer.withUnsafeMutableBytes { clinux_receive_from(fd, $0.baseAddress, $0.count, &from) }
+        var from: Int32 = -1, given: Int32 = -1
+        let n = buffer.withUnsafeMutableBytes { clinux_receive_with_descriptor(fd, $0.baseAddress, $0.count, &from, &given) }
         sender = from
         if n < 0 { throw SocketError(errno: errno) }
+        passed = given
         guard n == size else {
+            if given >= 0 { close(given) }
+            passed = -1
             buffer.wipe()
             throw KeychainError.decode("message changed while read")
         }
@@ -100,6 +113,12 @@ package enum BrokerSocket {
 
     package static func send(_ fd: Int32, _ bytes: Bytes) throws {
         let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if n != bytes.count { throw SocketError(errno: n < 0 ? errno : EMSGSIZE) }
+    }
+
+    /// `send`, with `passed` (a descriptor, borrowed) in the same message.
+    static func send(_ fd: Int32, _ bytes: Bytes, passing passed: Int32) throws {
+        let n = bytes.withUnsafeBytes { clinux_send_with_descriptor(fd, $0.baseAddress, $0.count, passed) }
         if n != bytes.count { throw SocketError(errno: n < 0 ? errno : EMSGSIZE) }
     }
 

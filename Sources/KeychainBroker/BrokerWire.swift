@@ -21,6 +21,8 @@ package enum BrokerWire {
     /// An op byte with this bit set carries a u32 uid after it: a request made by root for a user
     /// (the broker ignores it from anyone else).
     static let onBehalfBit: UInt8 = 0x80
+    /// The bits of an unwrap's op byte that say a deputy relays it (`RelayMarks`).
+    static let relayBits: UInt8 = RelayMarks.all.rawValue
     /// The status of a reply that asks the person first (`BrokerReply.question`).
     package static let questionStatus: UInt32 = 1
     /// The status of a reply refusing an item request whose generation is not that of the keys
@@ -102,13 +104,13 @@ package enum BrokerRequest: Sendable {
     }
 
     /// The request's bytes; `onBehalfOf` a uid (root's requests for a user only).
-    package func encoded(onBehalfOf uid: UInt32? = nil) -> Bytes {
+    package func encoded(onBehalfOf uid: UInt32? = nil, relay: RelayMarks = []) -> Bytes {
         var w = ByteWriter(capacity: 256)
         if let uid {
-            w.u8(op.rawValue | BrokerWire.onBehalfBit)
+            w.u8(op.rawValue | BrokerWire.onBehalfBit | relay.rawValue)
             w.u32(uid)
         } else {
-            w.u8(op.rawValue)
+            w.u8(op.rawValue | relay.rawValue)
         }
         switch self {
         case .state(let keybag), .lock(let keybag):
@@ -176,9 +178,10 @@ package enum BrokerRequest: Sendable {
         let first = try r.u8()
         var uid: UInt32?
         if first & BrokerWire.onBehalfBit != 0 { uid = try r.u32() }
-        guard let op = BrokerOp(rawValue: first & ~BrokerWire.onBehalfBit) else {
+        guard let op = BrokerOp(rawValue: first & ~BrokerWire.onBehalfBit & ~BrokerWire.relayBits) else {
             throw KeychainError.decode("unknown request \(first)")
         }
+        try RelayMarks.check(first, op: op)
         let request: BrokerRequest
         switch op {
         case .state: request = .state(try r.keybag())

@@ -22,9 +22,13 @@ package protocol CallerFacts: Sendable {
     var chain: [String] { get }
     /// What `whoAmI` shows besides (why it cannot match silently).
     var warnings: [String] { get }
+    /// Every use is confirmed (a relayed `ssh-add -c` key): an answer is never "always".
+    var confirmsEachUse: Bool { get }
 }
 
 extension CallerFacts {
+    package var confirmsEachUse: Bool { false }
+
     /// The executable the entry names.
     var executablePath: String? {
         switch entry {

@@ -62,6 +62,17 @@ package enum AccessAnswerers {
 
     static func environment(_ name: String) -> String? { clinux_secure_getenv(name).map { String(cString: $0) } }
 
+    /// A daemon's (the SSH agent's): the tests' program, else the desktop's dialog or pinentry,
+    /// which show the whole question where the daemon has no terminal of its own.
+    package static func daemon() -> any AccessAnswerer {
+        var chain: [any AccessAnswerer] = []
+        if let program = ProgramAccessAnswerer.fromEnvironment() { chain.append(program) }
+        let desktop = Self.desktop()
+        if let desktop { chain.append(desktop) }
+        if let pinentry = Self.pinentry(), desktop.map({ !sameFile($0.program, pinentry.program) }) ?? true { chain.append(pinentry) }
+        return AccessAnswererChain(chain)
+    }
+
     /// "deny" | "once" | "always" and, but for deny, the password: what both answerers read.
     static func grant(choice: String, password: () throws -> Bytes) rethrows -> AccessGrant? {
         switch choice.lowercased() {

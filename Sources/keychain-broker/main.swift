@@ -2,7 +2,7 @@ import Glibc
 import KeychainBroker
 import KeychainCore
 
-// keychain-broker [--socket PATH] [--state DIR] [--pins DIR] [--own-program PATH]... [--foreground]
+// keychain-broker [--socket PATH] [--state DIR] [--pins DIR] [--own-program PATH]... [--deputy PATH]... [--foreground]
 // The keeper of the keychain's class keys: a system service of its own user, which the user's
 // processes can neither read nor trace (see KeychainBroker and BROKER-SPEC).
 
@@ -15,20 +15,22 @@ var socketPath = BrokerPaths.socket
 var stateDirectory = BrokerPaths.state
 var pinsDirectory = BrokerPaths.pins
 var ownPrograms: [String] = []
+var deputies: [String] = []
 var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
-    case "--socket", "--state", "--pins", "--own-program":
+    case "--socket", "--state", "--pins", "--own-program", "--deputy":
         guard let value = arguments.popFirst(), value.hasPrefix("/") else { fail("\(argument) needs an absolute path", status: 2) }
         switch argument {
         case "--socket": socketPath = value
         case "--state": stateDirectory = value
         case "--pins": pinsDirectory = value
+        case "--deputy": deputies.append(value)
         default: ownPrograms.append(value)
         }
     case "--foreground": break  // It never forks: the flag is for scripts that start it by hand.
     case "--help", "-h":
-        print("usage: keychain-broker [--socket PATH] [--state DIR] [--pins DIR] [--own-program PATH]... [--foreground]")
+        print("usage: keychain-broker [--socket PATH] [--state DIR] [--pins DIR] [--own-program PATH]... [--deputy PATH]... [--foreground]")
         exit(0)
     default: fail("unknown argument \(argument)", status: 2)
     }
@@ -72,7 +74,9 @@ do {
     fputs("keychain-broker: the pins in \(pinsDirectory) could not be read (\(error)): only those of the state are kept\n", stderr)
 }
 let service = BrokerService(
-    decision: AccessDecision(ownPrograms: ownPrograms.isEmpty ? AccessDecision.defaultOwnPrograms : ownPrograms),
+    decision: AccessDecision(
+        ownPrograms: ownPrograms.isEmpty ? AccessDecision.defaultOwnPrograms : ownPrograms,
+        deputies: deputies.isEmpty ? AccessDecision.defaultDeputies : deputies),
     store: store, state: restored)
 openlog("keychain-broker", LOG_PID, LOG_AUTHPRIV)
 fputs("keychain-broker: serving \(socketPath)\n", stderr)

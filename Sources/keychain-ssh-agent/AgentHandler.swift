@@ -9,8 +9,9 @@ import KeychainTPMClient
 /// for `ssh-add -c` keys, and TPM-resident keys signed through keychain-tpm-helper.
 func makeHandlerFactory(_ settings: AgentSettings, log: @escaping @Sendable (String) -> Void) -> AgentServer.HandlerFactory {
     PresenceSetup.installPolkit()
-    // A daemon has no terminal: a key its list does not name is refused as not interactive.
-    BrokerSetup.install(answerer: AccessAnswerers.standard())
+    // A daemon has no terminal: the broker's questions (a program not on a key's list, a -c key)
+    // are asked through pinentry, with their whole text.
+    BrokerSetup.install(answerer: AccessAnswerers.daemon())
     TPMClientSetup.install()
     SSHPrivateKey.tpmSign = { digest, blob in try TPMSigningKeys.sign(digest: digest, with: blob) }
 
@@ -29,6 +30,19 @@ func makeHandlerFactory(_ settings: AgentSettings, log: @escaping @Sendable (Str
         let answer = prompter.ask(question)
         if answer != .allowed { log("confirmation refused (\(answer)): " + question.text.split(separator: "\n").joined(separator: " ")) }
         return answer == .allowed
+    }
+    // With a broker, a kept key's item is read for the client that asks: the broker judges it
+    // against the key's list and asks the person, through the question the agent adds to.
+    if BrokerSetup.installed != nil {
+        configuration.relay = { client, body in
+            var note = client.question.text
+            if client.confirmsKey {
+                note += "\nThis key asks before each use (ssh-add -c)."
+            } else if client.confirmEach {
+                note += "\nThe request comes through your agent forwarded to a host that the key's constraints do not name."
+            }
+            BrokerRelay.serving(RelayedClient(pidfd: client.pidfd, confirmEach: client.confirmEach, note: note), body)
+        }
     }
     if !settings.session {
         do {

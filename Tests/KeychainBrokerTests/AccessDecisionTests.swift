@@ -84,6 +84,10 @@ final class AccessDecisionTests: XCTestCase {
         let sshKey = implied(.key, [AttributeKey.keyType: .int(OpenSSHKeyItem.keyType)])
         XCTAssertEqual(decision.decide(list: sshKey, caller: agent), .trusted)
         XCTAssertEqual(decision.decide(list: sshKey, caller: service), .ask)
+        // The clients the agent relays: ssh and ssh-keygen (git's signing), no other.
+        XCTAssertEqual(decision.decide(list: sshKey, caller: caller(.executable("/usr/bin/ssh"))), .trusted)
+        XCTAssertEqual(decision.decide(list: sshKey, caller: caller(.executable("/usr/bin/ssh-keygen"))), .trusted)
+        XCTAssertEqual(decision.decide(list: sshKey, caller: caller(.executable("/usr/bin/ssh-add"))), .ask)
         let internet = implied(.internetPassword, [:])
         var helper = caller(.executable("/usr/bin/git-credential-keychain"))
         helper.parentEntries = [.executable("/usr/lib/git-core/git-remote-https")]

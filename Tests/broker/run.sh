@@ -386,4 +386,33 @@ check "pins outlive a fresh state: a swapped keychain is still refused" pins_sur
 check "a connection taken by another process of the user is refused" refuses_a_taken_connection
 check "one user cannot take every connection" one_user_cannot_take_every_connection
 
+# Issue 55: a deputy passes the pidfd of the process it serves with an unwrap (SCM_RIGHTS), marked
+# in the op byte. The two come together, on an unwrap only, or the request is refused (and the
+# connection keeps serving); which program may relay (the --deputy list) is RelayedCallerTests'.
+relay_marks_and_pidfd_come_together() {
+    local out
+    out=$(as_user /usr/bin/python3 -c '
+import array, os, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1])
+def ask(message, fd=None):
+    if fd is None: s.send(message)
+    else: s.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    reply = s.recv(1 << 20)
+    if not reply: return "closed"
+    status, n = struct.unpack(">iI", reply[:8])
+    return "%d %s" % (status, reply[8:8 + n].decode())
+pidfd = os.pidfd_open(os.getpid())
+print("marks alone:", ask(bytes([0x48])))
+print("pidfd alone:", ask(bytes([0x0a]), pidfd))
+print("on whoAmI:", ask(bytes([0x4a]), pidfd))
+print("after:", ask(bytes([0x0a])).split(" ")[0])
+' "$socket")
+    echo "$out"
+    grep -qx "marks alone: -50 a relayed caller.s pidfd and the request.s relay marks must come together" <<< "$out"
+    grep -qx "pidfd alone: -50 a relayed caller.s pidfd and the request.s relay marks must come together" <<< "$out"
+    grep -qx "on whoAmI: -26275 relay marks on a request that carries no relayed caller" <<< "$out"
+    grep -qx "after: 0" <<< "$out"
+}
+check "a relayed caller's pidfd and the relay marks come together, on an unwrap only" relay_marks_and_pidfd_come_together
+
 summary

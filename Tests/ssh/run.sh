@@ -42,6 +42,7 @@ made_privsep=
 cleanup() {
     local pid
     for pid in $(cat "$base/pids" 2>/dev/null); do kill "$pid" 2>/dev/null; done
+    stop_broker
     rm -f "/etc/pam.d/$pam_service"
     for u in "$user" "$other" "$login_user"; do
         if id "$u" >/dev/null 2>&1; then
@@ -153,7 +154,8 @@ export SSH_ASKPASS=$askpass SSH_ASKPASS_REQUIRE=force GIT_CONFIG_NOSYSTEM=1 GIT_
 # The pinentry the keychain's agent asks before a -c key signs: a stand-in that speaks pinentry's
 # protocol, records each question's description (as pinentry receives it: one Assuan line) in
 # $base/pinentry.log, and answers each CONFIRM with the next line of $base/pinentry.answers
-# (yes: Allow; anything else, or none: Deny).
+# (yes: Allow; anything else, or none: Deny), and each GETPIN with it as the passphrase (none, or
+# no: Cancel).
 pinentry=$base/pinentry
 cat > "$pinentry" <<EOF
 #!/bin/sh
@@ -165,6 +167,10 @@ while IFS= read -r line; do
             answer=\$(head -n 1 "$base/pinentry.answers" 2>/dev/null)
             sed -i 1d "$base/pinentry.answers" 2>/dev/null
             if [ "\$answer" = yes ]; then echo OK; else echo "ERR 83886179 Operation cancelled <Pinentry>"; fi ;;
+        GETPIN)
+            answer=\$(head -n 1 "$base/pinentry.answers" 2>/dev/null)
+            sed -i 1d "$base/pinentry.answers" 2>/dev/null
+            if [ -n "\$answer" ] && [ "\$answer" != no ]; then printf 'D %s\nOK\n' "\$answer"; else echo "ERR 83886179 Operation cancelled <Pinentry>"; fi ;;
         BYE) echo OK; exit 0 ;;
         *) echo OK ;;
     esac
@@ -221,6 +227,15 @@ fresh() {
     : > "$base/pinentry.log"
     : > "$base/pinentry.answers"
     echo "Lock-pass-1" > "$base/passphrase"
+    # A case run with `brokered=1`: the keychain kept by the suite's broker, and the agent its
+    # deputy (a copy the broker can identify), asking through the stand-in answerer.
+    brokered_agent=
+    if [ -n "${brokered:-}" ]; then
+        export KEYCHAIN_BROKER_SOCKET=$broker_socket KEYCHAIN_ACCESS_ANSWERER=$bk/bin/answer
+        brokered_agent=$bk/bin/keychain-ssh-agent
+        echo deny > "$bk/answer.mode"
+        rm -f "$bk/questions"
+    fi
     if [ -n "$ours" ]; then
         printf '%s\n' "$keychain_password" | "$BUILD/security" create-keychain "$XDG_DATA_HOME/keychains/login.keychain-db" >/dev/null 2>&1
     fi
@@ -230,7 +245,7 @@ fresh() {
 # the case's; its pid in agent_pid.
 start_agent() {
     export SSH_AUTH_SOCK=$case_dir/agent.sock
-    "$AGENT" -D -a "$SSH_AUTH_SOCK" > "$case_dir/agent.out" 2>&1 &
+    "${brokered_agent:-$AGENT}" -D -a "$SSH_AUTH_SOCK" > "$case_dir/agent.out" 2>&1 &
     agent_pid=$!
     started "$agent_pid"
     for _ in $(seq 100); do [ -S "$SSH_AUTH_SOCK" ] && return 0; sleep 0.05; done
@@ -252,8 +267,69 @@ finish() {
             [ -e "$kc" ] && "$BUILD/security" delete-keychain "$kc" >/dev/null 2>&1
         done
     fi
+    unset KEYCHAIN_BROKER_SOCKET KEYCHAIN_ACCESS_ANSWERER
     rm -rf "$case_dir"
 }
+
+# --- a broker keeping the keychain (issue 55: the agent as its deputy) -------------------------
+
+# The suite's keychain-broker, as Tests/broker runs it: a throwaway system user, setpriv with
+# CAP_SYS_PTRACE only, copies of the broker and the agent under /run (a program in a folder the
+# user may write to is never identified, and the broker must know the agent as its deputy).
+bk='' broker_user=kcsshb$$ broker_pid='' broker_socket=''
+start_broker() {
+    local group=tss
+    bk=$(mktemp -d /run/kc-ssh-broker-XXXXXX)
+    chmod 755 "$bk"
+    broker_socket=$bk/run/socket
+    getent group tss >/dev/null || group=$broker_user
+    if [ "$group" = tss ]; then
+        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -g tss "$broker_user" || return 1
+    else
+        useradd -r -M -d /nonexistent -s /usr/sbin/nologin -U "$broker_user" || return 1
+    fi
+    mkdir -p "$bk/bin" "$bk/run" "$bk/state" "$bk/pins"
+    cp "$BUILD/keychain-broker" "$BUILD/keychain-ssh-agent" /usr/bin/ssh-add "$bk/bin/"
+    # The stand-in answerer: each question appended to $bk/questions, the answer per
+    # $bk/answer.mode (always, with the keychain's password; anything else denies).
+    cat > "$bk/bin/answer" <<EOS
+#!/bin/sh
+cat >> "$bk/questions"
+echo ---- >> "$bk/questions"
+if [ "\$(cat "$bk/answer.mode")" = always ]; then printf 'always\\n%s\\n' "$keychain_password"; else echo deny; fi
+EOS
+    chmod 755 "$bk/bin"/*
+    chown "$broker_user:$group" "$bk/run" "$bk/state" "$bk/pins"
+    chmod 700 "$bk/state" "$bk/pins"
+    setpriv --reuid="$broker_user" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
+        --bounding-set=-all,+sys_ptrace --no-new-privs \
+        "$bk/bin/keychain-broker" --socket "$broker_socket" --state "$bk/state" --pins "$bk/pins" \
+        --deputy "$bk/bin/keychain-ssh-agent" --foreground 2>>"$bk/broker.log" &
+    broker_pid=$!
+    for _ in $(seq 400); do
+        [ -S "$broker_socket" ] && return 0
+        kill -0 "$broker_pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    echo "the broker did not start:"; cat "$bk/broker.log"
+    return 1
+}
+stop_broker() {
+    if [ -n "$broker_pid" ]; then
+        kill -TERM "$broker_pid" 2>/dev/null
+        wait "$broker_pid" 2>/dev/null
+        broker_pid=
+    fi
+    if id "$broker_user" >/dev/null 2>&1; then
+        keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker_user")" >/dev/null 2>&1
+        userdel "$broker_user" >/dev/null 2>&1
+        getent group "$broker_user" >/dev/null && groupdel "$broker_user" 2>/dev/null
+    fi
+    [ -z "$bk" ] || rm -rf "$bk"
+    bk=
+}
+# What the broker logged of this user's item keys (the keychain's callers, as the broker saw them).
+access_log() { "$BUILD/security" access-log; }
 
 # --- the agent's command line ---------------------------------------------------------------
 
@@ -829,6 +905,110 @@ case_confirm_escapes() {
     grep -q "confirmation refused (unavailable" "$case_dir/agent.out"
 }
 
+# --- through a broker: the agent relays its client (issue 55) ---------------------------------
+
+# Without the tests' answerer the agent asks pinentry, not polkit's fixed message: the broker's
+# whole question (the program and its parents, the key, its fingerprint) as the description, Deny,
+# Allow once or Always allow, then the keychain's password; Cancel denies.
+case_broker_asks_through_pinentry() {
+    local fp
+    fp=$(fingerprint "$k/ed25519.pub")
+    stop_agent
+    unset KEYCHAIN_ACCESS_ANSWERER
+    start_agent
+    add "$k/ed25519"
+    rm -f "$k/ed25519"
+    refute timeout 20 "$bk/bin/ssh-add" -T "$k/ed25519.pub"
+    grep -F "ssh-add ($bk/bin/ssh-add) ← timeout ← " "$base/pinentry.log"
+    grep -F ", through keychain-ssh-agent ($bk/bin/keychain-ssh-agent) wants to read" "$base/pinentry.log"
+    grep -F "$bk/bin/ssh-add wants to use your SSH key \"ed25519@sshsuite\" ($fp)." "$base/pinentry.log"
+    printf 'yes\n%s\n' "$keychain_password" > "$base/pinentry.answers"
+    timeout 20 "$bk/bin/ssh-add" -T "$k/ed25519.pub"
+    grep -E "allowed once: ssh-add \($bk/bin/ssh-add\)" <<< "$(access_log)"
+    [ ! -e "$bk/questions" ]
+}
+
+# ssh logging in and git signing a commit (ssh-keygen -Y sign) are on a new key's list: the broker
+# judges each (not the agent) and asks nothing, and its log names the program through the agent.
+case_broker_trusted_clients() {
+    local work=$case_dir/work allowed=$case_dir/allowed_signers log
+    export GIT_AUTHOR_NAME=Suite GIT_AUTHOR_EMAIL=suite@example.invalid GIT_COMMITTER_NAME=Suite GIT_COMMITTER_EMAIL=suite@example.invalid
+    add "$k/ed25519"
+    rm -f "$k/ed25519"
+    login 1
+    echo "suite@example.invalid namespaces=\"git\" $(cat "$k/ed25519.pub")" > "$allowed"
+    git init -q "$work"
+    echo signed > "$work/file"
+    git -C "$work" add file
+    git -C "$work" -c gpg.format=ssh -c user.signingkey="key::$(cat "$k/ed25519.pub")" commit -q -S -m signed
+    grep -q 'Good "git" signature' <<< "$(git -C "$work" -c gpg.ssh.allowedSignersFile="$allowed" verify-commit HEAD 2>&1)"
+    [ ! -e "$bk/questions" ] || { echo "asked:"; cat "$bk/questions"; return 1; }
+    log=$(access_log)
+    grep -E "trusted: ssh \(/usr/bin/ssh\) .*, through keychain-ssh-agent \($bk/bin/keychain-ssh-agent\);" <<< "$log"
+    grep -E "trusted: ssh-keygen \(/usr/bin/ssh-keygen\) ← git .*, through keychain-ssh-agent " <<< "$log"
+}
+
+# Another program (a copy of ssh-add the broker identifies, not on the list) is asked: the question
+# names it, its parents, the key's comment and fingerprint. Deny fails the signature; "always"
+# puts it on the list, and it then signs without a question.
+case_broker_asks_other_program() {
+    local fp question
+    fp=$(fingerprint "$k/ed25519.pub")
+    add "$k/ed25519"
+    rm -f "$k/ed25519"
+    refute timeout 20 "$bk/bin/ssh-add" -T "$k/ed25519.pub"
+    question=$(cat "$bk/questions")
+    grep -F "ssh-add ($bk/bin/ssh-add) ← " <<< "$question"
+    grep -F ", through keychain-ssh-agent" <<< "$question"
+    grep -F "$bk/bin/ssh-add wants to use your SSH key \"ed25519@sshsuite\" ($fp)." <<< "$question"
+    grep -F "Started by: /usr/bin/timeout, " <<< "$question"
+    grep -E "denied: ssh-add \($bk/bin/ssh-add\) .*, through keychain-ssh-agent " <<< "$(access_log)"
+    echo always > "$bk/answer.mode"
+    rm -f "$bk/questions"
+    timeout 20 "$bk/bin/ssh-add" -T "$k/ed25519.pub"
+    [ -e "$bk/questions" ]
+    echo deny > "$bk/answer.mode"
+    rm -f "$bk/questions"
+    timeout 20 "$bk/bin/ssh-add" -T "$k/ed25519.pub"
+    [ ! -e "$bk/questions" ] || { echo "asked again:"; cat "$bk/questions"; return 1; }
+}
+
+# A signature for a host the agent is forwarded to, with a key whose constraints name no host: ssh
+# here is only the way there, so the person is asked, and the question names the host (by its key,
+# as nothing names it otherwise). Deny fails the login there; ssh's own login asks nothing.
+case_broker_forwarded_host() {
+    local fp host1_fp host2_fp question
+    fp=$(fingerprint "$k/ecdsa256.pub") host1_fp=$(fingerprint "$keys/host1.pub") host2_fp=$(fingerprint "$keys/host2.pub")
+    add "$k/ecdsa256"
+    rm -f "$k/ecdsa256"
+    remote_command="$remote_ssh -p $port2 $user@127.0.0.1 true" refute login 1 -A
+    question=$(cat "$bk/questions")
+    expect 1 "$(grep -c -- ---- "$bk/questions")" "questions: host1's login is ssh's own, only the hop asks"
+    grep -F "/usr/bin/ssh wants to use your SSH key \"ecdsa256@sshsuite\" ($fp) to log in to the host with key $host2_fp from the host with key $host1_fp (your agent is forwarded there)." <<< "$question"
+    echo always > "$bk/answer.mode"
+    remote_command="$remote_ssh -p $port2 $user@127.0.0.1 true" login 1 -A
+}
+
+# A -c key asks before every signature through the broker's question, whoever signs (ssh, on the
+# list, too), and "always" does not stop the next question.
+case_broker_confirm_each() {
+    local fp
+    fp=$(fingerprint "$k/ed25519.pub")
+    add -c "$k/ed25519"
+    rm -f "$k/ed25519"
+    refute login 1
+    grep -F "/usr/bin/ssh wants to use your SSH key \"ed25519@sshsuite\" ($fp) to log in to the host with key" "$bk/questions"
+    grep -F "This key asks before each use (ssh-add -c)." "$bk/questions"
+    echo always > "$bk/answer.mode"
+    rm -f "$bk/questions"
+    login 1
+    rm -f "$bk/questions"
+    login 1
+    [ -e "$bk/questions" ]
+    # pinentry was never asked: the broker's question is the only one.
+    [ ! -s "$base/pinentry.log" ]
+}
+
 check "the agent's -s/-k command line, as ssh-agent's" case_command_line
 check "ssh with an ed25519 key from the agent" case_login ed25519
 check "ssh with an ecdsa P-256 key from the agent" case_login ecdsa256
@@ -857,7 +1037,12 @@ if [ -z "$ours" ]; then
             "a key made inside the TPM signs, never leaves, -d/-D unload it, and fails on another TPM" \
             "ssh-add -d/-D unload: the keychain keeps the keys, a restart lists them" \
             "security delete-ssh-key deletes a key for good, from every agent" \
-            "a DSA key is refused with the message the man page gives"; do
+            "a DSA key is refused with the message the man page gives" \
+            "through a broker: ssh and git signing are judged themselves, and asked nothing" \
+            "through a broker: another program is asked (program, key, fingerprint); deny fails, always lets it in" \
+            "through a broker: a forwarded signature for a host no constraint names is asked, naming the host" \
+            "through a broker: a -c key asks before every signature, through the broker's question" \
+            "through a broker: without the tests' answerer, pinentry asks the whole question and the password"; do
         skip "$what: needs the keychain's agent, not $AGENT"
     done
 else
@@ -873,5 +1058,17 @@ else
     check "ssh-add -d/-D unload: the keychain keeps the keys, a restart lists them" case_unload_keeps_the_keys
     check "security delete-ssh-key deletes a key for good, from every agent" case_delete_ssh_key
     check "a DSA key is refused with the message the man page gives" case_dsa_refused
+    if start_broker; then
+        brokered=1 check "through a broker: ssh and git signing are judged themselves, and asked nothing" case_broker_trusted_clients
+        brokered=1 check "through a broker: another program is asked (program, key, fingerprint); deny fails, always lets it in" \
+            case_broker_asks_other_program
+        brokered=1 check "through a broker: a forwarded signature for a host no constraint names is asked, naming the host" \
+            case_broker_forwarded_host
+        brokered=1 check "through a broker: a -c key asks before every signature, through the broker's question" case_broker_confirm_each
+        brokered=1 check "through a broker: without the tests' answerer, pinentry asks the whole question and the password" \
+            case_broker_asks_through_pinentry
+    else
+        fail=$((fail + 1)); echo "FAIL the suite's broker did not start"
+    fi
 fi
 summary

@@ -149,6 +149,11 @@ extension AccessList {
         "/usr/local/lib/git-core/git-remote-ftp", "/usr/local/lib/git-core/git-remote-ftps"
     ]
 
+    /// The programs an SSH key signs for without a question when the agent relays its client to
+    /// the broker: ssh (which scp, sftp and git's transport run), and ssh-keygen, which git's SSH
+    /// signing runs (`ssh-keygen -Y sign`).
+    package static let sshClients: [Entry] = [.executable("/usr/bin/ssh"), .executable("/usr/bin/ssh-keygen")]
+
     /// The container tools that run docker-credential-* helpers.
     package static let dockerParents = [
         "/usr/bin/docker", "/usr/local/bin/docker", "/usr/bin/podman", "/usr/local/bin/podman",

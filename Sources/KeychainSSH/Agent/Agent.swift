@@ -144,19 +144,29 @@ package final class Agent: @unchecked Sendable {
 
     /// The identity's private key: its own, or read from the keychain now (failing, with one log
     /// line, while the keychain is locked), with the confirm flag the keychain holds.
-    func privateKey(of identity: AgentIdentity) -> (key: SSHPrivateKey, confirm: Bool)? {
+    func privateKey(of identity: AgentIdentity, for client: SigningClient? = nil) -> (key: SSHPrivateKey, confirm: Bool)? {
         if let key = identity.key { return (key, identity.confirm) }
         guard let vault = configuration.vault else { return nil }
+        var read: Result<(SSHPrivateKey, SSHKeyVault.Entry), any Error> = .failure(SSHKeyError("not read"))
+        if let client, let relay = configuration.relay {
+            relay(client) { read = Result { try vault.privateKey(for: identity.publicBlob) } }
+        } else {
+            read = Result { try vault.privateKey(for: identity.publicBlob) }
+        }
         do {
-            let (key, entry) = try vault.privateKey(for: identity.publicBlob)
+            let (key, entry) = try read.get()
             return (key, entry.confirm || identity.confirm)
-        } catch let error as KeychainError where error.code == .interactionNotAllowed {
+        } catch let error as KeychainError where error.code == .interactionNotAllowed && client == nil {
             log("refusing to sign with \(identity.comment) \(fingerprint(identity.publicBlob)): the keychain is locked")
         } catch {
             log("refusing to sign with \(identity.comment) \(fingerprint(identity.publicBlob)): \(error)")
         }
         return nil
     }
+
+    /// Whether a signature with `identity` is judged by the broker: a key the keychain keeps,
+    /// where a broker keeps the keychain's keys.
+    func isRelayed(_ identity: AgentIdentity) -> Bool { identity.key == nil && configuration.vault != nil && configuration.relay != nil }
 
     // MARK: Confirmation
 

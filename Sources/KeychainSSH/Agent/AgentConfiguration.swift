@@ -14,6 +14,10 @@ package struct AgentConfiguration: Sendable {
     package var confirm: @Sendable (AccessQuestion) -> Bool = { _ in false }
     /// Seconds an approval counts for the same program and key; 0: never remembered.
     package var rememberConfirmation: UInt32 = 0
+    /// Where a broker keeps the keychain's keys: runs the read of a kept key's item for the
+    /// client that asks for a signature (the broker judges that client, against the key's list,
+    /// and asks the person the question when it is not on it). nil: the agent reads as itself.
+    package var relay: (@Sendable (SigningClient, () -> Void) -> Void)?
     /// Identities held at once, memory and keychain together.
     package var maximumIdentities = AgentLimits.maximumIdentities
     /// ssh-agent -E.
@@ -32,4 +36,18 @@ package struct AgentConfiguration: Sendable {
     }
 
     package init() {}
+}
+
+/// The program a signature is for, as the agent passes it to the broker (`AgentConfiguration.relay`).
+package struct SigningClient: Sendable {
+    /// The client's pidfd, borrowed for the request.
+    package var pidfd: Int32
+    /// Ask the person whatever the key's list says: a `-c` key, or a request from a host the
+    /// agent is forwarded to that the key's constraints do not name.
+    package var confirmEach: Bool
+    /// The key asks before each use (`ssh-add -c`).
+    package var confirmsKey: Bool
+    /// The agent's question (the program, the key, its fingerprint, where the signature goes),
+    /// shown with the broker's.
+    package var question: AccessQuestion
 }

@@ -181,10 +181,24 @@ package final class AgentConnection {
             }
             hostnames = verdict.hostnames
         }
-        guard let (key, confirm) = agent.privateKey(of: identity) else { return Self.status(false) }
-        if confirm {
-            let asker = AccessQuestion.Asker(executable: peer.executable, parents: peer.parents)
-            let login = isLoginInLastSession(data, key: parts)
+        let asker = AccessQuestion.Asker(executable: peer.executable, parents: peer.parents)
+        let login = isLoginInLastSession(data, key: parts)
+        var client: SigningClient?
+        if agent.isRelayed(identity) {
+            // The broker judges the client itself, every time: no approval is kept here.
+            guard let pidfd = peer.pidfd else {
+                agent.log("refusing to sign with \(identity.comment): the kernel gave no pidfd of the client (pid \(peer.pid))")
+                return Self.status(false)
+            }
+            let question = AccessQuestion(
+                asker: asker, target: .sshKey(comment: identity.comment, fingerprint: agent.fingerprint(identity.publicBlob)),
+                destination: destination(hostnames: hostnames, login: login))
+            client = SigningClient(
+                pidfd: pidfd.descriptor, confirmEach: identity.confirm || forwardedToUnnamedHost(identity), confirmsKey: identity.confirm,
+                question: question)
+        }
+        guard let (key, confirm) = agent.privateKey(of: identity, for: client) else { return Self.status(false) }
+        if confirm && client?.confirmEach != true {
             let destination = destination(hostnames: hostnames, login: login)
             guard agent.confirm(identity, asker: asker, destination: destination, route: route(login: login)) else { return Self.status(false) }
         }
@@ -197,6 +211,15 @@ package final class AgentConnection {
             agent.log("cannot sign with \(identity.comment): \(error)")
             return Self.status(false)
         }
+    }
+
+    /// A signature asked for through a forwarded agent (or after a bind that failed), with a key
+    /// whose constraints name no host: the peer is the user's own ssh, which is on the key's
+    /// list, but the request comes from the host it was forwarded to, which nothing chose. A
+    /// constrained key got here only for hops its constraints name (`permitted`).
+    private func forwardedToUnnamedHost(_ identity: AgentIdentity) -> Bool {
+        guard identity.destinations.isEmpty else { return false }
+        return (bindAttempted && bindings.isEmpty) || bindings.contains { $0.forwarded }
     }
 
     /// Whether `data` is the user authentication of the session bound last, for `key`: ssh's own

@@ -20,6 +20,10 @@ package final class SSHKeyVault: @unchecked Sendable {
         package var isTPMResident: Bool
     }
 
+    /// The programs a kept key signs for without a question (the broker judges the agent's
+    /// client against it). Any other program is asked.
+    package static let defaultAccess = AccessList(AccessList.sshClients)
+
     private let store: KeychainStore
     private let protection: Protection
     package let publicListPath: String
@@ -40,7 +44,7 @@ package final class SSHKeyVault: @unchecked Sendable {
                 AttributeKey.keyType: .int(OpenSSHKeyItem.keyType), AttributeKey.label: .string(comment),
                 AttributeKey.applicationLabel: .data(Crypto.sha256(key.publicBlob)), AttributeKey.applicationTag: .data(Self.tag(of: entry)),
                 AttributeKey.accessible: .string(protection.rawValue), AttributeKey.keySizeInBits: .int(Int64(key.bits)),
-                AttributeKey.effectiveKeySize: .int(Int64(key.bits))
+                AttributeKey.effectiveKeySize: .int(Int64(key.bits)), AccessList.attribute: .string(Self.defaultAccess.text)
             ],
             secret: key.serialized())
         try store.addOrUpdate(item, matching: Self.query(for: key.publicBlob))

@@ -1,0 +1,130 @@
+import Glibc
+import KeychainBroker
+import KeychainCore
+import KeychainPeers
+import KeychainTestSupport
+import XCTest
+
+/// A deputy's relayed caller (issue 55): the wire's marks, the deputy check, and the decision
+/// made for the relayed process, not for the deputy.
+final class RelayedCallerTests: XCTestCase {
+    let item = ItemKeyRequest(
+        keychain: Array(repeating: 7, count: 16), rowID: 4, itemClass: .key, lockClass: .whenUnlocked, metadata: [1], wrappedKey: [2], generation: 9)
+    let agent = CallerRecord(
+        entry: .executable("/usr/bin/keychain-ssh-agent"), canMatchSilently: true, summary: "keychain-ssh-agent (/usr/bin/keychain-ssh-agent)")
+    let ssh = CallerRecord(entry: .executable("/usr/bin/ssh"), canMatchSilently: true, summary: "ssh (/usr/bin/ssh) ← bash")
+
+    func testRelayMarksTravelInTheUnwrapsOpByte() throws {
+        let request = BrokerRequest.unwrap(item, interaction: .allowed, answer: .none, password: [])
+        let plain = request.encoded()
+        XCTAssertEqual(plain[0], BrokerOp.unwrap.rawValue)
+        XCTAssertEqual(RelayMarks.of(plain), [])
+        for marks: RelayMarks in [[.relayedCaller], [.relayedCaller, .confirmEach]] {
+            let bytes = request.encoded(relay: marks)
+            XCTAssertEqual(bytes[0], BrokerOp.unwrap.rawValue | marks.rawValue)
+            XCTAssertEqual(Array(bytes.dropFirst()), Array(plain.dropFirst()), "the marks change the op byte only")
+            XCTAssertEqual(RelayMarks.of(bytes), marks)
+            let (decoded, uid) = try BrokerRequest.decode(bytes)
+            XCTAssertNil(uid)
+            XCTAssertEqual(decoded.encoded(relay: marks), bytes)
+        }
+        XCTAssertEqual(RelayMarks.relayedCaller.rawValue, 0x40)
+        XCTAssertEqual(RelayMarks.confirmEach.rawValue, 0x20)
+        // With root's uid as well.
+        let (_, uid) = try BrokerRequest.decode(request.encoded(onBehalfOf: 1000, relay: [.relayedCaller]))
+        XCTAssertEqual(uid, 1000)
+        // Marks on any other request, or confirmEach alone, are malformed.
+        XCTAssertThrowsError(try BrokerRequest.decode(BrokerRequest.whoAmI.encoded(relay: [.relayedCaller])))
+        XCTAssertThrowsError(try BrokerRequest.decode(BrokerRequest.wrap(item, itemKey: [1]).encoded(relay: [.relayedCaller])))
+        XCTAssertThrowsError(try BrokerRequest.decode(request.encoded(relay: [.confirmEach])))
+    }
+
+    func testOnlyAnIdentifiedDeputyOnTheListRelays() {
+        let decision = AccessDecision(deputies: ["/run/x/keychain-ssh-agent", "/usr/bin/keychain-ssh-agent"])
+        XCTAssertTrue(decision.isDeputy(agent))
+        XCTAssertTrue(AccessDecision().isDeputy(agent), "the default list names the installed agent")
+        XCTAssertFalse(decision.isDeputy(ssh), "not on the list")
+        var traced = agent
+        traced.canMatchSilently = false
+        traced.warnings = ["traced"]
+        XCTAssertFalse(decision.isDeputy(traced))
+        let interpreter = CallerRecord(
+            entry: .interpreter("/usr/bin/keychain-ssh-agent"), canMatchSilently: true, isInterpreter: true, summary: "an interpreter")
+        XCTAssertFalse(decision.isDeputy(interpreter))
+        let unidentified = CallerRecord(entry: nil, canMatchSilently: false, summary: "a copy")
+        XCTAssertFalse(decision.isDeputy(unidentified))
+    }
+
+    /// This process's own pidfd, as SO_PEERPIDFD gives it on one end of a socket pair.
+    func ownPidfd() throws -> Int32 {
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { throw XCTSkip("no socketpair") }
+        defer { close(pair[0]); close(pair[1]) }
+        var pidfd: Int32 = -1
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(pair[0], SOL_SOCKET, 77, &pidfd, &length) == 0, pidfd >= 0 else { throw XCTSkip("no SO_PEERPIDFD") }
+        return pidfd
+    }
+
+    func testTheRelayedProcessIsJudgedAndNamedWithItsDeputy() throws {
+        let scratch = Scratch()
+        defer { scratch.remove() }
+        let store = try scratch.create(password: "pw")
+        var listed = generic("key")
+        listed.attributes[AccessList.attribute] = .string("exe:/usr/bin/ssh")
+        _ = try store.add(listed)
+        let stmt = try store.db.statement("SELECT rowid, class, lockclass, metadata, secret FROM items ORDER BY rowid DESC LIMIT 1")
+        XCTAssertTrue(try stmt.step())
+        var r = ByteReader(stmt.blob(4))
+        let request = ItemKeyRequest(
+            keychain: store.keybag.uuid, rowID: stmt.int(0), itemClass: ItemClass(code: stmt.int(1))!, lockClass: LockClass(rawValue: stmt.int(2))!,
+            metadata: stmt.blob(3), wrappedKey: try r.blob())
+        var fields: [String: Bytes] = [:]
+        for (name, value) in store.keybag.fields { fields[name] = value }
+        let keybag = CustodyKeybag(uuid: store.keybag.uuid, fields: fields, path: store.path)
+
+        func broker(deputies: [String], peer: BrokerPeer) throws -> BrokerService {
+            var state = BrokerState()
+            state.log.toSyslog = false
+            let agent = self.agent, ssh = self.ssh
+            // The peer's own handle is the deputy's; any other, the relayed process's.
+            let service = BrokerService(
+                decision: AccessDecision(deputies: deputies), evaluate: { handle, _ in handle === peer.handle ? agent : ssh }, state: state)
+            _ = try service.handle(.unlock(keybag, password: Array("pw".utf8)), from: peer)
+            return service
+        }
+        func relayed(_ peer: BrokerPeer, _ marks: RelayMarks) throws -> BrokerPeer {
+            peer.relayed = try XCTUnwrap(RelayedProcess(pidfd: try ownPidfd(), marks: marks))
+            return peer
+        }
+        let unwrap = BrokerRequest.unwrap(request, interaction: .allowed, answer: .none, password: [])
+
+        // The agent itself is not on the list; the ssh it relays is, and gets the key silently.
+        let peer = BrokerPeer(uid: 1000, pid: getpid())
+        var service = try broker(deputies: ["/usr/bin/keychain-ssh-agent"], peer: peer)
+        guard case .question = try service.handle(unwrap, from: peer) else { return XCTFail("the agent as itself is asked") }
+        guard case .key = try service.handle(unwrap, from: try relayed(peer, [.relayedCaller])) else { return XCTFail("ssh is on the list") }
+        let entry = try XCTUnwrap(service.state.log.entries(of: 1000, since: 0).last)
+        XCTAssertEqual(entry.decision, "trusted")
+        XCTAssertEqual(entry.caller, "ssh (/usr/bin/ssh) ← bash, through keychain-ssh-agent (/usr/bin/keychain-ssh-agent)")
+
+        // confirmEach: asked although listed, and "always" writes no entry.
+        guard case .question(let text) = try service.handle(unwrap, from: try relayed(peer, [.relayedCaller, .confirmEach])) else {
+            return XCTFail("a -c key asks")
+        }
+        XCTAssertTrue(text.hasPrefix("ssh (/usr/bin/ssh) ← bash, through keychain-ssh-agent"), text)
+        let always = BrokerRequest.unwrap(request, interaction: .allowed, answer: .always, password: Array("pw".utf8))
+        guard case .key(_, let written) = try service.handle(always, from: try relayed(peer, [.relayedCaller, .confirmEach])) else {
+            return XCTFail()
+        }
+        XCTAssertEqual(written, "")
+
+        // A program that is no deputy passing a pidfd: refused, and logged.
+        let other = BrokerPeer(uid: 1000, pid: getpid())
+        service = try broker(deputies: ["/usr/bin/keychain-secret-service"], peer: other)
+        XCTAssertThrowsError(try service.handle(unwrap, from: try relayed(other, [.relayedCaller]))) {
+            XCTAssertEqual(($0 as? KeychainError)?.code, .param)
+        }
+        XCTAssertEqual(service.state.log.entries(of: 1000, since: 0).last?.decision, "refused: relayed a caller, not a deputy")
+    }
+}
