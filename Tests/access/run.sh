@@ -63,9 +63,10 @@ was_asked() { [ -s "$asked" ] || { echo "nobody was asked"; return 1; }; }
 # A broker that has refused nobody yet, for each case: it stops asking a program refused three
 # times within a minute, and the cases deny the same copies again and again. Its state (keys,
 # pins, log) outlives the restart.
+broker_programs=()
 restart_broker() {
-    kill -TERM "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
-    start_broker
+    broker_stop
+    broker_start "${broker_programs[@]}"
 }
 
 case_number=0
@@ -80,8 +81,8 @@ finish() { :; }
 
 fail_setup() { echo "setup: $*"; cat "$work/broker.log" 2>/dev/null; printf '\n0 passed, 1 failed\n'; exit 1; }
 
-broker_start --own-program "$bin/security" --own-program "$bin/git-credential-keychain" \
-    --own-program "$bin/docker-credential-keychain" || fail_setup "the broker did not start"
+broker_programs=(--own-program "$bin/security" --own-program "$bin/git-credential-keychain" --own-program "$bin/docker-credential-keychain")
+broker_start "${broker_programs[@]}" || fail_setup "the broker did not start"
 
 # The git server (Tests/git's) and the registry (Tests/docker's), both on 127.0.0.1.
 git init -q --bare -b main "$work/srv/repo.git"
