@@ -290,6 +290,9 @@ start_broker() {
     fi
     mkdir -p "$bk/bin" "$bk/run" "$bk/state" "$bk/pins"
     cp "$BUILD/keychain-broker" "$BUILD/keychain-ssh-agent" /usr/bin/ssh-add "$bk/bin/"
+    # The broker's question goes only to a pinentry that is root's in root's folders (the user
+    # could name another, which would be given the keychain's password): a copy of the stand-in.
+    cp "$pinentry" "$bk/bin/pinentry"
     # The stand-in answerer: each question appended to $bk/questions, the answer per
     # $bk/answer.mode (always, with the keychain's password; anything else denies).
     cat > "$bk/bin/answer" <<EOS
@@ -915,7 +918,7 @@ case_broker_asks_through_pinentry() {
     fp=$(fingerprint "$k/ed25519.pub")
     stop_agent
     unset KEYCHAIN_ACCESS_ANSWERER
-    start_agent
+    KEYCHAIN_PINENTRY=$bk/bin/pinentry start_agent
     add "$k/ed25519"
     rm -f "$k/ed25519"
     refute timeout 20 "$bk/bin/ssh-add" -T "$k/ed25519.pub"
