@@ -110,6 +110,10 @@ let package = Package(
             path: "helpers/docker-credential-keychain",
             linkerSettings: helperLinking),
 
+        // keychain-secret-service's D-Bus plumbing over sd-bus: reading and writing messages, a
+        // client's calls, who a connection is (BusPeer, Caller), the errors the Secret Service names.
+        .target(name: "SessionBus", dependencies: ["KeychainCore", "KeychainPeers", "CSDBus"]),
+
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
@@ -117,7 +121,7 @@ let package = Package(
             name: "keychain-secret-service",
             dependencies: [
                 "KeychainBroker", "KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "KeychainPeers", "CSDBus",
-                "COpenSSL", "CLinux"
+                "COpenSSL", "CLinux", "SessionBus"
             ],
             exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
@@ -191,7 +195,8 @@ let package = Package(
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "KeychainPeersTests", dependencies: ["KeychainPeers", "CLinux"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
-        .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"])
+        .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
+        .testTarget(name: "SessionBusTests", dependencies: ["SessionBus", "KeychainCore", "KeychainPeers", "CSDBus"])
     ],
     swiftLanguageModes: [.v5]
 )

@@ -3,6 +3,7 @@ import Glibc
 import KeychainCore
 import KeychainPresence
 import SecretServiceItems
+import SessionBus
 
 /// Another Secret Service provider on the session bus (gnome-keyring-daemon, KWallet's,
 /// KeePassXC's, or this program serving other keychains), seen as a client sees it.
@@ -894,8 +895,4 @@ enum KeychainErrorText {
         guard let error = error as? KeychainError else { return "\(error)" }
         return "\(error.description) (\(KeychainError.name(for: error.status)))"
     }
-}
-
-extension String {
-    func replacingSuffix(_ suffix: String) -> String { hasSuffix(suffix) ? String(dropLast(suffix.count)) : self }
 }

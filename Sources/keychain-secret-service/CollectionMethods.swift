@@ -1,6 +1,7 @@
 import Glibc
 import KeychainCore
 import SecretServiceItems
+import SessionBus
 
 /// org.freedesktop.Secret.Collection and org.freedesktop.Secret.Item.
 extension SecretService {

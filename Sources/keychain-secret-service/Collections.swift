@@ -1,6 +1,7 @@
 import Glibc
 import KeychainCore
 import SecretServiceItems
+import SessionBus
 
 /// The object paths of the spec.
 enum ObjectPaths {

@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import SessionBus
 
 /// What the keychains folder, the default-keychain choice and the chosen file looked like, for
 /// where `FolderWatch` cannot be armed: while they look the same, a rescan would find the same

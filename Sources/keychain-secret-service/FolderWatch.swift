@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import SessionBus
 
 /// The kernel's word (inotify(7)) on whether the keychains folder, the default-keychain choice or
 /// the chosen keychain may have changed since the last scan: a look costs one read that finds

@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import SessionBus
 
 /// enable's part for KDE: the keychain answers KWallet's own API (org.kde.kwalletd5 and
 /// org.kde.kwalletd6, which KDE's programs call and never the Secret Service) besides

@@ -2,6 +2,7 @@ import CSDBus
 import Glibc
 import KWalletItems
 import KeychainCore
+import SessionBus
 
 /// KWallet's daemon (kwalletd5 or kwalletd6) as KDE's programs see it: `org.kde.KWallet` at
 /// `/modules/kwalletd5` (or 6), one call at a time. `import` reads every wallet through it and

@@ -1,5 +1,6 @@
 import KWalletItems
 import KeychainCore
+import SessionBus
 
 extension KWalletDaemon {
     /// Whether an item is a KWallet entry (its folder and key among its attributes).

@@ -1,5 +1,6 @@
 import KWalletItems
 import KeychainCore
+import SessionBus
 
 /// KWallet's entries on the way out of kwalletd and back: enable has kwalletd write its wallets
 /// before stopping it, and disable checks that the kwalletd it started again holds every entry

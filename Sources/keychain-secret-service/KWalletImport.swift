@@ -2,6 +2,7 @@ import Glibc
 import KWalletItems
 import KeychainCore
 import SecretServiceItems
+import SessionBus
 
 /// `import` from KWallet: every wallet read natively through `org.kde.KWallet`, not through
 /// kwalletd's Secret Service, which serves its own entries as attribute-less items and, once it

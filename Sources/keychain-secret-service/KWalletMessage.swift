@@ -1,6 +1,7 @@
 import CSDBus
 import Glibc
 import KeychainCore
+import SessionBus
 
 /// The D-Bus types KWallet's interface adds to the Secret Service's.
 extension BusType {

@@ -1,5 +1,6 @@
 import KWalletItems
 import KeychainCore
+import SessionBus
 
 /// The folder and entry methods: each answers through a handle the caller holds, and as kwalletd
 /// does, with an empty value (or -1) rather than an error when it does not hold it or the keychain

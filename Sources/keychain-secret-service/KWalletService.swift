@@ -2,6 +2,7 @@ import CSDBus
 import Glibc
 import KWalletItems
 import KeychainCore
+import SessionBus
 
 /// KWallet's own D-Bus API, `org.kde.KWallet` as kwalletd 5.103 serves it, on the Secret
 /// Service's connection and loop: KDE's programs (Plasma's network manager, KMail, python-keyring's

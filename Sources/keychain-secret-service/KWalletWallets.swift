@@ -2,6 +2,7 @@ import CSDBus
 import Glibc
 import KWalletItems
 import KeychainCore
+import SessionBus
 
 /// Opening and closing wallets: which keychain a wallet name is, handles, the application ids
 /// holding them, and the keychain's own prompt where a wallet is locked or missing.

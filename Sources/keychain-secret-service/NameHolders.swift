@@ -1,5 +1,6 @@
 import CSDBus
 import Glibc
+import SessionBus
 
 /// What frees org.freedesktop.secrets from the provider holding it, said the same way by
 /// `--replace` and by `enable`. gnome-keyring-daemon, KeePassXC and kwalletd all ask for the name

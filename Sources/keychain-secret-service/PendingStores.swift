@@ -2,6 +2,7 @@ import CSDBus
 import Glibc
 import KeychainCore
 import SecretServiceItems
+import SessionBus
 
 /// A CreateItem whose arguments are read and whose secret is decoded, waiting for the commit it
 /// shares with the calls that arrived with it.

@@ -2,6 +2,7 @@ import Glibc
 import KeychainCore
 import KeychainPresence
 import SecretServiceItems
+import SessionBus
 
 /// A prompt's pinentry: the engine's `PinentryConversation` (the one Assuan conversation both the
 /// service and SecItem's application-password prompt use), in the terms the prompts speak. The

@@ -3,6 +3,7 @@ import CSDBus
 import Glibc
 import KeychainCore
 import SecretServiceItems
+import SessionBus
 
 /// xdg-desktop-portal's Secret backend, `org.freedesktop.impl.portal.Secret`, on the service's own
 /// connection (the `.portal` file names org.freedesktop.secrets as its bus name, as gnome-keyring's

@@ -1,6 +1,7 @@
 import Glibc
 import KeychainCore
 import SecretServiceItems
+import SessionBus
 
 /// A Prompt object: what Unlock, CreateCollection and Collection.Delete return when a person must
 /// type a password. Prompt() asks for pinentry, which starts when this client has no other

@@ -2,6 +2,7 @@ import CSDBus
 import Glibc
 import KeychainCore
 import SecretServiceItems
+import SessionBus
 
 /// org.freedesktop.DBus.Properties: sd-bus calls these for Get, GetAll and Set, and for the values
 /// PropertiesChanged carries.

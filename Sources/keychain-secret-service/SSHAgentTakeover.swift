@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import SessionBus
 
 /// enable's part for SSH: once the keychain's agent (keychain-ssh-agent.socket) is enabled for
 /// the user, gnome-keyring's, gcr's and OpenSSH's SSH agents are kept from starting for this

@@ -2,8 +2,9 @@ import CLinux
 import CSDBus
 import Glibc
 import KeychainCore
-import KeychainPeers
 import SecretServiceItems
+import SessionBus
+import struct KeychainPeers.ProcessIdentity
 
 /// The interfaces of the spec.
 enum Interface {

@@ -1,5 +1,6 @@
 import KeychainCore
 import SecretServiceItems
+import SessionBus
 
 /// org.freedesktop.Secret.Service.
 extension SecretService {

@@ -1,6 +1,7 @@
 import Glibc
 import KeychainCore
 import SecretServiceItems
+import SessionBus
 
 /// The `session` collection (libsecret's SECRET_COLLECTION_SESSION, which gnome-keyring has too):
 /// items a client wants kept only while the service runs, found at collection/session and through

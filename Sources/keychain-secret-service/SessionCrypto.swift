@@ -1,6 +1,7 @@
 import COpenSSL
 import KeychainCore
 import SecretServiceItems
+import SessionBus
 
 /// The spec's `dh-ietf1024-sha256-aes128-cbc-pkcs7` algorithm: Diffie-Hellman in RFC 2409's second
 /// Oakley group (1024-bit MODP, generator 2), the shared secret padded to 128 bytes and expanded

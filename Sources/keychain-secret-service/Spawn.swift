@@ -1,6 +1,7 @@
 import Glibc
 import KeychainCore
 import SecretServiceItems
+import SessionBus
 
 /// Other programs `enable` and `disable` run: systemctl, gnome-keyring-daemon, this program.
 enum Spawn {

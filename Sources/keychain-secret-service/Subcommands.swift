@@ -2,6 +2,7 @@ import Glibc
 import KeychainCore
 import KeychainPresence
 import SecretServiceItems
+import SessionBus
 
 /// The commands beside serving: `enable`, `disable`, `status` (becoming the user's provider and
 /// giving it back), `import` and `export` (secrets from and to another running provider). They

@@ -1,8 +1,9 @@
 import COpenSSL
 import Glibc
 import KeychainCore
-import KeychainPeers
 import SecretServiceItems
+import SessionBus
+import struct KeychainPeers.ProcessIdentity
 
 /// `keychain-secret-service enable | disable | status`: becoming the calling user's Secret Service
 /// provider, and giving it back, as KeePassXC's users do it by hand. Nothing here touches another

@@ -6,6 +6,7 @@ import KeychainCore
 import KeychainPresence
 import KeychainTPMPolicy
 import SecretServiceItems
+import SessionBus
 
 /// keychain-secret-service [--replace] [--kwallet] [--pinentry PROGRAM]
 /// keychain-secret-service enable | disable | status | import | export ... (Subcommands.swift)

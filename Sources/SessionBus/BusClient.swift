@@ -2,17 +2,16 @@ import CSDBus
 import Glibc
 import KeychainCore
 import KeychainPeers
-import SecretServiceItems
 
 /// An error a peer answered with (or the bus, for a peer that is gone).
-struct BusCallError: Error, CustomStringConvertible {
-    let name: String
-    let message: String
+package struct BusCallError: Error, CustomStringConvertible {
+    package let name: String
+    package let message: String
 
-    var description: String { message.isEmpty ? name : "\(message) (\(name))" }
+    package var description: String { message.isEmpty ? name : "\(message) (\(name))" }
 
     /// The peer has no such object (gnome-keyring answers UnknownMethod for one it never made).
-    var isNoSuchObject: Bool {
+    package var isNoSuchObject: Bool {
         [
             "org.freedesktop.Secret.Error.NoSuchObject", "org.freedesktop.DBus.Error.UnknownObject",
             "org.freedesktop.DBus.Error.UnknownMethod"
@@ -21,22 +20,22 @@ struct BusCallError: Error, CustomStringConvertible {
 }
 
 /// A reply, unreferenced when it goes.
-final class BusReply {
-    let message: OpaquePointer
+package final class BusReply {
+    package let message: OpaquePointer
 
-    init(_ message: OpaquePointer) { self.message = message }
+    package init(_ message: OpaquePointer) { self.message = message }
 
     deinit { sd_bus_message_unref(message) }
 
-    var reader: MessageReader { MessageReader(message: message) }
+    package var reader: MessageReader { MessageReader(message: message) }
 }
 
 /// The session bus as a client sees it, one call at a time: what `import`, `export`, `enable`,
 /// `disable` and `status` need of the bus daemon and of another Secret Service provider.
-final class BusClient {
-    let bus: OpaquePointer
+package final class BusClient {
+    package let bus: OpaquePointer
 
-    init() throws {
+    package init() throws {
         var bus: OpaquePointer?
         let rc = sd_bus_open_user(&bus)
         guard rc >= 0, let bus else {
@@ -50,7 +49,7 @@ final class BusClient {
     /// Calls `member`; the reply, or the peer's error thrown as BusCallError. `timeout` in seconds
     /// (0: sd-bus's default, 25 s).
     @discardableResult
-    func call(
+    package func call(
         _ destination: String, _ path: String, _ interface: String, _ member: String, timeout: Double = 0,
         _ body: (MessageWriter) throws -> Void = { _ in }
     ) throws -> BusReply {
@@ -76,7 +75,7 @@ final class BusClient {
     }
 
     /// One property, read by `read` from inside its variant.
-    func property<T>(
+    package func property<T>(
         _ destination: String, _ path: String, _ interface: String, _ name: String,
         _ read: (MessageReader, String) throws -> T
     ) throws -> T {
@@ -92,36 +91,36 @@ final class BusClient {
 
     // MARK: The bus daemon
 
-    static let daemon = "org.freedesktop.DBus"
-    static let daemonPath = "/org/freedesktop/DBus"
+    package static let daemon = "org.freedesktop.DBus"
+    package static let daemonPath = "/org/freedesktop/DBus"
 
     /// The unique name owning `name`, or nil when nobody does.
-    func owner(of name: String) -> String? {
+    package func owner(of name: String) -> String? {
         guard let reply = try? call(Self.daemon, Self.daemonPath, Self.daemon, "GetNameOwner", { try $0.string(name) }) else { return nil }
         return try? reply.reader.string()
     }
 
     /// Who a connection is, as the bus daemon says (GetConnectionUnixUser, ...ProcessID).
-    struct Peer {
-        var uniqueName: String
-        var uid: uid_t
-        var pid: pid_t
+    package struct Peer {
+        package var uniqueName: String
+        package var uid: uid_t
+        package var pid: pid_t
         /// The process's program name (`ProcFile.programName`).
-        var command: String
+        package var command: String
         /// /proc/PID/exe, when it can be read.
-        var executable: String?
+        package var executable: String?
 
         /// gnome-keyring-daemon (its comm is cut to gnome-keyring-d).
-        var isGnomeKeyring: Bool { command.hasPrefix("gnome-keyring-d") || executable?.hasSuffix("/gnome-keyring-daemon") == true }
+        package var isGnomeKeyring: Bool { command.hasPrefix("gnome-keyring-d") || executable?.hasSuffix("/gnome-keyring-daemon") == true }
         /// This program (another instance, or one with another HOME).
-        var isKeychainService: Bool {
+        package var isKeychainService: Bool {
             command.hasPrefix("keychain-secret") || executable?.hasSuffix("/keychain-secret-service") == true
         }
 
-        var shown: String { "\(command) (pid \(pid))" }
+        package var shown: String { "\(command) (pid \(pid))" }
     }
 
-    func peer(_ name: String) -> Peer? {
+    package func peer(_ name: String) -> Peer? {
         guard let unique = name.hasPrefix(":") ? name : owner(of: name) else { return nil }
         func number(_ member: String) -> UInt32? {
             guard let reply = try? call(Self.daemon, Self.daemonPath, Self.daemon, member, { try $0.string(unique) }) else { return nil }
@@ -134,19 +133,19 @@ final class BusClient {
     }
 
     /// The names the bus can start (its activation files).
-    func activatableNames() -> Set<String> {
+    package func activatableNames() -> Set<String> {
         guard let reply = try? call(Self.daemon, Self.daemonPath, Self.daemon, "ListActivatableNames") else { return [] }
         return Set((try? reply.reader.strings()) ?? [])
     }
 
     /// Asks the bus daemon to read its configuration and service folders again (a new activation
     /// file in ~/.local/share/dbus-1/services).
-    func reloadConfig() {
+    package func reloadConfig() {
         _ = try? call(Self.daemon, Self.daemonPath, Self.daemon, "ReloadConfig")
     }
 
     /// Starts `name` by D-Bus activation (whichever activation file the bus finds first).
-    func activate(_ name: String) throws {
+    package func activate(_ name: String) throws {
         try call(Self.daemon, Self.daemonPath, Self.daemon, "StartServiceByName", timeout: 30) { w in
             try w.string(name)
             var flags: UInt32 = 0
@@ -156,7 +155,7 @@ final class BusClient {
 
     /// Waits until `done` says so or `seconds` pass, checking every 50 ms and serving the bus
     /// (signals) in between.
-    func wait(seconds: Double, until done: () -> Bool) -> Bool {
+    package func wait(seconds: Double, until done: () -> Bool) -> Bool {
         let deadline = SystemClock.monotonic() + seconds
         while !done() {
             let left = deadline - SystemClock.monotonic()
@@ -167,7 +166,7 @@ final class BusClient {
     }
 
     /// Processes what the bus has, then waits for more at most `seconds`.
-    func serve(for seconds: Double) {
+    package func serve(for seconds: Double) {
         while sd_bus_process(bus, nil) > 0 {}
         _ = sd_bus_wait(bus, UInt64(max(seconds, 0) * 1_000_000))
         while sd_bus_process(bus, nil) > 0 {}
@@ -176,16 +175,16 @@ final class BusClient {
     // MARK: Prompts of another provider
 
     /// The outcome of a Secret Service prompt: dismissed, or the result variant's object paths.
-    final class PromptOutcome {
-        var done = false
-        var dismissed = true
-        var paths: [String] = []
+    package final class PromptOutcome {
+        package var done = false
+        package var dismissed = true
+        package var paths: [String] = []
     }
 
     /// Runs another provider's prompt (its own dialog) and waits for Completed, at most `timeout`
     /// seconds (then Dismiss): the result's object paths (Unlock's `ao`, CreateCollection's `o`),
     /// or nil when it was dismissed or gave no answer.
-    func runPrompt(_ destination: String, _ prompt: String, timeout: Double) throws -> [String]? {
+    package func runPrompt(_ destination: String, _ prompt: String, timeout: Double) throws -> [String]? {
         let outcome = PromptOutcome()
         var slot: OpaquePointer?
         let rc = sd_bus_match_signal(
@@ -216,7 +215,7 @@ final class BusClient {
 }
 
 extension MessageReader {
-    func uint64() throws -> UInt64 {
+    package func uint64() throws -> UInt64 {
         var value: UInt64 = 0
         let rc = sd_bus_message_read_basic(message, BusType.uint64, &value)
         guard rc > 0 else { throw ServiceError.invalidArgs("cannot read a number") }
@@ -225,20 +224,20 @@ extension MessageReader {
 }
 
 extension MessageWriter {
-    func verify(_ rc: Int32) throws {
+    package func verify(_ rc: Int32) throws {
         if rc < 0 { throw ServiceError.failed("cannot build a call: \(String(cString: strerror(-rc)))") }
     }
 }
 
 /// Small reads of /proc and of the user's files.
-enum ProcFile {
+package enum ProcFile {
     /// A file's bytes (at most `limit`); nil when it cannot be read.
-    static func read(_ path: String, limit: Int = 1 << 20) -> Bytes? { ProcFiles.read(path, limit: limit + 1) }
+    package static func read(_ path: String, limit: Int = 1 << 20) -> Bytes? { ProcFiles.read(path, limit: limit + 1) }
 
     /// What a person knows a process by: its executable's file name, else its argv[0]'s (a
     /// process of another user hides /proc/PID/exe), else its comm, which the kernel cuts to 15
     /// characters ("keychain-secret" for keychain-secret-service).
-    static func programName(_ pid: pid_t) -> String? {
+    package static func programName(_ pid: pid_t) -> String? {
         func base(_ path: Substring) -> String? {
             let name = path.split(separator: "/").last.map(String.init)?.replacingSuffix(" (deleted)")
             return name?.isEmpty == false ? name : nil
@@ -252,7 +251,7 @@ enum ProcFile {
         return read("/proc/\(pid)/comm").map { String(decoding: $0, as: UTF8.self) }?.split(separator: "\n").first.map(String.init)
     }
 
-    static func link(_ path: String) -> String? {
+    package static func link(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink(path, &buffer, buffer.count - 1)
         guard n > 0 else { return nil }

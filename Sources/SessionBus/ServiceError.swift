@@ -1,9 +1,8 @@
 import CSDBus
 import KeychainCore
-import SecretServiceItems
 
 /// The errors the Secret Service API names, and the D-Bus standard ones it uses for bad calls.
-enum ServiceError: Error {
+package enum ServiceError: Error {
     case isLocked(String)
     case noSession(String)
     case noSuchObject(String)
@@ -13,7 +12,7 @@ enum ServiceError: Error {
     case notSupported(String)
     case failed(String)
 
-    var name: String {
+    package var name: String {
         switch self {
         case .isLocked: return "org.freedesktop.Secret.Error.IsLocked"
         case .noSession: return "org.freedesktop.Secret.Error.NoSession"
@@ -26,7 +25,7 @@ enum ServiceError: Error {
         }
     }
 
-    var message: String {
+    package var message: String {
         switch self {
         case .isLocked(let m), .noSession(let m), .noSuchObject(let m), .invalidArgs(let m), .accessDenied(let m),
             .limitsExceeded(let m), .notSupported(let m), .failed(let m):
@@ -35,7 +34,7 @@ enum ServiceError: Error {
     }
 
     /// The engine's errors as the Secret Service reports them.
-    init(_ error: Error) {
+    package init(_ error: Error) {
         if let error = error as? ServiceError {
             self = error
             return
@@ -61,7 +60,7 @@ enum ServiceError: Error {
     }
 
     /// Fills `error` for sd-bus, which sends it as the reply; returns the negative errno it wants.
-    func set(_ error: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
+    package func set(_ error: UnsafeMutablePointer<sd_bus_error>) -> Int32 {
         sd_bus_error_set(error, name, message)
     }
 }

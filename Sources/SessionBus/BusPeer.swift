@@ -10,22 +10,22 @@ import KeychainPeers
 /// give only `ProcessID`: the process found at that pid is pinned at once and taken only if it
 /// started before the service saw the connection appear (`ProcessIdentity.Provenance.pidLookup`
 /// says what that leaves open).
-enum BusPeer {
+package enum BusPeer {
     /// What GetConnectionCredentials said of one connection.
-    struct Credentials {
-        var pid: pid_t?
+    package struct Credentials {
+        package var pid: pid_t?
         /// The connecting process, when the bus gives its pidfd.
-        var process: PinnedProcess?
+        package var process: PinnedProcess?
         /// Whether the bus sent a ProcessFD at all (one for a process already reaped included).
-        var busGivesProcessFD = false
+        package var busGivesProcessFD = false
         /// The LSM label of the connecting process when it connected (SO_PEERSEC).
-        var securityLabel: String?
+        package var securityLabel: String?
     }
 
     /// The connection's process, read through a pidfd; nil when it cannot be told for certain (its
     /// connecting process is gone, or a process that started after the connection appeared, at
     /// `appeared` in clock ticks since boot, holds its pid).
-    static func identity(of credentials: Credentials, appeared: UInt64) -> ProcessIdentity? {
+    package static func identity(of credentials: Credentials, appeared: UInt64) -> ProcessIdentity? {
         if credentials.busGivesProcessFD {
             // The connecting process itself; reaped (nil here) means whoever holds the connection
             // now is not known.
@@ -39,7 +39,7 @@ enum BusPeer {
     }
 
     /// GetConnectionCredentials for `name`; nil when the bus would not answer (the connection left).
-    static func credentials(of name: String, on bus: OpaquePointer) -> Credentials? {
+    package static func credentials(of name: String, on bus: OpaquePointer) -> Credentials? {
         var call: OpaquePointer?
         guard
             sd_bus_message_new_method_call(bus, &call, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionCredentials")

@@ -8,7 +8,7 @@ import KeychainPeers
 /// its root (Flatpak puts it in the app's sandbox and in its D-Bus proxy's), or a `snap.NAME.*`
 /// label or cgroup (snapd's). Nothing here confines an unconfined process of the same
 /// user: it can read the keychain files and the kernel's keys directly.
-enum Caller: Equatable {
+package enum Caller: Equatable {
     case unconfined
     /// A sandboxed app, by its app id (`org.example.App`, or `snap.NAME`).
     case app(String)
@@ -17,19 +17,19 @@ enum Caller: Equatable {
     case unidentified
 
     /// The owner its items carry; nil for an unconfined program, which sees every item.
-    var owner: String? {
+    package var owner: String? {
         switch self {
         case .app(let id): return id
         case .unconfined, .unidentified: return nil
         }
     }
 
-    var isConfined: Bool { self != .unconfined }
+    package var isConfined: Bool { self != .unconfined }
 
     /// The caller behind a bus connection, from the identity of the process that connected
     /// (BusPeer); none known is unidentified. A snap's AppArmor label, which the bus records when
     /// the connection is made, needs no process.
-    init(identity: ProcessIdentity?, securityLabel: String?) {
+    package init(identity: ProcessIdentity?, securityLabel: String?) {
         if let label = securityLabel, let id = SandboxIDs.appArmorAppID(label) {
             self = .app(id)
             return
@@ -42,15 +42,5 @@ enum Caller: Equatable {
     }
 
     /// Letters, digits, `.`, `_` and `-`, as Flatpak and snapd allow in their ids.
-    static func isAppID(_ id: String) -> Bool { SandboxIDs.isAppID(id) }
-}
-
-extension Substring {
-    var trimmingSpaces: String {
-        String(drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
-    }
-}
-
-extension String {
-    var trimmingSpaces: String { self[...].trimmingSpaces }
+    package static func isAppID(_ id: String) -> Bool { SandboxIDs.isAppID(id) }
 }

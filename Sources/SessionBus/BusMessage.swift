@@ -1,54 +1,59 @@
 import CSDBus
 import Glibc
 import KeychainCore
-import SecretServiceItems
 
 /// The D-Bus type codes the provider reads and writes.
-enum BusType {
-    static let string = CChar(UInt8(ascii: "s"))
-    static let objectPath = CChar(UInt8(ascii: "o"))
-    static let boolean = CChar(UInt8(ascii: "b"))
-    static let uint64 = CChar(UInt8(ascii: "t"))
-    static let byte = CChar(UInt8(ascii: "y"))
-    static let array = CChar(UInt8(ascii: "a"))
-    static let variant = CChar(UInt8(ascii: "v"))
-    static let structure = CChar(UInt8(ascii: "r"))
-    static let dictEntry = CChar(UInt8(ascii: "e"))
+package enum BusType {
+    package static let string = CChar(UInt8(ascii: "s"))
+    package static let objectPath = CChar(UInt8(ascii: "o"))
+    package static let boolean = CChar(UInt8(ascii: "b"))
+    package static let uint64 = CChar(UInt8(ascii: "t"))
+    package static let byte = CChar(UInt8(ascii: "y"))
+    package static let array = CChar(UInt8(ascii: "a"))
+    package static let variant = CChar(UInt8(ascii: "v"))
+    package static let structure = CChar(UInt8(ascii: "r"))
+    package static let dictEntry = CChar(UInt8(ascii: "e"))
 }
 
 /// The Secret struct of the spec: (session, parameters, value, content type).
-struct WireSecret {
-    var session: String
-    var parameters: Bytes
-    var value: Bytes
-    var contentType: String
+package struct WireSecret {
+    package var session: String
+    package var parameters: Bytes
+    package var value: Bytes
+    package var contentType: String
+
+    package init(session: String, parameters: Bytes, value: Bytes, contentType: String) {
+        (self.session, self.parameters, self.value, self.contentType) = (session, parameters, value, contentType)
+    }
 }
 
 /// Reads the arguments of one message, in order. Every failure is InvalidArgs: sd-bus has already
 /// checked the signature of method calls, so what is left is content the provider refuses.
-struct MessageReader {
-    let message: OpaquePointer
+package struct MessageReader {
+    package let message: OpaquePointer
+
+    package init(message: OpaquePointer) { self.message = message }
 
     private func check(_ rc: Int32, _ what: String) throws {
         if rc < 0 { throw ServiceError.invalidArgs("cannot read \(what): \(String(cString: strerror(-rc)))") }
     }
 
-    func string(_ type: CChar = BusType.string) throws -> String {
+    package func string(_ type: CChar = BusType.string) throws -> String {
         var pointer: UnsafePointer<CChar>?
         try check(sd_bus_message_read_basic(message, type, &pointer), "a string")
         guard let pointer else { throw ServiceError.invalidArgs("missing string") }
         return String(cString: pointer)
     }
 
-    func objectPath() throws -> String { try string(BusType.objectPath) }
+    package func objectPath() throws -> String { try string(BusType.objectPath) }
 
-    func bool() throws -> Bool {
+    package func bool() throws -> Bool {
         var value: Int32 = 0
         try check(sd_bus_message_read_basic(message, BusType.boolean, &value), "a boolean")
         return value != 0
     }
 
-    func bytes() throws -> Bytes {
+    package func bytes() throws -> Bytes {
         var pointer: UnsafeRawPointer?
         var size = 0
         try check(sd_bus_message_read_array(message, BusType.byte, &pointer, &size), "a byte array")
@@ -56,17 +61,17 @@ struct MessageReader {
         return Bytes(UnsafeRawBufferPointer(start: pointer, count: size))
     }
 
-    func enter(_ type: CChar, _ contents: String) throws -> Bool {
+    package func enter(_ type: CChar, _ contents: String) throws -> Bool {
         let rc = sd_bus_message_enter_container(message, type, contents)
         try check(rc, "a container")
         return rc > 0
     }
 
-    func exit() throws { try check(sd_bus_message_exit_container(message), "the end of a container") }
+    package func exit() throws { try check(sd_bus_message_exit_container(message), "the end of a container") }
 
-    func objectPaths() throws -> [String] { try stringArray(BusType.objectPath) }
+    package func objectPaths() throws -> [String] { try stringArray(BusType.objectPath) }
 
-    func strings() throws -> [String] { try stringArray(BusType.string) }
+    package func strings() throws -> [String] { try stringArray(BusType.string) }
 
     private func stringArray(_ type: CChar) throws -> [String] {
         _ = try enter(BusType.array, String(UnicodeScalar(UInt8(type))))
@@ -82,7 +87,7 @@ struct MessageReader {
         return out
     }
 
-    func stringDictionary() throws -> [String: String] {
+    package func stringDictionary() throws -> [String: String] {
         _ = try enter(BusType.array, "{ss}")
         var out: [String: String] = [:]
         while try enter(BusType.dictEntry, "ss") {
@@ -95,7 +100,7 @@ struct MessageReader {
     }
 
     /// a{sv}: each value handed to `read` with the reader inside its variant and its signature.
-    func properties(_ read: (String, String) throws -> Bool) throws {
+    package func properties(_ read: (String, String) throws -> Bool) throws {
         _ = try enter(BusType.array, "{sv}")
         while try enter(BusType.dictEntry, "sv") {
             let key = try string()
@@ -109,7 +114,7 @@ struct MessageReader {
     }
 
     /// The signature of the variant that comes next.
-    func variantSignature() throws -> String {
+    package func variantSignature() throws -> String {
         var type: CChar = 0
         var contents: UnsafePointer<CChar>?
         try check(sd_bus_message_peek_type(message, &type, &contents), "a variant")
@@ -117,7 +122,7 @@ struct MessageReader {
         return String(cString: contents)
     }
 
-    func secret() throws -> WireSecret {
+    package func secret() throws -> WireSecret {
         _ = try enter(BusType.structure, "oayays")
         let secret = WireSecret(session: try objectPath(), parameters: try bytes(), value: try bytes(), contentType: try string())
         try exit()
@@ -126,44 +131,46 @@ struct MessageReader {
 }
 
 /// Builds a reply or signal; throws on allocation failures only.
-struct MessageWriter {
-    let message: OpaquePointer
+package struct MessageWriter {
+    package let message: OpaquePointer
+
+    package init(message: OpaquePointer) { self.message = message }
 
     private func check(_ rc: Int32) throws {
         if rc < 0 { throw ServiceError.failed("cannot build a reply: \(String(cString: strerror(-rc)))") }
     }
 
-    func string(_ value: String, _ type: CChar = BusType.string) throws {
+    package func string(_ value: String, _ type: CChar = BusType.string) throws {
         try check(value.withCString { sd_bus_message_append_basic(message, type, $0) })
     }
 
-    func objectPath(_ value: String) throws { try string(value, BusType.objectPath) }
+    package func objectPath(_ value: String) throws { try string(value, BusType.objectPath) }
 
-    func bool(_ value: Bool) throws {
+    package func bool(_ value: Bool) throws {
         var v: Int32 = value ? 1 : 0
         try check(sd_bus_message_append_basic(message, BusType.boolean, &v))
     }
 
-    func uint64(_ value: UInt64) throws {
+    package func uint64(_ value: UInt64) throws {
         var v = value
         try check(sd_bus_message_append_basic(message, BusType.uint64, &v))
     }
 
-    func bytes(_ value: Bytes) throws {
+    package func bytes(_ value: Bytes) throws {
         try check(value.withUnsafeBytes { sd_bus_message_append_array(message, BusType.byte, $0.baseAddress, $0.count) })
     }
 
-    func container(_ type: CChar, _ contents: String, _ body: () throws -> Void) throws {
+    package func container(_ type: CChar, _ contents: String, _ body: () throws -> Void) throws {
         try check(sd_bus_message_open_container(message, type, contents))
         try body()
         try check(sd_bus_message_close_container(message))
     }
 
-    func objectPaths(_ paths: [String]) throws {
+    package func objectPaths(_ paths: [String]) throws {
         try container(BusType.array, "o") { for path in paths { try objectPath(path) } }
     }
 
-    func stringDictionary(_ dictionary: [String: String]) throws {
+    package func stringDictionary(_ dictionary: [String: String]) throws {
         try container(BusType.array, "{ss}") {
             for key in dictionary.keys.sorted() {
                 try container(BusType.dictEntry, "ss") {
@@ -174,7 +181,7 @@ struct MessageWriter {
         }
     }
 
-    func secret(_ secret: WireSecret) throws {
+    package func secret(_ secret: WireSecret) throws {
         try container(BusType.structure, "oayays") {
             try objectPath(secret.session)
             try bytes(secret.parameters)
