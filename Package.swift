@@ -114,6 +114,12 @@ let package = Package(
         // client's calls, who a connection is (BusPeer, Caller), the errors the Secret Service names.
         .target(name: "SessionBus", dependencies: ["KeychainCore", "KeychainPeers", "CSDBus"]),
 
+        // The Secret Service (org.freedesktop.secrets) over the engine's keychains: its collections,
+        // items, sessions and prompts, and xdg-desktop-portal's Secret backend on the same connection.
+        .target(
+            name: "SecretServiceBus",
+            dependencies: ["SessionBus", "KeychainCore", "SecretServiceItems", "KeychainPeers", "KeychainPresence", "CSDBus", "COpenSSL", "CLinux"]),
+
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
@@ -121,7 +127,7 @@ let package = Package(
             name: "keychain-secret-service",
             dependencies: [
                 "KeychainBroker", "KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "KeychainPeers", "CSDBus",
-                "COpenSSL", "CLinux", "SessionBus"
+                "COpenSSL", "CLinux", "SessionBus", "SecretServiceBus"
             ],
             exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
@@ -196,7 +202,10 @@ let package = Package(
         .testTarget(name: "KeychainPeersTests", dependencies: ["KeychainPeers", "CLinux"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
         .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
-        .testTarget(name: "SessionBusTests", dependencies: ["SessionBus", "KeychainCore", "KeychainPeers", "CSDBus"])
+        .testTarget(name: "SessionBusTests", dependencies: ["SessionBus", "KeychainCore", "KeychainPeers", "CSDBus"]),
+        .testTarget(
+            name: "SecretServiceBusTests",
+            dependencies: ["SecretServiceBus", "SessionBus", "KeychainCore", "KeychainTestSupport", "SecretServiceItems", "CSDBus", "COpenSSL"])
     ],
     swiftLanguageModes: [.v5]
 )

@@ -2,6 +2,7 @@ import CSDBus
 import Glibc
 import KeychainCore
 import KeychainPresence
+import SecretServiceBus
 import SecretServiceItems
 import SessionBus
 

@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import SecretServiceBus
 import SessionBus
 
 /// enable's part for KDE: the keychain answers KWallet's own API (org.kde.kwalletd5 and

@@ -2,6 +2,7 @@ import CSDBus
 import Glibc
 import KWalletItems
 import KeychainCore
+import SecretServiceBus
 import SessionBus
 
 /// KWallet's daemon (kwalletd5 or kwalletd6) as KDE's programs see it: `org.kde.KWallet` at

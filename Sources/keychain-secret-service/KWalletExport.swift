@@ -1,5 +1,6 @@
 import KWalletItems
 import KeychainCore
+import SecretServiceBus
 import SessionBus
 
 extension KWalletDaemon {

@@ -1,5 +1,6 @@
 import KWalletItems
 import KeychainCore
+import SecretServiceBus
 import SessionBus
 
 /// KWallet's entries on the way out of kwalletd and back: enable has kwalletd write its wallets

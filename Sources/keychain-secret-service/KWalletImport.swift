@@ -1,6 +1,7 @@
 import Glibc
 import KWalletItems
 import KeychainCore
+import SecretServiceBus
 import SecretServiceItems
 import SessionBus
 

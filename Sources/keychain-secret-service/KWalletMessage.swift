@@ -1,6 +1,7 @@
 import CSDBus
 import Glibc
 import KeychainCore
+import SecretServiceBus
 import SessionBus
 
 /// The D-Bus types KWallet's interface adds to the Secret Service's.

@@ -1,5 +1,6 @@
 import KWalletItems
 import KeychainCore
+import SecretServiceBus
 import SessionBus
 
 /// The folder and entry methods: each answers through a handle the caller holds, and as kwalletd

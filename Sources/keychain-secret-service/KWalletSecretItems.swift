@@ -1,5 +1,6 @@
 import KWalletItems
 import KeychainCore
+import SecretServiceBus
 import SessionBus
 
 /// The Secret Service items kwalletd 5.97+ keeps in a wallet: each is a KWallet entry (folder

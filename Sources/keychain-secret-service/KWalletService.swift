@@ -2,6 +2,7 @@ import CSDBus
 import Glibc
 import KWalletItems
 import KeychainCore
+import SecretServiceBus
 import SessionBus
 
 /// KWallet's own D-Bus API, `org.kde.KWallet` as kwalletd 5.103 serves it, on the Secret
@@ -13,10 +14,12 @@ import SessionBus
 /// A handle names an open wallet (one per wallet, as in kwalletd) and is honoured only for the
 /// connection and application id that opened it: another program cannot use a handle it saw or
 /// guessed. A sandboxed app reaches only its own folders and entries, as in the Secret Service.
-final class KWalletService {
+final class KWalletService: CompanionAPI {
     static let interface = "org.kde.KWallet"
     /// Plasma 5's and Plasma 6's names, each with its object.
     static let names = [("org.kde.kwalletd5", "/modules/kwalletd5"), ("org.kde.kwalletd6", "/modules/kwalletd6")]
+
+    var busNames: [String] { Self.names.map(\.0) }
 
     unowned let service: SecretService
     /// Open wallets by handle.

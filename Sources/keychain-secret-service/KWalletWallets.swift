@@ -2,6 +2,7 @@ import CSDBus
 import Glibc
 import KWalletItems
 import KeychainCore
+import SecretServiceBus
 import SessionBus
 
 /// Opening and closing wallets: which keychain a wallet name is, handles, the application ids

@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import SecretServiceBus
 import SessionBus
 
 /// enable's part for SSH: once the keychain's agent (keychain-ssh-agent.socket) is enabled for

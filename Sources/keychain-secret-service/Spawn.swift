@@ -1,5 +1,6 @@
 import Glibc
 import KeychainCore
+import SecretServiceBus
 import SecretServiceItems
 import SessionBus
 

@@ -1,6 +1,7 @@
 import Glibc
 import KeychainCore
 import KeychainPresence
+import SecretServiceBus
 import SecretServiceItems
 import SessionBus
 

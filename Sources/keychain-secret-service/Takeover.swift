@@ -1,6 +1,7 @@
 import COpenSSL
 import Glibc
 import KeychainCore
+import SecretServiceBus
 import SecretServiceItems
 import SessionBus
 import struct KeychainPeers.ProcessIdentity

@@ -5,6 +5,7 @@ import KeychainBroker
 import KeychainCore
 import KeychainPresence
 import KeychainTPMPolicy
+import SecretServiceBus
 import SecretServiceItems
 import SessionBus
 
@@ -84,8 +85,9 @@ do {
     try portal.register()
     if kwallet {
         // KWallet's API for KDE's programs, on the same connection and keychains (KWallet*.swift).
-        service.kwallet = KWalletService(service: service)
-        try service.kwallet?.register()
+        let kwalletService = KWalletService(service: service)
+        service.kwallet = kwalletService
+        try kwalletService.register()
     }
     let status = try service.run(replace: replace)
     sd_bus_flush_close_unref(bus)

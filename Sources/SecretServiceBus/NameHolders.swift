@@ -8,10 +8,10 @@ import SessionBus
 /// g_bus_own_name without the flag), so no `--replace` takes it from them: the holder must stop
 /// serving it. gnome-keyring is stopped by enable; KeePassXC only by its user; kwalletd by enable,
 /// which keeps it out of the Secret Service from then on (kwalletrc).
-enum NameHolder {
+package enum NameHolder {
     case gnomeKeyring, keePassXC, kwallet, other
 
-    init(command: String, executable: String? = nil) {
+    package init(command: String, executable: String? = nil) {
         let program = executable.map { String($0.split(separator: "/").last ?? "") } ?? command
         if command.hasPrefix("gnome-keyring-d") || program == "gnome-keyring-daemon" {
             self = .gnomeKeyring
@@ -25,7 +25,7 @@ enum NameHolder {
     }
 
     /// What the user does to free the name, or nil for a provider whose rules are unknown.
-    var freeing: String? {
+    package var freeing: String? {
         switch self {
         case .gnomeKeyring:
             return "`keychain-secret-service enable` stops your gnome-keyring-daemon, its secrets imported first"
@@ -41,7 +41,7 @@ enum NameHolder {
     }
 }
 
-extension NameHolder {
+package extension NameHolder {
     /// The provider owning `name` on `bus`, as the bus daemon's credentials of it say.
     init(owning name: String, on bus: OpaquePointer) {
         var creds: OpaquePointer?

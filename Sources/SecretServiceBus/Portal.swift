@@ -15,12 +15,12 @@ import SessionBus
 /// The secret is a keychain item of the login keychain (else the default keychain) owned by the
 /// app, as an item the app stored itself: it answers only that app's searches. Its attributes
 /// are gnome-keyring's portal's (`app_id`), so the secrets move with `import` and `export`.
-final class SecretPortal {
-    static let path = CSDBUS_PORTAL_PATH
-    static let interface = "org.freedesktop.impl.portal.Secret"
+package final class SecretPortal {
+    package static let path = CSDBUS_PORTAL_PATH
+    package static let interface = "org.freedesktop.impl.portal.Secret"
     static let secretLength = 64
     /// The attribute gnome-keyring's portal keeps an app's secret under.
-    static let appIDAttribute = "app_id"
+    package static let appIDAttribute = "app_id"
 
     /// The portal's response codes.
     enum Response: UInt32 {
@@ -31,12 +31,12 @@ final class SecretPortal {
 
     private unowned let service: SecretService
 
-    init(service: SecretService) {
+    package init(service: SecretService) {
         self.service = service
     }
 
     /// Adds the portal's object to the bus (before the name is taken).
-    func register() throws {
+    package func register() throws {
         var handlers = csdbus_portal_handlers(
             method: { message, userdata, error in SecretPortal.from(userdata).handle(message!, error!) },
             get: { _, _, property, reply, _, error in

@@ -7,9 +7,9 @@ import SessionBus
 import struct KeychainPeers.ProcessIdentity
 
 /// The interfaces of the spec.
-enum Interface {
+package enum Interface {
     static let service = "org.freedesktop.Secret.Service"
-    static let collection = "org.freedesktop.Secret.Collection"
+    package static let collection = "org.freedesktop.Secret.Collection"
     static let item = "org.freedesktop.Secret.Item"
     static let session = "org.freedesktop.Secret.Session"
     static let prompt = "org.freedesktop.Secret.Prompt"
@@ -18,8 +18,8 @@ enum Interface {
 /// The provider: owns org.freedesktop.secrets on the session bus and answers the Secret Service
 /// API from the keychains, in one thread (sd_bus_process in a poll loop that also serves the
 /// pinentry programs of open prompts).
-final class SecretService {
-    static let busName = "org.freedesktop.secrets"
+package final class SecretService {
+    package static let busName = "org.freedesktop.secrets"
     /// Sessions one client may hold at once; beyond this, LimitsExceeded rather than unbounded memory.
     static let sessionsPerClient = 4096
     /// Prompts one client may hold at once (each may become a pinentry process with two
@@ -31,10 +31,10 @@ final class SecretService {
     /// the rest wait their turn.
     static let pinentriesAtOnce = 4
 
-    let bus: OpaquePointer
-    let collections = CollectionRegistry()
+    package let bus: OpaquePointer
+    package let collections = CollectionRegistry()
     var sessions: [String: Session] = [:]
-    var prompts: [String: Prompt] = [:]
+    package var prompts: [String: Prompt] = [:]
     /// Who each connection is, told once per unique name (never reused while the bus runs), and
     /// the process that connected, pinned while the connection lasts.
     private var callers: [String: (caller: Caller, identity: ProcessIdentity?)] = [:]
@@ -54,11 +54,11 @@ final class SecretService {
     /// Whether the signals of committed stores are being sent (`currentCaller`).
     var announcingStores = false
     /// KWallet's API (`--kwallet`), on this connection and loop.
-    var kwallet: KWalletService?
+    package var kwallet: (any CompanionAPI)?
     /// The names this service holds: it ends when it has none left.
     private var ownedNames: Set<String> = []
 
-    init(bus: OpaquePointer, pinentryProgram: String) {
+    package init(bus: OpaquePointer, pinentryProgram: String) {
         self.bus = bus
         self.pinentryProgram = pinentryProgram
     }
@@ -68,14 +68,14 @@ final class SecretService {
         return prefix + String(counter)
     }
 
-    static func log(_ line: String) {
+    package static func log(_ line: String) {
         fputs("keychain-secret-service: \(line)\n", stderr)
     }
 
     // MARK: Start-up
 
     /// Registers the objects, takes the names and serves until every name is lost or the bus goes.
-    func run(replace: Bool) throws -> Int32 {
+    package func run(replace: Bool) throws -> Int32 {
         var handlers = csdbus_handlers(
             method: { message, userdata, error in SecretService.from(userdata).handle(message!, error!) },
             get: { path, interface, property, reply, userdata, error in
@@ -121,7 +121,7 @@ final class SecretService {
             // Not given up to another kwalletd: a KDE program's handles are this service's. Taken
             // before the Secret Service's name, which is what a starter (systemd, enable) waits
             // for: by then these are taken too, and nobody starts a second service for them.
-            for (name, _) in KWalletService.names {
+            for name in kwallet?.busNames ?? [] {
                 rc = sd_bus_request_name(bus, name, 0)
                 if rc == -EEXIST {
                     SecretService.log("\(name) is already provided by \(currentOwner(name))")
@@ -246,7 +246,7 @@ final class SecretService {
     }
 
     /// The caller behind a connection, told on its first call.
-    func caller(_ sender: String) -> Caller {
+    package func caller(_ sender: String) -> Caller {
         if let known = callers[sender] { return known.caller }
         var identity: ProcessIdentity?
         var label: String?
@@ -370,7 +370,7 @@ final class SecretService {
 
     // MARK: Replies and signals
 
-    func reply(_ call: Call, _ body: (MessageWriter) throws -> Void = { _ in }) throws {
+    package func reply(_ call: Call, _ body: (MessageWriter) throws -> Void = { _ in }) throws {
         var reply: OpaquePointer?
         guard sd_bus_message_new_method_return(call.message, &reply) >= 0, let reply else { throw ServiceError.failed("out of memory") }
         defer { sd_bus_message_unref(reply) }
@@ -388,7 +388,7 @@ final class SecretService {
     }
 
     /// A signal to every listener, or to the one connection `destination` only.
-    func emit(_ path: String, _ interface: String, _ member: String, to destination: String? = nil, _ body: (MessageWriter) throws -> Void) {
+    package func emit(_ path: String, _ interface: String, _ member: String, to destination: String? = nil, _ body: (MessageWriter) throws -> Void) {
         var signal: OpaquePointer?
         guard sd_bus_message_new_signal(bus, &signal, path, interface, member) >= 0, let signal else { return }
         defer { sd_bus_message_unref(signal) }
@@ -397,7 +397,7 @@ final class SecretService {
         _ = sd_bus_send(bus, signal, nil)
     }
 
-    func emitPropertiesChanged(_ path: String, _ interface: String, _ names: [String]) {
+    package func emitPropertiesChanged(_ path: String, _ interface: String, _ names: [String]) {
         var pointers = names.map { strdup($0) } + [nil]
         defer { for p in pointers { free(p) } }
         _ = sd_bus_emit_properties_changed_strv(bus, path, interface, &pointers)
@@ -422,14 +422,18 @@ final class SecretService {
 }
 
 /// One method call: its message, the object it was made on, and who made it.
-struct Call {
-    let message: OpaquePointer
+package struct Call {
+    package let message: OpaquePointer
     let path: String
-    let sender: String
-    let caller: Caller
+    package let sender: String
+    package let caller: Caller
+
+    package init(message: OpaquePointer, path: String, sender: String, caller: Caller) {
+        (self.message, self.path, self.sender, self.caller) = (message, path, sender, caller)
+    }
 
     /// The owner whose items this call may see (nil: every item).
-    var owner: String? { caller.owner }
+    package var owner: String? { caller.owner }
 
     /// Refuses what only an unconfined program may do: choosing aliases, making, deleting and
     /// locking the user's keychains.
@@ -437,5 +441,5 @@ struct Call {
         if caller.isConfined { throw ServiceError.accessDenied("a sandboxed app cannot \(what)") }
     }
 
-    var reader: MessageReader { MessageReader(message: message) }
+    package var reader: MessageReader { MessageReader(message: message) }
 }

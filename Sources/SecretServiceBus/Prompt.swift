@@ -8,8 +8,8 @@ import SessionBus
 /// pinentry running and fewer than `SecretService.pinentriesAtOnce` run in all; the outcome is the
 /// Completed signal (dismissed, result). A prompt belongs to the connection that caused it: to
 /// any other it does not exist.
-final class Prompt {
-    enum Action {
+package final class Prompt {
+    package enum Action {
         /// The objects asked for and the locked collection each is in.
         case unlock([(String, Collection)])
         case create(label: String, alias: String)
@@ -38,7 +38,7 @@ final class Prompt {
     private(set) var requested = false
     private var started = false
     /// Called once the prompt completes (dismissed or not): the portal's pending calls wait on it.
-    var completion: ((_ dismissed: Bool) -> Void)?
+    package var completion: ((_ dismissed: Bool) -> Void)?
 
     init(id: String, sequence: UInt64, owner: String, caller: Caller, action: Action) {
         self.id = id
@@ -57,7 +57,7 @@ final class Prompt {
     /// Waiting for a pinentry of its own.
     var isWaiting: Bool { requested && !started }
 
-    func request() {
+    package func request() {
         requested = true
     }
 
@@ -191,7 +191,7 @@ final class Prompt {
 extension SecretService {
     /// A new prompt for the call's connection. A connection holds at most `promptsPerClient`, a
     /// sandboxed app (however many connections it opens) `promptsPerApp`.
-    func makePrompt(_ action: Prompt.Action, for call: Call) throws -> String {
+    package func makePrompt(_ action: Prompt.Action, for call: Call) throws -> String {
         let id = nextID("p")
         let prompt = Prompt(id: id, sequence: UInt64(id.dropFirst()) ?? 0, owner: call.sender, caller: call.caller, action: action)
         let limit = prompt.appID == nil ? Self.promptsPerClient : Self.promptsPerApp
@@ -204,7 +204,7 @@ extension SecretService {
 
     /// Starts waiting prompts, oldest first, while their requester has no pinentry running and
     /// fewer than `pinentriesAtOnce` run in all.
-    func startWaitingPrompts() {
+    package func startWaitingPrompts() {
         // Each start either runs a pinentry or completes the prompt at once (no pinentry program),
         // which removes it: the loop ends.
         while true {

@@ -4,17 +4,17 @@ import SecretServiceItems
 import SessionBus
 
 /// The object paths of the spec.
-enum ObjectPaths {
-    static let root = "/org/freedesktop/secrets"
+package enum ObjectPaths {
+    package static let root = "/org/freedesktop/secrets"
     static let collections = root + "/collection/"
     static let aliases = root + "/aliases/"
     static let sessions = root + "/session/"
-    static let prompts = root + "/prompt/"
+    package static let prompts = root + "/prompt/"
     /// "No object": what the spec returns for no prompt, no alias.
-    static let none = "/"
+    package static let none = "/"
 
     /// A keychain name as one path element: letters and digits as they are, every other byte `_xx`.
-    static func element(for name: String) -> String {
+    package static func element(for name: String) -> String {
         var out = ""
         for byte in name.utf8 {
             switch byte {
@@ -31,9 +31,9 @@ enum ObjectPaths {
 
 /// One collection: a keychain file, opened on first use with its keys from the kernel, so its
 /// lock state is the one `security` and the helpers see.
-final class Collection {
-    let name: String
-    let file: String
+package final class Collection {
+    package let name: String
+    package let file: String
     let element: String
     /// Makes the store instead of opening a file: the session collection's, whose keys never
     /// leave this process and which is therefore never locked.
@@ -56,13 +56,13 @@ final class Collection {
         element = make == nil && base == SessionCollection.name ? SessionCollection.name + "_2" : ObjectPaths.element(for: base)
     }
 
-    var isSession: Bool { make != nil }
+    package var isSession: Bool { make != nil }
 
-    var path: String { ObjectPaths.collections + element }
+    package var path: String { ObjectPaths.collections + element }
 
     func itemPath(_ row: Int64) -> String { path + "/" + String(row) }
 
-    func store() throws -> KeychainStore {
+    package func store() throws -> KeychainStore {
         if let opened { return opened }
         if let make {
             opened = try make()
@@ -91,7 +91,7 @@ final class Collection {
     var isOpen: Bool { opened != nil }
 
     /// Locked is the WhenUnlocked class's state in the kernel, read afresh on every call.
-    var isLocked: Bool { !isSession && (try? store().status.whenUnlocked) != true }
+    package var isLocked: Bool { !isSession && (try? store().status.whenUnlocked) != true }
 
     func forget() {
         opened = nil
@@ -118,7 +118,7 @@ struct FileIdentity: Equatable {
 
 /// The collections: every keychain in the keychains folder and the default keychain wherever it
 /// is; the `default` alias is the default keychain (`security default-keychain`).
-final class CollectionRegistry {
+package final class CollectionRegistry {
     private var byFile: [String: Collection] = [:]
     private var byElement: [String: Collection] = [:]
     /// Aliases other than `default`, for this run of the service.
@@ -181,7 +181,7 @@ final class CollectionRegistry {
         }
     }
 
-    var all: [Collection] {
+    package var all: [Collection] {
         refresh()
         if let sorted { return sorted }
         let all = byElement.values.sorted { $0.name < $1.name }
@@ -196,7 +196,7 @@ final class CollectionRegistry {
     }
 
     /// Whether the service must never delete this keychain: the login or the default one.
-    func isLoginOrDefault(_ collection: Collection) -> Bool {
+    package func isLoginOrDefault(_ collection: Collection) -> Bool {
         KeychainFile.sameFile(collection.file, KeychainFile.loginPath()) || collection === defaultCollection
     }
 

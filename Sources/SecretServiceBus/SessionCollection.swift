@@ -8,8 +8,8 @@ import SessionBus
 /// the `session` alias. They live in a keychain of the service's own, outside the keychains folder
 /// (so `security` never lists it), sealed under a random password that only this process's memory
 /// holds: when the service is gone, the file can no longer be opened, and it is removed.
-enum SessionCollection {
-    static let name = "session"
+package enum SessionCollection {
+    package static let name = "session"
     private static let prefix = "keychain-session-"
 
     /// $XDG_RUNTIME_DIR (the user's own tmpfs, emptied at logout), else /tmp.
@@ -42,7 +42,7 @@ enum SessionCollection {
     }
 
     /// On the way out: the file cannot be opened without this process anyway; this removes it.
-    static func remove() {
+    package static func remove() {
         if let folder { remove(folder) }
     }
 
