@@ -120,6 +120,10 @@ let package = Package(
             name: "SecretServiceBus",
             dependencies: ["SessionBus", "KeychainCore", "SecretServiceItems", "KeychainPeers", "KeychainPresence", "CSDBus", "COpenSSL", "CLinux"]),
 
+        // KWallet's own API (org.kde.KWallet on org.kde.kwalletd5 and 6) on the Secret Service's
+        // connection and loop: wallets are keychains, their folders and entries KWalletItems' items.
+        .target(name: "KWalletBus", dependencies: ["SecretServiceBus", "SessionBus", "KWalletItems", "KeychainCore", "CSDBus"]),
+
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
@@ -127,7 +131,7 @@ let package = Package(
             name: "keychain-secret-service",
             dependencies: [
                 "KeychainBroker", "KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "KeychainPeers", "CSDBus",
-                "COpenSSL", "CLinux", "SessionBus", "SecretServiceBus"
+                "COpenSSL", "CLinux", "SessionBus", "SecretServiceBus", "KWalletBus"
             ],
             exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
@@ -205,7 +209,8 @@ let package = Package(
         .testTarget(name: "SessionBusTests", dependencies: ["SessionBus", "KeychainCore", "KeychainPeers", "CSDBus"]),
         .testTarget(
             name: "SecretServiceBusTests",
-            dependencies: ["SecretServiceBus", "SessionBus", "KeychainCore", "KeychainTestSupport", "SecretServiceItems", "CSDBus", "COpenSSL"])
+            dependencies: ["SecretServiceBus", "SessionBus", "KeychainCore", "KeychainTestSupport", "SecretServiceItems", "CSDBus", "COpenSSL"]),
+        .testTarget(name: "KWalletBusTests", dependencies: ["KWalletBus", "KWalletItems"])
     ],
     swiftLanguageModes: [.v5]
 )

@@ -1,3 +1,4 @@
+import KWalletBus
 import KWalletItems
 import KeychainCore
 import SecretServiceBus

@@ -1,6 +1,7 @@
 import CLinux
 import CSDBus
 import Glibc
+import KWalletBus
 import KeychainBroker
 import KeychainCore
 import KeychainPresence

@@ -9,7 +9,7 @@ import SessionBus
 /// holding them, and the keychain's own prompt where a wallet is locked or missing.
 extension KWalletService {
     /// KWallet's default wallet: the login keychain.
-    static let loginWallet = "kdewallet"
+    package static let loginWallet = "kdewallet"
 
     /// The keychain file a wallet stands for and its collection if it exists; nil for a name that
     /// is no keychain's (a path, for open; another folder's file, for openPath).
@@ -323,13 +323,13 @@ extension KWalletService {
     // MARK: What the service tells
 
     /// A connection left the bus: its holds on handles go (the wallets stay open, as kwalletd's).
-    func connectionLeft(_ name: String) {
+    package func connectionLeft(_ name: String) {
         sessions.removeAll { $0.connection == name }
     }
 
     /// A keychain locked behind the service's back (`security lock-keychain`, the screen locker):
     /// its wallet closes, as kwalletd's do, so KDE's programs open it again through the prompt.
-    func noticeLocks() {
+    package func noticeLocks() {
         for open in wallets.values.sorted(by: { $0.handle < $1.handle }) where open.collection.isLocked { close(open) }
     }
 }

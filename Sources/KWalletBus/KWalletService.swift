@@ -14,12 +14,12 @@ import SessionBus
 /// A handle names an open wallet (one per wallet, as in kwalletd) and is honoured only for the
 /// connection and application id that opened it: another program cannot use a handle it saw or
 /// guessed. A sandboxed app reaches only its own folders and entries, as in the Secret Service.
-final class KWalletService: CompanionAPI {
+package final class KWalletService: CompanionAPI {
     static let interface = "org.kde.KWallet"
     /// Plasma 5's and Plasma 6's names, each with its object.
     static let names = [("org.kde.kwalletd5", "/modules/kwalletd5"), ("org.kde.kwalletd6", "/modules/kwalletd6")]
 
-    var busNames: [String] { Self.names.map(\.0) }
+    package var busNames: [String] { Self.names.map(\.0) }
 
     unowned let service: SecretService
     /// Open wallets by handle.
@@ -28,14 +28,14 @@ final class KWalletService: CompanionAPI {
     var sessions: [KWalletSession] = []
     var lastTransaction: Int32 = 0
 
-    init(service: SecretService) {
+    package init(service: SecretService) {
         self.service = service
     }
 
     /// Adds the objects to the bus (before the names are taken). Each is a plain object handler,
     /// not a vtable: KWallet's interface overloads `close`, `isOpen` and `writeEntry`, which an
     /// sd-bus vtable cannot hold, so calls are told apart here by member and signature.
-    func register() throws {
+    package func register() throws {
         assert(Set(KWalletIntrospection.keys) == Set(Self.methods.keys), "Introspect and the dispatch name other methods")
         let me = Unmanaged.passUnretained(self).toOpaque()
         for (_, path) in Self.names {
