@@ -124,14 +124,24 @@ let package = Package(
         // connection and loop: wallets are keychains, their folders and entries KWalletItems' items.
         .target(name: "KWalletBus", dependencies: ["SecretServiceBus", "SessionBus", "KWalletItems", "KeychainCore", "CSDBus"]),
 
+        // Becoming the user's Secret Service and KWallet and giving them back (enable, disable,
+        // status: gnome-keyring's, gcr's and kwalletd's files, units and names), and import and
+        // export with another running provider, as a client on the session bus.
+        .target(
+            name: "ProviderSwitch",
+            dependencies: [
+                "SessionBus", "SecretServiceBus", "KWalletBus", "KWalletItems", "SecretServiceItems", "KeychainCore", "KeychainPresence",
+                "KeychainPeers", "CSDBus", "COpenSSL"
+            ]),
+
         // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
         // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
         .executableTarget(
             name: "keychain-secret-service",
             dependencies: [
-                "KeychainBroker", "KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "KeychainPeers", "CSDBus",
-                "COpenSSL", "CLinux", "SessionBus", "SecretServiceBus", "KWalletBus"
+                "SessionBus", "SecretServiceBus", "KWalletBus", "ProviderSwitch", "KeychainBroker", "KeychainCore", "KeychainPresence",
+                "KeychainTPMPolicy", "CSDBus", "CLinux"
             ],
             exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
@@ -210,7 +220,8 @@ let package = Package(
         .testTarget(
             name: "SecretServiceBusTests",
             dependencies: ["SecretServiceBus", "SessionBus", "KeychainCore", "KeychainTestSupport", "SecretServiceItems", "CSDBus", "COpenSSL"]),
-        .testTarget(name: "KWalletBusTests", dependencies: ["KWalletBus", "KWalletItems"])
+        .testTarget(name: "KWalletBusTests", dependencies: ["KWalletBus", "KWalletItems"]),
+        .testTarget(name: "ProviderSwitchTests", dependencies: ["ProviderSwitch", "SessionBus"])
     ],
     swiftLanguageModes: [.v5]
 )

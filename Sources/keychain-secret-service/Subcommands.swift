@@ -1,8 +1,7 @@
 import Glibc
-import KeychainCore
 import KeychainPresence
+import ProviderSwitch
 import SecretServiceBus
-import SecretServiceItems
 import SessionBus
 
 /// The commands beside serving: `enable`, `disable`, `status` (becoming the user's provider and

@@ -7,7 +7,6 @@ import KeychainCore
 import KeychainPresence
 import KeychainTPMPolicy
 import SecretServiceBus
-import SecretServiceItems
 import SessionBus
 
 /// keychain-secret-service [--replace] [--kwallet] [--pinentry PROGRAM]

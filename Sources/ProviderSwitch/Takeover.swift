@@ -18,13 +18,17 @@ import struct KeychainPeers.ProcessIdentity
 /// then the user's own gnome-keyring-daemon is stopped and this service takes the name. Each file
 /// written is recorded in a state file, so that disable removes exactly those (and only while they
 /// are still as written): files the user made are left alone.
-struct Takeover {
+package struct Takeover {
     static let busName = SecretService.busName
     static let ourUnit = "keychain-secret-service.service"
     static let gnomeKeyringUnits = ["gnome-keyring-daemon.service", "gnome-keyring-daemon.socket"]
 
     let pinentry: String
     let promptTimeout: Double
+
+    package init(pinentry: String, promptTimeout: Double) {
+        (self.pinentry, self.promptTimeout) = (pinentry, promptTimeout)
+    }
 
     // MARK: Where things are
 
@@ -201,7 +205,7 @@ struct Takeover {
 
     // MARK: enable
 
-    func enable(importFirst: Bool) -> Int32 {
+    package func enable(importFirst: Bool) -> Int32 {
         var state = State.load() ?? State(since: Int(time(nil)))
         let client = try? BusClient()
         var status: Int32 = 0
@@ -470,7 +474,7 @@ struct Takeover {
 
     // MARK: disable
 
-    func disable() -> Int32 {
+    package func disable() -> Int32 {
         guard let state = State.load() else {
             print("keychain-secret-service is not enabled for you (no \(Self.stateFile)): nothing to undo")
             return 0
@@ -556,7 +560,7 @@ struct Takeover {
 
     // MARK: status
 
-    func status() -> Int32 {
+    package func status() -> Int32 {
         let client = try? BusClient()
         for name in [Self.busName] + Self.kwalletNames {
             if let client {

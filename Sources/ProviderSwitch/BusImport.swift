@@ -305,9 +305,13 @@ extension String {
 
 /// Passwords asked through pinentry, as the service's prompts ask them: a keychain's to unlock
 /// it, a new keychain's (twice).
-struct PasswordAsker {
+package struct PasswordAsker {
     let program: String
     let timeout: Double
+
+    package init(program: String, timeout: Double) {
+        (self.program, self.timeout) = (program, timeout)
+    }
 
     func ask(title: String, description: String, error: String? = nil, twice: Bool = false) throws -> Bytes {
         let conversation = try PinentryConversation(program: program, errors: STDERR_FILENO)
@@ -353,7 +357,7 @@ struct PasswordAsker {
 /// pinentry) when missing and labelled as the collection was. Each item keeps its label,
 /// attributes, secret, content type and dates; an item already there (same label, attributes and
 /// secret) is not added again, so a second run changes nothing.
-struct BusImport {
+package struct BusImport {
     let from: String
     /// Whether the provider was named (--from): then even another keychain-secret-service (one
     /// serving another user's HOME on this bus) is read.
@@ -361,6 +365,10 @@ struct BusImport {
     let dryRun: Bool
     let asker: PasswordAsker
     let promptTimeout: Double
+
+    package init(from: String, named: Bool = false, dryRun: Bool, asker: PasswordAsker, promptTimeout: Double) {
+        (self.from, self.named, self.dryRun, self.asker, self.promptTimeout) = (from, named, dryRun, asker, promptTimeout)
+    }
 
     /// The keychain a collection goes to.
     static func keychain(for collection: RemoteProvider.CollectionInfo, login: Bool) -> String {
@@ -391,7 +399,7 @@ struct BusImport {
     }
 
     /// Runs the import; the exit status (0, or 1 when anything could not come).
-    func run(client: BusClient) -> Int32 {
+    package func run(client: BusClient) -> Int32 {
         let tally = TransferTally(verb: "import", dryRun: dryRun)
         guard let peer = client.peer(from) else {
             tally.note("nothing provides \(from) on the session bus")
@@ -690,13 +698,17 @@ struct BusImport {
 /// there (same label, attributes and secret) is not stored again. Items a sandboxed app stored are
 /// left out (the other provider would show them to every program), except the portal's
 /// per-app secrets, which gnome-keyring's portal keeps the same way.
-struct BusExport {
+package struct BusExport {
     let to: String
     let dryRun: Bool
     let asker: PasswordAsker
     let promptTimeout: Double
 
-    func run(client: BusClient) -> Int32 {
+    package init(to: String, dryRun: Bool, asker: PasswordAsker, promptTimeout: Double) {
+        (self.to, self.dryRun, self.asker, self.promptTimeout) = (to, dryRun, asker, promptTimeout)
+    }
+
+    package func run(client: BusClient) -> Int32 {
         let tally = TransferTally(verb: "export", dryRun: dryRun)
         guard let peer = client.peer(to) else {
             tally.note("nothing provides \(to) on the session bus; start the provider first (gnome-keyring-daemon --start --components=secrets)")
