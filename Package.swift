@@ -134,8 +134,8 @@ let package = Package(
                 "KeychainPeers", "CSDBus", "COpenSSL"
             ]),
 
-        // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
-        // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
+        // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine: its
+        // arguments only, the services in the four targets above. The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
         .executableTarget(
             name: "keychain-secret-service",

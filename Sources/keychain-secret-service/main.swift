@@ -79,12 +79,12 @@ guard opened >= 0, let bus else {
     exit(1)
 }
 let service = SecretService(bus: bus, pinentryProgram: pinentry)
-// xdg-desktop-portal's Secret backend, on the same connection (Portal.swift).
+// xdg-desktop-portal's Secret backend, on the same connection (SecretServiceBus, Portal.swift).
 let portal = SecretPortal(service: service)
 do {
     try portal.register()
     if kwallet {
-        // KWallet's API for KDE's programs, on the same connection and keychains (KWallet*.swift).
+        // KWallet's API for KDE's programs, on the same connection and keychains (KWalletBus).
         let kwalletService = KWalletService(service: service)
         service.kwallet = kwalletService
         try kwalletService.register()

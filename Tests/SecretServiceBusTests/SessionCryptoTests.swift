@@ -68,8 +68,12 @@ final class SessionCryptoTests: XCTestCase {
 
     /// Values that would force a known shared secret, and what is no group element at all.
     func testPublicKeysOutOfRangeAreRefused() throws {
-        var limit = Bytes(repeating: 0xFF, count: 128)
-        limit[127] = 0xFE  // p - 1
+        // p - 1: the prime ends in 64 one bits.
+        var limit = stride(from: 0, to: Self.prime.count, by: 2).map { offset -> UInt8 in
+            let start = Self.prime.index(Self.prime.startIndex, offsetBy: offset)
+            return UInt8(Self.prime[start..<Self.prime.index(start, offsetBy: 2)], radix: 16)!
+        }
+        limit[127] -= 1
         for bad: Bytes in [[], [0], [1], limit, Bytes(repeating: 0xFF, count: 128), Bytes(repeating: 1, count: 130)] {
             XCTAssertThrowsError(try SessionCrypto.negotiate(clientPublic: bad), "\(bad.count) bytes") { error in
                 guard case .invalidArgs = error as? ServiceError else { return XCTFail("\(error)") }
