@@ -110,14 +110,38 @@ let package = Package(
             path: "helpers/docker-credential-keychain",
             linkerSettings: helperLinking),
 
-        // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine.
-        // The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
+        // keychain-secret-service's D-Bus plumbing over sd-bus: reading and writing messages, a
+        // client's calls, who a connection is (BusPeer, Caller), the errors the Secret Service names.
+        .target(name: "SessionBus", dependencies: ["KeychainCore", "KeychainPeers", "CSDBus"]),
+
+        // The Secret Service (org.freedesktop.secrets) over the engine's keychains: its collections,
+        // items, sessions and prompts, and xdg-desktop-portal's Secret backend on the same connection.
+        .target(
+            name: "SecretServiceBus",
+            dependencies: ["SessionBus", "KeychainCore", "SecretServiceItems", "KeychainPeers", "KeychainPresence", "CSDBus", "COpenSSL", "CLinux"]),
+
+        // KWallet's own API (org.kde.KWallet on org.kde.kwalletd5 and 6) on the Secret Service's
+        // connection and loop: wallets are keychains, their folders and entries KWalletItems' items.
+        .target(name: "KWalletBus", dependencies: ["SecretServiceBus", "SessionBus", "KWalletItems", "KeychainCore", "CSDBus"]),
+
+        // Becoming the user's Secret Service and KWallet and giving them back (enable, disable,
+        // status: gnome-keyring's, gcr's and kwalletd's files, units and names), and import and
+        // export with another running provider, as a client on the session bus.
+        .target(
+            name: "ProviderSwitch",
+            dependencies: [
+                "SessionBus", "SecretServiceBus", "KWalletBus", "KWalletItems", "SecretServiceItems", "KeychainCore", "KeychainPresence",
+                "KeychainPeers", "CSDBus", "COpenSSL"
+            ]),
+
+        // The desktop's Secret Service (org.freedesktop.secrets), a front end over the engine: its
+        // arguments only, the services in the four targets above. The Swift runtime linked in (libsystemd has no static library, so not -static-executable):
         // it runs without the toolchain, and maps none of the runtime's unused shared pages.
         .executableTarget(
             name: "keychain-secret-service",
             dependencies: [
-                "KeychainBroker", "KeychainCore", "KeychainPresence", "KeychainTPMPolicy", "SecretServiceItems", "KWalletItems", "KeychainPeers", "CSDBus",
-                "COpenSSL", "CLinux"
+                "SessionBus", "SecretServiceBus", "KWalletBus", "ProviderSwitch", "KeychainBroker", "KeychainCore", "KeychainPresence",
+                "KeychainTPMPolicy", "CSDBus", "CLinux"
             ],
             exclude: ["dbus"], linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-z", "-Xlinker", "now"])]),
 
@@ -191,7 +215,13 @@ let package = Package(
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "KeychainPeersTests", dependencies: ["KeychainPeers", "CLinux"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),
-        .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"])
+        .testTarget(name: "CredentialHelperTests", dependencies: ["CredentialHelperSupport", "KeychainCore"]),
+        .testTarget(name: "SessionBusTests", dependencies: ["SessionBus", "KeychainCore", "KeychainPeers", "CSDBus"]),
+        .testTarget(
+            name: "SecretServiceBusTests",
+            dependencies: ["SecretServiceBus", "SessionBus", "KeychainCore", "KeychainTestSupport", "SecretServiceItems", "CSDBus", "COpenSSL"]),
+        .testTarget(name: "KWalletBusTests", dependencies: ["KWalletBus", "KWalletItems"]),
+        .testTarget(name: "ProviderSwitchTests", dependencies: ["ProviderSwitch", "SessionBus"])
     ],
     swiftLanguageModes: [.v5]
 )

@@ -1,7 +1,8 @@
 import Glibc
-import KeychainCore
 import KeychainPresence
-import SecretServiceItems
+import ProviderSwitch
+import SecretServiceBus
+import SessionBus
 
 /// The commands beside serving: `enable`, `disable`, `status` (becoming the user's provider and
 /// giving it back), `import` and `export` (secrets from and to another running provider). They

@@ -1,11 +1,13 @@
 import CLinux
 import CSDBus
 import Glibc
+import KWalletBus
 import KeychainBroker
 import KeychainCore
 import KeychainPresence
 import KeychainTPMPolicy
-import SecretServiceItems
+import SecretServiceBus
+import SessionBus
 
 /// keychain-secret-service [--replace] [--kwallet] [--pinentry PROGRAM]
 /// keychain-secret-service enable | disable | status | import | export ... (Subcommands.swift)
@@ -77,14 +79,15 @@ guard opened >= 0, let bus else {
     exit(1)
 }
 let service = SecretService(bus: bus, pinentryProgram: pinentry)
-// xdg-desktop-portal's Secret backend, on the same connection (Portal.swift).
+// xdg-desktop-portal's Secret backend, on the same connection (SecretServiceBus, Portal.swift).
 let portal = SecretPortal(service: service)
 do {
     try portal.register()
     if kwallet {
-        // KWallet's API for KDE's programs, on the same connection and keychains (KWallet*.swift).
-        service.kwallet = KWalletService(service: service)
-        try service.kwallet?.register()
+        // KWallet's API for KDE's programs, on the same connection and keychains (KWalletBus).
+        let kwalletService = KWalletService(service: service)
+        service.kwallet = kwalletService
+        try kwalletService.register()
     }
     let status = try service.run(replace: replace)
     sd_bus_flush_close_unref(bus)
