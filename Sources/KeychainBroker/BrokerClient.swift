@@ -12,18 +12,28 @@ package final class BrokerConnection: @unchecked Sendable {
     /// so a child (the PAM module's worker, become the user) or a process that changed its uid
     /// connects anew rather than speak as the process that first connected.
     private var connectedAs: (pid: pid_t, uid: uid_t, euid: uid_t)?
+    /// The socket's inode, to tell it from whatever a forked child's descriptor number holds now.
+    private var socketInode: (device: UInt64, inode: UInt64)?
     /// Replies owed for requests sent ahead (`sendAhead`): read and dropped before the next
     /// exchange's request goes out.
     private var owed = 0
 
-    package init(path: String = BrokerPaths.socket) { self.path = path }
+    /// Seconds any wait on the broker may take (connect, send, reply), or unbounded: the PAM
+    /// module's, which must never hold a login up.
+    package let timeout: Double?
+
+    package init(path: String = BrokerPaths.socket, timeout: Double? = nil) {
+        self.path = path
+        self.timeout = timeout
+    }
 
     deinit { if fd >= 0 { close(fd) } }
 
     /// Sends `request` and returns the reply; one reconnect when the broker went away (a restart).
-    package func exchange(_ request: BrokerRequest) throws -> BrokerReply {
+    /// `onBehalfOf`: root's requests for a user.
+    package func exchange(_ request: BrokerRequest, onBehalfOf uid: UInt32? = nil) throws -> BrokerReply {
         let relay = request.op == .unwrap ? BrokerRelay.current : nil
-        let message = request.encoded(relay: relay?.marks ?? [])
+        let message = request.encoded(onBehalfOf: uid, relay: relay?.marks ?? [])
         guard message.count <= BrokerWire.maximumMessage else { throw KeychainError.param("request too long for the broker") }
         return try mutex.withLock {
             var retried = false
@@ -74,11 +84,24 @@ package final class BrokerConnection: @unchecked Sendable {
     /// A connection of this process as it is now: one made before a fork or a change of uid
     /// speaks for who made it, and is made again.
     private func connectIfNeeded() throws {
-        if fd >= 0, let owner = connectedAs, owner != (getpid(), getuid(), geteuid()) { disconnect() }
-        if fd < 0 {
-            fd = try Self.connectChecked(path)
-            connectedAs = (getpid(), getuid(), geteuid())
+        if fd >= 0, let owner = connectedAs, owner != (getpid(), getuid(), geteuid()) {
+            // A forked child (the PAM module's worker) may have closed every inherited descriptor
+            // and opened others since: the number is closed only while it is still the socket,
+            // never a file of the child's (its keychain's database).
+            if inode(of: fd).map({ $0 == socketInode ?? (0, 0) }) != true { fd = -1 }
+            disconnect()
         }
+        if fd < 0 {
+            fd = try Self.connectChecked(path, timeout: timeout)
+            connectedAs = (getpid(), getuid(), geteuid())
+            socketInode = inode(of: fd)
+        }
+    }
+
+    private func inode(of fd: Int32) -> (device: UInt64, inode: UInt64)? {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        return (UInt64(st.st_dev), UInt64(st.st_ino))
     }
 
     private func disconnect() {
@@ -88,8 +111,8 @@ package final class BrokerConnection: @unchecked Sendable {
     }
 
     /// Connects and checks who answers: not this uid, and a system uid (below UID_MIN).
-    static func connectChecked(_ path: String) throws -> Int32 {
-        let fd = try BrokerSocket.connect(to: path)
+    static func connectChecked(_ path: String, timeout: Double? = nil) throws -> Int32 {
+        let fd = try BrokerSocket.connect(to: path, timeout: timeout)
         guard let peer = BrokerSocket.peer(of: fd) else {
             close(fd)
             throw KeychainError(.notAvailable, "cannot tell who serves \(path)")
@@ -128,6 +151,16 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
     /// Tells the broker who this process is before the first request that needs it: see
     /// `BrokerConnection.sendAhead`.
     package func introduce() { connection?.sendAhead(.whoAmI) }
+
+    /// A login session of `uid` opened or closed (or only counted): the count after it. Root's
+    /// (the PAM module, before its worker becomes the user).
+    package func session(_ event: SessionEvent, for uid: UInt32, keychain path: String) throws -> UInt32 {
+        guard let connection else { throw KeychainError(.notAvailable, "no broker connection") }
+        let reply = try connection.exchange(.session(event, path: path), onBehalfOf: uid)
+        if case .failure(let error) = reply { throw error }
+        guard case .sessions(let count) = reply else { throw KeychainError.decode("unexpected reply from the broker") }
+        return count
+    }
 
     /// Over any exchange of messages (tests: the service in this process).
     package init(exchange: @escaping @Sendable (BrokerRequest) throws -> BrokerReply, answerer: (any AccessAnswerer)?) {
@@ -280,19 +313,20 @@ package enum BrokerSetup {
     /// nothing falls back to the kernel keyring: a process of the user that sets the environment
     /// (a shell's startup file) could otherwise have the next unlock put the keys where it reads
     /// them. A broker that does not answer, or answers as the wrong user, fails every call.
-    package static func custodian(answerer: (any AccessAnswerer)?) -> BrokerCustodian? {
+    package static func custodian(answerer: (any AccessAnswerer)?, timeout: Double? = nil) -> BrokerCustodian? {
         if let value = getenv("KEYCHAIN_BROKER_SOCKET"), value.pointee != 0 {
-            return BrokerCustodian(connection: BrokerConnection(path: String(cString: value)), answerer: answerer)
+            return BrokerCustodian(connection: BrokerConnection(path: String(cString: value), timeout: timeout), answerer: answerer)
         }
         var st = stat()
         guard lstat(BrokerPaths.socket, &st) == 0, st.st_mode & S_IFMT == S_IFSOCK else { return nil }
-        return BrokerCustodian(connection: BrokerConnection(path: BrokerPaths.socket), answerer: answerer)
+        return BrokerCustodian(connection: BrokerConnection(path: BrokerPaths.socket, timeout: timeout), answerer: answerer)
     }
 
     /// Installs the custodian for this process into the engine's seam (`KeychainStore.custodian`):
     /// each front end calls it at start, beside the presence and TPM setups.
-    package static func install(answerer: (any AccessAnswerer)?) {
-        installed = custodian(answerer: answerer)
+    /// `timeout`: see `BrokerConnection.timeout`.
+    package static func install(answerer: (any AccessAnswerer)?, timeout: Double? = nil) {
+        installed = custodian(answerer: answerer, timeout: timeout)
         KeychainStore.custodian = installed
     }
 

@@ -118,7 +118,35 @@ package final class BrokerService {
         case .forget(let path, let password):
             try forget(path: path, password: password, uid: uid, byRoot: peer.uid == 0)
             return .done
+        case .session(let event, let path):
+            guard peer.uid == 0, named != nil else { throw KeychainError.param("sessions are counted by root's PAM module, for a user") }
+            return .sessions(try countSession(event, uid: uid, path: path))
         }
+    }
+
+    /// Most sessions counted per uid: a count the PAM module never brought down (a crashed
+    /// login) stops here rather than wrap.
+    static let maximumSessions: UInt32 = 1 << 16
+
+    /// The uid's sessions after `event`. Only counted: the PAM module's worker locks the login
+    /// keychain when the last one closes, as the keychain's settings say.
+    func countSession(_ event: SessionEvent, uid: UInt32, path: String) throws -> UInt32 {
+        guard path.hasPrefix("/") else { throw KeychainError.param("a keychain's path is absolute") }
+        let now = state.sessions[uid]?[path] ?? 0
+        let after: UInt32
+        switch event {
+        case .opened: after = min(now + 1, Self.maximumSessions)
+        case .closed: after = now > 0 ? now - 1 : 0
+        case .count: return now
+        }
+        // Bounded as the pins are: a count per login keychain the module has named for the uid.
+        if after > 0, state.sessions[uid]?[path] == nil, state.sessions[uid, default: [:]].count >= BrokerState.maximumPinsPerUser {
+            throw KeychainError.param("too many login keychains counted for this user")
+        }
+        state.sessions[uid, default: [:]][path] = after == 0 ? nil : after
+        if state.sessions[uid]?.isEmpty == true { state.sessions[uid] = nil }
+        dirty = true
+        return after
     }
 
     // MARK: Custody

@@ -24,10 +24,15 @@ package enum BrokerSocket {
     }
 
     /// A connected descriptor, or errno's error.
-    static func connect(to path: String) throws -> Int32 {
+    /// `timeout` (seconds) bounds the connect and every send and receive after it.
+    static func connect(to path: String, timeout: Double? = nil) throws -> Int32 {
         var address = try address(path)
         let fd = socket(AF_UNIX, seqpacket, 0)
         guard fd >= 0 else { throw KeychainError(.notAvailable, "socket: \(String(cString: strerror(errno)))") }
+        if let timeout {
+            var limit = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
+            for option in [SO_RCVTIMEO, SO_SNDTIMEO] { setsockopt(fd, SOL_SOCKET, option, &limit, socklen_t(MemoryLayout<timeval>.size)) }
+        }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }

@@ -11,6 +11,8 @@ package struct BrokerState {
     package var custody: [CustodyID: Custody] = [:]
     package var pins: [UInt32: [String: Pin]] = [:]
     package var log = AccessLog()
+    /// Login sessions open per uid and login keychain, as the PAM module reported them.
+    package var sessions: [UInt32: [String: UInt32]] = [:]
 
     package init() {}
 
@@ -73,6 +75,14 @@ package struct BrokerState {
         let entries = log.all
         w.u32(UInt32(entries.count))
         for entry in entries { entry.write(to: &w) }
+        // Last, so that a state saved before sessions were counted here still reads (as none).
+        let counts = sessions.flatMap { uid, byPath in byPath.map { (uid, $0.key, $0.value) } }.sorted { ($0.0, $0.1) < ($1.0, $1.1) }
+        w.u32(UInt32(counts.count))
+        for (uid, path, count) in counts {
+            w.u32(uid)
+            w.string(path)
+            w.u32(count)
+        }
         return w.bytes
     }
 
@@ -94,6 +104,12 @@ package struct BrokerState {
         var entries: [AccessLogEntry] = []
         for _ in 0..<Int(try r.u32()) { entries.append(try AccessLogEntry.read(from: &r)) }
         state.log.restore(entries)
+        if !r.isAtEnd {
+            for _ in 0..<Int(try r.u32()) {
+                let uid = try r.u32(), path = try r.string()
+                state.sessions[uid, default: [:]][path] = try r.u32()
+            }
+        }
         guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in the broker's state") }
         return state
     }

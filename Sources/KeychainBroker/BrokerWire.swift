@@ -52,6 +52,18 @@ package enum BrokerOp: UInt8, Sendable, CaseIterable {
     case rotateBegin = 15
     case rotateRows = 16
     case rotateCommit = 17
+    /// A login session of a user opened or closed, or their count asked: the PAM module's, as
+    /// root for the user (`onBehalfBit`), so that the count that decides the last session's
+    /// lock is out of the user's reach (it was in their kernel keyring).
+    case session = 18
+}
+
+/// What the PAM module tells the broker of a user's sessions.
+package enum SessionEvent: UInt8, Sendable {
+    case opened = 1
+    case closed = 2
+    /// Only the count, unchanged.
+    case count = 3
 }
 
 /// The person's answer as a request carries it (0 none, 1 deny, 2 once, 3 always).
@@ -80,6 +92,9 @@ package enum BrokerRequest: Sendable {
     case rotateBegin(CustodyKeybag, password: Bytes, newPassword: Bytes?, scrypt: ScryptParameters)
     case rotateRows(keychain: Bytes, rows: [Row])
     case rotateCommit(CustodyKeybag)
+    /// Counted per login keychain (its path): a user deleted and another made with the same uid
+    /// (a new home) starts at none, whatever the first left open.
+    case session(SessionEvent, path: String)
 
     package var op: BrokerOp {
         switch self {
@@ -100,6 +115,7 @@ package enum BrokerRequest: Sendable {
         case .rotateBegin: return .rotateBegin
         case .rotateRows: return .rotateRows
         case .rotateCommit: return .rotateCommit
+        case .session: return .session
         }
     }
 
@@ -166,6 +182,9 @@ package enum BrokerRequest: Sendable {
             w.rows(rows)
         case .rotateCommit(let keybag):
             w.keybag(keybag)
+        case .session(let event, let path):
+            w.u8(event.rawValue)
+            w.string(path)
         }
         return w.bytes
     }
@@ -219,6 +238,9 @@ package enum BrokerRequest: Sendable {
             request = .rotateBegin(keybag, password: password, newPassword: present == 1 ? newPassword : nil, scrypt: scrypt)
         case .rotateRows: request = .rotateRows(keychain: try r.blob(), rows: try r.rows())
         case .rotateCommit: request = .rotateCommit(try r.keybag())
+        case .session:
+            guard let event = SessionEvent(rawValue: try r.u8()) else { throw KeychainError.decode("bad session event") }
+            request = .session(event, path: try r.string())
         }
         guard r.isAtEnd else { throw KeychainError.decode("trailing bytes in request") }
         return (request, uid)
@@ -299,6 +321,8 @@ package enum BrokerReply: Sendable {
     case rows([Row])
     /// An unlock: whether it was the keychain's first in the broker (`KeyCustodian.unlock`).
     case unlocked(first: Bool)
+    /// A user's sessions open, after the event (`session`).
+    case sessions(UInt32)
     case failure(KeychainError)
 
     package func encoded() -> Bytes {
@@ -333,6 +357,8 @@ package enum BrokerReply: Sendable {
             w.rows(rows)
         case .unlocked(let first):
             w.u8(first ? 1 : 0)
+        case .sessions(let count):
+            w.u32(count)
         case .fields(let fields):
             w.fields(fields)
         case .bytes(let bytes):
@@ -380,6 +406,7 @@ package enum BrokerReply: Sendable {
             reply = .unlocked(first: first == 1)
         case .rotateBegin: reply = .rotation(CustodyRotation(fields: try r.fields(), open: try r.subkeys()))
         case .rotateRows: reply = .rows(try r.rows())
+        case .session: reply = .sessions(try r.u32())
         case .state:
             let open = try r.subkeys()
             let settings = try r.u8()

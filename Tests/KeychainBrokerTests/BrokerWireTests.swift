@@ -22,7 +22,7 @@ final class BrokerWireTests: XCTestCase {
             .rotateBegin(keybag, password: [1], newPassword: [2], scrypt: ScryptParameters(n: 1024)),
             .rotateRows(
                 keychain: [1, 2], rows: [Row(rowID: 7, itemClass: .internetPassword, lockClass: .always, space: .always, metadata: [1], secret: [2, 3])]),
-            .rotateCommit(keybag)
+            .rotateCommit(keybag), .session(.opened, path: "/k"), .session(.closed, path: "/k"), .session(.count, path: "/k")
         ]
     }
 
@@ -51,7 +51,7 @@ final class BrokerWireTests: XCTestCase {
             (.fields(["a": [1]]), .changePassword), (.bytes([1, 2]), .wrap),
             (.key([3], alwaysEntry: "exe:/usr/bin/git"), .unwrap), (.question("may it?"), .unwrap),
             (.caller(CallerDescription(summary: "me", entry: "exe:/x", warnings: ["w"])), .whoAmI), (.log([entry, entry]), .accessLog),
-            (.failure(KeychainError(.interactionNotAllowed, "no")), .unwrap)
+            (.failure(KeychainError(.interactionNotAllowed, "no")), .unwrap), (.sessions(3), .session)
         ]
         for (reply, op) in cases {
             let bytes = reply.encoded()

@@ -340,6 +340,44 @@ final class CustodyTests: XCTestCase {
         XCTAssertEqual(held.count, 32)
     }
 
+    /// The sessions that decide the last logout's lock are counted by root's requests only (the PAM
+    /// module): a process of the user cannot raise the count to keep the keychain unlocked after it.
+    func testSessionsAreCountedForRootOnly() throws {
+        let broker = service(security)
+        let root = BrokerPeer(uid: 0, pid: getpid())
+        let login = "/home/u/.local/share/keychains/login.keychain-db"
+        assertCode(.param) { try broker.handle(.session(.opened, path: login), from: me) }
+        assertCode(.param) { try broker.handle(.session(.opened, path: login), onBehalfOf: 1000, from: me) }
+        assertCode(.param) { try broker.handle(.session(.opened, path: login), from: root) }
+        assertCode(.param) { try broker.handle(.session(.opened, path: "relative"), onBehalfOf: 1000, from: root) }
+        func count(_ event: SessionEvent, _ path: String = login) throws -> UInt32 {
+            guard case .sessions(let count) = try broker.handle(.session(event, path: path), onBehalfOf: 1000, from: root) else {
+                XCTFail("not a count")
+                return .max
+            }
+            return count
+        }
+        XCTAssertEqual(try count(.opened), 1)
+        XCTAssertEqual(try count(.opened), 2)
+        XCTAssertEqual(try count(.count), 2)
+        XCTAssertEqual(try count(.closed), 1)
+        XCTAssertEqual(try count(.closed), 0)
+        XCTAssertEqual(try count(.closed), 0, "never below none")
+        XCTAssertNil(broker.state.sessions[1000])
+        XCTAssertEqual(try count(.opened), 1)
+        // Another login keychain of the uid (another user given the uid since) starts at none.
+        XCTAssertEqual(try count(.count, "/home/v/.local/share/keychains/login.keychain-db"), 0)
+        XCTAssertEqual(try count(.closed, "/home/v/.local/share/keychains/login.keychain-db"), 0)
+
+        // A restart keeps the count; a state saved before sessions were counted reads as none.
+        let restored = try BrokerState.decode(broker.state.encoded(), toSyslog: false)
+        XCTAssertEqual(restored.sessions, [1000: [login: 1]])
+        var older = BrokerState()
+        older.sessions = [:]
+        let bytes = older.encoded()
+        XCTAssertEqual(try BrokerState.decode(Array(bytes.dropLast(4)), toSyslog: false).sessions, [:])
+    }
+
     func testTheStateOutlivesARestartUnderTheKeyringsKey() throws {
         guard (try? KernelKeyring.persistent()) != nil else { throw XCTSkip("no persistent kernel keyring here") }
         let stateStore = BrokerStateStore(directory: scratch.directory, keyName: "keychain-broker-test:\(getpid()):\(UInt64(SystemClock.now() * 1000))")

@@ -881,6 +881,24 @@ broker_first_login_creates() {
 
 broker_sessions_unlock_and_lock() { sessions_counted broker; }
 
+# The count that decides the last logout's lock is the broker's, moved only by root's module: a
+# process of the user that raises the count where the module kept it before (the user's
+# persistent keyring) keeps nothing unlocked after the last logout, and one that lowers it locks
+# nothing early.
+broker_sessions_are_out_of_the_users_reach() {
+    login
+    as_user security add-generic-password -a wu -s s -w wu-secret
+    login
+    as_user keyctl session - sh -c 'keyctl add user keychain-sessions 1 "$(keyctl get_persistent @s)"' >/dev/null
+    logout
+    expect unlocked "$(state WhenUnlocked)" "one session still open, whatever the user's keyring says"
+    as_user keyctl session - sh -c 'keyctl add user keychain-sessions 99 "$(keyctl get_persistent @s)"' >/dev/null
+    logout
+    logged "close_session: the last session of $user ended"
+    expect locked "$(state WhenUnlocked)" "the last logout locks WhenUnlocked, whatever the user's keyring says"
+    expect 36 "$(status_of as_user security find-generic-password -a wu -w)"
+}
+
 broker_change_password_rekeys() {
     login
     as_user security add-generic-password -a a -s s -w kept
@@ -951,6 +969,7 @@ fi
 if start_broker; then
     check "broker: first login creates the keychain, unlocked into the broker (no class key in the kernel)" broker_first_login_creates
     check "broker: open_session unlocks into the broker; the last close_session locks WhenUnlocked there, AfterFirstUnlock stays" broker_sessions_unlock_and_lock
+    check "broker: the sessions are counted by the broker, out of the user's reach: a raised count keeps nothing unlocked" broker_sessions_are_out_of_the_users_reach
     check "broker: chauthtok re-keys through the broker; the new password unlocks at login" broker_change_password_rekeys
 else
     skip "keychain-broker cases: no broker could be started at /run/keychain-broker/socket"

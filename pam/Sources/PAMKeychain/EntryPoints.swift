@@ -13,9 +13,9 @@ private func hooks(_ pamh: OpaquePointer?, _ argc: Int32, _ argv: UnsafePointer<
     guard pam.options.applies(to: pam.service) else { return nil }
     // A login keychain sealed to the TPM opens through keychain-tpm-helper; any other is unlocked
     // into keychain-broker's custody where one runs (the module asks nobody: it only unlocks and
-    // locks).
+    // locks), and never waits on it longer than 10 s: a broker that hangs must not hold a login.
     TPMPolicySetup.install()
-    BrokerSetup.install(answerer: nil)
+    BrokerSetup.install(answerer: nil, timeout: 10)
     return Hooks(pam: pam)
 }
 

@@ -87,9 +87,10 @@ struct Hooks {
         defer { token.wipe() }
         guard let account = account() else { return PAM_IGNORE }
         let tpm = tpmConfiguration
+        let counted = BrokerSessions.count(account)
         let (outcome, detail) = AsUser.runReplying(account) { reply in
             defer { token.wipe() }
-            guard Sessions.count > 0 else { return .unchanged }
+            guard counted.map({ Int($0) }) ?? Sessions.count > 0 else { return .unchanged }
             return Self.unlock(account, password: token, create: false, seal: nil, tpm: tpm, reply: reply)
         }
         report(outcome, "setcred", detail: detail, done: "unlocked the login keychain of \(account.name)")
@@ -109,13 +110,14 @@ struct Hooks {
         let seal = pam.options.tpmEnrol
         let tpm = tpmConfiguration
         let escrow = token == nil ? .none : escrowKey
+        let countedByBroker = BrokerSessions.opened(account) != nil
         // Two writes: the unlock's outcome and detail as soon as it is done, then whether
         // gnome-keyring's login keyring or KWallet's kdewallet is still to be imported, so that every login after the
         // first forks no second worker, and a check that hangs (a FUSE mount of the user's that
         // never answers) costs this login's import, not the unlock's report.
         let (outcome, reply) = AsUser.runReplying(account) { reply in
             defer { token?.wipe() }
-            Sessions.set(Sessions.count + 1)
+            if !countedByBroker { Sessions.set(Sessions.count + 1) }
             // First, and whatever the password: read as the user, in this worker (no fork more).
             reply([SSHAgentEnvironment.unitEnabled(home: account.home) ? 1 : 0])
             // Not `guard let`: a second reference would make the wipe above copy, not overwrite.
@@ -274,9 +276,15 @@ struct Hooks {
     func closeSession() -> Int32 {
         guard let account = account() else { return PAM_SUCCESS }
         let lockOnClose = pam.options.lockOnClose
+        let counted = BrokerSessions.closed(account)
         let outcome = AsUser.run(account) {
-            let remaining = max(Sessions.count - 1, 0)
-            Sessions.set(remaining)
+            let remaining: Int
+            if let counted {
+                remaining = Int(counted)
+            } else {
+                remaining = max(Sessions.count - 1, 0)
+                Sessions.set(remaining)
+            }
             guard remaining == 0, lockOnClose, KeychainFile.exists(account.loginKeychain) else { return .unchanged }
             do {
                 let store = try KeychainStore.open(at: account.loginKeychain, storage: .kernel)
