@@ -59,11 +59,10 @@ const char *clinux_secure_getenv(const char *name);
 int clinux_peer_credentials(int fd, uint32_t *uid, int32_t *pid);
 /// SO_PASSCRED on: every message received on fd then says which process sent it.
 int clinux_pass_credentials(int fd);
-/// One message into buffer, and the pid the kernel recorded as its sender (SCM_CREDENTIALS:
-/// the sending process, which no unprivileged process can forge); -1 when none came.
-long clinux_receive_from(int fd, void *buffer, size_t length, int32_t *sender);
-/// clinux_receive_from, and the one descriptor the message carried (SCM_RIGHTS) in passed, -1
-/// when none; a message with more than one, or more than fitted, keeps none and names no sender.
+/// One message into buffer, the pid the kernel recorded as its sender (SCM_CREDENTIALS: the
+/// sending process, which no unprivileged process can forge; -1 when none came), and the one
+/// descriptor the message carried (SCM_RIGHTS) in passed, -1 when none; a message with more
+/// than one, or more than fitted, keeps none and names no sender.
 long clinux_receive_with_descriptor(int fd, void *buffer, size_t length, int32_t *sender, int32_t *passed);
 /// send(2) of one message carrying the descriptor passed (SCM_RIGHTS), MSG_NOSIGNAL.
 long clinux_send_with_descriptor(int fd, const void *buffer, size_t length, int passed);
