@@ -139,6 +139,10 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
     package let answerer: (any AccessAnswerer)?
     /// How many times a wrong password is asked again before the read is refused.
     static let attempts = 3
+    /// How long a read waits while another process asks the person the same question (the
+    /// broker's `SharedQuestions.questionTimeout`), and how often it looks again.
+    static let waitLimit: Double = 130
+    static let waitStep: UInt32 = 250_000
 
     package convenience init(connection: BrokerConnection = BrokerConnection(), answerer: (any AccessAnswerer)?) {
         self.init(exchange: { try connection.exchange($0) }, answerer: answerer)
@@ -250,11 +254,19 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
         var password: Bytes = []
         defer { password.wipe() }
         var wrongPasswords = 0
+        let waitUntil = SystemClock.monotonic() + Self.waitLimit
         while true {
             let reply = try call(.unwrap(request, interaction: interaction, answer: answer, password: password))
             switch reply {
             case .key(let key, let entry):
                 return UnwrappedItemKey(key: key, alwaysAllow: entry.isEmpty ? nil : AccessList(text: entry))
+            case .wait:
+                // Another process of this program is asking the person about this item: its
+                // answer is shared, so no second dialog.
+                guard SystemClock.monotonic() < waitUntil else {
+                    throw KeychainError.presence(.interactionNotAllowed, "another process asked the same question, and no answer came")
+                }
+                usleep(Self.waitStep)
             case .question(let text):
                 if answer != .none { wrongPasswords += 1 }
                 // The refusals below are the client's; the broker is told, so that its log has them.

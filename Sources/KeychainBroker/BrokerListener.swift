@@ -175,6 +175,7 @@ package final class BrokerListener {
     }
 
     private func drop(_ fd: Int32) {
+        if let peer = peers[fd] { service.connectionClosed(peer) }
         peers[fd] = nil
         close(fd)
     }

@@ -13,6 +13,8 @@ package final class BrokerService {
     private var limiter = PasswordRateLimit()
     /// Callers refused too often are not asked again for a while (QuestionLimit.swift).
     var questions = QuestionLimit()
+    /// One question at a time per program and item, its answer shared (SharedQuestions.swift).
+    var sharedQuestions = SharedQuestions()
     /// The programs' desktop names, for the question (DesktopNames.swift).
     var desktopNames = DesktopNames()
     /// Wall-clock seconds (tests move it).
@@ -355,6 +357,9 @@ package final class BrokerService {
         if clock() != lastSweep { sweep() }
     }
 
+    /// A client's connection closed: a question it was asking may be asked by another process.
+    package func connectionClosed(_ peer: BrokerPeer) { sharedQuestions.connectionClosed(ObjectIdentifier(peer)) }
+
     /// The access log's lines to syslog, once the reply has gone.
     package func flushLog() { state.log.flushSyslog() }
 
@@ -496,8 +501,12 @@ package final class BrokerService {
         }
         try limitQuestions(facts, answer: answer, interaction: interaction, uid: uid, log: log)
         let question = questionText(item: item, keychain: opened.custody.path, caller: facts, legacy: stored == nil)
+        let asked = SharedQuestions.Key(
+            uid: uid, asker: QuestionLimit.key(entry: facts.entry?.text, summary: facts.summary, chain: facts.chain),
+            keychain: request.keychain, rowID: request.rowID)
         switch answer {
         case .deny:
+            sharedQuestions.answered(asked, allowed: false, by: ObjectIdentifier(peer), now: Double(clock()))
             log("denied")
             throw KeychainError.presence(.authFailed, "access to the item was denied")
         case .once, .always:
@@ -513,6 +522,7 @@ package final class BrokerService {
                 return .question("Wrong password.\n" + question)
             }
             handedOut = true
+            sharedQuestions.answered(asked, allowed: true, by: ObjectIdentifier(peer), now: Double(clock()))
             // An interpreter runs whatever it is given: "always" for it would trust every script.
             guard answer == .always, let entry = facts.entry, !facts.isInterpreter, !facts.confirmsEachUse else {
                 log(facts.entry == nil ? "unidentified" : "allowed once")
@@ -526,10 +536,21 @@ package final class BrokerService {
             return .key(opened.key, alwaysEntry: written.text)
         case .none:
             guard interaction == .allowed else {
+                sharedQuestions.gaveUp(asked, by: ObjectIdentifier(peer))
                 log("not allowed")
                 throw KeychainError.presence(.interactionNotAllowed, "\(facts.summary) is not on the item's list, and nobody may be asked")
             }
-            return .question(question)
+            switch sharedQuestions.turn(asked, by: ObjectIdentifier(peer), now: Double(clock())) {
+            case .ask: return .question(question)
+            case .wait: return .wait
+            case .shared(allowed: true):
+                handedOut = true
+                log("allowed once (the answer to the same question asked by another process)")
+                return .key(opened.key, alwaysEntry: "")
+            case .shared(allowed: false):
+                log("denied (the answer to the same question asked by another process)")
+                throw KeychainError.presence(.authFailed, "access to the item was denied")
+            }
         }
     }
 

@@ -28,6 +28,9 @@ package enum BrokerWire {
     /// The status of a reply refusing an item request whose generation is not that of the keys
     /// held now (`BrokerReply.stale`).
     package static let staleStatus: UInt32 = 2
+    /// The status of a reply telling the client that another process asks the person the same
+    /// question now: ask again shortly, and share its answer (`BrokerReply.wait`).
+    package static let waitStatus: UInt32 = 3
 }
 
 package enum BrokerOp: UInt8, Sendable, CaseIterable {
@@ -315,6 +318,8 @@ package enum BrokerReply: Sendable {
     case question(String)
     /// The request's generation is not the keys' (`CustodyGenerationChanged`).
     case stale
+    /// Another process of the same program is asking the person about the same item.
+    case wait
     case caller(CallerDescription)
     case log([AccessLogEntry])
     case rotation(CustodyRotation)
@@ -340,12 +345,16 @@ package enum BrokerReply: Sendable {
             w.u32(BrokerWire.staleStatus)
             w.string("the keychain's keys changed since the client's state")
             return w.bytes
+        case .wait:
+            w.u32(BrokerWire.waitStatus)
+            w.string("the person is being asked the same question for another process")
+            return w.bytes
         default:
             w.u32(0)
             w.string("")
         }
         switch self {
-        case .done, .failure, .question, .stale: break
+        case .done, .failure, .question, .stale, .wait: break
         case .state(let state):
             w.subkeys(state.open)
             w.u8(state.settingsVerified == nil ? 0 : state.settingsVerified == true ? 1 : 2)
@@ -387,6 +396,10 @@ package enum BrokerReply: Sendable {
         if status == BrokerWire.questionStatus {
             guard op == .unwrap, r.isAtEnd else { throw KeychainError.decode("unexpected question") }
             return .question(message)
+        }
+        if status == BrokerWire.waitStatus {
+            guard op == .unwrap, r.isAtEnd else { throw KeychainError.decode("unexpected wait reply") }
+            return .wait
         }
         if status == BrokerWire.staleStatus {
             guard op == .unwrap || op == .checkBinding || op == .wrap, r.isAtEnd else { throw KeychainError.decode("unexpected stale reply") }

@@ -47,7 +47,7 @@ final class BrokerWireTests: XCTestCase {
         let cases: [(BrokerReply, BrokerOp)] = [
             (.unlocked(first: true), .unlock), (.unlocked(first: false), .unlock), (.done, .lock),
             (.state(CustodyState(open: [.whenUnlocked: subkeys, .afterFirstUnlock: subkeys], settingsVerified: true)), .state),
-            (.state(CustodyState(open: [:], settingsVerified: nil, generation: 42)), .state), (.stale, .unwrap), (.stale, .checkBinding),
+            (.state(CustodyState(open: [:], settingsVerified: nil, generation: 42)), .state), (.stale, .unwrap), (.stale, .checkBinding), (.wait, .unwrap),
             (.fields(["a": [1]]), .changePassword), (.bytes([1, 2]), .wrap),
             (.key([3], alwaysEntry: "exe:/usr/bin/git"), .unwrap), (.question("may it?"), .unwrap),
             (.caller(CallerDescription(summary: "me", entry: "exe:/x", warnings: ["w"])), .whoAmI), (.log([entry, entry]), .accessLog),

@@ -229,6 +229,57 @@ final class CustodyTests: XCTestCase {
         XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).last?.decision, "unidentified")
     }
 
+    /// Issue 55: while one process of a program is asking the person about an item, another of
+    /// the same program waits instead of opening a second dialog, and shares the answer (once, or
+    /// the refusal) for a few seconds; a question whose asker went away may be asked again.
+    func testOneQuestionAtATimePerProgramAndItem() throws {
+        _ = try store.add(generic("bob", secret: "hidden"))
+        let (request, body) = try lastRow()
+        var now: UInt64 = 1_000
+        let broker = service(stranger)
+        broker.clock = { now }
+        let first = BrokerPeer(uid: 1000, pid: getpid()), second = BrokerPeer(uid: 1000, pid: getpid())
+        _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: first)
+        func ask(_ peer: BrokerPeer, _ answer: WireAnswer = .none, _ password: String = "") throws -> BrokerReply {
+            try broker.handle(.unwrap(request, interaction: .allowed, answer: answer, password: Array(password.utf8)), from: peer)
+        }
+        guard case .question = try ask(first) else { return XCTFail("the first asks") }
+        guard case .wait = try ask(second) else { return XCTFail("the second waits") }
+        guard case .question = try ask(first) else { return XCTFail("the asker itself may ask again") }
+        let (once, _) = try key(try ask(first, .once, "pw"))
+        XCTAssertEqual(try secret(of: request, body: body, key: once), "hidden")
+        let (shared, entry) = try key(try ask(second))
+        XCTAssertEqual(entry, "", "a shared answer is once")
+        XCTAssertEqual(try secret(of: request, body: body, key: shared), "hidden")
+        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).last?.decision, "allowed once (the answer to the same question asked by another process)")
+
+        guard case .question = try ask(first) else { return XCTFail("the one it was answered for asks again: once is once") }
+        guard case .wait = try ask(second) else { return XCTFail("waits again") }
+        assertCode(.authFailed) { try ask(first, .deny) }
+        assertCode(.authFailed) { try ask(second) }
+        XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).last?.decision, "denied (the answer to the same question asked by another process)")
+        let third = BrokerPeer(uid: 1000, pid: getpid())
+        guard case .question = try ask(third) else { return XCTFail("one that did not wait is asked itself") }
+
+        broker.connectionClosed(third)
+        now += 10
+        guard case .question = try ask(first) else { return XCTFail("asked again") }
+        guard case .wait = try ask(second) else { return XCTFail("waits") }
+        assertCode(.authFailed) { try ask(first, .deny) }
+        now += 10
+        guard case .question = try ask(second) else { return XCTFail("an answer is shared for a few seconds only") }
+        broker.connectionClosed(second)
+        guard case .question = try ask(first) else { return XCTFail("asked again") }
+        guard case .wait = try ask(second) else { return XCTFail("waits") }
+        broker.connectionClosed(first)
+        guard case .question = try ask(second) else { return XCTFail("the asker went away: the next asks") }
+        // An asker that could ask nobody gives the question up too.
+        assertCode(.interactionNotAllowed) {
+            try broker.handle(.unwrap(request, interaction: .notAllowed, answer: .none, password: []), from: second)
+        }
+        guard case .question = try ask(first) else { return XCTFail("given up: the next asks") }
+    }
+
     func testAListInTheMetadataIsTheBrokersToRead() throws {
         let broker = service(stranger)
         _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: me)

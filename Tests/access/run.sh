@@ -40,6 +40,8 @@ broker_copy "$build" security git-credential-keychain docker-credential-keychain
 # would allow (only where a case shows that the question is what stands in the way).
 printf '#!/bin/sh\ncat >> %s\nprintf "deny\\n"\n' "$asked" > "$bin/answer-deny"
 printf '#!/bin/sh\ncat >> %s\nprintf "once\\nkeychain-pass\\n"\n' "$asked" > "$bin/answer-once"
+# The same, slow: the person takes two seconds to answer.
+printf '#!/bin/sh\ncat >> %s\nsleep 2\nprintf "once\\nkeychain-pass\\n"\n' "$asked" > "$bin/answer-once-slowly"
 chmod 755 "$bin"/*
 chown -R "$user:" "$home"
 chmod 700 "$home"
@@ -462,6 +464,20 @@ broker_off_changes_nothing() {
     expect 36 "$(status_of nobody env KEYCHAIN_BROKER=off "$home/security" find-generic-password -s tool-service -w)"
 }
 
+# Issue 55: three processes of the same program asking for the same item at once put one
+# question in front of the person, and share its answer.
+one_question_for_concurrent_reads() {
+    local i
+    for i in 1 2 3; do
+        as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once-slowly" "$home/security" find-generic-password -s tool-service -w \
+            > "$case_dir/read$i" 2> "$case_dir/read$i.err" &
+    done
+    wait
+    for i in 1 2 3; do expect tool-s3cret "$(cat "$case_dir/read$i")" "read $i"; done
+    expect 1 "$(grep -c 'wants to read' "$asked")" "questions asked"
+    expect 2 "$(as_user security access-log | grep -c 'the answer to the same question asked by another process')" "shared answers in the log"
+}
+
 # The stand-in that would allow: the question alone stood between the copy and the secret.
 allowed_once_by_the_person() {
     expect tool-s3cret "$(as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once" "$home/security" find-generic-password -s tool-service -w)"
@@ -552,6 +568,7 @@ check "a trusted application traced after it connected: asked, nothing" traced_a
 check "a fake broker of the user's (environment.d, unit, KEYCHAIN_BROKER_SOCKET): refused (53), sent nothing" fake_broker
 check "KEYCHAIN_BROKER=off changes nothing" broker_off_changes_nothing
 check "the person's answer is what stands in the way: Allow once gives the copy the secret" allowed_once_by_the_person
+check "three reads at once by the same program and item: one question, its answer shared" one_question_for_concurrent_reads
 check "security access-log names each attempt (program, item, decision)" access_log
 check "a keychain swapped in at a pinned path: refused until forget-keychain with the old password" swapped_keychain
 check "a list planted before the password arrives (-A, then the person's -U): the copy gets nothing" planted_list
