@@ -10,7 +10,8 @@
 # BENCH_GNOME_ITEMS (1000: gnome-keyring rewrites its file on every store, so filling it
 # takes ~25 ms per item), BENCH_BIG (100000), BENCH_TPM_ROUNDS (15: each unlock runs scrypt),
 # BENCH_SSH_ROUNDS (40: bench/ssh.sh), BENCH_BROKER_RUNS (3: keychain-bench runs per custody in
-# bench/broker.sh, which needs root and skips its figures without), BENCH_UNLOCK (1; 0 skips the
+# bench/broker.sh and the Secret Service lookups of bench/broker-desktop.sh, which need root and
+# skip their figures without), BENCH_UNLOCK (1; 0 skips the
 # PAM unlock figure, which makes a user and an /etc/pam.d service: for a machine others are
 # testing PAM on), BENCH_SYNC_ITEMS (BENCH_STORE_ITEMS: the synchronizable items of the sync
 # figures, bench/sync.sh).
@@ -349,6 +350,8 @@ fi
 # --- the broker: reads with the class keys in keychain-broker's keeping vs the kernel keyring's --
 say "broker: SecItemCopyMatching, $store_items reads in a row and the git helper's get, through keychain-broker and not"
 bash "$here/broker.sh" "$bin" "$work"
+say "broker: an SSH signature and a Secret Service lookup through its deputies (keychain-ssh-agent, keychain-secret-service), and not"
+bash "$here/broker-desktop.sh" "$bin" "$work"
 
 # --- the table: printed, and written into bench/README.md between its markers ----------------
 cat /proc/loadavg >> "$work/load.txt"

@@ -78,10 +78,32 @@ run_sh_runs_broker_sh() {
     grep -qE '^bash "\$here/broker\.sh" "\$bin" "\$work"$' "$repo/bench/run.sh"
 }
 
+# bench/broker-desktop.sh's figures: what the broker adds to a signature through the SSH agent and
+# to a Secret Service lookup, against issue 55's bar (+0.2 ms); without root, a note.
+deputy_rows() {
+    report "" > "$case_dir/printed"
+    grep -qF '| SSH signature by ssh-keygen (`ssh-keygen -Y sign`, on a new key'"'"'s list) through keychain-ssh-agent, its keychain kept by keychain-broker vs in the kernel keyring (same build, whole commands) | 7.73 ms | 5.11 ms | +2.61 ms | <= +0.2 ms | **no** |' "$case_dir/printed"
+    grep -qF '| the Secret Service'"'"'s own lookup (SearchItems + GetSecrets on an open session) by the program that stored the item, 100 items, through keychain-broker vs the kernel keyring'"'"'s custody (same build) | 0.37 ms | 0.11 ms | +0.26 ms | <= +0.2 ms | **no** |' "$case_dir/printed"
+    cp -r "$fake" "$case_dir/run"
+    rm "$case_dir/run"/broker-ss*
+    echo "deputy figures: skipped (they need root)" > "$case_dir/run/broker-desktop-skipped.txt"
+    BENCH_DATE=2000-01-01 /usr/bin/python3 "$repo/bench/report.py" "$case_dir/run" 100 10 1000 "" > "$case_dir/printed"
+    if grep -q 'keychain-ssh-agent, its keychain kept\|Secret Service'"'"'s own lookup' "$case_dir/printed"; then
+        echo "deputy rows without their figures"; return 1
+    fi
+    grep -q 'deputy figures: skipped (they need root)' "$case_dir/printed"
+}
+
+run_sh_runs_broker_desktop_sh() {
+    grep -qE '^bash "\$here/broker-desktop\.sh" "\$bin" "\$work"$' "$repo/bench/run.sh"
+}
+
 check "report.py writes the table into bench/README.md and keeps the notes around it" writes_the_table_keeps_the_notes
 check "report.py refuses a README without the table markers, changing nothing" refuses_without_markers
 check "bench/run.sh (make bench) writes bench/README.md and README.md through report.py" run_sh_writes_bench_readme
 check "report.py writes the same table into every README it is given" writes_both_readmes
 check "report.py makes the broker rows from bench/broker.sh's figures, or says why there are none" broker_rows
 check "bench/run.sh (make bench) runs bench/broker.sh" run_sh_runs_broker_sh
+check "report.py makes the rows of the broker's deputies from bench/broker-desktop.sh's figures, or says why there are none" deputy_rows
+check "bench/run.sh (make bench) runs bench/broker-desktop.sh" run_sh_runs_broker_desktop_sh
 summary
