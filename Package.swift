@@ -211,7 +211,7 @@ let package = Package(
         .testTarget(name: "KWalletItemsTests", dependencies: ["KWalletItems", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainSyncTests", dependencies: ["KeychainSync", "KeychainCore", "KeychainTestSupport", "SecretServiceItems"]),
         .testTarget(name: "KeychainSSHTests", dependencies: ["KeychainSSH", "KeychainCore", "KeychainPeers", "KeychainTestSupport", "CLinux"]),
-        .testTarget(name: "KeychainBrokerTests", dependencies: ["KeychainBroker", "KeychainCore", "KeychainPeers", "KeychainTestSupport"]),
+        .testTarget(name: "KeychainBrokerTests", dependencies: ["KeychainBroker", "KeychainCore", "KeychainPeers", "KeychainTestSupport", "CLinux"]),
         .testTarget(name: "KeychainPresenceTests", dependencies: ["KeychainPresence", "KeychainCore"]),
         .testTarget(name: "KeychainPeersTests", dependencies: ["KeychainPeers", "CLinux"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "KeychainCore"]),

@@ -14,6 +14,11 @@ package final class BrokerPeer {
     /// The process a deputy relays the request being served for (`RelayedProcess`); set by the
     /// listener for that one request.
     package var relayed: RelayedProcess?
+    /// The last process relayed on this connection, as evaluated, and the handle it was
+    /// evaluated through: a deputy asks several item keys for one client (the SSH agent, for one
+    /// signature), each with a new pidfd of the same process, which is judged once while it runs
+    /// the same image.
+    private var lastRelayed: (handle: CallerHandle, facts: any CallerFacts)?
 
     /// `pidfd` is borrowed (the handle keeps its own copy); -1 when the kernel gave none.
     package init(uid: UInt32, pid: Int32, pidfd: Int32 = -1, acceptedAt: UInt64? = nil) {
@@ -29,6 +34,20 @@ package final class BrokerPeer {
         }
         let facts = evaluate(handle, uid)
         cached = facts
+        return facts
+    }
+
+    /// The facts of the process `relayed` names: those of the last one relayed when it is the
+    /// same process still running the same image (its pid, and the earlier handle's descriptors
+    /// still reading: a pid is not given to another process while the one holding it lives).
+    package func facts(of relayed: RelayedProcess, _ evaluate: CallerEvaluator) -> any CallerFacts {
+        if let (handle, facts) = lastRelayed, let record = facts as? CallerRecord, let caller = record.caller,
+            caller.pid == relayed.handle.pid, CallerTrust.stillSame(caller, handle: handle)
+        {
+            return facts
+        }
+        let facts = evaluate(relayed.handle, uid)
+        lastRelayed = (relayed.handle, facts)
         return facts
     }
 }

@@ -95,6 +95,6 @@ extension BrokerService {
             throw KeychainError.param("only a deputy (keychain-broker --deputy) may relay a caller")
         }
         return RelayedCallerFacts(
-            client: evaluate(relayed.handle, uid), deputy: facts, confirmsEachUse: relayed.marks.contains(.confirmEach))
+            client: peer.facts(of: relayed, evaluate), deputy: facts, confirmsEachUse: relayed.marks.contains(.confirmEach))
     }
 }

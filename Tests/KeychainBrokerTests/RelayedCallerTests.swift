@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import KeychainBroker
 import KeychainCore
@@ -56,14 +57,30 @@ final class RelayedCallerTests: XCTestCase {
     }
 
     /// This process's own pidfd, as SO_PEERPIDFD gives it on one end of a socket pair.
+    /// A pidfd of this process, as a deputy would pass its client's (pidfd_open: Linux 5.3).
     func ownPidfd() throws -> Int32 {
-        var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0 else { throw XCTSkip("no socketpair") }
-        defer { close(pair[0]); close(pair[1]) }
-        var pidfd: Int32 = -1
-        var length = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(pair[0], SOL_SOCKET, 77, &pidfd, &length) == 0, pidfd >= 0 else { throw XCTSkip("no SO_PEERPIDFD") }
+        let pidfd = clinux_pidfd_open(getpid())
+        guard pidfd >= 0 else { throw XCTSkip("no pidfd_open") }
         return pidfd
+    }
+
+    /// A deputy asks several item keys for one client (the SSH agent, per signature), each with
+    /// a new pidfd of it: the process is judged once while it runs the same image.
+    func testARelayedProcessIsJudgedOncePerConnection() throws {
+        final class Count: @unchecked Sendable { var value = 0 }
+        let evaluations = Count()
+        let peer = BrokerPeer(uid: 1000, pid: getpid())
+        let evaluate: CallerEvaluator = { handle, uid in
+            evaluations.value += 1
+            return CallerRecord(CallerTrust.evaluate(handle, uid: uid))
+        }
+        var summaries: Set<String> = []
+        for _ in 0..<3 {
+            let relayed = try XCTUnwrap(RelayedProcess(pidfd: try ownPidfd(), marks: [.relayedCaller]))
+            summaries.insert(peer.facts(of: relayed, evaluate).summary)
+        }
+        XCTAssertEqual(evaluations.value, 1)
+        XCTAssertEqual(summaries.count, 1, "\(summaries)")
     }
 
     func testTheRelayedProcessIsJudgedAndNamedWithItsDeputy() throws {
