@@ -47,7 +47,16 @@ package struct CallerRecord: CallerFacts {
     package var entry: AccessList.Entry?
     package var canMatchSilently: Bool
     package var isInterpreter: Bool
-    package var parentEntries: [AccessList.Entry]
+    /// The parents' entries: given, or read at their first use (`ParentsRead`).
+    package var parentEntries: [AccessList.Entry] {
+        get { parentsRead?.entries ?? givenParents }
+        set {
+            givenParents = newValue
+            parentsRead = nil
+        }
+    }
+    private var givenParents: [AccessList.Entry]
+    private var parentsRead: ParentsRead?
     package var summary: String
     package var chain: [String]
     package var warnings: [String]
@@ -61,7 +70,7 @@ package struct CallerRecord: CallerFacts {
         self.entry = entry
         self.canMatchSilently = canMatchSilently
         self.isInterpreter = isInterpreter
-        self.parentEntries = parentEntries
+        givenParents = parentEntries
         self.summary = summary
         self.chain = chain
         self.warnings = warnings
@@ -85,21 +94,37 @@ package struct CallerRecord: CallerFacts {
         }
         canMatchSilently = entry != nil && caller.warnings.allSatisfy { $0 == .interpreter }
         isInterpreter = interpreter
-        var parents: [AccessList.Entry] = []
-        for (index, text) in caller.parentEntries.enumerated() {
-            if let text, let parent = AccessList.Entry(text) {
-                parents.append(parent)
-                continue
-            }
-            let shown = index < caller.chain.count ? Self.path(ofLink: caller.chain[index]) : ""
-            guard AccessDecision.shells.contains(shown) else { break }
-            parents.append(.interpreter(shown))
-        }
-        parentEntries = parents
+        givenParents = Self.entries(caller.parentEntries, chain: caller.chain)
         summary = caller.summary
         chain = caller.chain
         warnings = caller.warnings.map(\.rawValue)
         self.caller = caller
+    }
+
+    /// A caller evaluated with its parents named only: their entries are read when a decision first
+    /// needs them (a helper's parent rule), through `handle`, and kept with the record.
+    package init(namingParentsOf caller: Caller, handle: CallerHandle) {
+        self.init(caller)
+        parentsRead = ParentsRead {
+            guard let (chain, entries) = CallerTrust.inspectParents(of: caller, handle: handle) else { return [] }
+            return Self.entries(entries, chain: chain)
+        }
+    }
+
+    /// Parents' entries as the decisions take them: they end at the first parent that is neither
+    /// identified nor a shell.
+    static func entries(_ texts: [String?], chain: [String]) -> [AccessList.Entry] {
+        var parents: [AccessList.Entry] = []
+        for (index, text) in texts.enumerated() {
+            if let text, let parent = AccessList.Entry(text) {
+                parents.append(parent)
+                continue
+            }
+            let shown = index < chain.count ? Self.path(ofLink: chain[index]) : ""
+            guard AccessDecision.shells.contains(shown) else { break }
+            parents.append(.interpreter(shown))
+        }
+        return parents
     }
 
     /// "/usr/bin/bash (pid 12)" → "/usr/bin/bash".
@@ -111,5 +136,23 @@ package struct CallerRecord: CallerFacts {
         return String(decoding: bytes[..<start], as: UTF8.self)
     }
 
-    package static let evaluate: CallerEvaluator = { handle, uid in CallerRecord(CallerTrust.evaluate(handle, uid: uid)) }
+    package static let evaluate: CallerEvaluator = { handle, uid in
+        CallerRecord(namingParentsOf: CallerTrust.evaluate(handle, uid: uid, inspectingParents: false), handle: handle)
+    }
+}
+
+/// Parents' entries read once, at their first use: the broker serves one request at a time, and a
+/// record lives with its connection.
+final class ParentsRead: @unchecked Sendable {
+    private let read: () -> [AccessList.Entry]
+    private var done: [AccessList.Entry]?
+
+    init(_ read: @escaping () -> [AccessList.Entry]) { self.read = read }
+
+    var entries: [AccessList.Entry] {
+        if let done { return done }
+        let found = read()
+        done = found
+        return found
+    }
 }

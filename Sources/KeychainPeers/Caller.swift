@@ -39,8 +39,12 @@ package struct Caller: Sendable, Equatable {
     /// leader or pid 1, at most 12.
     package var chain: [String]
     /// Parents' entries, nearest first ("exe:/usr/bin/git" or nil when that parent is unidentified/warned).
+    /// Empty when the parents were only named (`CallerTrust.evaluate(inspectingParents: false)`).
     package var parentEntries: [String?]
     package var warnings: [Warning]
+    /// Its gids and supplementary groups when evaluated: whose files count as its user's, for an
+    /// inspection of its parents made later (`CallerTrust.inspectParents`).
+    package var groups: [UInt32] = []
 
     package init(
         pid: Int32, uid: UInt32, startTime: UInt64 = 0, entry: String? = nil, executable: String? = nil, chain: [String] = [],

@@ -18,7 +18,14 @@ package enum CallerTrust {
     }
 
     /// Reads the process `handle` holds; keep the handle for `stillSame`.
-    package static func evaluate(_ handle: CallerHandle, uid: UInt32, interpreters: [String] = CallerTrust.defaultInterpreters) -> Caller {
+    /// `inspectingParents` false: the parents are named (their programs' paths and pids, for the
+    /// question and the log) but not inspected; `inspectParents` reads their entries when a
+    /// decision needs them (an `exe:HELPER<PARENT` rule), which most never do: inspecting each
+    /// parent (its status, its program, every library it maps) was most of the broker's time
+    /// evaluating a new caller.
+    package static func evaluate(
+        _ handle: CallerHandle, uid: UInt32, interpreters: [String] = CallerTrust.defaultInterpreters, inspectingParents: Bool = true
+    ) -> Caller {
         let pid = handle.pid
         let unidentified = Caller(pid: pid, uid: uid, startTime: handle.startTime ?? 0, warnings: [.unidentified])
         guard let process = handle.process, let started = handle.startTime, let status = ProcessStatus.read(of: pid) else {
@@ -30,7 +37,12 @@ package enum CallerTrust {
         var caller = Caller(pid: pid, uid: uid, startTime: started, entry: program.entry, executable: program.executable)
         caller.warnings = program.warnings
         if !handle.pinnedAtConnect { add(.unidentified, to: &caller.warnings) }
-        (caller.chain, caller.parentEntries) = parents(of: pid, writer: writer, interpreters: interpreters, rootsFiles: &rootsFiles)
+        caller.groups = status.groups
+        if inspectingParents {
+            (caller.chain, caller.parentEntries) = parents(of: pid, writer: writer, interpreters: interpreters, rootsFiles: &rootsFiles)
+        } else {
+            caller.chain = namedParents(of: pid)
+        }
         // All of it was read of the process pinned first, in the program it ran then.
         guard process.isAlive, handle.isSameImage, ProcessIdentity.startTime(of: pid) == started else { return unidentified }
         return caller
@@ -154,6 +166,30 @@ package enum CallerTrust {
             if rootsFiles.count < ExecutableMappings.fileLimit { rootsFiles.insert([mapping.device, mapping.inode]) }
         }
         return true
+    }
+
+    /// The parents' chain and entries of `caller` (evaluated through `handle` with its parents
+    /// named only), read now: nil when the process is no longer the one evaluated.
+    package static func inspectParents(
+        of caller: Caller, handle: CallerHandle, interpreters: [String] = CallerTrust.defaultInterpreters
+    ) -> (chain: [String], entries: [String?])? {
+        var rootsFiles = Set<[UInt64]>()
+        let found = parents(of: caller.pid, writer: FileWriter(uid: caller.uid, groups: caller.groups), interpreters: interpreters, rootsFiles: &rootsFiles)
+        guard stillSame(caller, handle: handle) else { return nil }
+        return found
+    }
+
+    /// The parents of `pid` as `parents` shows them, without inspecting them.
+    static func namedParents(of pid: Int32) -> [String] {
+        var chain: [String] = []
+        let session = ProcessLineage.session(of: pid)
+        var child = pid
+        while chain.count < chainLimit, let parent = ProcessLineage.parent(of: child), parent > 1 {
+            chain.append("\(ProcessLineage.executable(of: parent).map { Caller.displayable($0) } ?? "?") (pid \(parent))")
+            if parent == session { break }
+            child = parent
+        }
+        return chain
     }
 
     /// The parents of `pid`, nearest first: up to its session's leader (included), ending before

@@ -12,6 +12,24 @@ final class CallerTrustTests: XCTestCase {
         try XCTSkipUnless(geteuid() == 0, "needs root: files owned by another user, setpriv")
     }
 
+    /// Parents named only, then inspected when asked: the same chain and entries as a whole
+    /// evaluation, and nothing once the process is gone.
+    func testParentsNamedNowAndInspectedLater() throws {
+        let child = try ChildProcess(["/usr/bin/sleep", "1000"], nobody: true)
+        try child.waitForExec(of: "/usr/bin/sleep")
+        let handle = CallerHandle(pid: child.pid, pidfd: child.pidfd)
+        let whole = CallerTrust.evaluate(handle, uid: 65534)
+        let named = CallerTrust.evaluate(handle, uid: 65534, inspectingParents: false)
+        XCTAssertEqual(named.chain, whole.chain)
+        XCTAssertEqual(named.parentEntries, [])
+        XCTAssertEqual(named.entry, whole.entry)
+        let inspected = try XCTUnwrap(CallerTrust.inspectParents(of: named, handle: handle))
+        XCTAssertEqual(inspected.chain, whole.chain)
+        XCTAssertEqual(inspected.entries, whole.parentEntries)
+        child.reap()
+        XCTAssertNil(CallerTrust.inspectParents(of: named, handle: handle))
+    }
+
     func testRootsProgramMatchesSilently() throws {
         let child = try ChildProcess(["/usr/bin/sleep", "1000"], nobody: true)
         try child.waitForExec(of: "/usr/bin/sleep")
