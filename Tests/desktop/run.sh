@@ -540,7 +540,7 @@ not_asked() { [ ! -e "$broker_dir/questions" ] || { echo "asked:"; cat "$broker_
 # only once the person says so; deny fails the call with no secret; "always" puts the reader on
 # the list; `security access --revoke` takes it off again.
 brokered_clients_are_asked() {
-    local out
+    local out portal_secret
     start_brokered_service
     answer_with deny
     printf 'tool-secret' | secret-tool store --label='Tool item' app tool
@@ -572,6 +572,13 @@ brokered_clients_are_asked() {
     not_asked
 
     # (Two refusals of secret-tool so far: a third within the minute would not be asked, QuestionLimit.)
+    # The portal backend keeps its own rules: an app's secret, the same each time, no question.
+    answer_with deny
+    portal_secret=$(desktop portal org.example.A)
+    [[ "$portal_secret" =~ ^0\ [0-9a-f]{128}$ ]] || { echo "RetrieveSecret: $portal_secret"; return 1; }
+    expect "$portal_secret" "$(desktop portal org.example.A)" "the app's portal secret, again"
+    not_asked
+
     answer_with once
     security access --program /usr/bin/secret-tool --revoke > /dev/null
     answer_with once
