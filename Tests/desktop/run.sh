@@ -585,6 +585,17 @@ brokered_clients_are_asked() {
     expect py-secret "$(secret-tool lookup app py)" "allowed once, after the revoke"
     grep -F '"Python item"' "$broker_dir/questions"
     kill "$service"
+    wait "$service" 2> /dev/null || :
+
+    # Nobody to ask (no answerer, no desktop, and the machine's pinentry has no terminal to show
+    # itself on): AccessDenied, no secret.
+    env -u KEYCHAIN_ACCESS_ANSWERER -u DISPLAY -u WAYLAND_DISPLAY -u GPG_TTY KEYCHAIN_PINENTRY=/nonexistent \
+        "$broker_dir/bin/keychain-secret-service" < /dev/null 2>> "$case_dir/service.log" &
+    service=$!
+    wait_for_owner keychain-secret-service
+    out=$(timeout 60 secret-tool lookup app py 2>&1) && { echo "read with nobody to ask: $out"; return 1; }
+    grep -F "AccessDenied" <<< "$(timeout 60 "$py" "$here/desktop.py" read app=tool 2>&1)"
+    kill "$service"
 }
 
 # Chromium stores its Safe Storage key through the service and reads it back with no question:
