@@ -130,7 +130,7 @@ extension KWalletService {
     func entryList(_ call: Call) throws {
         let r = call.reader
         let (handle, folder, appid) = (try r.int32(), try r.string(), try r.string())
-        let keys = answer(call, handle, appid, otherwise: []) { store, owner, _ in try store.kwalletEntries(folder: folder, owner: owner).map(\.key) }
+        let keys = answer(call, handle, appid, otherwise: []) { store, owner, _ in try store.kwalletEntryKeys(folder: folder, owner: owner) }
         try service.reply(call) { try $0.strings(keys) }
     }
 
@@ -139,7 +139,7 @@ extension KWalletService {
         let r = call.reader
         let (handle, folder, key, appid) = (try r.int32(), try r.string(), try r.string(), try r.string())
         let entry = answer(call, handle, appid, otherwise: nil) { store, owner, _ in
-            try store.kwalletEntry(folder: folder, key: key, owner: owner)
+            try service.readingSecrets(for: call) { try store.kwalletEntry(folder: folder, key: key, owner: owner) }
         }
         let found = entry.flatMap { type == nil || $0.type == type ? $0 : nil }
         try service.reply(call) { w in
@@ -160,8 +160,10 @@ extension KWalletService {
         let key = pattern ? try r.string() : nil
         let appid = try r.string()
         let entries = answer(call, handle, appid, otherwise: []) { store, owner, _ in
-            try store.kwalletEntries(folder: folder, owner: owner).filter { entry in
-                (type == nil || entry.type == type) && (key.map { KWalletPattern.matches($0, entry.key) } ?? true)
+            try service.readingSecrets(for: call) {
+                try store.kwalletEntries(folder: folder, owner: owner).filter { entry in
+                    (type == nil || entry.type == type) && (key.map { KWalletPattern.matches($0, entry.key) } ?? true)
+                }
             }
         }
         try service.reply(call) { w in
@@ -184,8 +186,13 @@ extension KWalletService {
         let type = try fixed ?? KWalletEntryType(rawValue: r.int32()) ?? .unknown
         let appid = try r.string()
         var changed: OpenWallet?
+        // A new entry trusts the program that stores it, and so does one it writes over without
+        // being on its list (the engine's rule, for the client rather than the service).
+        let access = service.storedAccess(for: call)
         let rc: Int32 = answer(call, handle, appid, otherwise: -1) { store, owner, open in
-            try store.writeKWalletEntry(KWalletEntry(folder: folder, key: key, type: type, value: value), owner: owner)
+            _ = try service.storing(for: call, access: access) {
+                try store.writeKWalletEntry(KWalletEntry(folder: folder, key: key, type: type, value: value), owner: owner, access: access)
+            }
             changed = open
             return 0
         }
@@ -197,7 +204,7 @@ extension KWalletService {
         let r = call.reader
         let (handle, folder, key, appid) = (try r.int32(), try r.string(), try r.string(), try r.string())
         let has = answer(call, handle, appid, otherwise: false) { store, owner, _ in
-            try store.kwalletEntry(folder: folder, key: key, owner: owner) != nil
+            try store.kwalletEntryType(folder: folder, key: key, owner: owner) != nil
         }
         try service.reply(call) { try $0.bool(has) }
     }
@@ -206,7 +213,7 @@ extension KWalletService {
         let r = call.reader
         let (handle, folder, key, appid) = (try r.int32(), try r.string(), try r.string(), try r.string())
         let type = answer(call, handle, appid, otherwise: KWalletEntryType.unknown) { store, owner, _ in
-            try store.kwalletEntry(folder: folder, key: key, owner: owner)?.type ?? .unknown
+            try store.kwalletEntryType(folder: folder, key: key, owner: owner) ?? .unknown
         }
         try service.reply(call) { try $0.int32(type.rawValue) }
     }

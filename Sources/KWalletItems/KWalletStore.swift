@@ -34,8 +34,21 @@ extension KeychainStore {
         return byKey.keys.sorted(by: KWalletAttributes.precedes).map { byKey[$0]! }
     }
 
+    /// The keys of a folder's entries, in KWallet's order, from their attributes alone (entryList
+    /// reads no secret).
+    package func kwalletEntryKeys(folder: String, owner: String?) throws -> [String] {
+        let keys = try unlockedItems([KWalletAttributes.folder: folder], owner: owner).compactMap { $0.attributes[KWalletAttributes.key] }
+        return Set(keys).sorted(by: KWalletAttributes.precedes)
+    }
+
     package func kwalletEntry(folder: String, key: String, owner: String?) throws -> KWalletEntry? {
         try entryItems(folder: folder, key: key, owner: owner).lazy.compactMap { try self.kwalletEntry(of: $0, owner: owner) }.first
+    }
+
+    /// An entry's type, from its attributes alone: hasEntry and entryType read no secret, so that
+    /// they never ask the person on a client's behalf (nil: no such entry).
+    package func kwalletEntryType(folder: String, key: String, owner: String?) throws -> KWalletEntryType? {
+        try entryItems(folder: folder, key: key, owner: owner).first.map { KWalletAttributes.type(named: $0.attributes[KWalletAttributes.type]) }
     }
 
     /// Whether `owner` surely has no folder `folder`; nil when not even the attribute index can
@@ -59,7 +72,7 @@ extension KeychainStore {
     /// index can say (as `kwalletFolderIsAbsent`).
     package func kwalletEntryIsAbsent(folder: String, key: String, owner: String?) throws -> Bool? {
         let state = status
-        if state.whenUnlocked { return try kwalletEntry(folder: folder, key: key, owner: owner) == nil }
+        if state.whenUnlocked { return try kwalletEntryType(folder: folder, key: key, owner: owner) == nil }
         guard state.afterFirstUnlock else { return nil }
         let found = try searchSecretItemRows([KWalletAttributes.folder: folder, KWalletAttributes.key: key], owner: owner)
         return found.unlocked.isEmpty && found.locked.isEmpty
@@ -77,9 +90,10 @@ extension KeychainStore {
     }
 
     /// Stores an entry (its folder made if new); unchanged when it already holds the same type and
-    /// bytes, so that a second import changes nothing.
+    /// bytes, so that a second import changes nothing. `access`: the list a new entry's item gets
+    /// (the program that stores it, as the broker names it); nil keeps the store's default.
     @discardableResult
-    package func writeKWalletEntry(_ entry: KWalletEntry, owner: String?) throws -> KWalletWrite {
+    package func writeKWalletEntry(_ entry: KWalletEntry, owner: String?, access: AccessList? = nil) throws -> KWalletWrite {
         try createKWalletFolder(entry.folder, owner: owner)
         let stored = KWalletAttributes.item(of: entry)
         let label = KWalletAttributes.label(folder: entry.folder, key: entry.key)
@@ -87,12 +101,14 @@ extension KeychainStore {
         guard let first = found.first else {
             _ = try addSecretItem(
                 label: label, attributes: stored.attributes, secret: stored.secret, contentType: stored.contentType,
-                replace: false, owner: owner)
+                replace: false, owner: owner, access: access)
             return .added
         }
         // Another front end may have made a second item for the same entry: one stays.
         for extra in found.dropFirst() { try deleteSecretItem(extra.row, owner: owner) }
-        if found.count == 1, try kwalletEntry(of: first, owner: owner) == entry { return .unchanged }
+        // Another program's entry the person would not let this one read is written over all the
+        // same (as kwalletd writes any entry of an open wallet), never said to be unchanged.
+        if found.count == 1, (try? kwalletEntry(of: first, owner: owner)) == entry { return .unchanged }
         try updateSecretItem(
             first.row, label: label, attributes: stored.attributes, secret: stored.secret, contentType: stored.contentType, owner: owner)
         return .changed

@@ -32,7 +32,7 @@ package final class BrokerConnection: @unchecked Sendable {
     /// Sends `request` and returns the reply; one reconnect when the broker went away (a restart).
     /// `onBehalfOf`: root's requests for a user.
     package func exchange(_ request: BrokerRequest, onBehalfOf uid: UInt32? = nil) throws -> BrokerReply {
-        let relay = request.op == .unwrap ? BrokerRelay.current : nil
+        let relay = request.op.carriesRelay ? BrokerRelay.current : nil
         let message = request.encoded(onBehalfOf: uid, relay: relay?.marks ?? [])
         guard message.count <= BrokerWire.maximumMessage else { throw KeychainError.param("request too long for the broker") }
         return try mutex.withLock {

@@ -114,7 +114,8 @@ package final class BrokerService {
             opened.key.wipe()
             return .done
         case .whoAmI:
-            let facts = peer.facts(evaluate)
+            // Relayed: the client a deputy serves, as an unwrap for it would be judged.
+            let facts = try callerFacts(of: peer, evaluate, uid: uid, keychain: "")
             return .caller(CallerDescription(summary: facts.summary, entry: facts.entry?.text ?? "", warnings: facts.warnings))
         case .accessLog(let since): return .log(state.log.entries(of: uid, since: since))
         case .forget(let path, let password):

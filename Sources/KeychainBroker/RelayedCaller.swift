@@ -23,10 +23,11 @@ package struct RelayMarks: OptionSet, Sendable, Equatable {
         return RelayMarks(rawValue: first & all.rawValue)
     }
 
-    /// Marks only on an unwrap, and `confirmEach` only with a relayed caller.
+    /// Marks only on an unwrap or a whoAmI (the Secret Service asks who a client that stores an
+    /// item is, to write its entry), and `confirmEach` only with a relayed caller.
     static func check(_ first: UInt8, op: BrokerOp) throws {
         let marks = RelayMarks(rawValue: first & all.rawValue)
-        guard marks.isEmpty || (op == .unwrap && marks.contains(.relayedCaller)) else {
+        guard marks.isEmpty || (op.carriesRelay && marks.contains(.relayedCaller)) else {
             throw KeychainError.decode("relay marks on a request that carries no relayed caller")
         }
     }
@@ -67,6 +68,11 @@ struct RelayedCallerFacts: CallerFacts {
         let path = deputy.executablePath ?? "?"
         return (path.split(separator: "/").last.map(String.init) ?? path) + " (\(path))"
     }
+}
+
+extension BrokerOp {
+    /// The requests a deputy may send for the process it serves.
+    package var carriesRelay: Bool { self == .unwrap || self == .whoAmI }
 }
 
 extension AccessDecision {

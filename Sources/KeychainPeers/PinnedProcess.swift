@@ -37,6 +37,10 @@ package final class PinnedProcess {
 
     deinit { close(descriptor) }
 
+    /// The pidfd itself, borrowed for as long as this object lives: what a deputy passes to the
+    /// broker for the process it serves.
+    package var pidfd: Int32 { descriptor }
+
     /// Not yet reaped (running, stopped or a zombie): the pid is still its own.
     package var isAlive: Bool {
         // Signal 0 checks only; EPERM means alive too (another user's process).

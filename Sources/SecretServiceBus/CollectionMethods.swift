@@ -45,7 +45,7 @@ extension SecretService {
             queue(
                 PendingStore(
                     call: call, collection: collection, label: label, attributes: attributes, secret: secret,
-                    contentType: wire.contentType, replace: replace))
+                    contentType: wire.contentType, replace: replace, access: storedAccess(for: call)))
         case "Delete":
             try call.requireUnconfined("delete keychains")
             guard !collection.isSession else { throw ServiceError.accessDenied("the session collection lasts as long as the service") }
@@ -67,7 +67,7 @@ extension SecretService {
         switch member {
         case "GetSecret":
             let session = try session(try reader.objectPath(), for: call)
-            var opened = try store.secret(row, owner: call.owner)
+            var opened = try readingSecrets(for: call) { try store.secret(row, owner: call.owner) }
             defer { opened.secret.wipe() }
             let wire = try session.encode(opened.secret, path: ObjectPaths.sessions + session.id, contentType: opened.contentType)
             try reply(call) { try $0.secret(wire) }
@@ -75,7 +75,9 @@ extension SecretService {
             let wire = try reader.secret()
             var secret = try session(wire.session, for: call).decode(wire)
             defer { secret.wipe() }
-            try store.updateSecretItem(row, secret: secret, contentType: wire.contentType, owner: call.owner)
+            try storing(for: call, access: storedAccess(for: call)) {
+                _ = try store.updateSecretItem(row, secret: secret, contentType: wire.contentType, owner: call.owner)
+            }
             try reply(call)
             itemChanged(collection, row)
         case "Delete":

@@ -15,6 +15,8 @@ struct PendingStore {
     var secret: Bytes
     let contentType: String
     let replace: Bool
+    /// The list a new item gets: its client's entry (`storedAccess`).
+    let access: AccessList?
 }
 
 /// CreateItem calls that are already waiting on the connection share one commit (issue 29's batch
@@ -69,10 +71,12 @@ extension SecretService {
         func add(_ index: Int, to store: KeychainStore, syncsNewItems: Bool? = nil) {
             let pending = batch[index]
             outcomes[index] = Result {
-                try store.addSecretItem(
-                    label: pending.label, attributes: pending.attributes, secret: pending.secret,
-                    contentType: pending.contentType, replace: pending.replace, owner: pending.call.owner,
-                    syncsNewItems: syncsNewItems)
+                try storing(for: pending.call, access: pending.access) {
+                    try store.addSecretItem(
+                        label: pending.label, attributes: pending.attributes, secret: pending.secret,
+                        contentType: pending.contentType, replace: pending.replace, owner: pending.call.owner,
+                        syncsNewItems: syncsNewItems, access: pending.access)
+                }
             }
         }
         var done = Set<ObjectIdentifier>()

@@ -252,6 +252,12 @@ package final class SecretService {
         var label: String?
         if sender.hasPrefix(":"), let credentials = BusPeer.credentials(of: sender, on: bus) {
             identity = BusPeer.identity(of: credentials, appeared: appeared[sender] ?? started)
+            // A pid, not a pidfd, from the bus: the process pinned by it is the connection's only
+            // if the bus still names that pid for this name once it is pinned (else the client
+            // left and another process took its pid, which the broker would judge in its place).
+            if let found = identity, found.provenance == .pidLookup, BusPeer.credentials(of: sender, on: bus)?.pid != found.pid {
+                identity = nil
+            }
             label = credentials.securityLabel
             if !toldHowClientsAreKnown {
                 toldHowClientsAreKnown = true

@@ -61,14 +61,20 @@ extension SecretService {
             let paths = try reader.objectPaths()
             let session = try session(try reader.objectPath(), for: call)
             var secrets: [(String, WireSecret)] = []
-            for path in paths {
-                // Locked and missing items are left out, as gnome-keyring does.
-                guard let (collection, row) = collections.resolve(path), let row,
-                    var opened = try? collection.store().secret(row, owner: call.owner)
-                else { continue }
-                // Wiped where it is held: a copy to wipe would be a second buffer, this one kept.
-                defer { opened.secret.wipe() }
-                secrets.append((path, try session.encode(opened.secret, path: ObjectPaths.sessions + session.id, contentType: opened.contentType)))
+            // Without a broker, as before: what cannot be read is left out.
+            let relayed = Self.relay != nil && call.caller == .unconfined
+            try readingSecrets(for: call) {
+                for path in paths {
+                    // Locked and missing items are left out, as gnome-keyring does; with a broker,
+                    // one the person refused (or nobody could be asked about) fails the call, as
+                    // GetSecret does, so that the client says why rather than find nothing.
+                    guard let (collection, row) = collections.resolve(path), let row else { continue }
+                    let read = { try collection.store().secret(row, owner: call.owner) }
+                    guard var opened = relayed ? try Self.refusalThrown(read) : try? read() else { continue }
+                    // Wiped where it is held: a copy to wipe would be a second buffer, this one kept.
+                    defer { opened.secret.wipe() }
+                    secrets.append((path, try session.encode(opened.secret, path: ObjectPaths.sessions + session.id, contentType: opened.contentType)))
+                }
             }
             try reply(call) { w in
                 try w.container(BusType.array, "{o(oayays)}") {

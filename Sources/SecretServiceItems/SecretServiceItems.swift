@@ -110,10 +110,17 @@ extension KeychainStore {
         // The keys, the keybag they are checked against and the row come from one read snapshot
         // (one WAL read lock instead of one per statement).
         try withLock {
-            try readSnapshot { keys in
-                guard let stored = try loadRow(row) else { throw KeychainError(.itemNotFound) }
-                return try secretItem(stored, row: row, keys: keys, includeSecret: includeSecret, owner: owner, view: view)
+            guard includeSecret else {
+                return try readSnapshot { keys in
+                    guard let stored = try loadRow(row) else { throw KeychainError(.itemNotFound) }
+                    return try secretItem(stored, row: row, keys: keys, includeSecret: false, owner: owner, view: view)
+                }
             }
+            // The secret is opened after the snapshot, as `find` opens it: an "Always allow" the
+            // broker answered is written to the item's list then, which no read snapshot allows.
+            let (stored, keys) = try readSnapshot { keys in (try loadRow(row), keys) }
+            guard let stored else { throw KeychainError(.itemNotFound) }
+            return try secretItem(stored, row: row, keys: keys, includeSecret: true, owner: owner, view: view)
         }
     }
 
@@ -235,16 +242,21 @@ extension KeychainStore {
     /// import from gnome-keyring); without them, or for 0, the item is dated now.
     /// `syncsNewItems` is the keychain's sync default as a batch read it once (`withSyncDefault`);
     /// nil reads it here.
+    /// `access`: the list of programs a new item trusts (the client that stores it, as the broker
+    /// names it); nil leaves it without one, as items made before lists. An item replaced in place
+    /// is an update: it keeps its list where the list names the client, else it gets the
+    /// client's (the engine's rule, `AccessList.creating`).
     package func addSecretItem(
         label: String, attributes: [String: String], secret: Bytes, contentType: String,
         replace: Bool, owner: String? = nil,
-        created: Double? = nil, modified: Double? = nil, syncsNewItems: Bool? = nil
+        created: Double? = nil, modified: Double? = nil, syncsNewItems: Bool? = nil, access: AccessList? = nil
     ) throws -> (item: SecretItem, replaced: [Int64], isNew: Bool) {
         let itemClass = owner == nil ? SecretAttributes.itemClass(for: attributes) : .genericPassword
         var item = Item(itemClass: itemClass, attributes: SecretAttributes.appleAttributes(attributes, itemClass: itemClass), secret: secret)
         item[AttributeKey.freeFormAttributes] = .data(FreeFormAttributes.encode(attributes))
         item[AttributeKey.contentType] = .string(contentType)
         item["labl"] = .string(label)
+        if let access { item[AccessList.attribute] = .string(access.text) }
         if let owner {
             item[AttributeKey.owner] = .string(owner)
             item["agrp"] = .string(owner)

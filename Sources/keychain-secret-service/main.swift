@@ -57,6 +57,11 @@ while let argument = arguments.popFirst() {
     }
 }
 
+// The daemon has no terminal: the broker's questions about its clients go to the desktop's dialog
+// or pinentry (the tests' answerer first). Each client is named to the broker for what it reads
+// and stores (BrokerDeputy).
+BrokerSetup.install(answerer: AccessAnswerers.daemon())
+if let custodian = BrokerSetup.installed { SecretService.relay = BrokerDeputy(custodian: custodian) }
 ProcessHardening.becomeUndumpable()
 // Each client's connecting process is held by a pidfd while it is connected (BusPeer): the soft
 // limit of descriptors (1024 under systemd) raised to the hard one, as systemd advises a program

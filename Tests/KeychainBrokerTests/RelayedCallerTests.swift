@@ -34,8 +34,10 @@ final class RelayedCallerTests: XCTestCase {
         // With root's uid as well.
         let (_, uid) = try BrokerRequest.decode(request.encoded(onBehalfOf: 1000, relay: [.relayedCaller]))
         XCTAssertEqual(uid, 1000)
-        // Marks on any other request, or confirmEach alone, are malformed.
-        XCTAssertThrowsError(try BrokerRequest.decode(BrokerRequest.whoAmI.encoded(relay: [.relayedCaller])))
+        // whoAmI may carry a relay (the Secret Service asks who stores an item); marks on any
+        // other request, or confirmEach alone, are malformed.
+        XCTAssertNoThrow(try BrokerRequest.decode(BrokerRequest.whoAmI.encoded(relay: [.relayedCaller])))
+        XCTAssertThrowsError(try BrokerRequest.decode(BrokerRequest.lockAll.encoded(relay: [.relayedCaller])))
         XCTAssertThrowsError(try BrokerRequest.decode(BrokerRequest.wrap(item, itemKey: [1]).encoded(relay: [.relayedCaller])))
         XCTAssertThrowsError(try BrokerRequest.decode(request.encoded(relay: [.confirmEach])))
     }
@@ -125,6 +127,15 @@ final class RelayedCallerTests: XCTestCase {
         XCTAssertEqual(entry.decision, "trusted")
         XCTAssertEqual(entry.caller, "ssh (/usr/bin/ssh) ← bash, through keychain-ssh-agent (/usr/bin/keychain-ssh-agent)")
 
+        // whoAmI relayed: the served program, as an item it stores is to trust it.
+        guard case .caller(let relayedCaller) = try service.handle(.whoAmI, from: try relayed(peer, [.relayedCaller])) else {
+            return XCTFail("whoAmI answers")
+        }
+        XCTAssertEqual(relayedCaller.entry, "exe:/usr/bin/ssh")
+        peer.relayed = nil
+        guard case .caller(let itself) = try service.handle(.whoAmI, from: peer) else { return XCTFail("whoAmI answers") }
+        XCTAssertEqual(itself.entry, "exe:/usr/bin/keychain-ssh-agent")
+
         // confirmEach: asked although listed, and "always" writes no entry.
         guard case .question(let text) = try service.handle(unwrap, from: try relayed(peer, [.relayedCaller, .confirmEach])) else {
             return XCTFail("a -c key asks")
@@ -143,5 +154,6 @@ final class RelayedCallerTests: XCTestCase {
             XCTAssertEqual(($0 as? KeychainError)?.code, .param)
         }
         XCTAssertEqual(service.state.log.entries(of: 1000, since: 0).last?.decision, "refused: relayed a caller, not a deputy")
+        XCTAssertThrowsError(try service.handle(.whoAmI, from: try relayed(other, [.relayedCaller])), "nor may it borrow a name through whoAmI")
     }
 }

@@ -387,8 +387,9 @@ check "a connection taken by another process of the user is refused" refuses_a_t
 check "one user cannot take every connection" one_user_cannot_take_every_connection
 
 # Issue 55: a deputy passes the pidfd of the process it serves with an unwrap (SCM_RIGHTS), marked
-# in the op byte. The two come together, on an unwrap only, or the request is refused (and the
-# connection keeps serving); which program may relay (the --deputy list) is RelayedCallerTests'.
+# in the op byte (and with a whoAmI: the Secret Service asks who stores an item). The two come
+# together, on those two only, or the request is refused (and the connection keeps serving); a
+# program not on the --deputy list relaying is refused too (which may: RelayedCallerTests').
 relay_marks_and_pidfd_come_together() {
     local out
     out=$(as_user /usr/bin/python3 -c '
@@ -404,15 +405,17 @@ def ask(message, fd=None):
 pidfd = os.pidfd_open(os.getpid())
 print("marks alone:", ask(bytes([0x48])))
 print("pidfd alone:", ask(bytes([0x0a]), pidfd))
+print("on lockAll:", ask(bytes([0x4d]), pidfd))
 print("on whoAmI:", ask(bytes([0x4a]), pidfd))
 print("after:", ask(bytes([0x0a])).split(" ")[0])
 ' "$socket")
     echo "$out"
     grep -qx "marks alone: -50 a relayed caller.s pidfd and the request.s relay marks must come together" <<< "$out"
     grep -qx "pidfd alone: -50 a relayed caller.s pidfd and the request.s relay marks must come together" <<< "$out"
-    grep -qx "on whoAmI: -26275 relay marks on a request that carries no relayed caller" <<< "$out"
+    grep -qx "on lockAll: -26275 relay marks on a request that carries no relayed caller" <<< "$out"
+    grep -qx "on whoAmI: -50 only a deputy (keychain-broker --deputy) may relay a caller" <<< "$out"
     grep -qx "after: 0" <<< "$out"
 }
-check "a relayed caller's pidfd and the relay marks come together, on an unwrap only" relay_marks_and_pidfd_come_together
+check "a relayed caller's pidfd and the relay marks come together, on an unwrap or a whoAmI only, from a deputy" relay_marks_and_pidfd_come_together
 
 summary

@@ -18,6 +18,11 @@
       What a Flatpak app's libsecret does: org.freedesktop.portal.Secret.RetrieveSecret through
       xdg-desktop-portal (org.freedesktop.portal.Desktop), waiting for the request's Response;
       prints the response code and the secret, in hex, as `portal` does. An error: its name.
+  desktop.py store LABEL KEY=VALUE SECRET
+      SecretStorage's create_item in the default collection (python3 is then the client).
+  desktop.py read KEY=VALUE
+      The secret of the item those attributes find, through SecretStorage's get_secret; an error:
+      its D-Bus name on stderr, exit 1.
 """
 import json
 import os
@@ -131,8 +136,30 @@ def portal_app():
     print(outcome['code'], data.hex())
 
 
+def store(label, pair, secret):
+    import secretstorage
+    key, value = pair.split('=', 1)
+    secretstorage.get_default_collection(secretstorage.dbus_init()).create_item(label, {key: value}, secret.encode())
+
+
+def read(pair):
+    import secretstorage
+    key, value = pair.split('=', 1)
+    items = list(secretstorage.get_default_collection(secretstorage.dbus_init()).search_items({key: value}))
+    try:
+        print(items[0].get_secret().decode())
+    except secretstorage.exceptions.SecretServiceNotAvailableException as error:
+        sys.exit(f'error: {error}')
+    except Exception as error:
+        sys.exit(f'error: {type(error).__name__}: {error}')
+
+
 if __name__ == '__main__':
-    if sys.argv[1] == 'fill':
+    if sys.argv[1] == 'store':
+        store(*sys.argv[2:5])
+    elif sys.argv[1] == 'read':
+        read(sys.argv[2])
+    elif sys.argv[1] == 'fill':
         fill()
     elif sys.argv[1] == 'dump':
         dump(sys.argv[2])

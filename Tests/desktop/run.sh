@@ -518,6 +518,138 @@ while time.time() < deadline:
     kill "$web"
 }
 
+# --- a broker keeping the keychain: the service relays its clients (issue 55) ---------------
+
+# The service as the broker's deputy: the suite's copy (in a folder of root's under /run, so that
+# the broker identifies it), asking through the stand-in answerer; its pid in $service. The
+# clients are the machine's own (/usr/bin/secret-tool, python3, chromium).
+start_brokered_service() {
+    export KEYCHAIN_BROKER_SOCKET=$broker_socket KEYCHAIN_ACCESS_ANSWERER=$broker_dir/bin/answer
+    printf 'pw\n' | security create-keychain > /dev/null
+    "$broker_dir/bin/keychain-secret-service" 2>> "$case_dir/service.log" &
+    service=$!
+    wait_for_owner keychain-secret-service
+}
+
+# answer_with MODE: the stand-in's next answers (deny, once, always), no question asked yet.
+answer_with() { echo "$1" > "$broker_dir/answer.mode"; rm -f "$broker_dir/questions"; }
+not_asked() { [ ! -e "$broker_dir/questions" ] || { echo "asked:"; cat "$broker_dir/questions"; return 1; }; }
+
+# What a program stores through the service trusts that program only: secret-tool and SecretStorage
+# (python3, by its interpreter entry) read their own items with no question, and each other's
+# only once the person says so; deny fails the call with no secret; "always" puts the reader on
+# the list; `security access --revoke` takes it off again.
+brokered_clients_are_asked() {
+    local out portal_secret
+    start_brokered_service
+    answer_with deny
+    printf 'tool-secret' | secret-tool store --label='Tool item' app tool
+    desktop store 'Python item' app=py py-secret
+    expect tool-secret "$(secret-tool lookup app tool)" "secret-tool reads what it stored"
+    expect py-secret "$(desktop read app=py)" "SecretStorage reads what it stored"
+    not_asked
+    security find-generic-password -l 'Tool item' --access | grep -qx '    entry 0: exe:/usr/bin/secret-tool'
+    security find-generic-password -l 'Python item' --access | grep -qx "    entry 0: interpreter:$(realpath "$py")"
+
+    out=$(secret-tool lookup app py 2>&1) && { echo "secret-tool read python's item: $out"; return 1; }
+    [[ $out != *py-secret* ]]
+    grep -F "secret-tool (/usr/bin/secret-tool)" "$broker_dir/questions"
+    grep -F '"Python item"' "$broker_dir/questions"
+    grep -F "through keychain-secret-service" "$broker_dir/questions"
+    answer_with once
+    grep -qx 'secret = py-secret' <<< "$(secret-tool search --all --unlock app py 2>&1)"
+    grep -F '"Python item"' "$broker_dir/questions"
+    answer_with deny
+    if desktop read app=tool; then echo "SecretStorage read secret-tool's item"; return 1; fi
+    grep -F '"Tool item"' "$broker_dir/questions"
+    grep -F "python3" "$broker_dir/questions"
+
+    answer_with always
+    expect py-secret "$(secret-tool lookup app py)" "allowed always"
+    [ -e "$broker_dir/questions" ]
+    answer_with deny
+    expect py-secret "$(secret-tool lookup app py)" "then on the list"
+    not_asked
+
+    # (Two refusals of secret-tool so far: a third within the minute would not be asked, QuestionLimit.)
+    # The portal backend keeps its own rules: an app's secret, the same each time, no question.
+    answer_with deny
+    portal_secret=$(desktop portal org.example.A)
+    [[ "$portal_secret" =~ ^0\ [0-9a-f]{128}$ ]] || { echo "RetrieveSecret: $portal_secret"; return 1; }
+    expect "$portal_secret" "$(desktop portal org.example.A)" "the app's portal secret, again"
+    not_asked
+
+    answer_with once
+    security access --program /usr/bin/secret-tool --revoke > /dev/null
+    answer_with once
+    expect py-secret "$(secret-tool lookup app py)" "allowed once, after the revoke"
+    grep -F '"Python item"' "$broker_dir/questions"
+    kill "$service"
+    wait "$service" 2> /dev/null || :
+
+    # Nobody to ask (no answerer, no desktop, and the machine's pinentry has no terminal to show
+    # itself on): AccessDenied, no secret.
+    env -u KEYCHAIN_ACCESS_ANSWERER -u DISPLAY -u WAYLAND_DISPLAY -u GPG_TTY KEYCHAIN_PINENTRY=/nonexistent \
+        "$broker_dir/bin/keychain-secret-service" < /dev/null 2>> "$case_dir/service.log" &
+    service=$!
+    wait_for_owner keychain-secret-service
+    out=$(timeout 60 secret-tool lookup app py 2>&1) && { echo "read with nobody to ask: $out"; return 1; }
+    grep -F "AccessDenied" <<< "$(timeout 60 "$py" "$here/desktop.py" read app=tool 2>&1)"
+    kill "$service"
+}
+
+# Chromium stores its Safe Storage key through the service and reads it back with no question:
+# the key trusts Chromium's own executable.
+brokered_chromium_keeps_its_key() {
+    start_brokered_service
+    answer_with deny
+    mkdir -p "$case_dir/www"
+    printf '<html><body><script>document.cookie = "kept=yes-%s; path=/; max-age=86400"; document.body.textContent = "set:" + document.cookie;</script></body></html>' \
+        "$$" > "$case_dir/www/set.html"
+    printf '<html><body><script>document.body.textContent = "cookie:" + document.cookie;</script></body></html>' > "$case_dir/www/get.html"
+    "$py" -c '
+import functools, http.server, sys, time
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+server = http.server.HTTPServer(("127.0.0.1", 0), handler)
+print(server.server_address[1], flush=True)
+server.timeout = 1
+deadline = time.time() + 120
+while time.time() < deadline:
+    server.handle_request()' "$case_dir/www" > "$case_dir/port" 2> /dev/null &
+    web=$!
+    for _ in $(seq 50); do [ -s "$case_dir/port" ] && break; sleep 0.1; done
+    port=$(cat "$case_dir/port")
+    browse() {
+        timeout 60 chromium --headless=new --no-sandbox --password-store=gnome-libsecret --user-data-dir="$case_dir/profile" \
+            --no-first-run --disable-gpu --dump-dom "http://127.0.0.1:$port/$1" 2>> "$case_dir/chromium.log" | grep -o "$2[^<]*"
+    }
+    expect "set:kept=yes-$$" "$(browse set.html set:)" "the cookie Chromium set"
+    security find-generic-password -l 'Chromium Safe Storage' --access | grep -q '    entry 0: exe:.*chromium'
+    expect "cookie:kept=yes-$$" "$(browse get.html cookie:)" "Chromium reads its cookie with its key"
+    not_asked
+    kill "$web"
+    kill "$service"
+}
+
+# The suite's broker, with the service's copy as its deputy (Tests/broker-lib.sh); the stand-in
+# answerer appends each question to $broker_dir/questions and answers per $broker_dir/answer.mode.
+brokered_suite_start() {
+    # shellcheck source=Tests/broker-lib.sh
+    . "$here/../broker-lib.sh"
+    broker_setup "kcdesk$$" kcdesk && broker_copy "$bin" keychain-broker keychain-secret-service || return 1
+    cat > "$broker_dir/bin/answer" <<EOS
+#!/bin/sh
+cat >> "$broker_dir/questions"
+echo ---- >> "$broker_dir/questions"
+mode=\$(cat "$broker_dir/answer.mode")
+if [ "\$mode" = deny ]; then echo deny; else printf '%s\\npw\\n' "\$mode"; fi
+EOS
+    chmod 755 "$broker_dir/bin/answer"
+    # The service is one of the keychain's own programs, as /usr/bin/keychain-secret-service is.
+    broker_start --deputy "$broker_dir/bin/keychain-secret-service" --own-program "$broker_dir/bin/keychain-secret-service"
+    export broker_dir broker_socket
+}
+
 # --- the suite ------------------------------------------------------------------------------
 
 if [ -n "$inner" ]; then
@@ -543,6 +675,10 @@ fi
 
 # DESKTOP_ONLY=FUNCTION runs that one case, for working on it.
 if [ -n "${DESKTOP_ONLY:-}" ]; then
+    case $DESKTOP_ONLY in brokered_*)
+        trap 'broker_teardown; rm -rf "$libsecret_dir"' EXIT
+        brokered_suite_start || exit 1 ;;
+    esac
     check "$DESKTOP_ONLY" on_bus "$DESKTOP_ONLY"
     summary
     exit
@@ -579,5 +715,19 @@ if command -v chromium >/dev/null && command -v sqlite3 >/dev/null; then
     check "Chromium (headless, gnome-libsecret) reads the cookie it set under gnome-keyring after enable" on_bus chromium_keeps_its_cookie
 else
     skip "chromium (or sqlite3) is not installed: the Chromium case needs Debian's chromium"
+fi
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    trap 'broker_teardown; rm -rf "$libsecret_dir"' EXIT
+    if brokered_suite_start; then
+        check "with a broker: secret-tool and SecretStorage read their own items silently, each other's only when allowed; deny, always, revoke" \
+            on_bus brokered_clients_are_asked
+        if command -v chromium >/dev/null; then
+            check "with a broker: Chromium stores and reads its Safe Storage key with no question" on_bus brokered_chromium_keeps_its_key
+        fi
+    else
+        fail=$((fail + 1)); echo "FAIL the suite's broker could not start"
+    fi
+else
+    skip "the broker's cases need root and setpriv (a system user for the broker)"
 fi
 summary

@@ -29,6 +29,16 @@ package struct AccessList: Equatable, Sendable {
     /// logins to their helpers, the Secret Service's items to the service), not to the importer.
     package static func addsUnlisted() { creatorAttribute = nil }
 
+    /// `body` with `list` as what new items, and items written over by a program their list does
+    /// not name, get: a deputy (the Secret Service) writing for its client, whose list it is, not
+    /// the deputy's. For a process that writes from one thread (the service's loop).
+    package static func creating<T>(as list: AccessList, _ body: () throws -> T) rethrows -> T {
+        let saved = creatorAttribute
+        creatorAttribute = .string(list.text)
+        defer { creatorAttribute = saved }
+        return try body()
+    }
+
     /// This process's executable as an entry, resolved once; nil when it cannot be read.
     private static var executableEntry: Entry? {
         guard let resolved = realpath("/proc/self/exe", nil) else { return nil }
