@@ -120,20 +120,11 @@ package struct CallerRecord: CallerFacts {
                 parents.append(parent)
                 continue
             }
-            let shown = index < chain.count ? Self.path(ofLink: chain[index]) : ""
+            let shown = index < chain.count ? Caller.withoutPid(chain[index]) : ""
             guard AccessDecision.shells.contains(shown) else { break }
             parents.append(.interpreter(shown))
         }
         return parents
-    }
-
-    /// "/usr/bin/bash (pid 12)" → "/usr/bin/bash".
-    private static func path(ofLink link: String) -> String {
-        guard link.hasSuffix(")") else { return link }
-        let marker = Array(" (pid ".utf8), bytes = Array(link.utf8)
-        guard let start = stride(from: bytes.count - marker.count, through: 0, by: -1).first(where: { Array(bytes[$0..<$0 + marker.count]) == marker })
-        else { return link }
-        return String(decoding: bytes[..<start], as: UTF8.self)
     }
 
     package static let evaluate: CallerEvaluator = { handle, uid in

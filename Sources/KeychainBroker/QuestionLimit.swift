@@ -1,4 +1,5 @@
 import KeychainCore
+import KeychainPeers
 
 /// No flood of dialogs: a caller refused `limit` times within `window` seconds (for the same uid)
 /// is refused at once, without a question, for `window` seconds after that last refusal. A
@@ -53,18 +54,7 @@ package struct QuestionLimit: Sendable {
     /// the same program again does not make it a new caller.
     package static func key(entry: String?, summary: String, chain: [String]) -> String {
         if let entry, !entry.isEmpty { return entry }
-        return ([summary] + chain).map(withoutPid).joined(separator: " < ")
-    }
-
-    /// "/home/u/copy (pid 12)" → "/home/u/copy".
-    static func withoutPid(_ text: String) -> String {
-        let bytes = Array(text.utf8), marker = Array(" (pid ".utf8)
-        guard text.hasSuffix(")"), bytes.count >= marker.count,
-            let start = stride(from: bytes.count - marker.count, through: 0, by: -1).first(where: {
-                bytes[$0..<$0 + marker.count].elementsEqual(marker)
-            })
-        else { return text }
-        return String(decoding: bytes[..<start], as: UTF8.self)
+        return ([summary] + chain).map { Caller.withoutPid($0) }.joined(separator: " < ")
     }
 }
 

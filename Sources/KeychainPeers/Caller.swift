@@ -79,6 +79,17 @@ package struct Caller: Sendable, Equatable {
         return text
     }
 
+    /// A link of a chain, or a summary, without its pid: "/usr/bin/bash (pid 12)" → "/usr/bin/bash".
+    package static func withoutPid(_ text: String) -> String {
+        let bytes = Array(text.utf8), marker = Array(" (pid ".utf8)
+        guard text.hasSuffix(")"), bytes.count >= marker.count,
+            let start = stride(from: bytes.count - marker.count, through: 0, by: -1).first(where: {
+                bytes[$0..<$0 + marker.count].elementsEqual(marker)
+            })
+        else { return text }
+        return String(decoding: bytes[..<start], as: UTF8.self)
+    }
+
     /// A path or name as it may be shown to a person or written to a log: control characters and
     /// the bidirectional overrides escaped, so that a file name cannot forge a line or reorder one.
     package static func displayable(_ text: String) -> String {
