@@ -91,6 +91,25 @@ broker_start() {
     [ -S "$broker_socket" ] || { echo "the broker made no socket at $broker_socket"; return 1; }
 }
 
+# broker_start_for_service BIN: after broker_setup, a broker for keychain-secret-service's suites
+# (desktop, kde): the service's copy from BIN its deputy and one of the keychain's own programs
+# (as /usr/bin/keychain-secret-service is), and $broker_dir/bin/answer the stand-in answerer,
+# which appends each question to $broker_dir/questions and answers as $broker_dir/answer.mode
+# says (deny, once or always, with the password "pw"). Exports broker_dir and broker_socket.
+broker_start_for_service() {
+    broker_copy "$1" keychain-broker keychain-secret-service || return 1
+    cat > "$broker_dir/bin/answer" << EOS
+#!/bin/sh
+cat >> "$broker_dir/questions"
+echo ---- >> "$broker_dir/questions"
+mode=\$(cat "$broker_dir/answer.mode")
+if [ "\$mode" = deny ]; then echo deny; else printf '%s\\npw\\n' "\$mode"; fi
+EOS
+    chmod 755 "$broker_dir/bin/answer"
+    broker_start --deputy "$broker_dir/bin/keychain-secret-service" --own-program "$broker_dir/bin/keychain-secret-service" || return 1
+    export broker_dir broker_socket
+}
+
 broker_stop() {
     if [ -n "$broker_pid" ]; then
         kill -TERM "$broker_pid" 2>/dev/null || :

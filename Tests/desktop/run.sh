@@ -478,31 +478,38 @@ real_portal_serves_a_sandboxed_app() {
     kill "$service"
 }
 
-# Chromium keeps one key in the Secret Service ("Chromium Safe Storage") and encrypts its cookies
-# and saved passwords with it: after the switch it must find the same key, or what it kept is lost.
-chromium_keeps_its_cookie() {
-    start_daemon
+# chromium_site: a page that sets a cookie (set.html) and one that shows it (get.html), served on
+# 127.0.0.1 for two minutes at most ($web its server, $port its port), and browse PAGE PREFIX:
+# what headless Chromium, its keys in the Secret Service, shows of PAGE from PREFIX on.
+chromium_site() {
     mkdir -p "$case_dir/www"
     printf '<html><body><script>document.cookie = "kept=yes-%s; path=/; max-age=86400"; document.body.textContent = "set:" + document.cookie;</script></body></html>' \
         "$$" > "$case_dir/www/set.html"
     printf '<html><body><script>document.body.textContent = "cookie:" + document.cookie;</script></body></html>' > "$case_dir/www/get.html"
     "$py" -c '
-import functools, http.server, sys
+import functools, http.server, sys, time
 handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
 server = http.server.HTTPServer(("127.0.0.1", 0), handler)
 print(server.server_address[1], flush=True)
 server.timeout = 1
-import time
 deadline = time.time() + 120
 while time.time() < deadline:
     server.handle_request()' "$case_dir/www" > "$case_dir/port" 2> /dev/null &
     web=$!
     for _ in $(seq 50); do [ -s "$case_dir/port" ] && break; sleep 0.1; done
     port=$(cat "$case_dir/port")
-    browse() {
-        timeout 60 chromium --headless=new --no-sandbox --password-store=gnome-libsecret --user-data-dir="$case_dir/profile" \
-            --no-first-run --disable-gpu --dump-dom "http://127.0.0.1:$port/$1" 2>> "$case_dir/chromium.log" | grep -o "$2[^<]*"
-    }
+}
+
+browse() {
+    timeout 60 chromium --headless=new --no-sandbox --password-store=gnome-libsecret --user-data-dir="$case_dir/profile" \
+        --no-first-run --disable-gpu --dump-dom "http://127.0.0.1:$port/$1" 2>> "$case_dir/chromium.log" | grep -o "$2[^<]*"
+}
+
+# Chromium keeps one key in the Secret Service ("Chromium Safe Storage") and encrypts its cookies
+# and saved passwords with it: after the switch it must find the same key, or what it kept is lost.
+chromium_keeps_its_cookie() {
+    start_daemon
+    chromium_site
     expect "set:kept=yes-$$" "$(browse set.html set:)" "the cookie Chromium set"
     key=$(secret-tool lookup xdg:schema chrome_libsecret_os_crypt_password_v2 application chromium)
     [ -n "$key" ] || { echo "Chromium stored no key in gnome-keyring"; return 1; }
@@ -603,26 +610,7 @@ brokered_clients_are_asked() {
 brokered_chromium_keeps_its_key() {
     start_brokered_service
     answer_with deny
-    mkdir -p "$case_dir/www"
-    printf '<html><body><script>document.cookie = "kept=yes-%s; path=/; max-age=86400"; document.body.textContent = "set:" + document.cookie;</script></body></html>' \
-        "$$" > "$case_dir/www/set.html"
-    printf '<html><body><script>document.body.textContent = "cookie:" + document.cookie;</script></body></html>' > "$case_dir/www/get.html"
-    "$py" -c '
-import functools, http.server, sys, time
-handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-server = http.server.HTTPServer(("127.0.0.1", 0), handler)
-print(server.server_address[1], flush=True)
-server.timeout = 1
-deadline = time.time() + 120
-while time.time() < deadline:
-    server.handle_request()' "$case_dir/www" > "$case_dir/port" 2> /dev/null &
-    web=$!
-    for _ in $(seq 50); do [ -s "$case_dir/port" ] && break; sleep 0.1; done
-    port=$(cat "$case_dir/port")
-    browse() {
-        timeout 60 chromium --headless=new --no-sandbox --password-store=gnome-libsecret --user-data-dir="$case_dir/profile" \
-            --no-first-run --disable-gpu --dump-dom "http://127.0.0.1:$port/$1" 2>> "$case_dir/chromium.log" | grep -o "$2[^<]*"
-    }
+    chromium_site
     expect "set:kept=yes-$$" "$(browse set.html set:)" "the cookie Chromium set"
     security find-generic-password -l 'Chromium Safe Storage' --access | grep -q '    entry 0: exe:.*chromium'
     expect "cookie:kept=yes-$$" "$(browse get.html cookie:)" "Chromium reads its cookie with its key"
@@ -636,18 +624,7 @@ while time.time() < deadline:
 brokered_suite_start() {
     # shellcheck source=Tests/broker-lib.sh
     . "$here/../broker-lib.sh"
-    broker_setup "kcdesk$$" kcdesk && broker_copy "$bin" keychain-broker keychain-secret-service || return 1
-    cat > "$broker_dir/bin/answer" <<EOS
-#!/bin/sh
-cat >> "$broker_dir/questions"
-echo ---- >> "$broker_dir/questions"
-mode=\$(cat "$broker_dir/answer.mode")
-if [ "\$mode" = deny ]; then echo deny; else printf '%s\\npw\\n' "\$mode"; fi
-EOS
-    chmod 755 "$broker_dir/bin/answer"
-    # The service is one of the keychain's own programs, as /usr/bin/keychain-secret-service is.
-    broker_start --deputy "$broker_dir/bin/keychain-secret-service" --own-program "$broker_dir/bin/keychain-secret-service"
-    export broker_dir broker_socket
+    broker_setup "kcdesk$$" kcdesk && broker_start_for_service "$bin"
 }
 
 # --- the suite ------------------------------------------------------------------------------

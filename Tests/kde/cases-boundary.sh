@@ -62,18 +62,7 @@ boundary_broker_start() {
     # shellcheck source=Tests/broker-lib.sh
     . "$here/../broker-lib.sh"
     trap broker_teardown EXIT
-    broker_setup "kckde$$" kckde && broker_copy "$bin" keychain-broker keychain-secret-service || return 1
-    cat > "$broker_dir/bin/answer" << EOS
-#!/bin/sh
-cat >> "$broker_dir/questions"
-echo ---- >> "$broker_dir/questions"
-mode=\$(cat "$broker_dir/answer.mode")
-if [ "\$mode" = deny ]; then echo deny; else printf '%s\\npw\\n' "\$mode"; fi
-EOS
-    chmod 755 "$broker_dir/bin/answer"
-    # The service is one of the keychain's own programs, as /usr/bin/keychain-secret-service is.
-    broker_start --deputy "$broker_dir/bin/keychain-secret-service" --own-program "$broker_dir/bin/keychain-secret-service" || return 1
-    export broker_dir broker_socket
+    broker_setup "kckde$$" kckde && broker_start_for_service "$bin"
 }
 
 kde_boundary_setup() {
