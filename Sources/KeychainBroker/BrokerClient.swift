@@ -17,6 +17,9 @@ package final class BrokerConnection: @unchecked Sendable {
     /// Replies owed for requests sent ahead (`sendAhead`): read and dropped before the next
     /// exchange's request goes out.
     private var owed = 0
+    /// Moves on with every notice read (`BrokerWire.notice`) and every connection made or
+    /// closed: a state given at one value holds while it stays there and nothing waits unread.
+    private var changes: UInt64 = 0
 
     /// Seconds any wait on the broker may take (connect, send, reply), or unbounded: the PAM
     /// module's, which must never hold a login up.
@@ -32,6 +35,11 @@ package final class BrokerConnection: @unchecked Sendable {
     /// Sends `request` and returns the reply; one reconnect when the broker went away (a restart).
     /// `onBehalfOf`: root's requests for a user.
     package func exchange(_ request: BrokerRequest, onBehalfOf uid: UInt32? = nil) throws -> BrokerReply {
+        try exchangeMarked(request, onBehalfOf: uid).reply
+    }
+
+    /// `exchange`, with the mark of the changes read up to its reply, for `isUnchanged(since:)`.
+    package func exchangeMarked(_ request: BrokerRequest, onBehalfOf uid: UInt32? = nil) throws -> (reply: BrokerReply, mark: UInt64) {
         let relay = request.op.carriesRelay ? BrokerRelay.current : nil
         let message = request.encoded(onBehalfOf: uid, relay: relay?.marks ?? [])
         guard message.count <= BrokerWire.maximumMessage else { throw KeychainError.param("request too long for the broker") }
@@ -41,7 +49,7 @@ package final class BrokerConnection: @unchecked Sendable {
                 do {
                     try connectIfNeeded()
                     while owed > 0 {
-                        guard var dropped = try BrokerSocket.receive(fd) else { throw SocketError(errno: ECONNRESET) }
+                        var dropped = try receiveReply()
                         dropped.wipe()
                         owed -= 1
                     }
@@ -50,8 +58,7 @@ package final class BrokerConnection: @unchecked Sendable {
                     } else {
                         try BrokerSocket.send(fd, message)
                     }
-                    guard let reply = try BrokerSocket.receive(fd) else { throw SocketError(errno: ECONNRESET) }
-                    return try BrokerReply.decode(reply, for: request.op)
+                    return (try BrokerReply.decode(try receiveReply(), for: request.op), changes)
                 } catch let error as SocketError where error.isReset && !retried {
                     disconnect()
                     retried = true
@@ -60,6 +67,30 @@ package final class BrokerConnection: @unchecked Sendable {
                     throw KeychainError(.notAvailable, "the keychain broker at \(path): \(String(cString: strerror(error.errno)))")
                 }
             }
+        }
+    }
+
+    /// The next reply, the notices before it read (and counted) on the way.
+    private func receiveReply() throws -> Bytes {
+        while true {
+            guard let message = try BrokerSocket.receive(fd) else { throw SocketError(errno: ECONNRESET) }
+            guard message != BrokerWire.notice else {
+                changes &+= 1
+                continue
+            }
+            return message
+        }
+    }
+
+    /// Whether the broker's keys for this uid are as they were at `mark` (an exchange's): the
+    /// same connection, no notice read since and none waiting. A closed connection (the broker
+    /// restarted, and holds nothing) reads as a change; so does anything unread, a reply owed
+    /// included. No syscall but a poll(2) of no time: a read can then skip its `state` call.
+    package func isUnchanged(since mark: UInt64) -> Bool {
+        mutex.withLock {
+            guard fd >= 0, owed == 0, changes == mark, let owner = connectedAs, owner == (getpid(), getuid(), geteuid()) else { return false }
+            var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            return poll(&waiting, 1, 0) == 0
         }
     }
 
@@ -95,6 +126,7 @@ package final class BrokerConnection: @unchecked Sendable {
             fd = try Self.connectChecked(path, timeout: timeout)
             connectedAs = (getpid(), getuid(), geteuid())
             socketInode = inode(of: fd)
+            changes &+= 1
         }
     }
 
@@ -108,6 +140,7 @@ package final class BrokerConnection: @unchecked Sendable {
         if fd >= 0 { close(fd) }
         fd = -1
         owed = 0
+        changes &+= 1
     }
 
     /// Connects and checks who answers: not this uid, and a system uid (below UID_MIN).
@@ -194,9 +227,18 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
     }
 
     package func state(of keybag: CustodyKeybag) throws -> CustodyState {
-        guard case .state(let state) = try call(.state(keybag)) else { throw KeychainError.decode("unexpected reply from the broker") }
+        guard let connection else {
+            guard case .state(let state) = try call(.state(keybag)) else { throw KeychainError.decode("unexpected reply from the broker") }
+            return state
+        }
+        let (reply, mark) = try connection.exchangeMarked(.state(keybag))
+        if case .failure(let error) = reply { throw error }
+        guard case .state(var state) = reply else { throw KeychainError.decode("unexpected reply from the broker") }
+        state.mark = mark
         return state
     }
+
+    package func isUnchanged(since mark: UInt64) -> Bool { connection?.isUnchanged(since: mark) ?? false }
 
     package func create(password: Bytes, scrypt: ScryptParameters, path: String) throws -> [String: Bytes] {
         guard case .fields(let fields) = try call(.create(path: path, password: password, scrypt: scrypt)) else {

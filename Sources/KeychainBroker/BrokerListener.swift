@@ -15,6 +15,9 @@ package final class BrokerListener {
     let service: BrokerService
     let store: BrokerStateStore?
     private var peers: [Int32: BrokerPeer] = [:]
+    /// Connections sent a notice (`BrokerWire.notice`) since their last request: one unread is
+    /// enough to tell the client, so no other is queued behind it.
+    private var noticed: Set<Int32> = []
 
     package init(listening: Int32, service: BrokerService, store: BrokerStateStore?) {
         self.listening = listening
@@ -80,6 +83,7 @@ package final class BrokerListener {
             if now - lastSweep >= 30 {
                 service.sweep()
                 service.persistIfChanged()
+                tellChanges()
                 lastSweep = now
             }
             if service.hasUnsavedLog, now - lastLogSave >= 5 {
@@ -131,6 +135,8 @@ package final class BrokerListener {
         do {
             var sender: Int32 = -1
             guard let received = try BrokerSocket.receive(fd, sender: &sender, passed: &passed) else { return drop(fd) }
+            // The client reads any notice before this request's reply: the next change is told again.
+            noticed.remove(fd)
             // Identity is the process that connected; a message another process sent on its
             // connection (the descriptor inherited, passed or taken) would speak as it.
             guard sender == peer.pid else {
@@ -171,12 +177,30 @@ package final class BrokerListener {
             reply.wipe()
         }
         do { try BrokerSocket.send(fd, reply) } catch { drop(fd) }
+        tellChanges()
         service.flushLog()
+    }
+
+    /// Every connection of a uid whose keys changed gets a notice, after the reply that changed
+    /// them. A notice that finds the client's buffer full is not needed: the client finds that
+    /// buffer unread all the same, and asks for the state.
+    private func tellChanges() {
+        let uids = service.takeChangedUids()
+        guard !uids.isEmpty else { return }
+        for (fd, peer) in peers where uids.contains(peer.uid) && !noticed.contains(fd) {
+            noticed.insert(fd)
+            do {
+                try BrokerSocket.send(fd, BrokerWire.notice)
+            } catch {
+                if (error as? SocketError)?.errno != EAGAIN { drop(fd) }
+            }
+        }
     }
 
     private func drop(_ fd: Int32) {
         if let peer = peers[fd] { service.connectionClosed(peer) }
         peers[fd] = nil
+        noticed.remove(fd)
         close(fd)
     }
 }

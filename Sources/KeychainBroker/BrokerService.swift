@@ -35,6 +35,9 @@ package final class BrokerService {
     /// matches one after it.
     private var generations: [CustodyID: UInt64] = [:]
     private var lastGeneration = UInt64.random(in: 1...(UInt64.max >> 1))
+    /// The uids whose keys changed since the listener last told their connections
+    /// (`BrokerWire.notice`, `takeChangedUids`).
+    private var changedUids: Set<UInt32> = []
     private let unheld = UInt64.random(in: (UInt64.max >> 1)...UInt64.max)
 
     package init(
@@ -339,6 +342,13 @@ package final class BrokerService {
     func keysChanged(_ id: CustodyID) {
         lastGeneration &+= 1
         generations[id] = lastGeneration
+        changedUids.insert(id.uid)
+    }
+
+    /// The uids whose keys changed since the last call: their clients are to be told.
+    package func takeChangedUids() -> Set<UInt32> {
+        defer { changedUids = [] }
+        return changedUids
     }
 
     package func lockAll(uid: UInt32) {

@@ -31,6 +31,19 @@ package enum BrokerWire {
     /// The status of a reply telling the client that another process asks the person the same
     /// question now: ask again shortly, and share its answer (`BrokerReply.wait`).
     package static let waitStatus: UInt32 = 3
+    /// The status of a message the broker sends unasked: the keys it holds for one of this
+    /// uid's keychains changed (a lock, an unlock, an idle timeout, a rotation, a forget). A
+    /// client that finds none waiting knows that the state it was last given still holds, and
+    /// reads attributes with it without asking again (`BrokerConnection.isUnchanged(since:)`).
+    /// At most one waits per connection: the broker sends another only after the next request.
+    package static let noticeStatus: UInt32 = 4
+
+    package static let notice: Bytes = {
+        var w = ByteWriter(capacity: 8)
+        w.u32(noticeStatus)
+        w.string("")
+        return w.bytes
+    }()
 }
 
 package enum BrokerOp: UInt8, Sendable, CaseIterable {

@@ -144,12 +144,12 @@ final class BrokerModeTests: XCTestCase {
         try store.add(generic("alice", secret: "hidden"))
         custodian.decision = .deny
         XCTAssertStatus(try store.find(query("alice"), includeSecret: true), .authFailed)
-        XCTAssertStatus(try store.secret(of: try XCTUnwrap(store.find(query("alice")).first)), .authFailed)
         let checks = custodian.bindingChecks
+        XCTAssertStatus(try store.secret(of: try XCTUnwrap(store.find(query("alice")).first)), .authFailed)
         let found = try XCTUnwrap(store.find(query("alice")).first)
         XCTAssertNil(found.secret)
         XCTAssertEqual(found.attributes[AttributeKey.account], .string("alice"))
-        XCTAssertEqual(custodian.bindingChecks, checks + 1, "an attribute read checks the binding in the custodian")
+        XCTAssertEqual(custodian.bindingChecks, checks + 1, "an attribute read checks the binding in the custodian, once")
     }
 
     /// An update or delete asks the custodian about the rows it acts on, not every candidate.
@@ -178,6 +178,42 @@ final class BrokerModeTests: XCTestCase {
         // An attribute read of a format-2 row: its binding check alone.
         XCTAssertNotNil(try store.find(query("alice")).first)
         XCTAssertEqual(custodian.calls, calls + 2)
+    }
+
+    /// A row's binding is checked by the custodian once while the row is the same, byte for
+    /// byte; a row written again is checked again.
+    func testABindingIsCheckedOncePerRowAsStored() throws {
+        let store = try create()
+        try store.add(generic("alice", secret: "one"))
+        let checks = custodian.bindingChecks
+        XCTAssertNotNil(try store.find(query("alice")).first)
+        XCTAssertNotNil(try store.find(query("alice")).first)
+        XCTAssertEqual(custodian.bindingChecks, checks + 1)
+        XCTAssertEqual(try store.update(query("alice"), attributes: [AttributeKey.label: .string("changed")]), 1)
+        let rewritten = custodian.bindingChecks
+        XCTAssertNotNil(try store.find(query("alice")).first)
+        XCTAssertEqual(custodian.bindingChecks, rewritten + 1, "the row written again is checked again")
+    }
+
+    /// Told of every change of its keys (the broker's notices), a process reads attributes with
+    /// no call at all once a row's binding was checked, and a search that finds nothing needs
+    /// none either; a lock elsewhere still fails the very next read.
+    func testAttributeReadsNeedNoCallWhileNoChangeIsTold() throws {
+        custodian.tellsChanges = true
+        let store = try create()
+        try store.add(generic("alice", secret: "one"))
+        XCTAssertNotNil(try store.find(query("alice")).first)
+        let calls = custodian.calls
+        XCTAssertNotNil(try store.find(query("alice")).first)
+        XCTAssertStatus(try store.find(query("nobody")), .itemNotFound)
+        XCTAssertTrue(store.status.whenUnlocked)
+        XCTAssertEqual(custodian.calls, calls, "no round trip")
+        XCTAssertEqual(try secretString(store, query("alice")), "one")
+        XCTAssertEqual(custodian.calls, calls + 1, "the unwrap alone")
+        custodian.lockElsewhere(store.keybag.uuid)
+        XCTAssertStatus(try store.find(query("alice")), .interactionNotAllowed)
+        XCTAssertStatus(try store.find(query("alice"), includeSecret: true), .interactionNotAllowed)
+        XCTAssertFalse(store.status.whenUnlocked)
     }
 
     /// A lock by another process (the custodian's keys change) fails the very next read, of

@@ -37,6 +37,9 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
     /// `state` calls, and every call a client made (state, wrap, unwrap, checkBinding).
     private(set) var stateCalls = 0
     private(set) var calls = 0
+    /// Tells the client of every change of its keys, as keychain-broker's notices do: its states
+    /// carry a mark, unchanged while the generation is.
+    var tellsChanges = false
 
     /// Another process locks the keychain (`security lock-keychain` elsewhere).
     func lockElsewhere(_ uuid: Bytes) {
@@ -73,8 +76,12 @@ final class FakeCustodian: KeyCustodian, @unchecked Sendable {
             open[lockClass] = subkeys
         }
         let settings = keys[bag.uuid]?[.whenUnlocked].map { bag.verifiedSettings(a: $0) != nil }
-        return CustodyState(open: open, settingsVerified: settings, generation: generation)
+        var state = CustodyState(open: open, settingsVerified: settings, generation: generation)
+        if tellsChanges { state.mark = generation }
+        return state
     }
+
+    func isUnchanged(since mark: UInt64) -> Bool { tellsChanges && mark == generation }
 
     func create(password: Bytes, scrypt: ScryptParameters, path: String) throws -> [String: Bytes] {
         let (bag, a, c) = try Keybag.make(password: password, scrypt: scrypt)

@@ -18,6 +18,12 @@ package protocol KeyCustodian: AnyObject, Sendable {
     /// call restarts the idle clock.
     func state(of keybag: CustodyKeybag) throws -> CustodyState
 
+    /// Whether the keys the custodian holds for this uid are still as they were when it gave a
+    /// state marked `mark` (`CustodyState.mark`): a read of attributes alone then needs no
+    /// `state` call to know that a lock elsewhere did not come in between. False when it
+    /// cannot tell.
+    func isUnchanged(since mark: UInt64) -> Bool
+
     /// A new keychain's keybag, made in the custodian: class keys A and C drawn there, wrapped
     /// under `password` and kept there unlocked (as a keychain is left after it is made), and
     /// `path` pinned to it. The engine writes the returned fields into the new file: no process
@@ -106,6 +112,10 @@ package struct CustodyState: Sendable {
     /// this state sends it with each item request instead of asking for the state again, and is
     /// told when it no longer holds (`CustodyGenerationChanged`). 0: the custodian keeps none.
     package var generation: UInt64
+    /// Where the custodian tells this process of every change of its keys (the broker's
+    /// notices): what `isUnchanged(since:)` compares with. Not on the wire; nil where changes
+    /// are not told.
+    package var mark: UInt64?
 
     package init(open: [LockClass: ClientSubkeys], settingsVerified: Bool?, generation: UInt64 = 0) {
         self.open = open
@@ -177,4 +187,8 @@ package struct CustodyRotation: Sendable {
         self.fields = fields
         self.open = open
     }
+}
+
+extension KeyCustodian {
+    package func isUnchanged(since mark: UInt64) -> Bool { false }
 }

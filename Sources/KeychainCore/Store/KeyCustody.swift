@@ -17,14 +17,15 @@ extension KeychainStore {
 
     /// `currentKeys` in a custodian's keeping: one round trip, which is also the lock check and
     /// restarts the idle clock. D still comes from the file (outside the custodian's boundary).
-    /// Inside a read (`custodyRead`, outside any transaction) the state kept from the last call
-    /// stands in for it while the keybag is the same: the item requests that read carry its
-    /// generation, and the custodian refuses them if its keys changed since.
+    /// The state kept from the last call stands in for it while the keybag is the same, when
+    /// the custodian tells every change (the broker's notices) and told none since, or inside a
+    /// read (`custodyRead`) whose item requests carry its generation, which the custodian
+    /// refuses if its keys changed since. A read of attributes alone, or of the lock status,
+    /// then no longer restarts the idle clock: only what reaches the broker does.
     func custodyKeys(_ custodian: any KeyCustodian) throws -> ClassKeys {
         try refreshKeybag()
-        // Never in a write's transaction: a writer checks the keys it commits with.
-        if custodyCache.reading, !db.inTransaction || db.inReadSnapshot, let kept = custodyCache.kept, kept.fields == custodyFields {
-            custodyCache.usedKept = true
+        if let kept = keptStateStanding(custodian) {
+            if custodyCache.reading { custodyCache.usedKept = true }
             if settingsCheck == nil { settingsCheck = Self.settingsCheck(kept.settingsVerified, keybag.settings) }
             var present = kept.open
             present[.always] = alwaysSubkeys()
@@ -46,10 +47,21 @@ extension KeychainStore {
             }
         }
         custodyCache.kept = CustodyCache.Kept(
-            generation: state.generation, fields: custodyFields, open: present, settingsVerified: state.settingsVerified)
+            generation: state.generation, fields: custodyFields, open: present, settingsVerified: state.settingsVerified, mark: state.mark)
         present[.always] = alwaysSubkeys()
         settingsCheck = Self.settingsCheck(state.settingsVerified, keybag.settings)
         return ClassKeys(present)
+    }
+
+    /// The kept state, where it may stand in for a `state` call (`custodyKeys`).
+    private func keptStateStanding(_ custodian: any KeyCustodian) -> CustodyCache.Kept? {
+        // Never in a write's transaction: a writer checks the keys it commits with.
+        guard !db.inTransaction || db.inReadSnapshot, let kept = custodyCache.kept, kept.fields == custodyFields else { return nil }
+        switch kept.mark.map({ custodian.isUnchanged(since: $0) }) {
+        case true?: return kept
+        case false?: return nil
+        case nil: return custodyCache.reading ? kept : nil
+        }
     }
 
     /// Whether the custodian keeps `lockClass`'s key: every class but Always, whose key is in the
@@ -83,6 +95,8 @@ extension KeychainStore {
         defer { custodyCache.reading = false }
         let outcome = Result { try body() }
         guard custodyCache.usedKept, !custodyCache.confirmed, let kept = custodyCache.kept else { return try outcome.get() }
+        // Told of every change (the broker's notices), and none came: the kept state held.
+        if let mark = kept.mark, custodian.isUnchanged(since: mark) { return try outcome.get() }
         custodyCache.reading = false
         _ = try custodyKeys(custodian)
         if custodyCache.kept?.generation == kept.generation { return try outcome.get() }
@@ -255,10 +269,30 @@ extension KeychainStore {
     }
 
     /// Format 2's binding of metadata to secret, checked by the custodian for a read of the
-    /// attributes alone: nobody is asked, no key is given out.
+    /// attributes alone: nobody is asked, no key is given out. A row checked before, byte for
+    /// byte the same, is not sent again: the check's answer depends on nothing else (new keys
+    /// come with rows sealed again), and a service that lists the same items on every call (the
+    /// Secret Service's SearchItems, the SSH agent's keys) would otherwise pay a round trip to
+    /// the broker for each item each time.
     func checkCustodyBinding(_ row: Row) throws {
         guard let custodian else { throw KeychainError.locked() }
+        let request = itemKeyRequest(row, wrappedKey: try wrappedKey(of: row))
+        let checked = Self.bindingDigest(request)
+        if custodyCache.checkedBindings.contains(checked) { return }
         try currentGeneration(row, custodian) { try custodian.checkBinding($0) }
+        custodyCache.rememberBinding(checked)
+    }
+
+    /// What a binding's check answered for: every field of the request the custodian checked.
+    private static func bindingDigest(_ request: ItemKeyRequest) -> Bytes {
+        var w = ByteWriter(capacity: 64 + request.metadata.count + request.wrappedKey.count)
+        w.blob(request.keychain)
+        w.u64(UInt64(bitPattern: request.rowID))
+        w.string(request.itemClass.rawValue)
+        w.u64(UInt64(bitPattern: request.lockClass.rawValue))
+        w.blob(request.metadata)
+        w.blob(request.wrappedKey)
+        return Crypto.sha256(w.bytes)
     }
 
     /// After the person answered "Always allow" for `item` (read from `row`, its secret `stored`
@@ -294,6 +328,18 @@ struct CustodyCache {
         /// The open classes' subkeys (A, C).
         var open: PerLockClass<Subkeys>
         var settingsVerified: Bool?
+        /// The custodian's mark of the state (`CustodyState.mark`).
+        var mark: UInt64?
+    }
+
+    /// The rows whose binding the custodian confirmed (`checkCustodyBinding`), by digest; at
+    /// most `maximumBindings`, then begun again.
+    private(set) var checkedBindings: Set<Bytes> = []
+    static let maximumBindings = 4096
+
+    mutating func rememberBinding(_ digest: Bytes) {
+        if checkedBindings.count >= Self.maximumBindings { checkedBindings = [] }
+        checkedBindings.insert(digest)
     }
 
     var kept: Kept?
