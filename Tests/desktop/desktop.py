@@ -23,6 +23,12 @@
   desktop.py read KEY=VALUE
       The secret of the item those attributes find, through SecretStorage's get_secret; an error:
       its D-Bus name on stderr, exit 1.
+  desktop.py dbus-read item|service KEY=VALUE...
+      What a program speaking the API itself through dbus-python does (no SecretStorage):
+      OpenSession "plain", SearchItems for each pair, Unlock if an item is locked, then the
+      secrets of the first item each finds, one a line: through each item's GetSecret, or the
+      service's GetSecrets for all of them at once. An error: its D-Bus name on stderr, exit 1;
+      a GetSecrets that leaves an item out fails the same way.
 """
 import json
 import os
@@ -154,11 +160,44 @@ def read(pair):
         sys.exit(f'error: {type(error).__name__}: {error}')
 
 
+def dbus_read(method, pairs):
+    import dbus
+    bus = dbus.SessionBus()
+    service = dbus.Interface(bus.get_object('org.freedesktop.secrets', '/org/freedesktop/secrets', introspect=False),
+                             'org.freedesktop.Secret.Service')
+    try:
+        _, session = service.OpenSession('plain', dbus.String('', variant_level=1), signature='sv')
+        paths = []
+        for pair in pairs:
+            key, value = pair.split('=', 1)
+            unlocked, locked = service.SearchItems(dbus.Dictionary({key: value}, signature='ss'), signature='a{ss}')
+            if locked:
+                _, prompt = service.Unlock(locked, signature='ao')
+                if prompt != '/':
+                    sys.exit(f'error: {pair}: the item is locked and unlocking it needs a prompt')
+            paths.append((list(unlocked) + list(locked))[0])
+        # Long enough for the broker's question: dbus-python's default is 25 s.
+        if method == 'item':
+            secrets = {path: dbus.Interface(bus.get_object('org.freedesktop.secrets', path, introspect=False),
+                                            'org.freedesktop.Secret.Item').GetSecret(session, signature='o', timeout=60)
+                       for path in paths}
+        else:
+            secrets = service.GetSecrets(paths, session, signature='aoo', timeout=60)
+    except dbus.DBusException as error:
+        sys.exit(f'error: {error.get_dbus_name()}')
+    for path in paths:
+        if path not in secrets:
+            sys.exit(f'error: GetSecrets left {path} out')
+        print(bytes(secrets[path][2]).decode())
+
+
 if __name__ == '__main__':
     if sys.argv[1] == 'store':
         store(*sys.argv[2:5])
     elif sys.argv[1] == 'read':
         read(sys.argv[2])
+    elif sys.argv[1] == 'dbus-read':
+        dbus_read(sys.argv[2], sys.argv[3:])
     elif sys.argv[1] == 'fill':
         fill()
     elif sys.argv[1] == 'dump':

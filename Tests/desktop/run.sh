@@ -542,12 +542,11 @@ start_brokered_service() {
 answer_with() { echo "$1" > "$broker_dir/answer.mode"; rm -f "$broker_dir/questions"; }
 not_asked() { [ ! -e "$broker_dir/questions" ] || { echo "asked:"; cat "$broker_dir/questions"; return 1; }; }
 
-# What a program stores through the service trusts that program only: secret-tool and SecretStorage
-# (python3, by its interpreter entry) read their own items with no question, and each other's
-# only once the person says so; deny fails the call with no secret; "always" puts the reader on
-# the list; `security access --revoke` takes it off again.
-brokered_clients_are_asked() {
-    local out portal_secret
+# The brokered service holding what a program stores, trusting that program only: "Tool item"
+# (app=tool, tool-secret) by secret-tool and "Python item" (app=py, py-secret) by SecretStorage
+# (python3, by its interpreter entry), each read back by its own program with no question.
+# The stand-in then denies.
+brokered_items_stored() {
     start_brokered_service
     answer_with deny
     printf 'tool-secret' | secret-tool store --label='Tool item' app tool
@@ -557,7 +556,14 @@ brokered_clients_are_asked() {
     not_asked
     security find-generic-password -l 'Tool item' --access | grep -qx '    entry 0: exe:/usr/bin/secret-tool'
     security find-generic-password -l 'Python item' --access | grep -qx "    entry 0: interpreter:$(realpath "$py")"
+}
 
+# secret-tool and SecretStorage read each other's items only once the person says so; deny fails
+# the call with no secret; "always" puts the reader on the list; `security access --revoke`
+# takes it off again.
+brokered_clients_are_asked() {
+    local out portal_secret
+    brokered_items_stored
     out=$(secret-tool lookup app py 2>&1) && { echo "secret-tool read python's item: $out"; return 1; }
     [[ $out != *py-secret* ]]
     grep -F "secret-tool (/usr/bin/secret-tool)" "$broker_dir/questions"
@@ -602,6 +608,58 @@ brokered_clients_are_asked() {
     wait_for_owner keychain-secret-service
     out=$(timeout 60 secret-tool lookup app py 2>&1) && { echo "read with nobody to ask: $out"; return 1; }
     grep -F "AccessDenied" <<< "$(timeout 60 "$py" "$here/desktop.py" read app=tool 2>&1)"
+    kill "$service"
+}
+
+# dbus-python (`import dbus`, the API spoken directly) is python3 too: SecretStorage's item is
+# its own, secret-tool's is asked about, through the item's GetSecret and the service's
+# GetSecrets alike. An interpreter runs whatever script it is given, so "always allow" gives it
+# that read only; `security access --grant --interpreter` is the person's way to trust it, and
+# --program --revoke takes that back. A refused GetSecrets fails whole with AccessDenied: it does
+# not leave the item out, as it does a locked one, which would read as "no such secret".
+brokered_dbus_python_is_asked() {
+    local out python
+    python=$(realpath "$py")
+    brokered_items_stored
+    expect py-secret "$(desktop dbus-read item app=py)" "GetSecret of SecretStorage's item"
+    expect py-secret "$(desktop dbus-read service app=py)" "GetSecrets of SecretStorage's item"
+    not_asked
+
+    answer_with always
+    expect tool-secret "$(desktop dbus-read item app=tool)" "secret-tool's item, allowed"
+    grep -F "that is ${python##*/} ($python: interpreter)" "$broker_dir/questions"
+    grep -F 'wants to read "Tool item"' "$broker_dir/questions"
+    grep -F "through keychain-secret-service" "$broker_dir/questions"
+    grep -F "it can be allowed once only" "$broker_dir/questions"
+    answer_with once
+    expect tool-secret "$(desktop dbus-read service app=tool)" "GetSecrets, asked again"
+    grep -F 'wants to read "Tool item"' "$broker_dir/questions"
+
+    # security's change is asked about as a read is: allowed once.
+    answer_with once
+    security access -l 'Tool item' --grant "$python" --interpreter > /dev/null
+    security find-generic-password -l 'Tool item' --access | grep -qx "    entry 1: interpreter:$python"
+    answer_with deny
+    expect tool-secret "$(desktop dbus-read item app=tool)" "GetSecret, the interpreter on the list"
+    expect tool-secret "$(desktop dbus-read service app=tool)" "GetSecrets, the interpreter on the list"
+    not_asked
+
+    # The refusals last: python3 was refused in the case before, and a third refusal within the
+    # minute leaves it unasked (QuestionLimit). The revoke takes python3 off SecretStorage's item
+    # too: put back there, that item is read before the refused one in GetSecrets, and its
+    # secret must not come out either.
+    answer_with once
+    security access --program "$python" --revoke > /dev/null
+    security access -l 'Python item' --grant "$python" --interpreter > /dev/null
+    answer_with deny
+    out=$(desktop dbus-read item app=tool 2>&1) && { echo "GetSecret after the revoke and a deny: $out"; return 1; }
+    expect "error: org.freedesktop.DBus.Error.AccessDenied" "$out" "GetSecret, denied"
+    grep -F 'wants to read "Tool item"' "$broker_dir/questions"
+    answer_with deny
+    out=$(desktop dbus-read service app=py app=tool 2>&1) && { echo "GetSecrets after the revoke and a deny: $out"; return 1; }
+    expect "error: org.freedesktop.DBus.Error.AccessDenied" "$out" "GetSecrets, denied"
+    expect 1 "$(grep -c 'wants to read' "$broker_dir/questions")" "one question, about secret-tool's item"
+    grep -F 'wants to read "Tool item"' "$broker_dir/questions"
     kill "$service"
 }
 
@@ -698,6 +756,8 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     if brokered_suite_start; then
         check "with a broker: secret-tool and SecretStorage read their own items silently, each other's only when allowed; deny, always, revoke" \
             on_bus brokered_clients_are_asked
+        check "with a broker: dbus-python reads python's items silently, secret-tool's by GetSecret and GetSecrets when allowed (once: an interpreter); grant, revoke, deny" \
+            on_bus brokered_dbus_python_is_asked
         if command -v chromium >/dev/null; then
             check "with a broker: Chromium stores and reads its Safe Storage key with no question" on_bus brokered_chromium_keeps_its_key
         fi
