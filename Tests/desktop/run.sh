@@ -663,6 +663,33 @@ brokered_dbus_python_is_asked() {
     kill "$service"
 }
 
+# The login collection's Locked property, as a client reads it: true or false.
+collection_locked() {
+    dbus-send --session --print-reply --dest=org.freedesktop.secrets /org/freedesktop/secrets/collection/login \
+        org.freedesktop.DBus.Properties.Get string:org.freedesktop.Secret.Collection string:Locked | awk '/boolean/ { print $3 }'
+}
+
+# The service keeps the state the broker last gave it while the broker tells no change (its
+# notices), and asks no more for the lock status or a search: a lock made by another process
+# must still show at the service's very next call, and an unlock too.
+brokered_lock_elsewhere_is_seen_at_once() {
+    start_brokered_service
+    answer_with deny
+    printf 'tool-secret' | secret-tool store --label='Tool item' app tool
+    expect tool-secret "$(secret-tool lookup app tool)" "before the lock"
+    grep -qx 'attribute.app = tool' <<< "$(secret-tool search app tool 2>&1)"
+    expect false "$(collection_locked)" "unlocked"
+    security lock-keychain
+    expect true "$(collection_locked)" "the lock made elsewhere, at the next call"
+    if secret-tool search app tool 2>&1 | grep -x 'attribute.app = tool'; then echo "a search after the lock read the attributes"; return 1; fi
+    security unlock-keychain -p pw
+    expect false "$(collection_locked)" "the unlock made elsewhere, at the next call"
+    grep -qx 'attribute.app = tool' <<< "$(secret-tool search app tool 2>&1)"
+    expect tool-secret "$(secret-tool lookup app tool)" "after the unlock"
+    not_asked
+    kill "$service"
+}
+
 # Chromium stores its Safe Storage key through the service and reads it back with no question:
 # the key trusts Chromium's own executable.
 brokered_chromium_keeps_its_key() {
@@ -758,6 +785,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
             on_bus brokered_clients_are_asked
         check "with a broker: dbus-python reads python's items silently, secret-tool's by GetSecret and GetSecrets when allowed (once: an interpreter); grant, revoke, deny" \
             on_bus brokered_dbus_python_is_asked
+        check "with a broker: a lock and an unlock made elsewhere show at the service's next call" on_bus brokered_lock_elsewhere_is_seen_at_once
         if command -v chromium >/dev/null; then
             check "with a broker: Chromium stores and reads its Safe Storage key with no question" on_bus brokered_chromium_keeps_its_key
         fi
