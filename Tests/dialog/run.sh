@@ -2,10 +2,12 @@
 # Issue 55: the broker's question as the person meets it. A program not on an item's list asks
 # through the answerers' chain: on a desktop, gcr's system prompter (gcr-prompter, through
 # pinentry-gnome3) on a headless X server (Xvfb) and a private session bus, seen (a screenshot)
-# and answered (xdotool types the keychain's password); without a desktop, pinentry (a scripted
-# one, root's copy); and the broker stops asking a program refused three times in a minute.
-# The dialog's text is read where the prompter gets it: the properties of its PerformPrompt call,
-# seen by dbus-monitor on the private bus. KEYCHAIN_DIALOG_SHOTS=DIR keeps the screenshots there.
+# and answered (xdotool types the keychain's password), for a program's own read and for
+# secret-tool's through keychain-secret-service (the broker's deputy); without a desktop, pinentry
+# (a scripted one, root's copy); and the broker stops asking a program refused three times in a
+# minute. The dialog's text is read where the prompter gets it: the properties of its
+# PerformPrompt call, seen by dbus-monitor on the private bus (with the bus's errors: the
+# service's refusal). KEYCHAIN_DIALOG_SHOTS=DIR keeps the screenshots there.
 # Usage: Tests/dialog/run.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +33,7 @@ work=$(mktemp -d /run/kc-dialog-XXXXXX)
 chmod 755 "$work"
 socket=$work/run/socket home=$work/home
 keychain=$home/login.keychain-db
-broker_pid='' xvfb_pid='' bus_pid='' monitor_pid=''
+broker_pid='' xvfb_pid='' bus_pid='' monitor_pid='' service_pid='' service_job=''
 group=tss
 getent group tss >/dev/null || group=$broker
 
@@ -44,7 +46,7 @@ stop_broker() {
 
 cleanup() {
     stop_broker
-    for pid in $monitor_pid $bus_pid $xvfb_pid; do kill -TERM "$pid" 2>/dev/null; done
+    for pid in $service_pid $monitor_pid $bus_pid $xvfb_pid; do kill -TERM "$pid" 2>/dev/null; done
     if id "$broker" >/dev/null 2>&1; then
         keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$broker")" >/dev/null 2>&1
         userdel "$broker" >/dev/null 2>&1
@@ -68,7 +70,7 @@ fi
 useradd -M -d "$home" -s /bin/sh "$user" || exit 1
 keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
 mkdir -p "$home" "$work/bin" "$work/run" "$work/state" "$work/pins" "$work/share/applications"
-cp "$build/keychain-broker" "$build/keychain-broker-probe" "$work/bin/"
+cp "$build/keychain-broker" "$build/keychain-broker-probe" "$build/keychain-secret-service" "$work/bin/"
 # The stand-ins: one that denies and keeps every question, and a scripted pinentry that logs
 # what it is told and answers CONFIRM and GETPIN from the files its case writes.
 printf '#!/bin/sh\ncat >> %s/asked\nprintf "deny\\n"\n' "$home" > "$work/bin/answer-deny"
@@ -94,12 +96,15 @@ chown "$broker:$group" "$work/run" "$work/state" "$work/pins"
 chmod 755 "$work/run"
 chmod 700 "$work/state" "$work/pins"
 
+# The service's copy is the broker's deputy and one of the keychain's own programs, as
+# /usr/bin/keychain-secret-service is on a machine with the package.
 start_broker() {
     rm -f "$socket"
     env -i PATH=/usr/bin:/bin XDG_DATA_DIRS="$work/share" \
         setpriv --reuid="$broker" --regid="$group" --clear-groups --inh-caps=-all,+sys_ptrace --ambient-caps=+sys_ptrace \
         --bounding-set=-all,+sys_ptrace --no-new-privs \
-        "$work/bin/keychain-broker" --socket "$socket" --state "$work/state" --pins "$work/pins" --foreground 2>>"$work/broker.log" &
+        "$work/bin/keychain-broker" --socket "$socket" --state "$work/state" --pins "$work/pins" \
+        --deputy "$work/bin/keychain-secret-service" --own-program "$work/bin/keychain-secret-service" --foreground 2>>"$work/broker.log" &
     broker_pid=$!
     local tries=400
     while [ ! -S "$socket" ] && [ $tries -gt 0 ]; do
@@ -125,10 +130,10 @@ fresh() {
     case_dir=$work/case$case_number
     rm -f "$home/asked" "$home/pinentry.log"
 }
-# A probe a failed case left waiting on its dialog.
+# A reader a failed case left waiting on its dialog.
 finish() {
-    [ -s "$work/probe.pid" ] && kill "$(cat "$work/probe.pid")" 2>/dev/null
-    rm -f "$work/probe.pid"
+    [ -s "$work/reader.pid" ] && kill "$(cat "$work/reader.pid")" 2>/dev/null
+    rm -f "$work/reader.pid"
 }
 
 start_broker || { echo "the broker did not start"; printf '\n0 passed, 1 failed\n'; exit 1; }
@@ -201,7 +206,7 @@ start_desktop() {
     BUS=$(sed -n 1p "$work/bus")
     bus_pid=$(sed -n 2p "$work/bus")
     setpriv --reuid="$user" --regid="$user" --init-groups env -i PATH=/usr/bin:/bin HOME="$home" DBUS_SESSION_BUS_ADDRESS="$BUS" \
-        dbus-monitor --session "interface='org.gnome.keyring.internal.Prompter'" > "$home/monitor.log" 2>&1 &
+        dbus-monitor --session "interface='org.gnome.keyring.internal.Prompter'" "type='error'" > "$home/monitor.log" 2>&1 &
     monitor_pid=$!
 }
 
@@ -226,11 +231,20 @@ wait_for_prompt() {
     as_desktop timeout 30 xdotool search --sync --onlyvisible --name '^Keychain access$' | tail -1
 }
 
-# start_probe: the probe reads the item in the user's graphical session, in the background.
-start_probe() {
-    as_desktop env KEYCHAIN_BROKER_SOCKET="$socket" DBUS_SESSION_BUS_ADDRESS="$BUS" \
-        keyctl session - "$work/bin/keychain-broker-probe" read "$keychain" > "$home/probe.out" 2>&1 </dev/null &
-    echo $! > "$work/probe.pid"
+# start_reader COMMAND...: COMMAND reads in the user's graphical session, in the background; its
+# output in $home/reader.out.
+start_reader() {
+    as_desktop env KEYCHAIN_BROKER_SOCKET="$socket" DBUS_SESSION_BUS_ADDRESS="$BUS" "$@" > "$home/reader.out" 2>&1 </dev/null &
+    echo $! > "$work/reader.pid"
+}
+start_probe() { start_reader keyctl session - "$work/bin/keychain-broker-probe" read "$keychain"; }
+# reader_ends: the reader's exit status, once it has ended; its output shown.
+reader_ends() {
+    local status=0
+    wait "$(cat "$work/reader.pid")" || status=$?
+    rm -f "$work/reader.pid"
+    cat "$home/reader.out"
+    return $status
 }
 
 # press WINDOW KEYS...: the pointer over the window (no window manager here: the keyboard
@@ -242,10 +256,22 @@ press() {
     as_desktop xdotool "$@"
 }
 
+# shot NAME WINDOW: the dialog's window as shown, NAME.png in the case's folder (and in
+# $KEYCHAIN_DIALOG_SHOTS): a picture of the window's size, not of one colour (a window mapped
+# with nothing drawn in it).
 shot() {
-    as_desktop import -window root "$home/$1.png"
-    if [ -n "${KEYCHAIN_DIALOG_SHOTS:-}" ]; then mkdir -p "$KEYCHAIN_DIALOG_SHOTS" && cp "$home/$1.png" "$KEYCHAIN_DIALOG_SHOTS/"; fi
+    local geometry
+    mkdir -p "$case_dir"
+    as_desktop import -window "$2" png:- > "$case_dir/$1.png"
+    geometry=$(as_desktop xdotool getwindowgeometry --shell "$2")
+    expect "$(sed -n 's/^WIDTH=//p' <<< "$geometry")x$(sed -n 's/^HEIGHT=//p' <<< "$geometry")" \
+        "$(identify -format '%wx%h' "$case_dir/$1.png")" "$1.png's size, the window's"
+    identify -format '%[fx:standard_deviation]\n' "$case_dir/$1.png" | awk '{ exit !($1 > 0) }' || { echo "$1.png is of one colour"; return 1; }
+    if [ -n "${KEYCHAIN_DIALOG_SHOTS:-}" ]; then mkdir -p "$KEYCHAIN_DIALOG_SHOTS" && cp "$case_dir/$1.png" "$KEYCHAIN_DIALOG_SHOTS/"; fi
 }
+
+# asked: the text of the prompter's last PerformPrompt call (its properties: title, description...).
+asked() { awk '/member=PerformPrompt/ { text = "" } { text = text $0 "\n" } END { printf "%s", text }' "$home/monitor.log"; }
 
 desktop_asks_and_is_answered() {
     local window out confirms passwords
@@ -253,7 +279,7 @@ desktop_asks_and_is_answered() {
     start_probe
     window=$(wait_for_prompt confirm $((confirms + 1)))
     [ -n "$window" ]
-    shot confirm
+    shot confirm "$window"
     # What the prompter was asked to show: the program (its desktop name, path and parents) and the item.
     grep -a -A1 '"description"' "$home/monitor.log" | tail -1
     grep -aqF 'string ""Probe App", that is keychain-broker-probe ('"$work"'/bin/keychain-broker-probe) ← ' "$home/monitor.log"
@@ -264,17 +290,16 @@ desktop_asks_and_is_answered() {
     # GNOME's pinentry shows two buttons: Always allow is asked apart; Escape there is once.
     window=$(wait_for_prompt confirm $((confirms + 2)))
     [ -n "$window" ]
-    shot always
+    shot always "$window"
     grep -aqF 'string "Always allow it?"' "$home/monitor.log"
     press "$window" key Escape
     window=$(wait_for_prompt password $((passwords + 1)))
     [ -n "$window" ]
-    shot password
+    shot password "$window"
     press "$window" type --delay 20 keychain-pass
     as_desktop xdotool key Return
-    wait "$(cat "$work/probe.pid")"
-    cat "$home/probe.out"
-    grep -qx "secret: s3cret" "$home/probe.out"
+    reader_ends
+    grep -qx "secret: s3cret" "$home/reader.out"
     out=$(as_user "$work/bin/keychain-broker-probe" log)
     grep -q "^allowed once" <<< "$(tail -1 <<< "$out")"
 }
@@ -290,10 +315,9 @@ desktop_always() {
     window=$(wait_for_prompt password $((passwords + 1)))
     press "$window" type --delay 20 keychain-pass
     as_desktop xdotool key Return
-    wait "$(cat "$work/probe.pid")"
-    cat "$home/probe.out"
-    grep -q "^secret: s3cret; always: " "$home/probe.out"
-    grep -qx "exe:$work/bin/keychain-broker-probe" "$home/probe.out"
+    reader_ends
+    grep -q "^secret: s3cret; always: " "$home/reader.out"
+    grep -qx "exe:$work/bin/keychain-broker-probe" "$home/reader.out"
 }
 
 desktop_deny() {
@@ -302,9 +326,94 @@ desktop_deny() {
     window=$(wait_for_prompt confirm $(($(prompts confirm) + 1)))
     [ -n "$window" ]
     press "$window" key Escape
-    wait "$(cat "$work/probe.pid")" && return 1
-    cat "$home/probe.out"
-    grep -q "status -25293" "$home/probe.out"
+    reader_ends && return 1
+    grep -q "status -25293" "$home/reader.out"
+}
+
+# --- On a desktop, through the Secret Service: secret-tool reads the probe's item -----------------
+
+# start_service: keychain-secret-service (root's copy, the broker's deputy) in the user's
+# graphical session, as the desktop starts it: its environment has the display and the bus, and
+# no answerer of the tests'; the probe's keychain is its default. Its pid in service_pid.
+start_service() {
+    local tries=1200 owner=''
+    as_desktop env KEYCHAIN_BROKER_SOCKET="$socket" DBUS_SESSION_BUS_ADDRESS="$BUS" KEYCHAIN_PATH="$keychain" \
+        keyctl session - "$work/bin/keychain-secret-service" 2>>"$work/service.log" </dev/null &
+    service_job=$!
+    # Until the name is the service's (a call to it would have the bus start gnome-keyring); its
+    # process is keyctl's child.
+    until [ -n "$owner" ] && [ "$(readlink "/proc/$owner/exe")" = "$work/bin/keychain-secret-service" ]; do
+        [ $((tries -= 1)) -gt 0 ] || return 1
+        sleep 0.05
+        owner=$(as_desktop env DBUS_SESSION_BUS_ADDRESS="$BUS" dbus-send --session --print-reply --dest=org.freedesktop.DBus \
+            /org/freedesktop/DBus org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.secrets 2>/dev/null |
+            awk '/uint32/ { print $2 }')
+    done
+    service_pid=$owner
+}
+
+stop_service() {
+    [ -n "$service_pid" ] || return 0
+    kill -TERM "$service_pid" 2>/dev/null
+    # keyctl, its parent, ends with it.
+    wait "$service_job" 2>/dev/null
+    service_pid=
+}
+
+# The item the probe's keychain holds, as the Secret Service shows it (service and account); it
+# trusts another program (the probe's create), not secret-tool.
+lookup() { start_reader secret-tool lookup service broker account probe; }
+
+# secret-tool is not on the item's list: the broker asks, on the service's display, naming
+# secret-tool (not the service) and the Secret Service it asks through; the person allows it in
+# the dialog, with the keychain's password, and secret-tool prints the secret.
+service_reader_asked_and_answered() {
+    local window confirms passwords text
+    confirms=$(prompts confirm) passwords=$(prompts password)
+    lookup
+    window=$(wait_for_prompt confirm $((confirms + 1)))
+    [ -n "$window" ]
+    shot secret-tool "$window"
+    text=$(asked)
+    echo "$text"
+    grep -qF 'string "Allow access to a keychain item?"' <<< "$text"
+    grep -qF 'string "secret-tool (/usr/bin/secret-tool) ← ' <<< "$text"
+    grep -qF 'wants to read "probe item" (broker, account probe)' <<< "$text"
+    grep -qF 'It asks through the Secret Service (keychain-secret-service), as :' <<< "$text"
+    press "$window" key Return
+    # Always allow, asked apart: Escape is once.
+    window=$(wait_for_prompt confirm $((confirms + 2)))
+    [ -n "$window" ]
+    press "$window" key Escape
+    window=$(wait_for_prompt password $((passwords + 1)))
+    [ -n "$window" ]
+    press "$window" type --delay 20 keychain-pass
+    as_desktop xdotool key Return
+    reader_ends
+    expect s3cret "$(cat "$home/reader.out")" "what secret-tool printed"
+    as_user "$work/bin/keychain-broker-probe" log | tail -1 | grep '^allowed once | probe | .*secret-tool'
+}
+
+# Escape in the dialog: the service answers AccessDenied, secret-tool prints no secret.
+service_reader_denied() {
+    local window text client tries=600
+    lookup
+    window=$(wait_for_prompt confirm $(($(prompts confirm) + 1)))
+    [ -n "$window" ]
+    text=$(asked)
+    grep -qF 'string "secret-tool (/usr/bin/secret-tool) ← ' <<< "$text"
+    # secret-tool's connection, which the question names.
+    client=$(grep -ao 'as :[0-9.]* on the session bus' <<< "$text" | cut -d' ' -f2)
+    [ -n "$client" ]
+    press "$window" key Escape
+    reader_ends && return 1
+    ! grep -q s3cret "$home/reader.out"
+    # secret-tool prints the error's message only; its name is on the bus, seen a moment later.
+    until grep -aqF "destination=$client error_name=org.freedesktop.DBus.Error.AccessDenied" <<< "$(asked)"; do
+        [ $((tries -= 1)) -gt 0 ] || { asked; return 1; }
+        sleep 0.05
+    done
+    as_user "$work/bin/keychain-broker-probe" log | tail -1 | grep '^denied.* | probe | .*secret-tool'
 }
 
 if [ "$desktop_tools" != yes ]; then
@@ -316,6 +425,17 @@ else
     check "on a desktop, gcr's prompter shows the program and the item; Allow, then the password" desktop_asks_and_is_answered
     check "on a desktop, Always allow is asked apart, then the password" desktop_always
     check "on a desktop, Escape is a denial" desktop_deny
+    if ! command -v secret-tool >/dev/null; then
+        skip "secret-tool through the Secret Service: missing secret-tool (package libsecret-tools)"
+    elif ! start_service; then
+        cat "$work/service.log"
+        fail=$((fail + 1)); echo "FAIL keychain-secret-service did not start on the session bus"
+    else
+        check "through the Secret Service, gcr's prompter names secret-tool, the item and the service; Allow, then the password" \
+            service_reader_asked_and_answered
+        check "through the Secret Service, Escape is a denial: AccessDenied, no secret" service_reader_denied
+    fi
+    stop_service
 fi
 
 # --- No dialog flood ------------------------------------------------------------------------------
