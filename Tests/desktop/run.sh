@@ -605,6 +605,26 @@ brokered_clients_are_asked() {
     kill "$service"
 }
 
+# Review 55 (an attack): the bus names the process that made a connection, not the one that sends
+# on it. A script connects, forks, and the connecting process execs a program the item trusts
+# (here /usr/bin/sleep, standing for one that gives its secrets to nobody: a browser, a mail
+# client); the child asks on the same connection. The script must be asked, and get nothing.
+brokered_exec_after_connect_is_not_the_trusted_program() {
+    local out
+    start_brokered_service
+    answer_with once
+    printf 'vault-secret' | secret-tool store --label='Vault item' app vault
+    security set-generic-password-partition-list -l 'Vault item' -S exe:/usr/bin/sleep -k pw > /dev/null
+    security find-generic-password -l 'Vault item' --access | grep -qx '    entry 0: exe:/usr/bin/sleep'
+    answer_with deny
+    # (timeout's child is the process that became sleep, killed by the script: its status is 137.)
+    out=$(timeout 60 "$py" "$here/exec_after_connect.py" app=vault /usr/bin/sleep 30) || :
+    echo "the script got: $out"
+    security access-log | grep -F "Vault item" | tail -1 || :
+    [[ $out != *vault-secret* ]] || { echo "it read the item as sleep, unasked"; return 1; }
+    kill "$service"
+}
+
 # Chromium stores its Safe Storage key through the service and reads it back with no question:
 # the key trusts Chromium's own executable.
 brokered_chromium_keeps_its_key() {
@@ -698,6 +718,8 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     if brokered_suite_start; then
         check "with a broker: secret-tool and SecretStorage read their own items silently, each other's only when allowed; deny, always, revoke" \
             on_bus brokered_clients_are_asked
+        check "with a broker: a script whose connecting process then execs a trusted program is asked, gets nothing (review 55)" \
+            on_bus brokered_exec_after_connect_is_not_the_trusted_program
         if command -v chromium >/dev/null; then
             check "with a broker: Chromium stores and reads its Safe Storage key with no question" on_bus brokered_chromium_keeps_its_key
         fi
