@@ -478,6 +478,35 @@ one_question_for_concurrent_reads() {
     expect 2 "$(as_user security access-log | grep -c 'the answer to the same question asked by another process')" "shared answers in the log"
 }
 
+# Review 55 (an attack): the person is asked whether the user's own `security` may read git's
+# password, and allows it once. A process of the user that starts the same program for the same
+# item while the question is open (it sees the answerer start, and reads the asker's command
+# line) waits, and takes that answer: it is never asked (its own answerer would deny), the
+# person never agreed to it, and it prints the password.
+shared_answer_goes_to_an_unasked_process() {
+    local out
+    as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once-slowly" security find-internet-password -s 127.0.0.1 -a gituser -w \
+        > "$case_dir/person" 2> "$case_dir/person.err" &
+    for _ in $(seq 100); do [ -s "$asked" ] && break; sleep 0.05; done
+    out=$(as_user security find-internet-password -s 127.0.0.1 -a gituser -w 2> /dev/null) || :
+    wait
+    expect git-s3cret "$(cat "$case_dir/person")" "the person's own read"
+    echo "the other process got: $out"
+    expect 1 "$(grep -c 'wants to read' "$asked")" "questions"
+    if leaks "$out"; then return 1; fi
+}
+
+# Review 55 (an attack): the broker counts sessions so that no process of the user can keep the
+# keychain unlocked after the last logout; but whether that end locks is the keychain's setting,
+# and the broker MACs any settings it is sent for an unlocked keychain (settingsMAC, no password,
+# no question). A copy of security in the home turns lock at logout off; it must be refused.
+settings_need_more_than_an_unlocked_keychain() {
+    local status
+    status=$(status_of as_user "$home/security" set-keychain-settings "$keychain")
+    as_user security show-keychain-info "$keychain" 2>&1 || :
+    [ "$status" != 0 ] || { echo "lock at logout turned off by a copy in the home, no password, nobody asked"; return 1; }
+}
+
 # The stand-in that would allow: the question alone stood between the copy and the secret.
 allowed_once_by_the_person() {
     expect tool-s3cret "$(as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once" "$home/security" find-generic-password -s tool-service -w)"
@@ -569,6 +598,8 @@ check "a fake broker of the user's (environment.d, unit, KEYCHAIN_BROKER_SOCKET)
 check "KEYCHAIN_BROKER=off changes nothing" broker_off_changes_nothing
 check "the person's answer is what stands in the way: Allow once gives the copy the secret" allowed_once_by_the_person
 check "three reads at once by the same program and item: one question, its answer shared" one_question_for_concurrent_reads
+check "a process of the same program that waits on another's question is not given its answer (review 55)" shared_answer_goes_to_an_unasked_process
+check "a copy in the home cannot turn lock at logout off without the password (review 55)" settings_need_more_than_an_unlocked_keychain
 check "security access-log names each attempt (program, item, decision)" access_log
 check "a keychain swapped in at a pinned path: refused until forget-keychain with the old password" swapped_keychain
 check "a list planted before the password arrives (-A, then the person's -U): the copy gets nothing" planted_list
