@@ -625,6 +625,25 @@ brokered_exec_after_connect_is_not_the_trusted_program() {
     kill "$service"
 }
 
+# Review 55 (an attack): the Secret Service's bus name is any process's of the user to take (the
+# service allows replacement, and could be killed anyway). The taker then receives what clients
+# store: here secret-tool's new password, as git-credential-libsecret's after a login, or
+# Chromium's key at its first start. The service must not give its name up to it.
+brokered_name_taken_over_gets_what_clients_store() {
+    local out
+    start_brokered_service
+    "$py" "$here/name_squatter.py" "$case_dir/caught" &
+    local squatter=$!
+    for _ in $(seq 100); do [ -s "$case_dir/caught.ready" ] && break; sleep 0.1; done
+    cat "$case_dir/caught.ready"
+    printf 'fresh-password' | timeout 30 secret-tool store --label='New login' app newlogin || :
+    kill "$squatter"
+    out=$(cat "$case_dir/caught" 2> /dev/null || :)
+    echo "the squatter caught: $out"
+    kill "$service" 2> /dev/null || :
+    [[ $out != *fresh-password* ]] || { echo "a process of the user took the name and the new password"; return 1; }
+}
+
 # Chromium stores its Safe Storage key through the service and reads it back with no question:
 # the key trusts Chromium's own executable.
 brokered_chromium_keeps_its_key() {
@@ -720,6 +739,8 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
             on_bus brokered_clients_are_asked
         check "with a broker: a script whose connecting process then execs a trusted program is asked, gets nothing (review 55)" \
             on_bus brokered_exec_after_connect_is_not_the_trusted_program
+        check "with a broker: a process of the user that takes the service's bus name gets no client's new secret (review 55)" \
+            on_bus brokered_name_taken_over_gets_what_clients_store
         if command -v chromium >/dev/null; then
             check "with a broker: Chromium stores and reads its Safe Storage key with no question" on_bus brokered_chromium_keeps_its_key
         fi
