@@ -541,7 +541,13 @@ package final class BrokerService {
                 log("not allowed")
                 throw KeychainError.presence(.interactionNotAllowed, "\(facts.summary) is not on the item's list, and nobody may be asked")
             }
-            switch sharedQuestions.turn(asked, by: ObjectIdentifier(peer), now: Double(clock())) {
+            let process = peer.relayed?.handle ?? peer.handle
+            let mayShare = mayShareAnswers(facts)
+            let turn = sharedQuestions.turn(asked, by: ObjectIdentifier(peer), process: process, now: Double(clock())) { asker in
+                guard mayShare, let asker else { return false }
+                return process.isKin(of: asker)
+            }
+            switch turn {
             case .ask: return .question(question)
             case .wait: return .wait
             case .shared(allowed: true):

@@ -465,17 +465,38 @@ broker_off_changes_nothing() {
 }
 
 # Issue 55: three processes of the same program asking for the same item at once put one
-# question in front of the person, and share its answer.
+# question in front of the person, and share its answer. They are one program run's: children of
+# one parent (review 55: an answer stays in the asker's process tree), and the program is one that
+# nobody drives with arguments (the trusted SecItem program, reading an item it did not make:
+# `security` and interpreters never share, see below).
 one_question_for_concurrent_reads() {
-    local i
-    for i in 1 2 3; do
-        as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once-slowly" "$home/security" find-generic-password -s tool-service -w \
-            > "$case_dir/read$i" 2> "$case_dir/read$i.err" &
-    done
-    wait
-    for i in 1 2 3; do expect tool-s3cret "$(cat "$case_dir/read$i")" "read $i"; done
+    local out
+    out=$(as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once-slowly" sh -c '
+        for i in 1 2 3; do keychain-access-probe "$1" read tool-service tool-account & done
+        wait' - "$keychain" 2> "$case_dir/reads.err")
+    echo "$out"
+    expect 3 "$(grep -c '^status 0 tool-s3cret$' <<< "$out")" "reads that got the secret"
     expect 1 "$(grep -c 'wants to read' "$asked")" "questions asked"
-    expect 2 "$(as_user security access-log | grep -c 'the answer to the same question asked by another process')" "shared answers in the log"
+    expect 2 "$(shared_in_log)" "shared answers in the log"
+}
+
+# shared_in_log: how many reads the access log shows given another process's answer.
+shared_in_log() { as_user security access-log | grep -c 'the answer to the same question asked by another process'; }
+
+# Review 55: the same program started elsewhere by the user (not the asker's child nor its
+# sibling) while the question is open waits for it to end, and is then asked itself: the person
+# answered for the other run. One question at a time, none shared.
+shared_answer_stays_in_its_process_tree() {
+    local before
+    before=$(shared_in_log)
+    as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once-slowly" keychain-access-probe "$keychain" read tool-service tool-account \
+        > "$case_dir/person" 2> "$case_dir/person.err" &
+    for _ in $(seq 100); do [ -s "$asked" ] && break; sleep 0.05; done
+    expect "status -25293" "$(as_user keychain-access-probe "$keychain" read tool-service tool-account 2> /dev/null)" "the other run's read"
+    wait
+    expect "status 0 tool-s3cret" "$(cat "$case_dir/person")" "the person's own read"
+    expect 2 "$(grep -c 'wants to read' "$asked")" "questions, one for each run"
+    expect "$before" "$(shared_in_log)" "shared answers in the log"
 }
 
 # Review 55 (an attack): the person is asked whether the user's own `security` may read git's
@@ -484,7 +505,8 @@ one_question_for_concurrent_reads() {
 # line) waits, and takes that answer: it is never asked (its own answerer would deny), the
 # person never agreed to it, and it prints the password.
 shared_answer_goes_to_an_unasked_process() {
-    local out
+    local out before
+    before=$(shared_in_log)
     as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once-slowly" security find-internet-password -s 127.0.0.1 -a gituser -w \
         > "$case_dir/person" 2> "$case_dir/person.err" &
     for _ in $(seq 100); do [ -s "$asked" ] && break; sleep 0.05; done
@@ -492,7 +514,10 @@ shared_answer_goes_to_an_unasked_process() {
     wait
     expect git-s3cret "$(cat "$case_dir/person")" "the person's own read"
     echo "the other process got: $out"
-    expect 1 "$(grep -c 'wants to read' "$asked")" "questions"
+    # After the fix the other process waits for the person's question to end and is then asked
+    # its own (`security` shares no answer), which its answerer denies: two questions, none shared.
+    expect 2 "$(grep -c 'wants to read' "$asked")" "questions, the person's and the other process's own"
+    expect "$before" "$(shared_in_log)" "shared answers in the log"
     if leaks "$out"; then return 1; fi
 }
 
@@ -598,6 +623,7 @@ check "a fake broker of the user's (environment.d, unit, KEYCHAIN_BROKER_SOCKET)
 check "KEYCHAIN_BROKER=off changes nothing" broker_off_changes_nothing
 check "the person's answer is what stands in the way: Allow once gives the copy the secret" allowed_once_by_the_person
 check "three reads at once by the same program and item: one question, its answer shared" one_question_for_concurrent_reads
+check "the same program run elsewhere while the question is open is asked itself, not given the answer (review 55)" shared_answer_stays_in_its_process_tree
 check "a process of the same program that waits on another's question is not given its answer (review 55)" shared_answer_goes_to_an_unasked_process
 check "a copy in the home cannot turn lock at logout off without the password (review 55)" settings_need_more_than_an_unlocked_keychain
 check "security access-log names each attempt (program, item, decision)" access_log
