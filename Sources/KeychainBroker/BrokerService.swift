@@ -406,6 +406,16 @@ package final class BrokerService {
             guard let held = state.custody[CustodyID(uid: uid, uuid: bag.uuid)]?.a, bag.matches(held, .whenUnlocked) else {
                 throw KeychainError.locked()
             }
+            // Review 55: whether the keychain locks at the last logout is its setting, so an
+            // unlocked keychain alone (any process of the user) must not turn it off, nor let it
+            // stay open longer: that takes the password, as Apple's errSecInteractionNotAllowed
+            // says of a change that needs the person and was made without them.
+            if parsed.locksLess(than: bag.verifiedSettings(a: held) ?? .safeDefaults) {
+                note(uid: uid, keychain: keybag.path, "refused settings that lock less, sent without the password")
+                throw KeychainError(
+                    .interactionNotAllowed,
+                    "settings that lock the keychain less (no lock at logout, a longer idle timeout or none) need its password")
+            }
             a = held
         }
         defer { a.wipe() }

@@ -432,6 +432,35 @@ final class CustodyTests: XCTestCase {
         XCTAssertEqual(held.count, 32)
     }
 
+    /// Review 55: an unlocked keychain is enough for settings that lock more, not for those that
+    /// lock less than the ones in force (the keybag's, verified): those need the password.
+    func testSettingsThatLockLessNeedThePassword() throws {
+        try store.setSettings(KeychainSettings(idleTimeout: 300, lockOnSessionEnd: true))
+        let broker = service(security)
+        let bag = keybag(store)
+        _ = try broker.handle(.unlock(bag, password: Array("pw".utf8)), from: me)
+        func mac(_ settings: KeychainSettings, _ password: String? = nil) throws -> BrokerReply {
+            try broker.handle(.settingsMAC(bag, settings: settings.bytes, password: password.map { Array($0.utf8) }), from: me)
+        }
+        for stronger in [KeychainSettings(idleTimeout: 300), KeychainSettings(idleTimeout: 60), KeychainSettings(idleTimeout: 1)] {
+            guard case .bytes = try mac(stronger) else { return XCTFail("\(stronger) locks as much or more") }
+        }
+        for weaker in [
+            KeychainSettings(idleTimeout: 300, lockOnSessionEnd: false), KeychainSettings(idleTimeout: 301), KeychainSettings(idleTimeout: 0)
+        ] {
+            assertCode(.interactionNotAllowed) { try mac(weaker) }
+            assertCode(.authFailed) { try mac(weaker, "wrong") }
+            guard case .bytes = try mac(weaker, "pw") else { return XCTFail("\(weaker) with the password") }
+        }
+        XCTAssertTrue(broker.notes.last?.contains("refused settings that lock less") == true, "\(broker.notes)")
+        // Settings whose MAC fails: the safe defaults are in force, and lock at logout stays on.
+        var damaged = bag
+        damaged.fields["settings"] = KeychainSettings(idleTimeout: 0, lockOnSessionEnd: false).bytes
+        assertCode(.interactionNotAllowed) {
+            try broker.handle(.settingsMAC(damaged, settings: KeychainSettings(lockOnSessionEnd: false).bytes, password: nil), from: self.me)
+        }
+    }
+
     /// The sessions that decide the last logout's lock are counted by root's requests only (the PAM
     /// module): a process of the user cannot raise the count to keep the keychain unlocked after it.
     func testSessionsAreCountedForRootOnly() throws {

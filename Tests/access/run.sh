@@ -532,6 +532,21 @@ settings_need_more_than_an_unlocked_keychain() {
     [ "$status" != 0 ] || { echo "lock at logout turned off by a copy in the home, no password, nobody asked"; return 1; }
 }
 
+# Review 55's fix: a change that locks more needs no password; one that locks less does, given on
+# standard input (as for a locked keychain); without it, errSecInteractionNotAllowed (36).
+settings_that_lock_less_need_the_password() {
+    expect 0 "$(status_of as_user security set-keychain-settings -l -t 600)" "a timeout where there was none"
+    expect 0 "$(status_of as_user security set-keychain-settings -l -t 300)" "a shorter one"
+    expect 36 "$(status_of as_user security set-keychain-settings -l -t 1200)" "a longer one, no password"
+    expect 36 "$(status_of as_user security set-keychain-settings -l)" "none, no password"
+    expect 51 "$(printf 'wrong\n' | status_of piped security set-keychain-settings -l)" "none, a wrong password"
+    as_user security show-keychain-info 2>&1 | tee "$case_dir/info"
+    grep -q "lock-on-sleep use-lock-interval timeout=300s" "$case_dir/info"
+    expect 0 "$(printf 'keychain-pass\n' | status_of piped security set-keychain-settings -l)" "none, with the password"
+    as_user security show-keychain-info 2>&1 | tee "$case_dir/info"
+    grep -q "lock-on-sleep no-timeout" "$case_dir/info"
+}
+
 # The stand-in that would allow: the question alone stood between the copy and the secret.
 allowed_once_by_the_person() {
     expect tool-s3cret "$(as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once" "$home/security" find-generic-password -s tool-service -w)"
@@ -626,6 +641,7 @@ check "three reads at once by the same program and item: one question, its answe
 check "the same program run elsewhere while the question is open is asked itself, not given the answer (review 55)" shared_answer_stays_in_its_process_tree
 check "a process of the same program that waits on another's question is not given its answer (review 55)" shared_answer_goes_to_an_unasked_process
 check "a copy in the home cannot turn lock at logout off without the password (review 55)" settings_need_more_than_an_unlocked_keychain
+check "settings that lock more need no password, those that lock less need it (review 55)" settings_that_lock_less_need_the_password
 check "security access-log names each attempt (program, item, decision)" access_log
 check "a keychain swapped in at a pinned path: refused until forget-keychain with the old password" swapped_keychain
 check "a list planted before the password arrives (-A, then the person's -U): the copy gets nothing" planted_list
