@@ -416,6 +416,16 @@ package final class BrokerService {
             guard let held = state.custody[CustodyID(uid: uid, uuid: bag.uuid)]?.a, bag.matches(held, .whenUnlocked) else {
                 throw KeychainError.locked()
             }
+            // Review 55: whether the keychain locks at the last logout is its setting, so an
+            // unlocked keychain alone (any process of the user) must not turn it off, nor let it
+            // stay open longer: that takes the password, as Apple's errSecInteractionNotAllowed
+            // says of a change that needs the person and was made without them.
+            if parsed.locksLess(than: bag.verifiedSettings(a: held) ?? .safeDefaults) {
+                note(uid: uid, keychain: keybag.path, "refused settings that lock less, sent without the password")
+                throw KeychainError(
+                    .interactionNotAllowed,
+                    "settings that lock the keychain less (no lock at logout, a longer idle timeout or none) need its password")
+            }
             a = held
         }
         defer { a.wipe() }
@@ -551,7 +561,13 @@ package final class BrokerService {
                 log("not allowed")
                 throw KeychainError.presence(.interactionNotAllowed, "\(facts.summary) is not on the item's list, and nobody may be asked")
             }
-            switch sharedQuestions.turn(asked, by: ObjectIdentifier(peer), now: Double(clock())) {
+            let process = peer.relayed?.handle ?? peer.handle
+            let mayShare = mayShareAnswers(facts)
+            let turn = sharedQuestions.turn(asked, by: ObjectIdentifier(peer), process: process, now: Double(clock())) { asker in
+                guard mayShare, let asker else { return false }
+                return process.isKin(of: asker)
+            }
+            switch turn {
             case .ask: return .question(question)
             case .wait: return .wait
             case .shared(allowed: true):

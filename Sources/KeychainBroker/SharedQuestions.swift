@@ -1,11 +1,14 @@
 import KeychainCore
+import KeychainPeers
 
 /// One question at a time per program and item (issue 55): while the person is asked whether a
 /// program may read an item, another process of the same program asking for the same item waits
 /// (`BrokerReply.wait`) instead of opening a second dialog, and then shares the answer that came:
 /// an allowance once for it too, or the refusal. So a program that starts several readers at once
 /// (a browser's processes, a build's jobs) puts one dialog in front of the person, not many. Only
-/// the processes that waited share it: one that asks after the answer came is asked itself.
+/// the processes that waited share it: one that asks after the answer came is asked itself. And
+/// only those of the asker's own process tree (review 55): the person answered for that one
+/// program run, not for any process of the user that starts the same program meanwhile.
 ///
 /// Kept by the broker, as the question limit is: the processes do not know of each other.
 package struct SharedQuestions {
@@ -32,11 +35,22 @@ package struct SharedQuestions {
         }
     }
 
-    enum State {
-        /// Asked by the connection `by`, since `since`, the connections in `waiting` waiting.
-        case asked(by: ObjectIdentifier, since: Double, waiting: Set<ObjectIdentifier>)
-        /// Answered, for the connections that waited and have not yet taken it.
-        case answered(allowed: Bool, at: Double, waiting: Set<ObjectIdentifier>)
+    /// A question open: asked by the connection `by`, for the process `process`, since `since`;
+    /// `sharers` the waiting connections it may be shared with. The process is held weakly: by
+    /// its connection while that lives, never by the question (a relayed process's handle, and
+    /// its descriptors, go with the request that brought it), so nothing is shared once it is gone.
+    struct Question {
+        var by: ObjectIdentifier
+        weak var process: CallerHandle?
+        var since: Double
+        var sharers: Set<ObjectIdentifier>
+    }
+
+    /// An answer, for the sharers that waited and have not yet taken it.
+    struct Answer {
+        var allowed: Bool
+        var at: Double
+        var sharers: Set<ObjectIdentifier>
     }
 
     /// What to do with a request that would ask the person.
@@ -49,59 +63,74 @@ package struct SharedQuestions {
         case shared(allowed: Bool)
     }
 
-    private var questions: [Key: State] = [:]
+    private var questions: [Key: Question] = [:]
+    private var answers: [Key: Answer] = [:]
 
     package init() {}
 
-    package mutating func turn(_ key: Key, by asker: ObjectIdentifier, now: Double) -> Turn {
-        switch questions[key] {
-        case .asked(let by, let since, var waiting)? where by != asker && now - since < questionTimeout:
-            waiting.insert(asker)
-            questions[key] = .asked(by: by, since: since, waiting: waiting)
+    /// `sharesWith` says whether the caller may take the answer to a question asked for the
+    /// process given (review 55): a process of its own tree, and a program not driven by
+    /// anyone (not an interpreter, not `security`). One that may not still waits while the
+    /// question is open, and is then asked itself: one question at a time still holds.
+    package mutating func turn(
+        _ key: Key, by asker: ObjectIdentifier, process: CallerHandle?, now: Double, sharesWith: (CallerHandle?) -> Bool
+    ) -> Turn {
+        if let answer = answers[key], answer.sharers.contains(asker), now - answer.at < shareWindow {
+            answers[key]?.sharers.remove(asker)
+            return .shared(allowed: answer.allowed)
+        }
+        if var question = questions[key], question.by != asker, now - question.since < questionTimeout {
+            if !question.sharers.contains(asker), sharesWith(question.process) {
+                question.sharers.insert(asker)
+                questions[key] = question
+            }
             return .wait
-        case .answered(let allowed, let at, var waiting)? where waiting.contains(asker) && now - at < shareWindow:
-            waiting.remove(asker)
-            questions[key] = .answered(allowed: allowed, at: at, waiting: waiting)
-            return .shared(allowed: allowed)
-        case .asked(let by, _, let waiting)? where by == asker:
+        }
+        if var question = questions[key], question.by == asker {
             // Its own question again (a wrong password): those waiting still wait for it.
-            questions[key] = .asked(by: asker, since: now, waiting: waiting)
-            return .ask
-        default:
-            questions[key] = .asked(by: asker, since: now, waiting: [])
-            if questions.count > capacity { dropOldest() }
+            question.since = now
+            question.process = process
+            questions[key] = question
             return .ask
         }
+        questions[key] = Question(by: asker, process: process, since: now, sharers: [])
+        if questions.count > capacity { dropOldest() }
+        return .ask
     }
 
-    /// The person's answer to the question `key`, given through `asker`.
+    /// The person's answer to the question `key`, given through `asker`. Only the asker's own
+    /// answer ends its question: another connection that sends one (never asked) shares nothing.
     package mutating func answered(_ key: Key, allowed: Bool, by asker: ObjectIdentifier, now: Double) {
-        var waiting: Set<ObjectIdentifier> = []
-        if case .asked(_, _, let those)? = questions[key] { waiting = those }
-        waiting.remove(asker)
-        questions[key] = .answered(allowed: allowed, at: now, waiting: waiting)
-        if questions.count > capacity { dropOldest() }
+        guard let question = questions[key], question.by == asker else { return }
+        questions[key] = nil
+        answers[key] = Answer(allowed: allowed, at: now, sharers: question.sharers.subtracting([asker]))
+        if answers.count > capacity { dropOldest() }
     }
 
     /// `asker` could ask nobody, or its connection closed: another process may ask.
     package mutating func gaveUp(_ key: Key, by asker: ObjectIdentifier) {
-        if case .asked(let by, _, _)? = questions[key], by == asker { questions[key] = nil }
+        if questions[key]?.by == asker { questions[key] = nil }
     }
 
     package mutating func connectionClosed(_ asker: ObjectIdentifier) {
-        for (key, state) in questions {
-            if case .asked(let by, _, _) = state, by == asker { questions[key] = nil }
-        }
+        for (key, question) in questions where question.by == asker { questions[key] = nil }
     }
 
     private mutating func dropOldest() {
-        func time(_ state: State) -> Double {
-            switch state {
-            case .asked(_, let since, _): return since
-            case .answered(_, let at, _): return at
-            }
+        for (old, _) in questions.sorted(by: { $0.value.since < $1.value.since }).prefix(max(0, questions.count - capacity)) {
+            questions[old] = nil
         }
-        let byAge = questions.sorted { time($0.value) < time($1.value) }
-        for (old, _) in byAge.prefix(questions.count - capacity) { questions[old] = nil }
+        for (old, _) in answers.sorted(by: { $0.value.at < $1.value.at }).prefix(max(0, answers.count - capacity)) { answers[old] = nil }
+    }
+}
+
+extension BrokerService {
+    /// Whether a caller may take the answer given to another process of its tree: a program
+    /// that is itself (identified, untraced, nothing preloaded), not one anyone drives with
+    /// arguments or a script (an interpreter, `security`: the question names the program, not
+    /// what it was told to do), and not one whose every use is confirmed.
+    func mayShareAnswers(_ caller: any CallerFacts) -> Bool {
+        guard caller.canMatchSilently, !caller.isInterpreter, !caller.confirmsEachUse, let path = caller.executablePath else { return false }
+        return !path.hasSuffix("/security")
     }
 }

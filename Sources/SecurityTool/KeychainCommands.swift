@@ -313,15 +313,23 @@ struct SetKeychainSettings: ParsableCommand {
             // keychain_set_settings.c: -t implies -u; without -t, -u alone means no timeout.
             let settings = KeychainSettings(idleTimeout: timeout ?? 0, lockOnSessionEnd: lockOnSessionEnd)
             let store = try target.open()
+            var prompt = "password to unlock \(store.path): "
+            var missing = KeychainError.locked("the keychain is locked and no password was given")
             if store.status.whenUnlocked {
-                try store.setSettings(settings)
-                return
+                do {
+                    try store.setSettings(settings)
+                    return
+                } catch let error as KeychainError where error.code == .interactionNotAllowed && store.storage == .broker {
+                    // The broker wants the password for settings that lock less than those in force.
+                    prompt = "password of \(store.path) (the keychain would lock less): "
+                    missing = error
+                }
             }
             var secret: Bytes
             do {
-                secret = try Terminal.readSecret(prompt: "password to unlock \(store.path): ")
+                secret = try Terminal.readSecret(prompt: prompt)
             } catch let error as KeychainError where error.code == .param {
-                throw KeychainError.locked("the keychain is locked and no password was given")
+                throw missing
             }
             defer { secret.wipe() }
             try store.setSettings(settings, password: secret)

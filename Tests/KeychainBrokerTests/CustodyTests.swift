@@ -1,3 +1,4 @@
+import CLinux
 import Glibc
 import KeychainBroker
 import KeychainCore
@@ -238,7 +239,10 @@ final class CustodyTests: XCTestCase {
         var now: UInt64 = 1_000
         let broker = service(stranger)
         broker.clock = { now }
-        let first = BrokerPeer(uid: 1000, pid: getpid()), second = BrokerPeer(uid: 1000, pid: getpid())
+        // Both pinned at connect (a pidfd): the same process, so of one tree (review 55).
+        let pidfd = clinux_pidfd_open(getpid())
+        defer { close(pidfd) }
+        let first = BrokerPeer(uid: 1000, pid: getpid(), pidfd: pidfd), second = BrokerPeer(uid: 1000, pid: getpid(), pidfd: pidfd)
         _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: first)
         func ask(_ peer: BrokerPeer, _ answer: WireAnswer = .none, _ password: String = "") throws -> BrokerReply {
             try broker.handle(.unwrap(request, interaction: .allowed, answer: answer, password: Array(password.utf8)), from: peer)
@@ -258,7 +262,7 @@ final class CustodyTests: XCTestCase {
         assertCode(.authFailed) { try ask(first, .deny) }
         assertCode(.authFailed) { try ask(second) }
         XCTAssertEqual(broker.state.log.entries(of: 1000, since: 0).last?.decision, "denied (the answer to the same question asked by another process)")
-        let third = BrokerPeer(uid: 1000, pid: getpid())
+        let third = BrokerPeer(uid: 1000, pid: getpid(), pidfd: pidfd)
         guard case .question = try ask(third) else { return XCTFail("one that did not wait is asked itself") }
 
         broker.connectionClosed(third)
@@ -278,6 +282,43 @@ final class CustodyTests: XCTestCase {
             try broker.handle(.unwrap(request, interaction: .notAllowed, answer: .none, password: []), from: second)
         }
         guard case .question = try ask(first) else { return XCTFail("given up: the next asks") }
+    }
+
+    /// Review 55: an answer goes only to a waiting process of the asker's own tree (here: the
+    /// asker itself, or not its parent), and never to `security` or an interpreter, which wait
+    /// for the question to end and are then asked themselves.
+    func testAnAnswerIsSharedWithinTheAskersTreeOnly() throws {
+        _ = try store.add(generic("bob", secret: "hidden"))
+        let (request, _) = try lastRow()
+        var child: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/usr/bin/sleep"), strdup("1000"), nil]
+        defer { argv.forEach { free($0) } }
+        XCTAssertEqual(posix_spawn(&child, "/usr/bin/sleep", nil, nil, argv, nil), 0)
+        defer {
+            kill(child, SIGKILL)
+            waitpid(child, nil, 0)
+        }
+        let own = clinux_pidfd_open(getpid()), childs = clinux_pidfd_open(child)
+        defer { close(own); close(childs) }
+        let tool = CallerRecord(entry: .executable("/opt/tools/security"), canMatchSilently: true, summary: "/opt/tools/security (pid 4)")
+        let python = CallerRecord(
+            entry: .interpreter("/usr/bin/python3"), canMatchSilently: true, isInterpreter: true, summary: "/usr/bin/python3 (pid 5)")
+        for (facts, asker, waiter, why) in [
+            (stranger, childs, own, "the asker's parent"), (tool, own, own, "security, the same process"), (python, own, own, "an interpreter")
+        ] {
+            let broker = service(facts)
+            let first = BrokerPeer(uid: 1000, pid: asker == own ? getpid() : child, pidfd: asker)
+            let second = BrokerPeer(uid: 1000, pid: waiter == own ? getpid() : child, pidfd: waiter)
+            _ = try broker.handle(.unlock(keybag(store), password: Array("pw".utf8)), from: first)
+            func ask(_ peer: BrokerPeer, _ answer: WireAnswer = .none, _ password: String = "") throws -> BrokerReply {
+                try broker.handle(.unwrap(request, interaction: .allowed, answer: answer, password: Array(password.utf8)), from: peer)
+            }
+            guard case .question = try ask(first) else { return XCTFail("\(why): the first asks") }
+            guard case .wait = try ask(second) else { return XCTFail("\(why): the second waits while the question is open") }
+            _ = try key(try ask(first, .once, "pw"))
+            guard case .question = try ask(second) else { return XCTFail("\(why): asked itself, not given the answer") }
+            guard case .wait = try ask(first) else { return XCTFail("\(why): one question at a time") }
+        }
     }
 
     func testAListInTheMetadataIsTheBrokersToRead() throws {
@@ -389,6 +430,35 @@ final class CustodyTests: XCTestCase {
         else { return XCTFail() }
         XCTAssertEqual(held, derived)
         XCTAssertEqual(held.count, 32)
+    }
+
+    /// Review 55: an unlocked keychain is enough for settings that lock more, not for those that
+    /// lock less than the ones in force (the keybag's, verified): those need the password.
+    func testSettingsThatLockLessNeedThePassword() throws {
+        try store.setSettings(KeychainSettings(idleTimeout: 300, lockOnSessionEnd: true))
+        let broker = service(security)
+        let bag = keybag(store)
+        _ = try broker.handle(.unlock(bag, password: Array("pw".utf8)), from: me)
+        func mac(_ settings: KeychainSettings, _ password: String? = nil) throws -> BrokerReply {
+            try broker.handle(.settingsMAC(bag, settings: settings.bytes, password: password.map { Array($0.utf8) }), from: me)
+        }
+        for stronger in [KeychainSettings(idleTimeout: 300), KeychainSettings(idleTimeout: 60), KeychainSettings(idleTimeout: 1)] {
+            guard case .bytes = try mac(stronger) else { return XCTFail("\(stronger) locks as much or more") }
+        }
+        for weaker in [
+            KeychainSettings(idleTimeout: 300, lockOnSessionEnd: false), KeychainSettings(idleTimeout: 301), KeychainSettings(idleTimeout: 0)
+        ] {
+            assertCode(.interactionNotAllowed) { try mac(weaker) }
+            assertCode(.authFailed) { try mac(weaker, "wrong") }
+            guard case .bytes = try mac(weaker, "pw") else { return XCTFail("\(weaker) with the password") }
+        }
+        XCTAssertTrue(broker.notes.last?.contains("refused settings that lock less") == true, "\(broker.notes)")
+        // Settings whose MAC fails: the safe defaults are in force, and lock at logout stays on.
+        var damaged = bag
+        damaged.fields["settings"] = KeychainSettings(idleTimeout: 0, lockOnSessionEnd: false).bytes
+        assertCode(.interactionNotAllowed) {
+            try broker.handle(.settingsMAC(damaged, settings: KeychainSettings(lockOnSessionEnd: false).bytes, password: nil), from: self.me)
+        }
     }
 
     /// The sessions that decide the last logout's lock are counted by root's requests only (the PAM

@@ -465,17 +465,86 @@ broker_off_changes_nothing() {
 }
 
 # Issue 55: three processes of the same program asking for the same item at once put one
-# question in front of the person, and share its answer.
+# question in front of the person, and share its answer. They are one program run's: children of
+# one parent (review 55: an answer stays in the asker's process tree), and the program is one that
+# nobody drives with arguments (the trusted SecItem program, reading an item it did not make:
+# `security` and interpreters never share, see below).
 one_question_for_concurrent_reads() {
-    local i
-    for i in 1 2 3; do
-        as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once-slowly" "$home/security" find-generic-password -s tool-service -w \
-            > "$case_dir/read$i" 2> "$case_dir/read$i.err" &
-    done
-    wait
-    for i in 1 2 3; do expect tool-s3cret "$(cat "$case_dir/read$i")" "read $i"; done
+    local out
+    out=$(as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once-slowly" sh -c '
+        for i in 1 2 3; do keychain-access-probe "$1" read tool-service tool-account & done
+        wait' - "$keychain" 2> "$case_dir/reads.err")
+    echo "$out"
+    expect 3 "$(grep -c '^status 0 tool-s3cret$' <<< "$out")" "reads that got the secret"
     expect 1 "$(grep -c 'wants to read' "$asked")" "questions asked"
-    expect 2 "$(as_user security access-log | grep -c 'the answer to the same question asked by another process')" "shared answers in the log"
+    expect 2 "$(shared_in_log)" "shared answers in the log"
+}
+
+# shared_in_log: how many reads the access log shows given another process's answer.
+shared_in_log() { as_user security access-log | grep -c 'the answer to the same question asked by another process'; }
+
+# Review 55: the same program started elsewhere by the user (not the asker's child nor its
+# sibling) while the question is open waits for it to end, and is then asked itself: the person
+# answered for the other run. One question at a time, none shared.
+shared_answer_stays_in_its_process_tree() {
+    local before
+    before=$(shared_in_log)
+    as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once-slowly" keychain-access-probe "$keychain" read tool-service tool-account \
+        > "$case_dir/person" 2> "$case_dir/person.err" &
+    for _ in $(seq 100); do [ -s "$asked" ] && break; sleep 0.05; done
+    expect "status -25293" "$(as_user keychain-access-probe "$keychain" read tool-service tool-account 2> /dev/null)" "the other run's read"
+    wait
+    expect "status 0 tool-s3cret" "$(cat "$case_dir/person")" "the person's own read"
+    expect 2 "$(grep -c 'wants to read' "$asked")" "questions, one for each run"
+    expect "$before" "$(shared_in_log)" "shared answers in the log"
+}
+
+# Review 55 (an attack): the person is asked whether the user's own `security` may read git's
+# password, and allows it once. A process of the user that starts the same program for the same
+# item while the question is open (it sees the answerer start, and reads the asker's command
+# line) waits, and takes that answer: it is never asked (its own answerer would deny), the
+# person never agreed to it, and it prints the password.
+shared_answer_goes_to_an_unasked_process() {
+    local out before
+    before=$(shared_in_log)
+    as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once-slowly" security find-internet-password -s 127.0.0.1 -a gituser -w \
+        > "$case_dir/person" 2> "$case_dir/person.err" &
+    for _ in $(seq 100); do [ -s "$asked" ] && break; sleep 0.05; done
+    out=$(as_user security find-internet-password -s 127.0.0.1 -a gituser -w 2> /dev/null) || :
+    wait
+    expect git-s3cret "$(cat "$case_dir/person")" "the person's own read"
+    echo "the other process got: $out"
+    # After the fix the other process waits for the person's question to end and is then asked
+    # its own (`security` shares no answer), which its answerer denies: two questions, none shared.
+    expect 2 "$(grep -c 'wants to read' "$asked")" "questions, the person's and the other process's own"
+    expect "$before" "$(shared_in_log)" "shared answers in the log"
+    if leaks "$out"; then return 1; fi
+}
+
+# Review 55 (an attack): the broker counts sessions so that no process of the user can keep the
+# keychain unlocked after the last logout; but whether that end locks is the keychain's setting,
+# and the broker MACs any settings it is sent for an unlocked keychain (settingsMAC, no password,
+# no question). A copy of security in the home turns lock at logout off; it must be refused.
+settings_need_more_than_an_unlocked_keychain() {
+    local status
+    status=$(status_of as_user "$home/security" set-keychain-settings "$keychain")
+    as_user security show-keychain-info "$keychain" 2>&1 || :
+    [ "$status" != 0 ] || { echo "lock at logout turned off by a copy in the home, no password, nobody asked"; return 1; }
+}
+
+# Review 55's fix: a change that locks more needs no password; one that locks less does, given on
+# standard input (as for a locked keychain); without it, errSecInteractionNotAllowed (36).
+settings_that_lock_less_need_the_password() {
+    expect 0 "$(status_of as_user security set-keychain-settings -l -t 600)" "a timeout where there was none"
+    expect 0 "$(status_of as_user security set-keychain-settings -l -t 300)" "a shorter one"
+    expect 36 "$(status_of as_user security set-keychain-settings -l -t 1200)" "a longer one, no password"
+    expect 36 "$(status_of as_user security set-keychain-settings -l)" "none, no password"
+    expect 51 "$(printf 'wrong\n' | status_of piped security set-keychain-settings -l)" "none, a wrong password"
+    as_user security show-keychain-info 2>&1 | tee "$case_dir/info"
+    grep -q "lock-on-sleep use-lock-interval timeout=300s" "$case_dir/info"
+    expect 0 "$(printf 'keychain-pass\n' | status_of piped security set-keychain-settings -l)" "none, with the password"
+    as_user security show-keychain-info 2>&1 | tee "$case_dir/info"
+    grep -q "lock-on-sleep no-timeout" "$case_dir/info"
 }
 
 # The stand-in that would allow: the question alone stood between the copy and the secret.
@@ -569,6 +638,10 @@ check "a fake broker of the user's (environment.d, unit, KEYCHAIN_BROKER_SOCKET)
 check "KEYCHAIN_BROKER=off changes nothing" broker_off_changes_nothing
 check "the person's answer is what stands in the way: Allow once gives the copy the secret" allowed_once_by_the_person
 check "three reads at once by the same program and item: one question, its answer shared" one_question_for_concurrent_reads
+check "the same program run elsewhere while the question is open is asked itself, not given the answer (review 55)" shared_answer_stays_in_its_process_tree
+check "a process of the same program that waits on another's question is not given its answer (review 55)" shared_answer_goes_to_an_unasked_process
+check "a copy in the home cannot turn lock at logout off without the password (review 55)" settings_need_more_than_an_unlocked_keychain
+check "settings that lock more need no password, those that lock less need it (review 55)" settings_that_lock_less_need_the_password
 check "security access-log names each attempt (program, item, decision)" access_log
 check "a keychain swapped in at a pinned path: refused until forget-keychain with the old password" swapped_keychain
 check "a list planted before the password arrives (-A, then the person's -U): the copy gets nothing" planted_list

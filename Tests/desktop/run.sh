@@ -690,6 +690,45 @@ brokered_lock_elsewhere_is_seen_at_once() {
     kill "$service"
 }
 
+# Review 55 (an attack): the bus names the process that made a connection, not the one that sends
+# on it. A script connects, forks, and the connecting process execs a program the item trusts
+# (here /usr/bin/sleep, standing for one that gives its secrets to nobody: a browser, a mail
+# client); the child asks on the same connection. The script must be asked, and get nothing.
+brokered_exec_after_connect_is_not_the_trusted_program() {
+    local out
+    start_brokered_service
+    answer_with once
+    printf 'vault-secret' | secret-tool store --label='Vault item' app vault
+    security set-generic-password-partition-list -l 'Vault item' -S exe:/usr/bin/sleep -k pw > /dev/null
+    security find-generic-password -l 'Vault item' --access | grep -qx '    entry 0: exe:/usr/bin/sleep'
+    answer_with deny
+    # (timeout's child is the process that became sleep, killed by the script: its status is 137.)
+    out=$(timeout 60 "$py" "$here/exec_after_connect.py" app=vault /usr/bin/sleep 30) || :
+    echo "the script got: $out"
+    security access-log | grep -F "Vault item" | tail -1 || :
+    [[ $out != *vault-secret* ]] || { echo "it read the item as sleep, unasked"; return 1; }
+    kill "$service"
+}
+
+# Review 55 (an attack): the Secret Service's bus name is any process's of the user to take (the
+# service allows replacement, and could be killed anyway). The taker then receives what clients
+# store: here secret-tool's new password, as git-credential-libsecret's after a login, or
+# Chromium's key at its first start. The service must not give its name up to it.
+brokered_name_taken_over_gets_what_clients_store() {
+    local out
+    start_brokered_service
+    "$py" "$here/name_squatter.py" "$case_dir/caught" &
+    local squatter=$!
+    for _ in $(seq 100); do [ -s "$case_dir/caught.ready" ] && break; sleep 0.1; done
+    cat "$case_dir/caught.ready"
+    printf 'fresh-password' | timeout 30 secret-tool store --label='New login' app newlogin || :
+    kill "$squatter"
+    out=$(cat "$case_dir/caught" 2> /dev/null || :)
+    echo "the squatter caught: $out"
+    kill "$service" 2> /dev/null || :
+    [[ $out != *fresh-password* ]] || { echo "a process of the user took the name and the new password"; return 1; }
+}
+
 # Chromium stores its Safe Storage key through the service and reads it back with no question:
 # the key trusts Chromium's own executable.
 brokered_chromium_keeps_its_key() {
@@ -786,6 +825,10 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
         check "with a broker: dbus-python reads python's items silently, secret-tool's by GetSecret and GetSecrets when allowed (once: an interpreter); grant, revoke, deny" \
             on_bus brokered_dbus_python_is_asked
         check "with a broker: a lock and an unlock made elsewhere show at the service's next call" on_bus brokered_lock_elsewhere_is_seen_at_once
+        check "with a broker: a script whose connecting process then execs a trusted program is asked, gets nothing (review 55)" \
+            on_bus brokered_exec_after_connect_is_not_the_trusted_program
+        check "with a broker: a process of the user that takes the service's bus name gets no client's new secret (review 55)" \
+            on_bus brokered_name_taken_over_gets_what_clients_store
         if command -v chromium >/dev/null; then
             check "with a broker: Chromium stores and reads its Safe Storage key with no question" on_bus brokered_chromium_keeps_its_key
         fi

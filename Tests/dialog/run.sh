@@ -416,6 +416,31 @@ service_reader_denied() {
     as_user "$work/bin/keychain-broker-probe" log | tail -1 | grep '^denied.* | probe | .*secret-tool'
 }
 
+# Review 55 (an attack): gcr's system prompter is whoever owns its name on the user's session bus.
+# A process of the user that owns it first is handed the broker's real question (the program and
+# the item, asked for by a real reader) and would draw the password field the person then types
+# the keychain's password into: with that password and the file, every secret. (The package's
+# sysctl sets ptrace_scope 1, so the other way docs/security-model.md gives for it, tracing the
+# asking process, is closed.) The question must not go to a prompter of the user's.
+desktop_prompter_of_the_users() {
+    local owner
+    # gcr-prompter from the cases above, if it still runs: the attacker may kill it (same uid).
+    owner=$(as_desktop env DBUS_SESSION_BUS_ADDRESS="$BUS" dbus-send --session --print-reply=literal --dest=org.freedesktop.DBus / \
+        org.freedesktop.DBus.GetConnectionUnixProcessID string:org.gnome.keyring.SystemPrompter 2> /dev/null | awk '{ print $2 }')
+    [ -z "$owner" ] || kill "$owner"
+    rm -f "$home/caught" "$home/caught.ready"
+    cp "$here/prompter_squatter.py" "$work/" && chmod 644 "$work/prompter_squatter.py"
+    as_desktop env DBUS_SESSION_BUS_ADDRESS="$BUS" /usr/bin/python3 "$work/prompter_squatter.py" "$home/caught" &
+    local squatter=$!
+    for _ in $(seq 100); do [ -s "$home/caught.ready" ] && break; sleep 0.1; done
+    cat "$home/caught.ready"
+    start_probe
+    wait "$(cat "$work/probe.pid")" || :
+    kill "$squatter"
+    cat "$home/caught" 2> /dev/null || :
+    if grep -q 'wants to read' "$home/caught" 2> /dev/null; then echo "the user's own prompter was handed the question"; return 1; fi
+}
+
 if [ "$desktop_tools" != yes ]; then
     skip "the desktop dialog: $desktop_tools"
 elif ! start_desktop; then
@@ -436,6 +461,7 @@ else
         check "through the Secret Service, Escape is a denial: AccessDenied, no secret" service_reader_denied
     fi
     stop_service
+    check "on a desktop, a prompter of the user's own is not handed the question (review 55)" desktop_prompter_of_the_users
 fi
 
 # --- No dialog flood ------------------------------------------------------------------------------

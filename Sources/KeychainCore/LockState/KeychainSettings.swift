@@ -21,6 +21,14 @@ package struct KeychainSettings: Equatable, Sendable {
         lockOnSessionEnd = flag == 1
     }
 
+    /// These settings lock less than `current`: lock at logout turned off, or an idle timeout
+    /// longer than the one in force, or none where there was one. A custodian asks for the
+    /// password for such a change, not only an unlocked keychain (review 55).
+    package func locksLess(than current: KeychainSettings) -> Bool {
+        if current.lockOnSessionEnd, !lockOnSessionEnd { return true }
+        return current.idleTimeout != 0 && (idleTimeout == 0 || idleTimeout > current.idleTimeout)
+    }
+
     package var bytes: Bytes {
         var w = ByteWriter()
         w.u32(idleTimeout)
