@@ -3,7 +3,8 @@ import KeychainCore
 import KeychainPeers
 
 /// Who would show pinentry-gnome3's dialog: whoever owns gcr's prompter name on the session bus,
-/// which any process of the user may take (gcr-prompter allows replacement) or own first. Told
+/// which any process of the user may own first (gcr-prompter is started on demand and exits when
+/// idle) or once it has killed gcr-prompter, a process of the same user. Told
 /// apart before each of the dialog's steps, so that the broker's question and the keychain's
 /// password go only to root's prompter program, running as itself (review 55).
 ///
