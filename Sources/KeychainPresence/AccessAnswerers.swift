@@ -33,9 +33,9 @@ package enum AccessAnswerers {
         let graphical = [environment("DISPLAY"), environment("WAYLAND_DISPLAY")].contains { !($0 ?? "").isEmpty }
         // pinentry-gnome3 looks for the bus in DBUS_SESSION_BUS_ADDRESS only (else it falls back
         // to curses), not at $XDG_RUNTIME_DIR/bus.
-        let bus = !(environment("DBUS_SESSION_BUS_ADDRESS") ?? "").isEmpty
-        guard graphical, bus, access(gcrPinentry, X_OK) == 0 else { return nil }
-        return PinentryAccessAnswerer(program: gcrPinentry, asksAlwaysApart: true)
+        guard graphical, let bus = environment("DBUS_SESSION_BUS_ADDRESS"), !bus.isEmpty, access(gcrPinentry, X_OK) == 0 else { return nil }
+        // The dialog is whoever owns gcr's prompter name on that bus: checked at each step.
+        return PinentryAccessAnswerer(program: gcrPinentry, asksAlwaysApart: true, prompter: SystemPrompter(address: bus))
     }
 
     static let gcrPinentry = "/usr/bin/pinentry-gnome3"
@@ -50,7 +50,11 @@ package enum AccessAnswerers {
             guard let resolved = realpath(named, nil) else { continue }
             defer { free(resolved) }
             let path = String(cString: resolved)
-            if ProgramAccessAnswerer.isRootsProgram(path) { return PinentryAccessAnswerer(program: path) }
+            guard ProgramAccessAnswerer.isRootsProgram(path) else { continue }
+            // Debian's `pinentry` may be pinentry-gnome3: with a session bus, gcr's prompter.
+            let bus = environment("DBUS_SESSION_BUS_ADDRESS") ?? ""
+            let prompter = !bus.isEmpty && sameFile(path, gcrPinentry) ? SystemPrompter(address: bus) : nil
+            return PinentryAccessAnswerer(program: path, prompter: prompter)
         }
         return nil
     }

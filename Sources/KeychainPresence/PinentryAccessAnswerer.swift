@@ -20,10 +20,16 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
     /// only (it passes SETNOTOK over), so a third would never be seen there.
     package var asksAlwaysApart: Bool
 
-    package init(program: String, timeout: Double? = nil, asksAlwaysApart: Bool = false) {
+    /// pinentry-gnome3's dialog is whoever owns gcr's prompter name: checked before each step
+    /// (each is a prompt of its own there), and nobody else is shown the question or given the
+    /// password.
+    package var prompter: SystemPrompter?
+
+    package init(program: String, timeout: Double? = nil, asksAlwaysApart: Bool = false, prompter: SystemPrompter? = nil) {
         self.program = program
         self.timeout = PinentryPrompt(program: program, timeout: timeout).timeout
         self.asksAlwaysApart = asksAlwaysApart
+        self.prompter = prompter
     }
 
     package static let title = "Keychain access"
@@ -31,6 +37,7 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
     package func answer(_ question: String) throws -> AccessGrant? {
         // One Assuan line holds 1,000 bytes; a description cut short could drop what it names.
         guard ("SETDESC " + Assuan.escape(question)).utf8.count < 1000 else { return nil }
+        guard prompterIsGcrs() else { return nil }
         let conversation: PinentryConversation
         do {
             conversation = try PinentryConversation(program: program)
@@ -53,6 +60,7 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
         }
         let first = question.split(separator: "\n").first(where: { !$0.hasPrefix("Wrong password") }).map(String.init) ?? question
         if asksAlwaysApart {
+            guard prompterIsGcrs() else { return nil }
             // Closing this one is the lesser grant: once.
             conversation.confirm(
                 title: Self.title, description: first + "\nAllow it from now on, without asking again?", ok: "Always allow",
@@ -64,6 +72,7 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
             }
         }
         let wrong = question.hasPrefix("Wrong password.") ? "Wrong password." : nil
+        guard prompterIsGcrs() else { return nil }
         conversation.ask(
             title: Self.title, description: first + "\n" + (always ? "Always allow" : "Allow once") + ": the keychain's password.",
             prompt: "Password:", error: wrong, ok: always ? "Always allow" : "Allow once", cancel: "Deny")
@@ -73,5 +82,13 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
             // The person chose, then dismissed the password: no allowance without it.
             return .deny
         }
+    }
+
+    /// Whether the next step may be shown: always without a `prompter` to check. Otherwise the
+    /// answerer stands aside (the next in the chain asks), saying why on one line.
+    private func prompterIsGcrs() -> Bool {
+        guard let reason = prompter?.refusal() else { return true }
+        fputs("keychain: the desktop's dialog is not used: \(reason)\n", stderr)
+        return false
     }
 }
