@@ -38,6 +38,9 @@ package final class SecretService {
     /// Who each connection is, told once per unique name (never reused while the bus runs), and
     /// the process that connected, pinned while the connection lasts.
     private var callers: [String: (caller: Caller, identity: ProcessIdentity?)] = [:]
+    /// Whether each connection's process holds it alone, as far as can be told (`identity`):
+    /// its exec stamp then, or nil when it could not be told; looked at once per unique name.
+    private var soleHolders: [String: ConnectionHolders.ExecStamp?] = [:]
     /// When each connection appeared on the bus, as far as this service saw (clock ticks since
     /// boot); one older than the service appeared before it started.
     private var appeared: [String: UInt64] = [:]
@@ -241,6 +244,7 @@ package final class SecretService {
             prompts[id] = nil
         }
         callers[name] = nil
+        soleHolders[name] = nil
         kwallet?.connectionLeft(name)
         startWaitingPrompts()
     }
@@ -272,11 +276,28 @@ package final class SecretService {
         return caller
     }
 
-    /// The process that made a connection, pinned, when it could be told (for the caller's name
-    /// in a dialog and the access decisions over it).
+    /// The process that made a connection, pinned, when it can be taken for the one sending on it
+    /// (for the access decisions over the call and the broker's question): it holds its bus
+    /// connection alone (ConnectionHolders, looked at on the first call that needs it), and has
+    /// exec'd no other program since. A process that connected and forked, then exec'd a program
+    /// an item trusts, would otherwise lend that program's name to its child.
     func identity(_ sender: String) -> ProcessIdentity? {
         _ = caller(sender)
-        return callers[sender]?.identity
+        guard let identity = callers[sender]?.identity else { return nil }
+        let stamp: ConnectionHolders.ExecStamp?
+        if let checked = soleHolders[sender] {
+            stamp = checked
+        } else {
+            stamp = ConnectionHolders.soleHolder(identity.process, busConnection: sd_bus_get_fd(bus))
+            soleHolders[sender] = .some(stamp)
+            if stamp == nil {
+                SecretService.log(
+                    "\(sender): its connecting process (pid \(identity.pid)) does not hold the connection alone: the program that asks cannot be told"
+                )
+            }
+        }
+        guard let stamp, ConnectionHolders.ExecStamp(of: identity.process) == stamp else { return nil }
+        return identity
     }
 
     /// The caller of the message being handled, for the property and introspection callbacks,
