@@ -64,22 +64,36 @@ package enum ConnectionHolders {
         return stamp
     }
 
-    /// The inodes of the sockets `pid` holds; nil when its descriptors cannot be read.
+    /// The inodes of the sockets `pid` holds; nil when its descriptors cannot be read. Read with
+    /// readlinkat and no strings: the scan of every process's descriptors is the check's cost.
     static func socketInodes(of pid: Int32) -> Set<UInt32>? {
-        let folder = "/proc/\(pid)/fd"
-        guard let dir = opendir(folder) else { return nil }
+        guard let dir = opendir("/proc/\(pid)/fd") else { return nil }
         defer { closedir(dir) }
+        let folder = dirfd(dir)
         var inodes = Set<UInt32>()
-        var target = [CChar](repeating: 0, count: 64)
+        var target = [CChar](repeating: 0, count: 32)
+        let prefix = "socket:[".utf8.map { CChar(bitPattern: $0) }
         while let entry = readdir(dir) {
-            let fd = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard !fd.hasPrefix(".") else { continue }
-            let count = readlink(folder + "/" + fd, &target, target.count - 1)
-            guard count > 9 else { continue }
-            let link = String(decoding: target[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard entry.pointee.d_type == UInt8(DT_LNK) else { continue }
+            let count = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { name in
+                    target.withUnsafeMutableBufferPointer { readlinkat(folder, name, $0.baseAddress!, $0.count) }
+                }
+            }
             // "socket:[INODE]"
-            guard link.hasPrefix("socket:["), link.hasSuffix("]"), let inode = UInt32(link.dropFirst(8).dropLast()) else { continue }
-            inodes.insert(inode)
+            guard count > prefix.count + 1, count < target.count, target[count - 1] == CChar(bitPattern: UInt8(ascii: "]")),
+                target[0..<prefix.count].elementsEqual(prefix)
+            else { continue }
+            var inode: UInt32 = 0
+            var valid = true
+            for byte in target[prefix.count..<(count - 1)].lazy.map(UInt8.init(bitPattern:)) {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
+                    valid = false
+                    break
+                }
+                inode = inode &* 10 &+ UInt32(byte - UInt8(ascii: "0"))
+            }
+            if valid { inodes.insert(inode) }
         }
         return inodes
     }
