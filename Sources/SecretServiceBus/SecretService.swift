@@ -4,6 +4,7 @@ import Glibc
 import KeychainCore
 import SecretServiceItems
 import SessionBus
+import class KeychainPeers.PinnedProcess
 import struct KeychainPeers.ProcessIdentity
 
 /// The interfaces of the spec.
@@ -38,6 +39,9 @@ package final class SecretService {
     /// Who each connection is, told once per unique name (never reused while the bus runs), and
     /// the process that connected, pinned while the connection lasts.
     private var callers: [String: (caller: Caller, identity: ProcessIdentity?)] = [:]
+    /// Whether each connection's process holds it alone, as far as can be told (`identity`):
+    /// its exec stamp then, or nil when it could not be told; looked at once per unique name.
+    private var soleHolders: [String: ConnectionHolders.ExecStamp?] = [:]
     /// When each connection appeared on the bus, as far as this service saw (clock ticks since
     /// boot); one older than the service appeared before it started.
     private var appeared: [String: UInt64] = [:]
@@ -117,6 +121,9 @@ package final class SecretService {
             }, me)
         guard rc >= 0 else { throw ServiceError.failed("cannot filter calls: \(String(cString: strerror(-rc)))") }
 
+        if replace {
+            for name in [Self.busName] + (kwallet?.busNames ?? []) where stopOtherService(owning: name) { break }
+        }
         if kwallet != nil {
             // Not given up to another kwalletd: a KDE program's handles are this service's. Taken
             // before the Secret Service's name, which is what a starter (systemd, enable) waits
@@ -131,9 +138,10 @@ package final class SecretService {
                 ownedNames.insert(name)
             }
         }
-        var flags = UInt64(SD_BUS_NAME_ALLOW_REPLACEMENT)
-        if replace { flags |= UInt64(SD_BUS_NAME_REPLACE_EXISTING) }
-        rc = sd_bus_request_name(bus, Self.busName, flags)
+        // Not given up to whoever asks (no ALLOW_REPLACEMENT): the owner of the name receives
+        // every secret clients store, so a process of the user must at least kill this one to
+        // take it, which nothing here can prevent.
+        rc = sd_bus_request_name(bus, Self.busName, replace ? UInt64(SD_BUS_NAME_REPLACE_EXISTING) : 0)
         if rc == -EEXIST {
             let next = NameHolder(owning: Self.busName, on: bus).nextStep(replace: replace)
             // With KWallet's API, KDE's programs are still served: the other provider keeps the
@@ -147,6 +155,35 @@ package final class SecretService {
         }
         for collection in collections.all { collection.announcedLocked = collection.isLocked }
         return loop()
+    }
+
+    /// `--replace` against another keychain-secret-service of the user, which does not let the
+    /// name go either: asked to end (SIGTERM, its waiting stores made first), as `disable` does.
+    /// True once it left the bus; false when `name`'s owner is another program, or another user's.
+    private func stopOtherService(owning name: String) -> Bool {
+        var creds: OpaquePointer?
+        let mask = UInt64(SD_BUS_CREDS_PID | SD_BUS_CREDS_EUID | SD_BUS_CREDS_UNIQUE_NAME | SD_BUS_CREDS_AUGMENT)
+        guard sd_bus_get_name_creds(bus, name, mask, &creds) >= 0, let creds else { return false }
+        defer { sd_bus_creds_unref(creds) }
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        var unique: UnsafePointer<CChar>?
+        guard sd_bus_creds_get_pid(creds, &pid) >= 0, sd_bus_creds_get_euid(creds, &uid) >= 0, uid == getuid(),
+            sd_bus_creds_get_unique_name(creds, &unique) >= 0, let unique, let process = PinnedProcess(pid: pid)
+        else { return false }
+        // The pinned process is the owner's only while the bus still names its pid for that
+        // connection; an upgraded executable is the same program, deleted.
+        func program(_ path: String?) -> String? { path.map { $0.hasSuffix(" (deleted)") ? String($0.dropLast(10)) : $0 } }
+        guard let own = program(ProcFile.link("/proc/self/exe")), program(ProcFile.link("/proc/\(pid)/exe")) == own,
+            BusPeer.credentials(of: String(cString: unique), on: bus)?.pid == pid
+        else { return false }
+        let connection = String(cString: unique)
+        SecretService.log("\(name) is provided by \(currentOwner(name)); asking it to end (--replace)")
+        guard clinux_pidfd_send_signal(process.pidfd, SIGTERM) == 0 else { return false }
+        // Its names are free once its connection is gone; a client's call may start the unit's
+        // service meanwhile, and then that one keeps them (said when they are asked for).
+        for _ in 0..<100 where BusPeer.credentials(of: connection, on: bus) != nil { usleep(100_000) }
+        return true
     }
 
     /// Who owns the name now: its program's name and pid, for the one line that says so.
@@ -241,6 +278,7 @@ package final class SecretService {
             prompts[id] = nil
         }
         callers[name] = nil
+        soleHolders[name] = nil
         kwallet?.connectionLeft(name)
         startWaitingPrompts()
     }
@@ -272,11 +310,28 @@ package final class SecretService {
         return caller
     }
 
-    /// The process that made a connection, pinned, when it could be told (for the caller's name
-    /// in a dialog and the access decisions over it).
+    /// The process that made a connection, pinned, when it can be taken for the one sending on it
+    /// (for the access decisions over the call and the broker's question): it holds its bus
+    /// connection alone (ConnectionHolders, looked at on the first call that needs it), and has
+    /// exec'd no other program since. A process that connected and forked, then exec'd a program
+    /// an item trusts, would otherwise lend that program's name to its child.
     func identity(_ sender: String) -> ProcessIdentity? {
         _ = caller(sender)
-        return callers[sender]?.identity
+        guard let identity = callers[sender]?.identity else { return nil }
+        let stamp: ConnectionHolders.ExecStamp?
+        if let checked = soleHolders[sender] {
+            stamp = checked
+        } else {
+            stamp = ConnectionHolders.soleHolder(identity.process, busConnection: sd_bus_get_fd(bus))
+            soleHolders[sender] = .some(stamp)
+            if stamp == nil {
+                SecretService.log(
+                    "\(sender): its connecting process (pid \(identity.pid)) does not hold the connection alone: the program that asks cannot be told"
+                )
+            }
+        }
+        guard let stamp, ConnectionHolders.ExecStamp(of: identity.process) == stamp else { return nil }
+        return identity
     }
 
     /// The caller of the message being handled, for the property and introspection callbacks,

