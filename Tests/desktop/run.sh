@@ -840,7 +840,7 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
         check "with a broker: dbus-python reads python's items silently, secret-tool's by GetSecret and GetSecrets when allowed (once: an interpreter); grant, revoke, deny" \
             on_bus brokered_dbus_python_is_asked
         check "with a broker: a lock and an unlock made elsewhere show at the service's next call" on_bus brokered_lock_elsewhere_is_seen_at_once
-        check "with a broker: a script whose connecting process then execs a trusted program is asked, gets nothing (review 55)" \
+        check "with a broker: a script whose connecting process then execs a trusted program is refused: nothing given, nobody asked (review 55)" \
             on_bus brokered_exec_after_connect_is_not_the_trusted_program
         check "with a broker: the same once the service looked at the script (a first read): still asked of nobody, nothing given" \
             on_bus brokered_exec_after_a_first_read_is_not_the_trusted_program
