@@ -52,9 +52,7 @@ package enum AccessAnswerers {
             let path = String(cString: resolved)
             guard ProgramAccessAnswerer.isRootsProgram(path) else { continue }
             // Debian's `pinentry` may be pinentry-gnome3: with a session bus, gcr's prompter.
-            let bus = environment("DBUS_SESSION_BUS_ADDRESS") ?? ""
-            let prompter = !bus.isEmpty && sameFile(path, gcrPinentry) ? SystemPrompter(address: bus) : nil
-            return PinentryAccessAnswerer(program: path, prompter: prompter)
+            return PinentryAccessAnswerer(program: path, prompter: SystemPrompter.guarding(pinentry: path, environment: environment))
         }
         return nil
     }

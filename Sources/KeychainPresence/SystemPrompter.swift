@@ -28,6 +28,22 @@ package struct SystemPrompter: Sendable {
 
     package init(address: String) { self.address = address }
 
+    /// The check for a pinentry `program` that shows its dialog through gcr's prompter: Debian's
+    /// pinentry-gnome3 (under any name, `pinentry` the alternative included) with a session bus.
+    /// nil for any other pinentry, which draws its own dialog or asks on a terminal.
+    package static func guarding(pinentry program: String, environment: (String) -> String? = AccessAnswerers.environment) -> SystemPrompter? {
+        guard let bus = environment("DBUS_SESSION_BUS_ADDRESS"), !bus.isEmpty, AccessAnswerers.sameFile(program, AccessAnswerers.gcrPinentry)
+        else { return nil }
+        return SystemPrompter(address: bus)
+    }
+
+    /// Why a password must not be asked through pinentry `program` now (its dialog would go to a
+    /// prompter that is not gcr's), or nil: every pinentry the keychain runs asks this first,
+    /// whatever it asks for (an access question, a keychain's or an application's password).
+    package static func refusal(forPinentry program: String) -> String? {
+        guarding(pinentry: program)?.refusal()
+    }
+
     /// Nil when the name's owner is one of `programs`, started by the bus first if nobody owns
     /// it; otherwise why the dialog must not be shown, in one line.
     package func refusal() -> String? {

@@ -22,6 +22,10 @@ final class Pinentry {
     /// Starts `program` (its errors go to the service's own stderr); nil (and one log line) when
     /// it cannot be run.
     init?(program: String) {
+        if let why = SystemPrompter.refusal(forPinentry: program) {
+            SecretService.log("the desktop's dialog is not used: \(why); the prompt is dismissed")
+            return nil
+        }
         do {
             conversation = try PinentryConversation(program: program, errors: STDERR_FILENO)
         } catch {

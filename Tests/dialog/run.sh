@@ -335,10 +335,11 @@ desktop_deny() {
 # start_service: keychain-secret-service (root's copy, the broker's deputy) in the user's
 # graphical session, as the desktop starts it: its environment has the display and the bus, and
 # no answerer of the tests'; the probe's keychain is its default. Its pid in service_pid.
+# start_service [OPTION...]: keychain-secret-service, with OPTIONs, on the suite's bus.
 start_service() {
     local tries=1200 owner=''
     as_desktop env KEYCHAIN_BROKER_SOCKET="$socket" DBUS_SESSION_BUS_ADDRESS="$BUS" KEYCHAIN_PATH="$keychain" \
-        keyctl session - "$work/bin/keychain-secret-service" 2>>"$work/service.log" </dev/null &
+        keyctl session - "$work/bin/keychain-secret-service" "$@" 2>>"$work/service.log" </dev/null &
     service_job=$!
     # Until the name is the service's (a call to it would have the bus start gnome-keyring); its
     # process is keyctl's child.
@@ -422,23 +423,60 @@ service_reader_denied() {
 # the keychain's password into: with that password and the file, every secret. (The package's
 # sysctl sets ptrace_scope 1, so the other way docs/security-model.md gives for it, tracing the
 # asking process, is closed.) The question must not go to a prompter of the user's.
-desktop_prompter_of_the_users() {
+# squat_prompter: a script of the user's owns gcr's prompter name (gcr-prompter from the cases
+# before, if it still runs, killed first: the attacker may, same uid); its pid in squatter, what
+# it is asked in $home/caught.
+squat_prompter() {
     local owner
-    # gcr-prompter from the cases above, if it still runs: the attacker may kill it (same uid).
     owner=$(as_desktop env DBUS_SESSION_BUS_ADDRESS="$BUS" dbus-send --session --print-reply=literal --dest=org.freedesktop.DBus / \
         org.freedesktop.DBus.GetConnectionUnixProcessID string:org.gnome.keyring.SystemPrompter 2> /dev/null | awk '{ print $2 }')
     [ -z "$owner" ] || kill "$owner"
     rm -f "$home/caught" "$home/caught.ready"
     cp "$here/prompter_squatter.py" "$work/" && chmod 644 "$work/prompter_squatter.py"
     as_desktop env DBUS_SESSION_BUS_ADDRESS="$BUS" /usr/bin/python3 "$work/prompter_squatter.py" "$home/caught" &
-    local squatter=$!
+    squatter=$!
     for _ in $(seq 100); do [ -s "$home/caught.ready" ] && break; sleep 0.1; done
     cat "$home/caught.ready"
+}
+
+desktop_prompter_of_the_users() {
+    local squatter
+    squat_prompter
     start_probe
     wait "$(cat "$work/probe.pid")" || :
     kill "$squatter"
     cat "$home/caught" 2> /dev/null || :
     if grep -q 'wants to read' "$home/caught" 2> /dev/null; then echo "the user's own prompter was handed the question"; return 1; fi
+}
+
+# secret_call METHOD ARGS...: a call to the Secret Service on the suite's bus, as the user.
+secret_call() {
+    as_desktop env DBUS_SESSION_BUS_ADDRESS="$BUS" dbus-send --session --print-reply --dest=org.freedesktop.secrets "$@"
+}
+
+# The same for every pinentry the keychain runs, not only the broker's question: here the Secret
+# Service's own prompt for the keychain's password (Unlock of the locked collection, then its
+# prompt, through pinentry-gnome3). The script is handed nothing, the prompt is dismissed and the
+# collection stays locked.
+service_unlock_prompt_not_to_a_squatter() {
+    local squatter out locked
+    as_user "$work/bin/keychain-broker-probe" lock "$keychain" > /dev/null
+    squat_prompter
+    start_service --pinentry /usr/bin/pinentry-gnome3
+    cp "$here/unlock_prompt.py" "$work/" && chmod 644 "$work/unlock_prompt.py"
+    out=$(as_desktop env DBUS_SESSION_BUS_ADDRESS="$BUS" timeout 60 /usr/bin/python3 "$work/unlock_prompt.py")
+    locked=$(secret_call /org/freedesktop/secrets/collection/login org.freedesktop.DBus.Properties.Get \
+        string:org.freedesktop.Secret.Collection string:Locked | awk '/boolean/ { print $3 }')
+    # What the next cases need back first: no squatter, no service, the keychain unlocked.
+    kill "$squatter"
+    stop_service
+    as_user "$work/bin/keychain-broker-probe" unlock "$keychain" keychain-pass > /dev/null
+    echo "$out"
+    cat "$home/caught" 2> /dev/null || :
+    if [ -s "$home/caught" ]; then echo "the user's own prompter was asked for the keychain's password"; return 1; fi
+    grep -qx 'completed dismissed=True' <<< "$out"
+    expect true "$locked" "the collection, still locked"
+    grep -F "the desktop's dialog is not used" "$work/service.log"
 }
 
 if [ "$desktop_tools" != yes ]; then
@@ -462,6 +500,9 @@ else
     fi
     stop_service
     check "on a desktop, a prompter of the user's own is not handed the question (review 55)" desktop_prompter_of_the_users
+    if command -v secret-tool >/dev/null; then
+        check "on a desktop, nor the Secret Service's prompt for the keychain's password: dismissed, no secret" service_unlock_prompt_not_to_a_squatter
+    fi
 fi
 
 # --- No dialog flood ------------------------------------------------------------------------------
