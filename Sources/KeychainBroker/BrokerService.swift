@@ -302,6 +302,25 @@ package final class BrokerService {
         dirty = true
     }
 
+    /// The keybag's settings (`fields` as the client sent them) if their MAC verifies under `a`
+    /// and is the last one the broker made for that keychain, which its pin keeps: the MAC has no
+    /// counter, so a pair the file once held (settings that locked less, set with the password)
+    /// written back after stronger ones would verify as well. Not taken, they read as damaged:
+    /// the safe defaults (lock at logout) then apply.
+    func verifiedSettings(_ bag: Keybag, fields: [String: Bytes], a: Bytes, uid: UInt32, path: String) -> KeychainSettings? {
+        guard let settings = bag.verifiedSettings(a: a) else { return nil }
+        if let pin = state.pins[uid]?[path], Crypto.equal(pin.uuid, bag.uuid), let made = pin.fields[Self.settingsMACField],
+            !Crypto.equal(made, fields[Self.settingsMACField] ?? [])
+        {
+            return nil
+        }
+        return settings
+    }
+
+    /// The keybag field of the settings' MAC, and of the settings.
+    static let settingsMACField = "settings.mac"
+    static let settingsField = "settings"
+
     /// A pin kept from now on (and written to the pins folder with the next save).
     func pin(uid: UInt32, path: String, _ pin: Pin) {
         state.pins[uid, default: [:]][path] = pin
@@ -332,7 +351,7 @@ package final class BrokerService {
         held.lastUse = clock()
         state.custody[id] = held
         if foreignA { keysChanged(id) }
-        let verified = held.a.map { bag.verifiedSettings(a: $0) != nil }
+        let verified = held.a.map { verifiedSettings(bag, fields: keybag.fields, a: $0, uid: uid, path: keybag.path) != nil }
         return CustodyState(open: held.subkeys, settingsVerified: verified, generation: generation(id))
     }
 
@@ -379,13 +398,31 @@ package final class BrokerService {
         let now = clock()
         lastSweep = now
         for (id, held) in state.custody where held.a != nil {
-            let idle = UInt64(held.idleTimeout)
+            let idle = UInt64(idleTimeout(of: held))
             if idle > 0, now >= held.lastUse + idle {
                 state.custody[id]?.lock()
                 keysChanged(id)
                 dirty = true
             }
         }
+    }
+
+    /// The settings in force for a keychain: those the broker last made a MAC for (its pin keeps
+    /// them), else those of `fields` (a keybag's), verified under `a`; nil when they do not
+    /// verify. A change of settings applies at once, not at the next unlock.
+    func settingsInForce(_ fields: [String: Bytes], a: Bytes, uid: UInt32, path: String, uuid: Bytes) -> KeychainSettings? {
+        var fields = fields
+        if let pin = state.pins[uid]?[path], Crypto.equal(pin.uuid, uuid) {
+            for field in [Self.settingsField, Self.settingsMACField] { fields[field] = pin.fields[field] ?? fields[field] }
+        }
+        return (try? Keybag(fields: fields))?.verifiedSettings(a: a)
+    }
+
+    /// The idle timeout in force for `held` (`settingsInForce`); none where its settings do not
+    /// verify (the safe defaults lock at no idle time, as the engine does).
+    func idleTimeout(of held: Custody) -> UInt32 {
+        guard let a = held.a else { return 0 }
+        return settingsInForce(held.fields, a: a, uid: held.uid, path: held.path, uuid: held.uuid)?.idleTimeout ?? 0
     }
 
     func changePassword(_ keybag: CustodyKeybag, old: Bytes, new: Bytes, scrypt: ScryptParameters, uid: UInt32) throws -> [String: Bytes] {
@@ -398,7 +435,10 @@ package final class BrokerService {
         let id = CustodyID(uid: uid, uuid: bag.uuid)
         if state.custody[id] != nil { state.custody[id]?.fields = fields }
         if let pin = state.pins[uid]?[keybag.path], Crypto.equal(pin.uuid, bag.uuid) {
-            self.pin(uid: uid, path: keybag.path, Pin(uuid: bag.uuid, fields: fields))
+            // The settings last made stay the pin's: the file's may be an earlier pair put back.
+            var pinned = fields
+            for field in [Self.settingsField, Self.settingsMACField] { pinned[field] = pin.fields[field] ?? fields[field] }
+            self.pin(uid: uid, path: keybag.path, Pin(uuid: bag.uuid, fields: pinned))
         }
         dirty = true
         return fields
@@ -420,7 +460,7 @@ package final class BrokerService {
             // unlocked keychain alone (any process of the user) must not turn it off, nor let it
             // stay open longer: that takes the password, as Apple's errSecInteractionNotAllowed
             // says of a change that needs the person and was made without them.
-            if parsed.locksLess(than: bag.verifiedSettings(a: held) ?? .safeDefaults) {
+            if parsed.locksLess(than: settingsInForce(keybag.fields, a: held, uid: uid, path: keybag.path, uuid: bag.uuid) ?? .safeDefaults) {
                 note(uid: uid, keychain: keybag.path, "refused settings that lock less, sent without the password")
                 throw KeychainError(
                     .interactionNotAllowed,
@@ -431,7 +471,15 @@ package final class BrokerService {
         defer { a.wipe() }
         var key = Keybag.settingsKey(a: a)
         defer { key.wipe() }
-        return Keybag.settingsMAC(parsed, uuid: bag.uuid, key: key)
+        let mac = Keybag.settingsMAC(parsed, uuid: bag.uuid, key: key)
+        // The last pair made is the only one taken from now on (`verifiedSettings`).
+        if var pin = state.pins[uid]?[keybag.path], Crypto.equal(pin.uuid, bag.uuid) {
+            pin.fields[Self.settingsField] = parsed.bytes
+            pin.fields[Self.settingsMACField] = mac
+            self.pin(uid: uid, path: keybag.path, pin)
+            dirty = true
+        }
+        return mac
     }
 
     // MARK: Item keys

@@ -16,13 +16,6 @@ package struct Custody {
 
     package var keybag: Keybag? { try? Keybag(fields: fields) }
 
-    /// The idle timeout in force: the settings verified under A, else none (as the engine does
-    /// with settings it cannot verify, the safe defaults lock at no idle time).
-    package var idleTimeout: UInt32 {
-        guard let a, let bag = keybag, let settings = bag.verifiedSettings(a: a) else { return 0 }
-        return settings.idleTimeout
-    }
-
     package func classKey(_ lockClass: LockClass) -> Bytes? {
         switch lockClass {
         case .whenUnlocked: return a

@@ -461,6 +461,28 @@ final class CustodyTests: XCTestCase {
         }
     }
 
+    /// The settings' MAC has no counter: once the broker made a MAC for other settings, the pair
+    /// the file held before (written back) no longer verifies; the new pair does.
+    func testSettingsWrittenBackAreNotVerified() throws {
+        try store.setSettings(KeychainSettings(idleTimeout: 0, lockOnSessionEnd: false))
+        let broker = service(security)
+        let old = keybag(store)
+        _ = try broker.handle(.unlock(old, password: Array("pw".utf8)), from: me)
+        guard case .state(let before) = try broker.handle(.state(old), from: me) else { return XCTFail() }
+        XCTAssertEqual(before.settingsVerified, true)
+        let stronger = KeychainSettings(idleTimeout: 300)
+        guard case .bytes(let mac) = try broker.handle(.settingsMAC(old, settings: stronger.bytes, password: nil), from: me) else {
+            return XCTFail()
+        }
+        guard case .state(let replayed) = try broker.handle(.state(old), from: me) else { return XCTFail() }
+        XCTAssertEqual(replayed.settingsVerified, false, "the earlier pair, written back")
+        var new = old
+        new.fields["settings"] = stronger.bytes
+        new.fields["settings.mac"] = mac
+        guard case .state(let current) = try broker.handle(.state(new), from: me) else { return XCTFail() }
+        XCTAssertEqual(current.settingsVerified, true)
+    }
+
     /// The sessions that decide the last logout's lock are counted by root's requests only (the PAM
     /// module): a process of the user cannot raise the count to keep the keychain unlocked after it.
     func testSessionsAreCountedForRootOnly() throws {

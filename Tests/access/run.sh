@@ -547,6 +547,26 @@ settings_that_lock_less_need_the_password() {
     grep -q "lock-on-sleep no-timeout" "$case_dir/info"
 }
 
+# The settings' MAC has no counter: a pair the file once held (here no lock at logout, set with
+# the password) written back after stronger settings must not count. The broker keeps the last
+# pair it made (the keychain's pin) and takes any other as damaged: the safe defaults, which lock
+# at logout.
+settings_written_back_are_not_taken() {
+    local old
+    expect 0 "$(printf 'keychain-pass\n' | status_of piped security set-keychain-settings)" "no lock at logout, with the password"
+    as_user security show-keychain-info 2>&1 | tee "$case_dir/weak"
+    if grep -q "lock-on-sleep" "$case_dir/weak"; then echo "the weaker settings did not take"; return 1; fi
+    old=$(as_user sqlite3 "$keychain" "SELECT name || '=' || hex(value) FROM keychain WHERE name IN ('settings', 'settings.mac')")
+    expect 0 "$(status_of as_user security set-keychain-settings -l -t 300)" "stronger ones, no password"
+    while IFS='=' read -r name value; do
+        as_user sqlite3 "$keychain" "UPDATE keychain SET value = X'$value' WHERE name = '$name'"
+    done <<< "$old"
+    as_user security show-keychain-info 2>&1 | tee "$case_dir/info"
+    # Set again for the cases after, with the password (the damaged ones read as the defaults).
+    expect 0 "$(printf 'keychain-pass\n' | status_of piped security set-keychain-settings -l)" "settings made again"
+    grep -q "lock-on-sleep" "$case_dir/info"
+}
+
 # The stand-in that would allow: the question alone stood between the copy and the secret.
 allowed_once_by_the_person() {
     expect tool-s3cret "$(as_user env KEYCHAIN_ACCESS_ANSWERER="$bin/answer-once" "$home/security" find-generic-password -s tool-service -w)"
@@ -642,6 +662,7 @@ check "the same program run elsewhere while the question is open is asked itself
 check "a process of the same program that waits on another's question is not given its answer (review 55)" shared_answer_goes_to_an_unasked_process
 check "a copy in the home cannot turn lock at logout off without the password (review 55)" settings_need_more_than_an_unlocked_keychain
 check "settings that lock more need no password, those that lock less need it (review 55)" settings_that_lock_less_need_the_password
+check "settings written back with the MAC they once had: not taken, the safe defaults apply" settings_written_back_are_not_taken
 check "security access-log names each attempt (program, item, decision)" access_log
 check "a keychain swapped in at a pinned path: refused until forget-keychain with the old password" swapped_keychain
 check "a list planted before the password arrives (-A, then the person's -U): the copy gets nothing" planted_list
