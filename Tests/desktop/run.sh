@@ -691,61 +691,45 @@ brokered_lock_elsewhere_is_seen_at_once() {
     kill "$service"
 }
 
-# Review 55 (an attack): the bus names the process that made a connection, not the one that sends
-# on it. A script connects, forks, and the connecting process execs a program the item trusts
-# (here /usr/bin/sleep, standing for one that gives its secrets to nobody: a browser, a mail
-# client); the child asks on the same connection. The script must be asked, and get nothing.
-brokered_exec_after_connect_is_not_the_trusted_program() {
-    local out
-    start_brokered_service
+# vault_read_after_exec [SCRIPT-OPTION] [PREFIX...]: a "Vault item" that trusts /usr/bin/sleep
+# only, then exec_after_connect.py (with SCRIPT-OPTION, run through PREFIX, as the service and the
+# item's store are) reading it; fails if the script got its secret. The stand-in would deny.
+vault_read_after_exec() {
+    local out option=${1:-}
+    [ $# = 0 ] || shift
+    start_brokered_service "$@"
     answer_with once
-    printf 'vault-secret' | secret-tool store --label='Vault item' app vault
+    printf 'vault-secret' | "$@" secret-tool store --label='Vault item' app vault
     security set-generic-password-partition-list -l 'Vault item' -S exe:/usr/bin/sleep -k pw > /dev/null
     security find-generic-password -l 'Vault item' --access | grep -qx '    entry 0: exe:/usr/bin/sleep'
     answer_with deny
     # (timeout's child is the process that became sleep, killed by the script: its status is 137.)
-    out=$(timeout 60 "$py" "$here/exec_after_connect.py" app=vault /usr/bin/sleep 30) || :
+    out=$(timeout 60 "$@" "$py" "$here/exec_after_connect.py" ${option:+"$option"} app=vault /usr/bin/sleep 30) || :
     echo "the script got: $out"
     security access-log | grep -F "Vault item" | tail -1 || :
     [[ $out != *vault-secret* ]] || { echo "it read the item as sleep, unasked"; return 1; }
     kill "$service"
 }
 
+# Review 55 (an attack): the bus names the process that made a connection, not the one that sends
+# on it. A script connects, forks, and the connecting process execs a program the item trusts
+# (here /usr/bin/sleep, standing for one that gives its secrets to nobody: a browser, a mail
+# client); the child asks on the same connection. The script must get nothing.
+brokered_exec_after_connect_is_not_the_trusted_program() { vault_read_after_exec; }
+
 # The same, once the service has looked at the script (its first read, refused): the process it
 # holds by a pidfd then runs the trusted program, and is not taken for the asker either.
-brokered_exec_after_a_first_read_is_not_the_trusted_program() {
-    local out
-    start_brokered_service
-    answer_with once
-    printf 'vault-secret' | secret-tool store --label='Vault item' app vault
-    security set-generic-password-partition-list -l 'Vault item' -S exe:/usr/bin/sleep -k pw > /dev/null
-    answer_with deny
-    out=$(timeout 60 "$py" "$here/exec_after_connect.py" --read-first app=vault /usr/bin/sleep 30) || :
-    echo "the script got: $out"
-    [[ $out != *vault-secret* ]] || { echo "it read the item as sleep, unasked"; return 1; }
-    kill "$service"
-}
+brokered_exec_after_a_first_read_is_not_the_trusted_program() { vault_read_after_exec --read-first; }
 
 # The same with the connection's descriptor let through the exec (so the trusted program holds
 # the bus socket) and the child undumpable (so its own descriptors cannot be read, and nobody is
 # seen sharing the socket): a descriptor that came through an exec is not close-on-exec, which
-# bus libraries always set.
+# bus libraries always set. The suite runs as root, who reads any process's descriptors; the
+# service, as it runs for a user, may not read those of an undumpable process: without
+# CAP_SYS_PTRACE, neither may root. Its clients go without it too (a process with capabilities
+# the service lacks is not its to look into).
 brokered_exec_with_the_connection_inherited_is_not_the_trusted_program() {
-    local out
-    # The suite runs as root, who reads any process's descriptors; the service, as it runs for a
-    # user, may not read those of an undumpable process: without CAP_SYS_PTRACE, neither may root.
-    # Its clients go without it too (a process with capabilities the service lacks is not its to
-    # look into).
-    local capless=(setpriv --bounding-set=-sys_ptrace --)
-    start_brokered_service "${capless[@]}"
-    answer_with once
-    printf 'vault-secret' | "${capless[@]}" secret-tool store --label='Vault item' app vault
-    security set-generic-password-partition-list -l 'Vault item' -S exe:/usr/bin/sleep -k pw > /dev/null
-    answer_with deny
-    out=$(timeout 60 "${capless[@]}" "$py" "$here/exec_after_connect.py" --inherit-hidden app=vault /usr/bin/sleep 30) || :
-    echo "the script got: $out"
-    [[ $out != *vault-secret* ]] || { echo "it read the item as sleep, unasked"; return 1; }
-    kill "$service"
+    vault_read_after_exec --inherit-hidden setpriv --bounding-set=-sys_ptrace --
 }
 
 # Review 55 (an attack): the Secret Service's bus name is any process's of the user to take (the
