@@ -105,11 +105,13 @@ extension KeychainStore {
         return try body()
     }
 
-    /// `body` with the row's request, carrying the generation of the kept state. When the
-    /// custodian's keys changed since, the state is asked for once (a lock shows as one) and
-    /// the request sent again with the new generation.
-    private func currentGeneration<T>(_ row: Row, _ custodian: any KeyCustodian, _ body: (ItemKeyRequest) throws -> T) throws -> T {
-        var request = itemKeyRequest(row, wrappedKey: try wrappedKey(of: row))
+    /// `body` with the row's request (`itemKeyRequest`), carrying the generation of the kept
+    /// state. When the custodian's keys changed since, the state is asked for once (a lock shows
+    /// as one) and the request sent again with the new generation.
+    private func currentGeneration<T>(
+        _ row: Row, _ request: ItemKeyRequest, _ custodian: any KeyCustodian, _ body: (ItemKeyRequest) throws -> T
+    ) throws -> T {
+        var request = request
         request.generation = custodyCache.kept?.generation ?? 0
         do {
             let result = try body(request)
@@ -265,7 +267,8 @@ extension KeychainStore {
     /// for the caller to write into the item's list (`recordAlwaysAllow`).
     func custodyItemKey(_ row: Row, interaction: CustodyInteraction) throws -> UnwrappedItemKey {
         guard let custodian else { throw KeychainError.locked() }
-        return try currentGeneration(row, custodian) { try custodian.unwrap($0, interaction: interaction) }
+        let request = itemKeyRequest(row, wrappedKey: try wrappedKey(of: row))
+        return try currentGeneration(row, request, custodian) { try custodian.unwrap($0, interaction: interaction) }
     }
 
     /// Format 2's binding of metadata to secret, checked by the custodian for a read of the
@@ -279,7 +282,7 @@ extension KeychainStore {
         let request = itemKeyRequest(row, wrappedKey: try wrappedKey(of: row))
         let checked = Self.bindingDigest(request)
         if custodyCache.checkedBindings.contains(checked) { return }
-        try currentGeneration(row, custodian) { try custodian.checkBinding($0) }
+        try currentGeneration(row, request, custodian) { try custodian.checkBinding($0) }
         custodyCache.rememberBinding(checked)
     }
 
