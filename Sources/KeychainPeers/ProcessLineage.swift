@@ -27,7 +27,7 @@ package enum ProcessLineage {
 
     /// The fields of /proc/PID/stat from the third (the state) on: those after the command name,
     /// which may hold spaces and parentheses, so it ends at the last ')'.
-    static func statFields(of pid: Int32) -> [ArraySlice<UInt8>]? {
+    package static func statFields(of pid: Int32) -> [ArraySlice<UInt8>]? {
         guard let stat = ProcFiles.read("/proc/\(pid)/stat", limit: 4096), let end = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
         return stat[(end + 1)...].split(separator: UInt8(ascii: " "))
     }

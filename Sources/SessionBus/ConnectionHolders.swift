@@ -18,21 +18,18 @@ package enum ConnectionHolders {
         var inode: UInt64
         /// Fields 28 and 48 of /proc/PID/stat (the stack's start, the arguments' address): laid out
         /// anew, at random, by every exec, even of the same executable; 0 for an undumpable process.
-        var stackStart: Substring
-        var argumentsStart: Substring
+        var stackStart: [UInt8]
+        var argumentsStart: [UInt8]
 
         /// `process`'s now; nil once it was reaped (the reads may then be of another process).
         package init?(of process: PinnedProcess) {
             var info = stat()
-            guard stat("/proc/\(process.pid)/exe", &info) == 0,
-                let status = ProcFiles.read("/proc/\(process.pid)/stat", limit: 4096),
-                let end = status.lastIndex(of: UInt8(ascii: ")"))
+            // From field 3 (the state) on.
+            guard stat("/proc/\(process.pid)/exe", &info) == 0, let fields = ProcessLineage.statFields(of: process.pid), fields.count > 45,
+                process.isAlive
             else { return nil }
-            // From field 3 (the state) on: the command name before it may hold spaces.
-            let fields = String(decoding: status[(end + 1)...], as: UTF8.self).split(separator: " ")
-            guard fields.count > 45, process.isAlive else { return nil }
             (device, inode) = (UInt64(info.st_dev), UInt64(info.st_ino))
-            (stackStart, argumentsStart) = (fields[25], fields[45])
+            (stackStart, argumentsStart) = (Array(fields[25]), Array(fields[45]))
         }
     }
 
@@ -48,9 +45,9 @@ package enum ConnectionHolders {
             !address.isEmpty
         else { return nil }
         let daemonSockets = Set(table.compactMap { $0.value.name == address ? $0.key : nil })
-        guard let held = socketInodes(of: process.pid) else { return nil }
-        let busSockets = held.filter { table[$0]?.peer.map(daemonSockets.contains) == true }
-        guard !busSockets.isEmpty, closedOnExec(busSockets, in: process.pid), process.isAlive else { return nil }
+        guard let held = socketDescriptors(of: process.pid) else { return nil }
+        let busSockets = Set(held.values.filter { table[$0]?.peer.map(daemonSockets.contains) == true })
+        guard !busSockets.isEmpty, closedOnExec(busSockets, of: held, in: process.pid), process.isAlive else { return nil }
         let uid = getuid()
         guard let proc = opendir("/proc") else { return nil }
         defer { closedir(proc) }
@@ -68,8 +65,8 @@ package enum ConnectionHolders {
     /// without the flag outlives an exec, which is how a process would hand its connection to the
     /// program it becomes while a child of its own, unreadable here (undumpable), sends on it;
     /// the bus libraries open and receive theirs close-on-exec.
-    static func closedOnExec(_ sockets: Set<UInt32>, in pid: Int32) -> Bool {
-        guard let held = socketDescriptors(of: pid) else { return false }
+    /// `held`: `pid`'s sockets by descriptor (`socketDescriptors`).
+    static func closedOnExec(_ sockets: Set<UInt32>, of held: [Int32: UInt32], in pid: Int32) -> Bool {
         for (descriptor, inode) in held where sockets.contains(inode) {
             guard let info = ProcFiles.read("/proc/\(pid)/fdinfo/\(descriptor)", limit: 4096) else { return false }
             // "flags:\t02000002": octal, O_CLOEXEC is 02000000.
