@@ -20,6 +20,21 @@ final class ConnectionHoldersTests: XCTestCase {
         rmdir(folder)
     }
 
+    /// A child running /bin/sleep: it inherits every descriptor not close-on-exec.
+    private func spawnSleeper() throws -> pid_t {
+        var child: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("30"), nil]
+        defer { for arg in argv { free(arg) } }
+        XCTAssertEqual(posix_spawn(&child, "/bin/sleep", nil, nil, argv, environ), 0)
+        return child
+    }
+
+    private func reap(_ child: pid_t) {
+        kill(child, SIGKILL)
+        var status: Int32 = 0
+        waitpid(child, &status, 0)
+    }
+
     private func unixSocket(inherited: Bool = false) -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | (inherited ? 0 : Int32(SOCK_CLOEXEC.rawValue)), 0)
         descriptors.append(fd)
@@ -76,15 +91,8 @@ final class ConnectionHoldersTests: XCTestCase {
         let listener = try listening()
         let service = try connect(to: listener)
         _ = try connect(to: listener, inherited: true)
-        var child: pid_t = 0
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("30"), nil]
-        defer { for arg in argv { free(arg) } }
-        XCTAssertEqual(posix_spawn(&child, "/bin/sleep", nil, nil, argv, environ), 0)
-        defer {
-            kill(child, SIGKILL)
-            var status: Int32 = 0
-            waitpid(child, &status, 0)
-        }
+        let child = try spawnSleeper()
+        defer { reap(child) }
         let me = try XCTUnwrap(PinnedProcess(pid: getpid()))
         XCTAssertNil(ConnectionHolders.soleHolder(me, busConnection: service))
         // The child holds a bus socket too, not alone either; and one with no bus socket at all is
@@ -99,15 +107,8 @@ final class ConnectionHoldersTests: XCTestCase {
         let listener = try listening()
         let service = try connect(to: listener)
         _ = try connect(to: listener)
-        var child: pid_t = 0
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sleep"), strdup("30"), nil]
-        defer { for arg in argv { free(arg) } }
-        XCTAssertEqual(posix_spawn(&child, "/bin/sleep", nil, nil, argv, environ), 0)
-        defer {
-            kill(child, SIGKILL)
-            var status: Int32 = 0
-            waitpid(child, &status, 0)
-        }
+        let child = try spawnSleeper()
+        defer { reap(child) }
         let sleeper = try XCTUnwrap(PinnedProcess(pid: child))
         XCTAssertNil(ConnectionHolders.soleHolder(sleeper, busConnection: service))
         XCTAssertNotNil(ConnectionHolders.soleHolder(try XCTUnwrap(PinnedProcess(pid: getpid())), busConnection: service))
