@@ -309,12 +309,17 @@ package final class BrokerService {
     /// the safe defaults (lock at logout) then apply.
     func verifiedSettings(_ bag: Keybag, fields: [String: Bytes], a: Bytes, uid: UInt32, path: String) -> KeychainSettings? {
         guard let settings = bag.verifiedSettings(a: a) else { return nil }
-        if let pin = state.pins[uid]?[path], Crypto.equal(pin.uuid, bag.uuid), let made = pin.fields[Self.settingsMACField],
-            !Crypto.equal(made, fields[Self.settingsMACField] ?? [])
-        {
-            return nil
-        }
-        return settings
+        let made = withPinnedSettings(fields, uid: uid, path: path, uuid: bag.uuid)[Self.settingsMACField]
+        return Crypto.equal(made ?? [], fields[Self.settingsMACField] ?? []) ? settings : nil
+    }
+
+    /// `fields` (a keybag's) with the settings and MAC the broker last made for the keychain
+    /// pinned at `path`, which its pin keeps, where it made any.
+    func withPinnedSettings(_ fields: [String: Bytes], uid: UInt32, path: String, uuid: Bytes) -> [String: Bytes] {
+        guard let pin = state.pins[uid]?[path], Crypto.equal(pin.uuid, uuid) else { return fields }
+        var fields = fields
+        for field in [Self.settingsField, Self.settingsMACField] { fields[field] = pin.fields[field] ?? fields[field] }
+        return fields
     }
 
     /// The keybag field of the settings' MAC, and of the settings.
@@ -411,11 +416,7 @@ package final class BrokerService {
     /// them), else those of `fields` (a keybag's), verified under `a`; nil when they do not
     /// verify. A change of settings applies at once, not at the next unlock.
     func settingsInForce(_ fields: [String: Bytes], a: Bytes, uid: UInt32, path: String, uuid: Bytes) -> KeychainSettings? {
-        var fields = fields
-        if let pin = state.pins[uid]?[path], Crypto.equal(pin.uuid, uuid) {
-            for field in [Self.settingsField, Self.settingsMACField] { fields[field] = pin.fields[field] ?? fields[field] }
-        }
-        return (try? Keybag(fields: fields))?.verifiedSettings(a: a)
+        (try? Keybag(fields: withPinnedSettings(fields, uid: uid, path: path, uuid: uuid)))?.verifiedSettings(a: a)
     }
 
     /// The idle timeout in force for `held` (`settingsInForce`); none where its settings do not
@@ -436,9 +437,7 @@ package final class BrokerService {
         if state.custody[id] != nil { state.custody[id]?.fields = fields }
         if let pin = state.pins[uid]?[keybag.path], Crypto.equal(pin.uuid, bag.uuid) {
             // The settings last made stay the pin's: the file's may be an earlier pair put back.
-            var pinned = fields
-            for field in [Self.settingsField, Self.settingsMACField] { pinned[field] = pin.fields[field] ?? fields[field] }
-            self.pin(uid: uid, path: keybag.path, Pin(uuid: bag.uuid, fields: pinned))
+            self.pin(uid: uid, path: keybag.path, Pin(uuid: bag.uuid, fields: withPinnedSettings(fields, uid: uid, path: keybag.path, uuid: bag.uuid)))
         }
         dirty = true
         return fields
