@@ -37,10 +37,13 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
     package func answer(_ question: String) throws -> AccessGrant? {
         // One Assuan line holds 1,000 bytes; a description cut short could drop what it names.
         guard ("SETDESC " + Assuan.escape(question)).utf8.count < 1000 else { return nil }
-        guard prompterIsGcrs() else { return nil }
+        // The first step's check is the conversation's own (`PinentryConversation.init`).
         let conversation: PinentryConversation
         do {
             conversation = try PinentryConversation(program: program)
+        } catch let refused as SystemPrompter.Refused {
+            fputs("keychain: \(refused)\n", stderr)
+            return nil
         } catch {
             return nil
         }

@@ -23,6 +23,8 @@ package struct PinentryAccessPrompter: AccessPrompter {
         let conversation: PinentryConversation
         do {
             conversation = try PinentryConversation(program: program)
+        } catch let refused as SystemPrompter.Refused {
+            return .unavailable("\(refused)")
         } catch {
             return .unavailable("cannot run \(program)")
         }

@@ -38,6 +38,9 @@ package final class PinentryConversation {
     /// `errors` is the descriptor its stderr becomes (-1: /dev/null).
     package init(program: String, errors: Int32 = -1) throws {
         let path = Self.locate(program)
+        // pinentry-gnome3's dialog is whoever owns gcr's prompter name: nobody else is shown a
+        // question or given a password (review 55).
+        if let reason = SystemPrompter.refusal(forPinentry: path) { throw SystemPrompter.Refused(reason: reason) }
         var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0]
         guard clinux_pipe_cloexec(&toChild) == 0 else { throw KeychainError(.interactionNotAllowed, "cannot run \(path)") }
         guard clinux_pipe_cloexec(&fromChild) == 0 else {

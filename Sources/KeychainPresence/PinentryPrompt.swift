@@ -19,12 +19,11 @@ package struct PinentryPrompt: Sendable {
     /// The passphrase (the caller wipes it). Cancelled: errSecUserCanceled; no pinentry, or no
     /// answer in time: errSecInteractionNotAllowed.
     package func ask(description: String, prompt: String) throws -> Bytes {
-        if let why = SystemPrompter.refusal(forPinentry: program) {
-            throw KeychainError.presence(.interactionNotAllowed, "no application password: the desktop's dialog is not used: \(why)")
-        }
         let conversation: PinentryConversation
         do {
             conversation = try PinentryConversation(program: program)
+        } catch let refused as SystemPrompter.Refused {
+            throw KeychainError.presence(.interactionNotAllowed, "no application password: \(refused)")
         } catch {
             throw KeychainError.presence(.interactionNotAllowed, "no application password: cannot run \(program)")
         }

@@ -37,11 +37,18 @@ package struct SystemPrompter: Sendable {
         return SystemPrompter(address: bus)
     }
 
-    /// Why a password must not be asked through pinentry `program` now (its dialog would go to a
-    /// prompter that is not gcr's), or nil: every pinentry the keychain runs asks this first,
-    /// whatever it asks for (an access question, a keychain's or an application's password).
+    /// Why nothing may be asked through pinentry `program` now (its dialog would go to a prompter
+    /// that is not gcr's), or nil: `PinentryConversation` asks it before it starts any pinentry,
+    /// whatever it asks for (an access question, a confirmation, a keychain's or an
+    /// application's password).
     package static func refusal(forPinentry program: String) -> String? {
         guarding(pinentry: program)?.refusal()
+    }
+
+    /// What `PinentryConversation` throws when `refusal(forPinentry:)` gives a reason.
+    package struct Refused: Error, CustomStringConvertible {
+        package var reason: String
+        package var description: String { "the desktop's dialog is not used: \(reason)" }
     }
 
     /// Nil when the name's owner is one of `programs`, started by the bus first if nobody owns

@@ -314,10 +314,12 @@ package struct PasswordAsker {
     }
 
     func ask(title: String, description: String, error: String? = nil, twice: Bool = false) throws -> Bytes {
-        if let why = SystemPrompter.refusal(forPinentry: program) {
-            throw KeychainError(.interactionNotAllowed, "the desktop's dialog is not used: \(why)")
+        let conversation: PinentryConversation
+        do {
+            conversation = try PinentryConversation(program: program, errors: STDERR_FILENO)
+        } catch let refused as SystemPrompter.Refused {
+            throw KeychainError(.interactionNotAllowed, "\(refused)")
         }
-        let conversation = try PinentryConversation(program: program, errors: STDERR_FILENO)
         defer { conversation.stop() }
         // pinentry-curses and pinentry-tty draw the description on a terminal; it names wallets
         // and collections another provider chose.

@@ -22,12 +22,11 @@ final class Pinentry {
     /// Starts `program` (its errors go to the service's own stderr); nil (and one log line) when
     /// it cannot be run.
     init?(program: String) {
-        if let why = SystemPrompter.refusal(forPinentry: program) {
-            SecretService.log("the desktop's dialog is not used: \(why); the prompt is dismissed")
-            return nil
-        }
         do {
             conversation = try PinentryConversation(program: program, errors: STDERR_FILENO)
+        } catch let refused as SystemPrompter.Refused {
+            SecretService.log("\(refused); the prompt is dismissed")
+            return nil
         } catch {
             SecretService.log("cannot run the pinentry program \(program): \(error); the prompt is dismissed")
             return nil

@@ -70,7 +70,7 @@ fi
 useradd -M -d "$home" -s /bin/sh "$user" || exit 1
 keyctl session - sh -c 'keyctl clear "$(keyctl get_persistent @s "$1")"' - "$(id -u "$user")" >/dev/null 2>&1
 mkdir -p "$home" "$work/bin" "$work/run" "$work/state" "$work/pins" "$work/share/applications"
-cp "$build/keychain-broker" "$build/keychain-broker-probe" "$build/keychain-secret-service" "$work/bin/"
+cp "$build/keychain-broker" "$build/keychain-broker-probe" "$build/keychain-secret-service" "$build/keychain-ssh-agent" "$work/bin/"
 # The stand-ins: one that denies and keeps every question, and a scripted pinentry that logs
 # what it is told and answers CONFIRM and GETPIN from the files its case writes.
 printf '#!/bin/sh\ncat >> %s/asked\nprintf "deny\\n"\n' "$home" > "$work/bin/answer-deny"
@@ -479,6 +479,32 @@ service_unlock_prompt_not_to_a_squatter() {
     grep -F "the desktop's dialog is not used" "$work/service.log"
 }
 
+# The SSH agent's confirmation of a key added with `ssh-add -c`, through pinentry-gnome3: the same
+# check. The script is asked nothing, and the signature is refused (nobody could confirm it).
+agent_confirmation_not_to_a_squatter() {
+    local squatter agent status
+    as_desktop env DBUS_SESSION_BUS_ADDRESS="$BUS" KEYCHAIN_PINENTRY=/usr/bin/pinentry-gnome3 \
+        "$work/bin/keychain-ssh-agent" -D --session -a "$home/agent.sock" >>"$work/agent.log" 2>&1 &
+    agent=$!
+    for _ in $(seq 200); do [ -S "$home/agent.sock" ] && break; sleep 0.05; done
+    rm -f "$home/id" "$home/id.pub" "$home/data.sig"
+    as_desktop ssh-keygen -q -t ed25519 -N '' -f "$home/id"
+    as_desktop env SSH_AUTH_SOCK="$home/agent.sock" ssh-add -q -c "$home/id" < /dev/null
+    # Only the public half left: ssh-keygen must ask the agent.
+    rm -f "$home/id"
+    echo data > "$home/data" && chown "$user:" "$home/data"
+    squat_prompter
+    status=0
+    as_desktop env SSH_AUTH_SOCK="$home/agent.sock" timeout 60 ssh-keygen -Y sign -f "$home/id.pub" -n file "$home/data" \
+        < /dev/null > /dev/null 2>&1 || status=$?
+    kill "$squatter" "$agent"
+    wait "$agent" 2> /dev/null || :
+    cat "$home/caught" 2> /dev/null || :
+    if [ -s "$home/caught" ]; then echo "the user's own prompter was asked to confirm the signature"; return 1; fi
+    [ "$status" != 0 ] && [ ! -e "$home/data.sig" ] || { echo "signed without a confirmation"; return 1; }
+    grep -F "dialog is not used" "$work/agent.log"
+}
+
 if [ "$desktop_tools" != yes ]; then
     skip "the desktop dialog: $desktop_tools"
 elif ! start_desktop; then
@@ -502,6 +528,9 @@ else
     check "on a desktop, a prompter of the user's own is not handed the question (review 55)" desktop_prompter_of_the_users
     if command -v secret-tool >/dev/null; then
         check "on a desktop, nor the Secret Service's prompt for the keychain's password: dismissed, no secret" service_unlock_prompt_not_to_a_squatter
+    fi
+    if command -v ssh-keygen >/dev/null && command -v ssh-add >/dev/null; then
+        check "on a desktop, nor the SSH agent's confirmation of an ssh-add -c key: refused, nothing signed" agent_confirmation_not_to_a_squatter
     fi
 fi
 
