@@ -3,7 +3,9 @@ import Glibc
 import KeychainCore
 
 /// A connection to a session bus that asks the bus daemon itself (org.freedesktop.DBus) a few
-/// questions: who owns a name, that connection's credentials, to start a name's service.
+/// questions (who owns a name, that connection's credentials, to start a name's service), and
+/// makes the one call to a service that the keychain makes without sd-bus: the desktop portal's
+/// access dialog (`PortalAccessDialog`).
 ///
 /// sd-bus and SessionBus's reading of credentials (`BusPeer`) are out of reach here:
 /// KeychainPresence sits under SessionBus, and the tools it is linked into are static, which
@@ -23,7 +25,10 @@ final class BusDaemonConnection {
     enum Failure: Error { case unreachable, malformed, timedOut }
 
     private let fd: Int32
-    private let deadline: Double
+    /// Every wait ends by then (the monotonic clock): moved on for a call that waits for a person.
+    var deadline: Double
+    /// This connection's unique name, from Hello.
+    private(set) var uniqueName = ""
     private var serial: UInt32 = 0
     private var buffer: [UInt8] = []
     private var descriptors: [Int32] = []
@@ -45,7 +50,10 @@ final class BusDaemonConnection {
         // A bus that will not pass descriptors answers ERROR: its credentials hold no pidfd.
         _ = try line()
         try send(Array("BEGIN\r\n".utf8))
-        _ = try call("Hello")
+        var hello = try call("Hello")
+        hello.descriptors.forEach { close($0) }
+        guard hello.error == nil, hello.signature == "s" else { throw Failure.malformed }
+        uniqueName = try hello.reader.string()
     }
 
     deinit {
@@ -56,12 +64,19 @@ final class BusDaemonConnection {
     /// Calls `member` of org.freedesktop.DBus with `body` (of `signature`) and waits for its
     /// reply, passing over the daemon's signals (NameAcquired after Hello).
     func call(_ member: String, signature: String = "", body: [UInt8] = []) throws -> Reply {
+        try call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", member: member,
+            signature: signature, body: body)
+    }
+
+    /// Calls `member` of `interface` at `path` of `destination` and waits for its reply.
+    func call(destination: String, path: String, interface: String, member: String, signature: String, body: [UInt8]) throws -> Reply {
         serial += 1
         let sent = serial
         try send(
             BusWriter.methodCall(
-                serial: sent, destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                member: member, signature: signature, body: body))
+                serial: sent, destination: destination, path: path, interface: interface, member: member, signature: signature,
+                body: body))
         while true {
             let (reply, replyTo) = try message()
             if replyTo == sent { return reply }

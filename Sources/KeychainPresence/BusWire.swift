@@ -1,6 +1,7 @@
 /// The few pieces of the D-Bus wire format that `BusDaemonConnection` needs to ask the bus daemon
-/// about a name: method calls with string and uint32 arguments written, replies read, and any
-/// value of any signature skipped (a future key of GetConnectionCredentials). Little-endian out;
+/// about a name and to call the portal's access dialog: method calls with strings, uint32s,
+/// arrays, structs and variants written, replies read, and any value of any signature skipped (a
+/// future key of GetConnectionCredentials). Little-endian out;
 /// either order in. Every read is bounds-checked: a short or malformed message throws.
 struct BusWriter {
     private(set) var bytes: [UInt8] = []
@@ -26,6 +27,26 @@ struct BusWriter {
         bytes.append(UInt8(value.utf8.count))
         bytes += value.utf8
         bytes.append(0)
+    }
+
+    /// An array of elements aligned to `alignment`, each written by `elements`: its length is
+    /// counted from the first element, after the padding that aligns it.
+    mutating func array(alignment: Int, _ elements: (inout BusWriter) -> Void) {
+        uint32(0)
+        let lengthAt = bytes.count - 4
+        align(alignment)
+        let start = bytes.count
+        elements(&self)
+        withUnsafeBytes(of: UInt32(bytes.count - start).littleEndian) { bytes.replaceSubrange(lengthAt..<lengthAt + 4, with: $0) }
+    }
+
+    /// A struct's or a dict entry's start: members follow, each written in turn.
+    mutating func structure() { align(8) }
+
+    /// A variant: its signature, then the value `value` writes.
+    mutating func variant(_ signature: String, _ value: (inout BusWriter) -> Void) {
+        self.signature(signature)
+        value(&self)
     }
 
     /// A whole method call: the header's fields, then `body` (marshalled from offset 0, which the
@@ -100,6 +121,21 @@ struct BusReader {
     mutating func signature() throws -> String {
         let count = Int(try byte())
         return try text(count)
+    }
+
+    /// Reads an array: `element` is called at each element's start (aligned to `alignment`)
+    /// until the array's length is used up.
+    mutating func array(alignment: Int, _ element: (inout BusReader) throws -> Void) throws {
+        let length = Int(try uint32())
+        guard length <= 1 << 26 else { throw Malformed.message }
+        try align(alignment)
+        let end = offset + length
+        guard end <= bytes.count else { throw Malformed.message }
+        while offset < end {
+            try align(alignment)
+            try element(&self)
+        }
+        guard offset == end else { throw Malformed.message }
     }
 
     private mutating func text(_ count: Int) throws -> String {
