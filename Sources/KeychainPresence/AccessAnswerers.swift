@@ -5,27 +5,43 @@ import KeychainPeers
 import KeychainProcess
 
 /// The person's answers to the broker's questions (`AccessAnswerer`), the first that can ask:
-/// the program that KEYCHAIN_ACCESS_ANSWERER names (the tests' stand-in), the desktop's dialog,
-/// pinentry, the terminal; else nobody (errSecInteractionNotAllowed).
+/// the program that KEYCHAIN_ACCESS_ANSWERER names (the tests' stand-in), the desktop portal's
+/// access dialog, gcr's prompter, pinentry, the terminal; else nobody
+/// (errSecInteractionNotAllowed).
 package enum AccessAnswerers {
     package static func standard() -> any AccessAnswerer {
         var chain: [any AccessAnswerer] = []
         if let program = ProgramAccessAnswerer.fromEnvironment() { chain.append(program) }
-        let desktop = Self.desktop()
-        if let desktop { chain.append(desktop) }
-        // Debian's `pinentry` is often pinentry-gnome3 itself: a dialog left unanswered is not
-        // shown a second time.
-        if let pinentry = Self.pinentry(), desktop.map({ !sameFile($0.program, pinentry.program) }) ?? true { chain.append(pinentry) }
+        chain += Self.dialogs()
         chain.append(TerminalAccessAnswerer())
         return AccessAnswererChain(chain)
     }
 
-    /// The desktop's dialog: gcr's system prompter (gcr-prompter, GNOME's keyring dialog) through
-    /// pinentry-gnome3, only in a graphical session with a session bus. gcr's prompter fits the
-    /// answer: a password field (the broker checks the password) and buttons. The desktop
-    /// portal's Access dialog (org.freedesktop.impl.portal.Access.AccessDialog: title, body,
-    /// grant and deny labels, choices) has no password field, so an answer through it would be
-    /// anyone's; and its impl interface is the portal front end's to call, not an application's.
+    /// The desktop's access dialog (the portal's, its password through the pinentry after it),
+    /// gcr's prompter, pinentry: those that can be used here, in that order.
+    static func dialogs(environment: (String) -> String? = Self.environment) -> [any AccessAnswerer] {
+        var chain: [any AccessAnswerer] = []
+        let desktop = Self.desktop(environment: environment)
+        let pinentry = Self.pinentry(environment: environment)
+        if let password = desktop ?? pinentry, let portal = Self.portal(password: password, environment: environment) { chain.append(portal) }
+        if let desktop { chain.append(desktop) }
+        // Debian's `pinentry` is often pinentry-gnome3 itself: a dialog left unanswered is not
+        // shown a second time.
+        if let pinentry, desktop.map({ !sameFile($0.program, pinentry.program) }) ?? true { chain.append(pinentry) }
+        return chain
+    }
+
+    /// The desktop portal's access dialog, in a graphical session whose desktop has a portal
+    /// backend for it; the keychain's password is then asked through `password`.
+    static func portal(password: PinentryAccessAnswerer, environment: (String) -> String?) -> PortalAccessAnswerer? {
+        let graphical = [environment("DISPLAY"), environment("WAYLAND_DISPLAY")].contains { !($0 ?? "").isEmpty }
+        guard graphical, let dialog = PortalAccessDialog.forDesktop(environment: environment, timeout: password.timeout) else { return nil }
+        return PortalAccessAnswerer(dialog: dialog, password: password)
+    }
+
+    /// GNOME's keyring dialog: gcr's system prompter (gcr-prompter) through pinentry-gnome3, only
+    /// in a graphical session with a session bus. It asks the whole question where the desktop
+    /// names no portal backend with an access dialog (`portal`), and the password after one.
     /// gcr-prompter is reached through pinentry-gnome3 rather than directly: the tools are
     /// linked statically, Debian has no static sd-bus or GLib, and the prompter's password comes
     /// back under gcr's Diffie-Hellman secret exchange, which pinentry-gnome3 already speaks.
@@ -69,9 +85,7 @@ package enum AccessAnswerers {
     package static func daemon() -> any AccessAnswerer {
         var chain: [any AccessAnswerer] = []
         if let program = ProgramAccessAnswerer.fromEnvironment() { chain.append(program) }
-        let desktop = Self.desktop()
-        if let desktop { chain.append(desktop) }
-        if let pinentry = Self.pinentry(), desktop.map({ !sameFile($0.program, pinentry.program) }) ?? true { chain.append(pinentry) }
+        chain += Self.dialogs()
         return AccessAnswererChain(chain)
     }
 

@@ -37,16 +37,7 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
     package func answer(_ question: String) throws -> AccessGrant? {
         // One Assuan line holds 1,000 bytes; a description cut short could drop what it names.
         guard ("SETDESC " + Assuan.escape(question)).utf8.count < 1000 else { return nil }
-        // The first step's check is the conversation's own (`PinentryConversation.init`).
-        let conversation: PinentryConversation
-        do {
-            conversation = try PinentryConversation(program: program)
-        } catch let refused as SystemPrompter.Refused {
-            fputs("keychain: \(refused)\n", stderr)
-            return nil
-        } catch {
-            return nil
-        }
+        guard let conversation = start() else { return nil }
         defer { conversation.stop() }
         conversation.confirm(
             title: Self.title, description: question, ok: asksAlwaysApart ? "Allow" : "Allow once", cancel: "Deny",
@@ -74,11 +65,37 @@ package struct PinentryAccessAnswerer: AccessAnswerer {
             case .failed, .passphrase, nil: return .deny
             }
         }
-        let wrong = question.hasPrefix("Wrong password.") ? "Wrong password." : nil
         guard prompterIsGcrs() else { return nil }
+        return askPassword(in: conversation, question: first, always: always, wrong: question.hasPrefix("Wrong password."))
+    }
+
+    /// The password step alone, in a conversation of its own: what follows the desktop portal's
+    /// access dialog (`PortalAccessAnswerer`), which has no password field. nil when no pinentry
+    /// could be shown.
+    package func password(for question: String, always: Bool, wrong: Bool) -> AccessGrant? {
+        guard let conversation = start() else { return nil }
+        defer { conversation.stop() }
+        return askPassword(in: conversation, question: question, always: always, wrong: wrong)
+    }
+
+    /// The program started; nil when it cannot be, or must not be: the first step's check is the
+    /// conversation's own (`PinentryConversation.init`), said in one line.
+    private func start() -> PinentryConversation? {
+        do {
+            return try PinentryConversation(program: program)
+        } catch let refused as SystemPrompter.Refused {
+            fputs("keychain: \(refused)\n", stderr)
+            return nil
+        } catch {
+            return nil
+        }
+    }
+
+    /// GETPIN for the keychain's password, which makes the grant the person's: the broker checks it.
+    private func askPassword(in conversation: PinentryConversation, question: String, always: Bool, wrong: Bool) -> AccessGrant? {
         conversation.ask(
-            title: Self.title, description: first + "\n" + (always ? "Always allow" : "Allow once") + ": the keychain's password.",
-            prompt: "Password:", error: wrong, ok: always ? "Always allow" : "Allow once", cancel: "Deny")
+            title: Self.title, description: question + "\n" + (always ? "Always allow" : "Allow once") + ": the keychain's password.",
+            prompt: "Password:", error: wrong ? "Wrong password." : nil, ok: always ? "Always allow" : "Allow once", cancel: "Deny")
         switch conversation.wait(until: SystemClock.monotonic() + timeout) {
         case .passphrase(let password): return always ? .always(password: password) : .once(password: password)
         default:
