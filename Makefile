@@ -32,7 +32,7 @@ TEST_DEBS := keyutils sqlite3 curl docker-registry apache2-utils skopeo pamteste
         openssl gcc dbus-daemon libsecret-tools python3-secretstorage libsecret-1-dev golang-docker-credential-helpers \
         polkitd pkexec python3-dbus python3-gi man-db lintian bubblewrap gnome-keyring python3-cryptography chromium libpam-gnome-keyring procps make \
         swtpm tpm2-tools xdg-desktop-portal openssh-server openssh-client libkf5wallet-bin keepassxc python3-keyring mmdebstrap kwalletcli \
-        xvfb xdotool imagemagick gcr pinentry-gnome3
+        xvfb xdotool imagemagick gcr pinentry-gnome3 xdg-desktop-portal-gtk
 DEBS := $(sort $(BUILD_DEBS) $(DEB_DEBS) $(CHECK_DEBS) $(TEST_DEBS))
 
 # What `make bench` adds: the peers it measures against, and what builds them.

@@ -3,7 +3,9 @@
 # through the answerers' chain: on a desktop, gcr's system prompter (gcr-prompter, through
 # pinentry-gnome3) on a headless X server (Xvfb) and a private session bus, seen (a screenshot)
 # and answered (xdotool types the keychain's password), for a program's own read and for
-# secret-tool's through keychain-secret-service (the broker's deputy); without a desktop, pinentry
+# secret-tool's through keychain-secret-service (the broker's deputy); on GNOME, the desktop
+# portal's access dialog (xdg-desktop-portal-gtk's AccessDialog, seen in dbus-monitor, shot and
+# answered), then the password in gcr's prompter; without a desktop, pinentry
 # (a scripted one, root's copy); and the broker stops asking a program refused three times in a
 # minute. The dialog's text is read where the prompter gets it: the properties of its
 # PerformPrompt call, seen by dbus-monitor on the private bus (with the bus's errors: the
@@ -58,7 +60,7 @@ cleanup() {
         userdel "$user" >/dev/null 2>&1
     fi
     getent group "$broker" >/dev/null && groupdel "$broker" 2>/dev/null
-    rm -rf "$work"
+    [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 
@@ -206,7 +208,8 @@ start_desktop() {
     BUS=$(sed -n 1p "$work/bus")
     bus_pid=$(sed -n 2p "$work/bus")
     setpriv --reuid="$user" --regid="$user" --init-groups env -i PATH=/usr/bin:/bin HOME="$home" DBUS_SESSION_BUS_ADDRESS="$BUS" \
-        dbus-monitor --session "interface='org.gnome.keyring.internal.Prompter'" "type='error'" > "$home/monitor.log" 2>&1 &
+        dbus-monitor --session "interface='org.gnome.keyring.internal.Prompter'" "interface='org.freedesktop.impl.portal.Access'" \
+        "type='error'" > "$home/monitor.log" 2>&1 &
     monitor_pid=$!
 }
 
@@ -229,6 +232,15 @@ wait_for_prompt() {
     [ $tries -gt 0 ] || { echo "no $1 prompt" >&2; return 1; }
     # The window: mapped once gcr-prompter has laid it out.
     as_desktop timeout 30 xdotool search --sync --onlyvisible --name '^Keychain access$' | tail -1
+}
+
+# give_password N: the keychain's password typed into the prompter's Nth password prompt.
+give_password() {
+    local window
+    window=$(wait_for_prompt password "$1")
+    [ -n "$window" ]
+    press "$window" type --delay 20 keychain-pass
+    as_desktop xdotool key Return
 }
 
 # start_reader COMMAND...: COMMAND reads in the user's graphical session, in the background; its
@@ -312,9 +324,7 @@ desktop_always() {
     press "$window" key Return
     window=$(wait_for_prompt confirm $((confirms + 2)))
     press "$window" key Return
-    window=$(wait_for_prompt password $((passwords + 1)))
-    press "$window" type --delay 20 keychain-pass
-    as_desktop xdotool key Return
+    give_password $((passwords + 1))
     reader_ends
     grep -q "^secret: s3cret; always: " "$home/reader.out"
     grep -qx "exe:$work/bin/keychain-broker-probe" "$home/reader.out"
@@ -336,9 +346,13 @@ desktop_deny() {
 # graphical session, as the desktop starts it: its environment has the display and the bus, and
 # no answerer of the tests'; the probe's keychain is its default. Its pid in service_pid.
 # start_service [OPTION...]: keychain-secret-service, with OPTIONs, on the suite's bus.
-start_service() {
-    local tries=1200 owner=''
+start_service() { start_service_on '' "$@"; }
+# start_service_on DESKTOP [OPTION...]: the same in a session of XDG_CURRENT_DESKTOP=DESKTOP.
+start_service_on() {
+    local tries=1200 owner='' desktop=$1
+    shift
     as_desktop env KEYCHAIN_BROKER_SOCKET="$socket" DBUS_SESSION_BUS_ADDRESS="$BUS" KEYCHAIN_PATH="$keychain" \
+        ${desktop:+XDG_CURRENT_DESKTOP="$desktop"} \
         keyctl session - "$work/bin/keychain-secret-service" "$@" 2>>"$work/service.log" </dev/null &
     service_job=$!
     # Until the name is the service's (a call to it would have the bus start gnome-keyring); its
@@ -386,10 +400,7 @@ service_reader_asked_and_answered() {
     window=$(wait_for_prompt confirm $((confirms + 2)))
     [ -n "$window" ]
     press "$window" key Escape
-    window=$(wait_for_prompt password $((passwords + 1)))
-    [ -n "$window" ]
-    press "$window" type --delay 20 keychain-pass
-    as_desktop xdotool key Return
+    give_password $((passwords + 1))
     reader_ends
     expect s3cret "$(cat "$home/reader.out")" "what secret-tool printed"
     as_user "$work/bin/keychain-broker-probe" log | tail -1 | grep '^allowed once | probe | .*secret-tool'
@@ -415,6 +426,113 @@ service_reader_denied() {
         sleep 0.05
     done
     as_user "$work/bin/keychain-broker-probe" log | tail -1 | grep '^denied.* | probe | .*secret-tool'
+}
+
+# --- The desktop portal's access dialog, then the password in gcr's prompter ---------------------
+# On GNOME (XDG_CURRENT_DESKTOP, in the service's environment as the session gives it), the
+# question is the portal's: Debian 12's GNOME names xdg-desktop-portal-gtk for Access, which the
+# bus starts. Its dialog has Allow, Deny and "Always allow"; the keychain's password follows in
+# gcr's prompter (the portal's dialog has no password field, and the broker needs the password).
+
+# portal_calls: how many AccessDialog calls the portal backend has been asked so far.
+portal_calls() { grep -ac 'member=AccessDialog' "$home/monitor.log" || :; }
+
+# wait_for_portal N: until the Nth AccessDialog call and its window shows; prints the window's id.
+wait_for_portal() {
+    local tries=1200
+    while [ "$(portal_calls)" -lt "$1" ] && [ $tries -gt 0 ]; do
+        sleep 0.05
+        tries=$((tries - 1))
+    done
+    [ $tries -gt 0 ] || { echo "no AccessDialog call" >&2; return 1; }
+    as_desktop timeout 30 xdotool search --sync --onlyvisible --class '^xdg-desktop-portal-gtk$' | tail -1
+}
+
+# portal_asked: the last AccessDialog call as dbus-monitor saw it (its handle, texts and options).
+portal_asked() { awk '/member=AccessDialog/ { text = "" } { text = text $0 "\n" } END { printf "%s", text }' "$home/monitor.log"; }
+
+# Escape in the portal's dialog: AccessDenied, no secret, and no password asked.
+portal_reader_denied() {
+    local window text calls passwords
+    calls=$(portal_calls) passwords=$(prompts password)
+    lookup
+    window=$(wait_for_portal $((calls + 1)))
+    [ -n "$window" ]
+    text=$(portal_asked)
+    grep -qF 'string "secret-tool (/usr/bin/secret-tool) ← ' <<< "$text"
+    press "$window" key Escape
+    reader_ends && return 1
+    ! grep -q s3cret "$home/reader.out"
+    expect "$passwords" "$(prompts password)" "password prompts"
+    as_user "$work/bin/keychain-broker-probe" log | tail -1 | grep '^denied.* | probe | .*secret-tool'
+}
+
+# The portal's dialog names secret-tool, the item and the service; "Always allow" ticked and
+# Allow; then gcr's prompter asks the password; secret-tool prints the secret, and its next
+# read asks nothing.
+portal_reader_always_allowed() {
+    local window text calls passwords
+    calls=$(portal_calls) passwords=$(prompts password)
+    lookup
+    window=$(wait_for_portal $((calls + 1)))
+    [ -n "$window" ]
+    shot portal "$window"
+    text=$(portal_asked)
+    echo "$text"
+    grep -qF 'string "Allow access to a keychain item?"' <<< "$text"
+    grep -qF 'string "secret-tool (/usr/bin/secret-tool) ← ' <<< "$text"
+    grep -qF 'wants to read "probe item" (broker, account probe)' <<< "$text"
+    grep -qF 'It asks through the Secret Service (keychain-secret-service), as :' <<< "$text"
+    grep -qF 'string "Always allow"' <<< "$text"
+    # The check box has the focus: ticked, then Allow (after Deny).
+    press "$window" key space
+    as_desktop xdotool key Tab Tab Return
+    window=$(wait_for_prompt password $((passwords + 1)))
+    [ -n "$window" ]
+    grep -qF 'Always allow: the keychain' <<< "$(asked)"
+    press "$window" type --delay 20 keychain-pass
+    as_desktop xdotool key Return
+    reader_ends
+    expect s3cret "$(cat "$home/reader.out")" "what secret-tool printed"
+    as_user "$work/bin/keychain-broker-probe" log | tail -1 | grep '^always allowed | probe | .*secret-tool'
+    # Silent now: no dialog of either kind.
+    calls=$(portal_calls) passwords=$(prompts password)
+    lookup
+    reader_ends
+    expect s3cret "$(cat "$home/reader.out")" "what secret-tool printed the second time"
+    expect "$calls $passwords" "$(portal_calls) $(prompts password)" "dialogs shown for the second read"
+}
+
+# The portal backend's name is anyone's to own first (or once its backend is killed): a script of
+# the user's that owns it is not handed the question, which goes to gcr's prompter instead (and
+# is allowed once there).
+portal_backend_of_the_users() {
+    local owner confirms passwords window
+    owner=$(as_desktop env DBUS_SESSION_BUS_ADDRESS="$BUS" dbus-send --session --print-reply=literal --dest=org.freedesktop.DBus / \
+        org.freedesktop.DBus.GetConnectionUnixProcessID string:org.freedesktop.impl.portal.desktop.gtk 2> /dev/null | awk '{ print $2 }')
+    [ -z "$owner" ] || kill "$owner"
+    rm -f "$home/caught" "$home/caught.ready"
+    cp "$here/portal_squatter.py" "$work/" && chmod 644 "$work/portal_squatter.py"
+    as_desktop env DBUS_SESSION_BUS_ADDRESS="$BUS" /usr/bin/python3 "$work/portal_squatter.py" \
+        org.freedesktop.impl.portal.desktop.gtk "$home/caught" &
+    for _ in $(seq 100); do [ -s "$home/caught.ready" ] && break; sleep 0.1; done
+    cat "$home/caught.ready"
+    confirms=$(prompts confirm) passwords=$(prompts password)
+    lookup
+    window=$(wait_for_prompt confirm $((confirms + 1)))
+    # The script itself, not the shell that started it: the name is free again for the backend.
+    pkill -u "$user" -f portal_squatter.py
+    [ -n "$window" ]
+    # Allowed once there (not denied: three refusals in a minute would silence the next case).
+    press "$window" key Return
+    window=$(wait_for_prompt confirm $((confirms + 2)))
+    press "$window" key Escape
+    give_password $((passwords + 1))
+    reader_ends
+    expect s3cret "$(cat "$home/reader.out")" "what secret-tool printed"
+    cat "$home/caught" 2> /dev/null || :
+    if [ -s "$home/caught" ]; then echo "the user's own portal backend was handed the question"; return 1; fi
+    grep -F "the desktop portal's access dialog is not used: org.freedesktop.impl.portal.desktop.gtk is owned by /usr/bin/python3" "$work/service.log"
 }
 
 # Review 55 (an attack): gcr's system prompter is whoever owns its name on the user's session bus.
@@ -523,6 +641,18 @@ else
         check "through the Secret Service, gcr's prompter names secret-tool, the item and the service; Allow, then the password" \
             service_reader_asked_and_answered
         check "through the Secret Service, Escape is a denial: AccessDenied, no secret" service_reader_denied
+    fi
+    stop_service
+    if ! command -v secret-tool >/dev/null || [ ! -x /usr/libexec/xdg-desktop-portal-gtk ]; then
+        skip "the portal's access dialog: missing secret-tool or /usr/libexec/xdg-desktop-portal-gtk (packages libsecret-tools xdg-desktop-portal-gtk)"
+    elif ! start_service_on GNOME; then
+        cat "$work/service.log"
+        fail=$((fail + 1)); echo "FAIL keychain-secret-service did not start on the session bus"
+    else
+        check "on GNOME, the portal's access dialog: Escape is a denial, no password asked" portal_reader_denied
+        check "on GNOME, a portal backend of the user's own is not handed the question: gcr's prompter asks it" portal_backend_of_the_users
+        check "on GNOME, the portal's access dialog names secret-tool and the item; Always allow, then the password in gcr's prompter" \
+            portal_reader_always_allowed
     fi
     stop_service
     check "on a desktop, a prompter of the user's own is not handed the question (review 55)" desktop_prompter_of_the_users
