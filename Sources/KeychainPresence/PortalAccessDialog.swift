@@ -3,8 +3,8 @@ import KeychainCore
 
 /// The desktop's own access dialog: xdg-desktop-portal's org.freedesktop.impl.portal.Access
 /// (AccessDialog: a title, a subtitle, a body, grant and deny buttons, and "Always allow" as a
-/// choice), served by the portal backend the desktop names for it (Debian 12's GNOME: -gtk; 13's:
-/// -gnome; KDE: -kde). The front end, xdg-desktop-portal, offers no Access interface of its own:
+/// choice), served by the portal backend the desktop names for it (Debian 12's GNOME: -gtk 1.14;
+/// 13's: -gnome 48, whose .portal file lists Access; KDE: -kde, whose dialog needs Plasma's QML). The front end, xdg-desktop-portal, offers no Access interface of its own:
 /// it calls the backend for its own portals (the camera's, the location's), so the keychain calls
 /// the backend the same way, on the user's session bus.
 ///
