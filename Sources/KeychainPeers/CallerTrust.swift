@@ -182,12 +182,15 @@ package enum CallerTrust {
     /// The parents of `pid` as `parents` shows them, without inspecting them.
     static func namedParents(of pid: Int32) -> [String] {
         var chain: [String] = []
-        let session = ProcessLineage.session(of: pid)
-        var child = pid
-        while chain.count < chainLimit, let parent = ProcessLineage.parent(of: child), parent > 1 {
+        // The session and the first parent from one read of the caller's stat: a new caller is
+        // read on every SSH signature through a deputy.
+        guard let fields = ProcessLineage.statFields(of: pid), fields.count > 3 else { return chain }
+        let session = Int32(String(decoding: fields[3], as: UTF8.self))
+        var next = Int32(String(decoding: fields[1], as: UTF8.self))
+        while chain.count < chainLimit, let parent = next, parent > 1 {
             chain.append("\(ProcessLineage.executable(of: parent).map { Caller.displayable($0) } ?? "?") (pid \(parent))")
             if parent == session { break }
-            child = parent
+            next = ProcessLineage.parent(of: parent)
         }
         return chain
     }
