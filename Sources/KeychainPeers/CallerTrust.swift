@@ -43,8 +43,11 @@ package enum CallerTrust {
         } else {
             caller.chain = namedParents(of: pid)
         }
-        // All of it was read of the process pinned first, in the program it ran then.
-        guard process.isAlive, handle.isSameImage, ProcessIdentity.startTime(of: pid) == started else { return unidentified }
+        // All of it was read of the process pinned first, in the program it ran then: alive now,
+        // it held the pid through every read, its start time (`started`, read once pinned) among
+        // them; a second read of that time would only repeat it (a new judging is read on every
+        // SSH signature through a deputy, and /proc/PID/stat is one of its dearer files).
+        guard process.isAlive, handle.isSameImage else { return unidentified }
         return caller
     }
 
