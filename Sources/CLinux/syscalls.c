@@ -57,6 +57,32 @@ int clinux_pidfd_pid(int pidfd) {
     return (int)info.pid;
 }
 
+int clinux_procmap_query_executable(int maps, uint64_t address, uint64_t *end, uint32_t *major, uint32_t *minor,
+                                    uint64_t *inode, char *name, uint32_t capacity) {
+    /* struct procmap_query (104 bytes); Debian 12's headers predate it. */
+    struct {
+        uint64_t size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+        uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+        uint64_t vma_name_addr, build_id_addr;
+    } query;
+    _Static_assert(sizeof query == 104, "struct procmap_query");
+    memset(&query, 0, sizeof query);
+    query.size = sizeof query;
+    /* PROCMAP_QUERY_VMA_EXECUTABLE | PROCMAP_QUERY_COVERING_OR_NEXT_VMA | PROCMAP_QUERY_FILE_BACKED_VMA */
+    query.query_flags = 0x04 | 0x10 | 0x20;
+    query.query_addr = address;
+    query.vma_name_size = capacity;
+    query.vma_name_addr = (uint64_t)(uintptr_t)name;
+    /* _IOWR(PROCFS_IOCTL_MAGIC 'f', 17, struct procmap_query) */
+    unsigned long request = (3UL << 30) | ((unsigned long)sizeof query << 16) | ((unsigned long)'f' << 8) | 17UL;
+    if (ioctl(maps, request, &query) != 0) return -1;
+    *end = query.vma_end;
+    *major = query.dev_major;
+    *minor = query.dev_minor;
+    *inode = query.inode;
+    return 0;
+}
+
 long clinux_filesystem_type(const char *path) {
     struct statfs fs;
     if (statfs(path, &fs) != 0) return -1;
