@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <fcntl.h>
@@ -37,6 +39,48 @@ int clinux_pidfd_send_signal(int pidfd, int signal) {
     errno = ENOSYS;
     return -1;
 #endif
+}
+
+int clinux_pidfd_pid(int pidfd) {
+    /* struct pidfd_info as first published (PIDFD_INFO_SIZE_VER0: 64 bytes); the pid is always
+     * filled in. Debian 12's headers predate it. */
+    struct {
+        uint64_t mask, cgroupid;
+        uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+        int32_t exit_code;
+    } info;
+    _Static_assert(sizeof info == 64, "PIDFD_INFO_SIZE_VER0");
+    memset(&info, 0, sizeof info);
+    /* _IOWR(PIDFS_IOCTL_MAGIC 0xFF, 11, struct pidfd_info): the size is part of the number. */
+    unsigned long request = (3UL << 30) | ((unsigned long)sizeof info << 16) | (0xFFUL << 8) | 11UL;
+    if (ioctl(pidfd, request, &info) != 0) return errno == ESRCH ? 0 : -1;
+    return (int)info.pid;
+}
+
+int clinux_procmap_query_executable(int maps, uint64_t address, uint64_t *end, uint32_t *major, uint32_t *minor,
+                                    uint64_t *inode, char *name, uint32_t capacity) {
+    /* struct procmap_query (104 bytes); Debian 12's headers predate it. */
+    struct {
+        uint64_t size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size, vma_offset, inode;
+        uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+        uint64_t vma_name_addr, build_id_addr;
+    } query;
+    _Static_assert(sizeof query == 104, "struct procmap_query");
+    memset(&query, 0, sizeof query);
+    query.size = sizeof query;
+    /* PROCMAP_QUERY_VMA_EXECUTABLE | PROCMAP_QUERY_COVERING_OR_NEXT_VMA | PROCMAP_QUERY_FILE_BACKED_VMA */
+    query.query_flags = 0x04 | 0x10 | 0x20;
+    query.query_addr = address;
+    query.vma_name_size = capacity;
+    query.vma_name_addr = (uint64_t)(uintptr_t)name;
+    /* _IOWR(PROCFS_IOCTL_MAGIC 'f', 17, struct procmap_query) */
+    unsigned long request = (3UL << 30) | ((unsigned long)sizeof query << 16) | ((unsigned long)'f' << 8) | 17UL;
+    if (ioctl(maps, request, &query) != 0) return -1;
+    *end = query.vma_end;
+    *major = query.dev_major;
+    *minor = query.dev_minor;
+    *inode = query.inode;
+    return 0;
 }
 
 long clinux_filesystem_type(const char *path) {

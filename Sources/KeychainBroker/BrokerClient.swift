@@ -84,27 +84,46 @@ package final class BrokerConnection: @unchecked Sendable {
 
     /// Whether the broker's keys for this uid are as they were at `mark` (an exchange's): the
     /// same connection, no notice read since and none waiting. A closed connection (the broker
-    /// restarted, and holds nothing) reads as a change; so does anything unread, a reply owed
-    /// included. No syscall but a poll(2) of no time: a read can then skip its `state` call.
+    /// restarted, and holds nothing) reads as a change. No syscall but a poll(2) of no time: a
+    /// read can then skip its `state` call.
+    /// A reply owed (`sendAhead`) that has come is read and dropped here, and one still to come
+    /// is no change: the broker sends a notice the moment a change is made, so a notice not
+    /// waiting was not sent. The SSH agent's relayed whoAmI, sent as a client connects, may still
+    /// be being answered when that client's signature reads its key.
     package func isUnchanged(since mark: UInt64) -> Bool {
         mutex.withLock {
-            guard fd >= 0, owed == 0, changes == mark, let owner = connectedAs, owner == (getpid(), getuid(), geteuid()) else { return false }
-            var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            return poll(&waiting, 1, 0) == 0
+            guard fd >= 0, changes == mark, let owner = connectedAs, owner == (getpid(), getuid(), geteuid()) else { return false }
+            while true {
+                var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&waiting, 1, 0) != 0 else { return true }
+                // A hang-up, an error or a notice is a change, and so is anything unread but an owed reply.
+                guard owed > 0, waiting.revents == Int16(POLLIN), var message = try? BrokerSocket.receive(fd) else { return false }
+                guard message != BrokerWire.notice else {
+                    changes &+= 1
+                    return false
+                }
+                message.wipe()
+                owed -= 1
+            }
         }
     }
 
     /// Sends `request` without waiting for its reply, which the next exchange reads and drops:
     /// a helper introduces itself at start (`whoAmI`), so that the broker reads who it is while
     /// the helper reads git's request and opens the keychain, not after. Failures are left for
-    /// the next exchange to meet.
-    package func sendAhead(_ request: BrokerRequest) {
-        let message = request.encoded()
+    /// the next exchange to meet. `relaying`: a deputy's client (its pidfd, borrowed), for whom
+    /// the request is relayed (`RelayMarks.relayedCaller`).
+    package func sendAhead(_ request: BrokerRequest, relaying pidfd: Int32? = nil) {
+        let message = request.encoded(relay: pidfd == nil ? [] : [.relayedCaller])
         guard message.count <= BrokerWire.maximumMessage else { return }
         mutex.withLock {
             do {
                 try connectIfNeeded()
-                try BrokerSocket.send(fd, message)
+                if let pidfd {
+                    try BrokerSocket.send(fd, message, passing: pidfd)
+                } else {
+                    try BrokerSocket.send(fd, message)
+                }
                 owed += 1
             } catch {
                 disconnect()
@@ -188,6 +207,12 @@ package final class BrokerCustodian: KeyCustodian, @unchecked Sendable {
     /// Tells the broker who this process is before the first request that needs it: see
     /// `BrokerConnection.sendAhead`.
     package func introduce() { connection?.sendAhead(.whoAmI) }
+
+    /// Has the broker judge a deputy's client (`pidfd`, borrowed) now, without waiting: the SSH
+    /// agent's, as a client connects to list the keys and sign. The broker keeps what it
+    /// read of that process (`BrokerPeer.facts(of:)`), so the unwrap of its signature finds it
+    /// judged while it runs the same program; the reading overlaps the client's own exchange.
+    package func judgeAhead(relaying pidfd: Int32) { connection?.sendAhead(.whoAmI, relaying: pidfd) }
 
     /// A login session of `uid` opened or closed (or only counted): the count after it. Root's
     /// (the PAM module, before its worker becomes the user).

@@ -179,6 +179,7 @@ package final class BrokerListener {
         do { try BrokerSocket.send(fd, reply) } catch { drop(fd) }
         tellChanges()
         service.flushLog()
+        peer.sweepRelayed()
     }
 
     /// Every connection of a uid whose keys changed gets a notice, after the reply that changed

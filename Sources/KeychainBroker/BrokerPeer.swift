@@ -14,11 +14,14 @@ package final class BrokerPeer {
     /// The process a deputy relays the request being served for (`RelayedProcess`); set by the
     /// listener for that one request.
     package var relayed: RelayedProcess?
-    /// The last process relayed on this connection, as evaluated, and the handle it was
-    /// evaluated through: a deputy asks several item keys for one client (the SSH agent, for one
-    /// signature), each with a new pidfd of the same process, which is judged once while it runs
-    /// the same image.
-    private var lastRelayed: (handle: CallerHandle, facts: any CallerFacts)?
+    /// The processes relayed on this connection lately, as evaluated, each with the handle it
+    /// was evaluated through: a deputy asks several item keys for one client (the SSH agent, for
+    /// one signature), each with a new pidfd of the same process, which is judged once while it
+    /// runs the same image. Several, not one: the agent has each client judged as it connects
+    /// (`BrokerCustodian.judgeAhead`), and clients that connect at once sign after.
+    private var relayedFacts: [(handle: CallerHandle, facts: any CallerFacts)] = []
+    /// How many relayed processes a connection keeps judged: each holds its handle's descriptors.
+    static let relayedLimit = 8
 
     /// `pidfd` is borrowed (the handle keeps its own copy); -1 when the kernel gave none.
     package init(uid: UInt32, pid: Int32, pidfd: Int32 = -1, acceptedAt: UInt64? = nil) {
@@ -37,17 +40,30 @@ package final class BrokerPeer {
         return facts
     }
 
-    /// The facts of the process `relayed` names: those of the last one relayed when it is the
-    /// same process still running the same image (its pid, and the earlier handle's descriptors
-    /// still reading: a pid is not given to another process while the one holding it lives).
+    /// The facts of the process `relayed` names: those kept for it when it is the same process
+    /// still running the same image (its pid, and the earlier handle's descriptors still reading:
+    /// a pid is not given to another process while the one holding it lives, and the earlier
+    /// process held it from before `relayed`'s pidfd was read until now).
     package func facts(of relayed: RelayedProcess, _ evaluate: CallerEvaluator) -> any CallerFacts {
-        if let (handle, facts) = lastRelayed, let record = facts as? CallerRecord, let caller = record.caller,
-            caller.pid == relayed.handle.pid, CallerTrust.stillSame(caller, handle: handle)
-        {
-            return facts
+        let pid = relayed.pid
+        if let index = relayedFacts.firstIndex(where: { $0.handle.pid == pid }) {
+            let (handle, facts) = relayedFacts.remove(at: index)
+            if let record = facts as? CallerRecord, let caller = record.caller, caller.pid == pid, CallerTrust.stillSame(caller, handle: handle) {
+                relayedFacts.append((handle, facts))
+                return facts
+            }
         }
         let facts = evaluate(relayed.handle, uid)
-        lastRelayed = (relayed.handle, facts)
+        if relayedFacts.count >= Self.relayedLimit { relayedFacts.removeFirst() }
+        relayedFacts.append((relayed.handle, facts))
         return facts
+    }
+
+    /// Forgets the relayed processes that have exited (each SSH client does, after its
+    /// signature): called after a reply is sent, so that closing their descriptors is not
+    /// in the time of the next judging.
+    package func sweepRelayed() {
+        guard !relayedFacts.isEmpty else { return }
+        relayedFacts.removeAll { !$0.handle.isAlive }
     }
 }

@@ -10,12 +10,15 @@ package struct RelayedClient: Sendable {
     package var pidfd: Int32
     /// Ask the person whatever the list says (`ssh-add -c`).
     package var confirmEach: Bool
-    package var note: String
+    /// Made only when the broker asks a question: most reads ask none, and the SSH agent's lines
+    /// (the question's text, quoted for a terminal) cost more to make than its whole relay.
+    private let makeNote: @Sendable () -> String
+    package var note: String { makeNote() }
 
-    package init(pidfd: Int32, confirmEach: Bool, note: String) {
+    package init(pidfd: Int32, confirmEach: Bool, note: @autoclosure @escaping @Sendable () -> String) {
         self.pidfd = pidfd
         self.confirmEach = confirmEach
-        self.note = note
+        makeNote = note
     }
 
     var marks: RelayMarks { confirmEach ? [.relayedCaller, .confirmEach] : [.relayedCaller] }

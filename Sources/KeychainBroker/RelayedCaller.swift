@@ -35,16 +35,30 @@ package struct RelayMarks: OptionSet, Sendable, Equatable {
 
 /// The process a deputy relays one request for: pinned by the pidfd it passed.
 package final class RelayedProcess {
-    package let handle: CallerHandle
+    private let pinned: PinnedProcess
     package let marks: RelayMarks
+    private var opened: CallerHandle?
 
     /// Takes `pidfd` over (closed here, whatever the outcome); nil when it is not a pidfd of a
     /// process this broker sees.
     package init?(pidfd: Int32, marks: RelayMarks) {
-        defer { close(pidfd) }
-        guard let pinned = PinnedProcess(adopting: fcntl(pidfd, F_DUPFD_CLOEXEC, 3)) else { return nil }
-        handle = CallerHandle(pid: pinned.pid, pidfd: pidfd)
+        guard let pinned = PinnedProcess(adopting: pidfd) else { return nil }
+        self.pinned = pinned
         self.marks = marks
+    }
+
+    /// Its pid, in the broker's pid namespace.
+    package var pid: Int32 { pinned.pid }
+
+    /// Its handle, made at first use: a process judged already on this connection is known by
+    /// its pid and the earlier handle (`BrokerPeer.facts(of:)`), and the SSH agent relays each
+    /// client twice (its judging sent ahead, then its signature's unwrap), so the second needs
+    /// no descriptors of its own.
+    package var handle: CallerHandle {
+        if let opened { return opened }
+        let made = CallerHandle(pinned: pinned)
+        opened = made
+        return made
     }
 }
 

@@ -30,14 +30,26 @@ package final class CallerHandle {
     /// connecting process existed: SO_PEERCRED's pid is then believed for a process that had
     /// started by that moment (kernels before 6.5 have no SO_PEERPIDFD; a pid reused between the
     /// connect and the accept, the broker's own latency, is the residual race).
-    package init(pid: Int32, pidfd: Int32?, startedBy: UInt64? = nil) {
-        self.pid = pid
+    package convenience init(pid: Int32, pidfd: Int32?, startedBy: UInt64? = nil) {
+        let process: PinnedProcess?
         if let pidfd {
             let pinned = PinnedProcess(adopting: pidfd >= 0 ? fcntl(pidfd, F_DUPFD_CLOEXEC, 3) : -1)
             process = pinned?.pid == pid ? pinned : nil
         } else {
             process = PinnedProcess(pid: pid)
         }
+        self.init(pid: pid, process: process, pidfdGiven: pidfd != nil, startedBy: startedBy)
+    }
+
+    /// The process a pidfd passed to this one pins (a deputy's client), pinned already: shared,
+    /// not pinned again.
+    package convenience init(pinned: PinnedProcess) {
+        self.init(pid: pinned.pid, process: pinned, pidfdGiven: true, startedBy: nil)
+    }
+
+    private init(pid: Int32, process: PinnedProcess?, pidfdGiven: Bool, startedBy: UInt64?) {
+        self.pid = pid
+        self.process = process
         let maps = process == nil ? -1 : open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC | O_NOCTTY)
         var status = maps < 0 ? -1 : open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC | O_NOCTTY)
         // Both opened by the pid: alive after the opens, the pinned process had the pid all along.
@@ -48,7 +60,7 @@ package final class CallerHandle {
         self.maps = maps
         self.status = status
         startTime = status < 0 ? nil : ProcessIdentity.startTime(of: pid)
-        if pidfd != nil {
+        if pidfdGiven {
             pinnedAtConnect = true
         } else if let startedBy, let startTime {
             pinnedAtConnect = startTime <= startedBy
@@ -61,6 +73,10 @@ package final class CallerHandle {
         if maps >= 0 { close(maps) }
         if status >= 0 { close(status) }
     }
+
+    /// The process is not reaped yet: only what `CallerTrust.stillSame` needs first, for a
+    /// sweep of handles kept for processes that may have left.
+    package var isAlive: Bool { process?.isAlive == true }
 
     /// The process still runs the program it ran when the handle was made. The maps descriptor
     /// holds the memory map of that moment; exec replaces it and exit drops it, and a read then

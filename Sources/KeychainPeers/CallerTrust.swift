@@ -43,8 +43,11 @@ package enum CallerTrust {
         } else {
             caller.chain = namedParents(of: pid)
         }
-        // All of it was read of the process pinned first, in the program it ran then.
-        guard process.isAlive, handle.isSameImage, ProcessIdentity.startTime(of: pid) == started else { return unidentified }
+        // All of it was read of the process pinned first, in the program it ran then: alive now,
+        // it held the pid through every read, its start time (`started`, read once pinned) among
+        // them; a second read of that time would only repeat it (a new judging is read on every
+        // SSH signature through a deputy, and /proc/PID/stat is one of its dearer files).
+        guard process.isAlive, handle.isSameImage else { return unidentified }
         return caller
     }
 
@@ -182,12 +185,15 @@ package enum CallerTrust {
     /// The parents of `pid` as `parents` shows them, without inspecting them.
     static func namedParents(of pid: Int32) -> [String] {
         var chain: [String] = []
-        let session = ProcessLineage.session(of: pid)
-        var child = pid
-        while chain.count < chainLimit, let parent = ProcessLineage.parent(of: child), parent > 1 {
+        // The session and the first parent from one read of the caller's stat: a new caller is
+        // read on every SSH signature through a deputy.
+        guard let fields = ProcessLineage.statFields(of: pid), fields.count > 3 else { return chain }
+        let session = Int32(String(decoding: fields[3], as: UTF8.self))
+        var next = Int32(String(decoding: fields[1], as: UTF8.self))
+        while chain.count < chainLimit, let parent = next, parent > 1 {
             chain.append("\(ProcessLineage.executable(of: parent).map { Caller.displayable($0) } ?? "?") (pid \(parent))")
             if parent == session { break }
-            child = parent
+            next = ProcessLineage.parent(of: parent)
         }
         return chain
     }

@@ -47,9 +47,12 @@ package final class PinnedProcess {
         clinux_pidfd_send_signal(descriptor, 0) == 0 || errno == EPERM
     }
 
-    /// The `Pid:` line of the pidfd's fdinfo (Linux 5.2): -1 once the process was reaped, 0 when it
-    /// lives in a pid namespace this one does not see.
+    /// The pid by PIDFD_GET_INFO, else the `Pid:` line of the pidfd's fdinfo (Linux 5.2): -1 or 0
+    /// once the process was reaped, 0 when it lives in a pid namespace this one does not see.
+    /// The broker reads one for every process a deputy relays.
     private static func pid(of pidfd: Int32) -> pid_t? {
+        let asked = clinux_pidfd_pid(pidfd)
+        if asked >= 0 { return asked }
         guard let bytes = ProcFiles.read("/proc/self/fdinfo/\(pidfd)", limit: 4096) else { return nil }
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Pid:") {
             return pid_t(String(line.dropFirst("Pid:".count).filter { $0 != " " && $0 != "\t" }))

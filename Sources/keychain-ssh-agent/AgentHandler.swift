@@ -33,15 +33,10 @@ func makeHandlerFactory(_ settings: AgentSettings, log: @escaping @Sendable (Str
     }
     // With a broker, a kept key's item is read for the client that asks: the broker judges it
     // against the key's list and asks the person, through the question the agent adds to.
-    if BrokerSetup.installed != nil {
+    if let custodian = BrokerSetup.installed {
+        configuration.judgeAhead = { pidfd in custodian.judgeAhead(relaying: pidfd) }
         configuration.relay = { client, body in
-            var note = client.question.text
-            if client.confirmsKey {
-                note += "\nThis key asks before each use (ssh-add -c)."
-            } else if client.confirmEach {
-                note += "\nThe request comes through your agent forwarded to a host that the key's constraints do not name."
-            }
-            BrokerRelay.serving(RelayedClient(pidfd: client.pidfd, confirmEach: client.confirmEach, note: note), body)
+            BrokerRelay.serving(RelayedClient(pidfd: client.pidfd, confirmEach: client.confirmEach, note: relayNote(client)), body)
         }
     }
     if !settings.session {
@@ -56,4 +51,16 @@ func makeHandlerFactory(_ settings: AgentSettings, log: @escaping @Sendable (Str
         let connection = AgentConnection(agent: agent, peer: peer)
         return { message in connection.reply(to: message) }
     }
+}
+
+/// The agent's lines under the broker's question: what only the agent knows (the key, its
+/// fingerprint, where the signature goes, a -c key).
+private func relayNote(_ client: SigningClient) -> String {
+    var note = client.question.text
+    if client.confirmsKey {
+        note += "\nThis key asks before each use (ssh-add -c)."
+    } else if client.confirmEach {
+        note += "\nThe request comes through your agent forwarded to a host that the key's constraints do not name."
+    }
+    return note
 }

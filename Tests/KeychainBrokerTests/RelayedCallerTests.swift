@@ -85,6 +85,99 @@ final class RelayedCallerTests: XCTestCase {
         XCTAssertEqual(summaries.count, 1, "\(summaries)")
     }
 
+    /// A shell that waits for a line on its stdin, then runs sleep in its place: a client of the
+    /// SSH agent, which the broker judges as it connects and which may exec before it signs.
+    final class Client {
+        let pid: pid_t
+        private let input: Int32
+
+        init() throws {
+            var fds: [Int32] = [-1, -1]
+            XCTAssertEqual(clinux_pipe_cloexec(&fds), 0)
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
+            let words: [String] = ["/bin/sh", "-c", "read line; exec /usr/bin/sleep 1000"]
+            let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+            defer { argv.forEach { free($0) } }
+            var child: pid_t = 0
+            let status = posix_spawn(&child, "/bin/sh", &actions, nil, argv, nil)
+            close(fds[0])
+            input = fds[1]
+            guard status == 0 else { throw XCTSkip("no /bin/sh") }
+            pid = child
+            var real = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            XCTAssertNotNil(realpath("/bin/sh", &real))
+            try waitForExec(of: String(cString: real))
+        }
+
+        deinit {
+            kill(pid, SIGKILL)
+            while waitpid(pid, nil, 0) < 0 && errno == EINTR {}
+            close(input)
+        }
+
+        /// A new pidfd of it, as the agent passes with each request it relays.
+        func relayed() throws -> RelayedProcess {
+            try XCTUnwrap(RelayedProcess(pidfd: clinux_pidfd_open(pid), marks: [.relayedCaller]))
+        }
+
+        /// Has it exec sleep, and waits until it runs it (bounded only so that a broken test ends).
+        func exec() throws {
+            XCTAssertEqual(write(input, "go\n", 3), 3)
+            try waitForExec(of: "/usr/bin/sleep")
+        }
+
+        private func waitForExec(of path: String) throws {
+            for _ in 0..<6000 {
+                if ProcessLineage.executable(of: pid) == path { return }
+                usleep(10_000)
+            }
+            XCTFail("\(pid) never ran \(path)")
+        }
+    }
+
+    final class Evaluations: @unchecked Sendable {
+        var count = 0
+        var evaluate: CallerEvaluator {
+            { handle, uid in
+                self.count += 1
+                return CallerRecord(CallerTrust.evaluate(handle, uid: uid))
+            }
+        }
+    }
+
+    /// The agent has each client judged as it connects (a relayed whoAmI sent ahead) and relays
+    /// it again for the signature's unwrap: clients that connect at once are each judged once,
+    /// not again because another was judged in between.
+    func testClientsJudgedAheadStayJudgedWhileOthersAreJudged() throws {
+        let evaluations = Evaluations()
+        let peer = BrokerPeer(uid: 0, pid: getpid())
+        let first = try Client(), second = try Client()
+        for client in [first, second, first, second, second, first] {
+            let facts = peer.facts(of: try client.relayed(), evaluations.evaluate)
+            XCTAssertEqual((facts as? CallerRecord)?.caller?.pid, client.pid, "each judged as itself")
+        }
+        XCTAssertEqual(evaluations.count, 2)
+    }
+
+    /// A client judged ahead that runs another program before it signs is judged again: the
+    /// judging ahead vouches for the program it read, and nothing after an exec.
+    func testAClientThatExecsAfterItsJudgingAheadIsJudgedAgain() throws {
+        let evaluations = Evaluations()
+        let peer = BrokerPeer(uid: 0, pid: getpid())
+        let client = try Client()
+        let ahead = peer.facts(of: try client.relayed(), evaluations.evaluate)
+        XCTAssertTrue(ahead.summary.contains("sh"), ahead.summary)
+        XCTAssertFalse(ahead.summary.contains("sleep"), ahead.summary)
+        try client.exec()
+        let signing = peer.facts(of: try client.relayed(), evaluations.evaluate)
+        XCTAssertEqual(evaluations.count, 2)
+        XCTAssertTrue(signing.summary.contains("/usr/bin/sleep"), signing.summary)
+        XCTAssertEqual(signing.entry, .executable("/usr/bin/sleep"))
+    }
+
     func testTheRelayedProcessIsJudgedAndNamedWithItsDeputy() throws {
         let scratch = Scratch()
         defer { scratch.remove() }

@@ -30,6 +30,28 @@ final class CallerPredicateTests: XCTestCase {
         XCTAssertEqual(ExecutableMappings.device(major: 259, minor: 300), (259 << 8) | (300 & 0xff) | ((300 & ~0xff) << 12))
     }
 
+    /// PROCMAP_QUERY (Linux 6.11) finds what the maps' text names, the same way: this process's
+    /// files and a child's, a deleted one included.
+    func testQueriedMappingsAreTheTextsOwn() throws {
+        let maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)
+        defer { close(maps) }
+        guard case .found = ExecutableMappings.queried(maps) else { throw XCTSkip("no PROCMAP_QUERY in this kernel") }
+        let scratch = try ScratchDirectory()
+        let copy = scratch.path + "/sleep copy\nline"
+        try scratch.copy("/usr/bin/sleep", to: copy)
+        let child = try ChildProcess([copy, "1000"])
+        defer { child.reap() }
+        try child.waitForExec(of: copy)
+        XCTAssertEqual(unlink(copy), 0)
+        for path in ["/proc/self/maps", "/proc/\(child.pid)/maps"] {
+            let queried = try XCTUnwrap(ExecutableMappings.read(path))
+            XCTAssertEqual(queried, try XCTUnwrap(ExecutableMappings.read(path, querying: false)), path)
+            XCTAssertGreaterThan(queried.count, 1, path)
+        }
+        let childs = try XCTUnwrap(ExecutableMappings.read("/proc/\(child.pid)/maps"))
+        XCTAssertTrue(childs.contains { $0.path == copy.replacingOccurrences(of: "\n", with: "\\012") + " (deleted)" }, "\(childs)")
+    }
+
     func testOwnMapsAreRead() throws {
         let mappings = try XCTUnwrap(ExecutableMappings.read("/proc/self/maps"))
         let program = try XCTUnwrap(ProcessLineage.executable(of: getpid()))

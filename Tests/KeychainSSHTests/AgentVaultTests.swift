@@ -29,6 +29,40 @@ final class AgentVaultTests: StoreTestCase {
         }
     }
 
+    /// With a broker (a relay), a client is judged ahead as it connects (its pidfd passed at
+    /// once), so that the broker's judging overlaps the listing before its signature; not while
+    /// the keychain holds no key this agent would relay, nor without a relay or a pidfd.
+    func testAClientIsJudgedAheadAsItConnectsWhileTheKeychainHoldsKeys() throws {
+        final class Judged: @unchecked Sendable { var count = 0 }
+        let judged = Judged()
+        let (agent, client) = makeAgent {
+            $0.relay = { _, body in body() }
+            $0.judgeAhead = { _ in judged.count += 1 }
+        }
+        @discardableResult
+        func connect(_ agent: Agent, pinned: Bool = true) -> AgentClient {
+            let pidfd = pinned ? PeerPidfd(adopting: open("/dev/null", O_RDONLY | O_CLOEXEC)) : nil
+            return AgentClient(connection: AgentConnection(agent: agent, peer: AgentPeer(uid: getuid(), pid: 1, executable: "/usr/bin/ssh", pidfd: pidfd)))
+        }
+        XCTAssertEqual(judged.count, 0, "makeAgent's client has no pidfd")
+        connect(agent)
+        XCTAssertEqual(judged.count, 1, "the keychain not read yet: it may hold keys")
+        XCTAssertTrue(client.list().isEmpty)
+        connect(agent)
+        XCTAssertEqual(judged.count, 1, "an empty keychain: no signature can be relayed")
+        XCTAssertEqual(client.add(TestKeys.ed25519.serialized, comment: "laptop"), [6])
+        XCTAssertEqual(client.list().count, 1)
+        connect(agent)
+        connect(agent, pinned: false)
+        XCTAssertEqual(judged.count, 2, "a key kept: judged ahead, where the kernel named the client by a pidfd")
+        XCTAssertEqual(client.send { $0.u8(19) }, [6])
+        connect(agent)
+        XCTAssertEqual(judged.count, 2, "every key unloaded from this agent (ssh-add -D)")
+        let (plain, _) = makeAgent { $0.judgeAhead = { _ in judged.count += 1 } }
+        connect(plain)
+        XCTAssertEqual(judged.count, 2, "without a broker's relay, nothing is judged")
+    }
+
     func testKeysAreKeychainItemsAndSurviveARestart() throws {
         let (_, client) = makeAgent()
         XCTAssertEqual(client.add(TestKeys.ed25519.serialized, comment: "laptop"), [6])

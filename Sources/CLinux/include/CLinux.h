@@ -39,6 +39,19 @@ int clinux_pidfd_open(int pid);
  * given its pid after it was reaped. -1 (errno set) before Linux 5.1. */
 int clinux_pidfd_send_signal(int pidfd, int signal);
 
+/* The pid a pidfd names, in this process's pid namespace, by PIDFD_GET_INFO (Linux 6.13): one
+ * call, where its fdinfo's Pid: line is an open, two reads and a close. 0 when the process was
+ * reaped or is not in this namespace; -1 (errno set) where the kernel has no such ioctl. */
+int clinux_pidfd_pid(int pidfd);
+
+/* PROCMAP_QUERY (Linux 6.11) on an open /proc/PID/maps: the first executable, file-backed
+ * mapping that covers or follows `address`, its file's device (major, minor), inode and name
+ * (as maps shows it, unescaped; `name` gets at most `capacity` bytes with its NUL), and where it
+ * ends. 0 when one was found; -1 with errno ENOENT past the last, ENOTTY or EINVAL where the
+ * kernel has no such query, another errno on failure. */
+int clinux_procmap_query_executable(int maps, uint64_t address, uint64_t *end, uint32_t *major, uint32_t *minor,
+                                    uint64_t *inode, char *name, uint32_t capacity);
+
 /* statfs(2)'s f_type (the filesystem's magic number) for `path`, -1 (errno set) when it fails:
  * Swift's Glibc module does not bring <sys/vfs.h>. */
 long clinux_filesystem_type(const char *path);

@@ -31,6 +31,8 @@ package final class Agent: @unchecked Sendable {
     private let askMutex = Mutex()
     /// The vault's entries as last parsed, so that listing does not parse every key again.
     private var vaultCache: (entries: [SSHKeyVault.Entry], identities: [AgentIdentity]) = ([], [])
+    /// The vault was read at least once (`vaultCache` is what it held).
+    private var vaultRead = false
     /// The vault's keys that `ssh-add -d`/`-D` unloaded from this agent (canonical blobs): they
     /// neither list nor sign here until this agent adds them again or restarts. The keychain keeps
     /// them, and so does every other agent on it: OpenSSH's -d and -D mean "from this agent",
@@ -64,6 +66,7 @@ package final class Agent: @unchecked Sendable {
     private func vaultIdentities() -> [AgentIdentity] {
         guard let vault = configuration.vault else { return [] }
         let entries = vault.entries()
+        defer { vaultRead = true }
         if entries == vaultCache.entries { return vaultCache.identities }
         let identities = entries.compactMap { entry -> AgentIdentity? in
             guard let parts = try? SSHPublicKeyParts(blob: entry.publicBlob),
@@ -167,6 +170,14 @@ package final class Agent: @unchecked Sendable {
     /// Whether a signature with `identity` is judged by the broker: a key the keychain keeps,
     /// where a broker keeps the keychain's keys.
     func isRelayed(_ identity: AgentIdentity) -> Bool { identity.key == nil && configuration.vault != nil && configuration.relay != nil }
+
+    /// Whether a client that connects may sign with a key the broker judges it for: the vault
+    /// held a key this agent has not unloaded when last read, or it was not read yet. Known
+    /// without reading it, so that the judging starts as the client connects.
+    func mayRelay() -> Bool {
+        guard configuration.vault != nil, configuration.relay != nil else { return false }
+        return mutex.withLock { !vaultRead || vaultCache.identities.contains { !unloaded.contains($0.parts.canonicalBlob) } }
+    }
 
     // MARK: Confirmation
 

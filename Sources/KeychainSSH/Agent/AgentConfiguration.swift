@@ -18,6 +18,10 @@ package struct AgentConfiguration: Sendable {
     /// client that asks for a signature (the broker judges that client, against the key's list,
     /// and asks the person the question when it is not on it). nil: the agent reads as itself.
     package var relay: (@Sendable (SigningClient, () -> Void) -> Void)?
+    /// With `relay`: has the broker judge a client (its pidfd, borrowed) without waiting, as it
+    /// connects, so that the judging overlaps the listing of keys and the client's own work
+    /// before its signature request.
+    package var judgeAhead: (@Sendable (Int32) -> Void)?
     /// Identities held at once, memory and keychain together.
     package var maximumIdentities = AgentLimits.maximumIdentities
     /// ssh-agent -E.

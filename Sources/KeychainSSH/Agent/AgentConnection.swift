@@ -18,6 +18,7 @@ package final class AgentConnection {
     package init(agent: Agent, peer: AgentPeer) {
         self.agent = agent
         self.peer = peer
+        judgeAhead()
     }
 
     /// Whether a session-bind was attempted: the connection comes through ssh, from elsewhere.
@@ -63,6 +64,16 @@ package final class AgentConnection {
     private static func status(_ success: Bool) -> Bytes { [success ? AgentMessage.success : AgentMessage.failure] }
 
     // MARK: Identities
+
+    /// The broker judges the client as it connects, on the broker's turn while this agent and
+    /// the client exchange the list of keys, rather than after its signature request comes
+    /// (ssh, ssh-keygen -Y sign and ssh-add -T list the keys first). The cost where no
+    /// signature follows (ssh-add adding a key, ssh-add -l): one judging in the broker, and
+    /// none while the keychain holds no key this agent would relay.
+    private func judgeAhead() {
+        guard let judge = agent.configuration.judgeAhead, let pidfd = peer.pidfd, agent.mayRelay() else { return }
+        judge(pidfd.descriptor)
+    }
 
     private func listIdentities() -> Bytes {
         var entries = ByteWriter()
