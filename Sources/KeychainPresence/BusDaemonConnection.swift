@@ -78,14 +78,26 @@ final class BusDaemonConnection {
                 serial: sent, destination: destination, path: path, interface: interface, member: member, signature: signature,
                 body: body))
         while true {
-            let (reply, replyTo) = try message()
-            if replyTo == sent { return reply }
+            let (reply, header) = try message()
+            // Only the callee's return or error: any connection on the bus may send this one a
+            // message carrying a reply serial (review 56), which the bus passes on as it is.
+            if header.replyTo == sent, header.type == 2 || header.type == 3, header.sender == destination { return reply }
             for descriptor in reply.descriptors { close(descriptor) }
         }
     }
 
-    /// The next whole message, and the serial it replies to (0 for none).
-    private func message() throws -> (Reply, UInt32) {
+    /// What a message's header says of where it comes from.
+    struct Header {
+        /// 1 a method call, 2 a method return, 3 an error, 4 a signal.
+        var type: UInt8
+        /// The serial it replies to (0 for none).
+        var replyTo: UInt32
+        /// The sending connection's unique name, or the bus daemon's (org.freedesktop.DBus).
+        var sender: String?
+    }
+
+    /// The next whole message, and its header.
+    private func message() throws -> (Reply, Header) {
         try fill(16)
         guard buffer[0] == UInt8(ascii: "l") || buffer[0] == UInt8(ascii: "B") else { throw Failure.malformed }
         var head = BusReader(Array(buffer[0..<16]), offset: 4, bigEndian: buffer[0] == UInt8(ascii: "B"))
@@ -98,7 +110,7 @@ final class BusDaemonConnection {
         let bytes = Array(buffer[0..<bodyStart + bodyLength])
         buffer.removeFirst(bodyStart + bodyLength)
         var fields = BusReader(bytes, offset: 16, bigEndian: head.bigEndian)
-        var replyTo: UInt32 = 0, signature = "", error: String?, count = 0
+        var replyTo: UInt32 = 0, signature = "", error: String?, count = 0, sender: String?
         while fields.offset < 16 + fieldsLength {
             try fields.align(8)
             let code = try fields.byte()
@@ -106,6 +118,7 @@ final class BusDaemonConnection {
             switch (code, type) {
             case (4, "s"): error = try fields.string()
             case (5, "u"): replyTo = try fields.uint32()
+            case (7, "s"): sender = try fields.string()
             case (8, "g"): signature = try fields.signature()
             case (9, "u"): count = Int(try fields.uint32())
             default: try fields.skip(type[...])
@@ -117,7 +130,10 @@ final class BusDaemonConnection {
         descriptors.removeFirst(count)
         let type = bytes[1]
         let reader = BusReader(bytes, offset: bodyStart, bigEndian: head.bigEndian)
-        return (Reply(reader: reader, signature: signature, error: type == 3 ? (error ?? "") : nil, descriptors: carried), replyTo)
+        return (
+            Reply(reader: reader, signature: signature, error: type == 3 ? (error ?? "") : nil, descriptors: carried),
+            Header(type: type, replyTo: replyTo, sender: sender)
+        )
     }
 
     /// Reads until `buffer` holds at least `count` bytes.

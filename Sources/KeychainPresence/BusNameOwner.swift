@@ -15,6 +15,19 @@ extension BusDaemonConnection {
     /// `accepted` takes, the bus having started the name's service first if nobody owned it;
     /// otherwise why not, in one line. `program` names what was expected, for that line.
     func refusal(of name: String, unless accepted: (String) -> Bool, named program: String) -> String? {
+        if case .refused(let reason) = checkedOwner(of: name, unless: accepted, named: program) { return reason }
+        return nil
+    }
+
+    enum Checked {
+        /// The owner's unique name: calls go to it, not to the well-known name, which may
+        /// change hands after the check.
+        case owner(String)
+        case refused(String)
+    }
+
+    /// `refusal(of:unless:named:)`, with the owner's unique name when it is accepted.
+    func checkedOwner(of name: String, unless accepted: (String) -> Bool, named program: String) -> Checked {
         do {
             var owner = try self.owner(of: name)
             if owner == nil {
@@ -25,27 +38,27 @@ extension BusDaemonConnection {
                 body.uint32(0)
                 let started = try call("StartServiceByName", signature: "su", body: body.bytes)
                 started.descriptors.forEach { close($0) }
-                if let error = started.error { return "nobody owns \(name) and the bus cannot start it (\(error))" }
+                if let error = started.error { return .refused("nobody owns \(name) and the bus cannot start it (\(error))") }
                 owner = try self.owner(of: name)
             }
-            guard let owner else { return "nobody owns \(name)" }
+            guard let owner else { return .refused("nobody owns \(name)") }
             let seen = ProcessIdentity.ticksSinceBoot()
-            guard let credentials = try credentials(of: owner) else { return "the bus would not say who \(owner) is" }
+            guard let credentials = try credentials(of: owner) else { return .refused("the bus would not say who \(owner) is") }
             defer { if let pidfd = credentials.pidfd { close(pidfd) } }
-            guard credentials.uid == getuid() else { return "\(name) is owned by uid \(credentials.uid), not this user" }
+            guard credentials.uid == getuid() else { return .refused("\(name) is owned by uid \(credentials.uid), not this user") }
             // The handle pins the connection's own process (ProcessFD), or by pid one that had
             // started when the name was seen owned; any other is `unidentified`.
             let handle = CallerHandle(pid: credentials.pid, pidfd: credentials.pidfd, startedBy: credentials.pidfd == nil ? seen : nil)
             let caller = CallerTrust.evaluate(handle, uid: getuid(), inspectingParents: false)
             // The name did not move while its owner was read.
-            guard try self.owner(of: name) == owner else { return "\(name) changed hands while it was checked" }
+            guard try self.owner(of: name) == owner else { return .refused("\(name) changed hands while it was checked") }
             guard caller.canMatchSilently, let entry = caller.entry, accepted(entry) else {
                 let warnings = caller.warnings.isEmpty ? "" : ": " + caller.warnings.map(\.rawValue).joined(separator: ", ")
-                return "\(name) is owned by \(caller.executable ?? "an unknown program") (pid \(caller.pid)\(warnings)), not \(program)"
+                return .refused("\(name) is owned by \(caller.executable ?? "an unknown program") (pid \(caller.pid)\(warnings)), not \(program)")
             }
-            return nil
+            return .owner(owner)
         } catch {
-            return "the session bus did not say who owns \(name)"
+            return .refused("the session bus did not say who owns \(name)")
         }
     }
 

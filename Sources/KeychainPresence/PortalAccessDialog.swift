@@ -64,16 +64,21 @@ package struct PortalAccessDialog: Sendable {
         } catch {
             return nil
         }
-        if let reason = connection.refusal(of: name, unless: Self.isPortalBackend, named: "the desktop portal's backend") {
+        let backend: String
+        switch connection.checkedOwner(of: name, unless: Self.isPortalBackend, named: "the desktop portal's backend") {
+        case .owner(let unique): backend = unique
+        case .refused(let reason):
             fputs("keychain: the desktop portal's access dialog is not used: \(reason)\n", stderr)
             return nil
         }
-        // The backend exports a Request at this path while the dialog shows, which Close ends.
+        // The call goes to the connection that was checked, not to the name, which may change
+        // hands; the backend exports a Request at this path while the dialog shows, which Close
+        // ends.
         let handle = Self.objectPath + "/request/" + Self.pathElement(connection.uniqueName) + "/keychain" + String(Self.token(), radix: 16)
         connection.deadline = SystemClock.monotonic() + timeout
         do {
             var reply = try connection.call(
-                destination: name, path: Self.objectPath, interface: Self.interface, member: "AccessDialog", signature: "osssssa{sv}",
+                destination: backend, path: Self.objectPath, interface: Self.interface, member: "AccessDialog", signature: "osssssa{sv}",
                 body: Self.arguments(handle: handle, title: title, subtitle: subtitle, body: body))
             reply.descriptors.forEach { close($0) }
             guard reply.error == nil, reply.signature == "ua{sv}" else { return nil }
