@@ -45,6 +45,9 @@ package struct Caller: Sendable, Equatable {
     /// Its gids and supplementary groups when evaluated: whose files count as its user's, for an
     /// inspection of its parents made later (`CallerTrust.inspectParents`).
     package var groups: [UInt32] = []
+    /// The files (device, inode) it mapped executable when it was judged: its program, the
+    /// loader, its libraries. One mapped since (a module loaded after the judging) is not judged.
+    package var mappedFiles: Set<[UInt64]> = []
 
     package init(
         pid: Int32, uid: UInt32, startTime: UInt64 = 0, entry: String? = nil, executable: String? = nil, chain: [String] = [],

@@ -87,6 +87,13 @@ package final class CallerHandle {
         return pread(maps, &byte, 1, 0) == 1
     }
 
+    /// The files (device, inode) the pinned process maps executable now, read through the maps
+    /// descriptor of pinning; nil once it has exec'd or exited.
+    var executableFiles: Set<[UInt64]>? {
+        guard maps >= 0 else { return nil }
+        return ExecutableMappings.files(through: maps)
+    }
+
     /// The pid of the process tracing the pinned one (0 for none), read through the descriptor
     /// opened at pinning; nil once that process is gone.
     var tracer: Int32? {

@@ -36,6 +36,7 @@ package enum CallerTrust {
         let program = inspect(pid, tracer: status.tracer, writer: writer, interpreters: interpreters, rootsFiles: &rootsFiles)
         var caller = Caller(pid: pid, uid: uid, startTime: started, entry: program.entry, executable: program.executable)
         caller.warnings = program.warnings
+        caller.mappedFiles = program.mappedFiles
         if !handle.pinnedAtConnect { add(.unidentified, to: &caller.warnings) }
         caller.groups = status.groups
         if inspectingParents {
@@ -58,10 +59,15 @@ package enum CallerTrust {
     /// trusted for, on the connection it already has. Asked on every request, so it reads through
     /// the handle's descriptors only: no path is looked up, and no start time is read again (the
     /// status descriptor names the pinned process and no later holder of its pid).
+    /// Nor has it mapped a file executable that was not judged (review 56): a program on a
+    /// list that loads a module after it connected (ssh's GSSAPI mechanism from GSS_MECH_CONFIG,
+    /// a Kerberos plugin) runs code nobody judged on a connection judged clean.
     package static func stillSame(_ caller: Caller, handle: CallerHandle) -> Bool {
         guard handle.pid == caller.pid, let process = handle.process, handle.startTime == caller.startTime else { return false }
         guard let tracer = handle.tracer, tracer == 0 || caller.warnings.contains(.traced) else { return false }
-        return process.isAlive && handle.isSameImage
+        guard process.isAlive, handle.isSameImage else { return false }
+        guard let mapped = handle.executableFiles, mapped.isSubset(of: caller.mappedFiles) else { return false }
+        return true
     }
 
     /// One process's program: its entry, its path for display, its warnings.
@@ -69,6 +75,8 @@ package enum CallerTrust {
         var entry: String?
         var executable: String?
         var warnings: [Caller.Warning] = []
+        /// Every file it maps executable, as read for the judging.
+        var mappedFiles: Set<[UInt64]> = []
     }
 
     /// What `pid` runs and whether it is root's program running as itself. `writer` is the
@@ -96,7 +104,9 @@ package enum CallerTrust {
         }
 
         if tracer != 0 { program.warnings.append(.traced) }
-        if !mapsOnlyRootsFiles(pid, besides: file, writer: writer, rootsFiles: &rootsFiles) { program.warnings.append(.preloaded) }
+        if !mapsOnlyRootsFiles(pid, besides: file, writer: writer, rootsFiles: &rootsFiles, mapped: &program.mappedFiles) {
+            program.warnings.append(.preloaded)
+        }
         let name = String(path.dropLast(deleted && path.hasSuffix(" (deleted)") ? " (deleted)".count : 0).split(separator: "/").last ?? "")
         if isInterpreter(name, in: interpreters) { program.warnings.append(.interpreter) }
         return program
@@ -148,8 +158,11 @@ package enum CallerTrust {
     /// the process's root instead, and only its own facts count there (that namespace's
     /// directories are the sandbox's, made by the user); root's inode is root's content wherever
     /// it is mounted.
-    static func mapsOnlyRootsFiles(_ pid: Int32, besides program: FileFacts, writer: FileWriter, rootsFiles: inout Set<[UInt64]>) -> Bool {
+    static func mapsOnlyRootsFiles(
+        _ pid: Int32, besides program: FileFacts, writer: FileWriter, rootsFiles: inout Set<[UInt64]>, mapped: inout Set<[UInt64]>
+    ) -> Bool {
         guard let mappings = ExecutableMappings.read("/proc/\(pid)/maps") else { return false }
+        mapped = Set(mappings.map { [$0.device, $0.inode] })
         var root: Int32 = -2
         defer { if root >= 0 { close(root) } }
         for mapping in mappings where mapping.device != program.device || mapping.inode != program.inode {

@@ -32,18 +32,35 @@ package enum ExecutableMappings {
             case .unsupported: break
             }
         }
+        return text(fd)
+    }
+
+    /// The files (device, inode) mapped executable now, through `maps`, a process's maps opened
+    /// earlier: what `CallerTrust.stillSame` compares with the files judged. Unnamed where the
+    /// kernel can query (the names are what costs); nil when the process is gone or exec'd (the
+    /// descriptor then reads nothing) or the read failed.
+    package static func files(through maps: Int32) -> Set<[UInt64]>? {
+        switch queried(maps, named: false) {
+        case .found(let found): return Set(found.map { [$0.device, $0.inode] })
+        case .failed: return nil
+        case .unsupported: return text(maps).map { Set($0.map { [$0.device, $0.inode] }) }
+        }
+    }
+
+    /// The mappings from maps' text, read from its start whatever `fd`'s offset.
+    static func text(_ fd: Int32) -> [Mapping]? {
         var found: [Mapping] = []
         var seen = Set<[UInt64]>()
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         var total = 0
         while true {
-            let n = Glibc.read(fd, &buffer, buffer.count)
+            let n = pread(fd, &buffer, buffer.count, off_t(total))
             if n < 0 && errno == EINTR { continue }
             guard n >= 0 else { return nil }
             total += n
             guard total <= byteLimit else { return nil }
-            if n == 0 { return pending.isEmpty ? found : nil }
+            if n == 0 { return pending.isEmpty && total > 0 ? found : nil }
             pending += buffer[..<n]
             var start = pending.startIndex
             while let end = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
@@ -73,24 +90,26 @@ package enum ExecutableMappings {
     /// broker judges a new process on every SSH signature through a deputy, and formatting every
     /// mapping of it as text, then parsing that, was a quarter of the judging. Named as the text
     /// names them (a newline as `\012`, " (deleted)" kept), so both ways find the same.
-    static func queried(_ maps: Int32) -> Queried {
+    /// `named` false: no names asked for, each mapping's path left empty.
+    static func queried(_ maps: Int32, named: Bool = true) -> Queried {
         var found: [Mapping] = []
         var seen = Set<[UInt64]>()
         var address: UInt64 = 0
-        var name = [CChar](repeating: 0, count: Int(PATH_MAX))
+        var name = [CChar](repeating: 0, count: named ? Int(PATH_MAX) : 1)
+        let capacity = named ? UInt32(name.count) : 0
         for _ in 0..<queryLimit {
             var end: UInt64 = 0
             var major: UInt32 = 0
             var minor: UInt32 = 0
             var inode: UInt64 = 0
-            guard clinux_procmap_query_executable(maps, address, &end, &major, &minor, &inode, &name, UInt32(name.count)) == 0 else {
+            guard clinux_procmap_query_executable(maps, address, &end, &major, &minor, &inode, &name, capacity) == 0 else {
                 if errno == ENOENT { return .found(found) }
                 return address == 0 && (errno == ENOTTY || errno == EINVAL) ? .unsupported : .failed
             }
             guard end > address else { return .failed }
             address = end
             let path = String(cString: name).replacingNewlines()
-            guard inode != 0, path.first == "/" else { continue }
+            guard inode != 0, path.first == "/" || !named else { continue }
             let mapping = Mapping(path: path, device: device(major: UInt64(major), minor: UInt64(minor)), inode: inode)
             guard seen.insert([mapping.device, mapping.inode]).inserted else { continue }
             guard found.count < fileLimit else { return .failed }

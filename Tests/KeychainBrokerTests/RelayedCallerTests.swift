@@ -131,7 +131,14 @@ final class RelayedCallerTests: XCTestCase {
 
         private func waitForExec(of path: String) throws {
             for _ in 0..<6000 {
-                if ProcessLineage.executable(of: pid) == path { return }
+                if ProcessLineage.executable(of: pid) == path {
+                    // Asleep: the loader has mapped its libraries (`CallerTrust.stillSame` would
+                    // see one mapped after a judging).
+                    for _ in 0..<500 where !(PlainFiles.read("/proc/\(pid)/wchan").map { String(decoding: $0, as: UTF8.self).contains("sleep") } ?? true) {
+                        usleep(10_000)
+                    }
+                    return
+                }
                 usleep(10_000)
             }
             XCTFail("\(pid) never ran \(path)")

@@ -64,7 +64,10 @@ final class ChildProcess {
     /// broken test ends: nothing is asserted of how long it took.
     func waitForExec(of path: String) throws {
         for _ in 0..<6000 {
-            if ProcessLineage.executable(of: pid) == path { return }
+            if ProcessLineage.executable(of: pid) == path {
+                Self.waitUntilAsleep(pid)
+                return
+            }
             var status: Int32 = 0
             if waitpid(pid, &status, WNOHANG) == pid {
                 reaped = true
@@ -73,6 +76,17 @@ final class ChildProcess {
             usleep(10_000)
         }
         throw POSIXError(ETIMEDOUT)
+    }
+
+    /// Until `pid` sleeps (its state S in stat): the loader has mapped its libraries by then, so
+    /// a judging sees them all and `CallerTrust.stillSame` finds none mapped since. Bounded; a
+    /// process that never sleeps (it exits) is waited for no longer.
+    static func waitUntilAsleep(_ pid: Int32) {
+        for _ in 0..<500 {
+            guard let fields = ProcessLineage.statFields(of: pid), let state = fields.first else { return }
+            if state == [UInt8(ascii: "S")] { return }
+            usleep(10_000)
+        }
     }
 
     func evaluate(uid: UInt32 = 65534, pinned: Bool = true) -> Caller {
