@@ -17,6 +17,8 @@ package final class BrokerConnection: @unchecked Sendable {
     /// Replies owed for requests sent ahead (`sendAhead`): read and dropped before the next
     /// exchange's request goes out.
     private var owed = 0
+    /// Requests sent ahead at most while their replies are unread.
+    static let aheadLimit = 8
     /// Moves on with every notice read (`BrokerWire.notice`) and every connection made or
     /// closed: a state given at one value holds while it stays there and nothing waits unread.
     private var changes: UInt64 = 0
@@ -117,6 +119,8 @@ package final class BrokerConnection: @unchecked Sendable {
         let message = request.encoded(relay: pidfd == nil ? [] : [.relayedCaller])
         guard message.count <= BrokerWire.maximumMessage else { return }
         mutex.withLock {
+            // Only an aid to speed: past a few unread, the next exchange judges anyway.
+            guard owed < Self.aheadLimit else { return }
             do {
                 try connectIfNeeded()
                 if let pidfd {

@@ -183,8 +183,9 @@ package final class BrokerListener {
     }
 
     /// Every connection of a uid whose keys changed gets a notice, after the reply that changed
-    /// them. A notice that finds the client's buffer full is not needed: the client finds that
-    /// buffer unread all the same, and asks for the state.
+    /// them. A connection whose buffer is too full to take it is closed: the client reads a
+    /// closed connection as a change, where unread replies it may drop (those of requests sent
+    /// ahead) would not tell it of one (review 56).
     private func tellChanges() {
         let uids = service.takeChangedUids()
         guard !uids.isEmpty else { return }
@@ -193,7 +194,7 @@ package final class BrokerListener {
             do {
                 try BrokerSocket.send(fd, BrokerWire.notice)
             } catch {
-                if (error as? SocketError)?.errno != EAGAIN { drop(fd) }
+                drop(fd)
             }
         }
     }
