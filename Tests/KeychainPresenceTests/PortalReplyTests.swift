@@ -47,19 +47,7 @@ final class PortalReplyTests: XCTestCase {
         let backend = "/usr/libexec/xdg-desktop-portal-gtk"
         try XCTSkipUnless(access(backend, X_OK) == 0 && access("/usr/bin/Xvfb", X_OK) == 0, "no portal-gtk or Xvfb")
         try XCTSkipUnless(system("/usr/bin/python3 -c 'import jeepney' 2>/dev/null") == 0, "no jeepney")
-        let config = """
-            <busconfig>
-              <type>session</type>
-              <listen>unix:path=\(directory)/bus</listen>
-              <auth>EXTERNAL</auth>
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-                <allow own="*"/>
-              </policy>
-            </busconfig>
-            """
-        try PlainFiles.write(directory + "/bus.conf", Array(config.utf8))
+        try SystemPrompterTests.writeBusConfig(in: directory)
         let address = "unix:path=\(directory)/bus"
         _ = spawn(["/usr/bin/dbus-daemon", "--config-file=\(directory)/bus.conf", "--nofork"], environment: [])
         waitFor { access(directory + "/bus", F_OK) == 0 }

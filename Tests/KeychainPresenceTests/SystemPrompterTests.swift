@@ -22,6 +22,16 @@ final class SystemPrompterTests: XCTestCase {
     /// A bus of its own with no service to start: its address.
     func privateBus() throws -> String {
         try XCTSkipUnless(access("/usr/bin/dbus-daemon", X_OK) == 0, "no dbus-daemon")
+        try Self.writeBusConfig(in: directory)
+        let out = directory + "/bus.out"
+        XCTAssertEqual(system("/usr/bin/dbus-daemon --config-file='\(directory)/bus.conf' --fork --print-address=1 --print-pid=1 > '\(out)'"), 0)
+        let lines = String(decoding: PlainFiles.read(out) ?? [], as: UTF8.self).split(separator: "\n")
+        busPid = lines.count > 1 ? pid_t(lines[1]) ?? 0 : 0
+        return try XCTUnwrap(lines.first.map(String.init))
+    }
+
+    /// DIRECTORY/bus.conf: a session bus listening on DIRECTORY/bus, open to every connection.
+    static func writeBusConfig(in directory: String) throws {
         let config = """
             <busconfig>
               <type>session</type>
@@ -35,11 +45,6 @@ final class SystemPrompterTests: XCTestCase {
             </busconfig>
             """
         try PlainFiles.write(directory + "/bus.conf", Array(config.utf8))
-        let out = directory + "/bus.out"
-        XCTAssertEqual(system("/usr/bin/dbus-daemon --config-file='\(directory)/bus.conf' --fork --print-address=1 --print-pid=1 > '\(out)'"), 0)
-        let lines = String(decoding: PlainFiles.read(out) ?? [], as: UTF8.self).split(separator: "\n")
-        busPid = lines.count > 1 ? pid_t(lines[1]) ?? 0 : 0
-        return try XCTUnwrap(lines.first.map(String.init))
     }
 
     func testOnlyAUnixSocketIsReached() {
