@@ -19,7 +19,9 @@ package final class BrokerPeer {
     /// one signature), each with a new pidfd of the same process, which is judged once while it
     /// runs the same image. Several, not one: the agent has each client judged as it connects
     /// (`BrokerCustodian.judgeAhead`), and clients that connect at once sign after.
-    private var relayedFacts: [(handle: CallerHandle, facts: any CallerFacts)] = []
+    /// `ahead`: judged for a whoAmI (the agent's as its client connects) and used for no item key
+    /// since; the first unwrap checks its mappings too (`CallerTrust.stillSame`'s `mappingsToo`).
+    private var relayedFacts: [(handle: CallerHandle, facts: any CallerFacts, ahead: Bool)] = []
     /// How many relayed processes a connection keeps judged: each holds its handle's descriptors.
     static let relayedLimit = 8
 
@@ -44,18 +46,21 @@ package final class BrokerPeer {
     /// still running the same image (its pid, and the earlier handle's descriptors still reading:
     /// a pid is not given to another process while the one holding it lives, and the earlier
     /// process held it from before `relayed`'s pidfd was read until now).
-    package func facts(of relayed: RelayedProcess, _ evaluate: CallerEvaluator) -> any CallerFacts {
+    /// `forKey`: for an unwrap, not a whoAmI.
+    package func facts(of relayed: RelayedProcess, forKey: Bool = true, _ evaluate: CallerEvaluator) -> any CallerFacts {
         let pid = relayed.pid
         if let index = relayedFacts.firstIndex(where: { $0.handle.pid == pid }) {
-            let (handle, facts) = relayedFacts.remove(at: index)
-            if let record = facts as? CallerRecord, let caller = record.caller, caller.pid == pid, CallerTrust.stillSame(caller, handle: handle) {
-                relayedFacts.append((handle, facts))
+            let (handle, facts, ahead) = relayedFacts.remove(at: index)
+            if let record = facts as? CallerRecord, let caller = record.caller, caller.pid == pid,
+                CallerTrust.stillSame(caller, handle: handle, mappingsToo: ahead && forKey)
+            {
+                relayedFacts.append((handle, facts, ahead && !forKey))
                 return facts
             }
         }
         let facts = evaluate(relayed.handle, uid)
         if relayedFacts.count >= Self.relayedLimit { relayedFacts.removeFirst() }
-        relayedFacts.append((relayed.handle, facts))
+        relayedFacts.append((relayed.handle, facts, !forKey))
         return facts
     }
 

@@ -118,7 +118,7 @@ package final class BrokerService {
             return .done
         case .whoAmI:
             // Relayed: the client a deputy serves, as an unwrap for it would be judged.
-            let facts = try callerFacts(of: peer, evaluate, uid: uid, keychain: "")
+            let facts = try callerFacts(of: peer, evaluate, uid: uid, keychain: "", forKey: false)
             return .caller(CallerDescription(summary: facts.summary, entry: facts.entry?.text ?? "", warnings: facts.warnings))
         case .accessLog(let since): return .log(state.log.entries(of: uid, since: since))
         case .forget(let path, let password):

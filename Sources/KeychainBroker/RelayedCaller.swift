@@ -105,7 +105,8 @@ extension BrokerService {
     /// Who an unwrap is judged as: the peer itself, or the process its deputy relays for. A
     /// relay from a program that is no deputy is refused and logged: passing a pidfd must not be
     /// a way to borrow another program's name.
-    func callerFacts(of peer: BrokerPeer, _ evaluate: CallerEvaluator, uid: UInt32, keychain: String) throws -> any CallerFacts {
+    /// `forKey`: an unwrap's, not a whoAmI's.
+    func callerFacts(of peer: BrokerPeer, _ evaluate: CallerEvaluator, uid: UInt32, keychain: String, forKey: Bool = true) throws -> any CallerFacts {
         let facts = peer.facts(evaluate)
         guard let relayed = peer.relayed else { return facts }
         guard decision.isDeputy(facts) else {
@@ -115,6 +116,6 @@ extension BrokerService {
             throw KeychainError.param("only a deputy (keychain-broker --deputy) may relay a caller")
         }
         return RelayedCallerFacts(
-            client: peer.facts(of: relayed, evaluate), deputy: facts, confirmsEachUse: relayed.marks.contains(.confirmEach))
+            client: peer.facts(of: relayed, forKey: forKey, evaluate), deputy: facts, confirmsEachUse: relayed.marks.contains(.confirmEach))
     }
 }

@@ -51,7 +51,7 @@ final class LoadedAfterJudgingTests: XCTestCase {
         let evaluate: CallerEvaluator = { handle, uid in CallerRecord(CallerTrust.evaluate(handle, uid: uid, interpreters: [])) }
         func relayed() throws -> RelayedProcess { try XCTUnwrap(RelayedProcess(pidfd: clinux_pidfd_open(child), marks: [.relayedCaller])) }
         let peer = BrokerPeer(uid: 1000, pid: getpid())
-        let ahead = peer.facts(of: try relayed(), evaluate)  // the agent's relayed whoAmI as it accepts
+        let ahead = peer.facts(of: try relayed(), forKey: false, evaluate)  // the agent's relayed whoAmI as it accepts
         try XCTSkipUnless(ahead.canMatchSilently, "the client is not trusted to begin with: \(ahead.summary) \(ahead.warnings)")
 
         XCTAssertEqual(write(fds[1], "go\n", 3), 3)

@@ -162,8 +162,9 @@ final class RelayedCallerTests: XCTestCase {
         let evaluations = Evaluations()
         let peer = BrokerPeer(uid: 0, pid: getpid())
         let first = try Client(), second = try Client()
-        for client in [first, second, first, second, second, first] {
-            let facts = peer.facts(of: try client.relayed(), evaluations.evaluate)
+        // Each judged ahead (a whoAmI), then its unwraps: the first checks its mappings too.
+        for (client, forKey) in [(first, false), (second, false), (first, true), (second, true), (second, true), (first, true)] {
+            let facts = peer.facts(of: try client.relayed(), forKey: forKey, evaluations.evaluate)
             XCTAssertEqual((facts as? CallerRecord)?.caller?.pid, client.pid, "each judged as itself")
         }
         XCTAssertEqual(evaluations.count, 2)
@@ -175,7 +176,7 @@ final class RelayedCallerTests: XCTestCase {
         let evaluations = Evaluations()
         let peer = BrokerPeer(uid: 0, pid: getpid())
         let client = try Client()
-        let ahead = peer.facts(of: try client.relayed(), evaluations.evaluate)
+        let ahead = peer.facts(of: try client.relayed(), forKey: false, evaluations.evaluate)
         XCTAssertTrue(ahead.summary.contains("sh"), ahead.summary)
         XCTAssertFalse(ahead.summary.contains("sleep"), ahead.summary)
         try client.exec()
