@@ -108,7 +108,7 @@ package enum CallerTrust {
         }
 
         if tracer != 0 { program.warnings.append(.traced) }
-        if !mapsOnlyRootsFiles(pid, besides: file, writer: writer, rootsFiles: &rootsFiles, mapped: &program.mappedFiles) {
+        if !mapsOnlyRootsFiles(pid, besides: file, writer: writer, rootsFiles: &rootsFiles, files: &program.mappedFiles) {
             program.warnings.append(.preloaded)
         }
         let name = String(path.dropLast(deleted && path.hasSuffix(" (deleted)") ? " (deleted)".count : 0).split(separator: "/").last ?? "")
@@ -163,15 +163,15 @@ package enum CallerTrust {
     /// directories are the sandbox's, made by the user); root's inode is root's content wherever
     /// it is mounted.
     static func mapsOnlyRootsFiles(
-        _ pid: Int32, besides program: FileFacts, writer: FileWriter, rootsFiles: inout Set<[UInt64]>, mapped: inout Set<[UInt64]>
+        _ pid: Int32, besides program: FileFacts, writer: FileWriter, rootsFiles: inout Set<[UInt64]>, files: inout Set<[UInt64]>
     ) -> Bool {
         guard let mappings = ExecutableMappings.read("/proc/\(pid)/maps") else { return false }
-        mapped = Set(mappings.map { [$0.device, $0.inode] })
+        files = Set(mappings.map(\.file))
         var root: Int32 = -2
         defer { if root >= 0 { close(root) } }
         for mapping in mappings where mapping.device != program.device || mapping.inode != program.inode {
             guard !mapping.path.hasSuffix(" (deleted)") else { return false }
-            if rootsFiles.contains([mapping.device, mapping.inode]) { continue }
+            if rootsFiles.contains(mapping.file) { continue }
             let mapped = FileFacts(device: mapping.device, inode: mapping.inode, owner: 0, group: 0, mode: 0, links: 0)
             var resolution = ResolvedPaths.shared.resolve(mapping.path, for: writer)
             if case .file(let found) = resolution, !found.isSameFile(as: mapped) { resolution = .missing }
@@ -183,7 +183,7 @@ package enum CallerTrust {
             guard case .file(let found) = resolution, found.isSameFile(as: mapped), found.isRegularFile, found.links > 0,
                 FileTrust.isRootsOwn(found), !FileTrust.isWritable(found, by: writer)
             else { return false }
-            if rootsFiles.count < ExecutableMappings.fileLimit { rootsFiles.insert([mapping.device, mapping.inode]) }
+            if rootsFiles.count < ExecutableMappings.fileLimit { rootsFiles.insert(mapping.file) }
         }
         return true
     }

@@ -11,6 +11,9 @@ package enum ExecutableMappings {
         package var path: String
         package var device: UInt64
         package var inode: UInt64
+
+        /// Its file, as the judging's sets of files key it: (device, inode).
+        package var file: [UInt64] { [device, inode] }
     }
 
     /// Distinct files read at most: more is nothing a real program maps, and not checked.
@@ -41,9 +44,9 @@ package enum ExecutableMappings {
     /// descriptor then reads nothing) or the read failed.
     package static func files(through maps: Int32) -> Set<[UInt64]>? {
         switch queried(maps, named: false) {
-        case .found(let found): return Set(found.map { [$0.device, $0.inode] })
+        case .found(let found): return Set(found.map(\.file))
         case .failed: return nil
-        case .unsupported: return text(maps).map { Set($0.map { [$0.device, $0.inode] }) }
+        case .unsupported: return text(maps).map { Set($0.map(\.file)) }
         }
     }
 
@@ -66,7 +69,7 @@ package enum ExecutableMappings {
             while let end = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
                 guard let line = parse(pending[start..<end]) else { return nil }
                 start = end + 1
-                guard case .executable(let mapping) = line, seen.insert([mapping.device, mapping.inode]).inserted else { continue }
+                guard case .executable(let mapping) = line, seen.insert(mapping.file).inserted else { continue }
                 guard found.count < fileLimit else { return nil }
                 found.append(mapping)
             }
@@ -108,10 +111,11 @@ package enum ExecutableMappings {
             }
             guard end > address else { return .failed }
             address = end
-            let path = String(cString: name).replacingNewlines()
+            // Unnamed, the buffer was not filled: no name to make.
+            let path = named ? String(cString: name).replacingNewlines() : ""
             guard inode != 0, path.first == "/" || !named else { continue }
             let mapping = Mapping(path: path, device: device(major: UInt64(major), minor: UInt64(minor)), inode: inode)
-            guard seen.insert([mapping.device, mapping.inode]).inserted else { continue }
+            guard seen.insert(mapping.file).inserted else { continue }
             guard found.count < fileLimit else { return .failed }
             found.append(mapping)
         }
