@@ -204,9 +204,8 @@ package enum CallerTrust {
         var chain: [String] = []
         // The session and the first parent from one read of the caller's stat: a new caller is
         // read on every SSH signature through a deputy.
-        guard let fields = ProcessLineage.statFields(of: pid), fields.count > 3 else { return chain }
-        let session = Int32(String(decoding: fields[3], as: UTF8.self))
-        var next = Int32(String(decoding: fields[1], as: UTF8.self))
+        guard let (first, session) = ProcessLineage.parentAndSession(of: pid) else { return chain }
+        var next = first
         while chain.count < chainLimit, let parent = next, parent > 1 {
             chain.append("\(ProcessLineage.executable(of: parent).map { Caller.displayable($0) } ?? "?") (pid \(parent))")
             if parent == session { break }

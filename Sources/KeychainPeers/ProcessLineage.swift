@@ -25,6 +25,12 @@ package enum ProcessLineage {
         return Int32(String(decoding: fields[3], as: UTF8.self))
     }
 
+    /// The parent's pid and the session's id from one read of /proc/PID/stat.
+    package static func parentAndSession(of pid: Int32) -> (parent: Int32?, session: Int32?)? {
+        guard let fields = statFields(of: pid), fields.count > 3 else { return nil }
+        return (Int32(String(decoding: fields[1], as: UTF8.self)), Int32(String(decoding: fields[3], as: UTF8.self)))
+    }
+
     /// The fields of /proc/PID/stat from the third (the state) on: those after the command name,
     /// which may hold spaces and parentheses, so it ends at the last ')'.
     package static func statFields(of pid: Int32) -> [ArraySlice<UInt8>]? {
