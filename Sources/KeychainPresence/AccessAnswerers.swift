@@ -34,8 +34,7 @@ package enum AccessAnswerers {
     /// The desktop portal's access dialog, in a graphical session whose desktop has a portal
     /// backend for it; the keychain's password is then asked through `password`.
     static func portal(password: PinentryAccessAnswerer, environment: (String) -> String?) -> PortalAccessAnswerer? {
-        let graphical = [environment("DISPLAY"), environment("WAYLAND_DISPLAY")].contains { !($0 ?? "").isEmpty }
-        guard graphical, let dialog = PortalAccessDialog.forDesktop(environment: environment, timeout: password.timeout) else { return nil }
+        guard isGraphical(environment), let dialog = PortalAccessDialog.forDesktop(environment: environment, timeout: password.timeout) else { return nil }
         return PortalAccessAnswerer(dialog: dialog, password: password)
     }
 
@@ -46,15 +45,19 @@ package enum AccessAnswerers {
     /// linked statically, Debian has no static sd-bus or GLib, and the prompter's password comes
     /// back under gcr's Diffie-Hellman secret exchange, which pinentry-gnome3 already speaks.
     static func desktop(environment: (String) -> String? = Self.environment) -> PinentryAccessAnswerer? {
-        let graphical = [environment("DISPLAY"), environment("WAYLAND_DISPLAY")].contains { !($0 ?? "").isEmpty }
         // pinentry-gnome3 looks for the bus in DBUS_SESSION_BUS_ADDRESS only (else it falls back
         // to curses), not at $XDG_RUNTIME_DIR/bus.
-        guard graphical, let bus = environment("DBUS_SESSION_BUS_ADDRESS"), !bus.isEmpty, access(gcrPinentry, X_OK) == 0 else { return nil }
+        guard isGraphical(environment), let bus = environment("DBUS_SESSION_BUS_ADDRESS"), !bus.isEmpty, access(gcrPinentry, X_OK) == 0 else { return nil }
         // The dialog is whoever owns gcr's prompter name on that bus: checked at each step.
         return PinentryAccessAnswerer(program: gcrPinentry, asksAlwaysApart: true, prompter: SystemPrompter(address: bus))
     }
 
     static let gcrPinentry = "/usr/bin/pinentry-gnome3"
+
+    /// A graphical session: a display, X11's or Wayland's.
+    static func isGraphical(_ environment: (String) -> String?) -> Bool {
+        [environment("DISPLAY"), environment("WAYLAND_DISPLAY")].contains { !($0 ?? "").isEmpty }
+    }
 
     /// KEYCHAIN_PINENTRY when it names root's program in root's folders (the environment is the
     /// user's to set, and a program of the user's would be handed the password), else Debian's
