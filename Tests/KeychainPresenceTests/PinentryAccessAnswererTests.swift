@@ -121,18 +121,25 @@ final class PinentryAccessAnswererTests: XCTestCase {
     /// again when it is the desktop's pinentry-gnome3.
     func testTheChainAsksTheDesktopThenPinentryThenTheTerminal() throws {
         try XCTSkipUnless(access(AccessAnswerers.gcrPinentry, X_OK) == 0, "pinentry-gnome3 is not installed")
+        // The chain without the tests' answerer or a portal backend (a desktop in the
+        // environment would put the portal's dialog first): whatever the process was given,
+        // put back after.
+        let cleared = ["KEYCHAIN_ACCESS_ANSWERER", "XDG_CURRENT_DESKTOP"]
+        let given = cleared.map { name in getenv(name).map { String(cString: $0) } }
+        cleared.forEach { unsetenv($0) }
         setenv("DISPLAY", ":99", 1)
         setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent", 1)
         defer {
             unsetenv("DISPLAY")
             unsetenv("DBUS_SESSION_BUS_ADDRESS")
+            for (name, value) in zip(cleared, given) { if let value { setenv(name, value, 1) } }
         }
         let chain = try XCTUnwrap(AccessAnswerers.standard() as? AccessAnswererChain).answerers
         let programs = chain.compactMap { ($0 as? PinentryAccessAnswerer)?.program }
         XCTAssertEqual(programs.first, AccessAnswerers.gcrPinentry)
         if AccessAnswerers.sameFile("/usr/bin/pinentry", AccessAnswerers.gcrPinentry) { XCTAssertEqual(programs.count, 1) }
         XCTAssertTrue(chain.last is TerminalAccessAnswerer)
-        XCTAssertEqual((chain.first as? PinentryAccessAnswerer)?.asksAlwaysApart, true)
+        XCTAssertEqual((chain.first as? PinentryAccessAnswerer)?.asksAlwaysApart, true, "the chain: \(chain.map { type(of: $0) })")
     }
 
     /// Debian's `pinentry` is an alternative's link: the file it leads to is checked, and run.
